@@ -1,0 +1,31 @@
+// The CLI's commands as functions of their options and output streams, so tests run them
+// exactly as `berth` does. Each returns the process exit code.
+#pragma once
+
+#include <ostream>
+#include <string>
+
+namespace berth {
+
+/// Exit codes of `berth plan` (with --detailed-exitcode) and of the other commands.
+enum ExitCode : int {
+  kExitOk = 0,
+  kExitError = 1,      // invalid input, unreadable file, failed command
+  kExitChanges = 2,    // plan --detailed-exitcode: there is something to do
+  kExitBlocked = 3,    // the plan cannot run: what is short is printed
+};
+
+struct PlanCommand {
+  std::string manifest_path;   // -f
+  std::string observed_path;   // --observed; "" = observe this host
+  std::string format = "text";  // -o text|json
+  bool detailed_exitcode = false;
+};
+
+int RunValidate(const std::string& manifest_path, std::ostream& out, std::ostream& err);
+int RunPlan(const PlanCommand& cmd, std::ostream& out, std::ostream& err);
+/// Prints the unit files berth would write (all services, or only `service`).
+int RunRender(const std::string& manifest_path, const std::string& observed_path,
+              const std::string& service, std::ostream& out, std::ostream& err);
+
+}  // namespace berth

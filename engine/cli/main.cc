@@ -1,0 +1,42 @@
+// berth: declarative model serving on GPU hosts. See README.md and DESIGN.md.
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "engine/cli/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"berth: declarative model serving on GPU hosts"};
+  app.set_version_flag("--version", std::string("berth ") + BERTH_VERSION);
+  app.require_subcommand(1);
+
+  std::string validate_path;
+  auto* validate = app.add_subcommand("validate", "check manifests; every problem with file:line:col");
+  validate->add_option("-f,--file", validate_path, "manifest file or folder")->required();
+
+  berth::PlanCommand plan_cmd;
+  auto* plan = app.add_subcommand("plan", "show what berth would change, in order, with reasons");
+  plan->add_option("-f,--file", plan_cmd.manifest_path, "manifest file or folder")->required();
+  plan->add_option("--observed", plan_cmd.observed_path,
+                   "plan against a saved observation (berth observe -o json) instead of this host");
+  plan->add_option("-o,--output", plan_cmd.format, "text or json")->capture_default_str();
+  plan->add_flag("--detailed-exitcode", plan_cmd.detailed_exitcode,
+                 "exit 0 nothing to do, 1 error, 2 changes, 3 blocked");
+
+  std::string render_path, render_observed, render_service;
+  auto* render = app.add_subcommand("render", "print the unit files berth would write");
+  render->add_option("-f,--file", render_path, "manifest file or folder")->required();
+  render->add_option("--observed", render_observed, "saved observation, to pin model commits");
+  render->add_option("service", render_service, "only this service");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? 0 : berth::kExitError;
+  }
+  if (*validate) return berth::RunValidate(validate_path, std::cout, std::cerr);
+  if (*plan) return berth::RunPlan(plan_cmd, std::cout, std::cerr);
+  if (*render)
+    return berth::RunRender(render_path, render_observed, render_service, std::cout, std::cerr);
+  return berth::kExitError;
+}

@@ -1,0 +1,117 @@
+// Desired: what the manifests ask for, after loading and validation.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace berth {
+
+/// Where something was written, for diagnostics ("berth.yaml:12:5").
+struct SourceLoc {
+  std::string file;
+  int line = 0;    // 1-based; 0 when unknown
+  int column = 0;  // 1-based
+  std::string ToString() const;
+};
+
+struct HostSpec {
+  std::map<std::string, std::string> match;  // e.g. {"hostname": "gpu-*"}; empty matches every host
+  std::string store;                         // HF cache dir; "" = HF_HUB_CACHE / ~/.cache/huggingface/hub
+  uint64_t reserve_bytes = 0;                // free space the plan must never consume
+  std::string unit_dir = "/etc/systemd/system";
+  SourceLoc loc;
+};
+
+struct ModelSpec {
+  std::string name;      // manifest key, e.g. "minimax-m25"
+  std::string repo_id;   // "MiniMaxAI/MiniMax-M2.5" (from source hf://...)
+  std::string revision = "main";  // branch, tag or 40-hex commit
+  std::vector<std::string> include;
+  std::vector<std::string> exclude;
+  bool keep = true;  // stays on disk while no service uses it
+  std::optional<uint64_t> size_hint;  // `size:` for offline planning
+  SourceLoc loc;
+};
+
+enum class EngineKind { kVllm, kSglang, kLlamaServer, kCommand };
+enum class ServiceState { kRunning, kStopped, kAbsent };
+enum class Strategy { kAuto, kStopFirst, kStartFirst };
+
+const char* EngineName(EngineKind e);
+const char* ServiceStateName(ServiceState s);
+const char* StrategyName(Strategy s);
+
+struct VllmOptions {
+  int tensor_parallel_size = 1;
+  int pipeline_parallel_size = 1;
+  bool enable_expert_parallel = false;
+  double gpu_memory_utilization = 0.9;  // vLLM's default
+  std::optional<uint64_t> max_model_len;
+  std::string served_model_name;  // "" = the service name
+};
+
+struct SglangOptions {
+  int tp_size = 1;
+  double mem_fraction_static = 0.88;
+  std::optional<uint64_t> context_length;
+  std::string served_model_name;
+};
+
+struct LlamaServerOptions {
+  int n_gpu_layers = 999;
+  std::optional<uint64_t> ctx_size;
+  std::string model_file;  // a .gguf path inside the snapshot
+  std::string alias;
+};
+
+struct HealthSpec {
+  std::string path = "/health";
+  uint64_t timeout_ms = 30 * 60 * 1000;  // vLLM loading 200+ GB can take long
+  uint64_t interval_ms = 5000;
+};
+
+struct ServiceSpec {
+  std::string name;  // unit is name + ".service"
+  ServiceState state = ServiceState::kRunning;
+  /// False for a state-only entry ("vllm-kimi-k25: {state: stopped}"): berth only starts or
+  /// stops a unit that exists, and never writes its file.
+  bool has_engine = false;
+  EngineKind engine = EngineKind::kVllm;
+  std::string model;  // a key of Desired::models; "" for engine command without model
+  std::vector<int> gpus;
+  std::optional<int> port;
+  std::string bind = "0.0.0.0";
+  std::string executable;  // "" = engine default (host.executables or the engine's name)
+  VllmOptions vllm;
+  SglangOptions sglang;
+  LlamaServerOptions llama;
+  std::vector<std::string> command;  // engine: command
+  std::vector<std::string> args;
+  std::map<std::string, std::string> env;
+  std::string env_file;
+  /// Per-GPU memory claim for engines whose claim berth cannot derive (command, llama-server).
+  std::optional<uint64_t> gpu_memory;
+  HealthSpec health;
+  Strategy strategy = Strategy::kAuto;
+  bool adopt = false;
+  SourceLoc loc;
+
+  std::string UnitName() const { return name + ".service"; }
+  /// The name clients ask for in /v1/models.
+  std::string ServedName() const;
+};
+
+struct Desired {
+  int version = 1;
+  HostSpec host;
+  std::map<std::string, std::string> executables;  // engine name -> path (host level)
+  std::map<std::string, ModelSpec> models;
+  std::map<std::string, ServiceSpec> services;
+  std::string digest;  // sha256 of the manifest files' bytes, in path order
+  std::vector<std::string> files;
+};
+
+}  // namespace berth

@@ -1,0 +1,20 @@
+#include "engine/core/hash.h"
+
+#include <openssl/evp.h>
+
+namespace berth {
+
+std::string Sha256Hex(std::string_view data) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(data.data(), data.size(), md, &len, EVP_sha256(), nullptr);
+  static const char kHex[] = "0123456789abcdef";
+  std::string out(len * 2, '0');
+  for (unsigned int i = 0; i < len; ++i) {
+    out[2 * i] = kHex[md[i] >> 4];
+    out[2 * i + 1] = kHex[md[i] & 15];
+  }
+  return out;
+}
+
+}  // namespace berth

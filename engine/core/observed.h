@@ -1,0 +1,121 @@
+// Observed: the host as the providers saw it at one moment. Also the JSON form read by
+// `berth plan --observed FILE` (see docs in observed_json.h).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace berth {
+
+/// One snapshot of a repo in the store (snapshots/<commit>).
+struct ObservedRevision {
+  std::string commit;              // 40 hex
+  std::vector<std::string> refs;   // refs/<name> files pointing at it, e.g. {"main"}
+  bool complete = false;           // every file of the snapshot present and verified
+  uint64_t bytes_present = 0;      // blobs present, including .incomplete partials
+  std::optional<uint64_t> bytes_total;  // when known (from a verified record or the hub)
+};
+
+struct ObservedRepo {
+  std::string repo_id;  // "org/name"
+  std::vector<ObservedRevision> revisions;
+};
+
+struct ObservedStore {
+  std::string path;
+  bool exists = true;
+  uint64_t total_bytes = 0;  // of the filesystem holding the store
+  uint64_t free_bytes = 0;   // available to berth (statvfs f_bavail)
+  std::vector<ObservedRepo> repos;
+};
+
+struct GpuProcess {
+  int pid = 0;
+  uint64_t used_bytes = 0;
+  std::string unit;  // owning systemd unit ("vllm-kimi-k25.service"), "" if none
+  std::string name;  // process name, for messages
+};
+
+struct ObservedGpu {
+  int index = 0;
+  std::string uuid;
+  std::string name;
+  uint64_t memory_total = 0;
+  uint64_t memory_used = 0;
+  std::vector<GpuProcess> processes;
+};
+
+struct ObservedUnit {
+  std::string name;  // "vllm-kimi-k25.service"
+  std::string load_state;    // loaded | not-found | masked | error
+  std::string active_state;  // active | inactive | failed | activating | deactivating | reloading
+  std::string sub_state;     // running | dead | exited | ...
+  std::string fragment_path;
+  std::string content_hash;  // sha256 of the unit file's bytes; "" if no file
+  bool managed = false;      // the file carries berth's marker
+  std::string spec_hash;     // from the marker: hash of the content berth wrote
+  std::string content;       // the file's text, when berth manages it (for change details)
+  int main_pid = 0;
+  bool need_daemon_reload = false;
+
+  bool IsActive() const {
+    return active_state == "active" || active_state == "activating" ||
+           active_state == "reloading";
+  }
+  bool HasFile() const { return !fragment_path.empty() && !content_hash.empty(); }
+};
+
+struct ListeningPort {
+  int port = 0;
+  std::string address;  // "0.0.0.0", "127.0.0.1", "::"
+  int pid = 0;
+  std::string process;
+  std::string unit;  // owning unit, "" if none
+};
+
+struct HubFile {
+  std::string path;
+  uint64_t size = 0;
+};
+
+/// What the Hub said of one (repo, revision), when berth asked.
+struct HubInfo {
+  std::string repo_id;
+  std::string revision;  // as asked: "main"
+  std::string commit;    // what it resolved to
+  std::vector<HubFile> files;  // the whole tree; the planner applies include/exclude
+};
+
+/// berth's own records (the state directory), as observed: what berth created.
+struct BerthState {
+  uint64_t serial = 0;
+  std::string lineage;
+  std::vector<std::string> units;  // unit names berth wrote
+  std::map<std::string, std::vector<std::string>> models;  // repo_id -> commits berth downloaded
+};
+
+struct Observed {
+  static constexpr int kFormatVersion = 1;
+  std::string hostname;
+  std::string observed_at;  // RFC 3339, informative only
+  ObservedStore store;
+  bool gpus_known = true;     // false: no driver / no NVML; gpu_error says why
+  std::string gpu_error;
+  std::vector<ObservedGpu> gpus;
+  bool units_known = true;
+  std::vector<ObservedUnit> units;
+  bool ports_known = true;
+  std::vector<ListeningPort> ports;
+  std::vector<HubInfo> hub;
+  BerthState state;
+
+  const ObservedUnit* FindUnit(const std::string& name) const;
+  const ObservedRepo* FindRepo(const std::string& repo_id) const;
+  const HubInfo* FindHub(const std::string& repo_id, const std::string& revision) const;
+  const ObservedGpu* FindGpu(int index) const;
+};
+
+}  // namespace berth

@@ -1,0 +1,326 @@
+#include "engine/core/observed_json.h"
+
+#include <nlohmann/json.hpp>
+
+namespace berth {
+namespace {
+
+using nlohmann::ordered_json;
+
+// Reads one object with a fixed key set; reports the first unknown or mistyped key with its path.
+class Reader {
+ public:
+  Reader(const ordered_json& j, std::string path) : j_(j), path_(std::move(path)) {}
+
+  Status Keys(std::initializer_list<const char*> allowed) const {
+    if (!j_.is_object()) return Status::InvalidArgument(path_ + ": expected an object");
+    for (auto it = j_.begin(); it != j_.end(); ++it) {
+      bool found = false;
+      for (const char* a : allowed) found = found || it.key() == a;
+      if (!found) return Status::InvalidArgument(path_ + ": unknown key '" + it.key() + "'");
+    }
+    return Status::Ok();
+  }
+  template <typename T>
+  Status Get(const char* key, T* out) const {
+    auto it = j_.find(key);
+    if (it == j_.end() || it->is_null()) return Status::Ok();
+    try {
+      *out = it->get<T>();
+    } catch (const nlohmann::json::exception&) {
+      return Status::InvalidArgument(path_ + "." + key + ": wrong type (" +
+                                     std::string(it->type_name()) + ")");
+    }
+    return Status::Ok();
+  }
+  const ordered_json* Child(const char* key) const {
+    auto it = j_.find(key);
+    return it == j_.end() || it->is_null() ? nullptr : &*it;
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  const ordered_json& j_;
+  std::string path_;
+};
+
+Status ExpectArray(const ordered_json* j, const std::string& path) {
+  if (j && !j->is_array()) return Status::InvalidArgument(path + ": expected an array");
+  return Status::Ok();
+}
+
+Status ReadRevision(const ordered_json& j, const std::string& path, ObservedRevision* r) {
+  Reader rd(j, path);
+  BERTH_RETURN_IF_ERROR(rd.Keys({"commit", "refs", "complete", "bytes_present", "bytes_total"}));
+  BERTH_RETURN_IF_ERROR(rd.Get("commit", &r->commit));
+  BERTH_RETURN_IF_ERROR(rd.Get("refs", &r->refs));
+  BERTH_RETURN_IF_ERROR(rd.Get("complete", &r->complete));
+  BERTH_RETURN_IF_ERROR(rd.Get("bytes_present", &r->bytes_present));
+  if (rd.Child("bytes_total")) {
+    uint64_t total = 0;
+    BERTH_RETURN_IF_ERROR(rd.Get("bytes_total", &total));
+    r->bytes_total = total;
+  }
+  return Status::Ok();
+}
+
+Status ReadStore(const ordered_json& j, ObservedStore* s) {
+  Reader rd(j, "store");
+  BERTH_RETURN_IF_ERROR(rd.Keys({"path", "exists", "total_bytes", "free_bytes", "repos"}));
+  BERTH_RETURN_IF_ERROR(rd.Get("path", &s->path));
+  BERTH_RETURN_IF_ERROR(rd.Get("exists", &s->exists));
+  BERTH_RETURN_IF_ERROR(rd.Get("total_bytes", &s->total_bytes));
+  BERTH_RETURN_IF_ERROR(rd.Get("free_bytes", &s->free_bytes));
+  const ordered_json* repos = rd.Child("repos");
+  BERTH_RETURN_IF_ERROR(ExpectArray(repos, "store.repos"));
+  if (!repos) return Status::Ok();
+  for (size_t i = 0; i < repos->size(); ++i) {
+    std::string p = "store.repos[" + std::to_string(i) + "]";
+    Reader rr((*repos)[i], p);
+    BERTH_RETURN_IF_ERROR(rr.Keys({"repo_id", "revisions"}));
+    ObservedRepo repo;
+    BERTH_RETURN_IF_ERROR(rr.Get("repo_id", &repo.repo_id));
+    const ordered_json* revs = rr.Child("revisions");
+    BERTH_RETURN_IF_ERROR(ExpectArray(revs, p + ".revisions"));
+    for (size_t k = 0; revs && k < revs->size(); ++k) {
+      ObservedRevision rev;
+      BERTH_RETURN_IF_ERROR(
+          ReadRevision((*revs)[k], p + ".revisions[" + std::to_string(k) + "]", &rev));
+      repo.revisions.push_back(std::move(rev));
+    }
+    s->repos.push_back(std::move(repo));
+  }
+  return Status::Ok();
+}
+
+Status ReadGpus(const ordered_json& j, Observed* o) {
+  Reader rd(j, "gpus");
+  BERTH_RETURN_IF_ERROR(rd.Keys({"known", "error", "devices"}));
+  BERTH_RETURN_IF_ERROR(rd.Get("known", &o->gpus_known));
+  BERTH_RETURN_IF_ERROR(rd.Get("error", &o->gpu_error));
+  const ordered_json* devs = rd.Child("devices");
+  BERTH_RETURN_IF_ERROR(ExpectArray(devs, "gpus.devices"));
+  for (size_t i = 0; devs && i < devs->size(); ++i) {
+    std::string p = "gpus.devices[" + std::to_string(i) + "]";
+    Reader rg((*devs)[i], p);
+    BERTH_RETURN_IF_ERROR(
+        rg.Keys({"index", "uuid", "name", "memory_total", "memory_used", "processes"}));
+    ObservedGpu g;
+    BERTH_RETURN_IF_ERROR(rg.Get("index", &g.index));
+    BERTH_RETURN_IF_ERROR(rg.Get("uuid", &g.uuid));
+    BERTH_RETURN_IF_ERROR(rg.Get("name", &g.name));
+    BERTH_RETURN_IF_ERROR(rg.Get("memory_total", &g.memory_total));
+    BERTH_RETURN_IF_ERROR(rg.Get("memory_used", &g.memory_used));
+    const ordered_json* procs = rg.Child("processes");
+    BERTH_RETURN_IF_ERROR(ExpectArray(procs, p + ".processes"));
+    for (size_t k = 0; procs && k < procs->size(); ++k) {
+      Reader rp((*procs)[k], p + ".processes[" + std::to_string(k) + "]");
+      BERTH_RETURN_IF_ERROR(rp.Keys({"pid", "used_bytes", "unit", "name"}));
+      GpuProcess proc;
+      BERTH_RETURN_IF_ERROR(rp.Get("pid", &proc.pid));
+      BERTH_RETURN_IF_ERROR(rp.Get("used_bytes", &proc.used_bytes));
+      BERTH_RETURN_IF_ERROR(rp.Get("unit", &proc.unit));
+      BERTH_RETURN_IF_ERROR(rp.Get("name", &proc.name));
+      g.processes.push_back(std::move(proc));
+    }
+    o->gpus.push_back(std::move(g));
+  }
+  return Status::Ok();
+}
+
+Status ReadUnits(const ordered_json& j, Observed* o) {
+  Reader rd(j, "units");
+  BERTH_RETURN_IF_ERROR(rd.Keys({"known", "items"}));
+  BERTH_RETURN_IF_ERROR(rd.Get("known", &o->units_known));
+  const ordered_json* items = rd.Child("items");
+  BERTH_RETURN_IF_ERROR(ExpectArray(items, "units.items"));
+  for (size_t i = 0; items && i < items->size(); ++i) {
+    Reader ru((*items)[i], "units.items[" + std::to_string(i) + "]");
+    BERTH_RETURN_IF_ERROR(ru.Keys({"name", "load_state", "active_state", "sub_state",
+                                   "fragment_path", "content_hash", "managed", "spec_hash",
+                                   "content", "main_pid", "need_daemon_reload"}));
+    ObservedUnit u;
+    BERTH_RETURN_IF_ERROR(ru.Get("name", &u.name));
+    BERTH_RETURN_IF_ERROR(ru.Get("load_state", &u.load_state));
+    BERTH_RETURN_IF_ERROR(ru.Get("active_state", &u.active_state));
+    BERTH_RETURN_IF_ERROR(ru.Get("sub_state", &u.sub_state));
+    BERTH_RETURN_IF_ERROR(ru.Get("fragment_path", &u.fragment_path));
+    BERTH_RETURN_IF_ERROR(ru.Get("content_hash", &u.content_hash));
+    BERTH_RETURN_IF_ERROR(ru.Get("managed", &u.managed));
+    BERTH_RETURN_IF_ERROR(ru.Get("spec_hash", &u.spec_hash));
+    BERTH_RETURN_IF_ERROR(ru.Get("content", &u.content));
+    BERTH_RETURN_IF_ERROR(ru.Get("main_pid", &u.main_pid));
+    BERTH_RETURN_IF_ERROR(ru.Get("need_daemon_reload", &u.need_daemon_reload));
+    o->units.push_back(std::move(u));
+  }
+  return Status::Ok();
+}
+
+Status ReadPorts(const ordered_json& j, Observed* o) {
+  Reader rd(j, "ports");
+  BERTH_RETURN_IF_ERROR(rd.Keys({"known", "listening"}));
+  BERTH_RETURN_IF_ERROR(rd.Get("known", &o->ports_known));
+  const ordered_json* items = rd.Child("listening");
+  BERTH_RETURN_IF_ERROR(ExpectArray(items, "ports.listening"));
+  for (size_t i = 0; items && i < items->size(); ++i) {
+    Reader rp((*items)[i], "ports.listening[" + std::to_string(i) + "]");
+    BERTH_RETURN_IF_ERROR(rp.Keys({"port", "address", "pid", "process", "unit"}));
+    ListeningPort p;
+    BERTH_RETURN_IF_ERROR(rp.Get("port", &p.port));
+    BERTH_RETURN_IF_ERROR(rp.Get("address", &p.address));
+    BERTH_RETURN_IF_ERROR(rp.Get("pid", &p.pid));
+    BERTH_RETURN_IF_ERROR(rp.Get("process", &p.process));
+    BERTH_RETURN_IF_ERROR(rp.Get("unit", &p.unit));
+    o->ports.push_back(std::move(p));
+  }
+  return Status::Ok();
+}
+
+Status ReadHub(const ordered_json& j, Observed* o) {
+  BERTH_RETURN_IF_ERROR(ExpectArray(&j, "hub"));
+  for (size_t i = 0; i < j.size(); ++i) {
+    std::string p = "hub[" + std::to_string(i) + "]";
+    Reader rh(j[i], p);
+    BERTH_RETURN_IF_ERROR(rh.Keys({"repo_id", "revision", "commit", "files"}));
+    HubInfo h;
+    BERTH_RETURN_IF_ERROR(rh.Get("repo_id", &h.repo_id));
+    BERTH_RETURN_IF_ERROR(rh.Get("revision", &h.revision));
+    BERTH_RETURN_IF_ERROR(rh.Get("commit", &h.commit));
+    const ordered_json* files = rh.Child("files");
+    BERTH_RETURN_IF_ERROR(ExpectArray(files, p + ".files"));
+    for (size_t k = 0; files && k < files->size(); ++k) {
+      Reader rf((*files)[k], p + ".files[" + std::to_string(k) + "]");
+      BERTH_RETURN_IF_ERROR(rf.Keys({"path", "size"}));
+      HubFile f;
+      BERTH_RETURN_IF_ERROR(rf.Get("path", &f.path));
+      BERTH_RETURN_IF_ERROR(rf.Get("size", &f.size));
+      h.files.push_back(std::move(f));
+    }
+    o->hub.push_back(std::move(h));
+  }
+  return Status::Ok();
+}
+
+Status ReadState(const ordered_json& j, BerthState* s) {
+  Reader rd(j, "berth_state");
+  BERTH_RETURN_IF_ERROR(rd.Keys({"serial", "lineage", "units", "models"}));
+  BERTH_RETURN_IF_ERROR(rd.Get("serial", &s->serial));
+  BERTH_RETURN_IF_ERROR(rd.Get("lineage", &s->lineage));
+  BERTH_RETURN_IF_ERROR(rd.Get("units", &s->units));
+  BERTH_RETURN_IF_ERROR(rd.Get("models", &s->models));
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string ObservedToJson(const Observed& o) {
+  ordered_json j;
+  j["format_version"] = Observed::kFormatVersion;
+  j["hostname"] = o.hostname;
+  j["observed_at"] = o.observed_at;
+  ordered_json repos = ordered_json::array();
+  for (const auto& r : o.store.repos) {
+    ordered_json revs = ordered_json::array();
+    for (const auto& v : r.revisions) {
+      ordered_json jv = {{"commit", v.commit},
+                         {"refs", v.refs},
+                         {"complete", v.complete},
+                         {"bytes_present", v.bytes_present}};
+      if (v.bytes_total) jv["bytes_total"] = *v.bytes_total;
+      revs.push_back(std::move(jv));
+    }
+    repos.push_back({{"repo_id", r.repo_id}, {"revisions", std::move(revs)}});
+  }
+  j["store"] = {{"path", o.store.path},
+                {"exists", o.store.exists},
+                {"total_bytes", o.store.total_bytes},
+                {"free_bytes", o.store.free_bytes},
+                {"repos", std::move(repos)}};
+  ordered_json devices = ordered_json::array();
+  for (const auto& g : o.gpus) {
+    ordered_json procs = ordered_json::array();
+    for (const auto& p : g.processes)
+      procs.push_back(
+          {{"pid", p.pid}, {"used_bytes", p.used_bytes}, {"unit", p.unit}, {"name", p.name}});
+    devices.push_back({{"index", g.index},
+                       {"uuid", g.uuid},
+                       {"name", g.name},
+                       {"memory_total", g.memory_total},
+                       {"memory_used", g.memory_used},
+                       {"processes", std::move(procs)}});
+  }
+  j["gpus"] = {{"known", o.gpus_known}, {"error", o.gpu_error}, {"devices", std::move(devices)}};
+  ordered_json units = ordered_json::array();
+  for (const auto& u : o.units)
+    units.push_back({{"name", u.name},
+                     {"load_state", u.load_state},
+                     {"active_state", u.active_state},
+                     {"sub_state", u.sub_state},
+                     {"fragment_path", u.fragment_path},
+                     {"content_hash", u.content_hash},
+                     {"managed", u.managed},
+                     {"spec_hash", u.spec_hash},
+                     {"content", u.content},
+                     {"main_pid", u.main_pid},
+                     {"need_daemon_reload", u.need_daemon_reload}});
+  j["units"] = {{"known", o.units_known}, {"items", std::move(units)}};
+  ordered_json ports = ordered_json::array();
+  for (const auto& p : o.ports)
+    ports.push_back({{"port", p.port},
+                     {"address", p.address},
+                     {"pid", p.pid},
+                     {"process", p.process},
+                     {"unit", p.unit}});
+  j["ports"] = {{"known", o.ports_known}, {"listening", std::move(ports)}};
+  ordered_json hub = ordered_json::array();
+  for (const auto& h : o.hub) {
+    ordered_json files = ordered_json::array();
+    for (const auto& f : h.files) files.push_back({{"path", f.path}, {"size", f.size}});
+    hub.push_back({{"repo_id", h.repo_id},
+                   {"revision", h.revision},
+                   {"commit", h.commit},
+                   {"files", std::move(files)}});
+  }
+  j["hub"] = std::move(hub);
+  ordered_json models = ordered_json::object();
+  for (const auto& [repo, commits] : o.state.models) models[repo] = commits;
+  j["berth_state"] = {{"serial", o.state.serial},
+                      {"lineage", o.state.lineage},
+                      {"units", o.state.units},
+                      {"models", std::move(models)}};
+  return j.dump(2) + "\n";
+}
+
+Result<Observed> ObservedFromJson(const std::string& text, const std::string& source) {
+  ordered_json j;
+  try {
+    j = ordered_json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    return Status::InvalidArgument(source + ": not valid JSON: " + e.what());
+  }
+  Observed o;
+  Reader rd(j, "(top)");
+  Status s = rd.Keys({"format_version", "hostname", "observed_at", "store", "gpus", "units",
+                      "ports", "hub", "berth_state"});
+  if (s.ok()) {
+    int version = 0;
+    s = rd.Get("format_version", &version);
+    if (s.ok() && version != Observed::kFormatVersion)
+      s = Status::InvalidArgument("format_version " + std::to_string(version) +
+                                  " is not supported (this berth reads " +
+                                  std::to_string(Observed::kFormatVersion) +
+                                  "); re-run `berth observe -o json` with this berth");
+  }
+  if (s.ok()) s = rd.Get("hostname", &o.hostname);
+  if (s.ok()) s = rd.Get("observed_at", &o.observed_at);
+  if (s.ok() && rd.Child("store")) s = ReadStore(*rd.Child("store"), &o.store);
+  if (s.ok() && rd.Child("gpus")) s = ReadGpus(*rd.Child("gpus"), &o);
+  if (s.ok() && rd.Child("units")) s = ReadUnits(*rd.Child("units"), &o);
+  if (s.ok() && rd.Child("ports")) s = ReadPorts(*rd.Child("ports"), &o);
+  if (s.ok() && rd.Child("hub")) s = ReadHub(*rd.Child("hub"), &o);
+  if (s.ok() && rd.Child("berth_state")) s = ReadState(*rd.Child("berth_state"), &o.state);
+  if (!s.ok()) return s.WithContext(source);
+  return o;
+}
+
+}  // namespace berth

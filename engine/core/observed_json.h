@@ -1,0 +1,50 @@
+// The JSON form of Observed, written by `berth observe -o json` and read by
+// `berth plan --observed FILE`. Versioned: {"format_version": 1, ...}.
+//
+// {
+//   "format_version": 1,
+//   "hostname": "gpu-01",
+//   "observed_at": "2026-11-30T12:00:00Z",               // informative
+//   "store": {"path": "/shared/models", "exists": true,
+//             "total_bytes": N, "free_bytes": N,           // of the filesystem (f_bavail)
+//             "repos": [{"repo_id": "org/name",
+//                        "revisions": [{"commit": "<40 hex>", "refs": ["main"],
+//                                       "complete": true, "bytes_present": N,
+//                                       "bytes_total": N}]}]},   // bytes_total optional
+//   "gpus": {"known": true, "error": "",                   // known=false: no driver/NVML
+//            "devices": [{"index": 0, "uuid": "GPU-...", "name": "...",
+//                         "memory_total": N, "memory_used": N,
+//                         "processes": [{"pid": 1, "used_bytes": N, "unit": "x.service",
+//                                        "name": "python3"}]}]},
+//   "units": {"known": true,
+//             "items": [{"name": "x.service", "load_state": "loaded", "active_state": "active",
+//                        "sub_state": "running", "fragment_path": "/etc/systemd/system/x.service",
+//                        "content_hash": "<sha256>", "managed": true, "spec_hash": "<sha256>",
+//                        "content": "...", "main_pid": 1, "need_daemon_reload": false}]},
+//   "ports": {"known": true,
+//             "listening": [{"port": 8000, "address": "0.0.0.0", "pid": 1, "process": "vllm",
+//                            "unit": "x.service"}]},
+//   "hub": [{"repo_id": "org/name", "revision": "main", "commit": "<40 hex>",
+//            "files": [{"path": "config.json", "size": N}]}],
+//   "berth_state": {"serial": 3, "lineage": "<uuid>", "units": ["x.service"],
+//                   "models": {"org/name": ["<commit>"]}}
+// }
+//
+// Every key but format_version is optional on input; a missing section reads as empty and
+// "known" (say "known": false to mark a section that could not be observed). Byte counts are
+// integers. Unknown keys are errors, so a typo cannot silently empty a section.
+#pragma once
+
+#include <string>
+
+#include "engine/core/observed.h"
+#include "engine/core/status.h"
+
+namespace berth {
+
+/// Pretty-printed, keys in a stable order: the same Observed gives the same bytes.
+std::string ObservedToJson(const Observed& observed);
+/// `source` names the input in error messages ("host.json").
+Result<Observed> ObservedFromJson(const std::string& text, const std::string& source);
+
+}  // namespace berth

@@ -1,0 +1,123 @@
+// Plan: the ordered actions that turn Observed into Desired, each with its reason, and the
+// verdict on whether it can run. A value: planners build it, the executor runs it, outputs print it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace berth {
+
+enum class ActionKind {
+  kDownload,
+  kRemoveModel,
+  kWriteUnit,
+  kRemoveUnit,
+  kDaemonReload,
+  kStart,
+  kStop,
+  kRestart,
+  kWaitHealthy,
+};
+const char* ActionKindName(ActionKind k);  // "download", "remove-model", ...
+
+/// Why an action is in the plan. Stable names: they are part of the JSON form.
+enum class Reason {
+  kModelMissing,        // not in the store
+  kModelPartial,        // in the store, incomplete: resume
+  kRevisionChanged,     // the manifest asks for another commit
+  kUnitMissing,         // no unit file yet
+  kUnitChanged,         // the wanted unit differs from the one berth wrote
+  kUnitDrift,           // the file on disk was edited by hand
+  kUnitAdopted,         // adopt: true takes over a unit berth did not write
+  kUnitFilesChanged,    // daemon-reload after unit file changes
+  kPendingReload,       // systemd reports NeedDaemonReload
+  kNotRunning,          // wanted running, observed inactive
+  kFailed,              // wanted running, observed failed
+  kConfigChanged,       // running, its unit changed: restart
+  kModelUpdated,        // running, its model moved to another commit: restart
+  kWantedStopped,       // state: stopped
+  kWantedAbsent,        // state: absent
+  kNotInManifest,       // berth created it, the manifest no longer names it
+  kFreesResources,      // stopped now because a start needs its GPUs or port
+  kHealthGate,          // wait-healthy after a start
+  kNotUsed,             // keep: false and no running service uses it
+  kOldRevision,         // a revision berth downloaded that nothing asks for any more
+};
+const char* ReasonName(Reason r);  // "model_missing", ...
+
+/// Resources an action needs or gives back.
+struct Resources {
+  uint64_t disk_bytes = 0;
+  std::map<int, uint64_t> gpu_bytes;  // GPU index -> bytes
+  std::vector<int> ports;
+  bool empty() const { return disk_bytes == 0 && gpu_bytes.empty() && ports.empty(); }
+};
+
+struct Action {
+  ActionKind kind = ActionKind::kDownload;
+  std::string address;  // "model/minimax-m25", "service/vllm-minimax-m25", "unit/x.service", "systemd"
+  Reason reason = Reason::kModelMissing;
+  std::string detail;   // human: "ExecStart changed: --port 8000 → 8001"
+  Resources requires_;  // what must be available when it runs
+  Resources frees;      // what it gives back
+
+  // What the executor needs (filled according to kind).
+  std::string unit;          // unit name for unit and service actions
+  std::string unit_content;  // write-unit: the file to write
+  std::string repo_id;       // download / remove-model
+  std::string revision;      // download: as asked
+  std::string commit;        // download / remove-model; "" if to be resolved at apply
+  std::vector<std::string> include, exclude;
+  std::string health_path;   // wait-healthy
+  int port = 0;              // wait-healthy
+  std::string served_name;   // wait-healthy
+  uint64_t timeout_ms = 0;   // wait-healthy
+};
+
+/// Something the plan leaves as it is but a reviewer wants to see ("= keep model/kimi ...").
+struct Note {
+  std::string address;
+  std::string detail;
+};
+
+/// A port that serves nobody between two steps (1-based, inclusive).
+struct Disruption {
+  int port = 0;
+  int from_step = 0;
+  int until_step = 0;  // 0: stays closed (service stopped for good)
+  std::string service;  // who served it before
+  std::string reason;
+};
+
+/// Why the plan cannot run.
+struct Problem {
+  int step = 0;          // the step that cannot run; 0 = before any step
+  std::string resource;  // "disk", "gpu 3", "port 8000", "unit x.service", "manifest"
+  std::string message;
+  uint64_t needed = 0;
+  uint64_t available = 0;
+};
+
+struct Plan {
+  static constexpr int kFormatVersion = 1;
+  std::string host;
+  bool host_matches = true;     // false: the manifest's host.match excludes this host
+  std::string skip_reason;
+  std::vector<Action> actions;
+  std::vector<Note> notes;
+  std::vector<Disruption> disruptions;
+  std::vector<Problem> problems;  // non-empty: blocked
+  std::vector<std::string> warnings;  // checks that could not be made, assumptions
+  // Disk summary, for the reviewer.
+  uint64_t disk_needed = 0;
+  uint64_t disk_free = 0;
+  uint64_t disk_reserve = 0;
+  bool disk_known = true;
+
+  bool blocked() const { return !problems.empty(); }
+  bool empty() const { return actions.empty(); }
+};
+
+}  // namespace berth

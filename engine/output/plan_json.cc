@@ -1,0 +1,103 @@
+#include <nlohmann/json.hpp>
+
+#include "engine/output/plan_output.h"
+
+namespace berth {
+namespace {
+
+using nlohmann::ordered_json;
+
+// Terraform's vocabulary for what an action does to its resource.
+ordered_json TerraformActions(const Action& a) {
+  switch (a.kind) {
+    case ActionKind::kDownload: return {"create"};
+    case ActionKind::kWriteUnit:
+      return {a.reason == Reason::kUnitMissing ? "create" : "update"};
+    case ActionKind::kRemoveModel:
+    case ActionKind::kRemoveUnit: return {"delete"};
+    case ActionKind::kWaitHealthy: return {"read"};
+    default: return {"update"};
+  }
+}
+
+ordered_json ResourcesJson(const Resources& r) {
+  ordered_json gpus = ordered_json::object();
+  for (const auto& [i, b] : r.gpu_bytes) gpus[std::to_string(i)] = b;
+  return {{"disk_bytes", r.disk_bytes}, {"gpu_bytes", gpus}, {"ports", r.ports}};
+}
+
+}  // namespace
+
+std::string PlanToJson(const Plan& plan, const Desired& desired) {
+  ordered_json j;
+  j["format_version"] = Plan::kFormatVersion;
+  j["berth_version"] = BERTH_VERSION;
+  j["host"] = plan.host;
+  j["manifest"] = {{"digest", desired.digest}, {"files", desired.files}};
+  std::string status = !plan.host_matches ? "not_applicable"
+                       : plan.blocked()   ? "blocked"
+                       : plan.empty()     ? "no_changes"
+                                          : "changes";
+  j["status"] = status;
+  j["applies_to_host"] = plan.host_matches;
+  if (!plan.host_matches) j["skip_reason"] = plan.skip_reason;
+  ordered_json changes = ordered_json::array();
+  for (size_t i = 0; i < plan.actions.size(); ++i) {
+    const Action& a = plan.actions[i];
+    ordered_json c;
+    c["step"] = i + 1;
+    c["address"] = a.address;
+    c["action"] = ActionKindName(a.kind);
+    c["change"] = {{"actions", TerraformActions(a)}};
+    c["action_reason"] = ReasonName(a.reason);
+    c["detail"] = a.detail;
+    c["requires"] = ResourcesJson(a.requires_);
+    c["frees"] = ResourcesJson(a.frees);
+    switch (a.kind) {
+      case ActionKind::kDownload:
+        c["model"] = {{"repo_id", a.repo_id}, {"revision", a.revision}, {"commit", a.commit},
+                      {"include", a.include}, {"exclude", a.exclude}};
+        break;
+      case ActionKind::kRemoveModel:
+        c["model"] = {{"repo_id", a.repo_id}, {"commit", a.commit}};
+        break;
+      case ActionKind::kWaitHealthy:
+        c["health"] = {{"port", a.port}, {"path", a.health_path},
+                       {"served_model_name", a.served_name}, {"timeout_ms", a.timeout_ms}};
+        c["unit"] = a.unit;
+        break;
+      case ActionKind::kDaemonReload: break;
+      default: c["unit"] = a.unit;
+    }
+    changes.push_back(std::move(c));
+  }
+  j["resource_changes"] = std::move(changes);
+  ordered_json unchanged = ordered_json::array();
+  for (const auto& n : plan.notes) unchanged.push_back({{"address", n.address}, {"detail", n.detail}});
+  j["unchanged"] = std::move(unchanged);
+  ordered_json dis = ordered_json::array();
+  for (const auto& d : plan.disruptions)
+    dis.push_back({{"port", d.port},
+                   {"from_step", d.from_step},
+                   {"until_step", d.until_step},
+                   {"service", d.service},
+                   {"reason", d.reason}});
+  j["disruption"] = std::move(dis);
+  ordered_json problems = ordered_json::array();
+  for (const auto& p : plan.problems)
+    problems.push_back({{"step", p.step},
+                        {"resource", p.resource},
+                        {"message", p.message},
+                        {"needed", p.needed},
+                        {"available", p.available}});
+  j["feasibility"] = {{"feasible", !plan.blocked()},
+                      {"disk", {{"needed_bytes", plan.disk_needed},
+                                {"free_bytes", plan.disk_free},
+                                {"reserve_bytes", plan.disk_reserve},
+                                {"sizes_known", plan.disk_known}}},
+                      {"problems", std::move(problems)}};
+  j["warnings"] = plan.warnings;
+  return j.dump(2) + "\n";
+}
+
+}  // namespace berth

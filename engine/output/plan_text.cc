@@ -1,0 +1,90 @@
+#include <algorithm>
+#include <sstream>
+
+#include "engine/core/units.h"
+#include "engine/output/plan_output.h"
+
+namespace berth {
+
+const char* ActionSymbol(const Action& a) {
+  switch (a.kind) {
+    case ActionKind::kDownload:
+    case ActionKind::kStart: return "+";
+    case ActionKind::kWriteUnit: return a.reason == Reason::kUnitMissing ? "+" : "~";
+    case ActionKind::kDaemonReload:
+    case ActionKind::kRestart: return "~";
+    case ActionKind::kStop:
+    case ActionKind::kRemoveModel:
+    case ActionKind::kRemoveUnit: return "-";
+    case ActionKind::kWaitHealthy: return ">";
+  }
+  return "?";
+}
+
+namespace {
+
+std::string Pad(const std::string& s, size_t width) {
+  // Width in characters, not bytes: addresses are ASCII, so bytes are fine.
+  return s.size() >= width ? s : s + std::string(width - s.size(), ' ');
+}
+
+}  // namespace
+
+std::string PlanToText(const Plan& plan, const Desired& desired) {
+  std::ostringstream out;
+  if (!plan.host_matches) {
+    out << "Nothing to do on " << plan.host << ": " << plan.skip_reason << "\n";
+    return out.str();
+  }
+  size_t width = 0;
+  for (const auto& a : plan.actions) width = std::max(width, a.address.size());
+  for (const auto& n : plan.notes) width = std::max(width, n.address.size());
+  width += 2;
+
+  out << "berth plan for host " << plan.host << " (" << desired.files.size() << " manifest file"
+      << (desired.files.size() == 1 ? "" : "s") << ")\n\n";
+  if (plan.actions.empty()) out << "  No changes: the host matches the manifests.\n";
+  for (size_t i = 0; i < plan.actions.size(); ++i) {
+    const Action& a = plan.actions[i];
+    std::string step = std::to_string(i + 1);
+    out << std::string(step.size() < 3 ? 3 - step.size() : 0, ' ') << step << "  "
+        << ActionSymbol(a) << " " << Pad(ActionKindName(a.kind), 14) << Pad(a.address, width)
+        << a.detail << "\n";
+  }
+  for (const auto& n : plan.notes)
+    out << "     = " << Pad("keep", 14) << Pad(n.address, width) << n.detail << "\n";
+  out << "\n";
+
+  bool downloads = std::any_of(plan.actions.begin(), plan.actions.end(),
+                               [](const Action& a) { return a.kind == ActionKind::kDownload; });
+  for (const auto& d : plan.disruptions) {
+    out << "disruption: port " << d.port << " unavailable from step " << d.from_step;
+    if (d.until_step > 0)
+      out << " until step " << d.until_step << " is healthy";
+    else
+      out << " on (nothing serves it after this plan)";
+    out << " (" << d.reason << ")";
+    if (downloads && d.until_step > 0) out << "; the downloads finish before it";
+    out << "\n";
+  }
+  if (plan.disruptions.empty() && !plan.actions.empty())
+    out << "disruption: none (no port goes dark)\n";
+  if (downloads) {
+    out << "disk: " << FormatBytes(plan.disk_needed) << " to download"
+        << (plan.disk_known ? "" : " (at least: some sizes are unknown)") << ", "
+        << FormatBytes(plan.disk_free) << " free, reserve " << FormatSize(plan.disk_reserve)
+        << "\n";
+  }
+  for (const auto& w : plan.warnings) out << "warning: " << w << "\n";
+  if (plan.blocked()) {
+    out << "\nBLOCKED: this plan cannot run; nothing will be changed.\n";
+    for (const auto& p : plan.problems) {
+      out << "  ";
+      if (p.step > 0) out << "step " << p.step << ", ";
+      out << p.resource << ": " << p.message << "\n";
+    }
+  }
+  return out.str();
+}
+
+}  // namespace berth

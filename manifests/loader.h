@@ -1,0 +1,32 @@
+// Loading manifests: YAML files (one file, or every *.yaml / *.yml of a folder merged) into a
+// validated Desired. The only user of yaml-cpp in berth.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "engine/core/desired.h"
+
+namespace berth {
+
+struct Diagnostic {
+  SourceLoc loc;
+  std::string message;  // "unknown key 'gpu_memory_utilisation'"
+  std::string hint;     // "did you mean 'gpu_memory_utilization'?" or ""
+  std::string ToString() const;  // "berth.yaml:12:7: unknown key ... (did you mean ...?)"
+};
+
+struct LoadResult {
+  Desired desired;
+  std::vector<Diagnostic> diagnostics;  // every problem of the input, in file/line order
+  bool ok() const { return diagnostics.empty(); }
+};
+
+/// Loads `path` (a file, or a folder whose *.yaml/*.yml files are merged in name order) and
+/// validates it. Never throws; all problems come back as diagnostics.
+LoadResult LoadManifests(const std::string& path);
+
+/// The same for in-memory files (name -> text), for tests and the fuzzer.
+LoadResult LoadManifestTexts(const std::vector<std::pair<std::string, std::string>>& files);
+
+}  // namespace berth

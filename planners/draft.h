@@ -1,0 +1,59 @@
+// The planner's working state between the diff (what must change) and the sequence (in which
+// order, and can it run). Internal to planners/.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/core/desired.h"
+#include "engine/core/observed.h"
+#include "engine/core/plan.h"
+
+namespace berth {
+
+/// A desired model after resolving its revision and size against what was observed.
+struct ResolvedModel {
+  const ModelSpec* spec = nullptr;
+  std::string commit;         // "" when it cannot be known offline
+  std::string commit_source;  // "manifest", "hub", "store ref"
+  std::optional<uint64_t> total_bytes;
+  std::string size_source;    // "hub", "store", "size:"
+  const ObservedRevision* present = nullptr;  // the wanted commit in the store, if any
+  bool used = false;          // a service wanted running serves it
+};
+
+/// A start, restart or stop the sequence must place.
+struct Transition {
+  ActionKind kind = ActionKind::kStart;  // kStart, kRestart or kStop
+  std::string unit;
+  std::string address;  // "service/<name>"
+  Reason reason = Reason::kNotRunning;
+  std::string detail;
+  const ServiceSpec* spec = nullptr;  // the desired service, when the manifest names it
+};
+
+struct Draft {
+  std::vector<ResolvedModel> models;
+  std::vector<Action> downloads;
+  std::vector<Action> unit_writes;
+  int reload_files = 0;              // unit files written before the starts
+  bool reload_pending = false;       // systemd already wants a reload
+  std::vector<Transition> starts;    // starts and restarts, in name order
+  std::vector<Transition> stops;     // units to stop, in name order
+  std::vector<Action> model_removals;
+  std::vector<Action> unit_removals;
+  std::vector<Note> notes;
+  std::vector<Problem> problems;     // known before sequencing (step 0)
+  std::vector<std::string> warnings;
+};
+
+/// Downloads, model removals and model notes.
+void DiffModels(const Desired& desired, const Observed& observed, Draft* draft);
+/// Unit writes and removals, starts, restarts and stops.
+void DiffServices(const Desired& desired, const Observed& observed,
+                  const std::string& berth_version, Draft* draft);
+/// Orders the draft into the plan's actions and checks disk, GPU memory and ports at each step.
+void Sequence(const Desired& desired, const Observed& observed, Draft draft, Plan* plan);
+
+}  // namespace berth

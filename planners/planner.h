@@ -1,0 +1,27 @@
+// The planner: Desired × Observed → Plan. Pure: no I/O, no clock, deterministic; the same
+// inputs give the same plan, byte for byte once printed.
+#pragma once
+
+#include <string>
+
+#include "engine/core/desired.h"
+#include "engine/core/observed.h"
+#include "engine/core/plan.h"
+
+namespace berth {
+
+struct PlanOptions {
+  std::string berth_version = BERTH_VERSION;  // written into unit headers
+};
+
+/// The ordered, checked plan. Observed.state is berth's inventory: only what it lists (and
+/// units carrying berth's marker) is ever pruned.
+Plan MakePlan(const Desired& desired, const Observed& observed, const PlanOptions& options = {});
+
+/// The store directory berth uses: host.store, else the observed store's path.
+std::string StorePath(const Desired& desired, const Observed& observed);
+/// <store>/models--org--name/snapshots/<commit>
+std::string SnapshotPath(const std::string& store, const std::string& repo_id,
+                         const std::string& commit);
+
+}  // namespace berth

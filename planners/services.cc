@@ -1,0 +1,207 @@
+// The service diff: unit files to write or remove, services to start, restart or stop.
+#include <algorithm>
+
+#include "engine/core/hash.h"
+#include "planners/draft.h"
+#include "planners/planner.h"
+#include "planners/unit_render.h"
+
+namespace berth {
+namespace {
+
+const ResolvedModel* FindModel(const Draft& draft, const std::string& name) {
+  for (const auto& m : draft.models)
+    if (m.spec->name == name) return &m;
+  return nullptr;
+}
+
+// The commit in a unit's snapshot path for `repo`, "" if none.
+std::string PinnedCommit(const std::string& content, const std::string& store,
+                         const std::string& repo) {
+  std::string prefix = SnapshotPath(store, repo, "");
+  size_t at = content.find(prefix);
+  if (at == std::string::npos) return "";
+  std::string commit = content.substr(at + prefix.size(), 40);
+  return commit.size() == 40 ? commit : "";
+}
+
+Transition Make(ActionKind kind, const std::string& unit, const std::string& address,
+                Reason reason, std::string detail, const ServiceSpec* spec) {
+  Transition t;
+  t.kind = kind;
+  t.unit = unit;
+  t.address = address;
+  t.reason = reason;
+  t.detail = std::move(detail);
+  t.spec = spec;
+  return t;
+}
+
+Problem ForeignUnit(const ServiceSpec& s, const ObservedUnit& u, const std::string& doing) {
+  Problem p;
+  p.resource = "unit " + u.name;
+  p.message = "service/" + s.name + ": " + u.name + " exists at " + u.fragment_path +
+              " and berth did not write it; berth will not " + doing +
+              " it. Set adopt: true on the service to let berth take it over (" +
+              s.loc.ToString() + "), or rename the service";
+  return p;
+}
+
+// Decides the unit file of one service; returns whether a running instance must restart.
+bool PlanUnitFile(const Desired& d, const Observed& o, const ServiceSpec& s,
+                  const std::string& berth_version, Draft* draft, std::string* restart_detail,
+                  bool* model_only) {
+  const ObservedUnit* u = o.FindUnit(s.UnitName());
+  RenderContext ctx;
+  ctx.store = StorePath(d, o);
+  ctx.berth_version = berth_version;
+  ctx.executable = ResolveExecutable(s, d.executables);
+  if (const ResolvedModel* m = s.model.empty() ? nullptr : FindModel(*draft, s.model)) {
+    ctx.model_repo = m->spec->repo_id;
+    std::string commit = m->commit;
+    // Unknown offline (nothing in the store, Hub not asked): keep the commit the unit pins.
+    if (commit.empty() && u && u->managed) commit = PinnedCommit(u->content, ctx.store, ctx.model_repo);
+    ctx.snapshot_path =
+        SnapshotPath(ctx.store, m->spec->repo_id, commit.empty() ? m->spec->revision : commit);
+  }
+  RenderedUnit want = RenderUnit(s, ctx);
+
+  Action w;
+  w.kind = ActionKind::kWriteUnit;
+  w.address = "unit/" + want.name;
+  w.unit = want.name;
+  w.unit_content = want.content;
+  bool has_file = u && u->HasFile();
+  if (!has_file) {
+    w.reason = Reason::kUnitMissing;
+    w.detail = "new unit file in " + d.host.unit_dir;
+  } else if (!u->managed) {
+    if (!s.adopt) {
+      draft->problems.push_back(ForeignUnit(s, *u, "overwrite"));
+      return false;
+    }
+    w.reason = Reason::kUnitAdopted;
+    w.detail = "adopt: true replaces " + u->fragment_path + ", which berth did not write";
+    *restart_detail = "adopted unit now runs berth's configuration";
+  } else {
+    bool drift = !u->content.empty() && Sha256Hex(UnitBody(u->content)) != u->spec_hash;
+    if (drift) {
+      w.reason = Reason::kUnitDrift;
+      UnitDiff diff = DiffUnits(u->content, want.content);
+      w.detail = "edited by hand since berth wrote it" +
+                 (diff.detail.empty() ? std::string() : ": " + diff.detail) + "; restoring";
+      *restart_detail = "unit restored after a hand edit";
+    } else if (u->spec_hash != want.spec_hash) {
+      w.reason = Reason::kUnitChanged;
+      if (!u->content.empty()) {
+        UnitDiff diff = DiffUnits(u->content, want.content);
+        w.detail = diff.detail;
+        if (!diff.needs_restart) {
+          draft->unit_writes.push_back(std::move(w));
+          return false;
+        }
+        *model_only = diff.only_model_path;
+        *restart_detail = diff.detail;
+      } else {
+        w.detail = "spec hash " + u->spec_hash.substr(0, 12) + " → " + want.spec_hash.substr(0, 12);
+        *restart_detail = "unit changed";
+      }
+    } else {
+      return false;  // up to date
+    }
+  }
+  draft->unit_writes.push_back(std::move(w));
+  return has_file;
+}
+
+}  // namespace
+
+void DiffServices(const Desired& d, const Observed& o, const std::string& berth_version,
+                  Draft* draft) {
+  for (const auto& [name, s] : d.services) {
+    const ObservedUnit* u = o.FindUnit(s.UnitName());
+    std::string address = "service/" + name;
+    bool active = u && u->IsActive();
+    if (u && u->need_daemon_reload) draft->reload_pending = true;
+
+    if (s.state == ServiceState::kAbsent) {
+      if (active)
+        draft->stops.push_back(Make(ActionKind::kStop, s.UnitName(), address,
+                                    Reason::kWantedAbsent, "state: absent", &s));
+      if (u && u->HasFile()) {
+        if (!u->managed && !s.adopt) {
+          draft->problems.push_back(ForeignUnit(s, *u, "remove"));
+          continue;
+        }
+        Action r;
+        r.kind = ActionKind::kRemoveUnit;
+        r.address = "unit/" + s.UnitName();
+        r.unit = s.UnitName();
+        r.reason = Reason::kWantedAbsent;
+        r.detail = "state: absent; removes " + u->fragment_path;
+        draft->unit_removals.push_back(std::move(r));
+      }
+      continue;
+    }
+
+    std::string restart_detail;
+    bool model_only = false;
+    bool file_changed = false;
+    if (s.has_engine) {
+      file_changed =
+          PlanUnitFile(d, o, s, berth_version, draft, &restart_detail, &model_only);
+    } else if (!u || u->load_state == "not-found") {
+      if (s.state == ServiceState::kRunning) {
+        Problem p;
+        p.resource = "unit " + s.UnitName();
+        p.message = "service/" + name + " (" + s.loc.ToString() + ") has no engine, so berth " +
+                    "does not write its unit, and " + s.UnitName() +
+                    " does not exist on this host: add an engine and model, or create the unit";
+        draft->problems.push_back(p);
+      }
+      continue;
+    }
+    if (u && u->need_daemon_reload && restart_detail.empty() && s.has_engine) {
+      restart_detail = "its unit file changed on disk since systemd loaded it";
+      file_changed = true;
+    }
+
+    if (s.state == ServiceState::kRunning) {
+      if (!active) {
+        bool failed = u && u->active_state == "failed";
+        draft->starts.push_back(Make(ActionKind::kStart, s.UnitName(), address,
+                                     failed ? Reason::kFailed : Reason::kNotRunning,
+                                     failed ? "failed; starting again" : "not running", &s));
+      } else if (file_changed && !restart_detail.empty()) {
+        draft->starts.push_back(Make(ActionKind::kRestart, s.UnitName(), address,
+                                     model_only ? Reason::kModelUpdated : Reason::kConfigChanged,
+                                     restart_detail, &s));
+      } else {
+        draft->notes.push_back({address, "running, unit up to date"});
+      }
+    } else if (active) {
+      draft->stops.push_back(Make(ActionKind::kStop, s.UnitName(), address,
+                                  Reason::kWantedStopped, "state: stopped", &s));
+    }
+  }
+
+  // Units berth wrote that the manifest no longer names.
+  for (const ObservedUnit& u : o.units) {
+    if (!u.managed || !u.HasFile()) continue;
+    std::string service = u.name.substr(0, u.name.rfind(".service"));
+    if (d.services.count(service)) continue;
+    std::string address = "service/" + service;
+    if (u.IsActive())
+      draft->stops.push_back(Make(ActionKind::kStop, u.name, address, Reason::kNotInManifest,
+                                  "berth wrote it and no manifest names it any more", nullptr));
+    Action r;
+    r.kind = ActionKind::kRemoveUnit;
+    r.address = "unit/" + u.name;
+    r.unit = u.name;
+    r.reason = Reason::kNotInManifest;
+    r.detail = "berth wrote it and no manifest names it any more; removes " + u.fragment_path;
+    draft->unit_removals.push_back(std::move(r));
+  }
+}
+
+}  // namespace berth

@@ -1,0 +1,174 @@
+#include "tests/support/fake_host.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "engine/core/hash.h"
+#include "planners/unit_render.h"
+
+namespace berth::testing {
+
+std::string Commit(const std::string& tag) {
+  std::string c;
+  while (c.size() < 40) c += tag;
+  return c.substr(0, 40);
+}
+
+std::vector<std::string> Steps(const Plan& plan) {
+  std::vector<std::string> out;
+  for (const auto& a : plan.actions)
+    out.push_back(std::string(ActionKindName(a.kind)) + " " + a.address + " " +
+                  ReasonName(a.reason));
+  return out;
+}
+
+ObservedUnit& FakeHost::Unit(const std::string& name) {
+  for (auto& u : o_.units)
+    if (u.name == name) return u;
+  ObservedUnit u;
+  u.name = name;
+  u.load_state = "not-found";
+  u.active_state = "inactive";
+  u.sub_state = "dead";
+  o_.units.push_back(u);
+  return o_.units.back();
+}
+
+void FakeHost::Download(const Action& a, const Desired& d) {
+  std::string commit = a.commit.empty() ? Commit("f") : a.commit;
+  uint64_t size = a.requires_.disk_bytes;
+  for (const auto& [n, m] : d.models)
+    if (m.repo_id == a.repo_id && m.size_hint && size == 0) size = *m.size_hint;
+  ObservedRepo* repo = nullptr;
+  for (auto& r : o_.store.repos)
+    if (r.repo_id == a.repo_id) repo = &r;
+  if (!repo) {
+    o_.store.repos.push_back({a.repo_id, {}});
+    repo = &o_.store.repos.back();
+  }
+  ObservedRevision* rev = nullptr;
+  for (auto& r : repo->revisions)
+    if (r.commit == commit) rev = &r;
+  if (!rev) {
+    repo->revisions.push_back({commit, {}, false, 0, std::nullopt});
+    rev = &repo->revisions.back();
+  }
+  for (auto& r : repo->revisions) {
+    auto it = std::find(r.refs.begin(), r.refs.end(), a.revision);
+    if (it != r.refs.end()) r.refs.erase(it);
+  }
+  if (!a.revision.empty() && a.revision != commit) rev->refs.push_back(a.revision);
+  rev->complete = true;
+  rev->bytes_present += size;
+  rev->bytes_total = rev->bytes_present;
+  o_.store.free_bytes -= std::min(o_.store.free_bytes, size);
+  o_.state.models[a.repo_id].push_back(commit);
+}
+
+void FakeHost::Start(const std::string& unit, const Desired& d) {
+  ObservedUnit& u = Unit(unit);
+  if (u.load_state == "not-found") throw std::runtime_error("start of a missing unit " + unit);
+  u.active_state = "active";
+  u.sub_state = "running";
+  u.main_pid = next_pid_++;
+  for (const auto& [name, s] : d.services) {
+    if (s.UnitName() != unit) continue;
+    for (int i : s.gpus)
+      for (auto& g : o_.gpus)
+        if (g.index == i) {
+          uint64_t claim =
+              s.engine == EngineKind::kVllm
+                  ? static_cast<uint64_t>(s.vllm.gpu_memory_utilization *
+                                          static_cast<double>(g.memory_total))
+              : s.engine == EngineKind::kSglang
+                  ? static_cast<uint64_t>(s.sglang.mem_fraction_static *
+                                          static_cast<double>(g.memory_total))
+                  : s.gpu_memory.value_or(0);
+          g.processes.push_back({u.main_pid, claim, unit, "fake"});
+          g.memory_used += claim;
+        }
+    if (s.port) o_.ports.push_back({*s.port, s.bind, u.main_pid, "fake", unit});
+  }
+}
+
+void FakeHost::Stop(const std::string& unit) {
+  ObservedUnit& u = Unit(unit);
+  u.active_state = "inactive";
+  u.sub_state = "dead";
+  u.main_pid = 0;
+  for (auto& g : o_.gpus) {
+    for (const auto& p : g.processes)
+      if (p.unit == unit) g.memory_used -= std::min(g.memory_used, p.used_bytes);
+    std::erase_if(g.processes, [&](const GpuProcess& p) { return p.unit == unit; });
+  }
+  std::erase_if(o_.ports, [&](const ListeningPort& p) { return p.unit == unit; });
+}
+
+void FakeHost::Apply(const Plan& plan, const Desired& d) {
+  if (plan.blocked()) throw std::runtime_error("FakeHost::Apply of a blocked plan");
+  for (const Action& a : plan.actions) {
+    log_.push_back(std::string(ActionKindName(a.kind)) + " " +
+                   (a.unit.empty() ? a.address : a.unit));
+    switch (a.kind) {
+      case ActionKind::kDownload: Download(a, d); break;
+      case ActionKind::kRemoveModel:
+        for (auto& r : o_.store.repos)
+          if (r.repo_id == a.repo_id)
+            std::erase_if(r.revisions, [&](const ObservedRevision& v) {
+              if (v.commit == a.commit) o_.store.free_bytes += v.bytes_present;
+              return v.commit == a.commit;
+            });
+        std::erase_if(o_.store.repos, [](const ObservedRepo& r) { return r.revisions.empty(); });
+        {
+          auto& commits = o_.state.models[a.repo_id];
+          std::erase(commits, a.commit);
+          if (commits.empty()) o_.state.models.erase(a.repo_id);
+        }
+        break;
+      case ActionKind::kWriteUnit: {
+        ObservedUnit& u = Unit(a.unit);
+        u.fragment_path = "/etc/systemd/system/" + a.unit;
+        u.content = a.unit_content;
+        u.content_hash = Sha256Hex(a.unit_content);
+        u.managed = true;
+        u.spec_hash = UnitSpecHash(a.unit_content);
+        u.need_daemon_reload = u.load_state != "not-found";
+        if (std::find(o_.state.units.begin(), o_.state.units.end(), a.unit) ==
+            o_.state.units.end())
+          o_.state.units.push_back(a.unit);
+        break;
+      }
+      case ActionKind::kRemoveUnit: {
+        ObservedUnit& u = Unit(a.unit);
+        u.fragment_path.clear();
+        u.content.clear();
+        u.content_hash.clear();
+        u.managed = false;
+        u.spec_hash.clear();
+        std::erase(o_.state.units, a.unit);
+        break;
+      }
+      case ActionKind::kDaemonReload:
+        for (auto& u : o_.units) {
+          u.need_daemon_reload = false;
+          u.load_state = u.HasFile() ? "loaded" : "not-found";
+        }
+        std::erase_if(o_.units, [](const ObservedUnit& u) {
+          return u.load_state == "not-found" && !u.IsActive();
+        });
+        break;
+      case ActionKind::kStart: Start(a.unit, d); break;
+      case ActionKind::kStop: Stop(a.unit); break;
+      case ActionKind::kRestart:
+        Stop(a.unit);
+        Start(a.unit, d);
+        break;
+      case ActionKind::kWaitHealthy: break;
+    }
+  }
+  // systemd drops inactive units whose file is gone (garbage collection).
+  std::erase_if(o_.units, [](const ObservedUnit& u) { return !u.HasFile() && !u.IsActive(); });
+  o_.state.serial++;
+}
+
+}  // namespace berth::testing

@@ -1,0 +1,49 @@
+// An in-memory host that acts out plans on an Observed: downloads complete, units are written
+// and flip states, GPU memory and ports are taken and given back. For planner and executor
+// tests of the "converge, then prove nothing is left" shape.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "engine/core/desired.h"
+#include "engine/core/observed.h"
+#include "engine/core/plan.h"
+
+namespace berth::testing {
+
+class FakeHost {
+ public:
+  explicit FakeHost(Observed observed) : o_(std::move(observed)) {}
+
+  const Observed& observed() const { return o_; }
+  Observed& mutable_observed() { return o_; }
+
+  /// Carries out every action of `plan` in order (it must not be blocked); `desired` gives the
+  /// claims of started services and the sizes of downloads.
+  void Apply(const Plan& plan, const Desired& desired);
+
+  /// Log of the actions carried out: "start vllm-x.service".
+  const std::vector<std::string>& log() const { return log_; }
+
+ private:
+  void Download(const Action& a, const Desired& d);
+  void Start(const std::string& unit, const Desired& d);
+  void Stop(const std::string& unit);
+  ObservedUnit& Unit(const std::string& name);
+
+  Observed o_;
+  std::vector<std::string> log_;
+  int next_pid_ = 5000;
+};
+
+/// GiB in bytes.
+constexpr uint64_t GiB(double n) { return static_cast<uint64_t>(n * 1073741824.0); }
+
+/// A 40-hex commit made from a short tag, for readable tests: Commit("a") = "aaaa...".
+std::string Commit(const std::string& tag);
+
+/// "download model/x model_missing" per action, to compare a plan's order and reasons.
+std::vector<std::string> Steps(const Plan& plan);
+
+}  // namespace berth::testing
