@@ -18,9 +18,9 @@ struct ResolvedModel {
   std::string commit;         // "" when it cannot be known offline
   std::string commit_source;  // "manifest", "hub", "store ref"
   std::optional<uint64_t> total_bytes;
-  std::string size_source;    // "hub", "store", "size:"
+  std::string size_source;                    // "hub", "store", "size:"
   const ObservedRevision* present = nullptr;  // the wanted commit in the store, if any
-  bool used = false;          // a service wanted running serves it
+  bool used = false;                          // a service wanted running serves it
 };
 
 /// A start, restart or stop the sequence must place.
@@ -37,14 +37,14 @@ struct Draft {
   std::vector<ResolvedModel> models;
   std::vector<Action> downloads;
   std::vector<Action> unit_writes;
-  int reload_files = 0;              // unit files written before the starts
-  bool reload_pending = false;       // systemd already wants a reload
-  std::vector<Transition> starts;    // starts and restarts, in name order
-  std::vector<Transition> stops;     // units to stop, in name order
+  int reload_files = 0;            // unit files written before the starts
+  bool reload_pending = false;     // systemd already wants a reload
+  std::vector<Transition> starts;  // starts and restarts, in name order
+  std::vector<Transition> stops;   // units to stop, in name order
   std::vector<Action> model_removals;
   std::vector<Action> unit_removals;
   std::vector<Note> notes;
-  std::vector<Problem> problems;     // known before sequencing (step 0)
+  std::vector<Problem> problems;  // known before sequencing (step 0)
   std::vector<std::string> warnings;
 };
 

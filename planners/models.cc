@@ -125,7 +125,8 @@ void DiffModels(const Desired& d, const Observed& o, Draft* draft) {
         a.requires_.disk_bytes = need;
         what += ", " + FormatBytes(need);
         if (present) what += " more (" + FormatBytes(present) + " of " + size_text + " present)";
-        if (r.size_source == "size:") what += " (size from the manifest's size:, the Hub was not asked)";
+        if (r.size_source == "size:")
+          what += " (size from the manifest's size:, the Hub was not asked)";
       } else {
         what += ", size unknown";
         draft->warnings.push_back("disk check for " + address +
@@ -136,9 +137,15 @@ void DiffModels(const Desired& d, const Observed& o, Draft* draft) {
         draft->warnings.push_back(address + ": revision '" + m.revision +
                                   "' is resolved to a commit at apply (the Hub was not asked)");
       switch (a.reason) {
-        case Reason::kModelPartial: what += ": partial in the store, resuming"; break;
-        case Reason::kRevisionChanged: what += ": the manifest asks for another revision"; break;
-        default: what += ": not in the store"; break;
+        case Reason::kModelPartial:
+          what += ": partial in the store, resuming";
+          break;
+        case Reason::kRevisionChanged:
+          what += ": the manifest asks for another revision";
+          break;
+        default:
+          what += ": not in the store";
+          break;
       }
       a.detail = what;
       draft->downloads.push_back(std::move(a));
@@ -158,9 +165,9 @@ void DiffModels(const Desired& d, const Observed& o, Draft* draft) {
         draft->model_removals.push_back(
             Removal(r, rev, Reason::kNotUsed, "keep: false and no running service uses it"));
       } else if (!is_wanted && !r.commit.empty()) {
-        draft->model_removals.push_back(Removal(
-            r, rev, Reason::kOldRevision,
-            "replaced by " + Short(r.commit) + "; removed after its services moved"));
+        draft->model_removals.push_back(
+            Removal(r, rev, Reason::kOldRevision,
+                    "replaced by " + Short(r.commit) + "; removed after its services moved"));
       }
     }
   }

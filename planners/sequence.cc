@@ -20,8 +20,10 @@ std::string GpuList(const std::vector<int>& gpus) {
     while (j + 1 < g.size() && g[j + 1] == g[j] + 1) ++j;
     if (!out.empty()) out += ",";
     out += std::to_string(g[i]);
-    if (j > i + 1) out += "-" + std::to_string(g[j]);
-    else if (j == i + 1) out += "," + std::to_string(g[j]);
+    if (j > i + 1)
+      out += "-" + std::to_string(g[j]);
+    else if (j == i + 1)
+      out += "," + std::to_string(g[j]);
     i = j + 1;
   }
   return out;
@@ -157,9 +159,9 @@ class Sequencer {
         plan_->disk_known = false;
       bool fits = needed <= available;
       if (a.requires_.disk_bytes > 0)
-        a.detail += fits ? " (fits: " + FormatBytes(free) + " free, reserve " +
-                               FormatSize(reserve) + ")"
-                         : "";
+        a.detail +=
+            fits ? " (fits: " + FormatBytes(free) + " free, reserve " + FormatSize(reserve) + ")"
+                 : "";
       int step = Emit(a);
       if (!fits && !reported) {
         reported = true;
@@ -169,10 +171,9 @@ class Sequencer {
         p.needed = needed;
         p.available = available;
         p.message = "downloads up to step " + std::to_string(step) + " need " +
-                    FormatBytes(needed) + " but the store has " + FormatBytes(free) +
-                    " free − " + FormatSize(reserve) + " reserve = " + FormatBytes(available) +
-                    ": short by " + FormatBytes(needed - available) + " (" +
-                    std::to_string(needed - available) +
+                    FormatBytes(needed) + " but the store has " + FormatBytes(free) + " free − " +
+                    FormatSize(reserve) + " reserve = " + FormatBytes(available) + ": short by " +
+                    FormatBytes(needed - available) + " (" + std::to_string(needed - available) +
                     " bytes). Free space in " + o_.store.path +
                     ", lower host.reserve, or drop a model";
         plan_->problems.push_back(p);
@@ -257,10 +258,9 @@ class Sequencer {
       for (const auto& [h, b] : holders)
         if (Pending(h) && std::find(n.stops.begin(), n.stops.end(), h) == n.stops.end())
           candidates.emplace_back(b, h);
-      std::sort(candidates.begin(), candidates.end(),
-                [](const auto& a, const auto& b) {
-                  return a.first != b.first ? a.first > b.first : a.second < b.second;
-                });
+      std::sort(candidates.begin(), candidates.end(), [](const auto& a, const auto& b) {
+        return a.first != b.first ? a.first > b.first : a.second < b.second;
+      });
       for (const auto& [b, h] : candidates) {
         if (free >= claim) break;
         add(h);
@@ -273,8 +273,7 @@ class Sequencer {
       p.available = free;
       std::string others;
       for (const auto& [h, b] : holders) {
-        if (h == t.unit || std::find(n.stops.begin(), n.stops.end(), h) != n.stops.end())
-          continue;
+        if (h == t.unit || std::find(n.stops.begin(), n.stops.end(), h) != n.stops.end()) continue;
         others += (others.empty() ? "" : ", ") + h + " holds " + FormatGiB(b);
       }
       p.message = t.address + " needs " + FormatGiB(claim) + " on GPU " + std::to_string(i) +
@@ -325,11 +324,11 @@ class Sequencer {
         same = same && (per == 0 || per == b);
         per = b;
       }
-      what = (same ? std::to_string(gpus.size()) + " × " + FormatGiB(per)
-                   : std::string("memory")) +
+      what = (same ? std::to_string(gpus.size()) + " × " + FormatGiB(per) : std::string("memory")) +
              " on GPU " + GpuList(gpus);
     }
-    for (int p : freed.ports) what += (what.empty() ? "" : " and ") + std::string("port ") + std::to_string(p);
+    for (int p : freed.ports)
+      what += (what.empty() ? "" : " and ") + std::string("port ") + std::to_string(p);
     if (for_service.empty()) {
       a.detail = t.detail + (what.empty() ? "" : "; frees " + what);
     } else {
@@ -367,7 +366,8 @@ class Sequencer {
     if (s.port) claim.ports.push_back(*s.port);
     std::string where;
     if (!s.gpus.empty()) where = "GPU " + GpuList(s.gpus);
-    if (s.port) where += (where.empty() ? "" : ", ") + std::string("port ") + std::to_string(*s.port);
+    if (s.port)
+      where += (where.empty() ? "" : ", ") + std::string("port ") + std::to_string(*s.port);
     a.detail = (where.empty() ? "" : where + ": ") + t.detail;
     if (t.kind == ActionKind::kRestart) host_.Release(t.unit);
     a.requires_ = claim;
@@ -480,12 +480,13 @@ class Sequencer {
 
 void Sequence(const Desired& d, const Observed& o, Draft draft, Plan* plan) {
   if (!o.gpus_known)
-    draft.warnings.push_back("GPU memory checks skipped: " +
-                             (o.gpu_error.empty() ? std::string("GPUs not observed")
-                                                  : o.gpu_error));
+    draft.warnings.push_back("GPU memory checks skipped: " + (o.gpu_error.empty()
+                                                                  ? std::string("GPUs not observed")
+                                                                  : o.gpu_error));
   if (!o.ports_known)
-    draft.warnings.push_back("port checks limited to berth's own services: listening ports "
-                             "not observed");
+    draft.warnings.push_back(
+        "port checks limited to berth's own services: listening ports "
+        "not observed");
   Sequencer(d, o, std::move(draft), plan).Run();
 }
 

@@ -25,8 +25,8 @@ std::string PinnedCommit(const std::string& content, const std::string& store,
   return commit.size() == 40 ? commit : "";
 }
 
-Transition Make(ActionKind kind, const std::string& unit, const std::string& address,
-                Reason reason, std::string detail, const ServiceSpec* spec) {
+Transition Make(ActionKind kind, const std::string& unit, const std::string& address, Reason reason,
+                std::string detail, const ServiceSpec* spec) {
   Transition t;
   t.kind = kind;
   t.unit = unit;
@@ -42,8 +42,8 @@ Problem ForeignUnit(const ServiceSpec& s, const ObservedUnit& u, const std::stri
   p.resource = "unit " + u.name;
   p.message = "service/" + s.name + ": " + u.name + " exists at " + u.fragment_path +
               " and berth did not write it; berth will not " + doing +
-              " it. Set adopt: true on the service to let berth take it over (" +
-              s.loc.ToString() + "), or rename the service";
+              " it. Set adopt: true on the service to let berth take it over (" + s.loc.ToString() +
+              "), or rename the service";
   return p;
 }
 
@@ -60,7 +60,8 @@ bool PlanUnitFile(const Desired& d, const Observed& o, const ServiceSpec& s,
     ctx.model_repo = m->spec->repo_id;
     std::string commit = m->commit;
     // Unknown offline (nothing in the store, Hub not asked): keep the commit the unit pins.
-    if (commit.empty() && u && u->managed) commit = PinnedCommit(u->content, ctx.store, ctx.model_repo);
+    if (commit.empty() && u && u->managed)
+      commit = PinnedCommit(u->content, ctx.store, ctx.model_repo);
     ctx.snapshot_path =
         SnapshotPath(ctx.store, m->spec->repo_id, commit.empty() ? m->spec->revision : commit);
   }
@@ -126,8 +127,8 @@ void DiffServices(const Desired& d, const Observed& o, const std::string& berth_
 
     if (s.state == ServiceState::kAbsent) {
       if (active)
-        draft->stops.push_back(Make(ActionKind::kStop, s.UnitName(), address,
-                                    Reason::kWantedAbsent, "state: absent", &s));
+        draft->stops.push_back(Make(ActionKind::kStop, s.UnitName(), address, Reason::kWantedAbsent,
+                                    "state: absent", &s));
       if (u && u->HasFile()) {
         if (!u->managed && !s.adopt) {
           draft->problems.push_back(ForeignUnit(s, *u, "remove"));
@@ -148,8 +149,7 @@ void DiffServices(const Desired& d, const Observed& o, const std::string& berth_
     bool model_only = false;
     bool file_changed = false;
     if (s.has_engine) {
-      file_changed =
-          PlanUnitFile(d, o, s, berth_version, draft, &restart_detail, &model_only);
+      file_changed = PlanUnitFile(d, o, s, berth_version, draft, &restart_detail, &model_only);
     } else if (!u || u->load_state == "not-found") {
       if (s.state == ServiceState::kRunning) {
         Problem p;
@@ -180,8 +180,8 @@ void DiffServices(const Desired& d, const Observed& o, const std::string& berth_
         draft->notes.push_back({address, "running, unit up to date"});
       }
     } else if (active) {
-      draft->stops.push_back(Make(ActionKind::kStop, s.UnitName(), address,
-                                  Reason::kWantedStopped, "state: stopped", &s));
+      draft->stops.push_back(Make(ActionKind::kStop, s.UnitName(), address, Reason::kWantedStopped,
+                                  "state: stopped", &s));
     }
   }
 

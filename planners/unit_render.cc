@@ -27,12 +27,23 @@ std::string QuoteEnvAssignment(const std::string& kv) {
   std::string out = "\"";
   for (char c : kv) {
     switch (c) {
-      case '\\': out += "\\\\"; break;
-      case '"': out += "\\\""; break;
-      case '%': out += "%%"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      default: out += c;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '%':
+        out += "%%";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        out += c;
     }
   }
   return out + "\"";
@@ -40,10 +51,14 @@ std::string QuoteEnvAssignment(const std::string& kv) {
 
 const char* DefaultExecutable(EngineKind e) {
   switch (e) {
-    case EngineKind::kVllm: return "vllm";
-    case EngineKind::kSglang: return "python3";
-    case EngineKind::kLlamaServer: return "llama-server";
-    case EngineKind::kCommand: return "";
+    case EngineKind::kVllm:
+      return "vllm";
+    case EngineKind::kSglang:
+      return "python3";
+    case EngineKind::kLlamaServer:
+      return "llama-server";
+    case EngineKind::kCommand:
+      return "";
   }
   return "";
 }
@@ -54,13 +69,27 @@ std::string QuoteExecArg(const std::string& arg) {
   std::string out = "\"";
   for (unsigned char c : arg) {
     switch (c) {
-      case '\\': out += "\\\\"; break;
-      case '"': out += "\\\""; break;
-      case '%': out += "%%"; break;
-      case '$': out += "$$"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '%':
+        out += "%%";
+        break;
+      case '$':
+        out += "$$";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
       default:
         if (c < 0x20 || c == 0x7f) {
           char buf[8];
@@ -85,18 +114,25 @@ std::vector<std::string> SplitExecLine(const std::string& line) {
     if (quoted) ++i;
     while (i < line.size()) {
       char c = line[i];
-      if (quoted && c == '"') { ++i; break; }
+      if (quoted && c == '"') {
+        ++i;
+        break;
+      }
       if (!quoted && (c == ' ' || c == '\t')) break;
       if (c == '\\' && i + 1 < line.size()) {
         char n = line[i + 1];
         i += 2;
-        if (n == 'n') arg += '\n';
-        else if (n == 't') arg += '\t';
-        else if (n == 'r') arg += '\r';
+        if (n == 'n')
+          arg += '\n';
+        else if (n == 't')
+          arg += '\t';
+        else if (n == 'r')
+          arg += '\r';
         else if (n == 'x' && i + 1 < line.size()) {
           arg += static_cast<char>(std::stoi(line.substr(i, 2), nullptr, 16));
           i += 2;
-        } else arg += n;
+        } else
+          arg += n;
         continue;
       }
       if ((c == '%' || c == '$') && i + 1 < line.size() && line[i + 1] == c) {
@@ -112,7 +148,8 @@ std::vector<std::string> SplitExecLine(const std::string& line) {
   return argv;
 }
 
-std::string ResolveExecutable(const ServiceSpec& s, const std::map<std::string, std::string>& host) {
+std::string ResolveExecutable(const ServiceSpec& s,
+                              const std::map<std::string, std::string>& host) {
   if (!s.executable.empty()) return s.executable;
   auto it = host.find(EngineName(s.engine));
   if (it != host.end()) return it->second;
@@ -124,10 +161,19 @@ std::vector<std::string> ServiceArgv(const ServiceSpec& s, const RenderContext& 
   std::string port = s.port ? std::to_string(*s.port) : "";
   switch (s.engine) {
     case EngineKind::kVllm:
-      a = {ctx.executable, "serve", ctx.snapshot_path, "--served-model-name", s.ServedName(),
-           "--host", s.bind, "--port", port,
-           "--tensor-parallel-size", std::to_string(s.vllm.tensor_parallel_size),
-           "--pipeline-parallel-size", std::to_string(s.vllm.pipeline_parallel_size)};
+      a = {ctx.executable,
+           "serve",
+           ctx.snapshot_path,
+           "--served-model-name",
+           s.ServedName(),
+           "--host",
+           s.bind,
+           "--port",
+           port,
+           "--tensor-parallel-size",
+           std::to_string(s.vllm.tensor_parallel_size),
+           "--pipeline-parallel-size",
+           std::to_string(s.vllm.pipeline_parallel_size)};
       if (s.vllm.enable_expert_parallel) a.push_back("--enable-expert-parallel");
       a.insert(a.end(), {"--gpu-memory-utilization", FormatDouble(s.vllm.gpu_memory_utilization)});
       if (s.vllm.max_model_len)
@@ -137,18 +183,27 @@ std::vector<std::string> ServiceArgv(const ServiceSpec& s, const RenderContext& 
       a = {ctx.executable};
       if (ctx.executable == "python3" || ctx.executable.ends_with("/python3"))
         a.insert(a.end(), {"-m", "sglang.launch_server"});
-      a.insert(a.end(), {"--model-path", ctx.snapshot_path, "--served-model-name", s.ServedName(),
-                         "--host", s.bind, "--port", port, "--tp-size",
-                         std::to_string(s.sglang.tp_size), "--mem-fraction-static",
-                         FormatDouble(s.sglang.mem_fraction_static)});
+      a.insert(a.end(),
+               {"--model-path", ctx.snapshot_path, "--served-model-name", s.ServedName(), "--host",
+                s.bind, "--port", port, "--tp-size", std::to_string(s.sglang.tp_size),
+                "--mem-fraction-static", FormatDouble(s.sglang.mem_fraction_static)});
       if (s.sglang.context_length)
         a.insert(a.end(), {"--context-length", std::to_string(*s.sglang.context_length)});
       break;
     case EngineKind::kLlamaServer: {
       std::string model = ctx.snapshot_path;
       if (!s.llama.model_file.empty()) model += "/" + s.llama.model_file;
-      a = {ctx.executable, "--model", model, "--alias", s.ServedName(), "--host", s.bind,
-           "--port", port, "--n-gpu-layers", std::to_string(s.llama.n_gpu_layers)};
+      a = {ctx.executable,
+           "--model",
+           model,
+           "--alias",
+           s.ServedName(),
+           "--host",
+           s.bind,
+           "--port",
+           port,
+           "--n-gpu-layers",
+           std::to_string(s.llama.n_gpu_layers)};
       if (s.llama.ctx_size) a.insert(a.end(), {"--ctx-size", std::to_string(*s.llama.ctx_size)});
       break;
     }
@@ -193,8 +248,8 @@ RenderedUnit RenderUnit(const ServiceSpec& s, const RenderContext& ctx) {
   std::string body = b.str();
   r.spec_hash = Sha256Hex(body);
   r.content = std::string(kUnitMarker) + " " + ctx.berth_version +
-              ". Edits are drift: berth rewrites this file.\n" + kSpecHashKey + r.spec_hash +
-              "\n" + body;
+              ". Edits are drift: berth rewrites this file.\n" + kSpecHashKey + r.spec_hash + "\n" +
+              body;
   return r;
 }
 
@@ -202,7 +257,8 @@ std::string UnitBody(const std::string& content) {
   size_t pos = 0;
   while (pos < content.size()) {
     size_t eol = content.find('\n', pos);
-    std::string line = content.substr(pos, eol == std::string::npos ? std::string::npos : eol - pos);
+    std::string line =
+        content.substr(pos, eol == std::string::npos ? std::string::npos : eol - pos);
     if (!(line.starts_with(kUnitMarker) || line.starts_with(kSpecHashKey))) break;
     pos = eol == std::string::npos ? content.size() : eol + 1;
   }

@@ -19,9 +19,9 @@ struct RenderContext {
 };
 
 struct RenderedUnit {
-  std::string name;       // "vllm-minimax-m25.service"
-  std::string content;    // the whole file, header included
-  std::string spec_hash;  // sha256 of the body (what berth compares; the header may change)
+  std::string name;               // "vllm-minimax-m25.service"
+  std::string content;            // the whole file, header included
+  std::string spec_hash;          // sha256 of the body (what berth compares; the header may change)
   std::vector<std::string> argv;  // ExecStart, unquoted
 };
 
@@ -53,10 +53,10 @@ std::string UnitSpecHash(const std::string& content);
 
 /// How the wanted unit differs from the one on disk.
 struct UnitDiff {
-  bool changed = false;        // any difference in the body
-  bool needs_restart = false;  // a difference a running process would not see otherwise
+  bool changed = false;          // any difference in the body
+  bool needs_restart = false;    // a difference a running process would not see otherwise
   bool only_model_path = false;  // the only restart-worthy change is the model snapshot path
-  std::string detail;          // "ExecStart changed: --port 8000 → 8001"
+  std::string detail;            // "ExecStart changed: --port 8000 → 8001"
 };
 /// Compares two unit files section by section; comments and cosmetic keys (Description,
 /// Documentation) never need a restart.

@@ -13,8 +13,8 @@ bool Load(const std::string& path, Desired* desired, std::ostream& err) {
   LoadResult r = LoadManifests(path);
   if (!r.ok()) {
     for (const auto& d : r.diagnostics) err << d.ToString() << "\n";
-    err << r.diagnostics.size() << " problem" << (r.diagnostics.size() == 1 ? "" : "s")
-        << " in " << path << "; nothing was planned or changed\n";
+    err << r.diagnostics.size() << " problem" << (r.diagnostics.size() == 1 ? "" : "s") << " in "
+        << path << "; nothing was planned or changed\n";
     return false;
   }
   *desired = std::move(r.desired);
@@ -35,8 +35,8 @@ int RunValidate(const std::string& manifest_path, std::ostream& out, std::ostrea
   Desired desired;
   if (!Load(manifest_path, &desired, err)) return kExitError;
   out << manifest_path << ": valid (" << desired.models.size() << " model"
-      << (desired.models.size() == 1 ? "" : "s") << ", " << desired.services.size()
-      << " service" << (desired.services.size() == 1 ? "" : "s") << ")\n";
+      << (desired.models.size() == 1 ? "" : "s") << ", " << desired.services.size() << " service"
+      << (desired.services.size() == 1 ? "" : "s") << ")\n";
   return kExitOk;
 }
 

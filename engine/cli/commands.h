@@ -10,14 +10,14 @@ namespace berth {
 /// Exit codes of `berth plan` (with --detailed-exitcode) and of the other commands.
 enum ExitCode : int {
   kExitOk = 0,
-  kExitError = 1,      // invalid input, unreadable file, failed command
-  kExitChanges = 2,    // plan --detailed-exitcode: there is something to do
-  kExitBlocked = 3,    // the plan cannot run: what is short is printed
+  kExitError = 1,    // invalid input, unreadable file, failed command
+  kExitChanges = 2,  // plan --detailed-exitcode: there is something to do
+  kExitBlocked = 3,  // the plan cannot run: what is short is printed
 };
 
 struct PlanCommand {
-  std::string manifest_path;   // -f
-  std::string observed_path;   // --observed; "" = observe this host
+  std::string manifest_path;    // -f
+  std::string observed_path;    // --observed; "" = observe this host
   std::string format = "text";  // -o text|json
   bool detailed_exitcode = false;
 };

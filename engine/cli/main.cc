@@ -10,7 +10,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
 
   std::string validate_path;
-  auto* validate = app.add_subcommand("validate", "check manifests; every problem with file:line:col");
+  auto* validate =
+      app.add_subcommand("validate", "check manifests; every problem with file:line:col");
   validate->add_option("-f,--file", validate_path, "manifest file or folder")->required();
 
   berth::PlanCommand plan_cmd;

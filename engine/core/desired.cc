@@ -9,28 +9,38 @@ std::string SourceLoc::ToString() const {
 
 const char* EngineName(EngineKind e) {
   switch (e) {
-    case EngineKind::kVllm: return "vllm";
-    case EngineKind::kSglang: return "sglang";
-    case EngineKind::kLlamaServer: return "llama-server";
-    case EngineKind::kCommand: return "command";
+    case EngineKind::kVllm:
+      return "vllm";
+    case EngineKind::kSglang:
+      return "sglang";
+    case EngineKind::kLlamaServer:
+      return "llama-server";
+    case EngineKind::kCommand:
+      return "command";
   }
   return "?";
 }
 
 const char* ServiceStateName(ServiceState s) {
   switch (s) {
-    case ServiceState::kRunning: return "running";
-    case ServiceState::kStopped: return "stopped";
-    case ServiceState::kAbsent: return "absent";
+    case ServiceState::kRunning:
+      return "running";
+    case ServiceState::kStopped:
+      return "stopped";
+    case ServiceState::kAbsent:
+      return "absent";
   }
   return "?";
 }
 
 const char* StrategyName(Strategy s) {
   switch (s) {
-    case Strategy::kAuto: return "auto";
-    case Strategy::kStopFirst: return "stop-first";
-    case Strategy::kStartFirst: return "start-first";
+    case Strategy::kAuto:
+      return "auto";
+    case Strategy::kStopFirst:
+      return "stop-first";
+    case Strategy::kStartFirst:
+      return "start-first";
   }
   return "?";
 }
@@ -46,7 +56,8 @@ std::string ServiceSpec::ServedName() const {
     case EngineKind::kLlamaServer:
       if (!llama.alias.empty()) return llama.alias;
       break;
-    case EngineKind::kCommand: break;
+    case EngineKind::kCommand:
+      break;
   }
   return name;
 }

@@ -19,19 +19,19 @@ struct SourceLoc {
 
 struct HostSpec {
   std::map<std::string, std::string> match;  // e.g. {"hostname": "gpu-*"}; empty matches every host
-  std::string store;                         // HF cache dir; "" = HF_HUB_CACHE / ~/.cache/huggingface/hub
-  uint64_t reserve_bytes = 0;                // free space the plan must never consume
+  std::string store;           // HF cache dir; "" = HF_HUB_CACHE / ~/.cache/huggingface/hub
+  uint64_t reserve_bytes = 0;  // free space the plan must never consume
   std::string unit_dir = "/etc/systemd/system";
   SourceLoc loc;
 };
 
 struct ModelSpec {
-  std::string name;      // manifest key, e.g. "minimax-m25"
-  std::string repo_id;   // "MiniMaxAI/MiniMax-M2.5" (from source hf://...)
+  std::string name;               // manifest key, e.g. "minimax-m25"
+  std::string repo_id;            // "MiniMaxAI/MiniMax-M2.5" (from source hf://...)
   std::string revision = "main";  // branch, tag or 40-hex commit
   std::vector<std::string> include;
   std::vector<std::string> exclude;
-  bool keep = true;  // stays on disk while no service uses it
+  bool keep = true;                   // stays on disk while no service uses it
   std::optional<uint64_t> size_hint;  // `size:` for offline planning
   SourceLoc loc;
 };

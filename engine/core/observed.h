@@ -12,10 +12,10 @@ namespace berth {
 
 /// One snapshot of a repo in the store (snapshots/<commit>).
 struct ObservedRevision {
-  std::string commit;              // 40 hex
-  std::vector<std::string> refs;   // refs/<name> files pointing at it, e.g. {"main"}
-  bool complete = false;           // every file of the snapshot present and verified
-  uint64_t bytes_present = 0;      // blobs present, including .incomplete partials
+  std::string commit;                   // 40 hex
+  std::vector<std::string> refs;        // refs/<name> files pointing at it, e.g. {"main"}
+  bool complete = false;                // every file of the snapshot present and verified
+  uint64_t bytes_present = 0;           // blobs present, including .incomplete partials
   std::optional<uint64_t> bytes_total;  // when known (from a verified record or the hub)
 };
 
@@ -49,7 +49,7 @@ struct ObservedGpu {
 };
 
 struct ObservedUnit {
-  std::string name;  // "vllm-kimi-k25.service"
+  std::string name;          // "vllm-kimi-k25.service"
   std::string load_state;    // loaded | not-found | masked | error
   std::string active_state;  // active | inactive | failed | activating | deactivating | reloading
   std::string sub_state;     // running | dead | exited | ...
@@ -62,8 +62,7 @@ struct ObservedUnit {
   bool need_daemon_reload = false;
 
   bool IsActive() const {
-    return active_state == "active" || active_state == "activating" ||
-           active_state == "reloading";
+    return active_state == "active" || active_state == "activating" || active_state == "reloading";
   }
   bool HasFile() const { return !fragment_path.empty() && !content_hash.empty(); }
 };
@@ -84,8 +83,8 @@ struct HubFile {
 /// What the Hub said of one (repo, revision), when berth asked.
 struct HubInfo {
   std::string repo_id;
-  std::string revision;  // as asked: "main"
-  std::string commit;    // what it resolved to
+  std::string revision;        // as asked: "main"
+  std::string commit;          // what it resolved to
   std::vector<HubFile> files;  // the whole tree; the planner applies include/exclude
 };
 
@@ -93,7 +92,7 @@ struct HubInfo {
 struct BerthState {
   uint64_t serial = 0;
   std::string lineage;
-  std::vector<std::string> units;  // unit names berth wrote
+  std::vector<std::string> units;                          // unit names berth wrote
   std::map<std::string, std::vector<std::string>> models;  // repo_id -> commits berth downloaded
 };
 
@@ -102,7 +101,7 @@ struct Observed {
   std::string hostname;
   std::string observed_at;  // RFC 3339, informative only
   ObservedStore store;
-  bool gpus_known = true;     // false: no driver / no NVML; gpu_error says why
+  bool gpus_known = true;  // false: no driver / no NVML; gpu_error says why
   std::string gpu_error;
   std::vector<ObservedGpu> gpus;
   bool units_known = true;

@@ -136,9 +136,9 @@ Status ReadUnits(const ordered_json& j, Observed* o) {
   BERTH_RETURN_IF_ERROR(ExpectArray(items, "units.items"));
   for (size_t i = 0; items && i < items->size(); ++i) {
     Reader ru((*items)[i], "units.items[" + std::to_string(i) + "]");
-    BERTH_RETURN_IF_ERROR(ru.Keys({"name", "load_state", "active_state", "sub_state",
-                                   "fragment_path", "content_hash", "managed", "spec_hash",
-                                   "content", "main_pid", "need_daemon_reload"}));
+    BERTH_RETURN_IF_ERROR(
+        ru.Keys({"name", "load_state", "active_state", "sub_state", "fragment_path", "content_hash",
+                 "managed", "spec_hash", "content", "main_pid", "need_daemon_reload"}));
     ObservedUnit u;
     BERTH_RETURN_IF_ERROR(ru.Get("name", &u.name));
     BERTH_RETURN_IF_ERROR(ru.Get("load_state", &u.load_state));

@@ -1,5 +1,6 @@
 // Plan: the ordered actions that turn Observed into Desired, each with its reason, and the
-// verdict on whether it can run. A value: planners build it, the executor runs it, outputs print it.
+// verdict on whether it can run. A value: planners build it, the executor runs it, outputs print
+// it.
 #pragma once
 
 #include <cstdint>
@@ -24,26 +25,26 @@ const char* ActionKindName(ActionKind k);  // "download", "remove-model", ...
 
 /// Why an action is in the plan. Stable names: they are part of the JSON form.
 enum class Reason {
-  kModelMissing,        // not in the store
-  kModelPartial,        // in the store, incomplete: resume
-  kRevisionChanged,     // the manifest asks for another commit
-  kUnitMissing,         // no unit file yet
-  kUnitChanged,         // the wanted unit differs from the one berth wrote
-  kUnitDrift,           // the file on disk was edited by hand
-  kUnitAdopted,         // adopt: true takes over a unit berth did not write
-  kUnitFilesChanged,    // daemon-reload after unit file changes
-  kPendingReload,       // systemd reports NeedDaemonReload
-  kNotRunning,          // wanted running, observed inactive
-  kFailed,              // wanted running, observed failed
-  kConfigChanged,       // running, its unit changed: restart
-  kModelUpdated,        // running, its model moved to another commit: restart
-  kWantedStopped,       // state: stopped
-  kWantedAbsent,        // state: absent
-  kNotInManifest,       // berth created it, the manifest no longer names it
-  kFreesResources,      // stopped now because a start needs its GPUs or port
-  kHealthGate,          // wait-healthy after a start
-  kNotUsed,             // keep: false and no running service uses it
-  kOldRevision,         // a revision berth downloaded that nothing asks for any more
+  kModelMissing,      // not in the store
+  kModelPartial,      // in the store, incomplete: resume
+  kRevisionChanged,   // the manifest asks for another commit
+  kUnitMissing,       // no unit file yet
+  kUnitChanged,       // the wanted unit differs from the one berth wrote
+  kUnitDrift,         // the file on disk was edited by hand
+  kUnitAdopted,       // adopt: true takes over a unit berth did not write
+  kUnitFilesChanged,  // daemon-reload after unit file changes
+  kPendingReload,     // systemd reports NeedDaemonReload
+  kNotRunning,        // wanted running, observed inactive
+  kFailed,            // wanted running, observed failed
+  kConfigChanged,     // running, its unit changed: restart
+  kModelUpdated,      // running, its model moved to another commit: restart
+  kWantedStopped,     // state: stopped
+  kWantedAbsent,      // state: absent
+  kNotInManifest,     // berth created it, the manifest no longer names it
+  kFreesResources,    // stopped now because a start needs its GPUs or port
+  kHealthGate,        // wait-healthy after a start
+  kNotUsed,           // keep: false and no running service uses it
+  kOldRevision,       // a revision berth downloaded that nothing asks for any more
 };
 const char* ReasonName(Reason r);  // "model_missing", ...
 
@@ -57,7 +58,8 @@ struct Resources {
 
 struct Action {
   ActionKind kind = ActionKind::kDownload;
-  std::string address;  // "model/minimax-m25", "service/vllm-minimax-m25", "unit/x.service", "systemd"
+  std::string
+      address;  // "model/minimax-m25", "service/vllm-minimax-m25", "unit/x.service", "systemd"
   Reason reason = Reason::kModelMissing;
   std::string detail;   // human: "ExecStart changed: --port 8000 → 8001"
   Resources requires_;  // what must be available when it runs
@@ -70,10 +72,10 @@ struct Action {
   std::string revision;      // download: as asked
   std::string commit;        // download / remove-model; "" if to be resolved at apply
   std::vector<std::string> include, exclude;
-  std::string health_path;   // wait-healthy
-  int port = 0;              // wait-healthy
-  std::string served_name;   // wait-healthy
-  uint64_t timeout_ms = 0;   // wait-healthy
+  std::string health_path;  // wait-healthy
+  int port = 0;             // wait-healthy
+  std::string served_name;  // wait-healthy
+  uint64_t timeout_ms = 0;  // wait-healthy
 };
 
 /// Something the plan leaves as it is but a reviewer wants to see ("= keep model/kimi ...").
@@ -86,7 +88,7 @@ struct Note {
 struct Disruption {
   int port = 0;
   int from_step = 0;
-  int until_step = 0;  // 0: stays closed (service stopped for good)
+  int until_step = 0;   // 0: stays closed (service stopped for good)
   std::string service;  // who served it before
   std::string reason;
 };
@@ -103,12 +105,12 @@ struct Problem {
 struct Plan {
   static constexpr int kFormatVersion = 1;
   std::string host;
-  bool host_matches = true;     // false: the manifest's host.match excludes this host
+  bool host_matches = true;  // false: the manifest's host.match excludes this host
   std::string skip_reason;
   std::vector<Action> actions;
   std::vector<Note> notes;
   std::vector<Disruption> disruptions;
-  std::vector<Problem> problems;  // non-empty: blocked
+  std::vector<Problem> problems;      // non-empty: blocked
   std::vector<std::string> warnings;  // checks that could not be made, assumptions
   // Disk summary, for the reviewer.
   uint64_t disk_needed = 0;

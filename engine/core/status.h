@@ -23,7 +23,9 @@ class Status {
 
   Status() = default;
   static Status Ok() { return Status(); }
-  static Status InvalidArgument(std::string msg) { return {Code::kInvalidArgument, std::move(msg)}; }
+  static Status InvalidArgument(std::string msg) {
+    return {Code::kInvalidArgument, std::move(msg)};
+  }
   static Status NotFound(std::string msg) { return {Code::kNotFound, std::move(msg)}; }
   static Status FailedPrecondition(std::string msg) {
     return {Code::kFailedPrecondition, std::move(msg)};
@@ -54,7 +56,7 @@ class Status {
 template <typename T>
 class Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : v_(std::move(value)) {}         // NOLINT: implicit by design
   Result(Status status) : v_(std::move(status)) {}  // NOLINT: implicit by design
 
   bool ok() const { return std::holds_alternative<T>(v_); }
@@ -74,8 +76,8 @@ class Result {
 }  // namespace berth
 
 /// Returns the Status of `expr` from the enclosing function when it is not ok.
-#define BERTH_RETURN_IF_ERROR(expr)       \
-  do {                                    \
-    ::berth::Status berth_status_ = (expr); \
+#define BERTH_RETURN_IF_ERROR(expr)                \
+  do {                                             \
+    ::berth::Status berth_status_ = (expr);        \
     if (!berth_status_.ok()) return berth_status_; \
   } while (0)

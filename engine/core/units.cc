@@ -10,8 +10,12 @@ namespace {
 std::optional<double> ParseNumber(std::string_view s, size_t* used) {
   size_t i = 0;
   bool digits = false, dot = false;
-  while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || (s[i] == '.' && !dot))) {
-    if (s[i] == '.') dot = true; else digits = true;
+  while (i < s.size() &&
+         (std::isdigit(static_cast<unsigned char>(s[i])) || (s[i] == '.' && !dot))) {
+    if (s[i] == '.')
+      dot = true;
+    else
+      digits = true;
     ++i;
   }
   if (!digits) return std::nullopt;
@@ -34,11 +38,23 @@ std::optional<uint64_t> ParseSize(std::string_view text) {
   auto number = ParseNumber(s, &used);
   if (!number) return std::nullopt;
   std::string unit = Trim(std::string_view(s).substr(used));
-  struct U { const char* name; double factor; };
+  struct U {
+    const char* name;
+    double factor;
+  };
   static const U kUnits[] = {
-      {"", 1},          {"B", 1},
-      {"kB", 1e3},      {"KB", 1e3},     {"MB", 1e6},     {"GB", 1e9},     {"TB", 1e12}, {"PB", 1e15},
-      {"KiB", 1024.0},  {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
+      {"", 1},
+      {"B", 1},
+      {"kB", 1e3},
+      {"KB", 1e3},
+      {"MB", 1e6},
+      {"GB", 1e9},
+      {"TB", 1e12},
+      {"PB", 1e15},
+      {"KiB", 1024.0},
+      {"MiB", 1048576.0},
+      {"GiB", 1073741824.0},
+      {"TiB", 1099511627776.0},
       {"PiB", 1125899906842624.0},
   };
   for (const U& u : kUnits) {
@@ -68,12 +84,18 @@ std::optional<uint64_t> ParseDurationMs(std::string_view text) {
     while (j < s.size() && std::isalpha(static_cast<unsigned char>(s[j]))) ++j;
     std::string unit = s.substr(i, j - i);
     double factor;
-    if (unit == "ms") factor = 1;
-    else if (unit == "s") factor = 1e3;
-    else if (unit == "m" || unit == "min") factor = 60e3;
-    else if (unit == "h") factor = 3600e3;
-    else if (unit == "d") factor = 86400e3;
-    else return std::nullopt;
+    if (unit == "ms")
+      factor = 1;
+    else if (unit == "s")
+      factor = 1e3;
+    else if (unit == "m" || unit == "min")
+      factor = 60e3;
+    else if (unit == "h")
+      factor = 3600e3;
+    else if (unit == "d")
+      factor = 86400e3;
+    else
+      return std::nullopt;
     total += static_cast<uint64_t>(std::llround(*number * factor));
     i = j;
   }
@@ -89,10 +111,14 @@ std::string FormatBytes(uint64_t bytes) {
     ++u;
   }
   char buf[32];
-  if (u == 0) std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
-  else if (v >= 100) std::snprintf(buf, sizeof buf, "%.0f %s", v, kNames[u]);
-  else if (v >= 10) std::snprintf(buf, sizeof buf, "%.1f %s", v, kNames[u]);
-  else std::snprintf(buf, sizeof buf, "%.2f %s", v, kNames[u]);
+  if (u == 0)
+    std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
+  else if (v >= 100)
+    std::snprintf(buf, sizeof buf, "%.0f %s", v, kNames[u]);
+  else if (v >= 10)
+    std::snprintf(buf, sizeof buf, "%.1f %s", v, kNames[u]);
+  else
+    std::snprintf(buf, sizeof buf, "%.2f %s", v, kNames[u]);
   std::string out = buf;
   // "1.20 TB" and "230.0 GB" read as noise: drop trailing zeros of the fraction.
   auto dot = out.find('.');
@@ -115,8 +141,10 @@ std::string FormatSize(uint64_t bytes) {
 std::string FormatGiB(uint64_t bytes) {
   char buf[32];
   double gib = static_cast<double>(bytes) / 1073741824.0;
-  if (gib >= 0.1) std::snprintf(buf, sizeof buf, "%.1f GiB", gib);
-  else std::snprintf(buf, sizeof buf, "%.0f MiB", static_cast<double>(bytes) / 1048576.0);
+  if (gib >= 0.1)
+    std::snprintf(buf, sizeof buf, "%.1f GiB", gib);
+  else
+    std::snprintf(buf, sizeof buf, "%.0f MiB", static_cast<double>(bytes) / 1048576.0);
   return buf;
 }
 
@@ -125,8 +153,14 @@ std::string FormatDurationMs(uint64_t ms) {
   if (ms % 1000 != 0) return std::to_string(ms) + "ms";
   uint64_t s = ms / 1000;
   std::string out;
-  if (s >= 3600) { out += std::to_string(s / 3600) + "h"; s %= 3600; }
-  if (s >= 60) { out += std::to_string(s / 60) + "m"; s %= 60; }
+  if (s >= 3600) {
+    out += std::to_string(s / 3600) + "h";
+    s %= 3600;
+  }
+  if (s >= 60) {
+    out += std::to_string(s / 60) + "m";
+    s %= 60;
+  }
   if (s > 0) out += std::to_string(s) + "s";
   return out;
 }

@@ -10,13 +10,17 @@ using nlohmann::ordered_json;
 // Terraform's vocabulary for what an action does to its resource.
 ordered_json TerraformActions(const Action& a) {
   switch (a.kind) {
-    case ActionKind::kDownload: return {"create"};
+    case ActionKind::kDownload:
+      return {"create"};
     case ActionKind::kWriteUnit:
       return {a.reason == Reason::kUnitMissing ? "create" : "update"};
     case ActionKind::kRemoveModel:
-    case ActionKind::kRemoveUnit: return {"delete"};
-    case ActionKind::kWaitHealthy: return {"read"};
-    default: return {"update"};
+    case ActionKind::kRemoveUnit:
+      return {"delete"};
+    case ActionKind::kWaitHealthy:
+      return {"read"};
+    default:
+      return {"update"};
   }
 }
 
@@ -55,25 +59,33 @@ std::string PlanToJson(const Plan& plan, const Desired& desired) {
     c["frees"] = ResourcesJson(a.frees);
     switch (a.kind) {
       case ActionKind::kDownload:
-        c["model"] = {{"repo_id", a.repo_id}, {"revision", a.revision}, {"commit", a.commit},
-                      {"include", a.include}, {"exclude", a.exclude}};
+        c["model"] = {{"repo_id", a.repo_id},
+                      {"revision", a.revision},
+                      {"commit", a.commit},
+                      {"include", a.include},
+                      {"exclude", a.exclude}};
         break;
       case ActionKind::kRemoveModel:
         c["model"] = {{"repo_id", a.repo_id}, {"commit", a.commit}};
         break;
       case ActionKind::kWaitHealthy:
-        c["health"] = {{"port", a.port}, {"path", a.health_path},
-                       {"served_model_name", a.served_name}, {"timeout_ms", a.timeout_ms}};
+        c["health"] = {{"port", a.port},
+                       {"path", a.health_path},
+                       {"served_model_name", a.served_name},
+                       {"timeout_ms", a.timeout_ms}};
         c["unit"] = a.unit;
         break;
-      case ActionKind::kDaemonReload: break;
-      default: c["unit"] = a.unit;
+      case ActionKind::kDaemonReload:
+        break;
+      default:
+        c["unit"] = a.unit;
     }
     changes.push_back(std::move(c));
   }
   j["resource_changes"] = std::move(changes);
   ordered_json unchanged = ordered_json::array();
-  for (const auto& n : plan.notes) unchanged.push_back({{"address", n.address}, {"detail", n.detail}});
+  for (const auto& n : plan.notes)
+    unchanged.push_back({{"address", n.address}, {"detail", n.detail}});
   j["unchanged"] = std::move(unchanged);
   ordered_json dis = ordered_json::array();
   for (const auto& d : plan.disruptions)
@@ -91,10 +103,11 @@ std::string PlanToJson(const Plan& plan, const Desired& desired) {
                         {"needed", p.needed},
                         {"available", p.available}});
   j["feasibility"] = {{"feasible", !plan.blocked()},
-                      {"disk", {{"needed_bytes", plan.disk_needed},
-                                {"free_bytes", plan.disk_free},
-                                {"reserve_bytes", plan.disk_reserve},
-                                {"sizes_known", plan.disk_known}}},
+                      {"disk",
+                       {{"needed_bytes", plan.disk_needed},
+                        {"free_bytes", plan.disk_free},
+                        {"reserve_bytes", plan.disk_reserve},
+                        {"sizes_known", plan.disk_known}}},
                       {"problems", std::move(problems)}};
   j["warnings"] = plan.warnings;
   return j.dump(2) + "\n";

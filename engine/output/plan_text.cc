@@ -9,14 +9,19 @@ namespace berth {
 const char* ActionSymbol(const Action& a) {
   switch (a.kind) {
     case ActionKind::kDownload:
-    case ActionKind::kStart: return "+";
-    case ActionKind::kWriteUnit: return a.reason == Reason::kUnitMissing ? "+" : "~";
+    case ActionKind::kStart:
+      return "+";
+    case ActionKind::kWriteUnit:
+      return a.reason == Reason::kUnitMissing ? "+" : "~";
     case ActionKind::kDaemonReload:
-    case ActionKind::kRestart: return "~";
+    case ActionKind::kRestart:
+      return "~";
     case ActionKind::kStop:
     case ActionKind::kRemoveModel:
-    case ActionKind::kRemoveUnit: return "-";
-    case ActionKind::kWaitHealthy: return ">";
+    case ActionKind::kRemoveUnit:
+      return "-";
+    case ActionKind::kWaitHealthy:
+      return ">";
   }
   return "?";
 }

@@ -12,8 +12,7 @@ namespace berth {
 Result<Observed> SavedObserver::Observe(const Desired&) {
   std::ifstream in(path_, std::ios::binary);
   if (!in)
-    return Status::NotFound("cannot read saved observation " + path_ + ": " +
-                            std::strerror(errno) +
+    return Status::NotFound("cannot read saved observation " + path_ + ": " + std::strerror(errno) +
                             "; create one on the host with `berth observe -o json > FILE`");
   std::ostringstream text;
   text << in.rdbuf();

@@ -83,11 +83,11 @@ TEST_F(PlannerTest, StartFirstWhenTheGpusHaveRoom) {
   d.services["old"].state = ServiceState::kStopped;
   Vllm("new", "b", {1}, 8001, 0.9);
   Plan p = PlanNow();
-  EXPECT_THAT(Steps(p), ElementsAre("write-unit unit/new.service unit_missing",
-                                    "daemon-reload systemd unit_files_changed",
-                                    "start service/new not_running",
-                                    "wait-healthy service/new health_gate",
-                                    "stop service/old wanted_stopped"));
+  EXPECT_THAT(
+      Steps(p),
+      ElementsAre("write-unit unit/new.service unit_missing",
+                  "daemon-reload systemd unit_files_changed", "start service/new not_running",
+                  "wait-healthy service/new health_gate", "stop service/old wanted_stopped"));
   ASSERT_EQ(p.disruptions.size(), 1u);
   EXPECT_EQ(p.disruptions[0].port, 8000);
   EXPECT_EQ(p.disruptions[0].until_step, 0);
@@ -103,12 +103,12 @@ TEST_F(PlannerTest, StartFirstOnTheSameGpuWhenBothClaimsFit) {
   d.services["old"].state = ServiceState::kAbsent;
   Vllm("new", "a", {0}, 8001, 0.5);
   Plan p = PlanNow();
-  EXPECT_THAT(Steps(p), ElementsAre("write-unit unit/new.service unit_missing",
-                                    "daemon-reload systemd unit_files_changed",
-                                    "start service/new not_running",
-                                    "wait-healthy service/new health_gate",
-                                    "stop service/old wanted_absent",
-                                    "remove-unit unit/old.service wanted_absent"));
+  EXPECT_THAT(
+      Steps(p),
+      ElementsAre("write-unit unit/new.service unit_missing",
+                  "daemon-reload systemd unit_files_changed", "start service/new not_running",
+                  "wait-healthy service/new health_gate", "stop service/old wanted_absent",
+                  "remove-unit unit/old.service wanted_absent"));
   Converge();
 }
 
@@ -121,11 +121,11 @@ TEST_F(PlannerTest, StopFirstWhenTheGpuIsFull) {
   d.services["old"].state = ServiceState::kStopped;
   Vllm("new", "a", {0}, 8001, 0.9);
   Plan p = PlanNow();
-  EXPECT_THAT(Steps(p), ElementsAre("write-unit unit/new.service unit_missing",
-                                    "daemon-reload systemd unit_files_changed",
-                                    "stop service/old frees_resources",
-                                    "start service/new not_running",
-                                    "wait-healthy service/new health_gate"));
+  EXPECT_THAT(
+      Steps(p),
+      ElementsAre("write-unit unit/new.service unit_missing",
+                  "daemon-reload systemd unit_files_changed", "stop service/old frees_resources",
+                  "start service/new not_running", "wait-healthy service/new health_gate"));
   EXPECT_THAT(p.actions[2].detail, HasSubstr("for new"));
   Converge();
 }
@@ -249,8 +249,8 @@ TEST_F(PlannerTest, AModelDroppedWithKeepFalseIsRemovedLastAfterItsServiceStops)
   d.models["a"].keep = false;
   d.services["svc"].state = ServiceState::kStopped;
   Plan p = PlanNow();
-  EXPECT_THAT(Steps(p), ElementsAre("stop service/svc wanted_stopped",
-                                    "remove-model model/a not_used"));
+  EXPECT_THAT(Steps(p),
+              ElementsAre("stop service/svc wanted_stopped", "remove-model model/a not_used"));
   EXPECT_EQ(p.actions[1].frees.disk_bytes, 5000u);
   Converge();
 }
@@ -264,12 +264,11 @@ TEST_F(PlannerTest, ARevisionChangeDownloadsRestartsAndPrunesTheOldOneLast) {
   o.hub.clear();
   Hub("org/a", "main", Commit("2"), 1200);
   Plan p = PlanNow();
-  EXPECT_THAT(Steps(p), ElementsAre("download model/a revision_changed",
-                                    "write-unit unit/svc.service unit_changed",
-                                    "daemon-reload systemd unit_files_changed",
-                                    "restart service/svc model_updated",
-                                    "wait-healthy service/svc health_gate",
-                                    "remove-model model/a old_revision"));
+  EXPECT_THAT(
+      Steps(p),
+      ElementsAre("download model/a revision_changed", "write-unit unit/svc.service unit_changed",
+                  "daemon-reload systemd unit_files_changed", "restart service/svc model_updated",
+                  "wait-healthy service/svc health_gate", "remove-model model/a old_revision"));
   EXPECT_EQ(p.actions[5].commit, Commit("1"));
   EXPECT_THAT(p.actions[1].detail, HasSubstr("snapshots/" + Commit("2")));
   Converge();

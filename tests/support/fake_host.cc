@@ -76,14 +76,13 @@ void FakeHost::Start(const std::string& unit, const Desired& d) {
     for (int i : s.gpus)
       for (auto& g : o_.gpus)
         if (g.index == i) {
-          uint64_t claim =
-              s.engine == EngineKind::kVllm
-                  ? static_cast<uint64_t>(s.vllm.gpu_memory_utilization *
-                                          static_cast<double>(g.memory_total))
-              : s.engine == EngineKind::kSglang
-                  ? static_cast<uint64_t>(s.sglang.mem_fraction_static *
-                                          static_cast<double>(g.memory_total))
-                  : s.gpu_memory.value_or(0);
+          uint64_t claim = s.engine == EngineKind::kVllm
+                               ? static_cast<uint64_t>(s.vllm.gpu_memory_utilization *
+                                                       static_cast<double>(g.memory_total))
+                           : s.engine == EngineKind::kSglang
+                               ? static_cast<uint64_t>(s.sglang.mem_fraction_static *
+                                                       static_cast<double>(g.memory_total))
+                               : s.gpu_memory.value_or(0);
           g.processes.push_back({u.main_pid, claim, unit, "fake"});
           g.memory_used += claim;
         }
@@ -110,7 +109,9 @@ void FakeHost::Apply(const Plan& plan, const Desired& d) {
     log_.push_back(std::string(ActionKindName(a.kind)) + " " +
                    (a.unit.empty() ? a.address : a.unit));
     switch (a.kind) {
-      case ActionKind::kDownload: Download(a, d); break;
+      case ActionKind::kDownload:
+        Download(a, d);
+        break;
       case ActionKind::kRemoveModel:
         for (auto& r : o_.store.repos)
           if (r.repo_id == a.repo_id)
@@ -133,8 +134,7 @@ void FakeHost::Apply(const Plan& plan, const Desired& d) {
         u.managed = true;
         u.spec_hash = UnitSpecHash(a.unit_content);
         u.need_daemon_reload = u.load_state != "not-found";
-        if (std::find(o_.state.units.begin(), o_.state.units.end(), a.unit) ==
-            o_.state.units.end())
+        if (std::find(o_.state.units.begin(), o_.state.units.end(), a.unit) == o_.state.units.end())
           o_.state.units.push_back(a.unit);
         break;
       }
@@ -157,13 +157,18 @@ void FakeHost::Apply(const Plan& plan, const Desired& d) {
           return u.load_state == "not-found" && !u.IsActive();
         });
         break;
-      case ActionKind::kStart: Start(a.unit, d); break;
-      case ActionKind::kStop: Stop(a.unit); break;
+      case ActionKind::kStart:
+        Start(a.unit, d);
+        break;
+      case ActionKind::kStop:
+        Stop(a.unit);
+        break;
       case ActionKind::kRestart:
         Stop(a.unit);
         Start(a.unit, d);
         break;
-      case ActionKind::kWaitHealthy: break;
+      case ActionKind::kWaitHealthy:
+        break;
     }
   }
   // systemd drops inactive units whose file is gone (garbage collection).

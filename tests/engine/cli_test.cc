@@ -1,0 +1,108 @@
+// `berth plan` and `berth validate` as the CLI runs them: exit codes and messages.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "engine/cli/commands.h"
+
+namespace berth {
+namespace {
+
+using ::testing::HasSubstr;
+namespace fs = std::filesystem;
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("berth-cli-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+    seed_ = std::string(BERTH_SOURCE_DIR) + "/manifests/examples/blackwell-8x/";
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string Write(const std::string& name, const std::string& text) {
+    std::ofstream(dir_ / name) << text;
+    return (dir_ / name).string();
+  }
+  int Plan(const std::string& manifest, const std::string& observed, bool detailed,
+           std::string format = "text") {
+    PlanCommand cmd{manifest, observed, format, detailed};
+    out_.str("");
+    err_.str("");
+    return RunPlan(cmd, out_, err_);
+  }
+  std::string SeedManifest() {
+    std::ifstream in(seed_ + "berth.yaml");
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+
+  fs::path dir_;
+  std::string seed_;
+  std::ostringstream out_, err_;
+};
+
+TEST_F(CliTest, DetailedExitcodeIsTwoWhenThereAreChanges) {
+  EXPECT_EQ(Plan(seed_ + "berth.yaml", seed_ + "observed.json", true), kExitChanges);
+  EXPECT_EQ(Plan(seed_ + "berth.yaml", seed_ + "observed.json", false), kExitOk);
+}
+
+TEST_F(CliTest, DetailedExitcodeIsZeroWhenNothingIsToDo) {
+  std::string m = SeedManifest();
+  m.replace(m.find("blackwell-*"), 11, "other-*");
+  EXPECT_EQ(Plan(Write("m.yaml", m), seed_ + "observed.json", true), kExitOk) << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("Nothing to do on blackwell-01"));
+}
+
+TEST_F(CliTest, ABlockedPlanExitsThreeAndSaysWhatIsShort) {
+  std::string m = SeedManifest();
+  m.replace(m.find("reserve: 100GiB"), 15, "reserve: 1100GB");
+  EXPECT_EQ(Plan(Write("m.yaml", m), seed_ + "observed.json", true), kExitBlocked);
+  EXPECT_THAT(out_.str(), HasSubstr("BLOCKED"));
+  EXPECT_THAT(out_.str(), HasSubstr("step 1, disk:"));
+  EXPECT_THAT(out_.str(), HasSubstr("short by 130 GB"));
+  EXPECT_EQ(Plan(Write("m.yaml", m), seed_ + "observed.json", true, "json"), kExitBlocked);
+  EXPECT_THAT(out_.str(), HasSubstr("\"status\": \"blocked\""));
+}
+
+TEST_F(CliTest, AnInvalidManifestExitsOneWithItsDiagnostics) {
+  std::string m = "berth: 1\nservices:\n  x:\n    engine: vllm\n    prot: 8000\n";
+  EXPECT_EQ(Plan(Write("bad.yaml", m), seed_ + "observed.json", true), kExitError);
+  EXPECT_THAT(err_.str(), HasSubstr("bad.yaml:5:5: unknown key 'prot'"));
+  EXPECT_THAT(err_.str(), HasSubstr("nothing was planned or changed"));
+  EXPECT_EQ(out_.str(), "");
+  std::ostringstream out, err;
+  EXPECT_EQ(RunValidate(dir_ / "bad.yaml", out, err), kExitError);
+  EXPECT_EQ(RunValidate(seed_ + "berth.yaml", out, err), kExitOk);
+  EXPECT_THAT(out.str(), HasSubstr("valid (2 models, 2 services)"));
+}
+
+TEST_F(CliTest, AMissingObservationSaysHowToMakeOne) {
+  EXPECT_EQ(Plan(seed_ + "berth.yaml", (dir_ / "nope.json").string(), true), kExitError);
+  EXPECT_THAT(err_.str(), HasSubstr("berth observe -o json"));
+}
+
+TEST_F(CliTest, AnUnknownSizeOfflineSaysTheDiskCheckCouldNotBeMade) {
+  std::string m = SeedManifest();
+  m.replace(m.find("    size: 230GB\n"), 16, "");
+  std::ifstream in(seed_ + "observed.json");
+  std::ostringstream obs;
+  obs << in.rdbuf();
+  std::string o = obs.str();
+  // Drop the Hub's answer: offline, nobody asked it.
+  size_t hub = o.find("\"hub\": [");
+  size_t state = o.find("\"berth_state\"");
+  o.replace(hub, state - hub, "\"hub\": [],\n  ");
+  EXPECT_EQ(Plan(Write("m.yaml", m), Write("o.json", o), true), kExitChanges) << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("disk check for model/minimax-m25 could not be made"));
+  EXPECT_EQ(Plan(seed_ + "berth.yaml", Write("o.json", o), true), kExitChanges);
+  EXPECT_THAT(out_.str(), HasSubstr("size from the manifest's size:"));
+}
+
+}  // namespace
+}  // namespace berth

@@ -1,0 +1,58 @@
+// The seed example's plans, text and JSON, against files kept in tests/engine/golden/.
+// BERTH_UPDATE_GOLDEN=1 rewrites them (review the diff before committing).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "engine/cli/commands.h"
+
+namespace berth {
+namespace {
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+class GoldenTest : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {
+ protected:
+  // Paths in the plan are as given on the command line: run from the source dir.
+  void SetUp() override { ASSERT_EQ(chdir(BERTH_SOURCE_DIR), 0); }
+};
+
+TEST_P(GoldenTest, PlanMatchesTheGoldenFile) {
+  auto [example, format] = GetParam();
+  PlanCommand cmd;
+  cmd.manifest_path = "manifests/examples/" + example + "/berth.yaml";
+  cmd.observed_path = "manifests/examples/" + example + "/observed.json";
+  cmd.format = format == "txt" ? "text" : format;
+  std::ostringstream out, err;
+  int rc = RunPlan(cmd, out, err);
+  EXPECT_EQ(rc, kExitOk) << err.str();
+  std::string golden = "tests/engine/golden/" + example + ".plan." + format;
+  if (std::getenv("BERTH_UPDATE_GOLDEN")) std::ofstream(golden) << out.str();
+  EXPECT_EQ(out.str(), ReadFile(golden)) << "regenerate with BERTH_UPDATE_GOLDEN=1 if intended";
+  // Same inputs, same bytes.
+  std::ostringstream again;
+  RunPlan(cmd, again, err);
+  EXPECT_EQ(out.str(), again.str());
+}
+
+INSTANTIATE_TEST_SUITE_P(Examples, GoldenTest,
+                         ::testing::Combine(::testing::Values("blackwell-8x", "single-gpu"),
+                                            ::testing::Values("txt", "json")),
+                         [](const auto& param_info) {
+                           std::string n =
+                               std::get<0>(param_info.param) + "_" + std::get<1>(param_info.param);
+                           for (char& c : n)
+                             if (c == '-') c = '_';
+                           return n;
+                         });
+
+}  // namespace
+}  // namespace berth
