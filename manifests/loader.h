@@ -11,8 +11,8 @@ namespace berth {
 
 struct Diagnostic {
   SourceLoc loc;
-  std::string message;  // "unknown key 'gpu_memory_utilisation'"
-  std::string hint;     // "did you mean 'gpu_memory_utilization'?" or ""
+  std::string message;           // "unknown key 'gpu_memory_utilisation'"
+  std::string hint;              // "did you mean 'gpu_memory_utilization'?" or ""
   std::string ToString() const;  // "berth.yaml:12:7: unknown key ... (did you mean ...?)"
 };
 

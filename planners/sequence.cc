@@ -218,7 +218,9 @@ class Sequencer {
     if (s.port) {
       std::string h = host_.PortHolder(*s.port);
       if (!h.empty() && h != t.unit) {
-        if (Pending(h)) {
+        // A holder that restarts later (ports swapped between services) is stopped first and
+        // started instead of restarted.
+        if (Pending(h) || PendingRestart(h)) {
           add(h);
         } else {
           Problem p;
@@ -300,6 +302,14 @@ class Sequencer {
     return out;
   }
 
+  // The restart of `unit` when it is still to come.
+  const Transition* PendingRestart(const std::string& unit) const {
+    if (stopped_.count(unit) || started_.count(unit)) return nullptr;
+    for (const auto& s : draft_.starts)
+      if (s.unit == unit && s.kind == ActionKind::kRestart) return &s;
+    return nullptr;
+  }
+
   const Transition* PendingStop(const std::string& unit) const {
     for (const auto& s : draft_.stops)
       if (s.unit == unit) return &s;
@@ -354,11 +364,14 @@ class Sequencer {
 
   void EmitStart(const Transition& t) {
     const ServiceSpec& s = *t.spec;
+    // A restart whose unit was stopped earlier to free a port is a start now.
+    bool restart = t.kind == ActionKind::kRestart && !stopped_.count(t.unit);
     Action a;
-    a.kind = t.kind;
+    a.kind = restart || t.kind != ActionKind::kRestart ? t.kind : ActionKind::kStart;
     a.address = t.address;
     a.unit = t.unit;
     a.reason = t.reason;
+    started_.insert(t.unit);
     Resources claim;
     if (s.has_engine && host_.gpus_known())
       for (int i : s.gpus)
@@ -369,17 +382,25 @@ class Sequencer {
     if (s.port)
       where += (where.empty() ? "" : ", ") + std::string("port ") + std::to_string(*s.port);
     a.detail = (where.empty() ? "" : where + ": ") + t.detail;
-    if (t.kind == ActionKind::kRestart) host_.Release(t.unit);
+    // A restart closes the ports the unit serves now (which may differ from its new port).
+    std::vector<int> closed;
+    if (restart) closed = host_.Release(t.unit).ports;
+    if (restart && s.port && closed.empty()) closed.push_back(*s.port);
     a.requires_ = claim;
     int step = Emit(a);
     host_.Hold(t.unit, claim);
-    if (t.kind == ActionKind::kRestart && s.port) {
+    for (int p : closed) {
       Disruption dis;
-      dis.port = *s.port;
+      dis.port = p;
       dis.from_step = step;
       dis.service = t.address;
-      dis.reason = "restart of " + t.unit;
-      open_.push_back(plan_->disruptions.size());
+      if (s.port && p == *s.port) {
+        dis.reason = "restart of " + t.unit;
+        open_.push_back(plan_->disruptions.size());
+      } else {
+        dis.reason = "restart of " + t.unit + " moves it from port " + std::to_string(p) +
+                     (s.port ? " to port " + std::to_string(*s.port) : std::string());
+      }
       plan_->disruptions.push_back(dis);
     }
     int until = step;
@@ -393,12 +414,17 @@ class Sequencer {
       w.port = *s.port;
       w.served_name = s.ServedName();
       w.timeout_ms = s.health.timeout_ms;
+      w.interval_ms = s.health.interval_ms;
       w.detail = "GET " + s.health.path + " until 200 and /v1/models lists '" + s.ServedName() +
                  "' (timeout " + FormatDurationMs(s.health.timeout_ms) + ")";
       until = Emit(w);
     }
     for (size_t idx : open_) plan_->disruptions[idx].until_step = until;
     open_.clear();
+    // A port left dark earlier is served again once the service now on it is healthy.
+    if (s.has_engine && s.port)
+      for (Disruption& dis : plan_->disruptions)
+        if (dis.port == *s.port && dis.until_step == 0) dis.until_step = until;
   }
 
   void Transitions() {
@@ -439,6 +465,8 @@ class Sequencer {
       for (const auto& u : stops)
         if (const Transition* st = PendingStop(u))
           EmitStop(*st, pick->spec->name, pick->spec->port.value_or(0));
+        else if (const Transition* rt = PendingRestart(u))
+          EmitStop(*rt, pick->spec->name, pick->spec->port.value_or(0));
       for (Problem& p : need.problems) {
         p.step = NextStep();
         plan_->problems.push_back(p);
@@ -473,7 +501,8 @@ class Sequencer {
   HostModel host_;
   bool reloaded_ = false;
   std::set<std::string> stopped_;
-  std::vector<size_t> open_;  // disruptions waiting for the next health gate
+  std::set<std::string> started_;  // units whose start or restart is emitted
+  std::vector<size_t> open_;       // disruptions waiting for the next health gate
 };
 
 }  // namespace

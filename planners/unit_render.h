@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/core/desired.h"
+#include "engine/core/unit_marker.h"
 
 namespace berth {
 
@@ -25,11 +26,6 @@ struct RenderedUnit {
   std::vector<std::string> argv;  // ExecStart, unquoted
 };
 
-/// The first header line; a unit whose file starts with it is berth's.
-inline constexpr const char* kUnitMarker = "# Managed by berth";
-/// The header line that carries the spec hash: "# berth-spec-hash: <hex>".
-inline constexpr const char* kSpecHashKey = "# berth-spec-hash: ";
-
 RenderedUnit RenderUnit(const ServiceSpec& service, const RenderContext& ctx);
 
 /// The executable: the service's `executable`, else host.executables[engine], else the
@@ -45,11 +41,6 @@ std::vector<std::string> ServiceArgv(const ServiceSpec& service, const RenderCon
 std::string QuoteExecArg(const std::string& arg);
 /// The inverse, for reading an ExecStart= line back into argv.
 std::vector<std::string> SplitExecLine(const std::string& line);
-
-/// The body of a unit file: everything after berth's header comment lines.
-std::string UnitBody(const std::string& content);
-/// The spec hash recorded in berth's header, "" if none.
-std::string UnitSpecHash(const std::string& content);
 
 /// How the wanted unit differs from the one on disk.
 struct UnitDiff {

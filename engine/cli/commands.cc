@@ -1,10 +1,20 @@
 #include "engine/cli/commands.h"
 
+#include <iostream>
+
+#include "engine/apply/executor.h"
+#include "engine/core/observed_json.h"
+#include "engine/core/units.h"
+#include "engine/observe/live_observer.h"
 #include "engine/output/plan_output.h"
 #include "manifests/loader.h"
 #include "planners/planner.h"
 #include "planners/unit_render.h"
+#include "providers/health/health_probe.h"
 #include "providers/saved/saved_observer.h"
+#include "providers/systemd/journal.h"
+#include "providers/systemd/sdbus_manager.h"
+#include "providers/systemd/unit_files.h"
 
 namespace berth {
 namespace {
@@ -102,6 +112,129 @@ int RunRender(const std::string& manifest_path, const std::string& observed_path
   }
   if (!any) err << "berth render: no service with an engine to render\n";
   return any ? kExitOk : kExitError;
+}
+
+namespace {
+
+// The live host's providers, connected once per command.
+struct LiveHost {
+  std::unique_ptr<SdJournalReader> journal;
+  std::unique_ptr<SystemdManager> systemd;
+  std::unique_ptr<UnitFileStore> unit_files;
+
+  Status Connect(const HostAccess& access, const Desired& desired) {
+    journal = std::make_unique<SdJournalReader>(access.journal_dir);
+    SdBusOptions opts;
+    opts.address = access.bus_address;
+    opts.journal = journal.get();
+    auto mgr = ConnectSystemd(opts);
+    if (!mgr.ok()) return mgr.status();
+    systemd = std::move(mgr).value();
+    unit_files = std::make_unique<UnitFileStore>(desired.host.unit_dir);
+    return Status::Ok();
+  }
+  Result<Observed> Observe(const Desired& desired) {
+    return LiveObserver({systemd.get(), unit_files.get(), "/proc"}).Observe(desired);
+  }
+};
+
+}  // namespace
+
+int RunObserve(const std::string& manifest_path, const std::string& format,
+               const HostAccess& access, std::ostream& out, std::ostream& err) {
+  Desired desired;
+  if (!manifest_path.empty() && !Load(manifest_path, &desired, err)) return kExitError;
+  LiveHost host;
+  Status s = host.Connect(access, desired);
+  if (!s.ok()) {
+    err << "berth observe: " << s.message() << "\n";
+    return kExitError;
+  }
+  auto o = host.Observe(desired);
+  if (!o.ok()) {
+    err << "berth observe: " << o.status().message() << "\n";
+    return kExitError;
+  }
+  if (format == "json") {
+    out << ObservedToJson(*o);
+    return kExitOk;
+  }
+  out << "host " << o->hostname << " at " << o->observed_at << "\n";
+  out << "store " << o->store.path << (o->store.exists ? "" : " (missing)") << ": "
+      << FormatBytes(o->store.free_bytes) << " free of " << FormatBytes(o->store.total_bytes)
+      << "\n";
+  for (const auto& r : o->store.repos)
+    for (const auto& v : r.revisions)
+      out << "  model " << r.repo_id << "@" << v.commit.substr(0, 7) << " "
+          << FormatBytes(v.bytes_present) << (v.complete ? " complete" : " partial") << "\n";
+  if (!o->gpus_known) out << "gpus: unknown (" << o->gpu_error << ")\n";
+  for (const auto& g : o->gpus)
+    out << "gpu " << g.index << " " << g.name << ": " << FormatGiB(g.memory_used) << " used of "
+        << FormatGiB(g.memory_total) << "\n";
+  for (const auto& u : o->units)
+    out << "unit " << u.name << ": " << u.load_state << " " << u.active_state << "/" << u.sub_state
+        << (u.managed ? " (berth)" : "") << "\n";
+  for (const auto& p : o->ports)
+    out << "port " << p.port << " " << p.address << " pid " << p.pid << " " << p.process
+        << (p.unit.empty() ? "" : " (" + p.unit + ")") << "\n";
+  return kExitOk;
+}
+
+int RunApply(const ApplyCommand& cmd, std::istream& in, std::ostream& out, std::ostream& err) {
+  Desired desired;
+  if (!Load(cmd.manifest_path, &desired, err)) return kExitError;
+  LiveHost host;
+  Status s = host.Connect(cmd.host, desired);
+  if (!s.ok()) {
+    err << "berth apply: " << s.message() << "\n";
+    return kExitError;
+  }
+  auto observed = host.Observe(desired);
+  if (!observed.ok()) {
+    err << "berth apply: " << observed.status().message() << "; nothing was changed\n";
+    return kExitError;
+  }
+  Plan plan = MakePlan(desired, *observed);
+  out << PlanToText(plan, desired);
+  if (plan.blocked()) return kExitBlocked;
+  if (plan.empty()) return kExitOk;
+  if (!cmd.yes) {
+    out << "\nApply these " << plan.actions.size()
+        << " actions? Only 'yes' is accepted: " << std::flush;
+    std::string answer;
+    std::getline(in, answer);
+    if (answer != "yes") {
+      err << "berth apply: not confirmed; nothing was changed\n";
+      return kExitError;
+    }
+  }
+  CurlHealthProbe health;
+  ExecutorDeps deps;
+  deps.systemd = host.systemd.get();
+  deps.unit_files = host.unit_files.get();
+  deps.health = &health;
+  deps.progress = &out;
+  ExecResult r = Executor(deps).Run(plan);
+  if (!r.status.ok()) {
+    err << "berth apply: " << r.status.message() << "\n"
+        << r.steps_done << " of " << plan.actions.size()
+        << " steps were done; run berth plan to see what is left\n";
+    return kExitFailed;
+  }
+  auto after = host.Observe(desired);
+  if (!after.ok()) {
+    err << "berth apply: applied, but observing the host again failed: " << after.status().message()
+        << "\n";
+    return kExitError;
+  }
+  Plan left = MakePlan(desired, *after);
+  if (!left.empty()) {
+    err << "berth apply: applied, but the host has not converged; what is left:\n"
+        << PlanToText(left, desired);
+    return kExitError;
+  }
+  out << "applied " << plan.actions.size() << " actions; the host matches the manifests\n";
+  return kExitOk;
 }
 
 }  // namespace berth

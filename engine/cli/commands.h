@@ -2,6 +2,7 @@
 // exactly as `berth` does. Each returns the process exit code.
 #pragma once
 
+#include <istream>
 #include <ostream>
 #include <string>
 
@@ -13,6 +14,19 @@ enum ExitCode : int {
   kExitError = 1,    // invalid input, unreadable file, failed command
   kExitChanges = 2,  // plan --detailed-exitcode: there is something to do
   kExitBlocked = 3,  // the plan cannot run: what is short is printed
+  kExitFailed = 4,   // apply: an action failed; what was done and the unit's journal are printed
+};
+
+/// Where the live host is reached (production defaults; tests point them at a sandbox).
+struct HostAccess {
+  std::string bus_address;  // "" = the system bus (DBUS_SYSTEM_BUS_ADDRESS is honoured)
+  std::string journal_dir;  // "" = the local journal
+};
+
+struct ApplyCommand {
+  std::string manifest_path;  // -f
+  bool yes = false;           // do not ask
+  HostAccess host;
 };
 
 struct PlanCommand {
@@ -21,6 +35,12 @@ struct PlanCommand {
   std::string format = "text";  // -o text|json
   bool detailed_exitcode = false;
 };
+
+/// Observe, plan, show, ask (unless yes), execute, then check that nothing is left to do.
+int RunApply(const ApplyCommand& cmd, std::istream& in, std::ostream& out, std::ostream& err);
+/// What berth sees on this host; format "text" or "json" (the --observed format).
+int RunObserve(const std::string& manifest_path, const std::string& format, const HostAccess& host,
+               std::ostream& out, std::ostream& err);
 
 int RunValidate(const std::string& manifest_path, std::ostream& out, std::ostream& err);
 int RunPlan(const PlanCommand& cmd, std::ostream& out, std::ostream& err);

@@ -29,6 +29,20 @@ int main(int argc, char** argv) {
   render->add_option("--observed", render_observed, "saved observation, to pin model commits");
   render->add_option("service", render_service, "only this service");
 
+  berth::ApplyCommand apply_cmd;
+  auto* apply = app.add_subcommand("apply", "observe, plan, confirm and carry out the plan");
+  apply->add_option("-f,--file", apply_cmd.manifest_path, "manifest file or folder")->required();
+  apply->add_flag("-y,--yes", apply_cmd.yes, "do not ask for confirmation");
+  apply->add_option("--bus", apply_cmd.host.bus_address, "D-Bus address of systemd's bus");
+  apply->add_option("--journal-dir", apply_cmd.host.journal_dir, "journal directory to read");
+
+  std::string observe_path, observe_format = "text";
+  berth::HostAccess observe_host;
+  auto* observe = app.add_subcommand("observe", "what berth sees on this host");
+  observe->add_option("-f,--file", observe_path, "manifest: which units and store to observe");
+  observe->add_option("-o,--output", observe_format, "text or json")->capture_default_str();
+  observe->add_option("--bus", observe_host.bus_address, "D-Bus address of systemd's bus");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -37,6 +51,9 @@ int main(int argc, char** argv) {
   }
   if (*validate) return berth::RunValidate(validate_path, std::cout, std::cerr);
   if (*plan) return berth::RunPlan(plan_cmd, std::cout, std::cerr);
+  if (*apply) return berth::RunApply(apply_cmd, std::cin, std::cout, std::cerr);
+  if (*observe)
+    return berth::RunObserve(observe_path, observe_format, observe_host, std::cout, std::cerr);
   if (*render)
     return berth::RunRender(render_path, render_observed, render_service, std::cout, std::cerr);
   return berth::kExitError;

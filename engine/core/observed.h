@@ -60,6 +60,12 @@ struct ObservedUnit {
   std::string content;       // the file's text, when berth manages it (for change details)
   int main_pid = 0;
   bool need_daemon_reload = false;
+  std::vector<std::string> drop_in_paths;  // drop-ins change a unit behind its file's back
+  std::string unit_file_state;  // enabled | disabled | static | ... (as of systemd's last reload)
+  std::string invocation_id;    // hex; changes on every (re)start
+  uint32_t n_restarts = 0;      // automatic restarts (Restart=)
+  std::string result;           // success | exit-code | signal | timeout | ...
+  int exec_main_status = 0;     // exit status or signal of the main process
 
   bool IsActive() const {
     return active_state == "active" || active_state == "activating" || active_state == "reloading";

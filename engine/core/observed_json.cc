@@ -136,9 +136,10 @@ Status ReadUnits(const ordered_json& j, Observed* o) {
   BERTH_RETURN_IF_ERROR(ExpectArray(items, "units.items"));
   for (size_t i = 0; items && i < items->size(); ++i) {
     Reader ru((*items)[i], "units.items[" + std::to_string(i) + "]");
-    BERTH_RETURN_IF_ERROR(
-        ru.Keys({"name", "load_state", "active_state", "sub_state", "fragment_path", "content_hash",
-                 "managed", "spec_hash", "content", "main_pid", "need_daemon_reload"}));
+    BERTH_RETURN_IF_ERROR(ru.Keys(
+        {"name", "load_state", "active_state", "sub_state", "fragment_path", "content_hash",
+         "managed", "spec_hash", "content", "main_pid", "need_daemon_reload", "drop_in_paths",
+         "unit_file_state", "invocation_id", "n_restarts", "result", "exec_main_status"}));
     ObservedUnit u;
     BERTH_RETURN_IF_ERROR(ru.Get("name", &u.name));
     BERTH_RETURN_IF_ERROR(ru.Get("load_state", &u.load_state));
@@ -151,6 +152,12 @@ Status ReadUnits(const ordered_json& j, Observed* o) {
     BERTH_RETURN_IF_ERROR(ru.Get("content", &u.content));
     BERTH_RETURN_IF_ERROR(ru.Get("main_pid", &u.main_pid));
     BERTH_RETURN_IF_ERROR(ru.Get("need_daemon_reload", &u.need_daemon_reload));
+    BERTH_RETURN_IF_ERROR(ru.Get("drop_in_paths", &u.drop_in_paths));
+    BERTH_RETURN_IF_ERROR(ru.Get("unit_file_state", &u.unit_file_state));
+    BERTH_RETURN_IF_ERROR(ru.Get("invocation_id", &u.invocation_id));
+    BERTH_RETURN_IF_ERROR(ru.Get("n_restarts", &u.n_restarts));
+    BERTH_RETURN_IF_ERROR(ru.Get("result", &u.result));
+    BERTH_RETURN_IF_ERROR(ru.Get("exec_main_status", &u.exec_main_status));
     o->units.push_back(std::move(u));
   }
   return Status::Ok();
@@ -262,7 +269,13 @@ std::string ObservedToJson(const Observed& o) {
                      {"spec_hash", u.spec_hash},
                      {"content", u.content},
                      {"main_pid", u.main_pid},
-                     {"need_daemon_reload", u.need_daemon_reload}});
+                     {"need_daemon_reload", u.need_daemon_reload},
+                     {"drop_in_paths", u.drop_in_paths},
+                     {"unit_file_state", u.unit_file_state},
+                     {"invocation_id", u.invocation_id},
+                     {"n_restarts", u.n_restarts},
+                     {"result", u.result},
+                     {"exec_main_status", u.exec_main_status}});
   j["units"] = {{"known", o.units_known}, {"items", std::move(units)}};
   ordered_json ports = ordered_json::array();
   for (const auto& p : o.ports)

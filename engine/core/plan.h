@@ -72,10 +72,11 @@ struct Action {
   std::string revision;      // download: as asked
   std::string commit;        // download / remove-model; "" if to be resolved at apply
   std::vector<std::string> include, exclude;
-  std::string health_path;  // wait-healthy
-  int port = 0;             // wait-healthy
-  std::string served_name;  // wait-healthy
-  uint64_t timeout_ms = 0;  // wait-healthy
+  std::string health_path;   // wait-healthy
+  int port = 0;              // wait-healthy
+  std::string served_name;   // wait-healthy
+  uint64_t timeout_ms = 0;   // wait-healthy
+  uint64_t interval_ms = 0;  // wait-healthy: between probes
 };
 
 /// Something the plan leaves as it is but a reviewer wants to see ("= keep model/kimi ...").

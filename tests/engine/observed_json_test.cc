@@ -39,8 +39,23 @@ TEST(ObservedJson, EverySectionRoundTrips) {
   o.store = {"/m", true, 10, 5, {{"a/b", {{"c", {"main"}, false, 3, 9}}}}};
   o.gpus_known = false;
   o.gpu_error = "NVML not found";
-  o.units.push_back({"x.service", "loaded", "active", "running", "/etc/x", "h1", true, "h2",
-                     "[Service]\n", 42, true});
+  o.units.push_back({"x.service",
+                     "loaded",
+                     "active",
+                     "running",
+                     "/etc/x",
+                     "h1",
+                     true,
+                     "h2",
+                     "[Service]\n",
+                     42,
+                     true,
+                     {"/etc/x.d/a.conf"},
+                     "enabled",
+                     "ab12",
+                     2,
+                     "exit-code",
+                     3});
   o.ports.push_back({8000, "::", 42, "vllm", "x.service"});
   o.hub.push_back({"a/b", "main", "c", {{"f", 1}}});
   o.state.serial = 7;

@@ -1,0 +1,119 @@
+#include "engine/apply/executor.h"
+
+#include <thread>
+
+#include "engine/core/units.h"
+#include "providers/health/health_probe.h"
+#include "providers/systemd/systemd_manager.h"
+#include "providers/systemd/unit_files.h"
+
+namespace berth {
+namespace {
+
+class SteadyClock : public Clock {
+ public:
+  std::chrono::steady_clock::time_point Now() override { return std::chrono::steady_clock::now(); }
+  void SleepFor(std::chrono::milliseconds d) override { std::this_thread::sleep_for(d); }
+};
+
+}  // namespace
+
+Clock& RealClock() {
+  static SteadyClock clock;
+  return clock;
+}
+
+Executor::Executor(ExecutorDeps deps) : d_(deps) {
+  if (!d_.clock) d_.clock = &RealClock();
+}
+
+ExecResult Executor::Run(const Plan& plan) {
+  ExecResult r;
+  if (plan.blocked()) {
+    r.status = Status::FailedPrecondition("the plan is blocked; nothing was changed");
+    return r;
+  }
+  for (size_t i = 0; i < plan.actions.size(); ++i) {
+    const Action& a = plan.actions[i];
+    if (d_.progress)
+      *d_.progress << "[" << (i + 1) << "/" << plan.actions.size() << "] " << ActionKindName(a.kind)
+                   << " " << a.address << " ..." << std::endl;
+    auto start = d_.clock->Now();
+    Status s = RunAction(a);
+    if (!s.ok()) {
+      r.status = s.WithContext("step " + std::to_string(i + 1) + " (" + ActionKindName(a.kind) +
+                               " " + a.address + ")");
+      r.failed_step = static_cast<int>(i + 1);
+      return r;
+    }
+    r.steps_done = static_cast<int>(i + 1);
+    if (d_.progress) {
+      auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(d_.clock->Now() - start);
+      *d_.progress << "[" << (i + 1) << "/" << plan.actions.size() << "] done in "
+                   << FormatDurationMs(static_cast<uint64_t>(ms.count())) << std::endl;
+    }
+  }
+  return r;
+}
+
+Status Executor::RunAction(const Action& a) {
+  switch (a.kind) {
+    case ActionKind::kWriteUnit:
+      return d_.unit_files->Write(a.unit, a.unit_content).status();
+    case ActionKind::kRemoveUnit:
+      return d_.unit_files->Remove(a.unit).status();
+    case ActionKind::kDaemonReload:
+      return d_.systemd->Reload();
+    case ActionKind::kStart:
+      return d_.systemd->Start(a.unit, d_.job_timeout);
+    case ActionKind::kStop:
+      return d_.systemd->Stop(a.unit, d_.job_timeout);
+    case ActionKind::kRestart:
+      return d_.systemd->Restart(a.unit, d_.job_timeout);
+    case ActionKind::kWaitHealthy:
+      return WaitHealthy(a);
+    case ActionKind::kDownload:
+      return Status::FailedPrecondition(
+          "this berth cannot download models yet (" + a.repo_id +
+          "); put the model in the store first (for example with huggingface-cli download), "
+          "then apply again");
+    case ActionKind::kRemoveModel:
+      return Status::FailedPrecondition("this berth cannot remove models from the store yet (" +
+                                        a.repo_id + "@" + a.commit + "); nothing was removed");
+  }
+  return Status::Internal("unknown action kind");
+}
+
+Status Executor::WaitHealthy(const Action& a) {
+  auto deadline = d_.clock->Now() + std::chrono::milliseconds(a.timeout_ms);
+  auto interval = std::chrono::milliseconds(a.interval_ms ? a.interval_ms : 1000);
+  // The first probes come quickly: a small model is up in a second or two.
+  auto wait = std::min(interval, std::chrono::milliseconds(200));
+  std::string last = "no probe made";
+  for (;;) {
+    // A crash loop fails fast: the unit must stay up while it loads.
+    auto props = d_.systemd->GetUnits({a.unit});
+    if (!props.ok()) return props.status();
+    const UnitProperties& p = (*props)[0];
+    if (p.active_state == "failed" || p.active_state == "inactive") {
+      return Status::FailedPrecondition(
+          a.unit + " stopped while berth waited for it to become healthy (" + p.active_state +
+          ", Result=" + p.result + ", exit status " + std::to_string(p.exec_main_status) +
+          "); last probe: " + last);
+    }
+    if (p.n_restarts > 0 && p.active_state == "activating") {
+      return Status::FailedPrecondition(a.unit + " is restarting (" + std::to_string(p.n_restarts) +
+                                        " automatic restarts) instead of becoming healthy");
+    }
+    HealthResult h = d_.health->Probe("127.0.0.1", a.port, a.health_path, a.served_name);
+    if (h.healthy) return Status::Ok();
+    last = h.detail;
+    if (d_.clock->Now() >= deadline)
+      return Status::Unavailable(a.unit + " did not become healthy within " +
+                                 FormatDurationMs(a.timeout_ms) + "; last probe: " + last);
+    d_.clock->SleepFor(wait);
+    wait = std::min(interval, wait * 2);
+  }
+}
+
+}  // namespace berth

@@ -1,0 +1,58 @@
+// The executor: carries out a plan's actions in order through the providers. Every action is
+// idempotent (a unit already written, a service already running: nothing happens twice).
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <ostream>
+#include <string>
+
+#include "engine/core/plan.h"
+#include "engine/core/status.h"
+
+namespace berth {
+
+class SystemdManager;
+class UnitFileStore;
+class HealthProbe;
+
+/// Time, so tests can run health gates without waiting.
+class Clock {
+ public:
+  virtual ~Clock() = default;
+  virtual std::chrono::steady_clock::time_point Now() = 0;
+  virtual void SleepFor(std::chrono::milliseconds d) = 0;
+};
+Clock& RealClock();
+
+struct ExecutorDeps {
+  SystemdManager* systemd = nullptr;
+  UnitFileStore* unit_files = nullptr;
+  HealthProbe* health = nullptr;
+  Clock* clock = nullptr;            // null = RealClock()
+  std::ostream* progress = nullptr;  // one line per action; null = silent
+  /// How long a start, stop or restart job may take before berth gives up on it.
+  std::chrono::milliseconds job_timeout{std::chrono::minutes(5)};
+};
+
+/// The outcome of running a plan: how far it got, and why it stopped.
+struct ExecResult {
+  Status status;
+  int failed_step = 0;  // 1-based; 0 when every step succeeded
+  int steps_done = 0;
+};
+
+class Executor {
+ public:
+  explicit Executor(ExecutorDeps deps);
+  /// Runs every action in order and stops at the first failure.
+  ExecResult Run(const Plan& plan);
+  /// One action; public for tests.
+  Status RunAction(const Action& action);
+
+ private:
+  Status WaitHealthy(const Action& a);
+  ExecutorDeps d_;
+};
+
+}  // namespace berth

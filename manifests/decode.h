@@ -1,0 +1,35 @@
+// One manifest file decoded on its own: the rules that need only that file. Rules across files
+// (a name defined twice, model references, ports) are in merge.h.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "engine/core/desired.h"
+#include "manifests/loader.h"
+
+namespace berth::manifests {
+
+/// A service plus where its cross-checked values were written.
+struct ServiceDraft {
+  ServiceSpec spec;
+  SourceLoc model_loc;  // the `model:` value; line 0 when absent
+  SourceLoc port_loc;   // the `port:` value; line 0 when absent
+};
+
+struct FilePart {
+  std::string file;
+  bool has_host = false;
+  HostSpec host;
+  std::map<std::string, std::string> executables;  // host.executables
+  std::vector<ModelSpec> models;                   // in source order
+  std::vector<ServiceDraft> services;              // in source order
+};
+
+/// Parses `text` (named `file` in diagnostics) and checks it. Broken YAML gives one diagnostic
+/// at the parser's position and an empty part. Appends to `diagnostics`; never throws.
+FilePart DecodeFile(const std::string& file, const std::string& text,
+                    std::vector<Diagnostic>* diagnostics);
+
+}  // namespace berth::manifests

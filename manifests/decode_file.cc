@@ -1,0 +1,158 @@
+// The top level of a file, `host:` and `models:`. Services are in decode_service.cc.
+#include <exception>
+#include <utility>
+
+#include "manifests/decode.h"
+#include "manifests/decode_service.h"
+#include "manifests/names.h"
+#include "manifests/yaml_parse.h"
+#include "manifests/yaml_reader.h"
+
+namespace berth::manifests {
+namespace {
+
+constexpr std::string_view kTopKeys[] = {"berth", "host", "models", "services"};
+constexpr std::string_view kHostKeys[] = {"match", "store", "reserve", "unit_dir", "executables"};
+constexpr std::string_view kMatchKeys[] = {"hostname"};
+constexpr std::string_view kExecutableEngines[] = {"vllm", "sglang", "llama-server"};
+constexpr std::string_view kModelKeys[] = {"source",  "revision", "include",
+                                           "exclude", "keep",     "size"};
+
+void DecodeHost(YamlReader& r, const Field& host, FilePart* part) {
+  part->has_host = true;
+  part->host.loc = host.key_loc;
+  if (!r.ExpectMap(host)) return;
+  for (const Field& f : r.Entries(host.value, kHostKeys, "in host")) {
+    if (f.key == "match") {
+      if (!r.ExpectMap(f)) continue;
+      for (const Field& m : r.Entries(f.value, kMatchKeys, "in match")) {
+        std::optional<std::string> glob = r.String(m);
+        if (glob && glob->empty()) r.Error(m.value_loc, "'hostname' must not be empty");
+        if (glob && !glob->empty()) part->host.match[m.key] = *glob;
+      }
+    } else if (f.key == "store") {
+      if (auto v = r.AbsolutePath(f)) part->host.store = *v;
+    } else if (f.key == "reserve") {
+      if (auto v = r.Size(f)) part->host.reserve_bytes = *v;
+    } else if (f.key == "unit_dir") {
+      if (auto v = r.AbsolutePath(f)) part->host.unit_dir = *v;
+    } else if (f.key == "executables") {
+      if (!r.ExpectMap(f)) continue;
+      for (const Field& e : r.Entries(f.value, kExecutableEngines, "in executables")) {
+        if (auto v = r.AbsolutePath(e)) part->executables[e.key] = *v;
+      }
+    }
+  }
+}
+
+void DecodeModel(YamlReader& r, const Field& entry, FilePart* part) {
+  ModelSpec model;
+  model.name = entry.key;
+  model.loc = entry.key_loc;
+  if (std::string problem = ModelNameProblem(entry.key); !problem.empty()) {
+    r.Error(entry.key_loc, "'" + entry.key + "' is not a valid model name: " + problem,
+            "use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit");
+  }
+  if (r.ExpectMap(entry)) {
+    bool has_source = false;
+    const std::string where = "in model '" + entry.key + "'";
+    for (const Field& f : r.Entries(entry.value, kModelKeys, where)) {
+      if (f.key == "source") {
+        has_source = true;
+        std::optional<std::string> source = r.String(f);
+        if (!source) continue;
+        if (auto repo = ParseHfSource(*source)) {
+          model.repo_id = *repo;
+        } else {
+          r.Error(f.value_loc, "bad source '" + *source + "'",
+                  "use hf://org/name, e.g. hf://MiniMaxAI/MiniMax-M2.5");
+        }
+      } else if (f.key == "revision") {
+        // Numbers are revisions too (a tag "2024", a commit of digits): take them as written.
+        ScalarKind kind = f.value.IsScalar() ? YamlReader::KindOf(f.value) : ScalarKind::kNull;
+        if (kind != ScalarKind::kString && kind != ScalarKind::kInt && kind != ScalarKind::kFloat) {
+          r.String(f);  // reports the type error
+          continue;
+        }
+        if (IsRevision(f.value.Scalar())) {
+          model.revision = f.value.Scalar();
+        } else {
+          r.Error(f.value_loc, "bad revision '" + f.value.Scalar() + "'",
+                  "use a branch, a tag or a 40-hex commit");
+        }
+      } else if (f.key == "include") {
+        if (auto v = r.StringList(f, true)) model.include = *v;
+      } else if (f.key == "exclude") {
+        if (auto v = r.StringList(f, true)) model.exclude = *v;
+      } else if (f.key == "keep") {
+        if (auto v = r.Bool(f)) model.keep = *v;
+      } else if (f.key == "size") {
+        if (auto v = r.Size(f)) model.size_hint = *v;
+      }
+    }
+    if (!has_source) {
+      r.Error(entry.key_loc, "model '" + entry.key + "' needs 'source'",
+              "e.g. source: hf://MiniMaxAI/MiniMax-M2.5");
+    }
+  }
+  part->models.push_back(std::move(model));
+}
+
+void DecodeRoot(YamlReader& r, const YAML::Node& root, FilePart* part) {
+  const SourceLoc file_start{r.file(), 1, 1};
+  if (root.IsNull()) {
+    r.Error(file_start, "missing 'berth: 1'", "every manifest file starts with berth: 1");
+    return;
+  }
+  if (!root.IsMap()) {
+    r.Error(r.Loc(root), "expected a map at the top level, got " + YamlReader::Describe(root),
+            "a manifest maps berth, host, models and services");
+    return;
+  }
+  bool has_version = false;
+  for (const Field& f : r.Entries(root, kTopKeys, "at the top level")) {
+    if (f.key == "berth") {
+      has_version = true;
+      std::optional<int64_t> version = r.Int(f, INT64_MIN, INT64_MAX);
+      if (version && *version != 1) {
+        r.Error(f.value_loc, "unsupported berth version " + std::to_string(*version),
+                "this berth reads version 1");
+      }
+    } else if (f.key == "host") {
+      DecodeHost(r, f, part);
+    } else if (f.key == "models") {
+      if (!r.ExpectMap(f)) continue;
+      for (const Field& m : r.NamedEntries(f.value, "in models", "model")) {
+        DecodeModel(r, m, part);
+      }
+    } else if (f.key == "services") {
+      if (!r.ExpectMap(f)) continue;
+      for (const Field& s : r.NamedEntries(f.value, "in services", "service")) {
+        part->services.push_back(DecodeService(r, s));
+      }
+    }
+  }
+  if (!has_version) {
+    r.Error(file_start, "missing 'berth: 1'", "every manifest file starts with berth: 1");
+  }
+}
+
+}  // namespace
+
+FilePart DecodeFile(const std::string& file, const std::string& text,
+                    std::vector<Diagnostic>* diagnostics) {
+  FilePart part;
+  part.file = file;
+  YamlReader r(file, diagnostics);
+  std::optional<YAML::Node> root = ParseDocument(r, text);
+  if (!root) return part;
+  try {
+    DecodeRoot(r, *root, &part);
+  } catch (const std::exception& e) {
+    // Reads go through YamlReader, which does not throw; this is a last line of defence.
+    r.Error(SourceLoc{file, 0, 0}, std::string("cannot read YAML: ") + e.what());
+  }
+  return part;
+}
+
+}  // namespace berth::manifests

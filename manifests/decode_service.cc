@@ -1,0 +1,319 @@
+#include "manifests/decode_service.h"
+
+#include <algorithm>
+#include <climits>
+#include <optional>
+#include <string>
+
+#include "manifests/names.h"
+
+namespace berth::manifests {
+namespace {
+
+constexpr std::string_view kServiceKeys[] = {
+    "model",      "engine",   "state",      "gpus",         "port",     "bind",
+    "executable", "vllm",     "sglang",     "llama_server", "command",  "args",
+    "env",        "env_file", "gpu_memory", "health",       "strategy", "adopt"};
+constexpr std::string_view kEngines[] = {"vllm", "sglang", "llama-server", "command"};
+constexpr std::string_view kStates[] = {"running", "stopped", "absent"};
+constexpr std::string_view kStrategies[] = {"auto", "stop-first", "start-first"};
+constexpr std::string_view kVllmKeys[] = {"tensor_parallel_size",   "pipeline_parallel_size",
+                                          "enable_expert_parallel", "gpu_memory_utilization",
+                                          "max_model_len",          "served_model_name"};
+constexpr std::string_view kSglangKeys[] = {"tp_size", "mem_fraction_static", "context_length",
+                                            "served_model_name"};
+constexpr std::string_view kLlamaKeys[] = {"n_gpu_layers", "ctx_size", "model_file", "alias"};
+constexpr std::string_view kHealthKeys[] = {"path", "timeout", "interval"};
+
+constexpr const char* kNeedsEngine = "add engine: vllm|sglang|llama-server|command, or remove it";
+
+// The engine an options block belongs to ("llama_server" -> kLlamaServer).
+std::optional<EngineKind> BlockEngine(const std::string& key) {
+  if (key == "vllm") return EngineKind::kVllm;
+  if (key == "sglang") return EngineKind::kSglang;
+  if (key == "llama_server") return EngineKind::kLlamaServer;
+  return std::nullopt;
+}
+
+EngineKind ToEngine(const std::string& name) {
+  if (name == "vllm") return EngineKind::kVllm;
+  if (name == "sglang") return EngineKind::kSglang;
+  if (name == "llama-server") return EngineKind::kLlamaServer;
+  return EngineKind::kCommand;
+}
+
+// A fraction in (0, 1]: gpu_memory_utilization, mem_fraction_static.
+std::optional<double> Fraction(YamlReader& r, const Field& f) {
+  std::optional<double> v = r.Number(f);
+  if (v && !(*v > 0 && *v <= 1)) {
+    r.Error(f.value_loc,
+            "'" + f.key + "' must be greater than 0 and at most 1, got " + f.value.Scalar());
+    return std::nullopt;
+  }
+  return v;
+}
+
+std::optional<int> PositiveInt(YamlReader& r, const Field& f) {
+  std::optional<int64_t> v = r.Int(f, 1, INT_MAX);
+  if (!v) return std::nullopt;
+  return static_cast<int>(*v);
+}
+
+// Returns false if a value was rejected (the tp x pp check then stays quiet).
+bool DecodeVllm(YamlReader& r, const Field& block, VllmOptions* o) {
+  bool ok = true;
+  for (const Field& f : r.Entries(block.value, kVllmKeys, "in vllm")) {
+    if (f.key == "tensor_parallel_size") {
+      auto v = PositiveInt(r, f);
+      ok = ok && v.has_value();
+      if (v) o->tensor_parallel_size = *v;
+    } else if (f.key == "pipeline_parallel_size") {
+      auto v = PositiveInt(r, f);
+      ok = ok && v.has_value();
+      if (v) o->pipeline_parallel_size = *v;
+    } else if (f.key == "enable_expert_parallel") {
+      if (auto v = r.Bool(f)) o->enable_expert_parallel = *v;
+    } else if (f.key == "gpu_memory_utilization") {
+      if (auto v = Fraction(r, f)) o->gpu_memory_utilization = *v;
+    } else if (f.key == "max_model_len") {
+      if (auto v = PositiveInt(r, f)) o->max_model_len = static_cast<uint64_t>(*v);
+    } else if (f.key == "served_model_name") {
+      if (auto v = r.String(f)) o->served_model_name = *v;
+    }
+  }
+  return ok;
+}
+
+bool DecodeSglang(YamlReader& r, const Field& block, SglangOptions* o) {
+  bool ok = true;
+  for (const Field& f : r.Entries(block.value, kSglangKeys, "in sglang")) {
+    if (f.key == "tp_size") {
+      auto v = PositiveInt(r, f);
+      ok = ok && v.has_value();
+      if (v) o->tp_size = *v;
+    } else if (f.key == "mem_fraction_static") {
+      if (auto v = Fraction(r, f)) o->mem_fraction_static = *v;
+    } else if (f.key == "context_length") {
+      if (auto v = PositiveInt(r, f)) o->context_length = static_cast<uint64_t>(*v);
+    } else if (f.key == "served_model_name") {
+      if (auto v = r.String(f)) o->served_model_name = *v;
+    }
+  }
+  return ok;
+}
+
+void DecodeLlama(YamlReader& r, const Field& block, LlamaServerOptions* o) {
+  for (const Field& f : r.Entries(block.value, kLlamaKeys, "in llama_server")) {
+    if (f.key == "n_gpu_layers") {
+      if (auto v = r.Int(f, -1, INT_MAX)) o->n_gpu_layers = static_cast<int>(*v);
+    } else if (f.key == "ctx_size") {
+      if (auto v = PositiveInt(r, f)) o->ctx_size = static_cast<uint64_t>(*v);
+    } else if (f.key == "model_file") {
+      std::optional<std::string> v = r.String(f);
+      if (v && !IsSnapshotRelativePath(*v)) {
+        r.Error(f.value_loc,
+                "'model_file' must be a path inside the model snapshot, got '" + *v + "'",
+                "e.g. model_file: Q4_K_M/model-00001-of-00002.gguf");
+      } else if (v) {
+        o->model_file = *v;
+      }
+    } else if (f.key == "alias") {
+      if (auto v = r.String(f)) o->alias = *v;
+    }
+  }
+}
+
+void DecodeHealth(YamlReader& r, const Field& block, HealthSpec* h) {
+  for (const Field& f : r.Entries(block.value, kHealthKeys, "in health")) {
+    if (f.key == "path") {
+      std::optional<std::string> v = r.String(f);
+      if (v && (v->empty() || (*v)[0] != '/')) {
+        r.Error(f.value_loc, "health 'path' must start with '/', got '" + *v + "'");
+      } else if (v) {
+        h->path = *v;
+      }
+    } else if (f.key == "timeout") {
+      if (auto v = r.DurationMs(f)) h->timeout_ms = *v;
+    } else if (f.key == "interval") {
+      if (auto v = r.DurationMs(f)) h->interval_ms = *v;
+    }
+  }
+}
+
+void DecodeEnv(YamlReader& r, const Field& block, std::map<std::string, std::string>* env) {
+  for (const Field& f : r.NamedEntries(block.value, "in env")) {
+    if (!IsEnvKey(f.key)) {
+      r.Error(f.key_loc, "'" + f.key + "' is not a valid environment variable name",
+              "use letters, digits and '_', not starting with a digit");
+      continue;
+    }
+    if (auto v = r.Text(f)) (*env)[f.key] = *v;
+  }
+}
+
+std::string Devices(size_t n) { return std::to_string(n) + (n == 1 ? " device" : " devices"); }
+
+}  // namespace
+
+ServiceDraft DecodeService(YamlReader& r, const Field& entry) {
+  ServiceDraft d;
+  ServiceSpec& s = d.spec;
+  s.name = entry.key;
+  s.loc = entry.key_loc;
+  if (std::string problem = UnitNameProblem(entry.key); !problem.empty()) {
+    r.Error(entry.key_loc, "'" + entry.key + "' is not a valid systemd unit name: " + problem,
+            "use letters, digits, ':', '_', '.' and '-'");
+  }
+  if (!r.ExpectMap(entry)) return d;
+  const std::string where = "in service '" + entry.key + "'";
+  std::vector<Field> fields = r.Entries(entry.value, kServiceKeys, where);
+
+  // The engine decides which keys apply, so read it first.
+  std::optional<EngineKind> engine;
+  for (const Field& f : fields) {
+    if (f.key != "engine") continue;
+    s.has_engine = true;
+    if (auto name = r.Enum(f, kEngines)) engine = ToEngine(*name);
+  }
+  if (engine) s.engine = *engine;
+
+  bool has_model = false, has_port = false, has_command = false;
+  std::optional<std::vector<int>> gpus;
+  const Field* gpus_field = nullptr;
+  const Field* vllm_block = nullptr;
+  const Field* sglang_block = nullptr;
+  bool tp_ok = true;
+  for (const Field& f : fields) {
+    if (!s.has_engine && f.key != "state" && f.key != "adopt") {
+      r.Error(f.key_loc, "'" + f.key + "' needs an engine: " + kNeedsEngine);
+      continue;
+    }
+    if (std::optional<EngineKind> owner = BlockEngine(f.key); owner && engine && owner != engine) {
+      r.Error(f.key_loc, "'" + f.key + "' options do not apply to engine " + EngineName(*engine),
+              std::string("remove them, or set engine: ") + EngineName(*owner));
+      continue;
+    }
+    if (f.key == "engine") {
+      // read above
+    } else if (f.key == "state") {
+      if (auto v = r.Enum(f, kStates)) {
+        s.state = *v == "running"   ? ServiceState::kRunning
+                  : *v == "stopped" ? ServiceState::kStopped
+                                    : ServiceState::kAbsent;
+      }
+    } else if (f.key == "adopt") {
+      if (auto v = r.Bool(f)) s.adopt = *v;
+    } else if (f.key == "model") {
+      has_model = true;
+      d.model_loc = f.value_loc;
+      if (auto v = r.String(f)) s.model = *v;
+    } else if (f.key == "gpus") {
+      gpus_field = &f;
+      gpus = r.DistinctIntList(f, 0);
+      if (gpus) s.gpus = *gpus;
+    } else if (f.key == "port") {
+      has_port = true;
+      d.port_loc = f.value_loc;
+      if (auto v = r.Int(f, 1, 65535)) s.port = static_cast<int>(*v);
+    } else if (f.key == "bind") {
+      std::optional<std::string> v = r.String(f);
+      if (v && v->empty()) r.Error(f.value_loc, "'bind' must not be empty");
+      if (v && !v->empty()) s.bind = *v;
+    } else if (f.key == "executable") {
+      if (engine == EngineKind::kCommand) {
+        r.Error(f.key_loc, "'executable' does not apply to engine command",
+                "the first element of 'command' is the executable");
+        continue;
+      }
+      if (auto v = r.AbsolutePath(f)) s.executable = *v;
+    } else if (f.key == "vllm") {
+      vllm_block = &f;
+      tp_ok = r.ExpectMap(f) && DecodeVllm(r, f, &s.vllm);
+    } else if (f.key == "sglang") {
+      sglang_block = &f;
+      tp_ok = r.ExpectMap(f) && DecodeSglang(r, f, &s.sglang);
+    } else if (f.key == "llama_server") {
+      if (r.ExpectMap(f)) DecodeLlama(r, f, &s.llama);
+    } else if (f.key == "command") {
+      has_command = true;
+      if (engine && engine != EngineKind::kCommand) {
+        r.Error(f.key_loc, std::string("'command' does not apply to engine ") + EngineName(*engine),
+                "remove it, or set engine: command");
+        continue;
+      }
+      std::optional<std::vector<std::string>> argv = r.StringList(f, false);
+      if (argv && argv->empty()) {
+        r.Error(f.value_loc, "'command' must not be empty", "e.g. command: [/usr/bin/server]");
+      } else if (argv && ((*argv)[0].empty() || (*argv)[0][0] != '/')) {
+        r.Error(
+            r.Loc(*f.value.begin()),
+            "the first element of 'command' must be an absolute path, got '" + (*argv)[0] + "'");
+      } else if (argv) {
+        s.command = *argv;
+      }
+    } else if (f.key == "args") {
+      if (auto v = r.TextList(f)) s.args = *v;
+    } else if (f.key == "env") {
+      if (r.ExpectMap(f)) DecodeEnv(r, f, &s.env);
+    } else if (f.key == "env_file") {
+      if (auto v = r.AbsolutePath(f)) s.env_file = *v;
+    } else if (f.key == "gpu_memory") {
+      if (auto v = r.Size(f)) s.gpu_memory = *v;
+    } else if (f.key == "health") {
+      if (r.ExpectMap(f)) DecodeHealth(r, f, &s.health);
+    } else if (f.key == "strategy") {
+      if (auto v = r.Enum(f, kStrategies)) {
+        s.strategy = *v == "auto"         ? Strategy::kAuto
+                     : *v == "stop-first" ? Strategy::kStopFirst
+                                          : Strategy::kStartFirst;
+      }
+    }
+  }
+  if (!engine) return d;
+
+  // What each engine needs.
+  const std::string engine_name = EngineName(*engine);
+  auto need = [&](bool present, const char* key) {
+    if (!present) r.Error(entry.key_loc, "engine " + engine_name + " needs '" + key + "'");
+  };
+  if (*engine == EngineKind::kCommand) {
+    need(has_command, "command");
+    return d;
+  }
+  need(has_model, "model");
+  need(has_port, "port");
+  if (*engine != EngineKind::kVllm && *engine != EngineKind::kSglang) return d;
+  if (gpus_field == nullptr) {
+    need(false, "gpus");
+    return d;
+  }
+  if (!gpus) return d;
+  if (gpus->empty()) {
+    r.Error(gpus_field->value_loc, "engine " + engine_name + " needs at least one GPU in 'gpus'");
+    return d;
+  }
+  if (!tp_ok) return d;
+  const size_t n = gpus->size();
+  if (*engine == EngineKind::kVllm) {
+    const int tp = s.vllm.tensor_parallel_size, pp = s.vllm.pipeline_parallel_size;
+    const int64_t product = int64_t{tp} * pp;
+    if (product != static_cast<int64_t>(n)) {
+      SourceLoc at = vllm_block != nullptr ? vllm_block->value_loc : gpus_field->value_loc;
+      r.Error(at,
+              "tensor_parallel_size " + std::to_string(tp) + " × pipeline_parallel_size " +
+                  std::to_string(pp) + " = " + std::to_string(product) + ", but gpus lists " +
+                  Devices(n),
+              "make tensor_parallel_size × pipeline_parallel_size equal the number of GPUs");
+    }
+  } else {
+    const int tp = s.sglang.tp_size;
+    if (tp != static_cast<int>(n)) {
+      SourceLoc at = sglang_block != nullptr ? sglang_block->value_loc : gpus_field->value_loc;
+      r.Error(at, "tp_size " + std::to_string(tp) + ", but gpus lists " + Devices(n),
+              "make tp_size equal the number of GPUs");
+    }
+  }
+  return d;
+}
+
+}  // namespace berth::manifests

@@ -1,0 +1,144 @@
+#include "manifests/loader.h"
+
+#include <algorithm>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <system_error>
+#include <tuple>
+#include <utility>
+
+#include "engine/core/hash.h"
+#include "manifests/decode.h"
+#include "manifests/merge.h"
+
+namespace berth {
+namespace {
+
+namespace fs = std::filesystem;
+
+using Files = std::vector<std::pair<std::string, std::string>>;
+
+bool IsManifestName(const fs::path& p) {
+  const std::string name = p.filename().string();
+  if (name.empty() || name[0] == '.') return false;  // editor droppings, hidden files
+  const std::string ext = p.extension().string();
+  return ext == ".yaml" || ext == ".yml";
+}
+
+// Lists the manifest files under `path`, or explains in `diagnostics` why there are none.
+std::vector<std::string> ListManifestFiles(const std::string& path,
+                                           std::vector<Diagnostic>* diagnostics) {
+  std::error_code ec;
+  const SourceLoc where{path, 0, 0};
+  fs::file_status status = fs::status(path, ec);
+  if (ec || !fs::exists(status)) {
+    diagnostics->push_back({where, "no such file or folder", "pass a manifest file or a folder"});
+    return {};
+  }
+  if (!fs::is_directory(status)) return {path};
+  std::vector<std::string> files;
+  for (fs::directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code type_ec;
+    if (IsManifestName(it->path()) && it->is_regular_file(type_ec)) {
+      files.push_back((fs::path(path) / it->path().filename()).string());
+    }
+  }
+  if (ec) {
+    diagnostics->push_back({where, "cannot list folder: " + ec.message(), ""});
+    return {};
+  }
+  std::sort(files.begin(), files.end());
+  if (files.empty()) {
+    diagnostics->push_back(
+        {where, "no manifest files in folder", "berth reads the *.yaml and *.yml files in it"});
+  }
+  return files;
+}
+
+// Problems sorted by file (in input order; problems without a file first), line, column.
+void SortDiagnostics(const Files& files, std::vector<Diagnostic>* diagnostics) {
+  std::map<std::string, int> order;
+  for (const auto& [name, text] : files) order.emplace(name, static_cast<int>(order.size()));
+  auto key = [&](const Diagnostic& d) {
+    auto it = order.find(d.loc.file);
+    return std::make_tuple(it == order.end() ? -1 : it->second, d.loc.line, d.loc.column);
+  };
+  std::stable_sort(diagnostics->begin(), diagnostics->end(),
+                   [&](const Diagnostic& a, const Diagnostic& b) { return key(a) < key(b); });
+}
+
+LoadResult LoadFiles(const Files& files, std::vector<Diagnostic> diagnostics) {
+  std::vector<manifests::FilePart> parts;
+  std::string digest_input;
+  for (const auto& [name, text] : files) {
+    parts.push_back(manifests::DecodeFile(name, text, &diagnostics));
+    digest_input += name;
+    digest_input += '\0';
+    digest_input += text;
+    digest_input += '\0';
+  }
+  LoadResult result;
+  result.desired = manifests::MergeParts(std::move(parts), &diagnostics);
+  for (const auto& [name, text] : files) result.desired.files.push_back(name);
+  result.desired.digest = Sha256Hex(digest_input);
+  SortDiagnostics(files, &diagnostics);
+  result.diagnostics = std::move(diagnostics);
+  return result;
+}
+
+}  // namespace
+
+std::string Diagnostic::ToString() const {
+  std::string out = loc.ToString() + ": " + message;
+  if (!hint.empty()) out += " (" + hint + ")";
+  return out;
+}
+
+LoadResult LoadManifests(const std::string& path) {
+  try {
+    std::vector<Diagnostic> diagnostics;
+    Files files;
+    for (const std::string& file : ListManifestFiles(path, &diagnostics)) {
+      std::ifstream in(file, std::ios::binary);
+      if (!in.is_open()) {
+        diagnostics.push_back({SourceLoc{file, 0, 0}, "cannot open file", ""});
+        continue;
+      }
+      std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+      if (in.bad()) {
+        diagnostics.push_back({SourceLoc{file, 0, 0}, "cannot read file", ""});
+        continue;
+      }
+      files.emplace_back(file, std::move(bytes));
+    }
+    return LoadFiles(files, std::move(diagnostics));
+  } catch (const std::exception& e) {
+    LoadResult result;
+    result.diagnostics.push_back(
+        {SourceLoc{path, 0, 0}, std::string("cannot load: ") + e.what(), ""});
+    return result;
+  } catch (...) {
+    LoadResult result;
+    result.diagnostics.push_back({SourceLoc{path, 0, 0}, "cannot load: unknown error", ""});
+    return result;
+  }
+}
+
+LoadResult LoadManifestTexts(const std::vector<std::pair<std::string, std::string>>& files) {
+  try {
+    return LoadFiles(files, {});
+  } catch (const std::exception& e) {
+    LoadResult result;
+    result.diagnostics.push_back({SourceLoc{}, std::string("cannot load: ") + e.what(), ""});
+    return result;
+  } catch (...) {
+    LoadResult result;
+    result.diagnostics.push_back({SourceLoc{}, "cannot load: unknown error", ""});
+    return result;
+  }
+}
+
+}  // namespace berth

@@ -1,0 +1,85 @@
+// Typed, position-aware reads from a yaml-cpp tree. Every read that fails adds a Diagnostic at
+// the offending node and returns nullopt, so callers report every problem and carry on.
+// yaml-cpp's header is included only under manifests/.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "manifests/loader.h"
+
+namespace berth::manifests {
+
+/// One key: value entry of a YAML map.
+struct Field {
+  std::string key;      // the key's text, e.g. "port"
+  SourceLoc key_loc;    // where the key is written
+  SourceLoc value_loc;  // where the value is written; the key's position when the value is null
+  YAML::Node value;
+};
+
+/// What a scalar resolves to under the YAML 1.2 core schema (quoted scalars are strings).
+enum class ScalarKind { kNull, kBool, kInt, kFloat, kString };
+
+class YamlReader {
+ public:
+  YamlReader(std::string file, std::vector<Diagnostic>* diagnostics);
+
+  const std::string& file() const { return file_; }
+  SourceLoc Loc(const YAML::Node& node) const;
+  void Error(const SourceLoc& loc, std::string message, std::string hint = "");
+
+  /// "a string", "an integer", "a number", "a boolean", "null", "a list", "a map".
+  static std::string Describe(const YAML::Node& node);
+  static ScalarKind KindOf(const YAML::Node& node);
+
+  /// The entries of `map` in source order. Reports keys that are not scalars, keys not in
+  /// `known` ("unknown key 'k' " + `where`, with a did-you-mean hint) and repeated keys
+  /// ("duplicate key 'k', first at ..."); none of those is returned.
+  std::vector<Field> Entries(const YAML::Node& map, std::span<const std::string_view> known,
+                             std::string_view where);
+  /// The same for a map whose keys are names the user chooses (models, services, env): every
+  /// scalar key is accepted. `noun` words the repeat ("model 'x' is defined twice, first at
+  /// ..."); "" words it as a duplicate key.
+  std::vector<Field> NamedEntries(const YAML::Node& map, std::string_view where,
+                                  std::string_view noun = "");
+
+  /// True if the value is a map; otherwise reports "expected a map for 'key', got ...".
+  bool ExpectMap(const Field& f);
+
+  std::optional<std::string> String(const Field& f);
+  /// Any scalar but null, taken as written (args, env values: `1` stays "1").
+  std::optional<std::string> Text(const Field& f);
+  std::optional<int64_t> Int(const Field& f, int64_t min, int64_t max);
+  std::optional<double> Number(const Field& f);
+  std::optional<bool> Bool(const Field& f);
+  std::optional<uint64_t> Size(const Field& f);
+  std::optional<uint64_t> DurationMs(const Field& f);
+  /// A string starting with '/'.
+  std::optional<std::string> AbsolutePath(const Field& f);
+  /// One of `values`; otherwise "bad <key> 'x'" with a did-you-mean or the list of values.
+  std::optional<std::string> Enum(const Field& f, std::span<const std::string_view> values);
+  /// A list of strings, or (when `allow_single`) one string standing for a list of one.
+  std::optional<std::vector<std::string>> StringList(const Field& f, bool allow_single);
+  /// A list of scalars, each taken as written.
+  std::optional<std::vector<std::string>> TextList(const Field& f);
+  /// A list of distinct integers >= `min`.
+  std::optional<std::vector<int>> DistinctIntList(const Field& f, int min);
+
+ private:
+  void TypeError(const Field& f, std::string_view expected);
+  std::vector<Field> EntriesImpl(const YAML::Node& map,
+                                 const std::span<const std::string_view>* known,
+                                 std::string_view where, std::string_view noun);
+
+  std::string file_;
+  std::vector<Diagnostic>* diagnostics_;
+};
+
+}  // namespace berth::manifests

@@ -1,0 +1,358 @@
+#include "providers/store/store_scan.h"
+
+#include <algorithm>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <vector>
+
+namespace berth {
+namespace {
+
+constexpr size_t kMaxRefBytes = 1024;
+constexpr size_t kMaxRecordBytes = size_t{64} << 20;
+constexpr std::string_view kIncomplete = ".incomplete";
+
+bool EndsWith(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+/// Lexical "a/b/../c" -> "a/c"; nullopt if ".." climbs above the start.
+std::optional<std::string> Normalize(std::string_view path) {
+  std::vector<std::string_view> parts;
+  size_t pos = 0;
+  while (pos <= path.size()) {
+    size_t slash = std::min(path.find('/', pos), path.size());
+    std::string_view p = path.substr(pos, slash - pos);
+    pos = slash + 1;
+    if (p.empty() || p == ".") continue;
+    if (p == "..") {
+      if (parts.empty()) return std::nullopt;
+      parts.pop_back();
+    } else {
+      parts.push_back(p);
+    }
+  }
+  std::string out;
+  for (auto p : parts) (out += out.empty() ? "" : "/") += p;
+  return out;
+}
+
+/// Lists `dir`; a missing directory is empty.
+Result<std::vector<DirEntry>> ListOrEmpty(StoreFs& fs, const std::string& dir) {
+  Result<std::vector<DirEntry>> r = fs.ListDir(dir);
+  if (!r.ok() && r.status().code() == Status::Code::kNotFound) return std::vector<DirEntry>{};
+  return r;
+}
+
+struct Blobs {
+  std::map<std::string, uint64_t> sizes;  // complete blobs by name
+  uint64_t partial_bytes = 0;             // *.incomplete
+  bool has_partials = false;
+};
+
+struct Snapshot {
+  std::map<std::string, uint64_t> files;  // path in the snapshot -> size, present files only
+  std::set<std::string> distinct;         // blob names (or paths) counted in bytes
+  uint64_t bytes = 0;
+  int missing = 0;  // dangling symlinks
+};
+
+class RepoScan {
+ public:
+  RepoScan(StoreFs& fs, std::string dir) : fs_(fs), dir_(std::move(dir)) {}
+
+  Result<std::vector<ObservedRevision>> Run() {
+    BERTH_RETURN_IF_ERROR(ReadBlobs());
+    BERTH_RETURN_IF_ERROR(ReadRefs(dir_ + "/refs", ""));
+    Result<std::vector<DirEntry>> commits = ListOrEmpty(fs_, dir_ + "/snapshots");
+    if (!commits.ok()) return commits.status();
+    std::vector<ObservedRevision> revs;
+    std::vector<int64_t> mtimes;
+    for (const DirEntry& c : *commits) {
+      if (c.type != FileType::kDir) continue;
+      std::string snap_dir = dir_ + "/snapshots/" + c.name;
+      Result<FileStat> st = fs_.Stat(snap_dir, /*follow=*/false);
+      Snapshot snap;
+      BERTH_RETURN_IF_ERROR(Walk(snap_dir, "snapshots/" + c.name, "", &snap));
+      ObservedRevision rev;
+      rev.commit = c.name;
+      rev.bytes_present = snap.bytes;
+      JudgeCompleteness(snap, &rev);
+      revs.push_back(std::move(rev));
+      mtimes.push_back(st.ok() ? st->mtime_ns : 0);
+    }
+    // Commits named by a ref but without a snapshot directory: a download that just began.
+    for (const auto& [commit, names] : refs_) {
+      bool seen = std::any_of(revs.begin(), revs.end(),
+                              [&](const ObservedRevision& r) { return r.commit == commit; });
+      if (seen) continue;
+      ObservedRevision rev;
+      rev.commit = commit;
+      revs.push_back(std::move(rev));
+      mtimes.push_back(ref_mtimes_[commit]);
+    }
+    for (ObservedRevision& rev : revs) {
+      auto it = refs_.find(rev.commit);
+      if (it != refs_.end()) rev.refs = it->second;
+    }
+    if (blobs_.has_partials) AttributePartials(&revs, mtimes);
+    std::sort(revs.begin(), revs.end(), [](const ObservedRevision& a, const ObservedRevision& b) {
+      return a.commit < b.commit;
+    });
+    return revs;
+  }
+
+ private:
+  Status ReadBlobs() {
+    Result<std::vector<DirEntry>> entries = ListOrEmpty(fs_, dir_ + "/blobs");
+    if (!entries.ok()) return entries.status();
+    for (const DirEntry& e : *entries) {
+      Result<FileStat> st = fs_.Stat(dir_ + "/blobs/" + e.name, /*follow=*/true);
+      if (!st.ok()) {
+        if (st.status().code() == Status::Code::kNotFound) continue;  // removed meanwhile
+        return st.status();
+      }
+      if (st->type != FileType::kFile) continue;
+      if (EndsWith(e.name, kIncomplete)) {
+        blobs_.partial_bytes += st->size;
+        blobs_.has_partials = true;
+      } else {
+        blobs_.sizes[e.name] = st->size;
+      }
+    }
+    return Status::Ok();
+  }
+
+  Status ReadRefs(const std::string& dir, const std::string& prefix) {
+    Result<std::vector<DirEntry>> entries = ListOrEmpty(fs_, dir);
+    if (!entries.ok()) return entries.status();
+    for (const DirEntry& e : *entries) {
+      std::string path = dir + "/" + e.name;
+      if (e.type == FileType::kDir) {
+        BERTH_RETURN_IF_ERROR(ReadRefs(path, prefix + e.name + "/"));
+        continue;
+      }
+      if (e.type != FileType::kFile) continue;
+      Result<std::string> text = fs_.ReadSmallFile(path, kMaxRefBytes);
+      if (!text.ok()) {
+        if (text.status().code() == Status::Code::kNotFound) continue;
+        return text.status();
+      }
+      std::string commit = *text;
+      if (!commit.empty() && commit.back() == '\n') commit.pop_back();
+      if (commit.empty()) continue;
+      refs_[commit].push_back(prefix + e.name);
+      Result<FileStat> st = fs_.Stat(path, /*follow=*/false);
+      if (st.ok()) ref_mtimes_[commit] = std::max(ref_mtimes_[commit], st->mtime_ns);
+    }
+    for (auto& [commit, names] : refs_) std::sort(names.begin(), names.end());
+    return Status::Ok();
+  }
+
+  /// Adds the files under `dir` (`rel_dir` from the repo, `in_snap` from the snapshot) to `snap`.
+  Status Walk(const std::string& dir, const std::string& rel_dir, const std::string& in_snap,
+              Snapshot* snap) {
+    Result<std::vector<DirEntry>> entries = ListOrEmpty(fs_, dir);
+    if (!entries.ok()) return entries.status();
+    for (const DirEntry& e : *entries) {
+      std::string path = dir + "/" + e.name;
+      std::string file = in_snap.empty() ? e.name : in_snap + "/" + e.name;
+      switch (e.type) {
+        case FileType::kDir:
+          BERTH_RETURN_IF_ERROR(Walk(path, rel_dir + "/" + e.name, file, snap));
+          break;
+        case FileType::kSymlink:
+          BERTH_RETURN_IF_ERROR(AddLink(path, rel_dir, file, snap));
+          break;
+        case FileType::kFile: {  // HF_HUB_DISABLE_SYMLINKS: the blob was moved here
+          Result<FileStat> st = fs_.Stat(path, /*follow=*/false);
+          if (!st.ok()) {
+            if (st.status().code() != Status::Code::kNotFound) return st.status();
+            ++snap->missing;
+            break;
+          }
+          Count(file, "file:" + rel_dir + "/" + e.name, st->size, snap);
+          break;
+        }
+        case FileType::kOther:
+          break;
+      }
+    }
+    return Status::Ok();
+  }
+
+  Status AddLink(const std::string& path, const std::string& rel_dir, const std::string& file,
+                 Snapshot* snap) {
+    Result<std::string> target = fs_.ReadLink(path);
+    if (!target.ok()) {
+      if (target.status().code() != Status::Code::kNotFound) return target.status();
+      ++snap->missing;
+      return Status::Ok();
+    }
+    // The usual case, "../../blobs/<name>": resolved against the blob listing, no syscall.
+    if (!target->empty() && (*target)[0] != '/') {
+      std::optional<std::string> in_repo = Normalize(rel_dir + "/" + *target);
+      if (in_repo && in_repo->rfind("blobs/", 0) == 0 &&
+          in_repo->find('/', 6) == std::string::npos) {
+        std::string blob = in_repo->substr(6);
+        auto it = blobs_.sizes.find(blob);
+        if (it == blobs_.sizes.end()) {
+          ++snap->missing;
+        } else {
+          Count(file, "blob:" + blob, it->second, snap);
+        }
+        return Status::Ok();
+      }
+    }
+    // Anything else (absolute links, links out of the repo): ask the file system.
+    Result<FileStat> st = fs_.Stat(path, /*follow=*/true);
+    if (!st.ok() || st->type != FileType::kFile) {
+      if (!st.ok() && st.status().code() != Status::Code::kNotFound) return st.status();
+      ++snap->missing;
+      return Status::Ok();
+    }
+    Count(file, "target:" + *target, st->size, snap);
+    return Status::Ok();
+  }
+
+  static void Count(const std::string& file, const std::string& key, uint64_t size,
+                    Snapshot* snap) {
+    snap->files[file] = size;
+    if (snap->distinct.insert(key).second) snap->bytes += size;
+  }
+
+  void JudgeCompleteness(const Snapshot& snap, ObservedRevision* rev) {
+    Result<std::string> text =
+        fs_.ReadSmallFile(dir_ + "/.berth/" + rev->commit + ".json", kMaxRecordBytes);
+    if (!text.ok() && text.status().code() == Status::Code::kNotFound) {
+      // No record: judge by the links.
+      rev->complete = snap.missing == 0 && !snap.files.empty();
+      if (rev->complete) rev->bytes_total = snap.bytes;
+      return;
+    }
+    if (!text.ok()) return;  // a record berth cannot read: incomplete, so it is verified again
+    nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object() || !j.contains("files") || !j["files"].is_array() ||
+        (j.contains("commit") && j["commit"] != rev->commit)) {
+      return;  // unreadable record: incomplete, so it is verified again
+    }
+    bool complete = true;
+    uint64_t sum = 0;
+    for (const auto& f : j["files"]) {
+      if (!f.is_object() || !f.contains("path") || !f["path"].is_string() || !f.contains("size") ||
+          !f["size"].is_number_unsigned())
+        return;
+      uint64_t size = f["size"].get<uint64_t>();
+      sum += size;
+      auto it = snap.files.find(f["path"].get<std::string>());
+      complete = complete && it != snap.files.end() && it->second == size;
+    }
+    rev->complete = complete;
+    if (j.contains("bytes_total") && j["bytes_total"].is_number_unsigned()) {
+      rev->bytes_total = j["bytes_total"].get<uint64_t>();
+    } else {
+      rev->bytes_total = sum;
+    }
+  }
+
+  void AttributePartials(std::vector<ObservedRevision>* revs, const std::vector<int64_t>& mtimes) {
+    int newest = -1;
+    for (size_t i = 0; i < revs->size(); ++i) {
+      if ((*revs)[i].complete) continue;
+      if (newest < 0 || mtimes[i] > mtimes[static_cast<size_t>(newest)] ||
+          (mtimes[i] == mtimes[static_cast<size_t>(newest)] &&
+           (*revs)[i].commit > (*revs)[static_cast<size_t>(newest)].commit))
+        newest = static_cast<int>(i);
+    }
+    if (newest < 0) {
+      ObservedRevision rev;  // commit "": a download whose snapshot is not there yet
+      rev.bytes_present = blobs_.partial_bytes;
+      revs->push_back(std::move(rev));
+      return;
+    }
+    (*revs)[static_cast<size_t>(newest)].bytes_present += blobs_.partial_bytes;
+  }
+
+  StoreFs& fs_;
+  std::string dir_;
+  Blobs blobs_;
+  std::map<std::string, std::vector<std::string>> refs_;  // commit -> ref names
+  std::map<std::string, int64_t> ref_mtimes_;
+};
+
+Status Explain(const Status& s, const std::string& store_path) {
+  return s.WithContext("scanning the model store " + store_path +
+                       " (models present are unknown, so no plan can be made; check that it is "
+                       "readable by the user berth runs as)");
+}
+
+}  // namespace
+
+std::optional<std::string> ModelRepoIdFromDirName(std::string_view dir_name) {
+  constexpr std::string_view kPrefix = "models--";
+  if (dir_name.substr(0, kPrefix.size()) != kPrefix || dir_name.size() == kPrefix.size())
+    return std::nullopt;
+  // As huggingface_hub's scan_cache_dir: every "--" of the rest is a "/".
+  std::string id(dir_name.substr(kPrefix.size()));
+  for (size_t pos = 0; (pos = id.find("--", pos)) != std::string::npos;) id.replace(pos, 2, "/");
+  return id;
+}
+
+Result<ObservedStore> ScanStore(const std::string& store_path) {
+  return ScanStore(store_path, PosixStoreFs());
+}
+
+Result<ObservedStore> ScanStore(const std::string& store_path, StoreFs& fs) {
+  ObservedStore store;
+  store.path = store_path;
+  Result<FileStat> st = fs.Stat(store_path, /*follow=*/true);
+  if (!st.ok() && st.status().code() != Status::Code::kNotFound)
+    return Explain(st.status(), store_path);
+  if (!st.ok()) {
+    store.exists = false;
+    // The nearest existing parent tells how much room the store will have once created.
+    std::string parent = store_path;
+    while (true) {
+      size_t slash = parent.find_last_of('/');
+      if (slash == std::string::npos) {
+        parent = ".";
+      } else {
+        parent = slash == 0 ? "/" : parent.substr(0, slash);
+      }
+      Result<DiskSpace> space = fs.SpaceOf(parent);
+      if (space.ok()) {
+        store.total_bytes = space->total_bytes;
+        store.free_bytes = space->free_bytes;
+        break;
+      }
+      if (parent == "/" || parent == ".") break;
+    }
+    return store;
+  }
+  if (st->type != FileType::kDir) {
+    return Status::InvalidArgument("the model store " + store_path +
+                                   " is not a directory: models cannot be stored there; point "
+                                   "the manifest's store at a directory");
+  }
+  Result<DiskSpace> space = fs.SpaceOf(store_path);
+  if (!space.ok()) return Explain(space.status(), store_path);
+  store.total_bytes = space->total_bytes;
+  store.free_bytes = space->free_bytes;
+
+  Result<std::vector<DirEntry>> entries = fs.ListDir(store_path);
+  if (!entries.ok()) return Explain(entries.status(), store_path);
+  for (const DirEntry& e : *entries) {
+    if (e.type != FileType::kDir) continue;
+    std::optional<std::string> repo_id = ModelRepoIdFromDirName(e.name);
+    if (!repo_id) continue;
+    Result<std::vector<ObservedRevision>> revs = RepoScan(fs, store_path + "/" + e.name).Run();
+    if (!revs.ok()) return Explain(revs.status(), store_path);
+    store.repos.push_back(ObservedRepo{*repo_id, std::move(revs).value()});
+  }
+  std::sort(store.repos.begin(), store.repos.end(),
+            [](const ObservedRepo& a, const ObservedRepo& b) { return a.repo_id < b.repo_id; });
+  return store;
+}
+
+}  // namespace berth

@@ -1,0 +1,42 @@
+// The model store as it is on disk: the Hugging Face cache layout (hf-hub-protocol.md §4),
+// read with directory listings, stat and readlink only. Blob contents are never read.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "engine/core/observed.h"
+#include "engine/core/status.h"
+#include "providers/store/store_fs.h"
+
+namespace berth {
+
+/// Scans `store_path` (an HF_HUB_CACHE directory). Per models--{org}--{name} directory
+/// (datasets--, spaces--, .locks and other entries are ignored), one ObservedRevision per
+/// snapshots/<commit> directory:
+/// - refs: the refs/** files whose content is the commit (one trailing newline tolerated);
+///   nested refs read "pr/1".
+/// - bytes_present: the sizes of the distinct files the snapshot holds (each blob once, however
+///   many symlinks point at it; a plain file in the snapshot counts itself).
+/// - complete, bytes_total: if berth's record <repo>/.berth/<commit>.json exists, complete means
+///   every file it lists is present with the listed size, and bytes_total is its "bytes_total"
+///   (or the sum of its sizes); a record that cannot be parsed makes the revision incomplete, so
+///   the download provider verifies it again. Without a record, complete means the snapshot has
+///   at least one file and every symlink resolves to an existing blob; bytes_total is then
+///   bytes_present, and unknown otherwise.
+/// - A commit some ref names but that has no snapshot directory yet (a download just started)
+///   is reported too, incomplete with no bytes.
+/// - Partial downloads (blobs/*.incomplete) cannot be tied to a file: their bytes go to the
+///   incomplete revision touched last (snapshot directory mtime, or the ref file's for a commit
+///   without snapshot); if every revision is complete, to a revision with commit "".
+/// Repos are sorted by repo_id, revisions by commit. A missing store is not an error:
+/// exists=false, with the space of the nearest existing parent so disk checks still work.
+Result<ObservedStore> ScanStore(const std::string& store_path);
+Result<ObservedStore> ScanStore(const std::string& store_path, StoreFs& fs);
+
+/// "models--org--name" -> "org/name", "models--gpt2" -> "gpt2"; nullopt for other kinds of
+/// entries ("datasets--...", ".locks").
+std::optional<std::string> ModelRepoIdFromDirName(std::string_view dir_name);
+
+}  // namespace berth

@@ -1,0 +1,114 @@
+#include "providers/systemd/unit_files.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "engine/core/unit_marker.h"
+
+namespace berth {
+namespace {
+
+Status Errno(const std::string& what) {
+  int e = errno;
+  std::string msg = what + ": " + std::strerror(e);
+  if (e == EACCES || e == EPERM) return Status::PermissionDenied(msg + " (berth needs root here)");
+  if (e == ENOSPC) return Status::IoError(msg + " (the filesystem is full)");
+  return Status::IoError(msg);
+}
+
+Status WriteAll(int fd, const std::string& data, const std::string& path) {
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Errno("cannot write " + path);
+    }
+    done += static_cast<size_t>(n);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<bool> UnitFileStore::Write(const std::string& unit, const std::string& content) {
+  auto existing = Read(unit);
+  if (existing.ok() && existing->has_value() && **existing == content) return false;
+  std::string path = PathOf(unit);
+  std::string tmp = dir_ + "/." + unit + ".berth-tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Errno("cannot create " + tmp);
+  Status s = WriteAll(fd, content, tmp);
+  if (s.ok() && ::fchmod(fd, 0644) != 0) s = Errno("cannot chmod " + tmp);
+  if (s.ok() && ::fsync(fd) != 0) s = Errno("cannot fsync " + tmp);
+  ::close(fd);
+  if (s.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) s = Errno("cannot rename to " + path);
+  if (!s.ok()) {
+    ::unlink(tmp.c_str());
+    return s.WithContext("writing unit " + unit + " (the previous file, if any, is unchanged)");
+  }
+  int dfd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+  return true;
+}
+
+Result<bool> UnitFileStore::Remove(const std::string& unit) {
+  std::string path = PathOf(unit);
+  if (::unlink(path.c_str()) != 0) {
+    if (errno == ENOENT) return false;
+    return Errno("cannot remove " + path);
+  }
+  int dfd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+  return true;
+}
+
+Result<std::optional<std::string>> UnitFileStore::Read(const std::string& unit) const {
+  std::string path = PathOf(unit);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    if (errno == ENOENT) return std::optional<std::string>();
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0 && errno == ENOENT) return std::optional<std::string>();
+    return Errno("cannot read " + path);
+  }
+  std::ostringstream s;
+  s << in.rdbuf();
+  return std::optional<std::string>(s.str());
+}
+
+Result<std::vector<std::string>> UnitFileStore::ListBerthUnits() const {
+  std::vector<std::string> out;
+  DIR* d = ::opendir(dir_.c_str());
+  if (!d) {
+    if (errno == ENOENT) return out;
+    return Errno("cannot list " + dir_);
+  }
+  while (dirent* e = ::readdir(d)) {
+    std::string name = e->d_name;
+    if (name.size() <= 8 || !name.ends_with(".service") || name[0] == '.') continue;
+    std::ifstream in(dir_ + "/" + name);
+    std::string first;
+    std::getline(in, first);
+    if (IsBerthUnit(first)) out.push_back(name);
+  }
+  ::closedir(d);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace berth

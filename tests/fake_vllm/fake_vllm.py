@@ -1,0 +1,375 @@
+#!/usr/bin/python3
+"""fake_vllm.py - a stand-in for `vllm serve`, sglang's launch_server and llama-server in tests.
+
+Python 3 standard library only. Accepts the command lines berth renders:
+
+  fake_vllm.py serve MODEL_DIR [--served-model-name N] [--host H] [--port P]
+               [--tensor-parallel-size N] [--pipeline-parallel-size N] [--enable-expert-parallel]
+               [--gpu-memory-utilization F] [--max-model-len N] [unknown vLLM flags...]
+  fake_vllm.py -m sglang.launch_server --model-path MODEL_DIR [--tp-size N]
+               [--mem-fraction-static F] [--context-length N] [--host H] [--port P]
+  fake_vllm.py --model FILE.gguf|MODEL_DIR [--alias N] [--n-gpu-layers N] [--ctx-size N]
+               [--host H] [--port P]
+
+Unknown flags are accepted (like argparse's parse_known_args) and listed on stderr.
+
+At start it reads the model like a real server would: MODEL_DIR/config.json must parse as JSON,
+every *.safetensors file must have a valid header (8-byte little-endian length N, then N bytes of
+JSON), and model.safetensors.index.json (if present) must parse and name shards that exist. A
+model given as a file must be a GGUF file (starts with b"GGUF"). Symlinks are followed (HF cache
+snapshots link to blobs). Any problem: a message naming the file on stderr, exit status 2.
+
+Then it serves HTTP on --host/--port (default 0.0.0.0:8000):
+  GET /health      200, empty body (503 with FAKE_VLLM_FAIL_HEALTH)
+  GET /v1/models   {"object": "list", "data": [{"id": NAME, ...}]}
+  GET /version     {"version": "0.0.0-fake"}
+  POST /v1/completions  a small OpenAI-style completion naming the model (404 for another model)
+
+Environment switches for tests:
+  FAKE_VLLM_STARTUP_DELAY=SECS  sleep (float) before listening, like loading weights
+  FAKE_VLLM_ARGV_FILE=PATH      write sys.argv as a JSON list to PATH (strings as Python decoded
+                                them: ensure_ascii=False, encoded as UTF-8 with surrogateescape,
+                                so the file holds the exact argv bytes), and to PATH.bin the raw
+                                bytes (os.fsencode) of every element, each followed by a NUL byte
+                                (the /proc/PID/cmdline format). Both are written atomically, the
+                                .bin file first.
+  FAKE_VLLM_FAIL_HEALTH=1       /health answers 503 forever
+  FAKE_VLLM_EXIT_AFTER=SECS     exit with status 1 that long after the start (crash loops)
+
+SIGTERM and SIGINT: exit 0 at once.
+"""
+
+import json
+import os
+import signal
+import struct
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+# flag -> destination; flags that take one value.
+VALUE_FLAGS = {
+    "--served-model-name": "served_model_name",
+    "--host": "host",
+    "--port": "port",
+    "--tensor-parallel-size": "tensor_parallel_size",
+    "-tp": "tensor_parallel_size",
+    "--pipeline-parallel-size": "pipeline_parallel_size",
+    "-pp": "pipeline_parallel_size",
+    "--gpu-memory-utilization": "gpu_memory_utilization",
+    "--max-model-len": "max_model_len",
+    "--model": "model",
+    # sglang
+    "--model-path": "model",
+    "--tp-size": "tensor_parallel_size",
+    "--mem-fraction-static": "gpu_memory_utilization",
+    "--context-length": "max_model_len",
+    "-m": "module",
+    # llama-server
+    "--alias": "served_model_name",
+    "--n-gpu-layers": "n_gpu_layers",
+    "-ngl": "n_gpu_layers",
+    "--ctx-size": "max_model_len",
+    "-c": "max_model_len",
+}
+SWITCH_FLAGS = {"--enable-expert-parallel": "enable_expert_parallel"}
+INT_OPTIONS = ("port", "tensor_parallel_size", "pipeline_parallel_size", "max_model_len",
+               "n_gpu_layers")
+
+
+class UsageError(Exception):
+    pass
+
+
+def parse_args(args):
+    """Returns (options dict, unknown flags list). Like parse_known_args: unknown flags (and a
+    value that follows them) are kept aside, not rejected."""
+    opts = {"host": "0.0.0.0", "port": 8000, "tensor_parallel_size": 1,
+            "pipeline_parallel_size": 1, "enable_expert_parallel": False}
+    unknown = []
+    positionals = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        i += 1
+        if arg == "--":
+            positionals.extend(args[i:])
+            break
+        if arg.startswith("-") and len(arg) > 1:
+            flag, eq, inline = arg.partition("=")
+            if flag in VALUE_FLAGS:
+                if eq:
+                    value = inline
+                elif i < len(args):
+                    value = args[i]
+                    i += 1
+                else:
+                    raise UsageError("flag %s needs a value" % flag)
+                opts[VALUE_FLAGS[flag]] = value
+            elif flag in SWITCH_FLAGS and not eq:
+                opts[SWITCH_FLAGS[flag]] = True
+            else:
+                unknown.append(arg)
+                # vLLM flags mostly take a value: keep a following non-flag word with the flag
+                # unless it is the model (the first positional after `serve`).
+                if (not eq and i < len(args) and not args[i].startswith("-")
+                        and not (positionals == ["serve"] and "model" not in opts)):
+                    unknown.append(args[i])
+                    i += 1
+            continue
+        positionals.append(arg)
+    if positionals[:1] == ["serve"]:
+        positionals = positionals[1:]
+        if positionals and "model" not in opts:
+            opts["model"] = positionals.pop(0)
+    unknown.extend(positionals)
+    for key in INT_OPTIONS:
+        if key in opts:
+            try:
+                opts[key] = int(opts[key])
+            except ValueError:
+                raise UsageError("%s must be an integer, got %r" % (key, opts[key]))
+    if "gpu_memory_utilization" in opts:
+        try:
+            opts["gpu_memory_utilization"] = float(opts["gpu_memory_utilization"])
+        except ValueError:
+            raise UsageError("gpu memory fraction must be a number, got %r"
+                             % opts["gpu_memory_utilization"])
+    if "model" not in opts:
+        raise UsageError("no model given (serve MODEL, --model-path MODEL or --model MODEL)")
+    return opts, unknown
+
+
+class ModelError(Exception):
+    pass
+
+
+def read_json_file(path):
+    try:
+        with open(path, "rb") as f:
+            return json.loads(f.read().decode("utf-8"))
+    except FileNotFoundError:
+        raise ModelError("%s: missing" % path)
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise ModelError("%s: not valid JSON: %s" % (path, e))
+
+
+def read_safetensors_header(path):
+    try:
+        with open(path, "rb") as f:
+            size_bytes = f.read(8)
+            if len(size_bytes) != 8:
+                raise ModelError("%s: too short for a safetensors header" % path)
+            (n,) = struct.unpack("<Q", size_bytes)
+            if n == 0 or n > 100 * 1024 * 1024:
+                raise ModelError("%s: implausible safetensors header length %d" % (path, n))
+            header = f.read(n)
+            if len(header) != n:
+                raise ModelError("%s: safetensors header truncated (%d of %d bytes)"
+                                 % (path, len(header), n))
+    except OSError as e:
+        raise ModelError("%s: cannot read: %s" % (path, e))
+    try:
+        parsed = json.loads(header.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise ModelError("%s: safetensors header is not valid JSON: %s" % (path, e))
+    if not isinstance(parsed, dict):
+        raise ModelError("%s: safetensors header is not a JSON object" % path)
+    return parsed
+
+
+def load_model(model):
+    """Reads the model's files like a server would; returns config.json's content ({} for GGUF)."""
+    if os.path.isfile(model):
+        try:
+            with open(model, "rb") as f:
+                magic = f.read(4)
+        except OSError as e:
+            raise ModelError("%s: cannot read: %s" % (model, e))
+        if magic != b"GGUF":
+            raise ModelError("%s: not a GGUF file (magic %r)" % (model, magic))
+        return {}
+    if not os.path.isdir(model):
+        raise ModelError("%s: model directory not found" % model)
+    config = read_json_file(os.path.join(model, "config.json"))
+    if not isinstance(config, dict):
+        raise ModelError("%s: not a JSON object" % os.path.join(model, "config.json"))
+    names = sorted(os.listdir(model))
+    weights = [n for n in names if n.endswith(".safetensors")]
+    if not weights:
+        raise ModelError("%s: no *.safetensors file in the model directory" % model)
+    for name in weights:
+        read_safetensors_header(os.path.join(model, name))
+    index_path = os.path.join(model, "model.safetensors.index.json")
+    if os.path.lexists(index_path):
+        index = read_json_file(index_path)
+        weight_map = index.get("weight_map", {}) if isinstance(index, dict) else None
+        if not isinstance(weight_map, dict):
+            raise ModelError("%s: no weight_map object" % index_path)
+        for shard in sorted(set(weight_map.values())):
+            if not os.path.isfile(os.path.join(model, str(shard))):
+                raise ModelError("%s: shard %s named by %s is missing"
+                                 % (os.path.join(model, str(shard)), shard, index_path))
+    return config
+
+
+def write_atomically(path, data):
+    tmp = "%s.tmp.%d" % (path, os.getpid())
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
+def write_argv_files(path):
+    raw = b"".join(os.fsencode(a) + b"\0" for a in sys.argv)
+    write_atomically(path + ".bin", raw)
+    text = json.dumps(sys.argv, ensure_ascii=False)
+    write_atomically(path, text.encode("utf-8", "surrogateescape"))
+
+
+def log(msg):
+    sys.stderr.write("fake-vllm: %s\n" % msg)
+    sys.stderr.flush()
+
+
+def make_handler(state):
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        server_version = "fake-vllm/0.0.0"
+
+        def log_message(self, fmt, *args):  # one line per request, to stderr
+            sys.stderr.write("fake-vllm: %s %s\n" % (self.address_string(), fmt % args))
+
+        def reply(self, code, body=None):
+            data = b"" if body is None else json.dumps(body).encode("utf-8")
+            self.send_response(code)
+            if body is not None:
+                self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(data)
+
+        def not_found(self):
+            self.reply(404, {"object": "error", "message": "Not Found: %s" % self.path,
+                             "type": "NotFoundError", "code": 404})
+
+        def do_GET(self):
+            path = self.path.split("?", 1)[0]
+            if path == "/health":
+                if state["fail_health"]:
+                    self.reply(503, {"object": "error", "message": "unhealthy (fake)",
+                                     "code": 503})
+                else:
+                    self.reply(200)
+            elif path == "/v1/models":
+                self.reply(200, {"object": "list", "data": [{
+                    "id": state["name"], "object": "model", "created": state["created"],
+                    "owned_by": "fake-vllm", "root": state["model"],
+                    "max_model_len": state["max_model_len"]}]})
+            elif path == "/version":
+                self.reply(200, {"version": "0.0.0-fake"})
+            else:
+                self.not_found()
+
+        def do_POST(self):
+            path = self.path.split("?", 1)[0]
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length > 0 else b""
+            if path != "/v1/completions":
+                self.not_found()
+                return
+            try:
+                request = json.loads(body.decode("utf-8") or "{}")
+                if not isinstance(request, dict):
+                    raise ValueError("request is not a JSON object")
+            except (UnicodeDecodeError, ValueError) as e:
+                self.reply(400, {"object": "error", "message": "bad request: %s" % e,
+                                 "type": "BadRequestError", "code": 400})
+                return
+            model = request.get("model", state["name"])
+            if model != state["name"]:
+                self.reply(404, {"object": "error",
+                                 "message": "The model `%s` does not exist." % model,
+                                 "type": "NotFoundError", "code": 404})
+                return
+            with state["lock"]:
+                state["requests"] += 1
+                n = state["requests"]
+            prompt = request.get("prompt", "")
+            text = " fake completion from %s" % model
+            self.reply(200, {
+                "id": "cmpl-fake-%d" % n, "object": "text_completion",
+                "created": int(time.time()), "model": model,
+                "choices": [{"index": 0, "text": text, "logprobs": None,
+                             "finish_reason": "length"}],
+                "usage": {"prompt_tokens": len(str(prompt).split()),
+                          "completion_tokens": len(text.split()),
+                          "total_tokens": len(str(prompt).split()) + len(text.split())}})
+
+        do_HEAD = do_GET
+
+    return Handler
+
+
+def on_signal(signum, frame):
+    log("signal %d: exiting" % signum)
+    os._exit(0)
+
+
+def main():
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    argv_file = os.environ.get("FAKE_VLLM_ARGV_FILE")
+    if argv_file:
+        write_argv_files(argv_file)
+    exit_after = os.environ.get("FAKE_VLLM_EXIT_AFTER")
+    if exit_after:
+        def crash():
+            log("FAKE_VLLM_EXIT_AFTER=%s: exiting with status 1" % exit_after)
+            os._exit(1)
+        timer = threading.Timer(float(exit_after), crash)
+        timer.daemon = True
+        timer.start()
+    try:
+        opts, unknown = parse_args(sys.argv[1:])
+    except UsageError as e:
+        log("usage: %s" % e)
+        return 2
+    if unknown:
+        log("ignoring unknown arguments: %s" % " ".join(unknown))
+    try:
+        config = load_model(opts["model"])
+    except ModelError as e:
+        log("cannot load model: %s" % e)
+        return 2
+    delay = float(os.environ.get("FAKE_VLLM_STARTUP_DELAY") or 0)
+    if delay > 0:
+        log("loading weights (sleeping %.3fs)" % delay)
+        time.sleep(delay)
+    max_len = opts.get("max_model_len") or config.get("max_position_embeddings") or 4096
+    state = {
+        "name": opts.get("served_model_name") or opts["model"],
+        "model": opts["model"],
+        "max_model_len": int(max_len),
+        "created": int(time.time()),
+        "fail_health": bool(os.environ.get("FAKE_VLLM_FAIL_HEALTH")),
+        "requests": 0,
+        "lock": threading.Lock(),
+    }
+    try:
+        server = ThreadingHTTPServer((opts["host"], opts["port"]), make_handler(state))
+    except OSError as e:
+        log("cannot listen on %s:%d: %s" % (opts["host"], opts["port"], e))
+        return 1
+    server.daemon_threads = True
+    log("serving %s as %r on http://%s:%d (tp=%d pp=%d)" % (
+        opts["model"], state["name"], opts["host"], opts["port"],
+        opts["tensor_parallel_size"], opts["pipeline_parallel_size"]))
+    server.serve_forever(poll_interval=0.1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,318 @@
+"""Tests of fake_vllm.py: it is started as a real subprocess on a free port, as a unit would."""
+
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import make_model  # noqa: E402
+
+FAKE = os.path.join(HERE, "fake_vllm.py")
+PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def request(port, method, path, body=None, timeout=2.0):
+    """Returns (status, body bytes); raises OSError when nothing listens."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        headers = {"Content-Type": "application/json"} if body is not None else {}
+        conn.request(method, path, body=None if body is None else json.dumps(body),
+                     headers=headers)
+        response = conn.getresponse()
+        return response.status, response.read()
+    finally:
+        conn.close()
+
+
+class FakeVllmTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="fake-vllm-test-")
+        self.model = make_model.make_model(os.path.join(self.tmp, "model"), shards=2)
+        self.procs = []
+
+    def tearDown(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+            p.stderr.close()
+        shutil.rmtree(self.tmp)
+
+    def start(self, args, env=None):
+        full_env = dict(os.environ)
+        for k in list(full_env):
+            if k.startswith("FAKE_VLLM_"):
+                del full_env[k]
+        full_env.update(env or {})
+        p = subprocess.Popen([PYTHON, FAKE] + list(args), env=full_env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.procs.append(p)
+        return p
+
+    def wait_healthy(self, proc, port, timeout=10.0):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                self.fail("fake_vllm exited with %d: %s"
+                          % (proc.returncode, proc.stderr.read().decode(errors="replace")))
+            try:
+                status, _ = request(port, "GET", "/health", timeout=0.5)
+                if status == 200:
+                    return time.monotonic()
+            except OSError:
+                pass
+            time.sleep(0.02)
+        self.fail("fake_vllm not healthy on port %d after %.1fs" % (port, timeout))
+
+    def serve(self, extra=(), env=None, name="berth-test"):
+        port = free_port()
+        args = ["serve", self.model, "--port", str(port), "--host", "127.0.0.1"]
+        if name is not None:
+            args += ["--served-model-name", name]
+        p = self.start(args + list(extra), env)
+        self.wait_healthy(p, port)
+        return p, port
+
+    def finish(self, proc, timeout=5.0):
+        proc.wait(timeout)
+        return proc.returncode, proc.stderr.read().decode("utf-8", "replace")
+
+    def test_serves_health_models_and_completions(self):
+        p, port = self.serve(["--max-model-len", "1234", "--tensor-parallel-size", "2"])
+        self.assertEqual(request(port, "GET", "/health"), (200, b""))
+        status, body = request(port, "GET", "/v1/models")
+        self.assertEqual(status, 200)
+        models = json.loads(body)
+        self.assertEqual(models["object"], "list")
+        self.assertEqual([m["id"] for m in models["data"]], ["berth-test"])
+        self.assertEqual(models["data"][0]["max_model_len"], 1234)
+        self.assertEqual(models["data"][0]["owned_by"], "fake-vllm")
+        status, body = request(port, "POST", "/v1/completions",
+                               {"model": "berth-test", "prompt": "hello there", "max_tokens": 4})
+        self.assertEqual(status, 200)
+        completion = json.loads(body)
+        self.assertEqual(completion["object"], "text_completion")
+        self.assertEqual(completion["model"], "berth-test")
+        self.assertIn("berth-test", completion["choices"][0]["text"])
+        self.assertEqual(completion["usage"]["prompt_tokens"], 2)
+        status, _ = request(port, "POST", "/v1/completions", {"model": "other", "prompt": "x"})
+        self.assertEqual(status, 404)
+        self.assertEqual(request(port, "GET", "/nope")[0], 404)
+        self.assertEqual(request(port, "POST", "/v1/chat/nope", {})[0], 404)
+
+    def test_model_name_defaults_to_model_path_and_config_max_len(self):
+        p, port = self.serve(name=None)
+        data = json.loads(request(port, "GET", "/v1/models")[1])["data"]
+        self.assertEqual(data[0]["id"], self.model)
+        self.assertEqual(data[0]["max_model_len"], 2048)  # max_position_embeddings
+
+    def test_argv_file_is_byte_exact(self):
+        argv_file = os.path.join(self.tmp, "argv.json")
+        port = free_port()
+        tricky = ["a b  c", 'say "hi"', "it's", "100%", "%n %%", "$HOME", "${X}", "$$",
+                  "back\\slash", "\\n", "caf\u00e9 \u6a21\u578b \U0001F680", "line1\nline2",
+                  "tab\there", "", "-", "=x"]
+        args = ["serve", self.model, "--port", str(port), "--host", "127.0.0.1",
+                "--served-model-name", "x", "--unknown-flag"] + [t for t in tricky if t]
+        # A non-UTF-8 byte must survive too: pass bytes to the kernel directly.
+        raw_args = [a.encode("utf-8") for a in args] + [b"--raw", b"\xff\xfe-not-utf8"]
+        p = self.start(raw_args, {"FAKE_VLLM_ARGV_FILE": argv_file})
+        self.wait_healthy(p, port)
+        expected_raw = [FAKE.encode()] + raw_args
+        with open(argv_file + ".bin", "rb") as f:
+            self.assertEqual(f.read(), b"".join(a + b"\0" for a in expected_raw))
+        with open(argv_file, "rb") as f:
+            data = f.read()
+        decoded = json.loads(data.decode("utf-8", "surrogateescape"))
+        self.assertEqual([os.fsencode(a) for a in decoded], expected_raw)
+        # The valid UTF-8 elements appear in the file as UTF-8 text, not \\u escapes.
+        self.assertIn("caf\u00e9 \u6a21\u578b \U0001F680".encode("utf-8"), data)
+        self.assertEqual(decoded[1:1 + len(args)], args)
+
+    def test_argv_file_of_empty_argument(self):
+        argv_file = os.path.join(self.tmp, "argv.json")
+        port = free_port()
+        args = ["serve", self.model, "--port", str(port), "--host", "127.0.0.1", "--opt", ""]
+        p = self.start(args, {"FAKE_VLLM_ARGV_FILE": argv_file})
+        self.wait_healthy(p, port)
+        with open(argv_file, encoding="utf-8") as f:
+            self.assertEqual(json.load(f), [FAKE] + args)
+
+    def test_startup_delay_postpones_listening(self):
+        port = free_port()
+        t0 = time.monotonic()
+        p = self.start(["serve", self.model, "--port", str(port), "--host", "127.0.0.1"],
+                       {"FAKE_VLLM_STARTUP_DELAY": "1.0"})
+        time.sleep(0.5)
+        with self.assertRaises(OSError):
+            request(port, "GET", "/health", timeout=0.3)
+        ready = self.wait_healthy(p, port)
+        self.assertGreaterEqual(ready - t0, 1.0)
+
+    def test_missing_config_json_exits_2_naming_the_file(self):
+        os.unlink(os.path.join(self.model, "config.json"))
+        p = self.start(["serve", self.model, "--port", str(free_port())])
+        code, err = self.finish(p)
+        self.assertEqual(code, 2)
+        self.assertIn(os.path.join(self.model, "config.json"), err)
+
+    def test_invalid_config_json_exits_2(self):
+        with open(os.path.join(self.model, "config.json"), "w") as f:
+            f.write("{not json")
+        code, err = self.finish(self.start(["serve", self.model, "--port", str(free_port())]))
+        self.assertEqual(code, 2)
+        self.assertIn("config.json", err)
+        self.assertIn("not valid JSON", err)
+
+    def test_truncated_safetensors_header_exits_2_naming_the_file(self):
+        shard = os.path.join(self.model, "model-00002-of-00002.safetensors")
+        with open(shard, "r+b") as f:
+            f.truncate(20)
+        code, err = self.finish(self.start(["serve", self.model, "--port", str(free_port())]))
+        self.assertEqual(code, 2)
+        self.assertIn(shard, err)
+
+    def test_safetensors_header_not_json_exits_2(self):
+        shard = os.path.join(self.model, "model-00001-of-00002.safetensors")
+        with open(shard, "r+b") as f:
+            f.seek(8)
+            f.write(b"garbage!")
+        code, err = self.finish(self.start(["serve", self.model, "--port", str(free_port())]))
+        self.assertEqual(code, 2)
+        self.assertIn(shard, err)
+
+    def test_shard_named_by_index_missing_exits_2(self):
+        shard = os.path.join(self.model, "model-00002-of-00002.safetensors")
+        os.unlink(shard)
+        code, err = self.finish(self.start(["serve", self.model, "--port", str(free_port())]))
+        self.assertEqual(code, 2)
+        self.assertIn(shard, err)
+
+    def test_missing_model_dir_exits_2(self):
+        missing = os.path.join(self.tmp, "no-such-model")
+        code, err = self.finish(self.start(["serve", missing, "--port", str(free_port())]))
+        self.assertEqual(code, 2)
+        self.assertIn(missing, err)
+
+    def test_follows_symlinks_like_an_hf_cache_snapshot(self):
+        blobs = os.path.join(self.tmp, "hub", "blobs")
+        snapshot = os.path.join(self.tmp, "hub", "snapshots", "abc123")
+        os.makedirs(blobs)
+        os.makedirs(snapshot)
+        for i, name in enumerate(sorted(os.listdir(self.model))):
+            blob = os.path.join(blobs, "blob%d" % i)
+            shutil.copy(os.path.join(self.model, name), blob)
+            os.symlink(os.path.join("..", "..", "blobs", "blob%d" % i),
+                       os.path.join(snapshot, name))
+        self.model = snapshot
+        p, port = self.serve()
+        self.assertEqual(request(port, "GET", "/health")[0], 200)
+        os.unlink(os.path.join(blobs, "blob0"))  # config.json's blob: a dangling link now
+        code, err = self.finish(self.start(["serve", snapshot, "--port", str(free_port())]))
+        self.assertEqual(code, 2)
+        self.assertIn("config.json", err)
+
+    def test_sglang_command_line(self):
+        port = free_port()
+        p = self.start(["-m", "sglang.launch_server", "--model-path", self.model, "--tp-size", "2",
+                        "--mem-fraction-static", "0.8", "--context-length", "777",
+                        "--served-model-name", "sg", "--host", "127.0.0.1", "--port", str(port)])
+        self.wait_healthy(p, port)
+        data = json.loads(request(port, "GET", "/v1/models")[1])["data"]
+        self.assertEqual((data[0]["id"], data[0]["max_model_len"]), ("sg", 777))
+
+    def test_llama_server_command_line_with_gguf(self):
+        gguf = make_model.make_gguf(os.path.join(self.tmp, "m.gguf"))
+        port = free_port()
+        p = self.start(["--model", gguf, "--alias", "llama", "--n-gpu-layers", "99",
+                        "--ctx-size", "512", "--host", "127.0.0.1", "--port", str(port)])
+        self.wait_healthy(p, port)
+        data = json.loads(request(port, "GET", "/v1/models")[1])["data"]
+        self.assertEqual((data[0]["id"], data[0]["max_model_len"]), ("llama", 512))
+        with open(gguf, "wb") as f:
+            f.write(b"NOPE")
+        code, err = self.finish(self.start(["--model", gguf, "--port", str(free_port())]))
+        self.assertEqual(code, 2)
+        self.assertIn(gguf, err)
+
+    def test_unknown_flags_are_accepted_and_reported(self):
+        p, port = self.serve(["--trust-remote-code", "--dtype", "bfloat16",
+                              "--enable-expert-parallel", "--kv-cache-dtype=fp8",
+                              "--pipeline-parallel-size", "1", "--gpu-memory-utilization", "0.9"])
+        p.send_signal(signal.SIGTERM)
+        code, err = self.finish(p)
+        self.assertEqual(code, 0)
+        self.assertIn("--trust-remote-code --dtype bfloat16 --kv-cache-dtype=fp8", err)
+        self.assertNotIn("--enable-expert-parallel", err.split("unknown arguments")[1]
+                         .splitlines()[0])
+
+    def test_fail_health_answers_503(self):
+        port = free_port()
+        p = self.start(["serve", self.model, "--port", str(port), "--host", "127.0.0.1"],
+                       {"FAKE_VLLM_FAIL_HEALTH": "1"})
+        deadline = time.monotonic() + 10
+        status = None
+        while time.monotonic() < deadline:
+            try:
+                status = request(port, "GET", "/health")[0]
+                break
+            except OSError:
+                time.sleep(0.02)
+        self.assertEqual(status, 503)
+        self.assertEqual(request(port, "GET", "/v1/models")[0], 200)
+
+    def test_exit_after_exits_1(self):
+        p, port = self.serve(env={"FAKE_VLLM_EXIT_AFTER": "0.7"})
+        code, err = self.finish(p)
+        self.assertEqual(code, 1)
+        self.assertIn("FAKE_VLLM_EXIT_AFTER", err)
+
+    def test_sigterm_exits_0_promptly(self):
+        p, port = self.serve()
+        t0 = time.monotonic()
+        p.send_signal(signal.SIGTERM)
+        code, _ = self.finish(p)
+        self.assertEqual(code, 0)
+        self.assertLess(time.monotonic() - t0, 2.0)
+        with self.assertRaises(OSError):
+            request(port, "GET", "/health", timeout=0.5)
+
+    def test_sigint_exits_0(self):
+        p, _ = self.serve()
+        p.send_signal(signal.SIGINT)
+        self.assertEqual(self.finish(p)[0], 0)
+
+    def test_sigterm_during_startup_delay_exits_0(self):
+        p = self.start(["serve", self.model, "--port", str(free_port())],
+                       {"FAKE_VLLM_STARTUP_DELAY": "30"})
+        time.sleep(0.3)
+        p.send_signal(signal.SIGTERM)
+        self.assertEqual(self.finish(p)[0], 0)
+
+    def test_make_model_writes_valid_safetensors(self):
+        with open(os.path.join(self.model, "model-00001-of-00002.safetensors"), "rb") as f:
+            data = f.read()
+        n = int.from_bytes(data[:8], "little")
+        self.assertEqual(n % 8, 0)
+        header = json.loads(data[8:8 + n])
+        begin, end = header["model.layers.0.weight"]["data_offsets"]
+        self.assertEqual(len(data) - 8 - n, end - begin)
+
+
+if __name__ == "__main__":
+    unittest.main()

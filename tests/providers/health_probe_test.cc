@@ -1,0 +1,215 @@
+#include "providers/health/health_probe.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace berth {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+/// A socket on 127.0.0.1 with a kernel-chosen port; listening or merely bound.
+int LoopbackSocket(bool listening, int* port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) return -1;
+  if (listening && listen(fd, 16) != 0) return -1;
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  *port = ntohs(addr.sin_port);
+  return fd;
+}
+
+/// A one-thread HTTP/1.1 server on loopback answering canned responses by path.
+class CannedHttpServer {
+ public:
+  struct Response {
+    int status = 200;
+    std::string body;
+    bool hang = false;  // accept, read the request, never answer
+  };
+
+  explicit CannedHttpServer(std::map<std::string, Response> routes) : routes_(std::move(routes)) {
+    listen_fd_ = LoopbackSocket(/*listening=*/true, &port_);
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~CannedHttpServer() {
+    stop_ = true;
+    thread_.join();
+    for (int fd : hung_) close(fd);
+    close(listen_fd_);
+  }
+
+  int port() const { return port_; }
+  std::vector<std::string> paths() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return paths_;
+  }
+
+ private:
+  void Serve() {
+    while (!stop_) {
+      pollfd p{listen_fd_, POLLIN, 0};
+      if (poll(&p, 1, 20) <= 0) continue;
+      int fd = accept(listen_fd_, nullptr, nullptr);
+      if (fd < 0) continue;
+      std::string request;
+      char buf[4096];
+      while (request.find("\r\n\r\n") == std::string::npos) {
+        ssize_t n = read(fd, buf, sizeof(buf));
+        if (n <= 0) break;
+        request.append(buf, static_cast<size_t>(n));
+      }
+      size_t sp1 = request.find(' ');
+      size_t sp2 = request.find(' ', sp1 + 1);
+      std::string path = sp2 == std::string::npos ? "" : request.substr(sp1 + 1, sp2 - sp1 - 1);
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        paths_.push_back(path);
+      }
+      auto it = routes_.find(path);
+      Response r = it == routes_.end() ? Response{404, "{\"error\":\"not found\"}"} : it->second;
+      if (r.hang) {
+        hung_.push_back(fd);
+        continue;
+      }
+      std::string answer = "HTTP/1.1 " + std::to_string(r.status) +
+                           " Canned\r\nContent-Type: application/json\r\nContent-Length: " +
+                           std::to_string(r.body.size()) + "\r\nConnection: close\r\n\r\n" + r.body;
+      for (size_t off = 0; off < answer.size();) {
+        ssize_t n = write(fd, answer.data() + off, answer.size() - off);
+        if (n <= 0) break;
+        off += static_cast<size_t>(n);
+      }
+      close(fd);
+    }
+  }
+
+  std::map<std::string, Response> routes_;
+  int listen_fd_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::vector<int> hung_;
+  mutable std::mutex mu_;
+  std::vector<std::string> paths_;
+  std::thread thread_;
+};
+
+const char kModels[] =
+    R"({"object":"list","data":[{"id":"kimi-k25","object":"model"},{"id":"lora-a"}]})";
+
+TEST(CurlHealthProbe, AServerThatIsUpAndListsTheModelIsHealthy) {
+  CannedHttpServer server({{"/health", {200, ""}}, {"/v1/models", {200, kModels}}});
+  CurlHealthProbe probe;
+  HealthResult r = probe.Probe("127.0.0.1", server.port(), "/health", "kimi-k25");
+  EXPECT_TRUE(r.healthy) << r.detail;
+  EXPECT_EQ(r.health_status, 200);
+  EXPECT_TRUE(r.model_listed);
+  EXPECT_EQ(r.detail, "");
+  EXPECT_THAT(server.paths(), ElementsAre("/health", "/v1/models"));
+}
+
+TEST(CurlHealthProbe, AHealthPathWithoutLeadingSlashIsStillAPath) {
+  CannedHttpServer server({{"/ready", {200, "ok"}}, {"/v1/models", {200, kModels}}});
+  CurlHealthProbe probe;
+  EXPECT_TRUE(probe.Probe("127.0.0.1", server.port(), "ready", "lora-a").healthy);
+}
+
+TEST(CurlHealthProbe, A503WhileLoadingIsUnhealthyAndTheModelListIsNotAsked) {
+  CannedHttpServer server({{"/health", {503, ""}}, {"/v1/models", {200, kModels}}});
+  CurlHealthProbe probe;
+  HealthResult r = probe.Probe("127.0.0.1", server.port(), "/health", "kimi-k25");
+  EXPECT_FALSE(r.healthy);
+  EXPECT_EQ(r.health_status, 503);
+  EXPECT_FALSE(r.model_listed);
+  EXPECT_THAT(r.detail, HasSubstr("GET http://127.0.0.1:" + std::to_string(server.port()) +
+                                  "/health: HTTP 503"));
+  EXPECT_THAT(r.detail, HasSubstr("not ready"));
+  EXPECT_THAT(server.paths(), ElementsAre("/health"));
+}
+
+TEST(CurlHealthProbe, AServerServingAnotherModelIsUnhealthyAndSaysWhatItServes) {
+  CannedHttpServer server({{"/health", {200, ""}}, {"/v1/models", {200, kModels}}});
+  CurlHealthProbe probe;
+  HealthResult r = probe.Probe("127.0.0.1", server.port(), "/health", "minimax-m2");
+  EXPECT_FALSE(r.healthy);
+  EXPECT_EQ(r.health_status, 200);
+  EXPECT_FALSE(r.model_listed);
+  EXPECT_THAT(r.detail, HasSubstr("/v1/models lists [kimi-k25, lora-a], not 'minimax-m2'"));
+}
+
+TEST(CurlHealthProbe, NothingListeningIsConnectionRefused) {
+  int port = 0;
+  int fd = LoopbackSocket(/*listening=*/false, &port);  // holds the port, refuses connections
+  ASSERT_GE(fd, 0);
+  CurlHealthProbe probe;
+  HealthResult r = probe.Probe("127.0.0.1", port, "/health", "kimi-k25");
+  close(fd);
+  EXPECT_FALSE(r.healthy);
+  EXPECT_EQ(r.health_status, 0);
+  EXPECT_THAT(r.detail, HasSubstr("GET http://127.0.0.1:" + std::to_string(port) +
+                                  "/health: connection refused"));
+}
+
+TEST(CurlHealthProbe, AMalformedModelListIsUnhealthyAndQuoted) {
+  CurlHealthProbe probe;
+  {
+    CannedHttpServer server({{"/health", {200, ""}}, {"/v1/models", {200, "{\"data\": [ oops"}}});
+    HealthResult r = probe.Probe("127.0.0.1", server.port(), "/health", "kimi-k25");
+    EXPECT_FALSE(r.healthy);
+    EXPECT_EQ(r.health_status, 200);
+    EXPECT_THAT(r.detail, HasSubstr("/v1/models: malformed model list (not JSON)"));
+    EXPECT_THAT(r.detail, HasSubstr("oops"));
+  }
+  {
+    CannedHttpServer server({{"/health", {200, ""}}, {"/v1/models", {200, R"({"models":[]})"}}});
+    HealthResult r = probe.Probe("127.0.0.1", server.port(), "/health", "kimi-k25");
+    EXPECT_THAT(r.detail, HasSubstr("malformed model list (no \"data\" array)"));
+  }
+  {
+    CannedHttpServer server({{"/health", {200, ""}}, {"/v1/models", {200, R"({"data":[{}]})"}}});
+    HealthResult r = probe.Probe("127.0.0.1", server.port(), "/health", "kimi-k25");
+    EXPECT_THAT(r.detail, HasSubstr("without a string \"id\""));
+  }
+}
+
+TEST(CurlHealthProbe, AModelListThatIsNotThereIsReportedWithItsStatus) {
+  CannedHttpServer server({{"/health", {200, ""}}});
+  CurlHealthProbe probe;
+  HealthResult r = probe.Probe("127.0.0.1", server.port(), "/health", "kimi-k25");
+  EXPECT_FALSE(r.healthy);
+  EXPECT_THAT(r.detail, HasSubstr("/v1/models: HTTP 404"));
+}
+
+TEST(CurlHealthProbe, AServerThatNeverAnswersTimesOutWithinTheLimit) {
+  CannedHttpServer server({{"/health", {200, "", /*hang=*/true}}});
+  CurlHealthProbeOptions options;
+  options.total_timeout_ms = 300;
+  CurlHealthProbe probe(options);
+  auto start = std::chrono::steady_clock::now();
+  HealthResult r = probe.Probe("127.0.0.1", server.port(), "/health", "kimi-k25");
+  auto elapsed = std::chrono::steady_clock::now() - start;
+  EXPECT_FALSE(r.healthy);
+  EXPECT_EQ(r.health_status, 0);
+  EXPECT_THAT(r.detail, HasSubstr("/health: timed out"));
+  EXPECT_LT(elapsed, std::chrono::seconds(3));
+}
+
+}  // namespace
+}  // namespace berth
