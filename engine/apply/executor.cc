@@ -84,6 +84,13 @@ Status Executor::RunAction(const Action& a) {
   return Status::Internal("unknown action kind");
 }
 
+std::string Executor::JournalTail(const std::string& unit) {
+  if (!d_.journal) return "";
+  std::string out;
+  for (const auto& line : d_.journal->Tail(unit, 15)) out += "\n    " + line;
+  return out.empty() ? "" : "\n  last journal lines of " + unit + ":" + out;
+}
+
 Status Executor::WaitHealthy(const Action& a) {
   auto deadline = d_.clock->Now() + std::chrono::milliseconds(a.timeout_ms);
   auto interval = std::chrono::milliseconds(a.interval_ms ? a.interval_ms : 1000);
@@ -99,18 +106,21 @@ Status Executor::WaitHealthy(const Action& a) {
       return Status::FailedPrecondition(
           a.unit + " stopped while berth waited for it to become healthy (" + p.active_state +
           ", Result=" + p.result + ", exit status " + std::to_string(p.exec_main_status) +
-          "); last probe: " + last);
+          "); last probe: " + last + JournalTail(a.unit));
     }
-    if (p.n_restarts > 0 && p.active_state == "activating") {
-      return Status::FailedPrecondition(a.unit + " is restarting (" + std::to_string(p.n_restarts) +
-                                        " automatic restarts) instead of becoming healthy");
+    if (p.sub_state == "auto-restart" || p.n_restarts > 0) {
+      return Status::FailedPrecondition(
+          a.unit + " exited (Result=" + p.result + ", exit status " +
+          std::to_string(p.exec_main_status) +
+          ") and systemd is restarting it instead of it becoming healthy" + JournalTail(a.unit));
     }
     HealthResult h = d_.health->Probe("127.0.0.1", a.port, a.health_path, a.served_name);
     if (h.healthy) return Status::Ok();
     last = h.detail;
     if (d_.clock->Now() >= deadline)
       return Status::Unavailable(a.unit + " did not become healthy within " +
-                                 FormatDurationMs(a.timeout_ms) + "; last probe: " + last);
+                                 FormatDurationMs(a.timeout_ms) + "; last probe: " + last +
+                                 JournalTail(a.unit));
     d_.clock->SleepFor(wait);
     wait = std::min(interval, wait * 2);
   }

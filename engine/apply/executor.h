@@ -15,6 +15,7 @@ namespace berth {
 class SystemdManager;
 class UnitFileStore;
 class HealthProbe;
+class JournalReader;
 
 /// Time, so tests can run health gates without waiting.
 class Clock {
@@ -29,6 +30,7 @@ struct ExecutorDeps {
   SystemdManager* systemd = nullptr;
   UnitFileStore* unit_files = nullptr;
   HealthProbe* health = nullptr;
+  JournalReader* journal = nullptr;  // adds a failing unit's last lines to errors; may be null
   Clock* clock = nullptr;            // null = RealClock()
   std::ostream* progress = nullptr;  // one line per action; null = silent
   /// How long a start, stop or restart job may take before berth gives up on it.
@@ -52,6 +54,7 @@ class Executor {
 
  private:
   Status WaitHealthy(const Action& a);
+  std::string JournalTail(const std::string& unit);
   ExecutorDeps d_;
 };
 

@@ -213,6 +213,7 @@ int RunApply(const ApplyCommand& cmd, std::istream& in, std::ostream& out, std::
   deps.systemd = host.systemd.get();
   deps.unit_files = host.unit_files.get();
   deps.health = &health;
+  deps.journal = host.journal.get();
   deps.progress = &out;
   ExecResult r = Executor(deps).Run(plan);
   if (!r.status.ok()) {

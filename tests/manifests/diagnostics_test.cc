@@ -11,13 +11,9 @@
 namespace berth {
 namespace {
 
-using ::berth::testing::kBase;
-using ::berth::testing::Load;
 using ::berth::testing::Problems;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
-
-// -------------------------------------------------------
 
 TEST(Diagnostics, UnknownKeySuggestsTheClosestKnownKey) {
   EXPECT_THAT(Problems(R"(berth: 1

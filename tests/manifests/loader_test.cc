@@ -14,7 +14,6 @@ namespace {
 
 using ::berth::testing::kBase;
 using ::berth::testing::Load;
-using ::berth::testing::Problems;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 

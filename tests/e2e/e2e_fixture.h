@@ -1,0 +1,136 @@
+// End-to-end tests: berth against a real systemd booted in a sandbox, with fake vLLM servers
+// (tests/fake_vllm) as the model servers and a Hugging Face cache layout on disk as the store.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "providers/systemd/journal.h"
+#include "providers/systemd/sdbus_manager.h"
+#include "providers/systemd/unit_files.h"
+#include "tests/support/systemd_sandbox.h"
+
+namespace berth::testing {
+
+inline std::string SourceDir() { return BERTH_SOURCE_DIR; }
+inline std::string FakeVllm() { return SourceDir() + "/tests/fake_vllm/fake_vllm.py"; }
+
+/// A TCP port nobody listens on right now (the kernel's choice).
+inline int FreePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+inline std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+/// Polls `done` every 20 ms until it holds or `timeout` passes.
+template <typename F>
+bool WaitFor(F done, std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
+  auto end = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < end) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return done();
+}
+
+/// One sandbox for a whole suite (booting takes ~0.3 s), torn down at its end.
+class SandboxSuite : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    std::string why;
+    if (!SystemdSandbox::Available(&why)) {
+      unavailable_ = why;
+      return;
+    }
+    std::string error;
+    sandbox_ = SystemdSandbox::Start(SystemdSandbox::UniqueName("e2e"), &error).release();
+    if (!sandbox_) unavailable_ = "sandbox did not boot: " + error;
+  }
+  static void TearDownTestSuite() {
+    delete sandbox_;
+    sandbox_ = nullptr;
+  }
+  void SetUp() override {
+    if (!unavailable_.empty()) {
+      if (SystemdSandbox::MissingAllowed())
+        GTEST_SKIP() << "no systemd sandbox (BERTH_ALLOW_NO_SANDBOX=1): " << unavailable_;
+      FAIL() << "no systemd sandbox here: " << unavailable_;
+    }
+    journal_ = std::make_unique<SdJournalReader>(sandbox_->journal_dir());
+    SdBusOptions opts;
+    opts.address = sandbox_->system_bus_address();
+    opts.journal = journal_.get();
+    auto mgr = ConnectSystemd(opts);
+    ASSERT_TRUE(mgr.ok()) << mgr.status().message();
+    systemd_ = std::move(mgr).value();
+    files_ = std::make_unique<UnitFileStore>(sandbox_->units_dir());
+    tmp_ = std::filesystem::temp_directory_path() /
+           ("berth-e2e-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(tmp_);
+  }
+  void TearDown() override {
+    if (systemd_) {
+      // Leave the sandbox clean for the next test: stop and remove the units this test wrote.
+      for (const auto& e : std::filesystem::directory_iterator(sandbox_->units_dir())) {
+        std::string name = e.path().filename().string();
+        if (!name.ends_with(".service") || e.is_symlink()) continue;
+        (void)systemd_->Stop(name, std::chrono::seconds(20));
+        std::filesystem::remove(e.path());
+      }
+      (void)systemd_->Reload();
+    }
+    std::error_code ec;
+    if (!tmp_.empty()) std::filesystem::remove_all(tmp_, ec);
+  }
+
+  /// A model folder that fake_vllm accepts, in the Hugging Face cache layout under `store`:
+  /// models--org--name/snapshots/<commit>/ with refs/main.
+  std::string MakeModel(const std::string& store, const std::string& repo,
+                        const std::string& commit) {
+    std::string folder =
+        "models--" + repo.substr(0, repo.find('/')) + "--" + repo.substr(repo.find('/') + 1);
+    std::string snap = store + "/" + folder + "/snapshots/" + commit;
+    CommandResult r =
+        RunCommand({"/usr/bin/python3", SourceDir() + "/tests/fake_vllm/make_model.py", snap});
+    EXPECT_TRUE(r.ok()) << r.output << r.error;
+    std::filesystem::create_directories(store + "/" + folder + "/refs");
+    std::ofstream(store + "/" + folder + "/refs/main") << commit;
+    return snap;
+  }
+
+  static SystemdSandbox* sandbox_;
+  static std::string unavailable_;
+  std::unique_ptr<SdJournalReader> journal_;
+  std::unique_ptr<SystemdManager> systemd_;
+  std::unique_ptr<UnitFileStore> files_;
+  std::filesystem::path tmp_;
+};
+
+inline SystemdSandbox* SandboxSuite::sandbox_ = nullptr;
+inline std::string SandboxSuite::unavailable_;
+
+}  // namespace berth::testing
