@@ -130,7 +130,8 @@ class Sequencer {
 
   void Run() {
     plan_->notes = draft_.notes;
-    plan_->warnings = draft_.warnings;
+    plan_->warnings = o_.warnings;
+    for (const auto& w : draft_.warnings) plan_->warnings.push_back(w);
     for (auto& p : draft_.problems) plan_->problems.push_back(p);
     Downloads();
     UnitFiles();

@@ -1,9 +1,12 @@
 #include "engine/apply/executor.h"
 
+#include <memory>
 #include <thread>
 
 #include "engine/core/units.h"
+#include "engine/output/progress.h"
 #include "providers/health/health_probe.h"
+#include "providers/hub/pull.h"
 #include "providers/systemd/systemd_manager.h"
 #include "providers/systemd/unit_files.h"
 
@@ -73,15 +76,45 @@ Status Executor::RunAction(const Action& a) {
     case ActionKind::kWaitHealthy:
       return WaitHealthy(a);
     case ActionKind::kDownload:
-      return Status::FailedPrecondition(
-          "this berth cannot download models yet (" + a.repo_id +
-          "); put the model in the store first (for example with huggingface-cli download), "
-          "then apply again");
-    case ActionKind::kRemoveModel:
-      return Status::FailedPrecondition("this berth cannot remove models from the store yet (" +
-                                        a.repo_id + "@" + a.commit + "); nothing was removed");
+      return Download(a);
+    case ActionKind::kRemoveModel: {
+      auto freed = RemoveRevision(d_.store, a.repo_id, a.commit);
+      if (!freed.ok()) return freed.status();
+      if (d_.progress)
+        *d_.progress << "removed " << a.repo_id << "@" << a.commit.substr(0, 7) << ", freed "
+                     << FormatBytes(*freed) << std::endl;
+      return Status::Ok();
+    }
   }
   return Status::Internal("unknown action kind");
+}
+
+Status Executor::Download(const Action& a) {
+  PullRequest req;
+  req.store = d_.store;
+  req.repo_id = a.repo_id;
+  req.revision = a.revision;
+  req.include = a.include;
+  req.exclude = a.exclude;
+  req.expect_commit = a.commit;
+  HubOptions hub = d_.hub;
+  std::unique_ptr<ProgressPrinter> printer;
+  if (d_.progress) {
+    printer = std::make_unique<ProgressPrinter>(*d_.progress, d_.progress_tty);
+    hub.on_progress = [&printer](const PullProgress& p) { printer->Update(p); };
+  }
+  auto r = PullModel(req, hub);
+  if (!r.ok()) return r.status();
+  if (printer) {
+    PullProgress p;
+    p.repo_id = a.repo_id;
+    p.bytes_done = p.bytes_total = r->bytes_total;
+    p.bytes_fetched = r->stats.bytes_fetched;
+    p.files_done = p.files_total = static_cast<int>(r->files.size());
+    p.seconds = r->seconds;
+    printer->Done(p);
+  }
+  return Status::Ok();
 }
 
 std::string Executor::JournalTail(const std::string& unit) {

@@ -9,6 +9,7 @@
 
 #include "engine/core/plan.h"
 #include "engine/core/status.h"
+#include "providers/hub/hub_types.h"
 
 namespace berth {
 
@@ -33,6 +34,10 @@ struct ExecutorDeps {
   JournalReader* journal = nullptr;  // adds a failing unit's last lines to errors; may be null
   Clock* clock = nullptr;            // null = RealClock()
   std::ostream* progress = nullptr;  // one line per action; null = silent
+  /// The model store (HF cache) downloads go to, and how to reach the Hub.
+  std::string store;
+  HubOptions hub;
+  bool progress_tty = false;  // draw download bars instead of log lines
   /// How long a start, stop or restart job may take before berth gives up on it.
   std::chrono::milliseconds job_timeout{std::chrono::minutes(5)};
 };
@@ -54,6 +59,7 @@ class Executor {
 
  private:
   Status WaitHealthy(const Action& a);
+  Status Download(const Action& a);
   std::string JournalTail(const std::string& unit);
   ExecutorDeps d_;
 };

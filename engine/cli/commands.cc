@@ -1,16 +1,24 @@
 #include "engine/cli/commands.h"
 
+#include <unistd.h>
+
 #include <iostream>
 
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include "engine/apply/executor.h"
 #include "engine/core/observed_json.h"
 #include "engine/core/units.h"
 #include "engine/observe/live_observer.h"
 #include "engine/output/plan_output.h"
+#include "engine/output/progress.h"
 #include "manifests/loader.h"
 #include "planners/planner.h"
 #include "planners/unit_render.h"
 #include "providers/health/health_probe.h"
+#include "providers/hub/cache_layout.h"
+#include "providers/hub/hub_api.h"
+#include "providers/hub/pull.h"
 #include "providers/saved/saved_observer.h"
 #include "providers/systemd/journal.h"
 #include "providers/systemd/sdbus_manager.h"
@@ -134,7 +142,11 @@ struct LiveHost {
     return Status::Ok();
   }
   Result<Observed> Observe(const Desired& desired) {
-    return LiveObserver({systemd.get(), unit_files.get(), "/proc"}).Observe(desired);
+    LiveObserverOptions o;
+    o.systemd = systemd.get();
+    o.unit_files = unit_files.get();
+    o.hub = HubOptionsFromEnvironment();
+    return LiveObserver(o).Observe(desired);
   }
 };
 
@@ -214,6 +226,9 @@ int RunApply(const ApplyCommand& cmd, std::istream& in, std::ostream& out, std::
   deps.unit_files = host.unit_files.get();
   deps.health = &health;
   deps.journal = host.journal.get();
+  deps.store = desired.host.store.empty() ? DefaultStorePath() : desired.host.store;
+  deps.hub = HubOptionsFromEnvironment();
+  deps.progress_tty = ::isatty(1) == 1;
   deps.progress = &out;
   ExecResult r = Executor(deps).Run(plan);
   if (!r.status.ok()) {
@@ -236,6 +251,118 @@ int RunApply(const ApplyCommand& cmd, std::istream& in, std::ostream& out, std::
   }
   out << "applied " << plan.actions.size() << " actions; the host matches the manifests\n";
   return kExitOk;
+}
+
+namespace {
+
+// hf://org/name[@revision] -> repo id and revision.
+bool ParseSource(const std::string& source, std::string* repo, std::string* revision,
+                 std::ostream& err) {
+  const std::string prefix = "hf://";
+  std::string rest = source.rfind(prefix, 0) == 0 ? source.substr(prefix.size()) : "";
+  size_t at = rest.find('@');
+  *repo = rest.substr(0, at);
+  *revision = at == std::string::npos ? "main" : rest.substr(at + 1);
+  size_t slash = repo->find('/');
+  if (repo->empty() || slash == std::string::npos || slash == 0 || slash + 1 == repo->size() ||
+      repo->find('/', slash + 1) != std::string::npos || revision->empty()) {
+    err << "'" << source
+        << "' is not a model source: write hf://org/name or hf://org/name@revision\n";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int RunPull(const PullCommand& cmd, std::ostream& out, std::ostream& err) {
+  PullRequest req;
+  if (!ParseSource(cmd.source, &req.repo_id, &req.revision, err)) return kExitError;
+  req.store = cmd.store.empty() ? DefaultStorePath() : cmd.store;
+  req.include = cmd.include;
+  req.exclude = cmd.exclude;
+  HubOptions hub = HubOptionsFromEnvironment();
+  if (cmd.connections > 0) hub.connections = cmd.connections;
+  ProgressPrinter printer(out, ::isatty(1) == 1);
+  hub.on_progress = [&printer](const PullProgress& p) { printer.Update(p); };
+  auto r = PullModel(req, hub);
+  if (!r.ok()) {
+    err << "berth pull: " << r.status().message() << "\n";
+    return kExitError;
+  }
+  PullProgress p;
+  p.repo_id = req.repo_id;
+  p.bytes_done = p.bytes_total = r->bytes_total;
+  p.bytes_fetched = r->stats.bytes_fetched;
+  p.files_done = p.files_total = static_cast<int>(r->files.size());
+  p.seconds = r->seconds;
+  printer.Done(p);
+  out << req.repo_id << "@" << r->snapshot.commit << " in " << req.store << ": " << r->files.size()
+      << " files, " << FormatBytes(r->bytes_total) << " (" << FormatBytes(r->stats.bytes_fetched)
+      << " fetched, " << FormatBytes(r->stats.bytes_resumed) << " resumed, "
+      << FormatBytes(r->stats.bytes_reused) << " already there), verified\n";
+  return kExitOk;
+}
+
+int RunVerify(const std::string& source, const std::string& store_arg, std::ostream& out,
+              std::ostream& err) {
+  std::string repo, revision;
+  if (!ParseSource(source, &repo, &revision, err)) return kExitError;
+  std::string store = store_arg.empty() ? DefaultStorePath() : store_arg;
+  CacheLayout layout(store, repo);
+  std::string commit = revision;
+  if (commit.size() != 40) {
+    std::ifstream ref(layout.repo_dir() + "/refs/" + revision);
+    std::getline(ref, commit);
+  }
+  RepoSnapshot listing;
+  listing.repo_id = repo;
+  listing.commit = commit;
+  std::vector<HubFileEntry> wanted;
+  std::ifstream rec(layout.RecordPath(commit));
+  if (rec) {
+    try {
+      auto j = nlohmann::json::parse(rec);
+      for (const auto& f : j.at("files")) {
+        HubFileEntry e;
+        e.path = f.at("path").get<std::string>();
+        e.size = f.at("size").get<uint64_t>();
+        std::string blob = f.at("blob").get<std::string>();
+        (blob.size() == 64 ? e.lfs_sha256 : e.git_oid) = blob;
+        wanted.push_back(e);
+      }
+    } catch (const std::exception& ex) {
+      err << "berth verify: " << layout.RecordPath(commit) << " is damaged (" << ex.what()
+          << "); verifying against the Hub instead\n";
+      wanted.clear();
+    }
+  }
+  if (wanted.empty()) {
+    HubHttp http(HubOptionsFromEnvironment());
+    auto snap = ResolveSnapshot(http, repo, commit.empty() ? revision : commit);
+    if (!snap.ok()) {
+      err << "berth verify: no record of " << repo << "@" << revision << " in " << store
+          << " and the Hub could not be asked: " << snap.status().message() << "\n";
+      return kExitError;
+    }
+    listing = *snap;
+    commit = snap->commit;
+    wanted = snap->files;
+  }
+  auto report = VerifySnapshot(store, listing, wanted);
+  if (!report.ok()) {
+    err << "berth verify: " << report.status().message() << "\n";
+    return kExitError;
+  }
+  for (const auto& f : report->corrupt) out << "corrupt  " << f << "\n";
+  for (const auto& f : report->missing) out << "missing  " << f << "\n";
+  for (const auto& f : report->extra) out << "extra    " << f << "\n";
+  out << repo << "@" << commit.substr(0, 7) << ": " << report->ok.size() << " files verified, "
+      << report->corrupt.size() << " corrupt, " << report->missing.size() << " missing, "
+      << report->extra.size() << " extra\n";
+  bool bad = !report->corrupt.empty() || !report->missing.empty();
+  if (bad) out << "run berth pull " << source << " to fetch what is missing or corrupt\n";
+  return bad ? kExitError : kExitOk;
 }
 
 }  // namespace berth

@@ -5,6 +5,7 @@
 #include <istream>
 #include <ostream>
 #include <string>
+#include <vector>
 
 namespace berth {
 
@@ -41,6 +42,19 @@ int RunApply(const ApplyCommand& cmd, std::istream& in, std::ostream& out, std::
 /// What berth sees on this host; format "text" or "json" (the --observed format).
 int RunObserve(const std::string& manifest_path, const std::string& format, const HostAccess& host,
                std::ostream& out, std::ostream& err);
+
+struct PullCommand {
+  std::string source;  // hf://org/name[@revision]
+  std::string store;   // "" = HF_HUB_CACHE or the usual HF_HOME location
+  std::vector<std::string> include, exclude;
+  int connections = 0;  // 0 = default
+};
+/// One model into the store, outside any manifest.
+int RunPull(const PullCommand& cmd, std::ostream& out, std::ostream& err);
+/// Re-hashes `source`'s snapshot (hf://org/name@commit, or every complete snapshot of the repo)
+/// against berth's record of it (or the Hub's listing); reports corrupt, missing, extra files.
+int RunVerify(const std::string& source, const std::string& store, std::ostream& out,
+              std::ostream& err);
 
 int RunValidate(const std::string& manifest_path, std::ostream& out, std::ostream& err);
 int RunPlan(const PlanCommand& cmd, std::ostream& out, std::ostream& err);

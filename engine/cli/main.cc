@@ -43,6 +43,20 @@ int main(int argc, char** argv) {
   observe->add_option("-o,--output", observe_format, "text or json")->capture_default_str();
   observe->add_option("--bus", observe_host.bus_address, "D-Bus address of systemd's bus");
 
+  berth::PullCommand pull_cmd;
+  auto* pull = app.add_subcommand("pull", "one model into the store, outside any manifest");
+  pull->add_option("source", pull_cmd.source, "hf://org/name[@revision]")->required();
+  pull->add_option("--store", pull_cmd.store,
+                   "HF cache dir (default: HF_HUB_CACHE or HF_HOME/hub)");
+  pull->add_option("--include", pull_cmd.include, "only files matching this glob (repeatable)");
+  pull->add_option("--exclude", pull_cmd.exclude, "skip files matching this glob (repeatable)");
+  pull->add_option("--connections", pull_cmd.connections, "parallel connections (default 16)");
+
+  std::string verify_source, verify_store;
+  auto* verify = app.add_subcommand("verify", "re-hash a model in the store");
+  verify->add_option("source", verify_source, "hf://org/name[@revision]")->required();
+  verify->add_option("--store", verify_store, "HF cache dir");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -51,6 +65,8 @@ int main(int argc, char** argv) {
   }
   if (*validate) return berth::RunValidate(validate_path, std::cout, std::cerr);
   if (*plan) return berth::RunPlan(plan_cmd, std::cout, std::cerr);
+  if (*pull) return berth::RunPull(pull_cmd, std::cout, std::cerr);
+  if (*verify) return berth::RunVerify(verify_source, verify_store, std::cout, std::cerr);
   if (*apply) return berth::RunApply(apply_cmd, std::cin, std::cout, std::cerr);
   if (*observe)
     return berth::RunObserve(observe_path, observe_format, observe_host, std::cout, std::cerr);

@@ -116,6 +116,9 @@ struct Observed {
   std::vector<ListeningPort> ports;
   std::vector<HubInfo> hub;
   BerthState state;
+  /// What could not be observed and why ("model/x: the Hub refused the token ..."); the plan
+  /// repeats them as warnings.
+  std::vector<std::string> warnings;
 
   const ObservedUnit* FindUnit(const std::string& name) const;
   const ObservedRepo* FindRepo(const std::string& repo_id) const;

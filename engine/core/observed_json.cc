@@ -301,6 +301,7 @@ std::string ObservedToJson(const Observed& o) {
                       {"lineage", o.state.lineage},
                       {"units", o.state.units},
                       {"models", std::move(models)}};
+  if (!o.warnings.empty()) j["warnings"] = o.warnings;
   return j.dump(2) + "\n";
 }
 
@@ -314,7 +315,7 @@ Result<Observed> ObservedFromJson(const std::string& text, const std::string& so
   Observed o;
   Reader rd(j, "(top)");
   Status s = rd.Keys({"format_version", "hostname", "observed_at", "store", "gpus", "units",
-                      "ports", "hub", "berth_state"});
+                      "ports", "hub", "berth_state", "warnings"});
   if (s.ok()) {
     int version = 0;
     s = rd.Get("format_version", &version);
@@ -332,6 +333,7 @@ Result<Observed> ObservedFromJson(const std::string& text, const std::string& so
   if (s.ok() && rd.Child("ports")) s = ReadPorts(*rd.Child("ports"), &o);
   if (s.ok() && rd.Child("hub")) s = ReadHub(*rd.Child("hub"), &o);
   if (s.ok() && rd.Child("berth_state")) s = ReadState(*rd.Child("berth_state"), &o.state);
+  if (s.ok()) s = rd.Get("warnings", &o.warnings);
   if (!s.ok()) return s.WithContext(source);
   return o;
 }

@@ -6,6 +6,7 @@
 #include <ctime>
 
 #include "providers/host/ports.h"
+#include "providers/hub/hub_api.h"
 #include "providers/store/store_scan.h"
 #include "providers/systemd/observe_units.h"
 
@@ -16,6 +17,48 @@ std::string DefaultStorePath() {
   if (const char* h = std::getenv("HF_HOME"); h && *h) return std::string(h) + "/hub";
   const char* home = std::getenv("HOME");
   return std::string(home && *home ? home : "/root") + "/.cache/huggingface/hub";
+}
+
+namespace {
+
+bool IsCommit(const std::string& rev) {
+  return rev.size() == 40 && rev.find_first_not_of("0123456789abcdef") == std::string::npos;
+}
+
+bool EnvTrue(const char* name) {
+  const char* v = std::getenv(name);
+  std::string s = v ? v : "";
+  return s == "1" || s == "ON" || s == "YES" || s == "TRUE" || s == "on" || s == "yes" ||
+         s == "true";
+}
+
+}  // namespace
+
+void LiveObserver::AskHub(const Desired& desired, Observed* o) {
+  if (opt_.offline || EnvTrue("HF_HUB_OFFLINE")) return;
+  HubHttp http(opt_.hub);
+  for (const auto& [name, m] : desired.models) {
+    // A pinned commit already complete in the store needs no question.
+    if (IsCommit(m.revision)) {
+      const ObservedRepo* repo = o->FindRepo(m.repo_id);
+      bool complete = false;
+      if (repo)
+        for (const auto& r : repo->revisions)
+          complete = complete || (r.commit == m.revision && r.complete);
+      if (complete) continue;
+    }
+    auto snap = ResolveSnapshot(http, m.repo_id, m.revision);
+    if (!snap.ok()) {
+      o->warnings.push_back("model/" + name + ": " + snap.status().message());
+      continue;
+    }
+    HubInfo info;
+    info.repo_id = m.repo_id;
+    info.revision = m.revision;
+    info.commit = snap->commit;
+    for (const auto& f : snap->files) info.files.push_back({f.path, f.size});
+    o->hub.push_back(std::move(info));
+  }
 }
 
 Result<Observed> LiveObserver::Observe(const Desired& desired) {
@@ -45,6 +88,7 @@ Result<Observed> LiveObserver::Observe(const Desired& desired) {
   } else {
     o.ports_known = false;
   }
+  AskHub(desired, &o);
   // GPUs: NVML observation is not part of this build; the plan says its GPU checks are skipped.
   o.gpus_known = false;
   o.gpu_error = "GPU observation (NVML) is not available in this berth build";

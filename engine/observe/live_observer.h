@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "providers/hub/hub_types.h"
 #include "providers/observer.h"
 
 namespace berth {
@@ -14,6 +15,10 @@ struct LiveObserverOptions {
   SystemdManager* systemd = nullptr;    // required
   UnitFileStore* unit_files = nullptr;  // required: the manifest's host.unit_dir
   std::string proc_root = "/proc";
+  /// How to ask the Hub which commit a branch points at and what its files weigh.
+  HubOptions hub;
+  /// Do not ask the Hub (HF_HUB_OFFLINE=1 sets it too): plans use the store's refs and size:.
+  bool offline = false;
 };
 
 class LiveObserver : public HostObserver {
@@ -22,6 +27,7 @@ class LiveObserver : public HostObserver {
   Result<Observed> Observe(const Desired& desired) override;
 
  private:
+  void AskHub(const Desired& desired, Observed* o);
   LiveObserverOptions opt_;
 };
 

@@ -24,9 +24,13 @@
 #  4. Owner tracking: with SDSB_OWNER=PID set, `start` records the owner's pid + start time in
 #     $SDSB_BASE/NAME/owner (before the pid file); `stop-all --orphans` skips sandboxes whose owner
 #     is still alive, so a CTest cleanup fixture cannot kill the sandbox of a test that is still
-#     running; `stop-all --prune` also deletes state dirs left by earlier runs.
+#     running; `stop-all --prune` also deletes state dirs left by earlier runs. A `start` whose
+#     owner died meanwhile stops its sandbox itself (the owner's orphans may have been swept
+#     before its pid file existed).
 #  5. `stop` also removes $SDSB_BASE/NAME/journal from an earlier stop before --save-journal.
-#  6. The usage text lists stop-all's option; `wait` accepts an optional timeout as before.
+#  6. The pid-namespace check in `stop` ignores zombies (see pidns_live_procs) instead of waiting
+#     2 s and failing on a dead process the host's PID 1 has not reaped yet.
+#  7. The usage text lists stop-all's options.
 #
 # Host side layout (SDSB_BASE defaults to /tmp/sdsandbox; tests pass their own):
 #   $SDSB_BASE/NAME/units/    bind-mounted over /etc/systemd/system inside;
@@ -225,6 +229,12 @@ SDSB_SYSTEM_BUS_ADDRESS=unix:path=/proc/$pid/root/run/dbus/system_bus_socket
 EOF
   echo "launched: pid=$pid (unshare=$upid) in $(elapsed "$t0")s"
   cmd_wait "$name" "$timeout" "$dbus"
+  # An owner that died while we booted may have had its orphans stopped before our pid file
+  # existed: nobody else would stop this one.
+  if [[ -n ${SDSB_OWNER:-} ]] && ! owner_alive "$dir"; then
+    cmd_stop_sub "$name" || true
+    die "owner $SDSB_OWNER went away during start; sandbox $name stopped again"
+  fi
 }
 
 cmd_wait() {
@@ -265,6 +275,20 @@ in_own_cgroup() {   # is process $1 in cgroup $2 (host path) or below it?
   return 1
 } 2>/dev/null
 
+# Host PIDs of the processes in pid namespace $1 ("pid:[INODE]") that are not zombies. A process
+# that entered with nsenter -p and lost its nsenter parent is re-parented to the HOST's PID 1 (the
+# reaper is chosen in the parent's namespace); killed with the sandbox it stays a zombie until the
+# host's PID 1 reaps it, which a container's init may do late or never. It holds nothing but a pid.
+pidns_live_procs() {
+  local f p s
+  while IFS= read -r f; do
+    p=${f#/proc/}; p=${p%%/*}
+    s=$(cat "/proc/$p/stat" 2>/dev/null) || continue
+    s=${s##*) }
+    [[ ${s:0:1} == [ZX] ]] || echo "$p"
+  done < <(find /proc -mindepth 3 -maxdepth 3 -path '/proc/[0-9]*/ns/pid' -lname "${1//[/\\[}" 2>/dev/null || true)
+}
+
 cmd_env() { check_name "$1"; cat "$SDSB_BASE/$1/env"; }
 
 cmd_exec() {     # fully inside: sandbox mount ns (its /run, /etc/systemd/system), pid ns...
@@ -300,8 +324,7 @@ cmd_stop() {
   [[ $left == 0 ]] || die "$left processes still in $cg"
   if [[ -n $pidns ]]; then   # also catches processes that entered via nsenter -p (not in our cgroup)
     for ((i = 0; i < 200; i++)); do
-      left=$( (find /proc -mindepth 3 -maxdepth 3 -path '/proc/[0-9]*/ns/pid' \
-                 -lname "${pidns//[/\\[}" 2>/dev/null || true) | wc -l)
+      left=$(pidns_live_procs "$pidns" | wc -l)
       [[ $left == 0 ]] && break; sleep 0.01
     done
     [[ $left == 0 ]] || die "$left processes still in pid namespace $pidns"
@@ -336,7 +359,7 @@ cmd_stop_all() {   # CI safety net (e.g. in a trap): stop every sandbox recorded
   if [[ $prune == 1 ]]; then   # state dirs of stopped sandboxes (kept journals) whose owner is gone
     for d in "$SDSB_BASE"/*/; do d=${d%/}
       [[ -d $d && ! -f $d/pid ]] && ! owner_alive "$d" || continue
-      check_name "$(basename "$d")" && rm -rf "$d"
+      [[ $(basename "$d") =~ ^[A-Za-z0-9_-]{1,32}$ ]] && rm -rf "$d"   # only sandbox dirs
     done
   fi
   return $rc

@@ -69,9 +69,7 @@ double SecondsSince(Clock::time_point t0) {
 bool IsExecutable(const std::string& path) { return access(path.c_str(), X_OK) == 0; }
 
 bool InPath(const std::string& program) {
-  std::string path = GetEnv("PATH");
-  if (path.empty()) path = kDefaultPath;
-  std::stringstream dirs(path);
+  std::stringstream dirs(kDefaultPath);
   std::string dir;
   while (std::getline(dirs, dir, ':')) {
     if (!dir.empty() && IsExecutable(dir + "/" + program)) return true;
@@ -254,7 +252,9 @@ CommandResult RunCommand(const std::vector<std::string>& argv, const std::vector
   sigaddset(&default_signals, SIGPIPE);
   posix_spawnattr_setsigmask(&attr, &no_signals);
   posix_spawnattr_setsigdefault(&attr, &default_signals);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setpgroup(&attr, 0);  // its own group: a timeout kills what it started too
+  posix_spawnattr_setflags(&attr,
+                           POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
   pid_t child = 0;
   int rc = posix_spawnp(&child, c_argv[0], &actions, &attr, c_argv.data(),
                         env.empty() ? environ : c_env.data());
@@ -276,7 +276,7 @@ CommandResult RunCommand(const std::vector<std::string>& argv, const std::vector
     auto now = Clock::now();
     if (!reaped && now >= deadline) {
       timed_out = true;
-      kill(child, SIGKILL);
+      kill(-child, SIGKILL);
       while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
       }
       break;
@@ -390,8 +390,9 @@ std::string SystemdSandbox::UniqueName(std::string_view prefix) {
 }
 
 std::vector<std::string> SystemdSandbox::ScriptEnv() const {
-  std::string path = GetEnv("PATH");
-  std::vector<std::string> env = {"PATH=" + (path.empty() ? std::string(kDefaultPath) : path),
+  // A fixed system PATH: shims in a developer's PATH (pyenv, cargo...) must not stand in for
+  // nsenter, systemctl or python3 inside the sandbox.
+  std::vector<std::string> env = {std::string("PATH=") + kDefaultPath,
                                   "SDSB_BASE=" + base_,
                                   "SDSB_OWNER=" + std::to_string(getpid()),
                                   "LANG=C.UTF-8",
@@ -558,9 +559,12 @@ std::vector<pid_t> SystemdSandbox::ProcessesInPidNamespace(const std::string& pi
     if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
     std::error_code link_ec;
     fs::path ns = fs::read_symlink(entry.path() / "ns" / "pid", link_ec);
-    if (!link_ec && ns.string() == pid_namespace) {
-      pids.push_back(static_cast<pid_t>(std::stol(name)));
-    }
+    if (link_ec || ns.string() != pid_namespace) continue;
+    std::string stat = ReadFile(entry.path().string() + "/stat");
+    size_t paren = stat.rfind(')');
+    if (paren == std::string::npos || paren + 2 >= stat.size()) continue;  // gone meanwhile
+    char state = stat[paren + 2];
+    if (state != 'Z' && state != 'X') pids.push_back(static_cast<pid_t>(std::stol(name)));
   }
   return pids;
 }

@@ -24,7 +24,8 @@ struct CommandResult {
 };
 
 /// Runs argv[0] (searched in PATH) with `env` as its whole environment (empty: inherit ours),
-/// no shell involved; kills it (SIGKILL) after `timeout`.
+/// no shell involved, in its own process group, stdin /dev/null, no other fd of ours; kills the
+/// group (SIGKILL) after `timeout`.
 CommandResult RunCommand(const std::vector<std::string>& argv,
                          const std::vector<std::string>& env = {},
                          std::chrono::milliseconds timeout = std::chrono::seconds(60));
@@ -71,7 +72,7 @@ class SystemdSandbox {
   bool stopped() const { return stopped_; }
 
   /// Runs argv inside the sandbox (all its namespaces: sdsandbox.sh exec) with a small clean
-  /// environment (PATH, LANG=C.UTF-8, SYSTEMD_COLORS=0, SYSTEMD_PAGER=cat).
+  /// environment (system PATH, LANG=C.UTF-8, SYSTEMD_COLORS=0, SYSTEMD_PAGER=cat, SDSB_*).
   CommandResult Exec(const std::vector<std::string>& argv,
                      std::chrono::milliseconds timeout = std::chrono::seconds(60)) const;
   /// Same, but in the sandbox's pid namespace only (host file system; can use private_address).
@@ -106,7 +107,8 @@ class SystemdSandbox {
   void set_keep_artifacts(bool keep) { keep_artifacts_ = keep; }
   bool keep_artifacts() const { return keep_artifacts_; }
 
-  /// Host PIDs of the processes whose pid namespace is `pid_namespace` ("pid:[INODE]").
+  /// Host PIDs of the processes whose pid namespace is `pid_namespace` ("pid:[INODE]"), zombies
+  /// left out (one whose parent is outside the namespace waits for that parent to reap it).
   static std::vector<pid_t> ProcessesInPidNamespace(const std::string& pid_namespace);
   /// Host PIDs listed in cgroup.procs of `cgroup_dir` and every cgroup below it.
   static std::vector<pid_t> ProcessesInCgroup(const std::string& cgroup_dir);

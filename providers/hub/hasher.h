@@ -1,0 +1,45 @@
+// Hashes a file as its written prefix grows: the downloader raises the watermark as chunks
+// land, a worker thread hashes from the page cache up to it. sha256 for LFS blobs, the git blob
+// sha1 ("blob <size>\0" + content) for regular files.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace berth {
+
+class StreamHasher {
+ public:
+  enum class Kind { kSha256, kGitSha1 };
+  /// Hashes `fd` (not owned; must stay open until Finish) of `size` bytes.
+  StreamHasher(int fd, uint64_t size, Kind kind);
+  ~StreamHasher();
+  StreamHasher(const StreamHasher&) = delete;
+  StreamHasher& operator=(const StreamHasher&) = delete;
+
+  /// Bytes [0, watermark) are written: hash up to there.
+  void Advance(uint64_t watermark);
+  /// True once every byte is hashed (or reading failed).
+  bool done() const;
+  /// The hex digest, or "" with `error` set when a read failed. Blocks until done.
+  std::string Finish(std::string* error);
+
+ private:
+  void Run();
+  int fd_;
+  uint64_t size_;
+  Kind kind_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  uint64_t watermark_ = 0;
+  uint64_t hashed_ = 0;
+  bool stop_ = false;
+  bool finished_ = false;
+  std::string digest_, error_;
+  std::thread thread_;
+};
+
+}  // namespace berth

@@ -1,0 +1,165 @@
+#include "providers/hub/pull.h"
+
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+
+#include "providers/hub/cache_layout.h"
+#include "providers/hub/hasher.h"
+#include "providers/hub/hub_api.h"
+
+namespace berth {
+namespace {
+
+bool Match(const std::string& pattern, const std::string& path) {
+  std::string p = pattern;
+  if (!p.empty() && p.back() == '/') p += "*";
+  return fnmatch(p.c_str(), path.c_str(), 0) == 0;
+}
+
+bool Wanted(const std::string& path, const std::vector<std::string>& include,
+            const std::vector<std::string>& exclude) {
+  bool in = include.empty();
+  for (const auto& p : include) in = in || Match(p, path);
+  if (!in) return false;
+  for (const auto& p : exclude)
+    if (Match(p, path)) return false;
+  return true;
+}
+
+}  // namespace
+
+Result<PullResult> PullModel(const PullRequest& req, const HubOptions& options) {
+  auto t0 = std::chrono::steady_clock::now();
+  HubHttp http(options);
+  auto snap = ResolveSnapshot(http, req.repo_id, req.revision);
+  if (!snap.ok()) return snap.status();
+  if (!req.expect_commit.empty() && snap->commit != req.expect_commit)
+    return Status::FailedPrecondition(req.repo_id + "@" + req.revision + " now points at " +
+                                      snap->commit.substr(0, 7) + ", not " +
+                                      req.expect_commit.substr(0, 7) +
+                                      " as the plan said; plan again to review the new commit");
+  PullResult result;
+  result.snapshot = *snap;
+  for (const auto& f : snap->files)
+    if (Wanted(f.path, req.include, req.exclude)) {
+      result.files.push_back(f);
+      result.bytes_total += f.size;
+    }
+  if (result.files.empty())
+    return Status::InvalidArgument(req.repo_id + "@" + snap->commit.substr(0, 7) + " has " +
+                                   std::to_string(snap->files.size()) +
+                                   " files and include/exclude keep none of them");
+  CacheLayout layout(req.store, req.repo_id);
+  BERTH_RETURN_IF_ERROR(
+      DownloadBlobs(http, layout, req.repo_id, snap->commit, result.files, &result.stats));
+  BERTH_RETURN_IF_ERROR(layout.Publish(*snap, result.files));
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return result;
+}
+
+Result<VerifyReport> VerifySnapshot(const std::string& store, const RepoSnapshot& listing,
+                                    const std::vector<HubFileEntry>& wanted) {
+  CacheLayout layout(store, listing.repo_id);
+  VerifyReport report;
+  std::string dir = layout.SnapshotDir(listing.commit);
+  for (const auto& f : wanted) {
+    std::string path = dir + "/" + f.path;
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      report.missing.push_back(f.path);
+      continue;
+    }
+    struct stat st;
+    ::fstat(fd, &st);
+    if (static_cast<uint64_t>(st.st_size) != f.size) {
+      ::close(fd);
+      report.corrupt.push_back(f.path + " (size " + std::to_string(st.st_size) + ", expected " +
+                               std::to_string(f.size) + ")");
+      continue;
+    }
+    std::string error, digest;
+    {
+      StreamHasher h(fd, f.size,
+                     f.is_lfs() ? StreamHasher::Kind::kSha256 : StreamHasher::Kind::kGitSha1);
+      h.Advance(f.size);
+      digest = h.Finish(&error);
+    }
+    ::close(fd);
+    if (!error.empty() || digest != f.etag())
+      report.corrupt.push_back(f.path + (error.empty()
+                                             ? " (hash " + digest + ", expected " + f.etag() + ")"
+                                             : " (" + error + ")"));
+    else
+      report.ok.push_back(f.path);
+  }
+  std::error_code ec;
+  if (std::filesystem::exists(dir, ec)) {
+    for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
+         it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+      if (it->is_directory(ec)) continue;
+      std::string rel = it->path().lexically_relative(dir).string();
+      bool known = false;
+      for (const auto& f : wanted) known = known || f.path == rel;
+      if (!known) report.extra.push_back(rel);
+    }
+  }
+  return report;
+}
+
+}  // namespace berth
+
+namespace berth {
+
+Result<uint64_t> RemoveRevision(const std::string& store, const std::string& repo_id,
+                                const std::string& commit) {
+  namespace fs = std::filesystem;
+  CacheLayout layout(store, repo_id);
+  std::error_code ec;
+  fs::path repo = layout.repo_dir();
+  if (!fs::exists(repo, ec)) return uint64_t{0};
+  // Blobs still linked from other snapshots stay.
+  auto blobs_of = [&](const fs::path& snap) {
+    std::vector<std::string> out;
+    for (auto it = fs::recursive_directory_iterator(snap, ec);
+         it != fs::recursive_directory_iterator(); it.increment(ec)) {
+      if (!it->is_symlink(ec)) continue;
+      out.push_back(fs::path(fs::read_symlink(it->path(), ec)).filename().string());
+    }
+    return out;
+  };
+  fs::path gone = layout.SnapshotDir(commit);
+  std::vector<std::string> candidates =
+      fs::exists(gone, ec) ? blobs_of(gone) : std::vector<std::string>{};
+  std::vector<std::string> kept;
+  for (auto& d : fs::directory_iterator(repo / "snapshots", ec))
+    if (d.path().filename() != commit)
+      for (auto& b : blobs_of(d.path())) kept.push_back(b);
+  uint64_t freed = 0;
+  fs::remove_all(gone, ec);
+  if (ec) return Status::IoError("cannot remove " + gone.string() + ": " + ec.message());
+  for (const auto& b : candidates) {
+    if (std::find(kept.begin(), kept.end(), b) != kept.end()) continue;
+    fs::path blob = repo / "blobs" / b;
+    uint64_t size = fs::file_size(blob, ec);
+    if (!ec && fs::remove(blob, ec)) freed += size;
+  }
+  fs::remove(layout.RecordPath(commit), ec);
+  for (auto it = fs::recursive_directory_iterator(repo / "refs", ec);
+       it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (!it->is_regular_file(ec)) continue;
+    std::ifstream in(it->path());
+    std::string c;
+    std::getline(in, c);
+    if (c == commit) fs::remove(it->path(), ec);
+  }
+  return freed;
+}
+
+}  // namespace berth

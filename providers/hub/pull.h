@@ -1,0 +1,51 @@
+// One model into the store: resolve the revision, list and filter the files, download what is
+// missing, verify it, publish the snapshot. Used by `berth pull` and by apply's downloads.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "engine/core/status.h"
+#include "providers/hub/downloader.h"
+#include "providers/hub/hub_types.h"
+
+namespace berth {
+
+struct PullRequest {
+  std::string store;    // HF cache dir
+  std::string repo_id;  // "org/name"
+  std::string revision = "main";
+  std::vector<std::string> include, exclude;
+  /// When set (a plan pinned it), the revision must still resolve to this commit.
+  std::string expect_commit;
+};
+
+struct PullResult {
+  RepoSnapshot snapshot;  // the commit and the files published
+  std::vector<HubFileEntry> files;
+  uint64_t bytes_total = 0;
+  DownloadStats stats;
+  double seconds = 0;
+};
+
+/// Pulls `req` with `options` (connections, token, progress). On failure nothing is published
+/// and partial blobs stay for the next run.
+Result<PullResult> PullModel(const PullRequest& req, const HubOptions& options);
+
+/// Re-hashes every file of the snapshot at `commit` against the Hub's listing.
+struct VerifyReport {
+  std::vector<std::string> ok, corrupt, missing, extra;
+};
+Result<VerifyReport> VerifySnapshot(const std::string& store, const RepoSnapshot& listing,
+                                    const std::vector<HubFileEntry>& wanted);
+
+}  // namespace berth
+
+namespace berth {
+
+/// Removes snapshots/<commit> of `repo_id`, the refs that point at it, berth's record, and the
+/// blobs no other snapshot links to. Returns the bytes freed. Missing pieces are not errors.
+Result<uint64_t> RemoveRevision(const std::string& store, const std::string& repo_id,
+                                const std::string& commit);
+
+}  // namespace berth

@@ -1,0 +1,308 @@
+// The Hub client and the store against the fake Hub on loopback: the cache layout, parallel
+// ranged downloads, every fault ending in a verified store, errors that say what to do, a
+// killed download resuming, and a full disk.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+
+#include <fstream>
+#include <thread>
+
+#include "providers/hub/hub_api.h"
+#include "providers/hub/pull.h"
+#include "tests/hub/fake_hub_server.h"
+
+namespace berth::testing {
+namespace {
+
+using ::testing::HasSubstr;
+namespace fs = std::filesystem;
+
+constexpr uint64_t kBigSize = (24ull << 20) + 12345;
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+class HubTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    char tmpl[] = "/tmp/berth-hub-XXXXXX";
+    dir_ = ::mkdtemp(tmpl);
+    hub_ = new FakeHubServer;
+    if (!hub_->Start(dir_, kBigSize, {"--token", "hf_good", "--gated", "org/gated"}, &error_)) {
+      delete hub_;
+      hub_ = nullptr;
+    }
+  }
+  static void TearDownTestSuite() {
+    delete hub_;
+    hub_ = nullptr;
+    fs::remove_all(dir_);
+  }
+  void SetUp() override {
+    ASSERT_NE(hub_, nullptr) << "the fake Hub did not start: " << error_;
+    hub_->Reset();
+    store_ = dir_ + "/store-" + ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    opts_.endpoint = hub_->api();
+    opts_.token = "hf_good";
+    opts_.parallel_threshold = 4 << 20;  // the big file goes in 1 MiB chunks over 8 connections
+    opts_.chunk_bytes = 1 << 20;
+    opts_.connections = 8;
+    opts_.backoff_ms = 20;
+    opts_.max_backoff_ms = 300;
+  }
+  Result<PullResult> Pull(const std::string& repo, const std::string& revision = "main") {
+    PullRequest req;
+    req.store = store_;
+    req.repo_id = repo;
+    req.revision = revision;
+    return PullModel(req, opts_);
+  }
+  /// Every file of the snapshot re-hashed against the fake's own record of it.
+  void ExpectVerified(const PullResult& r) {
+    auto report = VerifySnapshot(store_, r.snapshot, r.files);
+    ASSERT_TRUE(report.ok()) << report.status().message();
+    EXPECT_EQ(report->ok.size(), r.files.size());
+    EXPECT_TRUE(report->corrupt.empty()) << ::testing::PrintToString(report->corrupt);
+    EXPECT_TRUE(report->missing.empty());
+    EXPECT_TRUE(report->extra.empty()) << ::testing::PrintToString(report->extra);
+  }
+  void ExpectNoTokenReachedTheCdn() {
+    auto v = nlohmann::json::parse(hub_->Control("GET", "/_fake/violations"));
+    EXPECT_TRUE(v.empty()) << v.dump();
+    bool any_cdn = false;
+    for (const auto& e : hub_->Log())
+      if (e["port"] == "cdn") {
+        any_cdn = true;
+        EXPECT_FALSE(e["authorization"].get<bool>()) << e.dump();
+      }
+    EXPECT_TRUE(any_cdn);
+  }
+
+  static FakeHubServer* hub_;
+  static std::string dir_, error_;
+  std::string store_;
+  HubOptions opts_;
+};
+
+FakeHubServer* HubTest::hub_ = nullptr;
+std::string HubTest::dir_, HubTest::error_;
+
+TEST_F(HubTest, APullWritesTheHuggingFaceCacheLayout) {
+  auto r = Pull("org/tiny");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  std::string commit = std::string(39, 'a') + "1";
+  EXPECT_EQ(r->snapshot.commit, commit);
+  std::string repo = store_ + "/models--org--tiny";
+  EXPECT_EQ(ReadAll(repo + "/refs/main"), commit) << "refs hold the commit without a newline";
+  auto info = hub_->Info();
+  for (const auto& f : r->files) {
+    std::string link = repo + "/snapshots/" + commit + "/" + f.path;
+    std::string depth;
+    for (char c : f.path)
+      if (c == '/') depth += "../";
+    EXPECT_EQ(fs::read_symlink(link).string(), depth + "../../blobs/" + f.etag()) << f.path;
+    struct stat st;
+    ASSERT_EQ(::stat((repo + "/blobs/" + f.etag()).c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0644u);
+  }
+  EXPECT_TRUE(fs::exists(repo + "/.berth/" + commit + ".json"));
+  EXPECT_TRUE(fs::exists(store_ + "/.locks/models--org--tiny"));
+  EXPECT_THAT(info.dump(), HasSubstr(r->files[0].etag()));
+  ExpectVerified(*r);
+  ExpectNoTokenReachedTheCdn();
+}
+
+TEST_F(HubTest, ASecondPullFetchesNothing) {
+  ASSERT_TRUE(Pull("org/tiny").ok());
+  hub_->Reset();
+  auto r = Pull("org/tiny");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->stats.bytes_fetched, 0u);
+  EXPECT_EQ(r->stats.bytes_reused, r->bytes_total);
+  EXPECT_EQ(hub_->CdnBytes(), 0u);
+}
+
+TEST_F(HubTest, ABigFileComesInParallelRangesAndIsVerified) {
+  auto r = Pull("org/big");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->bytes_total, kBigSize);
+  EXPECT_EQ(r->stats.bytes_fetched, kBigSize);
+  int ranged = 0;
+  for (const auto& e : hub_->Log())
+    if (e["port"] == "cdn" && e["range"].is_string()) ++ranged;
+  EXPECT_EQ(ranged, 25) << "24 MiB + 12345 B in 1 MiB chunks";
+  ExpectVerified(*r);
+  ExpectNoTokenReachedTheCdn();
+}
+
+struct FaultCase {
+  const char* name;
+  const char* fault;
+};
+
+class HubFaultTest : public HubTest, public ::testing::WithParamInterface<FaultCase> {};
+
+TEST_P(HubFaultTest, EndsInACompleteVerifiedStore) {
+  hub_->Fault(GetParam().fault);
+  for (const char* repo : {"org/big", "org/tiny"}) {
+    auto r = Pull(repo);
+    ASSERT_TRUE(r.ok()) << repo << ": " << r.status().message();
+    ExpectVerified(*r);
+  }
+  auto faults = nlohmann::json::parse(hub_->Control("GET", "/_fake/faults"));
+  ASSERT_FALSE(faults.empty());
+  EXPECT_GT(faults[0]["hits"].get<int>(), 0) << "the fault never fired: " << faults.dump();
+  ExpectNoTokenReachedTheCdn();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Faults, HubFaultTest,
+    ::testing::Values(
+        FaultCase{"drop_after_bytes",
+                  R"({"kind": "drop_after_bytes", "bytes": 300000, "count": 4, "port": "cdn"})"},
+        FaultCase{"ignore_range", R"({"kind": "ignore_range", "count": 1, "port": "cdn"})"},
+        FaultCase{"rate_limit_429", R"({"kind": "rate_limit_429", "count": 2, "retry_after": 1})"},
+        FaultCase{"fail_5xx", R"({"kind": "fail_5xx", "status": 503, "count": 3})"},
+        FaultCase{"slow", R"({"kind": "slow", "bytes_per_s": 8000000, "count": 4, "port": "cdn"})"},
+        FaultCase{"wrong_bytes", R"({"kind": "wrong_bytes", "count": 1, "port": "cdn"})"},
+        FaultCase{"expired_cdn_url", R"({"kind": "expired_cdn_url", "count": 2})"}),
+    [](const auto& param_info) { return std::string(param_info.param.name); });
+
+TEST_F(HubTest, BytesThatNeverVerifyFailClearlyAndPublishNothing) {
+  hub_->Fault(R"({"kind": "wrong_bytes", "port": "cdn", "path": "*model.safetensors"})");
+  auto r = Pull("org/big");
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("failed verification twice"));
+  EXPECT_THAT(r.status().message(), HasSubstr("expected sha256"));
+  EXPECT_FALSE(fs::exists(store_ + "/models--org--big/refs/main"));
+  EXPECT_TRUE(!fs::exists(store_ + "/models--org--big/snapshots") ||
+              fs::is_empty(store_ + "/models--org--big/snapshots"));
+}
+
+TEST_F(HubTest, ErrorsSayWhatHappenedAndWhatToDo) {
+  opts_.token = "";
+  auto gated = Pull("org/gated");
+  ASSERT_FALSE(gated.ok());
+  EXPECT_THAT(gated.status().message(), HasSubstr("gated; set HF_TOKEN"));
+  opts_.token = "hf_wrong";
+  auto bad_token = Pull("org/tiny");
+  ASSERT_FALSE(bad_token.ok());
+  EXPECT_THAT(bad_token.status().message(), HasSubstr("refused the token"));
+  opts_.token = "hf_good";
+  auto missing = Pull("org/nope");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_THAT(missing.status().message(), HasSubstr("no such repo"));
+  auto bad_rev = Pull("org/tiny", "no-such-branch");
+  ASSERT_FALSE(bad_rev.ok());
+  EXPECT_THAT(bad_rev.status().message(), HasSubstr("no such branch, tag or commit"));
+  EXPECT_THAT(bad_rev.status().message(), Not(HasSubstr("hf_good"))) << "the token is never shown";
+  auto good = Pull("org/gated");
+  EXPECT_TRUE(good.ok()) << good.status().message();
+}
+
+TEST_F(HubTest, AKilledDownloadResumesFetchingLittleMore) {
+  hub_->Fault(R"({"kind": "slow", "bytes_per_s": 3000000, "port": "cdn"})");
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::setenv("HF_ENDPOINT", hub_->api().c_str(), 1);
+    ::setenv("HF_TOKEN", "hf_good", 1);
+    ::execl(BERTH_BIN, BERTH_BIN, "pull", "hf://org/big", "--store", store_.c_str(),
+            "--connections", "4", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  // Kill -9 once about half the bytes are on disk.
+  std::string blobs = store_ + "/models--org--big/blobs";
+  auto allocated = [&] {
+    uint64_t n = 0;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(blobs, ec)) {
+      struct stat st;
+      if (e.path().extension() == ".incomplete" && ::stat(e.path().c_str(), &st) == 0)
+        n += static_cast<uint64_t>(st.st_blocks) * 512;
+    }
+    return n;
+  };
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (allocated() < kBigSize / 2 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  // The hub logs a request when its connection ends: wait until the count settles.
+  uint64_t first = 0;
+  for (int i = 0; i < 50; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    uint64_t now = hub_->CdnBytes();
+    if (now > 0 && now == first) break;
+    first = now;
+  }
+  EXPECT_GE(first, kBigSize / 3);
+  EXPECT_LT(first, kBigSize) << "the first run must be cut short";
+  hub_->Reset();
+  auto r = Pull("org/big");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  uint64_t second = hub_->CdnBytes();
+  double extra = static_cast<double>(first + second) / static_cast<double>(kBigSize) - 1.0;
+  std::printf("kill -9 at %.0f%%: first run %llu B, rerun %llu B, %.2f%% extra\n",
+              100.0 * static_cast<double>(first) / static_cast<double>(kBigSize),
+              static_cast<unsigned long long>(first), static_cast<unsigned long long>(second),
+              100 * extra);
+  EXPECT_LT(extra, 0.10);
+  EXPECT_GT(r->stats.bytes_resumed, 0u);
+  ExpectVerified(*r);
+}
+
+TEST_F(HubTest, AFullDiskFailsCleanlyKeepsThePartialAndTheNextRunCompletes) {
+  if (::geteuid() != 0) GTEST_SKIP() << "mounting a small tmpfs needs root (CI runs as root)";
+  std::string mnt = dir_ + "/small";
+  fs::create_directories(mnt);
+  ASSERT_EQ(::mount("tmpfs", mnt.c_str(), "tmpfs", 0, "size=12m"), 0) << std::strerror(errno);
+  store_ = mnt + "/store";
+  auto r = Pull("org/big");
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("No space left on device"));
+  EXPECT_THAT(r.status().message(), HasSubstr("the partial file is kept"));
+  std::string repo = store_ + "/models--org--big";
+  EXPECT_FALSE(fs::exists(repo + "/refs/main")) << "nothing published";
+  bool partial = false;
+  for (const auto& e : fs::directory_iterator(repo + "/blobs"))
+    partial = partial || e.path().extension() == ".incomplete";
+  EXPECT_TRUE(partial);
+  uint64_t before = hub_->CdnBytes();
+  ASSERT_EQ(::mount("tmpfs", mnt.c_str(), "tmpfs", MS_REMOUNT, "size=64m"), 0);
+  hub_->Reset();
+  auto again = Pull("org/big");
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_GT(again->stats.bytes_resumed, 0u);
+  EXPECT_LT(hub_->CdnBytes(), kBigSize - before / 2) << "what was written is kept";
+  ExpectVerified(*again);
+  ::umount2(mnt.c_str(), MNT_DETACH);
+}
+
+TEST(RepoPaths, EscapesAreRefused) {
+  for (const char* bad : {"../x", "a/../../x", "/etc/passwd", "a//b", "a\\b", "./a", ""})
+    EXPECT_FALSE(CheckRepoPath(bad).ok()) << bad;
+  for (const char* ok : {"config.json", "sub/dir/tokenizer.json", "a..b/c", ".gitattributes"})
+    EXPECT_TRUE(CheckRepoPath(ok).ok()) << ok;
+}
+
+TEST(Http, RetryAfterAndRateLimitHeaders) {
+  HttpResponse r;
+  r.headers["retry-after"] = "3";
+  EXPECT_EQ(RetryAfterMs(r), 3000);
+  r.headers["ratelimit"] = "\"resolvers\";r=0;t=7";
+  EXPECT_EQ(RetryAfterMs(r), 7000);
+  r.headers["ratelimit"] = "\"resolvers\";r=5;t=7";
+  EXPECT_EQ(RetryAfterMs(r), 3000);
+  EXPECT_EQ(OriginOf("https://huggingface.co/a"), OriginOf("https://huggingface.co:443/b"));
+  EXPECT_NE(OriginOf("http://127.0.0.1:1/a"), OriginOf("http://127.0.0.1:2/a"));
+  EXPECT_EQ(ResolveLocation("http://h:1/a/b?x", "/c/d"), "http://h:1/c/d");
+}
+
+}  // namespace
+}  // namespace berth::testing
