@@ -39,13 +39,7 @@ bool Load(const std::string& path, Desired* desired, std::ostream& err) {
   return true;
 }
 
-Result<Observed> ObserveHost(const std::string& observed_path, const Desired& desired) {
-  if (observed_path.empty())
-    return Status::FailedPrecondition(
-        "live observation of this host is not available in this build; plan against a saved "
-        "observation with --observed FILE (made by `berth observe -o json` on the host)");
-  return SavedObserver(observed_path).Observe(desired);
-}
+Result<Observed> ObserveHost(const PlanCommand& cmd, const Desired& desired);
 
 }  // namespace
 
@@ -65,7 +59,7 @@ int RunPlan(const PlanCommand& cmd, std::ostream& out, std::ostream& err) {
   }
   Desired desired;
   if (!Load(cmd.manifest_path, &desired, err)) return kExitError;
-  Result<Observed> observed = ObserveHost(cmd.observed_path, desired);
+  Result<Observed> observed = ObserveHost(cmd, desired);
   if (!observed.ok()) {
     err << "berth plan: " << observed.status().message() << "\n";
     return kExitError;
@@ -129,6 +123,7 @@ struct LiveHost {
   std::unique_ptr<SdJournalReader> journal;
   std::unique_ptr<SystemdManager> systemd;
   std::unique_ptr<UnitFileStore> unit_files;
+  std::string nvml_library;
 
   Status Connect(const HostAccess& access, const Desired& desired) {
     journal = std::make_unique<SdJournalReader>(access.journal_dir);
@@ -139,6 +134,7 @@ struct LiveHost {
     if (!mgr.ok()) return mgr.status();
     systemd = std::move(mgr).value();
     unit_files = std::make_unique<UnitFileStore>(desired.host.unit_dir);
+    nvml_library = access.nvml_library;
     return Status::Ok();
   }
   Result<Observed> Observe(const Desired& desired) {
@@ -146,9 +142,21 @@ struct LiveHost {
     o.systemd = systemd.get();
     o.unit_files = unit_files.get();
     o.hub = HubOptionsFromEnvironment();
+    o.gpu.nvml_library = nvml_library;
     return LiveObserver(o).Observe(desired);
   }
 };
+
+}  // namespace
+
+namespace {
+
+Result<Observed> ObserveHost(const PlanCommand& cmd, const Desired& desired) {
+  if (!cmd.observed_path.empty()) return SavedObserver(cmd.observed_path).Observe(desired);
+  LiveHost host;
+  BERTH_RETURN_IF_ERROR(host.Connect(cmd.host, desired));
+  return host.Observe(desired);
+}
 
 }  // namespace
 

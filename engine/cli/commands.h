@@ -22,6 +22,7 @@ enum ExitCode : int {
 struct HostAccess {
   std::string bus_address;  // "" = the system bus (DBUS_SYSTEM_BUS_ADDRESS is honoured)
   std::string journal_dir;  // "" = the local journal
+  std::string nvml_library = "libnvidia-ml.so.1";  // dlopen name or path
 };
 
 struct ApplyCommand {
@@ -33,6 +34,7 @@ struct ApplyCommand {
 struct PlanCommand {
   std::string manifest_path;    // -f
   std::string observed_path;    // --observed; "" = observe this host
+  HostAccess host;              // when observing this host
   std::string format = "text";  // -o text|json
   bool detailed_exitcode = false;
 };

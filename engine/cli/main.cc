@@ -20,6 +20,8 @@ int main(int argc, char** argv) {
   plan->add_option("--observed", plan_cmd.observed_path,
                    "plan against a saved observation (berth observe -o json) instead of this host");
   plan->add_option("-o,--output", plan_cmd.format, "text or json")->capture_default_str();
+  plan->add_option("--bus", plan_cmd.host.bus_address, "D-Bus address of systemd's bus");
+  plan->add_option("--nvml-library", plan_cmd.host.nvml_library, "NVML library to load");
   plan->add_flag("--detailed-exitcode", plan_cmd.detailed_exitcode,
                  "exit 0 nothing to do, 1 error, 2 changes, 3 blocked");
 
@@ -35,6 +37,7 @@ int main(int argc, char** argv) {
   apply->add_flag("-y,--yes", apply_cmd.yes, "do not ask for confirmation");
   apply->add_option("--bus", apply_cmd.host.bus_address, "D-Bus address of systemd's bus");
   apply->add_option("--journal-dir", apply_cmd.host.journal_dir, "journal directory to read");
+  apply->add_option("--nvml-library", apply_cmd.host.nvml_library, "NVML library to load");
 
   std::string observe_path, observe_format = "text";
   berth::HostAccess observe_host;
@@ -42,6 +45,7 @@ int main(int argc, char** argv) {
   observe->add_option("-f,--file", observe_path, "manifest: which units and store to observe");
   observe->add_option("-o,--output", observe_format, "text or json")->capture_default_str();
   observe->add_option("--bus", observe_host.bus_address, "D-Bus address of systemd's bus");
+  observe->add_option("--nvml-library", observe_host.nvml_library, "NVML library to load");
 
   berth::PullCommand pull_cmd;
   auto* pull = app.add_subcommand("pull", "one model into the store, outside any manifest");

@@ -89,9 +89,9 @@ Result<Observed> LiveObserver::Observe(const Desired& desired) {
     o.ports_known = false;
   }
   AskHub(desired, &o);
-  // GPUs: NVML observation is not part of this build; the plan says its GPU checks are skipped.
-  o.gpus_known = false;
-  o.gpu_error = "GPU observation (NVML) is not available in this berth build";
+  GpuProbeOptions gpu = opt_.gpu;
+  gpu.proc_root = opt_.proc_root;
+  ApplyGpuObservation(ObserveGpus(gpu), &o);
   return o;
 }
 

@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "providers/gpu/gpu_probe.h"
 #include "providers/hub/hub_types.h"
 #include "providers/observer.h"
 
@@ -19,6 +20,8 @@ struct LiveObserverOptions {
   HubOptions hub;
   /// Do not ask the Hub (HF_HUB_OFFLINE=1 sets it too): plans use the store's refs and size:.
   bool offline = false;
+  /// NVML library and nvidia-smi to observe GPUs with.
+  GpuProbeOptions gpu;
 };
 
 class LiveObserver : public HostObserver {

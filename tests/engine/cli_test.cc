@@ -30,7 +30,11 @@ class CliTest : public ::testing::Test {
   }
   int Plan(const std::string& manifest, const std::string& observed, bool detailed,
            std::string format = "text") {
-    PlanCommand cmd{manifest, observed, format, detailed};
+    PlanCommand cmd;
+    cmd.manifest_path = manifest;
+    cmd.observed_path = observed;
+    cmd.format = format;
+    cmd.detailed_exitcode = detailed;
     out_.str("");
     err_.str("");
     return RunPlan(cmd, out_, err_);
