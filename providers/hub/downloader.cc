@@ -180,6 +180,9 @@ Status Downloader::Prepare(FileJob* f) {
       if (idx < n) f->chunks[idx] = ChunkState::kDone;
   } else if (had_partial) {
     // No map of ours: a contiguous prefix (huggingface_hub 0.36 appends), whole chunks of it.
+    // Where the data really ends is the first hole: a sparse file is never taken for data.
+    off_t hole = ::lseek(f->fd, 0, SEEK_HOLE);
+    if (hole >= 0) partial_size = std::min<uint64_t>(partial_size, static_cast<uint64_t>(hole));
     for (size_t i = 0; i < n && (i + 1) * f->chunk <= partial_size; ++i)
       f->chunks[i] = ChunkState::kDone;
     if (!chunked && partial_size < e.size) {
@@ -235,13 +238,18 @@ void Downloader::SaveChunkMap(FileJob* f) {
   for (size_t i = 0; i < f->chunks.size(); ++i)
     if (f->chunks[i] == ChunkState::kDone) s << i << "\n";
   // Not fsynced: after a crash a lost entry only means one chunk fetched again.
+  // A map that cannot be written (disk full) leaves the previous one: it is only ever behind.
   std::string path = layout_.ChunkMapPath(f->entry.etag());
   std::string tmp = path + ".tmp";
+  bool ok;
   {
     std::ofstream out(tmp, std::ios::trunc);
     out << s.str();
+    out.flush();
+    ok = static_cast<bool>(out);
   }
-  std::rename(tmp.c_str(), path.c_str());
+  if (ok) ok = std::rename(tmp.c_str(), path.c_str()) == 0;
+  if (!ok) std::remove(tmp.c_str());
 }
 
 Transfer* Downloader::StartHead(FileJob* f, const std::string& url) {

@@ -405,6 +405,10 @@ class Hub:
     def __init__(self, opts):
         self.opts = opts
         self.lock = threading.Lock()
+        # Requests being answered: the log is read only once they are recorded, so a client
+        # that got its answer and asks for the log right away finds its request in it.
+        self.in_flight = 0
+        self.idle = threading.Condition(self.lock)
         self.faults = [parse_fault(s) for s in opts.fault]
         self.log = []
         self.seq = 0
@@ -474,8 +478,18 @@ class Hub:
         with self.lock:
             return [dict(f) for f in self.faults]
 
+    def begin(self):
+        with self.lock:
+            self.in_flight += 1
+
+    def wait_idle(self, timeout=2.0):
+        with self.lock:
+            self.idle.wait_for(lambda: self.in_flight == 0, timeout)
+
     def record(self, entry):
         with self.lock:
+            self.in_flight = max(0, self.in_flight - 1)
+            self.idle.notify_all()
             self.seq += 1
             entry["seq"] = self.seq
             self.log.append(entry)
@@ -586,6 +600,8 @@ class Handler(BaseHTTPRequestHandler):
             "token": self.token_state, "bytes_sent": 0, "faults": [], "dropped": False,
             "violation": None, "user_agent": self.headers.get("User-Agent"), "headers": hdrs,
         }
+        if not control:
+            self.hub.begin()
         try:
             if control:
                 self.route_control()
@@ -701,6 +717,8 @@ class Handler(BaseHTTPRequestHandler):
     def route_control(self):
         hub = self.hub
         p = self.rawpath
+        if p in ("/_fake/log", "/_fake/violations") and self.method == "GET":
+            hub.wait_idle()
         if p == "/_fake/log" and self.method == "GET":
             since = int(self.params.get("since", ["0"])[0])
             with hub.lock:
