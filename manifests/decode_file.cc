@@ -12,7 +12,9 @@ namespace berth::manifests {
 namespace {
 
 constexpr std::string_view kTopKeys[] = {"berth", "host", "models", "services"};
-constexpr std::string_view kHostKeys[] = {"match", "store", "reserve", "unit_dir", "executables"};
+constexpr std::string_view kHostKeys[] = {"match",    "store",       "reserve",
+                                          "unit_dir", "executables", "gpus"};
+constexpr std::string_view kGpuInventoryKeys[] = {"count", "memory"};
 constexpr std::string_view kMatchKeys[] = {"hostname"};
 constexpr std::string_view kExecutableEngines[] = {"vllm", "sglang", "llama-server"};
 constexpr std::string_view kModelKeys[] = {"source",  "revision", "include",
@@ -36,6 +38,25 @@ void DecodeHost(YamlReader& r, const Field& host, FilePart* part) {
       if (auto v = r.Size(f)) part->host.reserve_bytes = *v;
     } else if (f.key == "unit_dir") {
       if (auto v = r.AbsolutePath(f)) part->host.unit_dir = *v;
+    } else if (f.key == "gpus") {
+      if (!r.ExpectMap(f)) continue;
+      GpuInventory inv;
+      bool count = false, memory = false;
+      for (const Field& g : r.Entries(f.value, kGpuInventoryKeys, "in gpus")) {
+        if (g.key == "count") {
+          if (auto v = r.Int(g, 1, 1024)) {
+            inv.count = static_cast<int>(*v);
+            count = true;
+          }
+        } else if (auto v = r.Size(g)) {
+          inv.memory_bytes = *v;
+          memory = true;
+        }
+      }
+      if (count && memory)
+        part->host.gpus = inv;
+      else
+        r.Error(f.key_loc, "'gpus' needs both count and memory, e.g. {count: 8, memory: 96GiB}");
     } else if (f.key == "executables") {
       if (!r.ExpectMap(f)) continue;
       for (const Field& e : r.Entries(f.value, kExecutableEngines, "in executables")) {

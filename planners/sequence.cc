@@ -29,10 +29,34 @@ std::string GpuList(const std::vector<int>& gpus) {
   return out;
 }
 
+// Per-GPU claim of a service: what must be free on each of its GPUs when it starts.
+uint64_t Claim(const ServiceSpec& s, uint64_t total) {
+  switch (s.engine) {
+    case EngineKind::kVllm:
+      return static_cast<uint64_t>(s.vllm.gpu_memory_utilization * static_cast<double>(total));
+    case EngineKind::kSglang:
+      return static_cast<uint64_t>(s.sglang.mem_fraction_static * static_cast<double>(total));
+    default:
+      return s.gpu_memory.value_or(0);
+  }
+}
+
 // The host's GPU memory and ports as the sequence changes them.
 class HostModel {
  public:
-  HostModel(const Desired& d, const Observed& o) : o_(o) {
+  HostModel(const Desired& d, const Observed& o) : o_(o), known_(o.gpus_known) {
+    if (!o.gpus_known && d.host.gpus) {
+      // The manifest's inventory stands in for what could not be observed: berth's own running
+      // services are the only claims it can count.
+      known_ = true;
+      for (int i = 0; i < d.host.gpus->count; ++i) total_[i] = d.host.gpus->memory_bytes;
+      for (const auto& [n, s] : d.services) {
+        const ObservedUnit* u = o.FindUnit(s.UnitName());
+        if (!u || !u->IsActive() || !s.has_engine) continue;
+        for (int i : s.gpus)
+          if (total_.count(i)) held_[i][s.UnitName()] += Claim(s, total_[i]);
+      }
+    }
     for (const auto& g : o.gpus) {
       total_[g.index] = g.memory_total;
       uint64_t attributed = 0;
@@ -60,7 +84,8 @@ class HostModel {
     }
   }
 
-  bool gpus_known() const { return o_.gpus_known; }
+  bool gpus_known() const { return known_; }
+  size_t gpu_count() const { return total_.size(); }
   bool HasGpu(int i) const { return total_.count(i) > 0; }
   uint64_t Total(int i) const { return total_.at(i); }
   uint64_t Free(int i) const {
@@ -106,22 +131,11 @@ class HostModel {
 
  private:
   const Observed& o_;
+  bool known_;
   std::map<int, uint64_t> total_;
   std::map<int, std::map<std::string, uint64_t>> held_;
   std::multimap<int, std::string> ports_;
 };
-
-// Per-GPU claim of a service: what must be free on each of its GPUs when it starts.
-uint64_t Claim(const ServiceSpec& s, uint64_t total) {
-  switch (s.engine) {
-    case EngineKind::kVllm:
-      return static_cast<uint64_t>(s.vllm.gpu_memory_utilization * static_cast<double>(total));
-    case EngineKind::kSglang:
-      return static_cast<uint64_t>(s.sglang.mem_fraction_static * static_cast<double>(total));
-    default:
-      return s.gpu_memory.value_or(0);
-  }
-}
 
 class Sequencer {
  public:
@@ -239,7 +253,7 @@ class Sequencer {
         Problem p;
         p.resource = "gpu " + std::to_string(i);
         p.message = t.address + " asks for GPU " + std::to_string(i) + ", which this host " +
-                    "does not have (" + std::to_string(o_.gpus.size()) + " GPUs observed)";
+                    "does not have (" + std::to_string(host_.gpu_count()) + " GPUs)";
         n.problems.push_back(p);
         continue;
       }
@@ -509,10 +523,16 @@ class Sequencer {
 }  // namespace
 
 void Sequence(const Desired& d, const Observed& o, Draft draft, Plan* plan) {
-  if (!o.gpus_known)
-    draft.warnings.push_back("GPU memory checks skipped: " + (o.gpu_error.empty()
-                                                                  ? std::string("GPUs not observed")
-                                                                  : o.gpu_error));
+  std::string why = o.gpu_error.empty() ? std::string("GPUs not observed") : o.gpu_error;
+  if (!o.gpus_known && d.host.gpus) {
+    draft.warnings.push_back("GPU memory checked against the manifest's host.gpus (" +
+                             std::to_string(d.host.gpus->count) + " × " +
+                             FormatGiB(d.host.gpus->memory_bytes) +
+                             "), counting only berth's running services: " + why);
+  } else if (!o.gpus_known) {
+    draft.warnings.push_back("GPU memory checks skipped: " + why +
+                             " (state host.gpus in the manifest to check against it)");
+  }
   if (!o.ports_known)
     draft.warnings.push_back(
         "port checks limited to berth's own services: listening ports "

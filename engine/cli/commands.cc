@@ -124,9 +124,12 @@ struct LiveHost {
   std::unique_ptr<SystemdManager> systemd;
   std::unique_ptr<UnitFileStore> unit_files;
   std::string nvml_library;
+  std::string systemd_error;  // why systemd is not connected, when it is not
 
   Status Connect(const HostAccess& access, const Desired& desired) {
     journal = std::make_unique<SdJournalReader>(access.journal_dir);
+    unit_files = std::make_unique<UnitFileStore>(desired.host.unit_dir);
+    nvml_library = access.nvml_library;
     SdBusOptions opts;
     opts.address = access.bus_address;
     opts.journal = journal.get();
@@ -140,6 +143,7 @@ struct LiveHost {
   Result<Observed> Observe(const Desired& desired) {
     LiveObserverOptions o;
     o.systemd = systemd.get();
+    o.systemd_error = systemd_error;
     o.unit_files = unit_files.get();
     o.hub = HubOptionsFromEnvironment();
     o.gpu.nvml_library = nvml_library;
@@ -165,11 +169,9 @@ int RunObserve(const std::string& manifest_path, const std::string& format,
   Desired desired;
   if (!manifest_path.empty() && !Load(manifest_path, &desired, err)) return kExitError;
   LiveHost host;
+  // Observing works without systemd (a GPU box without it, a container): units are then unknown.
   Status s = host.Connect(access, desired);
-  if (!s.ok()) {
-    err << "berth observe: " << s.message() << "\n";
-    return kExitError;
-  }
+  if (!s.ok()) host.systemd_error = s.message();
   auto o = host.Observe(desired);
   if (!o.ok()) {
     err << "berth observe: " << o.status().message() << "\n";
@@ -188,9 +190,15 @@ int RunObserve(const std::string& manifest_path, const std::string& format,
       out << "  model " << r.repo_id << "@" << v.commit.substr(0, 7) << " "
           << FormatBytes(v.bytes_present) << (v.complete ? " complete" : " partial") << "\n";
   if (!o->gpus_known) out << "gpus: unknown (" << o->gpu_error << ")\n";
-  for (const auto& g : o->gpus)
+  if (!o->units_known) out << "units: unknown\n";
+  for (const auto& w : o->warnings) out << "warning: " << w << "\n";
+  for (const auto& g : o->gpus) {
     out << "gpu " << g.index << " " << g.name << ": " << FormatGiB(g.memory_used) << " used of "
         << FormatGiB(g.memory_total) << "\n";
+    for (const auto& p : g.processes)
+      out << "  pid " << p.pid << " " << p.name << " " << FormatGiB(p.used_bytes)
+          << (p.unit.empty() ? " (no unit)" : " (" + p.unit + ")") << "\n";
+  }
   for (const auto& u : o->units)
     out << "unit " << u.name << ": " << u.load_state << " " << u.active_state << "/" << u.sub_state
         << (u.managed ? " (berth)" : "") << "\n";

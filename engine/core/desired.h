@@ -17,11 +17,19 @@ struct SourceLoc {
   std::string ToString() const;
 };
 
+/// GPUs as the manifest states them, for planning where they cannot be observed (a CI job with a
+/// saved observation that lacks them, a host whose driver is down).
+struct GpuInventory {
+  int count = 0;
+  uint64_t memory_bytes = 0;  // per GPU
+};
+
 struct HostSpec {
   std::map<std::string, std::string> match;  // e.g. {"hostname": "gpu-*"}; empty matches every host
   std::string store;           // HF cache dir; "" = HF_HUB_CACHE / ~/.cache/huggingface/hub
   uint64_t reserve_bytes = 0;  // free space the plan must never consume
   std::string unit_dir = "/etc/systemd/system";
+  std::optional<GpuInventory> gpus;  // host.gpus: {count, memory}
   SourceLoc loc;
 };
 

@@ -78,9 +78,14 @@ Result<Observed> LiveObserver::Observe(const Desired& desired) {
 
   std::vector<std::string> names;
   for (const auto& [name, s] : desired.services) names.push_back(s.UnitName());
-  auto units = ObserveUnits(*opt_.systemd, *opt_.unit_files, names);
-  if (!units.ok()) return units.status().WithContext("observing systemd units");
-  o.units = std::move(units).value();
+  if (opt_.systemd) {
+    auto units = ObserveUnits(*opt_.systemd, *opt_.unit_files, names);
+    if (!units.ok()) return units.status().WithContext("observing systemd units");
+    o.units = std::move(units).value();
+  } else {
+    o.units_known = false;
+    o.warnings.push_back("systemd units not observed: " + opt_.systemd_error);
+  }
 
   auto ports = ObserveListeningPorts(opt_.proc_root);
   if (ports.ok()) {

@@ -13,7 +13,8 @@ class SystemdManager;
 class UnitFileStore;
 
 struct LiveObserverOptions {
-  SystemdManager* systemd = nullptr;    // required
+  SystemdManager* systemd = nullptr;  // null: units are not observed (systemd_error says why)
+  std::string systemd_error;
   UnitFileStore* unit_files = nullptr;  // required: the manifest's host.unit_dir
   std::string proc_root = "/proc";
   /// How to ask the Hub which commit a branch points at and what its files weigh.

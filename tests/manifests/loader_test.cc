@@ -190,3 +190,22 @@ TEST(Loader, DiagnosticToStringLeavesOutAnEmptyHint) {
 
 }  // namespace
 }  // namespace berth
+
+namespace berth {
+namespace {
+
+TEST(HostGpus, InventoryIsReadAndBothFieldsAreNeeded) {
+  LoadResult ok =
+      LoadManifestTexts({{"m.yaml", "berth: 1\nhost:\n  gpus: {count: 8, memory: 96GiB}\n"}});
+  ASSERT_TRUE(ok.ok()) << (ok.diagnostics.empty() ? "" : ok.diagnostics[0].ToString());
+  ASSERT_TRUE(ok.desired.host.gpus.has_value());
+  EXPECT_EQ(ok.desired.host.gpus->count, 8);
+  EXPECT_EQ(ok.desired.host.gpus->memory_bytes, 96ull << 30);
+  LoadResult bad = LoadManifestTexts({{"m.yaml", "berth: 1\nhost:\n  gpus: {count: 8}\n"}});
+  ASSERT_EQ(bad.diagnostics.size(), 1u);
+  EXPECT_EQ(bad.diagnostics[0].ToString(),
+            "m.yaml:3:3: 'gpus' needs both count and memory, e.g. {count: 8, memory: 96GiB}");
+}
+
+}  // namespace
+}  // namespace berth

@@ -503,8 +503,7 @@ TEST_F(ScenarioTest, AGpuIndexTheHostDoesNotHaveIsBlocked) {
   EXPECT_EQ(p.problems[0].resource, "gpu 5");
   EXPECT_EQ(p.problems[0].step, 3);
   EXPECT_THAT(p.problems[0].message,
-              HasSubstr("service/svc asks for GPU 5, which this host does not have (2 GPUs "
-                        "observed)"));
+              HasSubstr("service/svc asks for GPU 5, which this host does not have (2 GPUs)"));
 }
 
 TEST_F(ScenarioTest, UnknownGpusWarnAndSkipTheGpuCheck) {
@@ -520,7 +519,9 @@ TEST_F(ScenarioTest, UnknownGpusWarnAndSkipTheGpuCheck) {
                           "daemon-reload systemd unit_files_changed",
                           "start service/svc not_running", "wait-healthy service/svc health_gate"));
   ASSERT_EQ(p.warnings.size(), 1u);
-  EXPECT_EQ(p.warnings[0], "GPU memory checks skipped: NVML: libnvidia-ml.so.1 not found");
+  EXPECT_EQ(p.warnings[0],
+            "GPU memory checks skipped: NVML: libnvidia-ml.so.1 not found (state host.gpus in the "
+            "manifest to check against it)");
   EXPECT_TRUE(p.actions[2].requires_.gpu_bytes.empty());
   Converge();
 }
@@ -867,6 +868,41 @@ TEST_F(ScenarioTest, PlanningTheSameInputsTwiceGivesTheSamePlan) {
                   "start service/new not_running", "wait-healthy service/new health_gate",
                   "remove-model model/org/gone not_in_manifest"));
   Converge();
+}
+
+}  // namespace
+}  // namespace berth::testing
+
+namespace berth::testing {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+TEST_F(PlannerTest, WithoutObservedGpusTheManifestsInventoryDecidesStopFirst) {
+  Gpus(1, GiB(80));
+  d.host.gpus = GpuInventory{1, GiB(80)};
+  Model("a", "org/a");
+  InStore("org/a", Commit("a"), 1000);
+  Vllm("old", "a", {0}, 8000, 0.6);
+  Converge();
+  o.gpus_known = false;
+  o.gpu_error = "no NVIDIA driver";
+  o.gpus.clear();
+  d.services["old"].state = ServiceState::kStopped;
+  Vllm("new", "a", {0}, 8001, 0.6);  // 0.6 + 0.6 of 80 GiB does not fit beside old
+  Plan p = PlanNow();
+  EXPECT_THAT(
+      Steps(p),
+      ElementsAre("write-unit unit/new.service unit_missing",
+                  "daemon-reload systemd unit_files_changed", "stop service/old frees_resources",
+                  "start service/new not_running", "wait-healthy service/new health_gate"));
+  ASSERT_FALSE(p.warnings.empty());
+  EXPECT_THAT(p.warnings[0], HasSubstr("manifest's host.gpus (1 × 80.0 GiB)"));
+  d.services["new"].gpus = {1};
+  p = PlanNow();
+  ASSERT_TRUE(p.blocked());
+  EXPECT_THAT(p.problems[0].message, HasSubstr("GPU 1, which this host does not have (1 GPUs)"));
 }
 
 }  // namespace
