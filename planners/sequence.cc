@@ -337,6 +337,7 @@ class Sequencer {
     a.address = t.address;
     a.unit = t.unit;
     a.reason = for_service.empty() ? t.reason : Reason::kFreesResources;
+    a.for_service = for_service;
     Resources freed = host_.Release(t.unit);
     a.frees = freed;
     std::string what;

@@ -1,6 +1,7 @@
 #include "engine/apply/executor.h"
 
 #include <memory>
+#include <mutex>
 #include <thread>
 
 #include "engine/core/units.h"
@@ -36,30 +37,110 @@ ExecResult Executor::Run(const Plan& plan) {
     r.status = Status::FailedPrecondition("the plan is blocked; nothing was changed");
     return r;
   }
-  for (size_t i = 0; i < plan.actions.size(); ++i) {
+  size_t n = plan.actions.size();
+  for (size_t i = 0; i < n; ++i) {
+    if (d_.stop && d_.stop->load()) {
+      r.interrupted = true;
+      r.status = Status::Unavailable("interrupted after step " + std::to_string(i) + " of " +
+                                     std::to_string(n) + "; the next run picks up from here");
+      return r;
+    }
     const Action& a = plan.actions[i];
+    // Downloads side by side: every download at the head of the plan runs at once.
+    size_t last = i;
+    while (a.kind == ActionKind::kDownload && last + 1 < n &&
+           plan.actions[last + 1].kind == ActionKind::kDownload)
+      ++last;
+    if (a.kind == ActionKind::kDownload && last > i) {
+      Status s = RunDownloads(plan, i, last, &r);
+      if (!s.ok()) {
+        r.status = s;
+        return r;
+      }
+      r.steps_done = static_cast<int>(last + 1);
+      i = last;
+      continue;
+    }
     if (d_.progress)
-      *d_.progress << "[" << (i + 1) << "/" << plan.actions.size() << "] " << ActionKindName(a.kind)
-                   << " " << a.address << " ..." << std::endl;
+      *d_.progress << "[" << (i + 1) << "/" << n << "] " << ActionKindName(a.kind) << " "
+                   << a.address << " ..." << std::endl;
+    if (d_.on_action) d_.on_action(static_cast<int>(i + 1), a, "running", "");
     auto start = d_.clock->Now();
-    Status s = RunAction(a);
+    Status s = RunAction(a, &r);
+    if (d_.on_action)
+      d_.on_action(static_cast<int>(i + 1), a, s.ok() ? "done" : "failed", s.message());
     if (!s.ok()) {
       r.status = s.WithContext("step " + std::to_string(i + 1) + " (" + ActionKindName(a.kind) +
                                " " + a.address + ")");
       r.failed_step = static_cast<int>(i + 1);
+      if (d_.rollback) Rollback(plan, i, &r);
       return r;
     }
     r.steps_done = static_cast<int>(i + 1);
     if (d_.progress) {
       auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(d_.clock->Now() - start);
-      *d_.progress << "[" << (i + 1) << "/" << plan.actions.size() << "] done in "
+      *d_.progress << "[" << (i + 1) << "/" << n << "] done in "
                    << FormatDurationMs(static_cast<uint64_t>(ms.count())) << std::endl;
     }
   }
   return r;
 }
 
-Status Executor::RunAction(const Action& a) {
+Status Executor::RunDownloads(const Plan& plan, size_t first, size_t last, ExecResult* r) {
+  std::vector<Status> results(last - first + 1);
+  std::vector<ExecResult> partial(results.size());
+  std::vector<std::thread> threads;
+  parallel_ = true;
+  for (size_t i = first; i <= last; ++i) {
+    if (d_.on_action) d_.on_action(static_cast<int>(i + 1), plan.actions[i], "running", "");
+    threads.emplace_back([this, &plan, &results, &partial, first, i] {
+      results[i - first] = Download(plan.actions[i], &partial[i - first]);
+    });
+  }
+  for (auto& t : threads) t.join();
+  parallel_ = false;
+  Status first_error;
+  for (size_t i = first; i <= last; ++i) {
+    const Status& s = results[i - first];
+    if (d_.on_action)
+      d_.on_action(static_cast<int>(i + 1), plan.actions[i], s.ok() ? "done" : "failed",
+                   s.message());
+    for (auto& d : partial[i - first].downloaded) r->downloaded.push_back(d);
+    r->bytes_downloaded += partial[i - first].bytes_downloaded;
+    if (!s.ok() && first_error.ok()) {
+      first_error = s.WithContext("step " + std::to_string(i + 1) + " (download " +
+                                  plan.actions[i].address + ")");
+      r->failed_step = static_cast<int>(i + 1);
+    }
+  }
+  return first_error;
+}
+
+void Executor::Rollback(const Plan& plan, size_t failed, ExecResult* r) {
+  const Action& f = plan.actions[failed];
+  if (f.kind != ActionKind::kStart && f.kind != ActionKind::kWaitHealthy) return;
+  std::string service = f.address.substr(f.address.find('/') + 1);
+  std::vector<const Action*> replaced;
+  for (size_t i = 0; i < failed; ++i)
+    if (plan.actions[i].kind == ActionKind::kStop && plan.actions[i].for_service == service)
+      replaced.push_back(&plan.actions[i]);
+  if (replaced.empty()) return;
+  auto note = [&](const std::string& line) {
+    r->rollback_log.push_back(line);
+    if (d_.progress) *d_.progress << "rollback: " << line << std::endl;
+  };
+  Status s = d_.systemd->Stop(f.unit, d_.job_timeout);
+  note("stop " + f.unit + (s.ok() ? "" : " failed: " + s.message()));
+  bool all = true;
+  for (const Action* a : replaced) {
+    Status st = d_.systemd->Start(a->unit, d_.job_timeout);
+    note("start " + a->unit + " again" + (st.ok() ? "" : " failed: " + st.message()));
+    all = all && st.ok();
+  }
+  r->rolled_back = all;
+}
+
+Status Executor::RunAction(const Action& a, ExecResult* result) {
   switch (a.kind) {
     case ActionKind::kWriteUnit:
       return d_.unit_files->Write(a.unit, a.unit_content).status();
@@ -75,8 +156,10 @@ Status Executor::RunAction(const Action& a) {
       return d_.systemd->Restart(a.unit, d_.job_timeout);
     case ActionKind::kWaitHealthy:
       return WaitHealthy(a);
-    case ActionKind::kDownload:
-      return Download(a);
+    case ActionKind::kDownload: {
+      ExecResult ignored;
+      return Download(a, result ? result : &ignored);
+    }
     case ActionKind::kRemoveModel: {
       auto freed = RemoveRevision(d_.store, a.repo_id, a.commit);
       if (!freed.ok()) return freed.status();
@@ -89,7 +172,7 @@ Status Executor::RunAction(const Action& a) {
   return Status::Internal("unknown action kind");
 }
 
-Status Executor::Download(const Action& a) {
+Status Executor::Download(const Action& a, ExecResult* result) {
   PullRequest req;
   req.store = d_.store;
   req.repo_id = a.repo_id;
@@ -98,13 +181,20 @@ Status Executor::Download(const Action& a) {
   req.exclude = a.exclude;
   req.expect_commit = a.commit;
   HubOptions hub = d_.hub;
+  hub.cancel = d_.stop;
   std::unique_ptr<ProgressPrinter> printer;
   if (d_.progress) {
-    printer = std::make_unique<ProgressPrinter>(*d_.progress, d_.progress_tty);
-    hub.on_progress = [&printer](const PullProgress& p) { printer->Update(p); };
+    // Bars redraw one line: with downloads side by side, log lines read better.
+    printer = std::make_unique<ProgressPrinter>(*d_.progress, d_.progress_tty && !parallel_);
+    hub.on_progress = [this, &printer](const PullProgress& p) {
+      std::lock_guard<std::mutex> l(progress_mu_);
+      printer->Update(p);
+    };
   }
   auto r = PullModel(req, hub);
   if (!r.ok()) return r.status();
+  result->downloaded.emplace_back(a.repo_id, r->snapshot.commit);
+  result->bytes_downloaded += r->stats.bytes_fetched;
   if (printer) {
     PullProgress p;
     p.repo_id = a.repo_id;
@@ -112,6 +202,7 @@ Status Executor::Download(const Action& a) {
     p.bytes_fetched = r->stats.bytes_fetched;
     p.files_done = p.files_total = static_cast<int>(r->files.size());
     p.seconds = r->seconds;
+    std::lock_guard<std::mutex> l(progress_mu_);
     printer->Done(p);
   }
   return Status::Ok();

@@ -2,10 +2,14 @@
 // idempotent (a unit already written, a service already running: nothing happens twice).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <functional>
+#include <mutex>
 #include <ostream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "engine/core/plan.h"
 #include "engine/core/status.h"
@@ -27,6 +31,10 @@ class Clock {
 };
 Clock& RealClock();
 
+/// Called before ("running") and after ("done", "failed") each action, with its 1-based step.
+using ActionHook = std::function<void(int step, const Action& a, const std::string& status,
+                                      const std::string& message)>;
+
 struct ExecutorDeps {
   SystemdManager* systemd = nullptr;
   UnitFileStore* unit_files = nullptr;
@@ -37,7 +45,10 @@ struct ExecutorDeps {
   /// The model store (HF cache) downloads go to, and how to reach the Hub.
   std::string store;
   HubOptions hub;
-  bool progress_tty = false;  // draw download bars instead of log lines
+  bool progress_tty = false;                // draw download bars instead of log lines
+  ActionHook on_action;                     // the journal
+  const std::atomic<bool>* stop = nullptr;  // checked between actions
+  bool rollback = true;                     // undo a failed replacement
   /// How long a start, stop or restart job may take before berth gives up on it.
   std::chrono::milliseconds job_timeout{std::chrono::minutes(5)};
 };
@@ -47,6 +58,11 @@ struct ExecResult {
   Status status;
   int failed_step = 0;  // 1-based; 0 when every step succeeded
   int steps_done = 0;
+  bool interrupted = false;  // stopped between actions on request (SIGINT/SIGTERM)
+  bool rolled_back = false;  // a replacement failed its health gate; what it replaced runs again
+  std::vector<std::string> rollback_log;                        // what the rollback did
+  std::vector<std::pair<std::string, std::string>> downloaded;  // repo_id, commit
+  uint64_t bytes_downloaded = 0;
 };
 
 class Executor {
@@ -55,13 +71,17 @@ class Executor {
   /// Runs every action in order and stops at the first failure.
   ExecResult Run(const Plan& plan);
   /// One action; public for tests.
-  Status RunAction(const Action& action);
+  Status RunAction(const Action& action, ExecResult* result = nullptr);
 
  private:
   Status WaitHealthy(const Action& a);
-  Status Download(const Action& a);
+  Status Download(const Action& a, ExecResult* r);
+  Status RunDownloads(const Plan& plan, size_t first, size_t last, ExecResult* r);
+  void Rollback(const Plan& plan, size_t failed, ExecResult* r);
   std::string JournalTail(const std::string& unit);
   ExecutorDeps d_;
+  bool parallel_ = false;  // downloads running side by side
+  std::mutex progress_mu_;
 };
 
 }  // namespace berth

@@ -4,9 +4,13 @@
 
 #include <iostream>
 
+#include <ctime>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include "engine/apply/executor.h"
+#include "engine/apply/live_host.h"
+#include "engine/apply/run_once.h"
+#include "engine/apply/saved_plan.h"
 #include "engine/core/observed_json.h"
 #include "engine/core/units.h"
 #include "engine/observe/live_observer.h"
@@ -57,6 +61,18 @@ int RunPlan(const PlanCommand& cmd, std::ostream& out, std::ostream& err) {
     err << "berth plan: unknown output format '" << cmd.format << "' (use text or json)\n";
     return kExitError;
   }
+  if (cmd.observed_path.empty() && cmd.format == "text") {
+    // The live host: the same pass as apply, without changing anything.
+    RunOptions o;
+    o.manifest_path = cmd.manifest_path;
+    o.host = cmd.host;
+    o.state_dir = cmd.state_dir;
+    o.apply = false;
+    o.out_path = cmd.out_path;
+    RunReport r = RunOnce(o, out, err);
+    if (r.exit_code == kExitChanges && !cmd.detailed_exitcode) return kExitOk;
+    return r.exit_code;
+  }
   Desired desired;
   if (!Load(cmd.manifest_path, &desired, err)) return kExitError;
   Result<Observed> observed = ObserveHost(cmd, desired);
@@ -66,6 +82,25 @@ int RunPlan(const PlanCommand& cmd, std::ostream& out, std::ostream& err) {
   }
   Plan plan = MakePlan(desired, *observed);
   out << (cmd.format == "json" ? PlanToJson(plan, desired) : PlanToText(plan, desired));
+  if (!cmd.out_path.empty()) {
+    // Made elsewhere (a CI job) from a saved observation: its berth_state and facts travel
+    // with the plan, and the host checks them again before anything runs.
+    SavedPlan s;
+    s.plan = plan;
+    s.manifest_path = cmd.manifest_path;
+    s.manifest_digest = desired.digest;
+    s.host = observed->hostname;
+    s.state_lineage = observed->state.lineage;
+    s.state_serial = observed->state.serial;
+    s.created_unix = static_cast<int64_t>(std::time(nullptr));
+    s.fingerprints = Fingerprint(plan, *observed);
+    std::ofstream f(cmd.out_path, std::ios::trunc);
+    f << SavedPlanToJson(s);
+    if (!f) {
+      err << "berth plan: cannot write " << cmd.out_path << "\n";
+      return kExitError;
+    }
+  }
   if (plan.blocked()) return kExitBlocked;
   if (cmd.detailed_exitcode && !plan.empty()) return kExitChanges;
   return kExitOk;
@@ -119,37 +154,6 @@ int RunRender(const std::string& manifest_path, const std::string& observed_path
 namespace {
 
 // The live host's providers, connected once per command.
-struct LiveHost {
-  std::unique_ptr<SdJournalReader> journal;
-  std::unique_ptr<SystemdManager> systemd;
-  std::unique_ptr<UnitFileStore> unit_files;
-  std::string nvml_library;
-  std::string systemd_error;  // why systemd is not connected, when it is not
-
-  Status Connect(const HostAccess& access, const Desired& desired) {
-    journal = std::make_unique<SdJournalReader>(access.journal_dir);
-    unit_files = std::make_unique<UnitFileStore>(desired.host.unit_dir);
-    nvml_library = access.nvml_library;
-    SdBusOptions opts;
-    opts.address = access.bus_address;
-    opts.journal = journal.get();
-    auto mgr = ConnectSystemd(opts);
-    if (!mgr.ok()) return mgr.status();
-    systemd = std::move(mgr).value();
-    unit_files = std::make_unique<UnitFileStore>(desired.host.unit_dir);
-    nvml_library = access.nvml_library;
-    return Status::Ok();
-  }
-  Result<Observed> Observe(const Desired& desired) {
-    LiveObserverOptions o;
-    o.systemd = systemd.get();
-    o.systemd_error = systemd_error;
-    o.unit_files = unit_files.get();
-    o.hub = HubOptionsFromEnvironment();
-    o.gpu.nvml_library = nvml_library;
-    return LiveObserver(o).Observe(desired);
-  }
-};
 
 }  // namespace
 
@@ -209,64 +213,18 @@ int RunObserve(const std::string& manifest_path, const std::string& format,
 }
 
 int RunApply(const ApplyCommand& cmd, std::istream& in, std::ostream& out, std::ostream& err) {
-  Desired desired;
-  if (!Load(cmd.manifest_path, &desired, err)) return kExitError;
-  LiveHost host;
-  Status s = host.Connect(cmd.host, desired);
-  if (!s.ok()) {
-    err << "berth apply: " << s.message() << "\n";
-    return kExitError;
-  }
-  auto observed = host.Observe(desired);
-  if (!observed.ok()) {
-    err << "berth apply: " << observed.status().message() << "; nothing was changed\n";
-    return kExitError;
-  }
-  Plan plan = MakePlan(desired, *observed);
-  out << PlanToText(plan, desired);
-  if (plan.blocked()) return kExitBlocked;
-  if (plan.empty()) return kExitOk;
-  if (!cmd.yes) {
-    out << "\nApply these " << plan.actions.size()
-        << " actions? Only 'yes' is accepted: " << std::flush;
-    std::string answer;
-    std::getline(in, answer);
-    if (answer != "yes") {
-      err << "berth apply: not confirmed; nothing was changed\n";
-      return kExitError;
-    }
-  }
-  CurlHealthProbe health;
-  ExecutorDeps deps;
-  deps.systemd = host.systemd.get();
-  deps.unit_files = host.unit_files.get();
-  deps.health = &health;
-  deps.journal = host.journal.get();
-  deps.store = desired.host.store.empty() ? DefaultStorePath() : desired.host.store;
-  deps.hub = HubOptionsFromEnvironment();
-  deps.progress_tty = ::isatty(1) == 1;
-  deps.progress = &out;
-  ExecResult r = Executor(deps).Run(plan);
-  if (!r.status.ok()) {
-    err << "berth apply: " << r.status.message() << "\n"
-        << r.steps_done << " of " << plan.actions.size()
-        << " steps were done; run berth plan to see what is left\n";
-    return kExitFailed;
-  }
-  auto after = host.Observe(desired);
-  if (!after.ok()) {
-    err << "berth apply: applied, but observing the host again failed: " << after.status().message()
-        << "\n";
-    return kExitError;
-  }
-  Plan left = MakePlan(desired, *after);
-  if (!left.empty()) {
-    err << "berth apply: applied, but the host has not converged; what is left:\n"
-        << PlanToText(left, desired);
-    return kExitError;
-  }
-  out << "applied " << plan.actions.size() << " actions; the host matches the manifests\n";
-  return kExitOk;
+  RunOptions o;
+  o.manifest_path = cmd.manifest_path;
+  o.saved_plan_path = cmd.saved_plan;
+  o.host = cmd.host;
+  o.state_dir = cmd.state_dir;
+  o.apply = true;
+  o.yes = cmd.yes;
+  o.confirm = &in;
+  o.lock_timeout = std::chrono::seconds(cmd.lock_timeout_s);
+  o.max_age_s = cmd.max_age_s;
+  o.stop = cmd.stop;
+  return RunOnce(o, out, err).exit_code;
 }
 
 namespace {

@@ -2,10 +2,14 @@
 // exactly as `berth` does. Each returns the process exit code.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <istream>
 #include <ostream>
 #include <string>
 #include <vector>
+
+#include "engine/apply/live_host.h"
 
 namespace berth {
 
@@ -15,20 +19,20 @@ enum ExitCode : int {
   kExitError = 1,    // invalid input, unreadable file, failed command
   kExitChanges = 2,  // plan --detailed-exitcode: there is something to do
   kExitBlocked = 3,  // the plan cannot run: what is short is printed
-  kExitFailed = 4,   // apply: an action failed; what was done and the unit's journal are printed
-};
-
-/// Where the live host is reached (production defaults; tests point them at a sandbox).
-struct HostAccess {
-  std::string bus_address;  // "" = the system bus (DBUS_SYSTEM_BUS_ADDRESS is honoured)
-  std::string journal_dir;  // "" = the local journal
-  std::string nvml_library = "libnvidia-ml.so.1";  // dlopen name or path
+  kExitFailed = 4,
+  kExitStale = 5,  // apply FILE: the host changed since the plan was made; nothing was done   //
+                   // apply: an action failed; what was done and the unit's journal are printed
 };
 
 struct ApplyCommand {
   std::string manifest_path;  // -f
+  std::string saved_plan;     // berth apply FILE: exactly this plan
   bool yes = false;           // do not ask
   HostAccess host;
+  std::string state_dir;                    // "" = $BERTH_STATE_DIR or /var/lib/berth
+  int lock_timeout_s = 0;                   // wait this long for another apply to finish
+  int64_t max_age_s = 0;                    // refuse saved plans older than this (0: any age)
+  const std::atomic<bool>* stop = nullptr;  // SIGINT/SIGTERM
 };
 
 struct PlanCommand {
@@ -37,6 +41,8 @@ struct PlanCommand {
   HostAccess host;              // when observing this host
   std::string format = "text";  // -o text|json
   bool detailed_exitcode = false;
+  std::string out_path;   // --out: save the plan for berth apply FILE
+  std::string state_dir;  // when observing this host
 };
 
 /// Observe, plan, show, ask (unless yes), execute, then check that nothing is left to do.

@@ -1,8 +1,26 @@
 // berth: declarative model serving on GPU hosts. See README.md and DESIGN.md.
+#include <signal.h>
 #include <CLI/CLI.hpp>
+
+#include <atomic>
 #include <iostream>
 
 #include "engine/cli/commands.h"
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+// SIGINT/SIGTERM: finish the current action, then stop; a second signal kills as usual.
+void InstallStopHandlers() {
+  struct sigaction sa {};
+  sa.sa_handler = [](int) { g_stop.store(true); };
+  sa.sa_flags = SA_RESETHAND;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"berth: declarative model serving on GPU hosts"};
@@ -22,6 +40,8 @@ int main(int argc, char** argv) {
   plan->add_option("-o,--output", plan_cmd.format, "text or json")->capture_default_str();
   plan->add_option("--bus", plan_cmd.host.bus_address, "D-Bus address of systemd's bus");
   plan->add_option("--nvml-library", plan_cmd.host.nvml_library, "NVML library to load");
+  plan->add_option("--out", plan_cmd.out_path, "save the plan for berth apply FILE");
+  plan->add_option("--state-dir", plan_cmd.state_dir, "berth's records (default /var/lib/berth)");
   plan->add_flag("--detailed-exitcode", plan_cmd.detailed_exitcode,
                  "exit 0 nothing to do, 1 error, 2 changes, 3 blocked");
 
@@ -33,7 +53,13 @@ int main(int argc, char** argv) {
 
   berth::ApplyCommand apply_cmd;
   auto* apply = app.add_subcommand("apply", "observe, plan, confirm and carry out the plan");
-  apply->add_option("-f,--file", apply_cmd.manifest_path, "manifest file or folder")->required();
+  apply->add_option("-f,--file", apply_cmd.manifest_path, "manifest file or folder");
+  apply->add_option("plan", apply_cmd.saved_plan, "a plan saved by berth plan --out FILE");
+  apply->add_option("--state-dir", apply_cmd.state_dir, "berth's records (default /var/lib/berth)");
+  apply->add_option("--lock-timeout", apply_cmd.lock_timeout_s,
+                    "seconds to wait for another apply (default 0)");
+  apply->add_option("--max-age", apply_cmd.max_age_s,
+                    "refuse a saved plan older than this many seconds (default: any age)");
   apply->add_flag("-y,--yes", apply_cmd.yes, "do not ask for confirmation");
   apply->add_option("--bus", apply_cmd.host.bus_address, "D-Bus address of systemd's bus");
   apply->add_option("--journal-dir", apply_cmd.host.journal_dir, "journal directory to read");
@@ -71,7 +97,15 @@ int main(int argc, char** argv) {
   if (*plan) return berth::RunPlan(plan_cmd, std::cout, std::cerr);
   if (*pull) return berth::RunPull(pull_cmd, std::cout, std::cerr);
   if (*verify) return berth::RunVerify(verify_source, verify_store, std::cout, std::cerr);
-  if (*apply) return berth::RunApply(apply_cmd, std::cin, std::cout, std::cerr);
+  if (*apply) {
+    if (apply_cmd.manifest_path.empty() == apply_cmd.saved_plan.empty()) {
+      std::cerr << "berth apply: give either -f MANIFEST or a saved plan FILE\n";
+      return berth::kExitError;
+    }
+    InstallStopHandlers();
+    apply_cmd.stop = &g_stop;
+    return berth::RunApply(apply_cmd, std::cin, std::cout, std::cerr);
+  }
   if (*observe)
     return berth::RunObserve(observe_path, observe_format, observe_host, std::cout, std::cerr);
   if (*render)

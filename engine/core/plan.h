@@ -77,6 +77,7 @@ struct Action {
   std::string served_name;   // wait-healthy
   uint64_t timeout_ms = 0;   // wait-healthy
   uint64_t interval_ms = 0;  // wait-healthy: between probes
+  std::string for_service;   // stop: the service whose start needs what it frees (rollback)
 };
 
 /// Something the plan leaves as it is but a reviewer wants to see ("= keep model/kimi ...").

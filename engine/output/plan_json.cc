@@ -80,6 +80,7 @@ std::string PlanToJson(const Plan& plan, const Desired& desired) {
       default:
         c["unit"] = a.unit;
     }
+    if (!a.for_service.empty()) c["for_service"] = a.for_service;
     changes.push_back(std::move(c));
   }
   j["resource_changes"] = std::move(changes);

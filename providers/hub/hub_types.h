@@ -1,6 +1,7 @@
 // What the Hub says of a repository at a commit, and how berth talks to it.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -55,6 +56,8 @@ struct HubOptions {
   long connect_timeout_s = 10;
   /// A transfer below 1 byte/s for this long is a stall: it is retried (no total timeout).
   long stall_timeout_s = 30;
+  /// Set (by a signal handler) to stop a download between transfers; partial files stay.
+  const std::atomic<bool>* cancel = nullptr;
   /// Called with progress a few times a second, on the downloading thread.
   std::function<void(const PullProgress&)> on_progress;
 };

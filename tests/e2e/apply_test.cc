@@ -51,6 +51,7 @@ class ApplyTest : public SandboxSuite {
     cmd.yes = true;
     cmd.host.bus_address = sandbox_->system_bus_address();
     cmd.host.journal_dir = sandbox_->journal_dir();
+    cmd.state_dir = (tmp_ / "state").string();
     out_.str("");
     err_.str("");
     std::istringstream in;
@@ -63,6 +64,7 @@ class ApplyTest : public SandboxSuite {
     cmd.yes = false;
     cmd.host.bus_address = sandbox_->system_bus_address();
     cmd.host.journal_dir = sandbox_->journal_dir();
+    cmd.state_dir = (tmp_ / "state").string();
     out_.str("");
     err_.str("");
     std::istringstream no("no\n");

@@ -72,6 +72,7 @@ class GpuPlanTest : public SandboxSuite {
     PlanCommand cmd;
     cmd.manifest_path = manifest;
     cmd.host = Access();
+    cmd.state_dir = (tmp_ / "state").string();
     cmd.detailed_exitcode = true;
     out_.str("");
     err_.str("");
@@ -89,6 +90,7 @@ TEST_F(GpuPlanTest, AUnitHoldingTheGpuIsStoppedJustBeforeTheServiceThatNeedsIt) 
   apply.manifest_path = Manifest("running", "absent");
   apply.yes = true;
   apply.host = Access();
+  apply.state_dir = (tmp_ / "state").string();
   std::istringstream in;
   ASSERT_EQ(RunApply(apply, in, out_, err_), kExitOk) << out_.str() << err_.str();
   int pid = HostPidOf("old.service");

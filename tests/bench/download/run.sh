@@ -68,7 +68,7 @@ mkdir -p "$CACHE"
 chmod 755 "$CACHE"
 REPO_BYTES=$((4 * FILE_MIB * 1024 * 1024))
 cached=0
-if [ -d "$CACHE/cdn" ]; then cached=$(find "$CACHE/cdn" -type f -printf '%s\n' | awk '{s+=$1} END {printf "%d\n", s}'); fi
+if [ -d "$CACHE/cdn" ]; then cached=$(find "$CACHE/cdn" -type f -printf '%s\n' | awk '{s+=$1} END {printf "%.0f\n", s}'); fi
 # The repo (materialized once), one download at a time, and the dd file of the same size.
 needed=$((3 * REPO_BYTES - cached))
 free=$(($(df -P -k "$CACHE" | awk 'NR==2 {print $4}') * 1024))
@@ -185,7 +185,7 @@ run_timed() {
   sync
   t2=$(now)
   local got
-  got=$(find "$dest" -type f ! -name '*.lock' ! -name '*.aria2' -printf '%s\n' | awk '{s+=$1} END {printf "%d\n", s}')
+  got=$(find "$dest" -type f ! -name '*.lock' ! -name '*.aria2' -printf '%s\n' | awk '{s+=$1} END {printf "%.0f\n", s}')
   local user sys rss
   user=$(awk -F': ' '/User time/ {print $2}' "$tf")
   sys=$(awk -F': ' '/System time/ {print $2}' "$tf")

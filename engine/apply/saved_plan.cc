@@ -1,0 +1,192 @@
+#include "engine/apply/saved_plan.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "engine/core/hash.h"
+
+namespace berth {
+namespace {
+
+using nlohmann::ordered_json;
+
+const ActionKind kKinds[] = {
+    ActionKind::kDownload,   ActionKind::kRemoveModel,  ActionKind::kWriteUnit,
+    ActionKind::kRemoveUnit, ActionKind::kDaemonReload, ActionKind::kStart,
+    ActionKind::kStop,       ActionKind::kRestart,      ActionKind::kWaitHealthy};
+
+ordered_json ResourcesToJson(const Resources& r) {
+  ordered_json g = ordered_json::object();
+  for (const auto& [i, b] : r.gpu_bytes) g[std::to_string(i)] = b;
+  return {{"disk_bytes", r.disk_bytes}, {"gpu_bytes", g}, {"ports", r.ports}};
+}
+
+Resources ResourcesFromJson(const ordered_json& j) {
+  Resources r;
+  r.disk_bytes = j.value("disk_bytes", uint64_t{0});
+  for (auto it = j.at("gpu_bytes").begin(); it != j.at("gpu_bytes").end(); ++it)
+    r.gpu_bytes[std::stoi(it.key())] = it.value().get<uint64_t>();
+  r.ports = j.value("ports", std::vector<int>{});
+  return r;
+}
+
+std::string UnitFacts(const ObservedUnit* u) {
+  if (!u) return "absent";
+  return u->load_state + "|" + u->active_state + "|" + u->sub_state + "|" + u->content_hash + "|" +
+         (u->need_daemon_reload ? "reload" : "");
+}
+
+}  // namespace
+
+std::map<std::string, std::string> Fingerprint(const Plan& plan, const Observed& o) {
+  std::map<std::string, std::string> out;
+  out["host"] = Sha256Hex(o.hostname);
+  std::set<int> ports, gpus;
+  for (const Action& a : plan.actions) {
+    if (!a.unit.empty()) out["unit/" + a.unit] = Sha256Hex(UnitFacts(o.FindUnit(a.unit)));
+    if (!a.repo_id.empty()) {
+      std::string facts;
+      if (const ObservedRepo* r = o.FindRepo(a.repo_id))
+        for (const auto& v : r->revisions)
+          facts +=
+              v.commit + ":" + (v.complete ? "complete" : std::to_string(v.bytes_present)) + ";";
+      out["model/" + a.repo_id] = Sha256Hex(facts);
+    }
+    for (int p : a.requires_.ports) ports.insert(p);
+    for (const auto& [g, b] : a.requires_.gpu_bytes) gpus.insert(g);
+  }
+  for (int p : ports) {
+    std::vector<std::string> holders;
+    for (const auto& l : o.ports)
+      if (l.port == p) holders.push_back(std::to_string(l.pid) + "/" + l.unit);
+    std::sort(holders.begin(), holders.end());
+    std::string facts;
+    for (const auto& h : holders) facts += h + ";";
+    out["port/" + std::to_string(p)] = Sha256Hex(facts);
+  }
+  for (int g : gpus) {
+    std::string facts = "unknown";
+    if (const ObservedGpu* d = o.FindGpu(g)) {
+      std::vector<std::string> procs;
+      for (const auto& p : d->processes) procs.push_back(std::to_string(p.pid) + "/" + p.unit);
+      std::sort(procs.begin(), procs.end());
+      facts = std::to_string(d->memory_total) + ":";
+      for (const auto& p : procs) facts += p + ";";
+    }
+    out["gpu/" + std::to_string(g)] = Sha256Hex(facts);
+  }
+  return out;
+}
+
+std::string SavedPlanToJson(const SavedPlan& p) {
+  ordered_json j;
+  j["format_version"] = SavedPlan::kFormatVersion;
+  j["berth_version"] = BERTH_VERSION;
+  j["host"] = p.host;
+  j["created_unix"] = p.created_unix;
+  j["manifest"] = {{"path", p.manifest_path}, {"digest", p.manifest_digest}};
+  j["state"] = {{"lineage", p.state_lineage}, {"serial", p.state_serial}};
+  j["fingerprints"] = p.fingerprints;
+  ordered_json actions = ordered_json::array();
+  for (const Action& a : p.plan.actions)
+    actions.push_back({{"kind", ActionKindName(a.kind)},
+                       {"address", a.address},
+                       {"reason", ReasonName(a.reason)},
+                       {"detail", a.detail},
+                       {"requires", ResourcesToJson(a.requires_)},
+                       {"frees", ResourcesToJson(a.frees)},
+                       {"unit", a.unit},
+                       {"unit_content", a.unit_content},
+                       {"repo_id", a.repo_id},
+                       {"revision", a.revision},
+                       {"commit", a.commit},
+                       {"include", a.include},
+                       {"exclude", a.exclude},
+                       {"health_path", a.health_path},
+                       {"port", a.port},
+                       {"served_name", a.served_name},
+                       {"timeout_ms", a.timeout_ms},
+                       {"interval_ms", a.interval_ms},
+                       {"for_service", a.for_service}});
+  j["actions"] = actions;
+  return j.dump(2) + "\n";
+}
+
+Result<SavedPlan> SavedPlanFromJson(const std::string& text, const std::string& source) {
+  SavedPlan p;
+  try {
+    auto j = ordered_json::parse(text);
+    if (j.value("format_version", 0) != SavedPlan::kFormatVersion)
+      return Status::InvalidArgument(source + " is not a berth saved plan of format 1");
+    p.host = j.at("host").get<std::string>();
+    p.created_unix = j.at("created_unix").get<int64_t>();
+    p.manifest_path = j.at("manifest").at("path").get<std::string>();
+    p.manifest_digest = j.at("manifest").at("digest").get<std::string>();
+    p.state_lineage = j.at("state").at("lineage").get<std::string>();
+    p.state_serial = j.at("state").at("serial").get<uint64_t>();
+    p.fingerprints = j.at("fingerprints").get<std::map<std::string, std::string>>();
+    p.plan.host = p.host;
+    for (const auto& a : j.at("actions")) {
+      Action x;
+      std::string kind = a.at("kind").get<std::string>();
+      bool known = false;
+      for (ActionKind k : kKinds)
+        if (kind == ActionKindName(k)) {
+          x.kind = k;
+          known = true;
+        }
+      if (!known) return Status::InvalidArgument(source + ": unknown action '" + kind + "'");
+      x.address = a.at("address").get<std::string>();
+      std::string reason = a.at("reason").get<std::string>();
+      for (int r = 0; r <= static_cast<int>(Reason::kOldRevision); ++r)
+        if (reason == ReasonName(static_cast<Reason>(r))) x.reason = static_cast<Reason>(r);
+      x.detail = a.value("detail", "");
+      x.requires_ = ResourcesFromJson(a.at("requires"));
+      x.frees = ResourcesFromJson(a.at("frees"));
+      x.unit = a.value("unit", "");
+      x.unit_content = a.value("unit_content", "");
+      x.repo_id = a.value("repo_id", "");
+      x.revision = a.value("revision", "");
+      x.commit = a.value("commit", "");
+      x.include = a.value("include", std::vector<std::string>{});
+      x.exclude = a.value("exclude", std::vector<std::string>{});
+      x.health_path = a.value("health_path", "");
+      x.port = a.value("port", 0);
+      x.served_name = a.value("served_name", "");
+      x.timeout_ms = a.value("timeout_ms", uint64_t{0});
+      x.interval_ms = a.value("interval_ms", uint64_t{0});
+      x.for_service = a.value("for_service", "");
+      p.plan.actions.push_back(std::move(x));
+    }
+  } catch (const std::exception& e) {
+    return Status::InvalidArgument(source + " is not a readable saved plan: " + e.what());
+  }
+  return p;
+}
+
+std::vector<std::string> StaleReasons(const SavedPlan& saved, const std::string& manifest_digest,
+                                      const std::string& lineage, uint64_t serial,
+                                      const Observed& now, int64_t now_unix, int64_t max_age_s) {
+  std::vector<std::string> why;
+  if (now.hostname != saved.host)
+    why.push_back("it was made for host " + saved.host + ", this is " + now.hostname);
+  if (manifest_digest != saved.manifest_digest)
+    why.push_back("the manifest " + saved.manifest_path + " changed since");
+  if (lineage != saved.state_lineage || serial != saved.state_serial)
+    why.push_back("berth applied something else since (state serial " +
+                  std::to_string(saved.state_serial) + " then, " + std::to_string(serial) +
+                  " now)");
+  if (max_age_s > 0 && now_unix - saved.created_unix > max_age_s)
+    why.push_back("it is " + std::to_string((now_unix - saved.created_unix) / 60) +
+                  " minutes old, more than --max-age allows");
+  std::map<std::string, std::string> current = Fingerprint(saved.plan, now);
+  for (const auto& [address, digest] : saved.fingerprints) {
+    if (address == "host") continue;
+    auto it = current.find(address);
+    if (it == current.end() || it->second != digest) why.push_back(address + " changed since");
+  }
+  return why;
+}
+
+}  // namespace berth

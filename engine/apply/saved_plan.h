@@ -1,0 +1,41 @@
+// A plan saved for review (`berth plan --out FILE`) and carried out later, exactly, by
+// `berth apply FILE` — or refused (exit 5) when anything it depends on has changed since.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "engine/core/observed.h"
+#include "engine/core/plan.h"
+#include "engine/core/status.h"
+
+namespace berth {
+
+struct SavedPlan {
+  static constexpr int kFormatVersion = 1;
+  Plan plan;
+  std::string manifest_path;
+  std::string manifest_digest;
+  std::string host;
+  std::string state_lineage;
+  uint64_t state_serial = 0;
+  int64_t created_unix = 0;
+  /// address -> digest of what was observed of it ("unit/x.service", "model/org/name",
+  /// "port/8000", "gpu/0"), for every resource the plan touches or depends on.
+  std::map<std::string, std::string> fingerprints;
+};
+
+/// The observed facts each resource of `plan` depends on, digested.
+std::map<std::string, std::string> Fingerprint(const Plan& plan, const Observed& observed);
+
+std::string SavedPlanToJson(const SavedPlan& p);
+Result<SavedPlan> SavedPlanFromJson(const std::string& text, const std::string& source);
+
+/// Why `saved` may no longer run against `now` (empty: still valid). `max_age_s` 0 = no limit.
+std::vector<std::string> StaleReasons(const SavedPlan& saved, const std::string& manifest_digest,
+                                      const std::string& lineage, uint64_t serial,
+                                      const Observed& now, int64_t now_unix, int64_t max_age_s);
+
+}  // namespace berth

@@ -1,0 +1,286 @@
+#include "engine/state/state.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+#include <thread>
+
+namespace berth {
+namespace {
+
+using nlohmann::ordered_json;
+
+Status WriteAtomically(const std::string& path, const std::string& data) {
+  std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::IoError("cannot write " + tmp + ": " + std::strerror(errno));
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int e = errno;
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      return Status::IoError("cannot write " + tmp + ": " + std::strerror(e));
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0) {
+    int e = errno;
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return Status::IoError("cannot fsync " + tmp + ": " + std::strerror(e));
+  }
+  ::close(fd);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    int e = errno;
+    ::unlink(tmp.c_str());
+    return Status::IoError("cannot rename " + tmp + ": " + std::strerror(e));
+  }
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+  return Status::Ok();
+}
+
+Result<std::string> ReadFile(const std::string& path, bool* exists) {
+  std::ifstream in(path, std::ios::binary);
+  *exists = static_cast<bool>(in);
+  if (!in) return std::string();
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string RandomHex(int bytes) {
+  std::random_device rd;
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (int i = 0; i < bytes; ++i) {
+    unsigned v = rd() & 0xff;
+    out += kHex[v >> 4];
+    out += kHex[v & 15];
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string NowRfc3339() {
+  std::time_t now = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  return buf;
+}
+
+std::string GitCommitOf(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path p = fs::absolute(path, ec);
+  if (!fs::is_directory(p, ec)) p = p.parent_path();
+  for (; !p.empty(); p = p.parent_path()) {
+    fs::path git = p / ".git";
+    if (fs::is_directory(git, ec)) {
+      std::ifstream head(git / "HEAD");
+      std::string line;
+      std::getline(head, line);
+      if (line.rfind("ref: ", 0) != 0) return line;
+      std::string ref = line.substr(5);
+      std::ifstream r(git / ref);
+      std::string commit;
+      if (std::getline(r, commit)) return commit;
+      std::ifstream packed(git / "packed-refs");  // refs packed by git gc
+      while (std::getline(packed, line))
+        if (line.size() > 41 && line.substr(41) == ref) return line.substr(0, 40);
+      return "";
+    }
+    if (p == p.root_path()) break;
+  }
+  return "";
+}
+
+BerthState State::ToObserved() const {
+  BerthState b;
+  b.serial = serial;
+  b.lineage = lineage;
+  b.units = units;
+  b.models = models;
+  return b;
+}
+
+std::string StateToJson(const State& s) {
+  ordered_json j;
+  j["format_version"] = State::kFormatVersion;
+  j["lineage"] = s.lineage;
+  j["serial"] = s.serial;
+  j["units"] = s.units;
+  j["models"] = s.models;
+  j["applied"] = s.applied;
+  j["manifest"] = {{"digest", s.manifest_digest}, {"git_commit", s.manifest_git_commit}};
+  j["last_apply"] = s.last_apply;
+  ordered_json failures = ordered_json::object();
+  for (const auto& [a, f] : s.failures) failures[a] = {{"time", f.time}, {"message", f.message}};
+  j["failures"] = failures;
+  return j.dump(2) + "\n";
+}
+
+Result<State> StateFromJson(const std::string& text, const std::string& source) {
+  State s;
+  try {
+    auto j = ordered_json::parse(text);
+    if (j.value("format_version", 0) != State::kFormatVersion)
+      return Status::InvalidArgument(source +
+                                     ": unknown format_version; written by a newer berth?");
+    s.lineage = j.value("lineage", "");
+    s.serial = j.value("serial", uint64_t{0});
+    s.units = j.value("units", std::vector<std::string>{});
+    s.models = j.value("models", std::map<std::string, std::vector<std::string>>{});
+    s.applied = j.value("applied", std::map<std::string, std::string>{});
+    if (j.contains("manifest")) {
+      s.manifest_digest = j["manifest"].value("digest", "");
+      s.manifest_git_commit = j["manifest"].value("git_commit", "");
+    }
+    s.last_apply = j.value("last_apply", "");
+    if (j.contains("failures"))
+      for (auto it = j["failures"].begin(); it != j["failures"].end(); ++it)
+        s.failures[it.key()] = {it.value().value("time", ""), it.value().value("message", "")};
+  } catch (const std::exception& e) {
+    return Status::InvalidArgument(source + " is damaged (" + e.what() +
+                                   "); move it aside to start a new lineage (berth then prunes "
+                                   "nothing it cannot prove it created)");
+  }
+  return s;
+}
+
+std::string JournalToJson(const Journal& j) {
+  ordered_json o;
+  o["started"] = j.started;
+  o["pid"] = j.pid;
+  o["manifest_digest"] = j.manifest_digest;
+  o["finished"] = j.finished;
+  ordered_json entries = ordered_json::array();
+  for (const auto& e : j.entries)
+    entries.push_back({{"step", e.step},
+                       {"kind", e.kind},
+                       {"address", e.address},
+                       {"status", e.status},
+                       {"message", e.message}});
+  o["actions"] = entries;
+  return o.dump(2) + "\n";
+}
+
+Result<Journal> JournalFromJson(const std::string& text, const std::string& source) {
+  Journal j;
+  try {
+    auto o = ordered_json::parse(text);
+    j.started = o.value("started", "");
+    j.pid = o.value("pid", "");
+    j.manifest_digest = o.value("manifest_digest", "");
+    j.finished = o.value("finished", false);
+    for (const auto& e : o.at("actions"))
+      j.entries.push_back({e.value("step", 0), e.value("kind", ""), e.value("address", ""),
+                           e.value("status", ""), e.value("message", "")});
+  } catch (const std::exception& e) {
+    return Status::InvalidArgument(source + " is damaged: " + e.what());
+  }
+  return j;
+}
+
+Result<State> StateDir::Load() const {
+  bool exists = false;
+  auto text = ReadFile(dir_ + "/state.json", &exists);
+  if (!exists) {
+    State s;
+    s.lineage = RandomHex(16);
+    return s;
+  }
+  return StateFromJson(*text, dir_ + "/state.json");
+}
+
+Status StateDir::Save(const State& s) const {
+  std::error_code ec;
+  std::filesystem::create_directories(dir_, ec);
+  if (ec) return Status::IoError("cannot create the state directory " + dir_ + ": " + ec.message());
+  return WriteAtomically(dir_ + "/state.json", StateToJson(s));
+}
+
+Result<Journal> StateDir::LoadJournal(bool* exists) const {
+  auto text = ReadFile(dir_ + "/journal.json", exists);
+  if (!*exists) return Journal{};
+  return JournalFromJson(*text, dir_ + "/journal.json");
+}
+
+Status StateDir::SaveJournal(const Journal& j) const {
+  std::error_code ec;
+  std::filesystem::create_directories(dir_, ec);
+  return WriteAtomically(dir_ + "/journal.json", JournalToJson(j));
+}
+
+Status StateDir::ClearJournal() const {
+  if (::unlink((dir_ + "/journal.json").c_str()) != 0 && errno != ENOENT)
+    return Status::IoError("cannot remove " + dir_ + "/journal.json: " + std::strerror(errno));
+  return Status::Ok();
+}
+
+StateLock::~StateLock() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Result<std::unique_ptr<StateLock>> StateLock::Acquire(const std::string& dir,
+                                                      std::chrono::milliseconds timeout,
+                                                      const std::string& purpose) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  std::string path = dir + "/lock";
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::IoError("cannot open " + path + ": " + std::strerror(errno));
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  bool told = false;
+  while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    if (errno != EWOULDBLOCK && errno != EINTR) {
+      int e = errno;
+      ::close(fd);
+      return Status::IoError("cannot lock " + path + ": " + std::strerror(e));
+    }
+    char buf[512] = {};
+    ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+    std::string holder = n > 0 ? std::string(buf, static_cast<size_t>(n)) : "unknown holder";
+    while (!holder.empty() && holder.back() == '\n') holder.pop_back();
+    if (std::chrono::steady_clock::now() >= deadline) {
+      ::close(fd);
+      return Status::Unavailable("another berth holds " + path + " (" + holder +
+                                 "); wait for it, or raise --lock-timeout");
+    }
+    if (!told) {
+      std::fprintf(stderr, "berth: waiting for the lock held by %s\n", holder.c_str());
+      told = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  std::string info = "pid " + std::to_string(::getpid()) + " on " + host + " since " +
+                     NowRfc3339() + " (" + purpose + ")\n";
+  if (::ftruncate(fd, 0) == 0) {
+    ssize_t w = ::pwrite(fd, info.data(), info.size(), 0);
+    (void)w;
+  }
+  auto lock = std::unique_ptr<StateLock>(new StateLock());
+  lock->fd_ = fd;
+  return lock;
+}
+
+}  // namespace berth

@@ -1,0 +1,101 @@
+// berth's own records on a host (the state directory, /var/lib/berth by default):
+//   state.json   lineage, serial, what berth created (only that is ever pruned), the spec last
+//                applied per resource, the manifest's digest and git commit, the last failures;
+//   journal.json the apply in flight: each action before and after it runs;
+//   lock         one apply or reconcile at a time, with who holds it.
+// Every write is atomic (temp file, fsync, rename).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/core/observed.h"
+#include "engine/core/plan.h"
+#include "engine/core/status.h"
+
+namespace berth {
+
+struct Failure {
+  std::string time;  // RFC 3339
+  std::string message;
+};
+
+struct State {
+  static constexpr int kFormatVersion = 1;
+  std::string lineage;             // random, set once when the state is created
+  uint64_t serial = 0;             // +1 on every apply that changed something
+  std::vector<std::string> units;  // unit names berth wrote
+  std::map<std::string, std::vector<std::string>> models;  // repo_id -> commits berth downloaded
+  std::map<std::string, std::string> applied;  // address -> spec hash or commit last applied
+  std::string manifest_digest;
+  std::string manifest_git_commit;          // when the manifest lives in a git work tree
+  std::string last_apply;                   // RFC 3339
+  std::map<std::string, Failure> failures;  // address -> the last failure (cleared on success)
+
+  /// The part the planner sees (Observed::state).
+  BerthState ToObserved() const;
+};
+
+std::string StateToJson(const State& s);
+Result<State> StateFromJson(const std::string& text, const std::string& source);
+
+/// The journal of the apply in flight.
+struct JournalEntry {
+  int step = 0;
+  std::string kind;
+  std::string address;
+  std::string status;  // pending | running | done | failed | rolled-back
+  std::string message;
+};
+struct Journal {
+  std::string started;  // RFC 3339
+  std::string pid;
+  std::string manifest_digest;
+  std::vector<JournalEntry> entries;
+  bool finished = false;
+};
+std::string JournalToJson(const Journal& j);
+Result<Journal> JournalFromJson(const std::string& text, const std::string& source);
+
+/// The state directory.
+class StateDir {
+ public:
+  explicit StateDir(std::string dir) : dir_(std::move(dir)) {}
+  const std::string& dir() const { return dir_; }
+
+  /// The state, or a fresh one (new lineage, serial 0) when none exists yet.
+  Result<State> Load() const;
+  Status Save(const State& s) const;
+  /// The journal of an apply that did not finish, if any.
+  Result<Journal> LoadJournal(bool* exists) const;
+  Status SaveJournal(const Journal& j) const;
+  Status ClearJournal() const;
+
+ private:
+  std::string dir_;
+};
+
+/// An exclusive lock on the state directory (flock), with the holder's pid, host and start time
+/// written inside so that whoever waits can be told.
+class StateLock {
+ public:
+  ~StateLock();
+  /// Waits up to `timeout` (0: do not wait). The error names the holder.
+  static Result<std::unique_ptr<StateLock>> Acquire(const std::string& dir,
+                                                    std::chrono::milliseconds timeout,
+                                                    const std::string& purpose);
+
+ private:
+  int fd_ = -1;
+};
+
+/// Now, as RFC 3339 UTC.
+std::string NowRfc3339();
+/// The git commit of the work tree holding `path`, "" when it is not in one.
+std::string GitCommitOf(const std::string& path);
+
+}  // namespace berth
