@@ -673,7 +673,8 @@ Status Downloader::Run(const std::vector<HubFileEntry>& entries) {
     }
     Progress(false);
     if (opt_.cancel && opt_.cancel->load())
-      return Status::Unavailable("download of " + repo_ + " interrupted; the partial files are kept "
+      return Status::Unavailable("download of " + repo_ +
+                                 " interrupted; the partial files are kept "
                                  "and the next run resumes them");
     bool waiting_hash = false;
     for (auto& f : files_)
