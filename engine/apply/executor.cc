@@ -1,5 +1,7 @@
 #include "engine/apply/executor.h"
 
+#include <signal.h>
+
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -45,6 +47,7 @@ ExecResult Executor::Run(const Plan& plan) {
                                      std::to_string(n) + "; the next run picks up from here");
       return r;
     }
+    if (d_.kill_at_step == static_cast<int>(i + 1)) ::raise(SIGKILL);
     const Action& a = plan.actions[i];
     // Downloads side by side: every download at the head of the plan runs at once.
     size_t last = i;

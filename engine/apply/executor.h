@@ -49,6 +49,9 @@ struct ExecutorDeps {
   ActionHook on_action;                     // the journal
   const std::atomic<bool>* stop = nullptr;  // checked between actions
   bool rollback = true;                     // undo a failed replacement
+  /// Fault injection for crash tests: SIGKILL this process just before this step (0: never).
+  /// Set from $BERTH_FAULT_KILL_AT_STEP by the apply command.
+  int kill_at_step = 0;
   /// How long a start, stop or restart job may take before berth gives up on it.
   std::chrono::milliseconds job_timeout{std::chrono::minutes(5)};
 };

@@ -157,10 +157,13 @@ RunReport RunOnce(const RunOptions& opt, std::ostream& out, std::ostream& err) {
     err << "berth: " << state.status().message() << "\n";
     return Done(rep, Outcome::kError, 1, state.status(), true);
   }
+  std::vector<std::string> ungated;  // services an interrupted apply started but never saw healthy
   if (opt.apply) {
     bool exists = false;
     auto journal = sd.LoadJournal(&exists);
     if (exists && journal.ok() && !journal->finished) {
+      for (const auto& e : journal->entries)
+        if (e.kind == "wait-healthy" && e.status != "done") ungated.push_back(e.address);
       std::string where = "before its first action";
       for (const auto& e : journal->entries)
         if (e.status == "running" || e.status == "done")
@@ -204,6 +207,28 @@ RunReport RunOnce(const RunOptions& opt, std::ostream& out, std::ostream& err) {
     plan.host = observed->hostname;
   } else {
     plan = MakePlan(desired, *observed);
+    // A service started by an apply that died before its health gate: gate it now.
+    for (const std::string& address : ungated) {
+      bool gated = std::any_of(plan.actions.begin(), plan.actions.end(), [&](const Action& a) {
+        return a.kind == ActionKind::kWaitHealthy && a.address == address;
+      });
+      auto it = desired.services.find(address.substr(address.find('/') + 1));
+      if (gated || plan.blocked() || it == desired.services.end()) continue;
+      const ServiceSpec& s = it->second;
+      if (s.state != ServiceState::kRunning || !s.has_engine || !s.port) continue;
+      Action w;
+      w.kind = ActionKind::kWaitHealthy;
+      w.address = address;
+      w.unit = s.UnitName();
+      w.reason = Reason::kHealthGate;
+      w.health_path = s.health.path;
+      w.port = *s.port;
+      w.served_name = s.ServedName();
+      w.timeout_ms = s.health.timeout_ms;
+      w.interval_ms = s.health.interval_ms;
+      w.detail = "an interrupted apply started it but never saw it healthy";
+      plan.actions.push_back(w);
+    }
   }
   rep.plan = plan;
   out << PlanToText(plan, desired);
@@ -268,6 +293,7 @@ RunReport RunOnce(const RunOptions& opt, std::ostream& out, std::ostream& err) {
   deps.progress = &out;
   deps.progress_tty = ::isatty(1) == 1;
   deps.stop = opt.stop;
+  if (const char* k = std::getenv("BERTH_FAULT_KILL_AT_STEP")) deps.kill_at_step = std::atoi(k);
   deps.on_action = [&](int step, const Action&, const std::string& status,
                        const std::string& message) {
     journal.entries[static_cast<size_t>(step - 1)].status = status;

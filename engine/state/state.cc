@@ -202,15 +202,13 @@ Result<Journal> JournalFromJson(const std::string& text, const std::string& sour
 Result<State> StateDir::Load() const {
   bool exists = false;
   auto text = ReadFile(dir_ + "/state.json", &exists);
-  if (!exists) {
-    State s;
-    s.lineage = RandomHex(16);
-    return s;
-  }
+  if (!exists) return State{};  // the lineage is born with the first save
   return StateFromJson(*text, dir_ + "/state.json");
 }
 
-Status StateDir::Save(const State& s) const {
+Status StateDir::Save(const State& state) const {
+  State s = state;
+  if (s.lineage.empty()) s.lineage = RandomHex(16);
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);
   if (ec) return Status::IoError("cannot create the state directory " + dir_ + ": " + ec.message());

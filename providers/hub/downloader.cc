@@ -226,7 +226,8 @@ Status Downloader::Prepare(FileJob* f) {
     return Status::IoError("cannot size " + inc + ": " + std::strerror(errno));
   if (!chunked && partial_size > e.size && ::ftruncate(f->fd, 0) == 0) partial_size = 0;
   f->hasher = std::make_unique<StreamHasher>(
-      f->fd, e.size, e.is_lfs() ? StreamHasher::Kind::kSha256 : StreamHasher::Kind::kGitSha1);
+      f->fd, e.size, e.is_lfs() ? StreamHasher::Kind::kSha256 : StreamHasher::Kind::kGitSha1,
+      e.etag());
   f->hasher->Advance(f->Watermark());
   if (!chunked && partial_size < e.size) f->hasher->Advance(partial_size);
   return Status::Ok();
@@ -505,7 +506,12 @@ Status Downloader::OnDone(Transfer* t, CURLcode code) {
   }
   done_bytes_ += fetched;
   f->cdn_refusals = 0;
-  if (f->chunk_map) SaveChunkMap(f);
+  if (f->chunk_map) {
+    SaveChunkMap(f);
+    // Start writing the chunk back now, so the final sync has little left to do.
+    ::sync_file_range(f->fd, static_cast<off64_t>(t->start),
+                      static_cast<off64_t>(t->pos - t->start), SYNC_FILE_RANGE_WRITE);
+  }
   f->hasher->Advance(f->single_stream || !f->chunk_map ? t->pos : f->Watermark());
   return Status::Ok();
 }
@@ -534,12 +540,12 @@ Status Downloader::Finalize(FileJob* f) {
     std::fill(f->salvaged.begin(), f->salvaged.end(), 0);
     if (f->chunk_map) SaveChunkMap(f);
     f->hasher = std::make_unique<StreamHasher>(
-        f->fd, e.size, e.is_lfs() ? StreamHasher::Kind::kSha256 : StreamHasher::Kind::kGitSha1);
+        f->fd, e.size, e.is_lfs() ? StreamHasher::Kind::kSha256 : StreamHasher::Kind::kGitSha1,
+        e.etag());
     done_bytes_ -= std::min(done_bytes_, e.size);
     return Status::Ok();
   }
-  if (::fsync(f->fd) != 0)
-    return Status::IoError("cannot fsync " + inc + ": " + std::strerror(errno));
+  // The hasher already fdatasync'ed the verified bytes, off this thread.
   ::fchmod(f->fd, 0644);
   if (::rename(inc.c_str(), layout_.BlobPath(e.etag()).c_str()) != 0)
     return Status::IoError("cannot rename " + inc + ": " + std::strerror(errno));

@@ -9,7 +9,8 @@
 
 namespace berth {
 
-StreamHasher::StreamHasher(int fd, uint64_t size, Kind kind) : fd_(fd), size_(size), kind_(kind) {
+StreamHasher::StreamHasher(int fd, uint64_t size, Kind kind, std::string sync_if)
+    : fd_(fd), size_(size), kind_(kind), sync_if_(std::move(sync_if)) {
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -85,6 +86,8 @@ void StreamHasher::Run() {
     hex += kHex[md[i] >> 4];
     hex += kHex[md[i] & 15];
   }
+  if (error.empty() && !sync_if_.empty() && hex == sync_if_ && ::fdatasync(fd_) != 0)
+    error = std::string("fdatasync: ") + std::strerror(errno);
   {
     std::lock_guard<std::mutex> l(mu_);
     finished_ = true;

@@ -14,8 +14,10 @@ namespace berth {
 class StreamHasher {
  public:
   enum class Kind { kSha256, kGitSha1 };
-  /// Hashes `fd` (not owned; must stay open until Finish) of `size` bytes.
-  StreamHasher(int fd, uint64_t size, Kind kind);
+  /// Hashes `fd` (not owned; must stay open until Finish) of `size` bytes. When the digest
+  /// equals `sync_if`, the worker also fdatasyncs the file before it reports done, so the
+  /// caller's thread never waits on the disk.
+  StreamHasher(int fd, uint64_t size, Kind kind, std::string sync_if = "");
   ~StreamHasher();
   StreamHasher(const StreamHasher&) = delete;
   StreamHasher& operator=(const StreamHasher&) = delete;
@@ -32,6 +34,7 @@ class StreamHasher {
   int fd_;
   uint64_t size_;
   Kind kind_;
+  std::string sync_if_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   uint64_t watermark_ = 0;

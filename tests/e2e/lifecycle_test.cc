@@ -1,0 +1,355 @@
+// The seed scenario of DESIGN.md end to end, against the sandboxed systemd, the fake Hub, fake
+// vLLM servers and a fake libnvidia-ml whose GPU memory follows which units run: Kimi to
+// MiniMax on full GPUs, back to Kimi, then a start-first switch; kill -9 at every step; two
+// applies at once; a stale saved plan; a failing replacement rolled back.
+#include <fcntl.h>
+#include <gmock/gmock.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <atomic>
+#include <thread>
+
+#include "engine/apply/run_once.h"
+#include "engine/cli/commands.h"
+#include "providers/hub/hub_api.h"
+#include "providers/hub/pull.h"
+#include "tests/e2e/e2e_fixture.h"
+#include "tests/hub/fake_hub_server.h"
+
+namespace berth::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+constexpr uint64_t kGiB = 1ull << 30;
+const std::string kKimiCommit(40, 'c');
+
+class LifecycleTest : public SandboxSuite {
+ protected:
+  void SetUp() override {
+    SandboxSuite::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    store_ = (tmp_ / "store").string();
+    state_ = (tmp_ / "state").string();
+    nvml_ = (tmp_ / "nvml.conf").string();
+    ::setenv("FAKE_NVML_CONFIG", nvml_.c_str(), 1);
+    // The Hub serves MiniMax: a model fake vLLM can load, in a repo of its own.
+    hub_ = std::make_unique<FakeHubServer>();
+    std::string error;
+    ASSERT_TRUE(hub_->Start((tmp_ / "hub").string(), 1 << 20, {}, &error)) << error;
+    std::string repo = (tmp_ / "hub" / "repos" / "MiniMaxAI" / "MiniMax-M2.5" / "main").string();
+    CommandResult r =
+        RunCommand({"/usr/bin/python3", SourceDir() + "/tests/fake_vllm/make_model.py", repo,
+                    "--shards", "2"});
+    ASSERT_TRUE(r.ok()) << r.output;
+    hub_->Control("POST", "/_fake/reload");
+    ::setenv("HF_ENDPOINT", hub_->api().c_str(), 1);
+    // Kimi: weights in the store, a unit written by hand, running on port 8xxx.
+    MakeModel(store_, "nvidia/Kimi-K2.5-NVFP4", kKimiCommit);
+    port_ = FreePort();
+    std::ofstream(sandbox_->units_dir() + "/vllm-kimi-k25.service")
+        << "[Unit]\nDescription=Kimi, written by hand\n[Service]\nType=exec\nExecStart="
+        << FakeVllm() << " serve " << store_ << "/models--nvidia--Kimi-K2.5-NVFP4/snapshots/"
+        << kKimiCommit << " --served-model-name kimi --host 127.0.0.1 --port " << port_ << "\n";
+    ASSERT_TRUE(systemd_->Reload().ok());
+    ASSERT_TRUE(systemd_->Start("vllm-kimi-k25.service", std::chrono::seconds(20)).ok());
+    ASSERT_TRUE(WaitFor([&] { return Healthy(port_); }));
+    SyncGpus();
+  }
+  void TearDown() override {
+    ::unsetenv("FAKE_NVML_CONFIG");
+    ::unsetenv("HF_ENDPOINT");
+    hub_.reset();
+    SandboxSuite::TearDown();
+  }
+
+  /// One 80 GiB GPU whose memory is held by whichever of these units run: what NVML would say.
+  void SyncGpus() {
+    std::map<std::string, uint64_t> claims = {{"vllm-kimi-k25.service", kimi_claim_},
+                                              {"vllm-minimax-m25.service", minimax_claim_}};
+    std::ostringstream procs;
+    uint64_t used = 0;
+    for (const auto& [unit, bytes] : claims) {
+      std::ifstream p(sandbox_->cgroup() + "/system.slice/" + unit + "/cgroup.procs");
+      int pid = 0;
+      if (p >> pid && pid > 0) {
+        procs << "process 0 " << pid << " " << bytes << "\n";
+        used += bytes;
+      }
+    }
+    std::ofstream(nvml_) << "device 0 GPU-seed-0 " << 80 * kGiB << " " << used
+                         << " 0 NVIDIA RTX PRO 6000\n"
+                         << procs.str();
+  }
+
+  std::string Manifest(const std::string& kimi_state, const std::string& minimax_state,
+                       double gmu = 0.9, int minimax_port = 0, const std::string& extra = "") {
+    std::ostringstream m;
+    m << "berth: 1\nhost:\n  store: " << store_
+      << "\n  reserve: 1MiB\n  unit_dir: " << sandbox_->units_dir()
+      << "\n  executables: {vllm: " << FakeVllm() << "}\n"
+      << "models:\n"
+      << "  kimi-k25-nvfp4: {source: hf://nvidia/Kimi-K2.5-NVFP4, revision: " << kKimiCommit
+      << ", keep: true}\n"
+      << "  minimax-m25:\n    source: hf://MiniMaxAI/MiniMax-M2.5\n"
+      << "    include: [\"*.safetensors\", \"*.json\"]\n"
+      << "services:\n  vllm-kimi-k25: {state: " << kimi_state << "}\n"
+      << "  vllm-minimax-m25:\n    model: minimax-m25\n    engine: vllm\n    gpus: [0]\n"
+      << "    port: " << (minimax_port ? minimax_port : port_) << "\n    bind: 127.0.0.1\n"
+      << "    state: " << minimax_state << "\n"
+      << "    vllm: {gpu_memory_utilization: " << gmu << ", served_model_name: MiniMax-M2.5}\n"
+      << "    health: {timeout: 20s, interval: 100ms}\n"
+      << extra;
+    // One file per manifest: a path handed out earlier keeps its content.
+    std::string path = (tmp_ / ("berth-" + std::to_string(++manifests_) + ".yaml")).string();
+    std::ofstream(path) << m.str();
+    return path;
+  }
+  HostAccess Access() {
+    HostAccess a;
+    a.bus_address = sandbox_->system_bus_address();
+    a.journal_dir = sandbox_->journal_dir();
+    a.nvml_library = FAKE_NVML_FULL;
+    return a;
+  }
+  int Plan(const std::string& manifest, const std::string& out_path = "") {
+    PlanCommand cmd;
+    cmd.manifest_path = manifest;
+    cmd.host = Access();
+    cmd.state_dir = state_;
+    cmd.detailed_exitcode = true;
+    cmd.out_path = out_path;
+    out_.str("");
+    err_.str("");
+    return RunPlan(cmd, out_, err_);
+  }
+  int Apply(const std::string& manifest, const std::string& saved = "") {
+    ApplyCommand cmd;
+    cmd.manifest_path = saved.empty() ? manifest : "";
+    cmd.saved_plan = saved;
+    cmd.yes = true;
+    cmd.host = Access();
+    cmd.state_dir = state_;
+    out_.str("");
+    err_.str("");
+    std::istringstream in;
+    int rc = RunApply(cmd, in, out_, err_);
+    SyncGpus();
+    return rc;
+  }
+  /// `berth apply` as its own process (for kill -9 and lock tests).
+  pid_t ApplyProcess(const std::string& manifest, const std::vector<std::string>& env) {
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      for (const auto& e : env) ::putenv(const_cast<char*>(e.c_str()));
+      int devnull = ::open("/dev/null", O_WRONLY);
+      ::dup2(devnull, 1);
+      ::dup2(devnull, 2);
+      ::execl(BERTH_BIN, BERTH_BIN, "apply", "-f", manifest.c_str(), "--yes", "--bus",
+              sandbox_->system_bus_address().c_str(), "--journal-dir",
+              sandbox_->journal_dir().c_str(), "--nvml-library", FAKE_NVML_FULL, "--state-dir",
+              state_.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    return pid;
+  }
+  static bool Healthy(int port) {
+    CommandResult r =
+        RunCommand({"/usr/bin/python3", "-c",
+                    "import urllib.request,sys\ntry:\n sys.exit(0 if "
+                    "urllib.request.urlopen('http://127.0.0.1:" +
+                        std::to_string(port) +
+                        "/health', timeout=2).status == 200 else 1)\nexcept Exception:\n "
+                        "sys.exit(1)"},
+                   {}, std::chrono::seconds(5));
+    return r.exit_code == 0;
+  }
+  std::string ActiveState(const std::string& unit) {
+    auto p = systemd_->GetUnits({unit});
+    return p.ok() ? (*p)[0].active_state : "?";
+  }
+  void ExpectMinimaxVerified() {
+    HubOptions h = HubOptionsFromEnvironment();
+    HubHttp http(h);
+    auto snap = ResolveSnapshot(http, "MiniMaxAI/MiniMax-M2.5", "main");
+    ASSERT_TRUE(snap.ok()) << snap.status().message();
+    auto report = VerifySnapshot(store_, *snap, snap->files);
+    ASSERT_TRUE(report.ok());
+    EXPECT_TRUE(report->corrupt.empty()) << ::testing::PrintToString(report->corrupt);
+    EXPECT_TRUE(report->missing.empty()) << ::testing::PrintToString(report->missing);
+  }
+
+  std::unique_ptr<FakeHubServer> hub_;
+  std::string store_, state_, nvml_;
+  int port_ = 0;
+  int manifests_ = 0;
+  uint64_t kimi_claim_ = 70 * kGiB, minimax_claim_ = 72 * kGiB;
+  std::ostringstream out_, err_;
+};
+
+TEST_F(LifecycleTest, KimiToMinimaxOnFullGpusThenBackThenStartFirst) {
+  std::string m = Manifest("stopped", "running");
+  ASSERT_EQ(Plan(m), kExitChanges) << out_.str() << err_.str();
+  std::string plan = out_.str();
+  size_t download = plan.find("+ download      model/minimax-m25");
+  size_t stop = plan.find("- stop          service/vllm-kimi-k25");
+  size_t start = plan.find("+ start         service/vllm-minimax-m25");
+  ASSERT_NE(download, std::string::npos) << plan;
+  ASSERT_NE(stop, std::string::npos) << plan;
+  EXPECT_LT(download, stop) << "the download happens before Kimi stops";
+  EXPECT_LT(stop, start);
+  EXPECT_THAT(plan, HasSubstr("= keep          model/kimi-k25-nvfp4"));
+  EXPECT_THAT(plan, HasSubstr("disruption: port " + std::to_string(port_)));
+
+  ASSERT_EQ(Apply(m), kExitOk) << out_.str() << err_.str();
+  EXPECT_EQ(ActiveState("vllm-kimi-k25.service"), "inactive");
+  EXPECT_EQ(ActiveState("vllm-minimax-m25.service"), "active");
+  EXPECT_TRUE(Healthy(port_));
+  EXPECT_TRUE(std::filesystem::exists(store_ + "/models--nvidia--Kimi-K2.5-NVFP4/snapshots/" +
+                                      kKimiCommit + "/config.json"))
+      << "Kimi's weights stay (keep: true)";
+  ExpectMinimaxVerified();
+  ASSERT_EQ(Plan(m), kExitOk) << out_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("No changes"));
+
+  // Back to Kimi: MiniMax stops to make room, Kimi starts again.
+  m = Manifest("running", "stopped");
+  ASSERT_EQ(Apply(m), kExitOk) << out_.str() << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("- stop          service/vllm-minimax-m25"));
+  EXPECT_EQ(ActiveState("vllm-kimi-k25.service"), "active");
+  EXPECT_EQ(ActiveState("vllm-minimax-m25.service"), "inactive");
+  ASSERT_TRUE(WaitFor([&] { return Healthy(port_); }));
+  ASSERT_EQ(Plan(m), kExitOk) << out_.str();
+
+  // The GPU has room for both: MiniMax starts on another port first, Kimi stops only once it
+  // serves. Someone probing both ports never finds neither answering.
+  kimi_claim_ = 30 * kGiB;
+  minimax_claim_ = 36 * kGiB;
+  SyncGpus();
+  int port2 = FreePort();
+  m = Manifest("stopped", "running", 0.45, port2);
+  ASSERT_EQ(Plan(m), kExitChanges);
+  plan = out_.str();
+  ASSERT_LT(plan.find("> wait-healthy  service/vllm-minimax-m25"),
+            plan.find("- stop          service/vllm-kimi-k25"))
+      << plan;
+  std::atomic<bool> done{false};
+  std::atomic<int> dark{0}, probes{0};
+  std::thread prober([&] {
+    while (!done) {
+      if (!Healthy(port_) && !Healthy(port2)) ++dark;
+      ++probes;
+    }
+  });
+  int rc = Apply(m);
+  done = true;
+  prober.join();
+  ASSERT_EQ(rc, kExitOk) << out_.str() << err_.str();
+  EXPECT_GT(probes.load(), 3);
+  EXPECT_EQ(dark.load(), 0) << "a moment with neither Kimi nor MiniMax serving";
+  EXPECT_TRUE(Healthy(port2));
+}
+
+TEST_F(LifecycleTest, KillNineAtEveryStepThenARerunConverges) {
+  std::string m = Manifest("stopped", "running");
+  ASSERT_EQ(Plan(m), kExitChanges);
+  int steps = 0;
+  std::string text = out_.str();
+  for (const char* line = text.c_str(); *line; ++line)
+    if (line[0] == '\n' && line[1] == ' ' && std::isdigit(static_cast<unsigned char>(line[3])))
+      ++steps;
+  ASSERT_GE(steps, 5) << out_.str();
+  for (int k = 1; k <= steps; ++k) {
+    SCOPED_TRACE("killed before step " + std::to_string(k));
+    // Back to the seed world: Kimi serving, MiniMax absent.
+    ASSERT_EQ(Apply(Manifest("running", "absent")), kExitOk) << out_.str() << err_.str();
+    std::filesystem::remove_all(store_ + "/models--MiniMaxAI--MiniMax-M2.5");
+    SyncGpus();
+    pid_t pid = ApplyProcess(m, {"BERTH_FAULT_KILL_AT_STEP=" + std::to_string(k)});
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "status " << status;
+    SyncGpus();
+    ASSERT_EQ(Apply(m), kExitOk) << out_.str() << err_.str();
+    EXPECT_THAT(out_.str(), HasSubstr("this run looks at the host afresh"))
+        << "the journal told of the kill";
+    if (k >= 6) {
+      EXPECT_THAT(out_.str(), HasSubstr("never saw it healthy"));
+    }
+    EXPECT_EQ(ActiveState("vllm-minimax-m25.service"), "active");
+    EXPECT_EQ(ActiveState("vllm-kimi-k25.service"), "inactive");
+    EXPECT_TRUE(Healthy(port_));
+    ExpectMinimaxVerified();
+    ASSERT_EQ(Plan(m), kExitOk) << out_.str();
+  }
+}
+
+TEST_F(LifecycleTest, TwoAppliesAtOnceOneWaitsOrIsToldWhoHoldsTheLock) {
+  hub_->Fault(R"({"kind": "slow", "bytes_per_s": 3000, "port": "cdn"})");
+  std::string m = Manifest("stopped", "running");
+  pid_t first = ApplyProcess(m, {});
+  ASSERT_TRUE(WaitFor([&] { return std::filesystem::exists(state_ + "/journal.json"); }));
+  ApplyCommand cmd;
+  cmd.manifest_path = m;
+  cmd.yes = true;
+  cmd.host = Access();
+  cmd.state_dir = state_;
+  std::istringstream in;
+  std::ostringstream out, err;
+  EXPECT_EQ(RunApply(cmd, in, out, err), kExitError);
+  EXPECT_THAT(err.str(), HasSubstr("another berth holds"));
+  EXPECT_THAT(err.str(), HasSubstr("pid " + std::to_string(first)));
+  EXPECT_THAT(err.str(), HasSubstr("--lock-timeout"));
+  hub_->Control("DELETE", "/_fake/faults");
+  cmd.lock_timeout_s = 60;  // now it waits its turn, then finds nothing left to do
+  out.str("");
+  err.str("");
+  EXPECT_EQ(RunApply(cmd, in, out, err), kExitOk) << out.str() << err.str();
+  int status = 0;
+  ::waitpid(first, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  SyncGpus();
+}
+
+TEST_F(LifecycleTest, ASavedPlanMadeStaleByAHandChangeIsRefused) {
+  std::string m = Manifest("stopped", "running");
+  std::string saved = (tmp_ / "plan.json").string();
+  ASSERT_EQ(Plan(m, saved), kExitChanges) << err_.str();
+  // By hand, someone stops Kimi: the plan was made for a host where Kimi ran.
+  ASSERT_TRUE(systemd_->Stop("vllm-kimi-k25.service", std::chrono::seconds(20)).ok());
+  SyncGpus();
+  EXPECT_EQ(Apply(m, saved), kExitStale) << out_.str() << err_.str();
+  EXPECT_THAT(err_.str(), HasSubstr("unit/vllm-kimi-k25.service changed since"));
+  EXPECT_THAT(err_.str(), HasSubstr("Nothing was changed"));
+  EXPECT_FALSE(std::filesystem::exists(store_ + "/models--MiniMaxAI--MiniMax-M2.5"));
+  // A fresh plan of the same manifest goes through, exactly as saved.
+  ASSERT_EQ(Plan(m, saved), kExitChanges);
+  ASSERT_EQ(Apply(m, saved), kExitOk) << out_.str() << err_.str();
+  EXPECT_EQ(ActiveState("vllm-minimax-m25.service"), "active");
+  // Its serial moved on: the same file cannot run twice.
+  EXPECT_EQ(Apply(m, saved), kExitStale);
+  EXPECT_THAT(err_.str(), HasSubstr("state serial"));
+}
+
+TEST_F(LifecycleTest, AReplacementThatNeverBecomesHealthyIsRolledBack) {
+  std::string m =
+      Manifest("stopped", "running", 0.9, 0, "    env: {FAKE_VLLM_FAIL_HEALTH: \"1\"}\n");
+  std::string text = ReadAll(m);
+  text.replace(text.find("timeout: 20s"), 12, "timeout: 2s");
+  std::ofstream(m) << text;
+  EXPECT_EQ(Apply(m), kExitFailed) << out_.str() << err_.str();
+  EXPECT_THAT(err_.str(), HasSubstr("did not become healthy within 2s"));
+  EXPECT_THAT(err_.str(), HasSubstr("rolled back"));
+  EXPECT_THAT(err_.str(), HasSubstr("start vllm-kimi-k25.service again"));
+  EXPECT_EQ(ActiveState("vllm-kimi-k25.service"), "active");
+  EXPECT_EQ(ActiveState("vllm-minimax-m25.service"), "inactive");
+  ASSERT_TRUE(WaitFor([&] { return Healthy(port_); })) << "Kimi serves again";
+  // The next plan says what failed.
+  Plan(m);
+  EXPECT_THAT(out_.str(), HasSubstr("last apply failed on service/vllm-minimax-m25"));
+}
+
+}  // namespace
+}  // namespace berth::testing
