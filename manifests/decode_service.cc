@@ -140,11 +140,28 @@ void DecodeHealth(YamlReader& r, const Field& block, HealthSpec* h) {
   }
 }
 
+// HF_TOKEN, OPENAI_API_KEY, DB_PASSWORD, ...: names that carry credentials by convention.
+bool LooksSecret(const std::string& key) {
+  std::string k;
+  for (char c : key) k += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  for (const char* part :
+       {"TOKEN", "SECRET", "PASSWORD", "PASSWD", "API_KEY", "APIKEY", "PRIVATE_KEY", "CREDENTIAL"})
+    if (k.find(part) != std::string::npos) return true;
+  return false;
+}
+
 void DecodeEnv(YamlReader& r, const Field& block, std::map<std::string, std::string>* env) {
   for (const Field& f : r.NamedEntries(block.value, "in env")) {
     if (!IsEnvKey(f.key)) {
       r.Error(f.key_loc, "'" + f.key + "' is not a valid environment variable name",
               "use letters, digits and '_', not starting with a digit");
+      continue;
+    }
+    if (LooksSecret(f.key)) {
+      // Unit files are world-readable and end up in plans and reviews: secrets stay out.
+      r.Error(f.key_loc,
+              "'" + f.key + "' looks like a secret; berth never writes secrets into unit files",
+              "put it in a file readable only by root and name it with env_file:");
       continue;
     }
     if (auto v = r.Text(f)) (*env)[f.key] = *v;

@@ -209,3 +209,21 @@ TEST(HostGpus, InventoryIsReadAndBothFieldsAreNeeded) {
 
 }  // namespace
 }  // namespace berth
+
+namespace berth {
+namespace {
+
+TEST(Secrets, AreRefusedInEnvAndPointedToEnvFile) {
+  LoadResult r = LoadManifestTexts(
+      {{"m.yaml",
+        "berth: 1\nmodels:\n  m: {source: hf://o/m}\nservices:\n  s:\n    model: m\n"
+        "    engine: vllm\n    gpus: [0]\n    port: 8000\n    env: {HF_TOKEN: hf_x, LOG: "
+        "info}\n"}});
+  ASSERT_EQ(r.diagnostics.size(), 1u);
+  EXPECT_EQ(r.diagnostics[0].ToString(),
+            "m.yaml:10:11: 'HF_TOKEN' looks like a secret; berth never writes secrets into unit "
+            "files (put it in a file readable only by root and name it with env_file:)");
+}
+
+}  // namespace
+}  // namespace berth
