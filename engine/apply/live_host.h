@@ -19,6 +19,9 @@ struct HostAccess {
   std::string bus_address;  // "" = the system bus (DBUS_SYSTEM_BUS_ADDRESS is honoured)
   std::string journal_dir;  // "" = the local journal
   std::string nvml_library = "libnvidia-ml.so.1";  // dlopen name or path
+  /// berth's records, read by `observe` so a saved observation carries the state serial that
+  /// a plan made from it is later checked against; "" = $BERTH_STATE_DIR or /var/lib/berth.
+  std::string state_dir;
 };
 
 struct LiveHost {

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "engine/apply/saved_plan.h"
+#include "engine/core/log.h"
 #include "engine/core/unit_marker.h"
 #include "engine/observe/live_observer.h"
 #include "engine/output/plan_output.h"
@@ -142,6 +143,21 @@ RunReport RunOnce(const RunOptions& opt, std::ostream& out, std::ostream& err) {
   const Desired& desired = loaded.desired;
   rep.manifest_digest = desired.digest;
 
+  // A fleet manifest that excludes this host: say so without locking, connecting or asking
+  // the Hub anything.
+  {
+    Observed just_the_name;
+    char name[256] = {};
+    ::gethostname(name, sizeof name - 1);
+    just_the_name.hostname = name;
+    Plan skip = MakePlan(desired, just_the_name);
+    if (!skip.host_matches) {
+      rep.plan = skip;
+      out << PlanToText(skip, desired);
+      return Done(rep, Outcome::kNoChanges, 0);
+    }
+  }
+
   std::unique_ptr<StateLock> lock;
   if (opt.apply) {
     auto l = StateLock::Acquire(state_dir, opt.lock_timeout, "berth apply");
@@ -181,7 +197,11 @@ RunReport RunOnce(const RunOptions& opt, std::ostream& out, std::ostream& err) {
     err << "berth: " << connected.message() << "\n";
     return Done(rep, Outcome::kError, 1, connected);
   }
+  auto t_observe = std::chrono::steady_clock::now();
   auto observed = host.Observe(desired, state->ToObserved());
+  spdlog::debug("observed the host in {} ms", std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                  std::chrono::steady_clock::now() - t_observe)
+                                                  .count());
   if (!observed.ok()) {
     err << "berth: " << observed.status().message() << "; nothing was changed\n";
     return Done(rep, Outcome::kError, 1, observed.status());

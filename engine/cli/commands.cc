@@ -4,18 +4,27 @@
 
 #include <iostream>
 
+#include <algorithm>
+#include <cstdlib>
 #include <ctime>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
 #include "engine/apply/executor.h"
 #include "engine/apply/live_host.h"
 #include "engine/apply/run_once.h"
 #include "engine/apply/saved_plan.h"
 #include "engine/core/observed_json.h"
 #include "engine/core/units.h"
+#include "engine/loop/clock.h"
+#include "engine/loop/manifest_probe.h"
+#include "engine/loop/notifier.h"
+#include "engine/loop/reconcile.h"
 #include "engine/observe/live_observer.h"
 #include "engine/output/plan_output.h"
 #include "engine/output/progress.h"
+#include "engine/state/state.h"
 #include "manifests/loader.h"
 #include "planners/planner.h"
 #include "planners/unit_render.h"
@@ -176,7 +185,12 @@ int RunObserve(const std::string& manifest_path, const std::string& format,
   // Observing works without systemd (a GPU box without it, a container): units are then unknown.
   Status s = host.Connect(access, desired);
   if (!s.ok()) host.systemd_error = s.message();
-  auto o = host.Observe(desired);
+  auto state = StateDir(access.state_dir.empty() ? DefaultStateDir() : access.state_dir).Load();
+  if (!state.ok()) {
+    err << "berth observe: " << state.status().message() << "\n";
+    return kExitError;
+  }
+  auto o = host.Observe(desired, state->ToObserved());
   if (!o.ok()) {
     err << "berth observe: " << o.status().message() << "\n";
     return kExitError;
@@ -225,6 +239,65 @@ int RunApply(const ApplyCommand& cmd, std::istream& in, std::ostream& out, std::
   o.max_age_s = cmd.max_age_s;
   o.stop = cmd.stop;
   return RunOnce(o, out, err).exit_code;
+}
+
+int RunReconcile(const ReconcileCommand& cmd, std::ostream& out, std::ostream& err) {
+  LoopOptions lo;
+  lo.once = cmd.once;
+  lo.plan_only = cmd.plan_only;
+  lo.metrics_path = cmd.metrics_path;
+  auto interval = ParseDurationMs(cmd.interval);
+  if (!interval || *interval == 0) {
+    err << "berth reconcile: --interval '" << cmd.interval << "' is not a duration like 5m\n";
+    return kExitError;
+  }
+  lo.schedule.interval = std::chrono::milliseconds(*interval);
+  std::string j = cmd.jitter;
+  if (!j.empty() && j.back() == '%') {
+    char* end = nullptr;
+    double pct = std::strtod(j.c_str(), &end);
+    if (end != j.c_str() + j.size() - 1 || pct < 0 || pct > 100) {
+      err << "berth reconcile: --jitter '" << j << "' is not a percentage from 0% to 100%\n";
+      return kExitError;
+    }
+    lo.schedule.jitter = pct / 100;
+  } else if (auto d = ParseDurationMs(j)) {
+    lo.schedule.jitter = std::min(1.0, static_cast<double>(*d) / static_cast<double>(*interval));
+  } else {
+    err << "berth reconcile: --jitter '" << j << "' is neither N% nor a duration\n";
+    return kExitError;
+  }
+
+  RunOptions ro;
+  ro.manifest_path = cmd.manifest_path;
+  ro.host = cmd.host;
+  ro.state_dir = cmd.state_dir;
+  ro.apply = !cmd.plan_only;
+  ro.yes = true;
+  ro.lock_timeout = std::chrono::seconds(cmd.lock_timeout_s);
+  ro.stop = cmd.stop;
+
+  SystemLoopClock clock(cmd.wake_fd);
+  SdNotifier notifier;
+  std::mt19937_64 rng{std::random_device{}()};
+  std::uniform_real_distribution<double> uniform(0.0, 1.0);
+  LoopDeps deps;
+  deps.pass = [&] {
+    if (cmd.once) return RunOnce(ro, out, err);
+    // In the loop a converged pass says only its status line, not the whole plan each time.
+    std::ostringstream pass_out;
+    RunReport r = RunOnce(ro, pass_out, err);
+    if (r.outcome != Outcome::kNoChanges) out << pass_out.str() << std::flush;
+    return r;
+  };
+  deps.manifest_fingerprint = [&] { return ManifestFingerprint(cmd.manifest_path); };
+  deps.clock = &clock;
+  deps.notifier = &notifier;
+  deps.uniform01 = [&] { return uniform(rng); };
+  deps.stop = cmd.stop;
+  deps.reload = cmd.reload;
+  deps.log = &err;
+  return RunLoop(lo, deps);
 }
 
 namespace {

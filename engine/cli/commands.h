@@ -64,6 +64,26 @@ int RunPull(const PullCommand& cmd, std::ostream& out, std::ostream& err);
 int RunVerify(const std::string& source, const std::string& store, std::ostream& out,
               std::ostream& err);
 
+struct ReconcileCommand {
+  std::string manifest_path;    // -f
+  std::string interval = "5m";  // --interval: between passes while all is well
+  std::string jitter = "10%";   // --jitter: "N%" of the interval, or a duration ("30s")
+  bool once = false;            // --once: one pass, exit with its exit code
+  bool plan_only = false;       // --plan-only: plan and report, never change anything
+  HostAccess host;
+  std::string state_dir;                    // "" = $BERTH_STATE_DIR or /var/lib/berth
+  std::string metrics_path;                 // --metrics: Prometheus textfile; "" = none
+  int lock_timeout_s = 0;                   // wait this long for another apply to finish
+  const std::atomic<bool>* stop = nullptr;  // SIGINT/SIGTERM: stop after the current action
+  std::atomic<bool>* reload = nullptr;      // SIGHUP: run a pass now
+  int wake_fd = -1;                         // readable when a signal arrived (ends a wait early)
+};
+
+/// The loop: a pass (RunOnce with --yes, or plan only) every interval with jitter, backoff
+/// after failures, waiting for the manifest to change after terminal errors; sd_notify and
+/// metrics. With `once`: one pass and its exit code; otherwise 0 when stopped.
+int RunReconcile(const ReconcileCommand& cmd, std::ostream& out, std::ostream& err);
+
 int RunValidate(const std::string& manifest_path, std::ostream& out, std::ostream& err);
 int RunPlan(const PlanCommand& cmd, std::ostream& out, std::ostream& err);
 /// Prints the unit files berth would write (all services, or only `service`).

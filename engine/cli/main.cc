@@ -6,6 +6,8 @@
 #include <iostream>
 
 #include "engine/cli/commands.h"
+#include "engine/core/log.h"
+#include "engine/loop/clock.h"
 
 namespace {
 
@@ -72,6 +74,8 @@ int main(int argc, char** argv) {
   observe->add_option("-o,--output", observe_format, "text or json")->capture_default_str();
   observe->add_option("--bus", observe_host.bus_address, "D-Bus address of systemd's bus");
   observe->add_option("--nvml-library", observe_host.nvml_library, "NVML library to load");
+  observe->add_option("--state-dir", observe_host.state_dir,
+                      "berth's records (default /var/lib/berth)");
 
   berth::PullCommand pull_cmd;
   auto* pull = app.add_subcommand("pull", "one model into the store, outside any manifest");
@@ -80,12 +84,48 @@ int main(int argc, char** argv) {
                    "HF cache dir (default: HF_HUB_CACHE or HF_HOME/hub)");
   pull->add_option("--include", pull_cmd.include, "only files matching this glob (repeatable)");
   pull->add_option("--exclude", pull_cmd.exclude, "skip files matching this glob (repeatable)");
-  pull->add_option("--connections", pull_cmd.connections, "parallel connections (default 16)");
+  pull->add_option("--connections", pull_cmd.connections, "parallel connections (default 32)");
 
   std::string verify_source, verify_store;
   auto* verify = app.add_subcommand("verify", "re-hash a model in the store");
   verify->add_option("source", verify_source, "hf://org/name[@revision]")->required();
   verify->add_option("--store", verify_store, "HF cache dir");
+
+  berth::ReconcileCommand reconcile_cmd;
+  bool reconcile_apply = false;
+  auto* reconcile = app.add_subcommand(
+      "reconcile", "the loop: plan and apply every interval; sd_notify, metrics, SIGHUP re-reads");
+  reconcile->add_option("-f,--file", reconcile_cmd.manifest_path, "manifest file or folder")
+      ->required();
+  reconcile->add_option("--interval", reconcile_cmd.interval, "between passes while all is well")
+      ->capture_default_str();
+  reconcile
+      ->add_option("--jitter", reconcile_cmd.jitter,
+                   "spread each wait by ± this (N% of the interval, or a duration)")
+      ->capture_default_str();
+  reconcile->add_flag("--once", reconcile_cmd.once,
+                      "one pass, exit with apply's exit code (for a systemd timer)");
+  auto* reconcile_apply_flag =
+      reconcile->add_flag("--apply", reconcile_apply, "apply what the plan says (the default)");
+  reconcile
+      ->add_flag("--plan-only", reconcile_cmd.plan_only,
+                 "only plan and report pending changes; change nothing")
+      ->excludes(reconcile_apply_flag);
+  reconcile->add_option("--state-dir", reconcile_cmd.state_dir,
+                        "berth's records (default /var/lib/berth)");
+  reconcile->add_option("--metrics", reconcile_cmd.metrics_path,
+                        "write Prometheus metrics to this file (node_exporter textfile)");
+  reconcile->add_option("--lock-timeout", reconcile_cmd.lock_timeout_s,
+                        "seconds to wait for another apply (default 0)");
+  reconcile->add_option("--bus", reconcile_cmd.host.bus_address, "D-Bus address of systemd's bus");
+  reconcile->add_option("--journal-dir", reconcile_cmd.host.journal_dir,
+                        "journal directory to read");
+  reconcile->add_option("--nvml-library", reconcile_cmd.host.nvml_library, "NVML library to load");
+
+  std::string log_level;
+  app.add_option("--log-level", log_level,
+                 "operator logs on stderr: trace, debug, info, warn, error, off (default: "
+                 "$BERTH_LOG_LEVEL or warn)");
 
   try {
     app.parse(argc, argv);
@@ -93,6 +133,7 @@ int main(int argc, char** argv) {
     int code = app.exit(e);
     return code == 0 ? 0 : berth::kExitError;
   }
+  berth::InitLogging(log_level);
   if (*validate) return berth::RunValidate(validate_path, std::cout, std::cerr);
   if (*plan) return berth::RunPlan(plan_cmd, std::cout, std::cerr);
   if (*pull) return berth::RunPull(pull_cmd, std::cout, std::cerr);
@@ -105,6 +146,13 @@ int main(int argc, char** argv) {
     InstallStopHandlers();
     apply_cmd.stop = &g_stop;
     return berth::RunApply(apply_cmd, std::cin, std::cout, std::cerr);
+  }
+  if (*reconcile) {
+    berth::LoopSignals signals = berth::InstallLoopSignals();
+    reconcile_cmd.stop = signals.stop;
+    reconcile_cmd.reload = signals.reload;
+    reconcile_cmd.wake_fd = signals.wake_fd;
+    return berth::RunReconcile(reconcile_cmd, std::cout, std::cerr);
   }
   if (*observe)
     return berth::RunObserve(observe_path, observe_format, observe_host, std::cout, std::cerr);

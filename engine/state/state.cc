@@ -1,5 +1,7 @@
 #include "engine/state/state.h"
 
+#include "engine/core/log.h"
+
 #include <fcntl.h>
 #include <sys/file.h>
 #include <unistd.h>
@@ -263,7 +265,7 @@ Result<std::unique_ptr<StateLock>> StateLock::Acquire(const std::string& dir,
                                  "); wait for it, or raise --lock-timeout");
     }
     if (!told) {
-      std::fprintf(stderr, "berth: waiting for the lock held by %s\n", holder.c_str());
+      spdlog::warn("waiting for the lock held by {}", holder);
       told = true;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));

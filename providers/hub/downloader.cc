@@ -16,6 +16,7 @@
 #include <random>
 #include <sstream>
 
+#include "engine/core/log.h"
 #include "providers/hub/hasher.h"
 
 namespace berth {
@@ -392,6 +393,8 @@ Status Downloader::Retry(FileJob* f, int chunk, const std::string& why, long wai
                                " (gave up after " + std::to_string(attempt) +
                                " attempts; run again to resume)");
   stats_->retries++;
+  spdlog::info("{} of {}: {}; retry {} of {}", f->entry.path, repo_, why, attempt,
+               opt_.max_attempts);
   long backoff = std::min<long>(static_cast<long>(opt_.backoff_ms) << std::min(attempt - 1, 10),
                                 opt_.max_backoff_ms);
   backoff += std::uniform_int_distribution<long>(0, backoff / 2)(rng_);

@@ -2,6 +2,8 @@
 
 #include <curl/curl.h>
 
+#include "engine/core/log.h"
+
 #include <algorithm>
 #include <cctype>
 #include <chrono>
@@ -179,6 +181,8 @@ Result<HttpResponse> HubHttp::DoWithRetry(const std::string& method, const std::
     }
     if (attempt == opt_.max_attempts) break;
     long jitter = std::uniform_int_distribution<long>(0, backoff / 2)(rng);
+    spdlog::info("{}: attempt {} failed ({}); retrying in {} ms", what, attempt, last.message(),
+                 std::max(wait, backoff + jitter));
     std::this_thread::sleep_for(std::chrono::milliseconds(std::max(wait, backoff + jitter)));
     backoff = std::min<long>(backoff * 2, opt_.max_backoff_ms);
   }

@@ -112,74 +112,78 @@ class SdBusManager : public SystemdManager {
 };
 
 // Reads a{sv} into the fields berth knows; skips the rest.
-int ReadProperties(sd_bus_message* m, UnitProperties* p) {
-  int r = sd_bus_message_enter_container(m, 'a', "{sv}");
-  if (r < 0) return r;
-  while ((r = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
-    const char* key = nullptr;
-    if ((r = sd_bus_message_read(m, "s", &key)) < 0) return r;
-    std::string k = key;
-    auto read_string = [&](std::string* out) {
-      const char* v = nullptr;
-      int rr = sd_bus_message_read(m, "v", "s", &v);
-      if (rr >= 0 && v) *out = v;
-      return rr;
-    };
-    if (k == "LoadState")
-      r = read_string(&p->load_state);
-    else if (k == "ActiveState")
-      r = read_string(&p->active_state);
-    else if (k == "SubState")
-      r = read_string(&p->sub_state);
-    else if (k == "FragmentPath")
-      r = read_string(&p->fragment_path);
-    else if (k == "UnitFileState")
-      r = read_string(&p->unit_file_state);
-    else if (k == "Result")
-      r = read_string(&p->result);
-    else if (k == "NeedDaemonReload") {
-      int b = 0;
-      r = sd_bus_message_read(m, "v", "b", &b);
-      p->need_daemon_reload = b != 0;
-    } else if (k == "MainPID")
-      r = sd_bus_message_read(m, "v", "u", &p->main_pid);
-    else if (k == "NRestarts")
-      r = sd_bus_message_read(m, "v", "u", &p->n_restarts);
-    else if (k == "ExecMainStatus")
-      r = sd_bus_message_read(m, "v", "i", &p->exec_main_status);
-    else if (k == "DropInPaths") {
-      if ((r = sd_bus_message_enter_container(m, 'v', "as")) < 0) return r;
-      char** strv = nullptr;
-      if ((r = sd_bus_message_read_strv(m, &strv)) < 0) return r;
-      p->drop_in_paths.clear();
-      for (char** s = strv; s && *s; ++s) {
-        p->drop_in_paths.emplace_back(*s);
-        free(*s);
-      }
-      free(strv);
-      r = sd_bus_message_exit_container(m);
-    } else if (k == "InvocationID") {
-      if ((r = sd_bus_message_enter_container(m, 'v', "ay")) < 0) return r;
-      const void* data = nullptr;
-      size_t size = 0;
-      if ((r = sd_bus_message_read_array(m, 'y', &data, &size)) < 0) return r;
-      static const char kHex[] = "0123456789abcdef";
-      p->invocation_id.clear();
-      for (size_t i = 0; i < size; ++i) {
-        unsigned char c = static_cast<const unsigned char*>(data)[i];
-        p->invocation_id += kHex[c >> 4];
-        p->invocation_id += kHex[c & 15];
-      }
-      r = sd_bus_message_exit_container(m);
-    } else {
-      r = sd_bus_message_skip(m, "v");
+// Reads one property's variant (the message is positioned at it) into the field for `k`;
+// skips properties berth does not read.
+int ReadOne(sd_bus_message* m, const std::string& k, UnitProperties* p) {
+  int r = 0;
+  auto read_string = [&](std::string* out) {
+    const char* v = nullptr;
+    int rr = sd_bus_message_read(m, "v", "s", &v);
+    if (rr >= 0 && v) *out = v;
+    return rr;
+  };
+  if (k == "LoadState")
+    r = read_string(&p->load_state);
+  else if (k == "ActiveState")
+    r = read_string(&p->active_state);
+  else if (k == "SubState")
+    r = read_string(&p->sub_state);
+  else if (k == "FragmentPath")
+    r = read_string(&p->fragment_path);
+  else if (k == "UnitFileState")
+    r = read_string(&p->unit_file_state);
+  else if (k == "Result")
+    r = read_string(&p->result);
+  else if (k == "NeedDaemonReload") {
+    int b = 0;
+    r = sd_bus_message_read(m, "v", "b", &b);
+    p->need_daemon_reload = b != 0;
+  } else if (k == "MainPID")
+    r = sd_bus_message_read(m, "v", "u", &p->main_pid);
+  else if (k == "NRestarts")
+    r = sd_bus_message_read(m, "v", "u", &p->n_restarts);
+  else if (k == "ExecMainStatus")
+    r = sd_bus_message_read(m, "v", "i", &p->exec_main_status);
+  else if (k == "DropInPaths") {
+    if ((r = sd_bus_message_enter_container(m, 'v', "as")) < 0) return r;
+    char** strv = nullptr;
+    if ((r = sd_bus_message_read_strv(m, &strv)) < 0) return r;
+    p->drop_in_paths.clear();
+    for (char** s = strv; s && *s; ++s) {
+      p->drop_in_paths.emplace_back(*s);
+      free(*s);
     }
-    if (r < 0) return r;
-    if ((r = sd_bus_message_exit_container(m)) < 0) return r;
+    free(strv);
+    r = sd_bus_message_exit_container(m);
+  } else if (k == "InvocationID") {
+    if ((r = sd_bus_message_enter_container(m, 'v', "ay")) < 0) return r;
+    const void* data = nullptr;
+    size_t size = 0;
+    if ((r = sd_bus_message_read_array(m, 'y', &data, &size)) < 0) return r;
+    static const char kHex[] = "0123456789abcdef";
+    p->invocation_id.clear();
+    for (size_t i = 0; i < size; ++i) {
+      unsigned char c = static_cast<const unsigned char*>(data)[i];
+      p->invocation_id += kHex[c >> 4];
+      p->invocation_id += kHex[c & 15];
+    }
+    r = sd_bus_message_exit_container(m);
+  } else {
+    r = sd_bus_message_skip(m, "v");
   }
-  if (r < 0) return r;
-  return sd_bus_message_exit_container(m);
+  return r;
 }
+
+// The properties berth reads beyond what ListUnitsByNames returns: asked one by one (a GetAll
+// of .Service alone returns some 300 properties; berth needs 9 in all).
+struct WantedProperty {
+  const char* iface;
+  const char* name;
+};
+constexpr WantedProperty kWanted[] = {
+    {kUnitIface, "FragmentPath"},  {kUnitIface, "DropInPaths"},  {kUnitIface, "NeedDaemonReload"},
+    {kUnitIface, "UnitFileState"}, {kUnitIface, "InvocationID"}, {kServiceIface, "MainPID"},
+    {kServiceIface, "NRestarts"},  {kServiceIface, "Result"},    {kServiceIface, "ExecMainStatus"}};
 
 Result<std::vector<UnitProperties>> SdBusManager::GetUnits(const std::vector<std::string>& names) {
   std::vector<UnitProperties> out(names.size());
@@ -221,20 +225,19 @@ Result<std::vector<UnitProperties>> SdBusManager::GetUnits(const std::vector<std
   }
   if (r < 0) return FromErrno("cannot read systemd's unit list", r);
 
-  // Round trip 2: GetAll of both interfaces for every loaded unit, pipelined.
+  // Round trip 2: the wanted properties of every loaded unit, all calls in flight at once.
   struct Pending {
     UnitProperties* props;
+    const char* name;
     MsgPtr reply;
-    int error = 0;
-    bool done = false;
+    bool failed = false;  // an error reply (the unit went away meanwhile)
   };
   std::vector<std::unique_ptr<Pending>> pending;
   std::vector<SlotPtr> slots;
   auto on_reply = [](sd_bus_message* m, void* userdata, sd_bus_error*) -> int {
     auto* p = static_cast<Pending*>(userdata);
-    p->done = true;
     if (sd_bus_message_is_method_error(m, nullptr))
-      p->error = -EIO;
+      p->failed = true;
     else
       p->reply.reset(sd_bus_message_ref(m));
     return 0;
@@ -242,34 +245,36 @@ Result<std::vector<UnitProperties>> SdBusManager::GetUnits(const std::vector<std
   for (auto& p : out) {
     auto it = paths.find(p.name);
     if (it == paths.end() || p.load_state == "not-found") continue;
-    for (const char* iface : {kUnitIface, kServiceIface}) {
+    for (const WantedProperty& w : kWanted) {
       auto pend = std::make_unique<Pending>();
       pend->props = &p;
-      sd_bus_slot* s = nullptr;
-      r = sd_bus_call_method_async(bus_.get(), &s, kDest, it->second.c_str(),
-                                   "org.freedesktop.DBus.Properties", "GetAll", on_reply,
-                                   pend.get(), "s", iface);
+      pend->name = w.name;
+      sd_bus_slot* slot = nullptr;
+      r = sd_bus_call_method_async(bus_.get(), &slot, kDest, it->second.c_str(),
+                                   "org.freedesktop.DBus.Properties", "Get", on_reply, pend.get(),
+                                   "ss", w.iface, w.name);
       if (r < 0) return FromErrno("cannot ask systemd for " + p.name + "'s properties", r);
-      slots.emplace_back(s);
+      slots.emplace_back(slot);
       pending.push_back(std::move(pend));
     }
   }
   Clock::time_point deadline = Clock::now() + std::chrono::seconds(60);
+  size_t answered = 0;
   for (;;) {
-    bool all = true;
-    for (const auto& p : pending) all = all && p->done;
-    if (all) break;
     r = sd_bus_process(bus_.get(), nullptr);
     if (r < 0) return FromErrno("lost the connection to systemd", r);
     if (r > 0) continue;
+    while (answered < pending.size() && (pending[answered]->reply || pending[answered]->failed))
+      ++answered;
+    if (answered == pending.size()) break;
     if (Clock::now() > deadline) return Status::Unavailable("systemd did not answer within 60 s");
     r = sd_bus_wait(bus_.get(), 100000);
     if (r < 0 && r != -EINTR) return FromErrno("lost the connection to systemd", r);
   }
   for (auto& p : pending) {
-    if (p->error < 0 || !p->reply) continue;  // a unit unloaded meanwhile: keep the list's states
-    r = ReadProperties(p->reply.get(), p->props);
-    if (r < 0) return FromErrno("cannot read " + p->props->name + "'s properties", r);
+    if (!p->reply) continue;  // a unit unloaded meanwhile: keep the list's states
+    r = ReadOne(p->reply.get(), p->name, p->props);
+    if (r < 0) return FromErrno("cannot read " + p->props->name + "'s " + p->name, r);
   }
   return out;
 }

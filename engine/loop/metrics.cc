@@ -1,0 +1,127 @@
+#include "engine/loop/metrics.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <sstream>
+
+namespace berth {
+namespace {
+
+std::string Number(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+void Metric(std::ostream& out, const char* name, const char* type, const char* help) {
+  out << "# HELP " << name << " " << help << "\n# TYPE " << name << " " << type << "\n";
+}
+
+}  // namespace
+
+const char* FailureKind(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::kNoChanges:
+    case Outcome::kApplied:
+    case Outcome::kPlanned:
+      return nullptr;
+    case Outcome::kFailed:
+      return "failed";
+    case Outcome::kError:
+    case Outcome::kNotConfirmed:
+      return "error";
+    case Outcome::kBlocked:
+      return "blocked";
+    case Outcome::kInvalid:
+      return "invalid_manifest";
+    case Outcome::kStale:
+      return "stale_plan";
+    case Outcome::kInterrupted:
+      return "interrupted";
+  }
+  return "error";
+}
+
+void LoopMetrics::Record(const RunReport& report, double started_unix, double duration_s) {
+  last_run_timestamp = started_unix;
+  run_duration = duration_s;
+  bytes_downloaded += report.exec.bytes_downloaded;
+  services_up = report.services_up;
+  services_wanted = report.services_wanted;
+  const char* kind = FailureKind(report.outcome);
+  if (!kind) {
+    last_success_timestamp = started_unix;
+    pending_changes = report.outcome == Outcome::kPlanned ? report.plan.actions.size() : 0;
+    return;
+  }
+  pending_changes = report.plan.actions.size();
+  for (size_t i = 0; i < kFailureKinds.size(); ++i)
+    if (std::strcmp(kFailureKinds[i], kind) == 0) ++failures[i];
+}
+
+std::string MetricsText(const LoopMetrics& m) {
+  std::ostringstream out;
+  Metric(out, "berth_up", "gauge", "1 while the berth reconcile loop runs.");
+  out << "berth_up 1\n";
+  Metric(out, "berth_last_run_timestamp_seconds", "gauge",
+         "When the last reconcile pass started, in unix seconds.");
+  out << "berth_last_run_timestamp_seconds " << Number(m.last_run_timestamp, 3) << "\n";
+  Metric(out, "berth_last_success_timestamp_seconds", "gauge",
+         "When the last successful reconcile pass started, in unix seconds (0: none yet).");
+  out << "berth_last_success_timestamp_seconds " << Number(m.last_success_timestamp, 3) << "\n";
+  Metric(out, "berth_run_duration_seconds", "gauge", "How long the last reconcile pass took.");
+  out << "berth_run_duration_seconds " << Number(m.run_duration, 3) << "\n";
+  Metric(out, "berth_pending_changes", "gauge",
+         "Actions of the last plan that were not applied (0 after a successful apply).");
+  out << "berth_pending_changes " << m.pending_changes << "\n";
+  Metric(out, "berth_failures_total", "counter", "Reconcile passes that did not succeed, by kind.");
+  for (size_t i = 0; i < kFailureKinds.size(); ++i)
+    out << "berth_failures_total{kind=\"" << kFailureKinds[i] << "\"} " << m.failures[i] << "\n";
+  Metric(out, "berth_bytes_downloaded_total", "counter",
+         "Bytes of model files downloaded since the loop started.");
+  out << "berth_bytes_downloaded_total " << m.bytes_downloaded << "\n";
+  Metric(out, "berth_services_up", "gauge",
+         "Services the manifest wants running that were running after the last pass.");
+  out << "berth_services_up " << m.services_up << "\n";
+  Metric(out, "berth_services_wanted", "gauge", "Services the manifest wants running.");
+  out << "berth_services_wanted " << m.services_wanted << "\n";
+  return out.str();
+}
+
+Status WriteFileAtomically(const std::string& path, const std::string& text) {
+  std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::IoError("cannot write " + tmp + ": " + std::strerror(errno));
+  size_t done = 0;
+  while (done < text.size()) {
+    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int e = errno;
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      return Status::IoError("cannot write " + tmp + ": " + std::strerror(e));
+    }
+    done += static_cast<size_t>(n);
+  }
+  ::fchmod(fd, 0644);  // whatever the umask: node_exporter runs as another user
+  int e = ::fsync(fd) == 0 ? 0 : errno;
+  if (::close(fd) != 0 && e == 0) e = errno;
+  if (e != 0) {
+    ::unlink(tmp.c_str());
+    return Status::IoError("cannot write " + tmp + ": " + std::strerror(e));
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    e = errno;
+    ::unlink(tmp.c_str());
+    return Status::IoError("cannot rename " + tmp + " to " + path + ": " + std::strerror(e));
+  }
+  return Status::Ok();
+}
+
+}  // namespace berth

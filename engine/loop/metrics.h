@@ -1,0 +1,43 @@
+// The loop's metrics in the Prometheus text format, for node_exporter's textfile collector
+// (--collector.textfile.directory): one file rewritten atomically after every pass.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "engine/apply/run_once.h"
+#include "engine/core/status.h"
+
+namespace berth {
+
+/// The failure kinds of berth_failures_total, in the order they are written.
+inline constexpr std::array<const char*, 6> kFailureKinds = {
+    "failed", "error", "blocked", "invalid_manifest", "stale_plan", "interrupted"};
+
+struct LoopMetrics {
+  double last_run_timestamp = 0;      // unix seconds when the last pass started
+  double last_success_timestamp = 0;  // unix seconds when the last successful pass started; 0: none
+  double run_duration = 0;            // seconds the last pass took
+  uint64_t pending_changes = 0;       // actions of the last plan not applied; 0 after a success
+  std::array<uint64_t, kFailureKinds.size()> failures{};  // by kFailureKinds
+  uint64_t bytes_downloaded = 0;                          // since the loop started
+  int services_up = 0;
+  int services_wanted = 0;
+
+  /// Folds one pass in: its report, when it started (unix seconds) and how long it took.
+  void Record(const RunReport& report, double started_unix, double duration_s);
+};
+
+/// The failure kind a pass's outcome counts as, or nullptr when it is no failure
+/// (kNotConfirmed counts as "error").
+const char* FailureKind(Outcome outcome);
+
+/// The textfile: HELP and TYPE lines, then the samples; ends with a newline.
+std::string MetricsText(const LoopMetrics& m);
+
+/// Writes `text` to `path` atomically: a temporary file beside it (not ending in .prom, so the
+/// collector never reads half a file), fsync, rename; mode 0644.
+Status WriteFileAtomically(const std::string& path, const std::string& text);
+
+}  // namespace berth

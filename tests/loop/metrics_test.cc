@@ -1,0 +1,125 @@
+// The metrics textfile, exactly as node_exporter's textfile collector reads it, and its atomic
+// write.
+#include "engine/loop/metrics.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace berth::testing {
+namespace {
+
+RunReport Pass(Outcome o, size_t actions, uint64_t bytes, int up, int wanted) {
+  RunReport r;
+  r.outcome = o;
+  r.plan.actions.resize(actions);
+  r.exec.bytes_downloaded = bytes;
+  r.services_up = up;
+  r.services_wanted = wanted;
+  return r;
+}
+
+TEST(Metrics, TextAfterAnAppliedPassThenAFailedOne) {
+  LoopMetrics m;
+  m.Record(Pass(Outcome::kApplied, 4, 16'000'000'000, 3, 3), 1700000000.25, 412.5);
+  m.Record(Pass(Outcome::kFailed, 2, 1'000, 2, 3), 1700000300.5, 31.25);
+  EXPECT_EQ(MetricsText(m),
+            "# HELP berth_up 1 while the berth reconcile loop runs.\n"
+            "# TYPE berth_up gauge\n"
+            "berth_up 1\n"
+            "# HELP berth_last_run_timestamp_seconds When the last reconcile pass started, in "
+            "unix seconds.\n"
+            "# TYPE berth_last_run_timestamp_seconds gauge\n"
+            "berth_last_run_timestamp_seconds 1700000300.500\n"
+            "# HELP berth_last_success_timestamp_seconds When the last successful reconcile pass "
+            "started, in unix seconds (0: none yet).\n"
+            "# TYPE berth_last_success_timestamp_seconds gauge\n"
+            "berth_last_success_timestamp_seconds 1700000000.250\n"
+            "# HELP berth_run_duration_seconds How long the last reconcile pass took.\n"
+            "# TYPE berth_run_duration_seconds gauge\n"
+            "berth_run_duration_seconds 31.250\n"
+            "# HELP berth_pending_changes Actions of the last plan that were not applied (0 after "
+            "a successful apply).\n"
+            "# TYPE berth_pending_changes gauge\n"
+            "berth_pending_changes 2\n"
+            "# HELP berth_failures_total Reconcile passes that did not succeed, by kind.\n"
+            "# TYPE berth_failures_total counter\n"
+            "berth_failures_total{kind=\"failed\"} 1\n"
+            "berth_failures_total{kind=\"error\"} 0\n"
+            "berth_failures_total{kind=\"blocked\"} 0\n"
+            "berth_failures_total{kind=\"invalid_manifest\"} 0\n"
+            "berth_failures_total{kind=\"stale_plan\"} 0\n"
+            "berth_failures_total{kind=\"interrupted\"} 0\n"
+            "# HELP berth_bytes_downloaded_total Bytes of model files downloaded since the loop "
+            "started.\n"
+            "# TYPE berth_bytes_downloaded_total counter\n"
+            "berth_bytes_downloaded_total 16000001000\n"
+            "# HELP berth_services_up Services the manifest wants running that were running after "
+            "the last pass.\n"
+            "# TYPE berth_services_up gauge\n"
+            "berth_services_up 2\n"
+            "# HELP berth_services_wanted Services the manifest wants running.\n"
+            "# TYPE berth_services_wanted gauge\n"
+            "berth_services_wanted 3\n");
+}
+
+TEST(Metrics, EachUnsuccessfulOutcomeCountsUnderItsKind) {
+  LoopMetrics m;
+  for (Outcome o :
+       {Outcome::kFailed, Outcome::kError, Outcome::kError, Outcome::kBlocked, Outcome::kInvalid,
+        Outcome::kStale, Outcome::kInterrupted, Outcome::kNotConfirmed, Outcome::kNoChanges})
+    m.Record(Pass(o, 0, 0, 0, 0), 1, 1);
+  std::string t = MetricsText(m);
+  EXPECT_NE(t.find("berth_failures_total{kind=\"failed\"} 1\n"), std::string::npos);
+  EXPECT_NE(t.find("berth_failures_total{kind=\"error\"} 3\n"), std::string::npos)
+      << "not_confirmed counts as error";
+  EXPECT_NE(t.find("berth_failures_total{kind=\"blocked\"} 1\n"), std::string::npos);
+  EXPECT_NE(t.find("berth_failures_total{kind=\"invalid_manifest\"} 1\n"), std::string::npos);
+  EXPECT_NE(t.find("berth_failures_total{kind=\"stale_plan\"} 1\n"), std::string::npos);
+  EXPECT_NE(t.find("berth_failures_total{kind=\"interrupted\"} 1\n"), std::string::npos);
+}
+
+TEST(Metrics, PlanOnlyPassReportsItsPendingChangesAndSuccessClearsThem) {
+  LoopMetrics m;
+  m.Record(Pass(Outcome::kPlanned, 5, 0, 1, 2), 100, 2);
+  EXPECT_EQ(m.pending_changes, 5u);
+  EXPECT_EQ(m.last_success_timestamp, 100) << "planning is what a plan-only loop is for";
+  m.Record(Pass(Outcome::kBlocked, 3, 0, 1, 2), 200, 2);
+  EXPECT_EQ(m.pending_changes, 3u);
+  EXPECT_EQ(m.last_success_timestamp, 100);
+  m.Record(Pass(Outcome::kApplied, 3, 0, 2, 2), 300, 2);
+  EXPECT_EQ(m.pending_changes, 0u);
+  EXPECT_EQ(m.last_success_timestamp, 300);
+}
+
+TEST(Metrics, FileIsReplacedAtomicallyWorldReadableAndNoTemporaryIsLeft) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("berth-metrics-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::string path = (dir / "berth.prom").string();
+  std::ofstream(path) << "old\n";
+  mode_t old_mask = ::umask(077);
+  Status s = WriteFileAtomically(path, "berth_up 1\n");
+  ::umask(old_mask);
+  ASSERT_TRUE(s.ok()) << s.message();
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_EQ(text.str(), "berth_up 1\n");
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0644u);
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 1);
+
+  Status bad = WriteFileAtomically((dir / "missing" / "berth.prom").string(), "x");
+  EXPECT_FALSE(bad.ok());
+  EXPECT_NE(bad.message().find("cannot write"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace berth::testing
