@@ -31,7 +31,11 @@ Clock& RealClock() {
 
 Executor::Executor(ExecutorDeps deps) : d_(deps) {
   if (!d_.clock) d_.clock = &RealClock();
+  // One board for every download of the run: a bar per model and one for the total.
+  if (d_.progress) printer_ = std::make_unique<ProgressPrinter>(*d_.progress, d_.progress_tty);
 }
+
+Executor::~Executor() = default;
 
 ExecResult Executor::Run(const Plan& plan) {
   ExecResult r;
@@ -93,7 +97,6 @@ Status Executor::RunDownloads(const Plan& plan, size_t first, size_t last, ExecR
   std::vector<Status> results(last - first + 1);
   std::vector<ExecResult> partial(results.size());
   std::vector<std::thread> threads;
-  parallel_ = true;
   for (size_t i = first; i <= last; ++i) {
     if (d_.on_action) d_.on_action(static_cast<int>(i + 1), plan.actions[i], "running", "");
     threads.emplace_back([this, &plan, &results, &partial, first, i] {
@@ -101,7 +104,6 @@ Status Executor::RunDownloads(const Plan& plan, size_t first, size_t last, ExecR
     });
   }
   for (auto& t : threads) t.join();
-  parallel_ = false;
   Status first_error;
   for (size_t i = first; i <= last; ++i) {
     const Status& s = results[i - first];
@@ -185,15 +187,8 @@ Status Executor::Download(const Action& a, ExecResult* result) {
   req.expect_commit = a.commit;
   HubOptions hub = d_.hub;
   hub.cancel = d_.stop;
-  std::unique_ptr<ProgressPrinter> printer;
-  if (d_.progress) {
-    // Bars redraw one line: with downloads side by side, log lines read better.
-    printer = std::make_unique<ProgressPrinter>(*d_.progress, d_.progress_tty && !parallel_);
-    hub.on_progress = [this, &printer](const PullProgress& p) {
-      std::lock_guard<std::mutex> l(progress_mu_);
-      printer->Update(p);
-    };
-  }
+  ProgressPrinter* printer = printer_.get();
+  if (printer) hub.on_progress = [printer](const PullProgress& p) { printer->Update(p); };
   auto r = PullModel(req, hub);
   if (!r.ok()) return r.status();
   result->downloaded.emplace_back(a.repo_id, r->snapshot.commit);
@@ -205,7 +200,6 @@ Status Executor::Download(const Action& a, ExecResult* result) {
     p.bytes_fetched = r->stats.bytes_fetched;
     p.files_done = p.files_total = static_cast<int>(r->files.size());
     p.seconds = r->seconds;
-    std::lock_guard<std::mutex> l(progress_mu_);
     printer->Done(p);
   }
   return Status::Ok();

@@ -5,7 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
-#include <mutex>
+#include <memory>
 #include <ostream>
 #include <string>
 #include <utility>
@@ -21,6 +21,7 @@ class SystemdManager;
 class UnitFileStore;
 class HealthProbe;
 class JournalReader;
+class ProgressPrinter;
 
 /// Time, so tests can run health gates without waiting.
 class Clock {
@@ -71,6 +72,7 @@ struct ExecResult {
 class Executor {
  public:
   explicit Executor(ExecutorDeps deps);
+  ~Executor();
   /// Runs every action in order and stops at the first failure.
   ExecResult Run(const Plan& plan);
   /// One action; public for tests.
@@ -83,8 +85,7 @@ class Executor {
   void Rollback(const Plan& plan, size_t failed, ExecResult* r);
   std::string JournalTail(const std::string& unit);
   ExecutorDeps d_;
-  bool parallel_ = false;  // downloads running side by side
-  std::mutex progress_mu_;
+  std::unique_ptr<ProgressPrinter> printer_;
 };
 
 }  // namespace berth

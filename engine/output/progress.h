@@ -1,9 +1,13 @@
-// Download progress for people: on a terminal a bar per model (bytes, rate, ETA) redrawn in
-// place; elsewhere a log line every few seconds.
+// Download progress for people: on a terminal a bar per model and one for the total (bytes,
+// rate, ETA), redrawn in place; elsewhere a log line per model and the total every few seconds.
+// Thread-safe: downloads run side by side and report from their own threads.
 #pragma once
 
 #include <chrono>
+#include <map>
+#include <mutex>
 #include <ostream>
+#include <string>
 
 #include "providers/hub/hub_types.h"
 
@@ -11,20 +15,29 @@ namespace berth {
 
 class ProgressPrinter {
  public:
-  /// `tty`: redraw in place; else one line per `log_every`.
+  /// `tty`: redraw in place; else lines every `log_every`.
   ProgressPrinter(std::ostream& out, bool tty,
                   std::chrono::milliseconds log_every = std::chrono::seconds(10))
       : out_(out), tty_(tty), log_every_(log_every) {}
+  /// The latest progress of one model (keyed by repo_id).
   void Update(const PullProgress& p);
-  /// The final line for a model.
+  /// A model is finished: its final line (and the total's, when several run).
   void Done(const PullProgress& p);
 
+  /// One model's line, or the total's (repo_id "total").
+  static std::string Line(const PullProgress& p, bool bar);
+
  private:
-  std::string Line(const PullProgress& p) const;
+  PullProgress Total() const;
+  void Draw(bool final_line_for_done, const std::string& done_repo);
   std::ostream& out_;
   bool tty_;
   std::chrono::milliseconds log_every_;
   std::chrono::steady_clock::time_point last_{};
+  std::mutex mu_;
+  std::map<std::string, PullProgress> models_;  // in progress
+  std::map<std::string, PullProgress> finished_;
+  int drawn_ = 0;  // lines of the last redraw (tty)
 };
 
 }  // namespace berth
