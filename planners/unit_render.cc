@@ -22,32 +22,10 @@ std::string JoinInts(const std::vector<int>& v, const char* sep) {
   return out;
 }
 
+std::string Quote(const std::string& text, bool escape_dollar);
+
 // Environment= values: C escapes and %-specifiers apply, $ does not.
-std::string QuoteEnvAssignment(const std::string& kv) {
-  std::string out = "\"";
-  for (char c : kv) {
-    switch (c) {
-      case '\\':
-        out += "\\\\";
-        break;
-      case '"':
-        out += "\\\"";
-        break;
-      case '%':
-        out += "%%";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out + "\"";
-}
+std::string QuoteEnvAssignment(const std::string& kv) { return Quote(kv, false); }
 
 const char* DefaultExecutable(EngineKind e) {
   switch (e) {
@@ -63,11 +41,11 @@ const char* DefaultExecutable(EngineKind e) {
   return "";
 }
 
-}  // namespace
-
-std::string QuoteExecArg(const std::string& arg) {
+// "…" with C escapes for quotes, backslashes and control characters, % → %% (specifiers), and
+// $ → $$ where systemd would expand variables.
+std::string Quote(const std::string& text, bool escape_dollar) {
   std::string out = "\"";
-  for (unsigned char c : arg) {
+  for (unsigned char c : text) {
     switch (c) {
       case '\\':
         out += "\\\\";
@@ -79,7 +57,7 @@ std::string QuoteExecArg(const std::string& arg) {
         out += "%%";
         break;
       case '$':
-        out += "$$";
+        out += escape_dollar ? "$$" : "$";
         break;
       case '\n':
         out += "\\n";
@@ -102,6 +80,10 @@ std::string QuoteExecArg(const std::string& arg) {
   }
   return out + "\"";
 }
+
+}  // namespace
+
+std::string QuoteExecArg(const std::string& arg) { return Quote(arg, true); }
 
 std::vector<std::string> SplitExecLine(const std::string& line) {
   std::vector<std::string> argv;

@@ -93,35 +93,4 @@ std::string MetricsText(const LoopMetrics& m) {
   return out.str();
 }
 
-Status WriteFileAtomically(const std::string& path, const std::string& text) {
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::IoError("cannot write " + tmp + ": " + std::strerror(errno));
-  size_t done = 0;
-  while (done < text.size()) {
-    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int e = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return Status::IoError("cannot write " + tmp + ": " + std::strerror(e));
-    }
-    done += static_cast<size_t>(n);
-  }
-  ::fchmod(fd, 0644);  // whatever the umask: node_exporter runs as another user
-  int e = ::fsync(fd) == 0 ? 0 : errno;
-  if (::close(fd) != 0 && e == 0) e = errno;
-  if (e != 0) {
-    ::unlink(tmp.c_str());
-    return Status::IoError("cannot write " + tmp + ": " + std::strerror(e));
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    e = errno;
-    ::unlink(tmp.c_str());
-    return Status::IoError("cannot rename " + tmp + " to " + path + ": " + std::strerror(e));
-  }
-  return Status::Ok();
-}
-
 }  // namespace berth

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "engine/apply/run_once.h"
+#include "engine/core/atomic_file.h"
 #include "engine/core/status.h"
 
 namespace berth {
@@ -35,9 +36,5 @@ const char* FailureKind(Outcome outcome);
 
 /// The textfile: HELP and TYPE lines, then the samples; ends with a newline.
 std::string MetricsText(const LoopMetrics& m);
-
-/// Writes `text` to `path` atomically: a temporary file beside it (not ending in .prom, so the
-/// collector never reads half a file), fsync, rename; mode 0644.
-Status WriteFileAtomically(const std::string& path, const std::string& text);
 
 }  // namespace berth

@@ -1,5 +1,6 @@
 #include "engine/state/state.h"
 
+#include "engine/core/atomic_file.h"
 #include "engine/core/log.h"
 
 #include <fcntl.h>
@@ -20,43 +21,6 @@ namespace berth {
 namespace {
 
 using nlohmann::ordered_json;
-
-Status WriteAtomically(const std::string& path, const std::string& data) {
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::IoError("cannot write " + tmp + ": " + std::strerror(errno));
-  size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int e = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return Status::IoError("cannot write " + tmp + ": " + std::strerror(e));
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0) {
-    int e = errno;
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    return Status::IoError("cannot fsync " + tmp + ": " + std::strerror(e));
-  }
-  ::close(fd);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    int e = errno;
-    ::unlink(tmp.c_str());
-    return Status::IoError("cannot rename " + tmp + ": " + std::strerror(e));
-  }
-  std::string dir = std::filesystem::path(path).parent_path().string();
-  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
-  return Status::Ok();
-}
 
 Result<std::string> ReadFile(const std::string& path, bool* exists) {
   std::ifstream in(path, std::ios::binary);
@@ -214,7 +178,7 @@ Status StateDir::Save(const State& state) const {
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);
   if (ec) return Status::IoError("cannot create the state directory " + dir_ + ": " + ec.message());
-  return WriteAtomically(dir_ + "/state.json", StateToJson(s));
+  return WriteFileAtomically(dir_ + "/state.json", StateToJson(s));
 }
 
 Result<Journal> StateDir::LoadJournal(bool* exists) const {
@@ -226,7 +190,7 @@ Result<Journal> StateDir::LoadJournal(bool* exists) const {
 Status StateDir::SaveJournal(const Journal& j) const {
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);
-  return WriteAtomically(dir_ + "/journal.json", JournalToJson(j));
+  return WriteFileAtomically(dir_ + "/journal.json", JournalToJson(j));
 }
 
 Status StateDir::ClearJournal() const {

@@ -29,32 +29,6 @@ Status MkdirAll(const std::string& dir) {
 
 }  // namespace
 
-Status WriteFileAtomically(const std::string& path, const std::string& data, unsigned mode) {
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-  if (fd < 0) return Status::IoError("cannot create " + tmp + ": " + std::strerror(errno));
-  size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int e = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return Status::IoError("cannot write " + tmp + ": " + std::strerror(e));
-    }
-    done += static_cast<size_t>(n);
-  }
-  ::fsync(fd);
-  ::close(fd);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    int e = errno;
-    ::unlink(tmp.c_str());
-    return Status::IoError("cannot rename " + tmp + ": " + std::strerror(e));
-  }
-  return Status::Ok();
-}
-
 CacheLayout::CacheLayout(std::string store, std::string repo_id) : store_(std::move(store)) {
   repo_dir_ = store_ + "/" + FolderName(repo_id);
   lock_dir_ = store_ + "/.locks/" + FolderName(repo_id);

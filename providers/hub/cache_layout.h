@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/core/atomic_file.h"
 #include "engine/core/status.h"
 #include "providers/hub/hub_types.h"
 
@@ -43,8 +44,5 @@ class CacheLayout {
  private:
   std::string store_, repo_dir_, lock_dir_;
 };
-
-/// Writes `data` to `path` atomically (temp file, fsync, rename); `mode` for the new file.
-Status WriteFileAtomically(const std::string& path, const std::string& data, unsigned mode = 0644);
 
 }  // namespace berth

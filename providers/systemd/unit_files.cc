@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "engine/core/atomic_file.h"
 #include "engine/core/unit_marker.h"
 
 namespace berth {
@@ -24,42 +25,14 @@ Status Errno(const std::string& what) {
   return Status::IoError(msg);
 }
 
-Status WriteAll(int fd, const std::string& data, const std::string& path) {
-  size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Errno("cannot write " + path);
-    }
-    done += static_cast<size_t>(n);
-  }
-  return Status::Ok();
-}
-
 }  // namespace
 
 Result<bool> UnitFileStore::Write(const std::string& unit, const std::string& content) {
   auto existing = Read(unit);
   if (existing.ok() && existing->has_value() && **existing == content) return false;
-  std::string path = PathOf(unit);
-  std::string tmp = dir_ + "/." + unit + ".berth-tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Errno("cannot create " + tmp);
-  Status s = WriteAll(fd, content, tmp);
-  if (s.ok() && ::fchmod(fd, 0644) != 0) s = Errno("cannot chmod " + tmp);
-  if (s.ok() && ::fsync(fd) != 0) s = Errno("cannot fsync " + tmp);
-  ::close(fd);
-  if (s.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) s = Errno("cannot rename to " + path);
-  if (!s.ok()) {
-    ::unlink(tmp.c_str());
+  Status s = WriteFileAtomically(PathOf(unit), content, 0644);
+  if (!s.ok())
     return s.WithContext("writing unit " + unit + " (the previous file, if any, is unchanged)");
-  }
-  int dfd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
   return true;
 }
 

@@ -1,0 +1,56 @@
+#include "engine/core/atomic_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace berth {
+namespace {
+
+Status Fail(const std::string& what, const std::string& tmp, int e) {
+  ::unlink(tmp.c_str());
+  std::string msg = what + ": " + std::strerror(e);
+  if (e == ENOSPC) msg += " (the filesystem is full)";
+  if (e == EACCES || e == EPERM) return Status::PermissionDenied(msg);
+  return Status::IoError(msg);
+}
+
+}  // namespace
+
+Status WriteFileAtomically(const std::string& path, std::string_view data, unsigned mode) {
+  size_t slash = path.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
+  std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  // A dot name: readers of the folder (node_exporter, systemd) skip it.
+  std::string tmp = dir + "/." + base + ".tmp." + std::to_string(::getpid());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return Fail("cannot write " + path + " (creating " + tmp + ")", tmp, errno);
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int e = errno;
+      ::close(fd);
+      return Fail("cannot write " + tmp, tmp, e);
+    }
+    done += static_cast<size_t>(n);
+  }
+  int e = 0;
+  if (::fchmod(fd, static_cast<mode_t>(mode)) != 0) e = errno;
+  if (e == 0 && ::fsync(fd) != 0) e = errno;
+  if (::close(fd) != 0 && e == 0) e = errno;
+  if (e != 0) return Fail("cannot write " + tmp, tmp, e);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return Fail("cannot rename to " + path, tmp, errno);
+  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+  return Status::Ok();
+}
+
+}  // namespace berth
