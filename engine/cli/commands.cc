@@ -412,4 +412,25 @@ int RunVerify(const std::string& source, const std::string& store_arg, std::ostr
   return bad ? kExitError : kExitOk;
 }
 
+int RunVerifyManifest(const std::string& manifest_path, const std::string& model,
+                      const std::string& store_arg, std::ostream& out, std::ostream& err) {
+  Desired desired;
+  if (!Load(manifest_path, &desired, err)) return kExitError;
+  if (!model.empty() && !desired.models.count(model)) {
+    err << "berth verify: no model '" << model << "' in " << manifest_path << "\n";
+    return kExitError;
+  }
+  std::string store = !store_arg.empty()            ? store_arg
+                      : !desired.host.store.empty() ? desired.host.store
+                                                    : DefaultStorePath();
+  int rc = kExitOk;
+  for (const auto& [name, m] : desired.models) {
+    if (!model.empty() && name != model) continue;
+    out << "model/" << name << ": ";
+    if (RunVerify("hf://" + m.repo_id + "@" + m.revision, store, out, err) != kExitOk)
+      rc = kExitError;
+  }
+  return rc;
+}
+
 }  // namespace berth

@@ -63,6 +63,9 @@ int RunPull(const PullCommand& cmd, std::ostream& out, std::ostream& err);
 /// against berth's record of it (or the Hub's listing); reports corrupt, missing, extra files.
 int RunVerify(const std::string& source, const std::string& store, std::ostream& out,
               std::ostream& err);
+/// `berth verify -f PATH [MODEL]`: every model of the manifest (or the one named) in its store.
+int RunVerifyManifest(const std::string& manifest_path, const std::string& model,
+                      const std::string& store, std::ostream& out, std::ostream& err);
 
 struct ReconcileCommand {
   std::string manifest_path;    // -f

@@ -86,9 +86,12 @@ int main(int argc, char** argv) {
   pull->add_option("--exclude", pull_cmd.exclude, "skip files matching this glob (repeatable)");
   pull->add_option("--connections", pull_cmd.connections, "parallel connections (default 32)");
 
-  std::string verify_source, verify_store;
-  auto* verify = app.add_subcommand("verify", "re-hash a model in the store");
-  verify->add_option("source", verify_source, "hf://org/name[@revision]")->required();
+  std::string verify_source, verify_store, verify_manifest;
+  auto* verify = app.add_subcommand(
+      "verify", "re-hash models in the store: hf://org/name[@rev], or the manifest's (-f) models");
+  verify->add_option("model", verify_source,
+                     "hf://org/name[@revision], or a model name of the manifest (default: all)");
+  verify->add_option("-f,--file", verify_manifest, "manifest whose models to verify");
   verify->add_option("--store", verify_store, "HF cache dir");
 
   berth::ReconcileCommand reconcile_cmd;
@@ -137,7 +140,16 @@ int main(int argc, char** argv) {
   if (*validate) return berth::RunValidate(validate_path, std::cout, std::cerr);
   if (*plan) return berth::RunPlan(plan_cmd, std::cout, std::cerr);
   if (*pull) return berth::RunPull(pull_cmd, std::cout, std::cerr);
-  if (*verify) return berth::RunVerify(verify_source, verify_store, std::cout, std::cerr);
+  if (*verify) {
+    if (verify_source.rfind("hf://", 0) == 0)
+      return berth::RunVerify(verify_source, verify_store, std::cout, std::cerr);
+    if (verify_manifest.empty()) {
+      std::cerr << "berth verify: give hf://org/name[@revision], or -f MANIFEST [MODEL]\n";
+      return berth::kExitError;
+    }
+    return berth::RunVerifyManifest(verify_manifest, verify_source, verify_store, std::cout,
+                                    std::cerr);
+  }
   if (*apply) {
     if (apply_cmd.manifest_path.empty() == apply_cmd.saved_plan.empty()) {
       std::cerr << "berth apply: give either -f MANIFEST or a saved plan FILE\n";

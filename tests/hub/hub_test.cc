@@ -9,6 +9,7 @@
 #include <fstream>
 #include <thread>
 
+#include "engine/cli/commands.h"
 #include "providers/hub/hub_api.h"
 #include "providers/hub/pull.h"
 #include "tests/hub/fake_hub_server.h"
@@ -302,6 +303,38 @@ TEST(Http, RetryAfterAndRateLimitHeaders) {
   EXPECT_EQ(OriginOf("https://huggingface.co/a"), OriginOf("https://huggingface.co:443/b"));
   EXPECT_NE(OriginOf("http://127.0.0.1:1/a"), OriginOf("http://127.0.0.1:2/a"));
   EXPECT_EQ(ResolveLocation("http://h:1/a/b?x", "/c/d"), "http://h:1/c/d");
+}
+
+}  // namespace
+}  // namespace berth::testing
+
+namespace berth::testing {
+namespace {
+
+TEST_F(HubTest, VerifyOfAManifestsModelsFindsACorruptBlob) {
+  auto r = Pull("org/tiny");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  std::string manifest = dir_ + "/verify-" + std::to_string(::getpid()) + ".yaml";
+  std::ofstream(manifest) << "berth: 1\nhost: {store: " << store_
+                          << "}\nmodels:\n  tiny: {source: hf://org/tiny}\n";
+  std::ostringstream out, err;
+  EXPECT_EQ(RunVerifyManifest(manifest, "", "", out, err), kExitOk) << out.str() << err.str();
+  EXPECT_THAT(out.str(), HasSubstr("model/tiny: "));
+  EXPECT_THAT(out.str(), HasSubstr("6 files verified, 0 corrupt, 0 missing, 0 extra"));
+  // One flipped byte in a blob, and a stray file in the snapshot.
+  std::string blob = store_ + "/models--org--tiny/blobs/" + r->files[0].etag();
+  std::string bytes = ReadAll(blob);
+  bytes[0] = static_cast<char>(bytes[0] ^ 1);
+  std::ofstream(blob, std::ios::binary | std::ios::trunc) << bytes;
+  std::ofstream(store_ + "/models--org--tiny/snapshots/" + r->snapshot.commit + "/stray.txt")
+      << "x";
+  out.str("");
+  EXPECT_EQ(RunVerifyManifest(manifest, "tiny", "", out, err), kExitError);
+  EXPECT_THAT(out.str(), HasSubstr("corrupt  " + r->files[0].path));
+  EXPECT_THAT(out.str(), HasSubstr("extra    stray.txt"));
+  EXPECT_THAT(out.str(), HasSubstr("run berth pull"));
+  EXPECT_EQ(RunVerifyManifest(manifest, "nope", "", out, err), kExitError);
+  EXPECT_THAT(err.str(), HasSubstr("no model 'nope'"));
 }
 
 }  // namespace
