@@ -62,6 +62,7 @@ ExecResult Executor::Run(const Plan& plan) {
       Status s = RunDownloads(plan, i, last, &r);
       if (!s.ok()) {
         r.status = s;
+        r.interrupted = d_.stop && d_.stop->load();
         return r;
       }
       r.steps_done = static_cast<int>(last + 1);
@@ -80,7 +81,9 @@ ExecResult Executor::Run(const Plan& plan) {
       r.status = s.WithContext("step " + std::to_string(i + 1) + " (" + ActionKindName(a.kind) +
                                " " + a.address + ")");
       r.failed_step = static_cast<int>(i + 1);
-      if (d_.rollback) Rollback(plan, i, &r);
+      // Asked to stop (SIGINT/SIGTERM) during a long action: interrupted, not failed.
+      r.interrupted = d_.stop && d_.stop->load();
+      if (d_.rollback && !r.interrupted) Rollback(plan, i, &r);
       return r;
     }
     r.steps_done = static_cast<int>(i + 1);

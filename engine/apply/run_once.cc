@@ -330,7 +330,7 @@ RunReport RunOnce(const RunOptions& opt, std::ostream& out, std::ostream& err) {
   st.last_apply = NowRfc3339();
   if (rep.exec.status.ok()) {
     st.failures.clear();
-  } else if (rep.exec.failed_step > 0) {
+  } else if (rep.exec.failed_step > 0 && !rep.exec.interrupted) {
     const Action& a = plan.actions[static_cast<size_t>(rep.exec.failed_step - 1)];
     std::string address = a.address;
     st.failures[address] = {NowRfc3339(), rep.exec.status.message()};

@@ -364,3 +364,32 @@ TEST_F(LifecycleTest, AReplacementThatNeverBecomesHealthyIsRolledBack) {
 
 }  // namespace
 }  // namespace berth::testing
+
+namespace berth::testing {
+namespace {
+
+TEST_F(LifecycleTest, SigtermStopsTheApplyCleanlyAndTheNextRunFinishes) {
+  hub_->Fault(R"({"kind": "slow", "bytes_per_s": 3000, "port": "cdn"})");
+  std::string m = Manifest("stopped", "running");
+  pid_t pid = ApplyProcess(m, {});
+  std::string journal = state_ + "/journal.json";
+  ASSERT_TRUE(WaitFor([&] { return ReadAll(journal).find("\"running\"") != std::string::npos; }));
+  ::kill(pid, SIGTERM);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status)) << "berth finished its own way, not killed by the signal";
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  // It stopped before touching a service: Kimi still serves, the journal says where it was.
+  EXPECT_EQ(ActiveState("vllm-kimi-k25.service"), "active");
+  EXPECT_THAT(ReadAll(journal), HasSubstr("\"finished\": false"));
+  EXPECT_THAT(ReadAll(journal), HasSubstr("interrupted"));
+  hub_->Control("DELETE", "/_fake/faults");
+  ASSERT_EQ(Apply(m), kExitOk) << out_.str() << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("this run looks at the host afresh"));
+  EXPECT_EQ(ActiveState("vllm-minimax-m25.service"), "active");
+  ExpectMinimaxVerified();
+  EXPECT_FALSE(std::filesystem::exists(journal)) << "a finished apply clears its journal";
+}
+
+}  // namespace
+}  // namespace berth::testing

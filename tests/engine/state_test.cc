@@ -1,0 +1,115 @@
+// berth's records: the state's JSON round trip, the journal, the lock's holder message, the
+// manifest's git commit.
+#include "engine/state/state.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace berth {
+namespace {
+
+using ::testing::HasSubstr;
+namespace fs = std::filesystem;
+
+class StateTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("berth-state-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
+};
+
+TEST_F(StateTest, AFreshStateHasNoLineageUntilItsFirstSaveThenKeepsIt) {
+  StateDir sd(dir_.string());
+  auto s = sd.Load();
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->lineage, "");
+  EXPECT_EQ(s->serial, 0u);
+  s->serial = 3;
+  s->units = {"a.service"};
+  s->models["org/m"] = {std::string(40, 'a')};
+  s->applied["unit/a.service"] = "hash";
+  s->manifest_digest = "d";
+  s->manifest_git_commit = std::string(40, 'b');
+  s->failures["service/a"] = {"2026-11-30T00:00:00Z", "did not become healthy"};
+  ASSERT_TRUE(sd.Save(*s).ok());
+  auto back = sd.Load();
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->lineage.size(), 32u);
+  EXPECT_EQ(StateToJson(*back), StateToJson([&] {
+              State t = *s;
+              t.lineage = back->lineage;
+              return t;
+            }()));
+  EXPECT_EQ(back->ToObserved().models.at("org/m")[0], std::string(40, 'a'));
+  ASSERT_TRUE(sd.Save(*back).ok());
+  EXPECT_EQ(sd.Load()->lineage, back->lineage) << "the lineage is kept";
+}
+
+TEST_F(StateTest, ADamagedStateSaysWhatToDo) {
+  fs::create_directories(dir_);
+  std::ofstream(dir_ / "state.json") << "{not json";
+  auto s = StateDir(dir_.string()).Load();
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.status().message(), HasSubstr("is damaged"));
+  EXPECT_THAT(s.status().message(), HasSubstr("move it aside"));
+}
+
+TEST_F(StateTest, TheJournalRoundTripsAndClears) {
+  StateDir sd(dir_.string());
+  Journal j;
+  j.started = "2026-11-30T00:00:00Z";
+  j.pid = "42";
+  j.entries = {{1, "download", "model/m", "done", ""}, {2, "start", "service/s", "running", ""}};
+  ASSERT_TRUE(sd.SaveJournal(j).ok());
+  bool exists = false;
+  auto back = sd.LoadJournal(&exists);
+  ASSERT_TRUE(exists && back.ok());
+  EXPECT_EQ(JournalToJson(*back), JournalToJson(j));
+  ASSERT_TRUE(sd.ClearJournal().ok());
+  sd.LoadJournal(&exists);
+  EXPECT_FALSE(exists);
+}
+
+TEST_F(StateTest, ASecondLockIsToldWhoHoldsTheFirst) {
+  auto first = StateLock::Acquire(dir_.string(), std::chrono::milliseconds(0), "berth apply");
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  // flock locks belong to the open file: a second open in this process conflicts too.
+  auto second = StateLock::Acquire(dir_.string(), std::chrono::milliseconds(300), "berth apply");
+  ASSERT_FALSE(second.ok());
+  EXPECT_THAT(second.status().message(), HasSubstr("pid " + std::to_string(::getpid())));
+  EXPECT_THAT(second.status().message(), HasSubstr("--lock-timeout"));
+  first->reset();
+  EXPECT_TRUE(StateLock::Acquire(dir_.string(), std::chrono::milliseconds(0), "x").ok());
+}
+
+TEST_F(StateTest, TheManifestsGitCommitIsFound) {
+  fs::create_directories(dir_ / "repo" / "manifests");
+  std::string repo = (dir_ / "repo").string();
+  std::ofstream(dir_ / "repo" / "manifests" / "berth.yaml") << "berth: 1\n";
+  std::string git = "git -C " + repo + " -c user.name=t -c user.email=t@t ";
+  ASSERT_EQ(std::system((git + "init -q && " + git + "add -A && " + git + "commit -qm m").c_str()),
+            0);
+  std::string head;
+  {
+    FILE* p = ::popen(("git -C " + repo + " rev-parse HEAD").c_str(), "r");
+    char buf[64] = {};
+    if (std::fgets(buf, sizeof buf, p)) head = buf;
+    ::pclose(p);
+  }
+  head = head.substr(0, 40);
+  EXPECT_EQ(GitCommitOf((dir_ / "repo" / "manifests" / "berth.yaml").string()), head);
+  EXPECT_EQ(GitCommitOf((dir_ / "repo" / "manifests").string()), head);
+  EXPECT_EQ(GitCommitOf(fs::temp_directory_path().string() + "/no-such-dir-berth/x.yaml"), "");
+}
+
+}  // namespace
+}  // namespace berth
