@@ -124,6 +124,13 @@ void DiffServices(const Desired& d, const Observed& o, const std::string& berth_
     std::string address = "service/" + name;
     bool active = u && u->IsActive();
     if (u && u->need_daemon_reload) draft->reload_pending = true;
+    if (u && u->managed && !u->drop_in_paths.empty()) {
+      // Drop-ins are someone else's files: berth leaves them, but says they change what runs.
+      std::string paths;
+      for (const auto& p : u->drop_in_paths) paths += (paths.empty() ? "" : ", ") + p;
+      draft->warnings.push_back(u->name + " has drop-ins berth did not write (" + paths +
+                                "): systemd runs the unit with them, not as the manifest says");
+    }
 
     if (s.state == ServiceState::kAbsent) {
       if (active)

@@ -907,3 +907,24 @@ TEST_F(PlannerTest, WithoutObservedGpusTheManifestsInventoryDecidesStopFirst) {
 
 }  // namespace
 }  // namespace berth::testing
+
+namespace berth::testing {
+namespace {
+
+TEST_F(PlannerTest, DropInsOnABerthUnitAreReportedNotRemoved) {
+  Gpus(1, GiB(141));
+  Model("a", "org/a");
+  InStore("org/a", Commit("a"), 1000);
+  Vllm("svc", "a", {0}, 8000);
+  Converge();
+  for (auto& u : o.units)
+    if (u.name == "svc.service") u.drop_in_paths = {"/etc/systemd/system/svc.service.d/x.conf"};
+  Plan p = PlanNow();
+  EXPECT_TRUE(p.empty());
+  ASSERT_EQ(p.warnings.size(), 1u);
+  EXPECT_THAT(p.warnings[0], ::testing::HasSubstr("svc.service has drop-ins berth did not write "
+                                                  "(/etc/systemd/system/svc.service.d/x.conf)"));
+}
+
+}  // namespace
+}  // namespace berth::testing
