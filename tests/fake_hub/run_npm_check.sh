@@ -57,6 +57,31 @@ echo "run_npm_check.sh: fake hub at $api (@huggingface/hub $(node -p 'require(".
 
 status=0
 FAKE_HUB_API="$api" FAKE_HUB_TOKEN="$token" node check.mjs || status=$?
+# berth's store read by the client as its own cache (and a cache of the client's reused by berth).
+if [ "$status" -eq 0 ]; then
+  if [ -z "${BERTH_BIN:-}" ] || [ ! -x "$BERTH_BIN" ]; then
+    echo "run_npm_check.sh: FAIL: BERTH_BIN (the berth binary) is not set; CTest sets it" >&2
+    status=1
+  else
+    store="$work/berth-store"
+    HF_ENDPOINT="$api" HF_TOKEN="$token" "$BERTH_BIN" pull hf://org/tiny --store "$store" >/dev/null || status=$?
+    commit=$(cat "$store/models--org--tiny/refs/main")
+    FAKE_HUB_API="$api" BERTH_STORE="$store" COMMIT="$commit" node interop.mjs || status=$?
+    # The other way: a blob the client cached is reused by berth, not fetched again.
+    FAKE_HUB_API="$api" node -e '
+      const { downloadFileToCacheDir } = require("@huggingface/hub");
+      console.debug = () => {};
+      downloadFileToCacheDir({ repo: "org/tiny", path: "model.safetensors", hubUrl: process.env.FAKE_HUB_API,
+                               cacheDir: process.argv[1] }).then(() => process.exit(0), (e) => { console.error(e); process.exit(1); });
+    ' "$work/client-cache" || status=$?
+    out=$(HF_ENDPOINT="$api" HF_TOKEN="$token" "$BERTH_BIN" pull hf://org/tiny --store "$work/client-cache" | tail -1)
+    echo "$out"
+    case "$out" in
+      *"3 MB already there"*) echo "ok   berth reused the blob @huggingface/hub cached" ;;
+      *) echo "FAIL berth did not reuse the client's blob: $out" >&2; status=1 ;;
+    esac
+  fi
+fi
 if [ -s "$work/hub.err" ]; then
   echo "--- fake_hub.py stderr:" >&2
   cat "$work/hub.err" >&2
