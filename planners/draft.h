@@ -37,7 +37,6 @@ struct Draft {
   std::vector<ResolvedModel> models;
   std::vector<Action> downloads;
   std::vector<Action> unit_writes;
-  int reload_files = 0;            // unit files written before the starts
   bool reload_pending = false;     // systemd already wants a reload
   std::vector<Transition> starts;  // starts and restarts, in name order
   std::vector<Transition> stops;   // units to stop, in name order

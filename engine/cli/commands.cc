@@ -172,7 +172,9 @@ Result<Observed> ObserveHost(const PlanCommand& cmd, const Desired& desired) {
   if (!cmd.observed_path.empty()) return SavedObserver(cmd.observed_path).Observe(desired);
   LiveHost host;
   BERTH_RETURN_IF_ERROR(host.Connect(cmd.host, desired));
-  return host.Observe(desired);
+  auto state = StateDir(cmd.state_dir.empty() ? DefaultStateDir() : cmd.state_dir).Load();
+  if (!state.ok()) return state.status();
+  return host.Observe(desired, state->ToObserved());
 }
 
 }  // namespace
