@@ -208,32 +208,29 @@ std::optional<bool> YamlReader::Bool(const Field& f) {
   return f.value.Scalar()[0] != 'f' && f.value.Scalar()[0] != 'F';
 }
 
-std::optional<uint64_t> YamlReader::Size(const Field& f) {
+std::optional<uint64_t> YamlReader::Quantity(const Field& f, const char* what,
+                                             std::optional<uint64_t> (*parse)(std::string_view),
+                                             const char* example) {
   ScalarKind kind = f.value.IsScalar() ? KindOf(f.value) : ScalarKind::kNull;
   if (kind != ScalarKind::kString && kind != ScalarKind::kInt) {
-    TypeError(f, "a size");
+    TypeError(f, std::string("a ") + what);
     return std::nullopt;
   }
-  std::optional<uint64_t> bytes = ParseSize(f.value.Scalar());
-  if (!bytes) {
-    Error(f.value_loc, "bad size '" + f.value.Scalar() + "' for " + Quote(f.key),
-          "use e.g. 230GB, 96GiB");
+  std::optional<uint64_t> v = parse(f.value.Scalar());
+  if (!v) {
+    Error(f.value_loc,
+          std::string("bad ") + what + " '" + f.value.Scalar() + "' for " + Quote(f.key),
+          std::string("use e.g. ") + example);
   }
-  return bytes;
+  return v;
+}
+
+std::optional<uint64_t> YamlReader::Size(const Field& f) {
+  return Quantity(f, "size", &ParseSize, "230GB, 96GiB");
 }
 
 std::optional<uint64_t> YamlReader::DurationMs(const Field& f) {
-  ScalarKind kind = f.value.IsScalar() ? KindOf(f.value) : ScalarKind::kNull;
-  if (kind != ScalarKind::kString && kind != ScalarKind::kInt) {
-    TypeError(f, "a duration");
-    return std::nullopt;
-  }
-  std::optional<uint64_t> ms = ParseDurationMs(f.value.Scalar());
-  if (!ms) {
-    Error(f.value_loc, "bad duration '" + f.value.Scalar() + "' for " + Quote(f.key),
-          "use e.g. 30m, 1h30m, 45s, 500ms");
-  }
-  return ms;
+  return Quantity(f, "duration", &ParseDurationMs, "30m, 1h30m, 45s, 500ms");
 }
 
 std::optional<std::string> YamlReader::AbsolutePath(const Field& f) {

@@ -74,6 +74,10 @@ class YamlReader {
 
  private:
   void TypeError(const Field& f, std::string_view expected);
+  // A size or duration: a string or integer that `parse` accepts; else a diagnostic.
+  std::optional<uint64_t> Quantity(const Field& f, const char* what,
+                                   std::optional<uint64_t> (*parse)(std::string_view),
+                                   const char* example);
   std::vector<Field> EntriesImpl(const YAML::Node& map,
                                  const std::span<const std::string_view>* known,
                                  std::string_view where, std::string_view noun);

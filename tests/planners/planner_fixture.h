@@ -36,15 +36,21 @@ class PlannerTest : public ::testing::Test {
     m.size_hint = size;
     return m;
   }
-  ServiceSpec& Vllm(const std::string& name, const std::string& model, std::vector<int> gpus,
-                    int port, double gmu = 0.9) {
+  /// A service of `engine` on `gpus` and `port`; the engine's own options are left to the caller.
+  ServiceSpec& Service(const std::string& name, EngineKind engine, const std::string& model,
+                       std::vector<int> gpus, int port) {
     ServiceSpec& s = d.services[name];
     s.name = name;
     s.has_engine = true;
-    s.engine = EngineKind::kVllm;
+    s.engine = engine;
     s.model = model;
     s.gpus = std::move(gpus);
     s.port = port;
+    return s;
+  }
+  ServiceSpec& Vllm(const std::string& name, const std::string& model, std::vector<int> gpus,
+                    int port, double gmu = 0.9) {
+    ServiceSpec& s = Service(name, EngineKind::kVllm, model, std::move(gpus), port);
     s.vllm.tensor_parallel_size = static_cast<int>(s.gpus.size());
     s.vllm.gpu_memory_utilization = gmu;
     return s;

@@ -44,25 +44,14 @@ class ScenarioTest : public PlannerTest {
   }
   ServiceSpec& Sglang(const std::string& name, const std::string& model, std::vector<int> gpus,
                       int port, double fraction) {
-    ServiceSpec& s = d.services[name];
-    s.name = name;
-    s.has_engine = true;
-    s.engine = EngineKind::kSglang;
-    s.model = model;
-    s.gpus = std::move(gpus);
-    s.port = port;
+    ServiceSpec& s = Service(name, EngineKind::kSglang, model, std::move(gpus), port);
     s.sglang.tp_size = static_cast<int>(s.gpus.size());
     s.sglang.mem_fraction_static = fraction;
     return s;
   }
   ServiceSpec& Command(const std::string& name, std::vector<int> gpus, int port, uint64_t per_gpu) {
-    ServiceSpec& s = d.services[name];
-    s.name = name;
-    s.has_engine = true;
-    s.engine = EngineKind::kCommand;
+    ServiceSpec& s = Service(name, EngineKind::kCommand, "", std::move(gpus), port);
     s.command = {"/opt/srv/bin/serve", "--listen", std::to_string(port)};
-    s.gpus = std::move(gpus);
-    s.port = port;
     s.gpu_memory = per_gpu;
     return s;
   }

@@ -1,6 +1,7 @@
 // The systemd sandbox harness against a real systemd: a fake vLLM runs as a unit and answers
 // on the host's loopback, the host is left as it was, two sandboxes run the same unit name side
 // by side, and nothing survives a teardown, however the owner ends.
+#include "planners/unit_render.h"
 #include "tests/support/systemd_sandbox.h"
 
 #include <arpa/inet.h>
@@ -126,42 +127,9 @@ bool WaitHealthy(int port, std::chrono::milliseconds timeout) {
   return false;
 }
 
-// One ExecStart= word: "…" with \ " and control characters escaped, % and $ doubled
-// (shared/reference/systemd-dbus.md, TL;DR 6).
-std::string ExecWord(const std::string& arg) {
-  std::string out = "\"";
-  for (unsigned char c : arg) {
-    switch (c) {
-      case '\\':
-        out += "\\\\";
-        break;
-      case '"':
-        out += "\\\"";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '%':
-        out += "%%";
-        break;
-      case '$':
-        out += "$$";
-        break;
-      default:
-        if (c < 0x20 || c == 0x7f) {
-          char hex[8];
-          std::snprintf(hex, sizeof hex, "\\x%02x", c);
-          out += hex;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
-}
+// One ExecStart= word, quoted by berth's own renderer: the test then also proves that quoting
+// against the real systemd.
+std::string ExecWord(const std::string& arg) { return QuoteExecArg(arg); }
 
 std::string Joined(const std::vector<std::string>& args, size_t from) {
   std::string out;
