@@ -6,18 +6,15 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "providers/http/curl_easy.h"
+#include "providers/http/curl_global.h"
+
 namespace berth {
 namespace {
-
-void GlobalInitOnce() {
-  static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-}
 
 struct Body {
   std::string text;
@@ -76,6 +73,7 @@ HttpAnswer Get(CURL* curl, const std::string& url, const std::string& host, int 
   char errbuf[CURL_ERROR_SIZE] = {0};
   curl_easy_reset(curl);
   curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  RestrictToHttp(curl);
   curl_easy_setopt(curl, CURLOPT_NOPROXY, "*");
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
@@ -86,7 +84,7 @@ HttpAnswer Get(CURL* curl, const std::string& url, const std::string& host, int 
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &body);
   curl_easy_setopt(curl, CURLOPT_USERAGENT, "berth-health/" BERTH_VERSION);
   CURLcode code = curl_easy_perform(curl);
-  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &a.status);
+  a.status = ResponseStatus(curl);
   a.answered = a.status != 0;
   a.body = std::move(body.text);
   if (body.truncated) {
@@ -131,7 +129,7 @@ std::string Snippet(const std::string& text) {
 }  // namespace
 
 CurlHealthProbe::CurlHealthProbe(CurlHealthProbeOptions options) : options_(options) {
-  GlobalInitOnce();
+  CurlGlobalInit();
 }
 
 HealthResult CurlHealthProbe::Probe(const std::string& host, int port, const std::string& path,

@@ -1,3 +1,6 @@
+// The scheduler of DownloadBlobs: which transfer runs next on the curl multi handle, what each
+// finished transfer means for its file (Classify, TransferFailure), and the verified rename.
+// One transfer is transfer.cc; what is already on disk is resume_state.cc.
 #include "providers/hub/downloader.h"
 
 #include <curl/curl.h>
@@ -8,70 +11,66 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstring>
 #include <deque>
-#include <fstream>
 #include <memory>
 #include <random>
-#include <sstream>
 
 #include "engine/core/log.h"
+#include "providers/http/classify.h"
+#include "providers/http/curl_easy.h"
 #include "providers/hub/hasher.h"
+#include "providers/hub/resume_state.h"
+#include "providers/hub/transfer.h"
 
 namespace berth {
-namespace {
 
 using Clock = std::chrono::steady_clock;
 
-enum class ChunkState : uint8_t { kPending, kInFlight, kDone };
-
+/// One blob to fetch: where it is, what of it is on disk, and its running hash.
 struct FileJob {
   HubFileEntry entry;
-  std::string resolve_url;
-  std::string url;  // where the bytes are: the CDN Location, or the resolve URL itself
+  std::string resolve_url;  // /resolve, or where a same-origin redirect of it pointed
+  std::string url;          // where the bytes are: the CDN Location, or the resolve URL itself
   bool resolved = false;
   bool resolving = false;
+  int redirects = 0;  // same-origin redirects followed while resolving
   int fd = -1;
   int lock_fd = -1;
-  uint64_t chunk = 0;  // chunk size; == size when fetched in one stream
-  std::vector<ChunkState> chunks;
-  bool single_stream = false;      // the server ignored Range: one stream from 0
-  bool chunk_map = false;          // a chunk map file tracks progress (chunked files)
-  uint64_t resume_at = 0;          // one-stream files: the first byte still missing
-  std::vector<uint64_t> salvaged;  // chunked files: bytes of each pending chunk already written
+  ResumeState state;
+  bool single_stream = false;  // the server ignored Range: one stream from 0
   int cdn_refusals = 0;
   std::unique_ptr<StreamHasher> hasher;
   int verify_failures = 0;
   int in_flight = 0;
   bool finished = false;
-  Clock::time_point not_before{};
-  uint64_t Watermark() const {
-    uint64_t w = 0;
-    for (size_t i = 0; i < chunks.size() && chunks[i] == ChunkState::kDone; ++i)
-      w = std::min<uint64_t>(entry.size, (i + 1) * chunk);
-    return w;
-  }
 };
 
-struct Transfer {
-  CURL* easy = nullptr;
-  curl_slist* headers = nullptr;
-  FileJob* file = nullptr;
-  bool head = false;  // resolving (HEAD) rather than fetching
-  int chunk = -1;
-  uint64_t start = 0, end = 0;  // inclusive byte range asked
-  uint64_t pos = 0;             // next byte to write
-  bool ranged = false;
-  long status = 0;
-  bool checked = false;  // status and Content-Range checked on first body bytes
-  std::map<std::string, std::string> resp_headers;
-  std::string error;   // set by the write callback when it aborts
-  bool fatal = false;  // do not retry (disk full, bad server answer)
-  bool cancelled = false;
-  int attempt = 1;
-  std::string url;  // the URL this transfer fetched (a CDN URL may have been replaced since)
-};
+namespace {
+
+constexpr int kMaxRedirects = 10;
+/// curl's receive buffer per transfer: fewer, larger writes into the page cache.
+constexpr long kReceiveBuffer = 512L * 1024;
+
+StreamHasher::Kind HashKind(const HubFileEntry& e) {
+  return e.is_lfs() ? StreamHasher::Kind::kSha256 : StreamHasher::Kind::kGitSha1;
+}
+
+/// A size header as a number; false when it is not one (a hostile or broken answer).
+bool ParseSize(const std::string& s, uint64_t* out) {
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return ec == std::errc() && end == s.data() + s.size() && !s.empty();
+}
+
+HttpResponse AnswerOf(CURL* easy, const std::string& url) {
+  HttpResponse r;
+  r.status = ResponseStatus(easy);
+  r.headers = ResponseHeaders(easy);
+  r.url = url;
+  return r;
+}
 
 class Downloader {
  public:
@@ -79,6 +78,7 @@ class Downloader {
              DownloadStats* stats)
       : http_(http),
         opt_(http.options()),
+        policy_(RetryPolicyOf(opt_)),
         layout_(layout),
         repo_(std::move(repo_id)),
         commit_(std::move(commit)),
@@ -86,7 +86,9 @@ class Downloader {
         rng_(std::random_device{}()) {}
 
   ~Downloader() {
-    for (auto& t : active_) Release(t.get(), false);
+    for (auto& t : active_)
+      if (multi_) curl_multi_remove_handle(multi_, t->easy);
+    active_.clear();
     if (multi_) curl_multi_cleanup(multi_);
     for (auto& f : files_) Close(f.get());
   }
@@ -94,27 +96,37 @@ class Downloader {
   Status Run(const std::vector<HubFileEntry>& entries);
 
  private:
+  struct Delayed {
+    FileJob* file;
+    int chunk;  // -1: resolve (again)
+    Clock::time_point at;
+    int attempt;
+  };
+
   Status Prepare(FileJob* f);
-  void Close(FileJob* f) {
-    f->hasher.reset();
-    if (f->fd >= 0) ::close(f->fd);
-    f->fd = -1;
-    if (f->lock_fd >= 0) ::close(f->lock_fd);  // releases the flock
-    f->lock_fd = -1;
-  }
-  Transfer* StartHead(FileJob* f, const std::string& url);
-  Transfer* StartChunk(FileJob* f, int chunk);
-  void Release(Transfer* t, bool remove);
+  void Close(FileJob* f);
+  void MarkReused(FileJob* f);
+  void StartHead(FileJob* f, int attempt);
+  void StartChunk(FileJob* f, int chunk, int attempt);
+  void Remove(Transfer* t);
   Status OnDone(Transfer* t, CURLcode code);
-  Status Retry(FileJob* f, int chunk, const std::string& why, long wait_ms, int attempt);
+  Status OnHeadDone(Transfer* t, CURLcode code);
+  Status OnChunkDone(Transfer* t, CURLcode code);
+  void SwitchToOneStream(FileJob* f, Transfer* except);
+  /// Schedules `chunk` (-1: a HEAD) of `f` again after failed attempt `attempt`, or gives up.
+  Status Retry(FileJob* f, int chunk, const std::string& why, long server_wait_ms, int attempt);
+  void Schedule(FileJob* f, int chunk, long delay_ms, int attempt);
   Status Finalize(FileJob* f);
-  void SaveChunkMap(FileJob* f);
+  void StartDue();
+  Status StartNew(size_t* next_prepare);
+  Status FinalizeReady(bool* all_done);
+  bool WaitingForHash() const;
   void Progress(bool force);
-  static size_t OnWrite(char* data, size_t size, size_t n, void* user);
-  static size_t OnHeader(char* data, size_t size, size_t n, void* user);
+  std::string What(const FileJob* f) const { return f->entry.path + " of " + repo_; }
 
   HubHttp& http_;
   const HubOptions& opt_;
+  RetryPolicy policy_;
   const CacheLayout& layout_;
   std::string repo_, commit_;
   DownloadStats* stats_;
@@ -122,44 +134,45 @@ class Downloader {
   CURLM* multi_ = nullptr;
   std::vector<std::unique_ptr<FileJob>> files_;
   std::vector<std::unique_ptr<Transfer>> active_;
-  struct Delayed {
-    FileJob* file;
-    int chunk;  // -1: resolve again
-    Clock::time_point at;
-    int attempt;
-  };
   std::deque<Delayed> delayed_;
-  Status fatal_;
   uint64_t total_ = 0, done_bytes_ = 0;
   int files_done_ = 0;
   Clock::time_point started_ = Clock::now(), last_progress_{};
 };
+
+void Downloader::Close(FileJob* f) {
+  f->hasher.reset();
+  if (f->fd >= 0) ::close(f->fd);
+  f->fd = -1;
+  if (f->lock_fd >= 0) ::close(f->lock_fd);  // releases the flock
+  f->lock_fd = -1;
+}
+
+void Downloader::MarkReused(FileJob* f) {
+  stats_->bytes_reused += f->entry.size;
+  f->finished = true;
+  ++files_done_;
+  done_bytes_ += f->entry.size;
+}
 
 Status Downloader::Prepare(FileJob* f) {
   const HubFileEntry& e = f->entry;
   std::string blob = layout_.BlobPath(e.etag());
   struct stat st;
   if (::stat(blob.c_str(), &st) == 0 && static_cast<uint64_t>(st.st_size) == e.size) {
-    stats_->bytes_reused += e.size;
-    f->finished = true;
-    ++files_done_;
-    done_bytes_ += e.size;
+    MarkReused(f);
     return Status::Ok();
   }
   // The same lock huggingface_hub takes, so a concurrent Python download of this blob waits.
-  f->lock_fd = ::open(layout_.LockPath(e.etag()).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0664);
+  std::string lock = layout_.LockPath(e.etag());
+  f->lock_fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0664);
   if (f->lock_fd < 0)
-    return Status::IoError("cannot open lock " + layout_.LockPath(e.etag()) + ": " +
-                           std::strerror(errno));
+    return Status::IoError("cannot open lock " + lock + ": " + std::strerror(errno));
   if (::flock(f->lock_fd, LOCK_EX) != 0)
-    return Status::IoError("cannot lock " + layout_.LockPath(e.etag()) + ": " +
-                           std::strerror(errno));
+    return Status::IoError("cannot lock " + lock + ": " + std::strerror(errno));
   if (::stat(blob.c_str(), &st) == 0 && static_cast<uint64_t>(st.st_size) == e.size) {
     Close(f);  // someone else finished it while we waited
-    stats_->bytes_reused += e.size;
-    f->finished = true;
-    ++files_done_;
-    done_bytes_ += e.size;
+    MarkReused(f);
     return Status::Ok();
   }
   std::string inc = layout_.IncompletePath(e.etag());
@@ -167,355 +180,230 @@ Status Downloader::Prepare(FileJob* f) {
   uint64_t partial_size = had_partial ? static_cast<uint64_t>(st.st_size) : 0;
   f->fd = ::open(inc.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (f->fd < 0) return Status::IoError("cannot open " + inc + ": " + std::strerror(errno));
-  bool chunked = e.size >= opt_.parallel_threshold;
-  f->chunk = chunked ? opt_.chunk_bytes : std::max<uint64_t>(e.size, 1);
-  size_t n = static_cast<size_t>(e.size == 0 ? 0 : (e.size + f->chunk - 1) / f->chunk);
-  f->chunks.assign(n, ChunkState::kPending);
-  f->chunk_map = chunked;
-  uint64_t resumed = 0;
-  std::ifstream map(layout_.ChunkMapPath(e.etag()));
-  uint64_t map_size = 0, map_chunk = 0;
-  if (had_partial && map >> map_size >> map_chunk && map_size == e.size && map_chunk == f->chunk) {
-    size_t idx;
-    while (map >> idx)
-      if (idx < n) f->chunks[idx] = ChunkState::kDone;
-  } else if (had_partial) {
-    // No map of ours: a contiguous prefix (huggingface_hub 0.36 appends), whole chunks of it.
-    // Where the data really ends is the first hole: a sparse file is never taken for data.
-    off_t hole = ::lseek(f->fd, 0, SEEK_HOLE);
-    if (hole >= 0) partial_size = std::min<uint64_t>(partial_size, static_cast<uint64_t>(hole));
-    for (size_t i = 0; i < n && (i + 1) * f->chunk <= partial_size; ++i)
-      f->chunks[i] = ChunkState::kDone;
-    if (!chunked && partial_size < e.size) {
-      // One stream: resume from the byte where it stopped.
-      f->chunks.assign(n, ChunkState::kPending);
-      f->resume_at = partial_size;
-    }
-  }
-  for (size_t i = 0; i < n; ++i)
-    if (f->chunks[i] == ChunkState::kDone)
-      resumed += std::min<uint64_t>(f->chunk, e.size - i * f->chunk);
-  f->salvaged.assign(n, 0);
-  if (chunked && had_partial) {
-    // A chunk cut short (kill -9 mid-transfer) was written from its start on: the file system
-    // knows where its data ends (SEEK_HOLE). Keep that much, to the block before it.
-    struct stat fst;
-    uint64_t block = ::fstat(f->fd, &fst) == 0 && fst.st_blksize > 0
-                         ? static_cast<uint64_t>(fst.st_blksize)
-                         : 4096;
-    for (size_t i = 0; i < n; ++i) {
-      if (f->chunks[i] == ChunkState::kDone) continue;
-      uint64_t start = i * f->chunk, end = std::min<uint64_t>(e.size, start + f->chunk);
-      off_t data = ::lseek(f->fd, static_cast<off_t>(start), SEEK_DATA);
-      if (data < 0 || static_cast<uint64_t>(data) != start) continue;
-      off_t hole = ::lseek(f->fd, static_cast<off_t>(start), SEEK_HOLE);
-      if (hole < 0) continue;
-      uint64_t written = std::min<uint64_t>(static_cast<uint64_t>(hole), end) - start;
-      written = written / block * block;
-      if (written >= block) written -= block;  // the last block may be half written
-      f->salvaged[i] = written;
-      resumed += written;
-    }
-  }
-  if (!chunked && had_partial && partial_size < e.size) resumed = partial_size;
+  f->state = LoadResumeState(f->fd, had_partial, partial_size, e.size, opt_.parallel_threshold,
+                             opt_.chunk_bytes, layout_.ChunkMapPath(e.etag()));
+  ResumeState& s = f->state;
+  uint64_t resumed = s.ResumedBytes();
   stats_->bytes_resumed += resumed;
   done_bytes_ += resumed;
-  if (chunked) SaveChunkMap(f);  // exists before the first write: its absence means "not ours"
-  // Chunks land anywhere in a chunked file; a one-stream file stays a contiguous prefix, as
-  // huggingface_hub's own partial files are.
-  if (chunked && ::ftruncate(f->fd, static_cast<off_t>(e.size)) != 0)
-    return Status::IoError("cannot size " + inc + ": " + std::strerror(errno));
-  if (!chunked && partial_size > e.size && ::ftruncate(f->fd, 0) == 0) partial_size = 0;
-  f->hasher = std::make_unique<StreamHasher>(
-      f->fd, e.size, e.is_lfs() ? StreamHasher::Kind::kSha256 : StreamHasher::Kind::kGitSha1,
-      e.etag());
-  f->hasher->Advance(f->Watermark());
-  if (!chunked && partial_size < e.size) f->hasher->Advance(partial_size);
+  if (s.chunked) {
+    SaveChunkMap(s, layout_.ChunkMapPath(e.etag()));  // exists before the first write: its
+                                                      // absence means "not ours"
+    // Chunks land anywhere in a chunked file; a one-stream file stays a contiguous prefix, as
+    // huggingface_hub's own partial files are.
+    if (::ftruncate(f->fd, static_cast<off_t>(e.size)) != 0)
+      return Status::IoError("cannot size " + inc + ": " + std::strerror(errno));
+  } else if (partial_size > e.size && ::ftruncate(f->fd, 0) != 0) {
+    return Status::IoError("cannot truncate " + inc + ": " + std::strerror(errno));
+  }
+  f->hasher = std::make_unique<StreamHasher>(f->fd, e.size, HashKind(e), e.etag());
+  f->hasher->Advance(std::max(s.Watermark(), s.chunked ? 0 : s.resume_at));
   return Status::Ok();
 }
 
-void Downloader::SaveChunkMap(FileJob* f) {
-  std::ostringstream s;
-  s << f->entry.size << " " << f->chunk << "\n";
-  for (size_t i = 0; i < f->chunks.size(); ++i)
-    if (f->chunks[i] == ChunkState::kDone) s << i << "\n";
-  // Not fsynced: after a crash a lost entry only means one chunk fetched again.
-  // A map that cannot be written (disk full) leaves the previous one: it is only ever behind.
-  std::string path = layout_.ChunkMapPath(f->entry.etag());
-  std::string tmp = path + ".tmp";
-  bool ok;
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << s.str();
-    out.flush();
-    ok = static_cast<bool>(out);
-  }
-  if (ok) ok = std::rename(tmp.c_str(), path.c_str()) == 0;
-  if (!ok) std::remove(tmp.c_str());
-}
-
-Transfer* Downloader::StartHead(FileJob* f, const std::string& url) {
-  auto t = std::make_unique<Transfer>();
-  t->easy = curl_easy_init();
-  t->file = f;
-  t->head = true;
-  void* headers = nullptr;
-  http_.Configure(t->easy, url, {}, &headers);
-  t->headers = static_cast<curl_slist*>(headers);
-  curl_easy_setopt(t->easy, CURLOPT_NOBODY, 1L);
-  curl_easy_setopt(t->easy, CURLOPT_HEADERFUNCTION, &Downloader::OnHeader);
-  curl_easy_setopt(t->easy, CURLOPT_HEADERDATA, t.get());
-  curl_easy_setopt(t->easy, CURLOPT_PRIVATE, t.get());
+void Downloader::StartHead(FileJob* f, int attempt) {
+  auto t = NewHeadTransfer(http_, f, f->resolve_url);
+  t->attempt = attempt;
   f->resolving = true;
   f->in_flight++;
   curl_multi_add_handle(multi_, t->easy);
   active_.push_back(std::move(t));
-  return active_.back().get();
 }
 
-Transfer* Downloader::StartChunk(FileJob* f, int chunk) {
-  auto t = std::make_unique<Transfer>();
-  t->easy = curl_easy_init();
-  t->file = f;
-  t->chunk = chunk;
-  const HubFileEntry& e = f->entry;
-  if (f->single_stream) {
-    t->start = 0;
-    t->end = e.size ? e.size - 1 : 0;
-  } else {
-    t->start = static_cast<uint64_t>(chunk) * f->chunk;
-    t->end = std::min<uint64_t>(e.size, t->start + f->chunk) - 1;
-    if (f->chunk_map)
-      t->start += std::min<uint64_t>(f->salvaged[static_cast<size_t>(chunk)], t->end - t->start);
-    // One stream, maybe resumed: continue where the partial file's bytes end.
-    if (!f->chunk_map) t->start = std::min<uint64_t>(f->resume_at, t->end);
+void Downloader::StartChunk(FileJob* f, int chunk, int attempt) {
+  const ResumeState& s = f->state;
+  const uint64_t size = f->entry.size;
+  uint64_t start = 0, end = size ? size - 1 : 0;
+  if (!f->single_stream) {
+    size_t i = static_cast<size_t>(chunk);
+    start = s.ChunkStart(i);
+    end = s.ChunkEnd(i) - 1;
+    // Continue where earlier bytes end: a salvaged chunk start, or a one-stream prefix.
+    start = s.chunked ? start + std::min(s.salvaged[i], end - start) : std::min(s.resume_at, end);
   }
-  t->pos = t->start;
-  t->ranged = e.size > 0 && !(t->start == 0 && t->end + 1 == e.size);
-  std::vector<std::string> extra;
-  if (t->ranged)
-    extra.push_back("Range: bytes=" + std::to_string(t->start) + "-" + std::to_string(t->end));
-  void* headers = nullptr;
-  t->url = f->url;
-  http_.Configure(t->easy, f->url, extra, &headers);
-  t->headers = static_cast<curl_slist*>(headers);
-  curl_easy_setopt(t->easy, CURLOPT_WRITEFUNCTION, &Downloader::OnWrite);
-  curl_easy_setopt(t->easy, CURLOPT_WRITEDATA, t.get());
-  curl_easy_setopt(t->easy, CURLOPT_HEADERFUNCTION, &Downloader::OnHeader);
-  curl_easy_setopt(t->easy, CURLOPT_HEADERDATA, t.get());
-  curl_easy_setopt(t->easy, CURLOPT_PRIVATE, t.get());
-  curl_easy_setopt(t->easy, CURLOPT_BUFFERSIZE, 256L * 1024);
+  bool ranged = size > 0 && !(start == 0 && end + 1 == size);
+  auto t = NewRangeTransfer(http_, f, f->url, f->fd, start, end, ranged, kReceiveBuffer);
+  t->chunk = chunk;
+  t->attempt = attempt;
   if (f->single_stream) {
-    for (auto& c : f->chunks) c = ChunkState::kInFlight;
+    std::fill(f->state.chunks.begin(), f->state.chunks.end(), ChunkState::kInFlight);
   } else {
-    f->chunks[static_cast<size_t>(chunk)] = ChunkState::kInFlight;
+    f->state.chunks[static_cast<size_t>(chunk)] = ChunkState::kInFlight;
   }
   f->in_flight++;
   curl_multi_add_handle(multi_, t->easy);
   active_.push_back(std::move(t));
-  return active_.back().get();
 }
 
-size_t Downloader::OnHeader(char* data, size_t size, size_t n, void* user) {
-  auto* t = static_cast<Transfer*>(user);
-  std::string line(data, size * n);
-  if (line.rfind("HTTP/", 0) == 0) {
-    t->resp_headers.clear();
-    size_t sp = line.find(' ');
-    t->status = sp == std::string::npos ? 0 : std::atol(line.c_str() + sp + 1);
-    return size * n;
-  }
-  size_t colon = line.find(':');
-  if (colon != std::string::npos) {
-    std::string name = line.substr(0, colon);
-    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    size_t b = colon + 1;
-    while (b < line.size() && line[b] == ' ') ++b;
-    size_t e = line.size();
-    while (e > b && (line[e - 1] == '\r' || line[e - 1] == '\n' || line[e - 1] == ' ')) --e;
-    t->resp_headers[name] = line.substr(b, e - b);
-  }
-  return size * n;
+void Downloader::Remove(Transfer* t) {
+  curl_multi_remove_handle(multi_, t->easy);
+  active_.erase(
+      std::find_if(active_.begin(), active_.end(), [t](const auto& p) { return p.get() == t; }));
 }
 
-size_t Downloader::OnWrite(char* data, size_t size, size_t n, void* user) {
-  auto* t = static_cast<Transfer*>(user);
-  size_t len = size * n;
-  if (!t->checked) {
-    t->checked = true;
-    if (t->status != 200 && t->status != 206) return 0;  // an error body: read it in OnDone
-    if (t->ranged) {
-      if (t->status == 200) {
-        t->error = "the server ignored Range (HTTP 200)";
-        return 0;
-      }
-      const std::string& cr = t->resp_headers["content-range"];
-      std::string want = "bytes " + std::to_string(t->start) + "-";
-      if (cr.rfind(want, 0) != 0) {
-        t->error = "Content-Range '" + cr + "' does not match the range asked (" + want + ")";
-        t->fatal = false;
-        return 0;
-      }
-    }
-  }
-  if (t->status != 200 && t->status != 206) return 0;
-  if (t->pos + len > t->end + 1) {
-    t->error = "the server sent more bytes than asked";
-    return 0;
-  }
-  size_t done = 0;
-  while (done < len) {
-    ssize_t w = ::pwrite(t->file->fd, data + done, len - done, static_cast<off_t>(t->pos + done));
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0) {
-      t->error = std::string("cannot write ") + (errno == ENOSPC ? "(disk full)" : "") + ": " +
-                 std::strerror(errno);
-      t->fatal = true;
-      return 0;
-    }
-    done += static_cast<size_t>(w);
-  }
-  t->pos += len;
-  return len;
+void Downloader::Schedule(FileJob* f, int chunk, long delay_ms, int attempt) {
+  delayed_.push_back({f, chunk, Clock::now() + std::chrono::milliseconds(delay_ms), attempt});
 }
 
-void Downloader::Release(Transfer* t, bool remove) {
-  if (remove && multi_) curl_multi_remove_handle(multi_, t->easy);
-  if (t->easy) curl_easy_cleanup(t->easy);
-  t->easy = nullptr;
-  if (t->headers) curl_slist_free_all(t->headers);
-  t->headers = nullptr;
-}
-
-Status Downloader::Retry(FileJob* f, int chunk, const std::string& why, long wait_ms, int attempt) {
-  if (attempt >= opt_.max_attempts)
-    return Status::Unavailable("downloading " + f->entry.path + " of " + repo_ + ": " + why +
-                               " (gave up after " + std::to_string(attempt) +
-                               " attempts; run again to resume)");
+Status Downloader::Retry(FileJob* f, int chunk, const std::string& why, long server_wait_ms,
+                         int attempt) {
+  if (!policy_.MayRetry(attempt))
+    return Status::Unavailable("downloading " + What(f) + ": " + why + " (gave up after " +
+                               std::to_string(attempt) + " attempts; run again to resume)");
   stats_->retries++;
-  spdlog::info("{} of {}: {}; retry {} of {}", f->entry.path, repo_, why, attempt,
-               opt_.max_attempts);
-  long backoff = std::min<long>(static_cast<long>(opt_.backoff_ms) << std::min(attempt - 1, 10),
-                                opt_.max_backoff_ms);
-  backoff += std::uniform_int_distribution<long>(0, backoff / 2)(rng_);
-  delayed_.push_back({f, chunk,
-                      Clock::now() + std::chrono::milliseconds(std::max(wait_ms, backoff)),
-                      attempt + 1});
+  spdlog::info("{}: {}; retry {} of {}", What(f), why, attempt, policy_.attempts - 1);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  Schedule(f, chunk, policy_.DelayMs(attempt, server_wait_ms, unit(rng_)), attempt + 1);
   return Status::Ok();
 }
 
 Status Downloader::OnDone(Transfer* t, CURLcode code) {
-  FileJob* f = t->file;
-  f->in_flight--;
-  std::string what = f->entry.path + " of " + repo_;
-  HttpResponse resp;
-  resp.status = t->status;
-  resp.headers = t->resp_headers;
-  if (t->head) {
-    f->resolving = false;
-    if (code != CURLE_OK) return Retry(f, -1, curl_easy_strerror(code), 0, t->attempt);
-    if (t->status >= 300 && t->status < 400) {
-      std::string loc = resp.Header("location");
-      if (loc.empty()) return Status::Unavailable(what + ": redirect without Location");
-      std::string next = ResolveLocation(f->resolve_url, loc);
-      if (loc.find("://") == std::string::npos) {  // relative: ask again there (renamed repo)
-        if (t->attempt > 10) return Status::Unavailable(what + ": too many redirects");
-        f->resolve_url = next;
-        return Retry(f, -1, "redirect", 0, 0);
-      }
-      f->url = next;  // absolute: the CDN, fetched without our token
-    } else if (t->status == 200) {
-      f->url = f->resolve_url;
-    } else if (t->status == 408 || t->status == 429 || t->status >= 500) {
-      return Retry(f, -1, HubError(resp, what, !opt_.token.empty()).message(), RetryAfterMs(resp),
-                   t->attempt);
-    } else {
-      return HubError(resp, "downloading " + what, !opt_.token.empty());
-    }
-    std::string size = resp.Header("x-linked-size");
-    if (size.empty() && t->status == 200) size = resp.Header("content-length");
-    if (!size.empty() && std::stoull(size) != f->entry.size)
-      return Status::Unavailable(what + ": the Hub says " + size + " bytes, its listing said " +
-                                 std::to_string(f->entry.size));
-    f->resolved = true;
-    return Status::Ok();
-  }
+  t->file->in_flight--;
+  return t->head ? OnHeadDone(t, code) : OnChunkDone(t, code);
+}
 
+Status Downloader::OnHeadDone(Transfer* t, CURLcode code) {
+  FileJob* f = t->file;
+  f->resolving = false;
+  std::string what = What(f);
+  HttpResponse resp = AnswerOf(t->easy, t->url);
+  HttpOrigin origin = http_.IsHub(t->url) ? HttpOrigin::kHub : HttpOrigin::kCdn;
+  switch (Classify(resp.status, code, origin)) {
+    case HttpOutcome::kRedirect: {
+      std::string loc = resp.Header("location");
+      std::string next = loc.empty() ? "" : ResolveLocation(t->url, loc);
+      if (next.empty())
+        return Status::Unavailable("downloading " + what + ": HTTP " + std::to_string(resp.status) +
+                                   " with an unusable Location '" + loc + "'");
+      if (!http_.IsHub(next)) {
+        f->url = next;  // another origin (the CDN): where the bytes are, fetched without token
+        break;
+      }
+      // The Hub sends us elsewhere on itself (a renamed repo, /api/resolve-cache): ask there.
+      // A redirect is no failure: the same attempt goes on, the hops are counted.
+      if (++f->redirects > kMaxRedirects)
+        return Status::Unavailable("downloading " + what + ": more than " +
+                                   std::to_string(kMaxRedirects) + " redirects");
+      f->resolve_url = next;
+      Schedule(f, -1, 0, t->attempt);
+      return Status::Ok();
+    }
+    case HttpOutcome::kOk:
+      f->url = t->url;
+      break;
+    case HttpOutcome::kRetryable:
+    case HttpOutcome::kRateLimited:
+      return Retry(f, -1,
+                   code != CURLE_OK ? curl_easy_strerror(code)
+                                    : HubError(resp, what, !opt_.token.empty()).message(),
+                   RetryAfterMs(resp), t->attempt);
+    default:
+      if (code != CURLE_OK)
+        return Status::Unavailable("downloading " + what + ": " + t->url + ": " +
+                                   curl_easy_strerror(code));
+      return HubError(resp, "downloading " + what, !opt_.token.empty());
+  }
+  std::string size = resp.Header("x-linked-size");
+  if (size.empty() && resp.status == 200) size = resp.Header("content-length");
+  uint64_t said = 0;
+  if (!size.empty() && (!ParseSize(size, &said) || said != f->entry.size))
+    return Status::Unavailable(what + ": the Hub says " + size + " bytes, its listing said " +
+                               std::to_string(f->entry.size));
+  f->resolved = true;
+  return Status::Ok();
+}
+
+void Downloader::SwitchToOneStream(FileJob* f, Transfer* except) {
+  for (auto& tr : active_)
+    if (tr->file == f && tr.get() != except) tr->cancelled = true;
+  f->single_stream = true;
+  f->state.Restart();
+}
+
+Status Downloader::OnChunkDone(Transfer* t, CURLcode code) {
+  FileJob* f = t->file;
+  ResumeState& s = f->state;
+  std::string what = What(f);
   int chunk = t->chunk;
   auto back_to_pending = [&] {
     if (f->single_stream) {
-      for (auto& c : f->chunks) c = ChunkState::kPending;
+      std::fill(s.chunks.begin(), s.chunks.end(), ChunkState::kPending);
     } else {
-      f->chunks[static_cast<size_t>(chunk)] = ChunkState::kPending;
+      s.chunks[static_cast<size_t>(chunk)] = ChunkState::kPending;
     }
   };
-  uint64_t fetched = t->pos - t->start;
-  stats_->bytes_fetched += fetched;
-  if (t->fatal) {
-    back_to_pending();
-    return Status::IoError("downloading " + what + ": " + t->error + " in " +
-                           layout_.IncompletePath(f->entry.etag()) +
-                           "; the partial file is kept and the next run resumes it");
-  }
-  if (!t->error.empty() && t->error.find("ignored Range") != std::string::npos) {
-    // A server that will not do ranges: take the whole file in one stream instead.
-    for (auto& tr : active_)
-      if (tr->file == f && tr.get() != t && !tr->cancelled) tr->cancelled = true;
-    f->single_stream = true;
-    f->resume_at = 0;
-    std::fill(f->salvaged.begin(), f->salvaged.end(), 0);
-    for (auto& c : f->chunks) c = ChunkState::kPending;
-    return Retry(f, 0, t->error, 0, t->attempt);
-  }
-  bool complete =
-      code == CURLE_OK && (t->status == 200 || t->status == 206) && t->pos == t->end + 1;
-  if (f->entry.size == 0 && code == CURLE_OK && (t->status == 200 || t->status == 206))
-    complete = true;
-  if (!complete) {
-    bool from_cdn = OriginOf(t->url) != OriginOf(opt_.endpoint);
-    if (from_cdn && (t->status == 403 || t->status == 400 || t->status == 410)) {
-      // An expired CDN URL: resolve again, then fetch what is missing.
+  stats_->bytes_fetched += t->Fetched();
+  HttpOutcome outcome = HttpOutcome::kRetryable;
+  switch (t->failure) {
+    case TransferFailure::kDiskWrite:
       back_to_pending();
-      if (t->url != f->url) return Status::Ok();  // already replaced: the chunk goes again
-      f->resolved = false;
-      f->url.clear();
-      if (++f->cdn_refusals > opt_.max_attempts)
-        return Status::Unavailable("downloading " + what +
-                                   ": the CDN refused every URL the Hub "
-                                   "gave (HTTP " +
-                                   std::to_string(t->status) + ")");
-      if (f->resolving) return Status::Ok();
-      return Retry(f, -1, "the CDN refused the URL (HTTP " + std::to_string(t->status) + ")", 0, 0);
+      return Status::IoError("downloading " + what + ": " + FailureText(*t) + " in " +
+                             layout_.IncompletePath(f->entry.etag()) +
+                             "; the partial file is kept and the next run resumes it");
+    case TransferFailure::kRangeIgnored:
+      // A server that will not do ranges: take the whole file in one stream instead.
+      SwitchToOneStream(f, t);
+      return Retry(f, 0, FailureText(*t), 0, t->attempt);
+    case TransferFailure::kBadContentRange:
+    case TransferFailure::kTooLong:
+      break;  // a confused answer: retried
+    case TransferFailure::kNone:
+      outcome = Classify(ResponseStatus(t->easy), code,
+                         http_.IsHub(t->url) ? HttpOrigin::kHub : HttpOrigin::kCdn);
+      break;
+  }
+  bool complete = outcome == HttpOutcome::kOk && (t->pos == t->end + 1 || f->entry.size == 0);
+  if (!complete) {
+    HttpResponse resp = AnswerOf(t->easy, t->url);
+    switch (outcome) {
+      case HttpOutcome::kUrlExpired:
+        // An expired CDN URL: resolve again, then fetch what is missing.
+        back_to_pending();
+        if (t->url != f->url) return Status::Ok();  // already replaced: the chunk goes again
+        f->resolved = false;
+        f->url.clear();
+        if (++f->cdn_refusals >= policy_.attempts)
+          return Status::Unavailable("downloading " + what +
+                                     ": the CDN refused every URL the Hub gave (HTTP " +
+                                     std::to_string(resp.status) + ")");
+        if (!f->resolving) {
+          std::uniform_real_distribution<double> unit(0.0, 1.0);
+          Schedule(f, -1, policy_.DelayMs(f->cdn_refusals, 0, unit(rng_)), 1);
+        }
+        return Status::Ok();
+      case HttpOutcome::kOk:  // 2xx, yet short
+      case HttpOutcome::kRetryable:
+      case HttpOutcome::kRateLimited:
+        break;
+      default:
+        back_to_pending();
+        if (code != CURLE_OK)
+          return Status::Unavailable("downloading " + what + ": " + t->url + ": " +
+                                     curl_easy_strerror(code));
+        return HubError(resp, "downloading " + what, !opt_.token.empty());
     }
-    if (t->status >= 300 && t->status != 408 && t->status != 429 && t->status < 500)
-      return HubError(resp, "downloading " + what, !opt_.token.empty());
     // Keep what arrived: the rest of this chunk is fetched from where it stopped.
     back_to_pending();
-    std::string why = code != CURLE_OK    ? curl_easy_strerror(code)
-                      : !t->error.empty() ? t->error
-                                          : "HTTP " + std::to_string(t->status);
-    if (!f->single_stream && !f->chunk_map && t->pos > t->start) {
-      f->resume_at = t->pos;  // one-stream files resume from the last byte written
+    std::string why = t->failure != TransferFailure::kNone ? FailureText(*t)
+                      : code != CURLE_OK                   ? curl_easy_strerror(code)
+                                                           : "HTTP " + std::to_string(resp.status);
+    if (!f->single_stream && !s.chunked && t->pos > t->start) {
+      s.resume_at = t->pos;  // one-stream files resume from the last byte written
       f->hasher->Advance(t->pos);
     }
-    if (!f->single_stream && f->chunk_map && chunk >= 0)
-      f->salvaged[static_cast<size_t>(chunk)] = t->pos - static_cast<uint64_t>(chunk) * f->chunk;
+    if (!f->single_stream && s.chunked && !t->error_body)
+      s.salvaged[static_cast<size_t>(chunk)] = t->pos - s.ChunkStart(static_cast<size_t>(chunk));
     return Retry(f, chunk, why, RetryAfterMs(resp), t->attempt);
   }
   if (f->single_stream) {
-    for (auto& c : f->chunks) c = ChunkState::kDone;
+    std::fill(s.chunks.begin(), s.chunks.end(), ChunkState::kDone);
   } else {
-    f->chunks[static_cast<size_t>(chunk)] = ChunkState::kDone;
+    s.chunks[static_cast<size_t>(chunk)] = ChunkState::kDone;
   }
-  done_bytes_ += fetched;
+  done_bytes_ += t->Fetched();
   f->cdn_refusals = 0;
-  if (f->chunk_map) {
-    SaveChunkMap(f);
-    // Start writing the chunk back now, so the final sync has little left to do.
-    ::sync_file_range(f->fd, static_cast<off64_t>(t->start),
-                      static_cast<off64_t>(t->pos - t->start), SYNC_FILE_RANGE_WRITE);
-  }
-  f->hasher->Advance(f->single_stream || !f->chunk_map ? t->pos : f->Watermark());
+  if (s.chunked && !f->single_stream) SaveChunkMap(s, layout_.ChunkMapPath(f->entry.etag()));
+  f->hasher->Advance(f->single_stream || !s.chunked ? t->pos : s.Watermark());
   return Status::Ok();
 }
 
@@ -528,7 +416,9 @@ Status Downloader::Finalize(FileJob* f) {
   if (digest != e.etag()) {
     // Wrong bytes (a bad mirror, a corrupt CDN object, a torn partial): discard, try once more.
     f->hasher.reset();
-    ::ftruncate(f->fd, 0);
+    if (::ftruncate(f->fd, 0) != 0 ||
+        (f->state.chunked && ::ftruncate(f->fd, static_cast<off_t>(e.size)) != 0))
+      return Status::IoError("cannot truncate " + inc + ": " + std::strerror(errno));
     ::unlink(layout_.ChunkMapPath(e.etag()).c_str());
     if (++f->verify_failures > 1)
       return Status::Unavailable(
@@ -537,14 +427,10 @@ Status Downloader::Finalize(FileJob* f) {
           "): the server sends wrong bytes; the partial was discarded. Check HF_ENDPOINT or "
           "any proxy in between");
     stats_->retries++;
-    for (auto& c : f->chunks) c = ChunkState::kPending;
     f->single_stream = false;
-    f->resume_at = 0;
-    std::fill(f->salvaged.begin(), f->salvaged.end(), 0);
-    if (f->chunk_map) SaveChunkMap(f);
-    f->hasher = std::make_unique<StreamHasher>(
-        f->fd, e.size, e.is_lfs() ? StreamHasher::Kind::kSha256 : StreamHasher::Kind::kGitSha1,
-        e.etag());
+    f->state.Restart();
+    if (f->state.chunked) SaveChunkMap(f->state, layout_.ChunkMapPath(e.etag()));
+    f->hasher = std::make_unique<StreamHasher>(f->fd, e.size, HashKind(e), e.etag());
     done_bytes_ -= std::min(done_bytes_, e.size);
     return Status::Ok();
   }
@@ -570,13 +456,80 @@ void Downloader::Progress(bool force) {
   p.bytes_total = total_;
   uint64_t inflight = 0;
   for (const auto& t : active_)
-    if (!t->head) inflight += t->pos - t->start;
+    if (!t->head) inflight += t->Fetched();
   p.bytes_done = std::min(total_, done_bytes_ + inflight);
   p.bytes_fetched = stats_->bytes_fetched + inflight;
   p.files_done = files_done_;
   p.files_total = static_cast<int>(files_.size());
   p.seconds = std::chrono::duration<double>(now - started_).count();
   opt_.on_progress(p);
+}
+
+void Downloader::StartDue() {
+  auto now = Clock::now();
+  for (auto it = delayed_.begin(); it != delayed_.end();) {
+    if (it->at > now || static_cast<int>(active_.size()) >= opt_.connections) {
+      ++it;
+      continue;
+    }
+    FileJob* f = it->file;
+    if (it->chunk < 0 || !f->resolved) {
+      if (!f->resolving) StartHead(f, it->attempt);
+    } else if (f->state.chunks[static_cast<size_t>(it->chunk)] == ChunkState::kPending) {
+      StartChunk(f, it->chunk, it->attempt);
+    }
+    it = delayed_.erase(it);
+  }
+}
+
+Status Downloader::StartNew(size_t* next_prepare) {
+  // Big files first: their chunks keep every connection busy while small files fill gaps.
+  for (size_t i = 0; i < files_.size() && static_cast<int>(active_.size()) < opt_.connections;
+       ++i) {
+    FileJob* f = files_[i].get();
+    if (i >= *next_prepare) {
+      BERTH_RETURN_IF_ERROR(Prepare(f));
+      *next_prepare = i + 1;
+    }
+    if (f->finished) continue;
+    if (std::any_of(delayed_.begin(), delayed_.end(),
+                    [f](const Delayed& d) { return d.file == f; }))
+      continue;
+    if (!f->resolved) {
+      if (!f->resolving) StartHead(f, 1);
+      continue;
+    }
+    std::vector<ChunkState>& chunks = f->state.chunks;
+    if (f->single_stream) {
+      if (f->in_flight == 0 && !chunks.empty() && chunks[0] == ChunkState::kPending)
+        StartChunk(f, 0, 1);
+      continue;
+    }
+    for (size_t c = 0; c < chunks.size() && static_cast<int>(active_.size()) < opt_.connections;
+         ++c)
+      if (chunks[c] == ChunkState::kPending) StartChunk(f, static_cast<int>(c), 1);
+    if (f->entry.size == 0 && f->in_flight == 0 && chunks.empty())
+      BERTH_RETURN_IF_ERROR(Finalize(f));
+  }
+  return Status::Ok();
+}
+
+Status Downloader::FinalizeReady(bool* all_done) {
+  // Files whose every chunk is done and hashed: verify and publish the blob.
+  *all_done = true;
+  for (auto& f : files_) {
+    if (f->finished) continue;
+    *all_done = false;
+    if (f->fd >= 0 && f->in_flight == 0 && f->state.AllDone() && f->hasher && f->hasher->done())
+      BERTH_RETURN_IF_ERROR(Finalize(f.get()));
+  }
+  return Status::Ok();
+}
+
+bool Downloader::WaitingForHash() const {
+  return std::any_of(files_.begin(), files_.end(), [](const auto& f) {
+    return !f->finished && f->in_flight == 0 && f->hasher && !f->hasher->done();
+  });
 }
 
 Status Downloader::Run(const std::vector<HubFileEntry>& entries) {
@@ -590,80 +543,20 @@ Status Downloader::Run(const std::vector<HubFileEntry>& entries) {
     total_ += e.size;
     files_.push_back(std::move(f));
   }
-  // Big files first: their chunks keep every connection busy while small files fill gaps.
   std::stable_sort(files_.begin(), files_.end(),
                    [](const auto& a, const auto& b) { return a->entry.size > b->entry.size; });
   size_t next_prepare = 0;
   for (;;) {
-    // Schedule: delayed retries that are due, then new work, up to the connection budget.
-    auto now = Clock::now();
-    for (auto it = delayed_.begin(); it != delayed_.end();) {
-      if (it->at > now || static_cast<int>(active_.size()) >= opt_.connections) {
-        ++it;
-        continue;
-      }
-      Transfer* t = nullptr;
-      if (it->chunk < 0 || !it->file->resolved) {
-        if (!it->file->resolving) t = StartHead(it->file, it->file->resolve_url);
-      } else if (it->file->chunks[static_cast<size_t>(it->chunk)] == ChunkState::kPending) {
-        t = StartChunk(it->file, it->chunk);
-      }
-      if (t) t->attempt = it->attempt;
-      it = delayed_.erase(it);
-    }
-    bool pending_delay_for = false;
-    for (size_t i = 0; i < files_.size() && static_cast<int>(active_.size()) < opt_.connections;
-         ++i) {
-      FileJob* f = files_[i].get();
-      if (i >= next_prepare) {
-        Status s = Prepare(f);
-        if (!s.ok()) return s;
-        next_prepare = i + 1;
-      }
-      if (f->finished) continue;
-      pending_delay_for = false;
-      for (const auto& d : delayed_) pending_delay_for = pending_delay_for || d.file == f;
-      if (pending_delay_for) continue;
-      if (!f->resolved) {
-        if (!f->resolving) StartHead(f, f->resolve_url);
-        continue;
-      }
-      if (f->single_stream) {
-        if (f->in_flight == 0 && !f->chunks.empty() && f->chunks[0] == ChunkState::kPending)
-          StartChunk(f, 0);
-        continue;
-      }
-      for (size_t c = 0;
-           c < f->chunks.size() && static_cast<int>(active_.size()) < opt_.connections; ++c)
-        if (f->chunks[c] == ChunkState::kPending) StartChunk(f, static_cast<int>(c));
-      if (f->entry.size == 0 && f->in_flight == 0 && f->chunks.empty()) {
-        Status s = Finalize(f);
-        if (!s.ok()) return s;
-      }
-    }
-    // Files whose every chunk is done: verify and publish the blob.
-    bool all_done = true;
-    for (auto& f : files_) {
-      if (f->finished) continue;
-      all_done = false;
-      bool chunks_done =
-          !f->chunks.empty() && std::all_of(f->chunks.begin(), f->chunks.end(),
-                                            [](ChunkState c) { return c == ChunkState::kDone; });
-      if (f->fd >= 0 && f->in_flight == 0 && chunks_done && f->hasher && f->hasher->done()) {
-        Status s = Finalize(f.get());
-        if (!s.ok()) return s;
-      }
-    }
+    StartDue();
+    BERTH_RETURN_IF_ERROR(StartNew(&next_prepare));
+    bool all_done = false;
+    BERTH_RETURN_IF_ERROR(FinalizeReady(&all_done));
     if (all_done && next_prepare >= files_.size()) break;
     // Cancelled transfers (a file switched to one stream) leave now.
-    for (auto it = active_.begin(); it != active_.end();) {
-      if ((*it)->cancelled) {
-        (*it)->file->in_flight--;
-        Release(it->get(), true);
-        it = active_.erase(it);
-      } else {
-        ++it;
-      }
+    for (size_t i = active_.size(); i-- > 0;) {
+      if (!active_[i]->cancelled) continue;
+      active_[i]->file->in_flight--;
+      Remove(active_[i].get());
     }
     int running = 0;
     curl_multi_perform(multi_, &running);
@@ -672,12 +565,13 @@ Status Downloader::Run(const std::vector<HubFileEntry>& entries) {
       Transfer* t = nullptr;
       curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, reinterpret_cast<char**>(&t));
       CURLcode code = msg->data.result;
-      if (t->status == 0) curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &t->status);
-      Status s = t->cancelled ? Status::Ok() : OnDone(t, code);
-      if (t->cancelled) t->file->in_flight--;
-      Release(t, true);
-      active_.erase(std::find_if(active_.begin(), active_.end(),
-                                 [t](const auto& p) { return p.get() == t; }));
+      Status s = Status::Ok();
+      if (t->cancelled) {
+        t->file->in_flight--;
+      } else {
+        s = OnDone(t, code);
+      }
+      Remove(t);
       if (!s.ok()) return s;
     }
     Progress(false);
@@ -685,11 +579,7 @@ Status Downloader::Run(const std::vector<HubFileEntry>& entries) {
       return Status::Unavailable("download of " + repo_ +
                                  " interrupted; the partial files are kept "
                                  "and the next run resumes them");
-    bool waiting_hash = false;
-    for (auto& f : files_)
-      waiting_hash =
-          waiting_hash || (!f->finished && f->in_flight == 0 && f->hasher && !f->hasher->done());
-    curl_multi_poll(multi_, nullptr, 0, waiting_hash || !delayed_.empty() ? 20 : 100, nullptr);
+    curl_multi_poll(multi_, nullptr, 0, WaitingForHash() || !delayed_.empty() ? 20 : 100, nullptr);
   }
   Progress(true);
   return Status::Ok();

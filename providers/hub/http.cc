@@ -3,43 +3,20 @@
 #include <curl/curl.h>
 
 #include "engine/core/log.h"
+#include "providers/http/classify.h"
+#include "providers/http/curl_easy.h"
+#include "providers/http/curl_global.h"
 
-#include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <cstdlib>
-#include <mutex>
 #include <random>
 #include <thread>
 
 namespace berth {
 namespace {
 
-void GlobalInit() {
-  static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-}
-
 size_t OnBody(char* data, size_t size, size_t n, void* user) {
   static_cast<std::string*>(user)->append(data, size * n);
-  return size * n;
-}
-
-size_t OnHeader(char* data, size_t size, size_t n, void* user) {
-  auto* headers = static_cast<std::map<std::string, std::string>*>(user);
-  std::string line(data, size * n);
-  if (line.rfind("HTTP/", 0) == 0) headers->clear();  // a new response (after 100-continue)
-  size_t colon = line.find(':');
-  if (colon != std::string::npos) {
-    std::string name = line.substr(0, colon);
-    std::transform(name.begin(), name.end(), name.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    size_t b = colon + 1;
-    while (b < line.size() && line[b] == ' ') ++b;
-    size_t e = line.size();
-    while (e > b && (line[e - 1] == '\r' || line[e - 1] == '\n' || line[e - 1] == ' ')) --e;
-    (*headers)[name] = line.substr(b, e - b);
-  }
   return size * n;
 }
 
@@ -49,68 +26,23 @@ const char* CaBundle() {
   return nullptr;
 }
 
-bool Retryable(long status) {
-  return status == 408 || status == 429 || status == 500 || status == 502 || status == 503 ||
-         status == 504;
-}
-
 }  // namespace
 
-std::string OriginOf(const std::string& url) {
-  size_t scheme = url.find("://");
-  if (scheme == std::string::npos) return "";
-  size_t end = url.find_first_of("/?#", scheme + 3);
-  std::string origin = url.substr(0, end);
-  std::transform(origin.begin(), origin.end(), origin.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  // Make the default ports explicit so "https://h" and "https://h:443" compare equal.
-  std::string host = origin.substr(scheme + 3);
-  if (host.find(':') == std::string::npos) origin += origin.rfind("https", 0) == 0 ? ":443" : ":80";
-  return origin;
-}
-
-std::string ResolveLocation(const std::string& base, const std::string& location) {
-  if (location.find("://") != std::string::npos) return location;
-  size_t scheme = base.find("://");
-  size_t end = base.find_first_of("/?#", scheme + 3);
-  std::string origin = base.substr(0, end);
-  if (!location.empty() && location[0] == '/') return origin + location;
-  size_t slash = base.rfind('/', base.find('?'));
-  return base.substr(0, slash + 1) + location;
-}
-
 long RetryAfterMs(const HttpResponse& r) {
-  long ms = 0;
-  std::string ra = r.Header("retry-after");
-  if (!ra.empty() && std::all_of(ra.begin(), ra.end(), ::isdigit))
-    ms = std::atol(ra.c_str()) * 1000;
-  std::string rl = r.Header("ratelimit");
-  size_t rpos = rl.find(";r=");
-  size_t tpos = rl.find(";t=");
-  if (rpos != std::string::npos && tpos != std::string::npos &&
-      std::atol(rl.c_str() + rpos + 3) == 0)
-    ms = std::max(ms, std::atol(rl.c_str() + tpos + 3) * 1000);
-  return ms;
+  return ServerWaitMs(r.Header("retry-after"), r.Header("ratelimit"));
 }
 
-std::string UrlEncode(const std::string& s, bool keep_slash) {
-  static const char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' ||
-        (keep_slash && c == '/')) {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
+RetryPolicy RetryPolicyOf(const HubOptions& options) {
+  RetryPolicy p;
+  p.attempts = std::max(1, options.max_attempts);
+  p.first_backoff_ms = options.backoff_ms;
+  p.max_backoff_ms = options.max_backoff_ms;
+  return p;
 }
 
-HubHttp::HubHttp(HubOptions options) : opt_(std::move(options)) {
-  GlobalInit();
+HubHttp::HubHttp(HubOptions options)
+    : opt_(std::move(options)), hub_origin_(OriginOf(opt_.endpoint)) {
+  CurlGlobalInit();
   curl_ = curl_easy_init();
 }
 
@@ -118,10 +50,15 @@ HubHttp::~HubHttp() {
   if (curl_) curl_easy_cleanup(static_cast<CURL*>(curl_));
 }
 
+bool HubHttp::IsHub(const std::string& url) const {
+  return !hub_origin_.empty() && OriginOf(url) == hub_origin_;
+}
+
 void HubHttp::Configure(void* handle, const std::string& url, const std::vector<std::string>& extra,
                         void** headers) const {
   CURL* c = static_cast<CURL*>(handle);
   curl_easy_setopt(c, CURLOPT_URL, url.c_str());
+  RestrictToHttp(c);
   curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
   curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, opt_.connect_timeout_s);
@@ -132,15 +69,15 @@ void HubHttp::Configure(void* handle, const std::string& url, const std::vector<
   curl_slist* list = nullptr;
   list = curl_slist_append(list, "Accept-Encoding: identity");
   // The token goes to the Hub's own origin only: never to a CDN a redirect points at.
-  if (!opt_.token.empty() && OriginOf(url) == OriginOf(opt_.endpoint))
+  if (!opt_.token.empty() && IsHub(url))
     list = curl_slist_append(list, ("Authorization: Bearer " + opt_.token).c_str());
   for (const auto& h : extra) list = curl_slist_append(list, h.c_str());
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, list);
   *headers = list;
 }
 
-Result<HttpResponse> HubHttp::Do(const std::string& method, const std::string& url,
-                                 const std::vector<std::string>& headers) {
+Result<HttpResponse> HubHttp::Perform(const std::string& method, const std::string& url,
+                                      const std::vector<std::string>& headers, int* curl_code) {
   CURL* c = static_cast<CURL*>(curl_);
   if (!c) return Status::Internal("curl_easy_init failed");
   curl_easy_reset(c);
@@ -152,42 +89,49 @@ Result<HttpResponse> HubHttp::Do(const std::string& method, const std::string& u
   if (method == "HEAD") curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, &OnBody);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &r.body);
-  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, &OnHeader);
-  curl_easy_setopt(c, CURLOPT_HEADERDATA, &r.headers);
   CURLcode code = curl_easy_perform(c);
   curl_slist_free_all(static_cast<curl_slist*>(list));
+  *curl_code = code;
   r.url = url;
   if (code != CURLE_OK)
     return Status::Unavailable(method + " " + url + ": " +
                                (errbuf[0] ? std::string(errbuf) : curl_easy_strerror(code)));
-  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
+  r.status = ResponseStatus(c);
+  r.headers = ResponseHeaders(c);
   return r;
+}
+
+Result<HttpResponse> HubHttp::Do(const std::string& method, const std::string& url,
+                                 const std::vector<std::string>& headers) {
+  int code = CURLE_OK;
+  return Perform(method, url, headers, &code);
 }
 
 Result<HttpResponse> HubHttp::DoWithRetry(const std::string& method, const std::string& url,
                                           const std::string& what) {
   std::mt19937 rng(std::random_device{}());
-  long backoff = opt_.backoff_ms;
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  RetryPolicy policy = RetryPolicyOf(opt_);
+  HttpOrigin origin = IsHub(url) ? HttpOrigin::kHub : HttpOrigin::kCdn;
   Status last;
-  for (int attempt = 1; attempt <= opt_.max_attempts; ++attempt) {
-    Result<HttpResponse> r = Do(method, url);
-    long wait = 0;
-    if (r.ok()) {
-      if (!Retryable(r->status)) return r;
-      wait = RetryAfterMs(*r);
-      last = HubError(*r, what, !opt_.token.empty());
-    } else {
-      last = r.status();
+  for (int attempt = 1;; ++attempt) {
+    int code = CURLE_OK;
+    Result<HttpResponse> r = Perform(method, url, {}, &code);
+    HttpOutcome outcome = Classify(r.ok() ? r->status : 0, static_cast<CURLcode>(code), origin);
+    if (outcome != HttpOutcome::kRetryable && outcome != HttpOutcome::kRateLimited) {
+      if (r.ok()) return r;
+      return r.status();  // a transport error no retry can fix (a refused protocol, TLS)
     }
-    if (attempt == opt_.max_attempts) break;
-    long jitter = std::uniform_int_distribution<long>(0, backoff / 2)(rng);
+    long server_wait = r.ok() ? RetryAfterMs(*r) : 0;
+    last = r.ok() ? HubError(*r, what, !opt_.token.empty()) : r.status();
+    if (!policy.MayRetry(attempt)) break;
+    long wait = policy.DelayMs(attempt, server_wait, unit(rng));
     spdlog::info("{}: attempt {} failed ({}); retrying in {} ms", what, attempt, last.message(),
-                 std::max(wait, backoff + jitter));
-    std::this_thread::sleep_for(std::chrono::milliseconds(std::max(wait, backoff + jitter)));
-    backoff = std::min<long>(backoff * 2, opt_.max_backoff_ms);
+                 wait);
+    std::this_thread::sleep_for(std::chrono::milliseconds(wait));
   }
-  return Status::Unavailable(last.message() + " (gave up after " +
-                             std::to_string(opt_.max_attempts) + " attempts)");
+  return Status::Unavailable(last.message() + " (gave up after " + std::to_string(policy.attempts) +
+                             " attempts)");
 }
 
 Status HubError(const HttpResponse& r, const std::string& what, bool have_token) {
@@ -195,17 +139,41 @@ Status HubError(const HttpResponse& r, const std::string& what, bool have_token)
   std::string msg = r.Header("x-error-message");
   std::string head = what + ": HTTP " + std::to_string(r.status) +
                      (code.empty() ? "" : " " + code) + (msg.empty() ? "" : " (" + msg + ")");
-  if (msg.find("Invalid credentials") != std::string::npos || (r.status == 401 && code.empty()))
-    return Status::PermissionDenied(
-        head +
-        ": the Hub refused the token; check HF_TOKEN or the token file "
-        "(HF_TOKEN_PATH, $HF_HOME/token) and create a new token if needed");
-  if (code == "GatedRepo")
-    return Status::PermissionDenied(
-        head + (have_token ? ": this token's account has no access to the gated repo; accept its "
-                             "conditions on the Hub with that account"
-                           : ": the repo is gated; set HF_TOKEN to a token of an account that "
-                             "accepted its conditions"));
+  bool gated = code == "GatedRepo";
+  switch (Classify(r.status, CURLE_OK, HttpOrigin::kHub)) {
+    case HttpOutcome::kUnauthorized:
+      if (gated)
+        return Status::PermissionDenied(head +
+                                        ": the repo is gated; set HF_TOKEN to a token of an "
+                                        "account that accepted its conditions");
+      if (code == "RepoNotFound") break;  // private or missing: said below
+      // A 401 that names no repo problem: the token itself was refused.
+      return Status::PermissionDenied(
+          head +
+          ": the Hub refused the token; check HF_TOKEN or the token file "
+          "(HF_TOKEN_PATH, $HF_HOME/token) and create a new token if needed");
+    case HttpOutcome::kForbidden:
+      if (gated)
+        return Status::PermissionDenied(
+            head + (have_token ? ": this token's account has no access to the gated repo; "
+                                 "accept its conditions on the Hub with that account"
+                               : ": the repo is gated; set HF_TOKEN to a token of an account "
+                                 "that accepted its conditions"));
+      return Status::PermissionDenied(
+          head +
+          ": the Hub refuses access (a repo disabled on the Hub, or a token without the "
+          "right to read it); check the source: in the manifest and HF_TOKEN");
+    case HttpOutcome::kRateLimited:
+      return Status::Unavailable(head +
+                                 ": rate limited by the Hub; berth waits and retries "
+                                 "(a token raises the limits)");
+    case HttpOutcome::kRetryable:
+      if (r.status >= 500)
+        return Status::Unavailable(head + ": the Hub had an error; berth retries");
+      return Status::Unavailable(head);
+    default:
+      break;
+  }
   if (code == "RepoNotFound")
     return Status::NotFound(head + (have_token
                                         ? ": no such repo (or it is private to another account); "
@@ -218,14 +186,6 @@ Status HubError(const HttpResponse& r, const std::string& what, bool have_token)
                             "in the manifest");
   if (code == "EntryNotFound")
     return Status::NotFound(head + ": the file is not in the repo at that revision");
-  if (msg.find("disabled") != std::string::npos)
-    return Status::PermissionDenied(head +
-                                    ": the repo is disabled on the Hub; choose another source");
-  if (r.status == 429)
-    return Status::Unavailable(head +
-                               ": rate limited by the Hub; berth waits and retries "
-                               "(a token raises the limits)");
-  if (r.status >= 500) return Status::Unavailable(head + ": the Hub had an error; berth retries");
   return Status::Unavailable(head);
 }
 

@@ -1,5 +1,6 @@
-// HTTP for the Hub over libcurl: one request at a time, manual redirects, retries that honour
-// Retry-After and RateLimit, and a token that is only ever sent to the Hub's own host.
+// HTTP for the Hub over libcurl: one request at a time, manual redirects, the one retry policy
+// (providers/http/retry_policy.h) honouring Retry-After and RateLimit, and a token that is only
+// ever sent to the Hub's own host.
 #pragma once
 
 #include <map>
@@ -7,6 +8,8 @@
 #include <vector>
 
 #include "engine/core/status.h"
+#include "providers/http/retry_policy.h"
+#include "providers/http/url.h"
 #include "providers/hub/hub_types.h"
 
 namespace berth {
@@ -22,15 +25,12 @@ struct HttpResponse {
   }
 };
 
-/// "scheme://host:port" of a URL, for same-origin checks.
-std::string OriginOf(const std::string& url);
-/// Resolves a Location against the URL it came from (absolute, or path-only).
-std::string ResolveLocation(const std::string& base, const std::string& location);
 /// Milliseconds to wait before retrying a 429/503, from Retry-After (seconds) or RateLimit
 /// ("...;r=0;t=N"); 0 when neither says.
 long RetryAfterMs(const HttpResponse& r);
-/// Percent-encodes for a URL path segment; keeps '/' when `keep_slash`.
-std::string UrlEncode(const std::string& s, bool keep_slash);
+
+/// The retry policy `options` ask for (attempts, backoff, its cap).
+RetryPolicy RetryPolicyOf(const HubOptions& options);
 
 class HubHttp {
  public:
@@ -40,24 +40,33 @@ class HubHttp {
   HubHttp& operator=(const HubHttp&) = delete;
 
   /// One request; redirects are not followed. The token goes only to the endpoint's origin.
+  /// A transport error (or a refused protocol) is an Unavailable status.
   Result<HttpResponse> Do(const std::string& method, const std::string& url,
                           const std::vector<std::string>& headers = {});
-  /// Do() with retries for transport errors, 408, 429 and 5xx; `what` names the request in errors.
+  /// Do() retried under RetryPolicyOf(options()) while Classify() says kRetryable or
+  /// kRateLimited; any other answer is returned as it is. `what` names the request in errors.
   Result<HttpResponse> DoWithRetry(const std::string& method, const std::string& url,
                                    const std::string& what);
   const HubOptions& options() const { return opt_; }
+  /// True when `url` is on the Hub's own origin (the token goes there, and nowhere else).
+  bool IsHub(const std::string& url) const;
 
-  /// Curl setup shared with the downloader: timeouts, CA bundle, user agent, auth for `url`.
-  /// `handle` is a CURL*; `headers` receives the curl_slist* to free after the transfer.
+  /// Curl setup shared with the downloader: http/https only, timeouts, CA bundle, user agent,
+  /// auth for `url`. `handle` is a CURL*; `headers` receives the curl_slist* to free after the
+  /// transfer.
   void Configure(void* handle, const std::string& url, const std::vector<std::string>& extra,
                  void** headers) const;
 
  private:
+  Result<HttpResponse> Perform(const std::string& method, const std::string& url,
+                               const std::vector<std::string>& headers, int* curl_code);
   HubOptions opt_;
+  std::string hub_origin_;
   void* curl_ = nullptr;  // CURL*, reused for keep-alive
 };
 
-/// The message an operator sees for a Hub error response: what happened and what to do.
+/// The message an operator sees for a Hub error response: what happened and what to do. Chosen
+/// by the status (Classify) and the Hub's X-Error-Code, never by the wording of a message.
 Status HubError(const HttpResponse& r, const std::string& what, bool have_token);
 
 }  // namespace berth

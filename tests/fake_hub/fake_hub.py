@@ -82,6 +82,8 @@ Each application to a request consumes one count; of several faults of one kind 
   weak_etag          /resolve sends W/"..." (ETag for regular files, X-Linked-Etag for LFS)
   wrong_linked_size  /resolve sends X-Linked-Size + delta (1)
   resolve_cache_redirect  regular files: 307 to the relative /api/resolve-cache/... URL
+  bad_location       /resolve answers 302 with Location: location (default "file:///etc/passwd"),
+                     as it is: another scheme (ftp://, file://) or a loop back to /resolve
 On the command line, --fault takes the JSON object or "kind,key=value,...", for example
   --fault drop_after_bytes,bytes=1000,count=1,path=*.safetensors
 
@@ -115,6 +117,7 @@ DEFAULT_LFS_PATTERNS = ["*.safetensors", "*.bin", "*.gguf"]
 FAULT_KINDS = {
     "rate_limit_429", "fail_5xx", "drop_after_bytes", "slow", "ignore_range", "wrong_bytes",
     "expired_cdn_url", "no_repo_commit", "weak_etag", "wrong_linked_size", "resolve_cache_redirect",
+    "bad_location",
 }
 BODY_FAULTS = ("drop_after_bytes", "slow")
 
@@ -1000,6 +1003,11 @@ class Handler(BaseHTTPRequestHandler):
                 self.entry["faults"].append(kind)
             return x
 
+        bad = fault("bad_location")
+        if bad:
+            loc = bad.get("location", "file:///etc/passwd")
+            self.send_bytes(302, ("Found. Redirecting to %s" % loc).encode(), "text/plain; charset=utf-8",
+                            [("Location", loc), ("X-Repo-Commit", rev.commit)])
         headers = []
         if not fault("no_repo_commit"):
             headers.append(("X-Repo-Commit", rev.commit))

@@ -547,6 +547,16 @@ class FakeHubTest(unittest.TestCase):
         self.assertEqual((r.status, r.body, r.getheader("ETag")), (200, data, '"%s"' % git_sha1(data)))
         self.assertEqual(r.getheader("X-Repo-Commit"), make_test_repos.TINY_MAIN)
 
+    def test_fault_bad_location(self):
+        self.hub.faults({"kind": "bad_location", "count": 1},
+                        {"kind": "bad_location", "count": 1, "location": "ftp://127.0.0.1/x"})
+        r = self.hub.head("/org/tiny/resolve/main/blob.dat")
+        self.assertEqual((r.status, r.getheader("Location")), (302, "file:///etc/passwd"))
+        r = self.hub.get("/org/tiny/resolve/main/config.json")
+        self.assertEqual((r.status, r.getheader("Location")), (302, "ftp://127.0.0.1/x"))
+        self.assertEqual(r.getheader("X-Repo-Commit"), make_test_repos.TINY_MAIN)
+        self.assertEqual(self.hub.head("/org/tiny/resolve/main/config.json").status, 200)
+
     def test_fault_control_api(self):
         st, out = self.hub.ctl("POST", "faults", [{"kind": "nonsense"}])
         self.assertEqual(st, 400)

@@ -207,6 +207,43 @@ TEST_F(HubTest, ErrorsSayWhatHappenedAndWhatToDo) {
   EXPECT_TRUE(good.ok()) << good.status().message();
 }
 
+TEST_F(HubTest, AServerThatIgnoresRangeGetsTheFileInOneStream) {
+  hub_->Fault(R"({"kind": "ignore_range", "count": 1, "port": "cdn"})");
+  auto r = Pull("org/big");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ExpectVerified(*r);
+  int whole = 0;
+  for (const auto& e : hub_->Log())
+    if (e["port"] == "cdn" && e["method"] == "GET" && e["range"].is_null() && e["status"] == 200 &&
+        e.value("bytes_sent", uint64_t{0}) == kBigSize)
+      ++whole;
+  EXPECT_EQ(whole, 1) << "after one 200 to a ranged GET, the file comes whole, once";
+}
+
+TEST_F(HubTest, ARedirectToAnotherProtocolIsRefusedNotRetried) {
+  for (const char* location : {"file:///etc/passwd", "ftp://127.0.0.1:1/model.safetensors"}) {
+    hub_->Reset();
+    hub_->Fault(R"({"kind": "bad_location", "path": "*model.safetensors", "location": ")" +
+                std::string(location) + "\"}");
+    auto r = Pull("org/big");
+    ASSERT_FALSE(r.ok()) << location;
+    EXPECT_THAT(r.status().message(), HasSubstr(location));
+    EXPECT_THAT(r.status().message(), Not(HasSubstr("gave up after"))) << "no retries";
+    int heads = 0;
+    for (const auto& e : hub_->Log())
+      if (e["path"].get<std::string>().find("model.safetensors") != std::string::npos) ++heads;
+    EXPECT_EQ(heads, 1) << location;
+  }
+}
+
+TEST_F(HubTest, ARedirectLoopOnTheHubEndsAfterTenHops) {
+  hub_->Fault(R"({"kind": "bad_location", "path": "*model.safetensors",
+                  "location": "/org/big/resolve/main/model.safetensors"})");
+  auto r = Pull("org/big");
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("more than 10 redirects"));
+}
+
 TEST_F(HubTest, AKilledDownloadResumesFetchingLittleMore) {
   hub_->Fault(R"({"kind": "slow", "bytes_per_s": 3000000, "port": "cdn"})");
   pid_t pid = ::fork();
@@ -290,19 +327,6 @@ TEST(RepoPaths, EscapesAreRefused) {
     EXPECT_FALSE(CheckRepoPath(bad).ok()) << bad;
   for (const char* ok : {"config.json", "sub/dir/tokenizer.json", "a..b/c", ".gitattributes"})
     EXPECT_TRUE(CheckRepoPath(ok).ok()) << ok;
-}
-
-TEST(Http, RetryAfterAndRateLimitHeaders) {
-  HttpResponse r;
-  r.headers["retry-after"] = "3";
-  EXPECT_EQ(RetryAfterMs(r), 3000);
-  r.headers["ratelimit"] = "\"resolvers\";r=0;t=7";
-  EXPECT_EQ(RetryAfterMs(r), 7000);
-  r.headers["ratelimit"] = "\"resolvers\";r=5;t=7";
-  EXPECT_EQ(RetryAfterMs(r), 3000);
-  EXPECT_EQ(OriginOf("https://huggingface.co/a"), OriginOf("https://huggingface.co:443/b"));
-  EXPECT_NE(OriginOf("http://127.0.0.1:1/a"), OriginOf("http://127.0.0.1:2/a"));
-  EXPECT_EQ(ResolveLocation("http://h:1/a/b?x", "/c/d"), "http://h:1/c/d");
 }
 
 }  // namespace

@@ -10,6 +10,9 @@
 #   --cache DIR    where the repo is materialized once and reused, and where the downloads go
 #                  (default: $BERTH_BENCH_CACHE or /var/tmp/berth-bench-download)
 #   --rate R       the per-connection cap of the capped setting, in nginx syntax (default 40m)
+#   --settings S   which settings to run, space-separated (default "uncapped capped")
+#   --tools T      which contenders to run, space-separated (default "berth aria2c curl")
+#   --no-limits    skip the machine limits (dd, openssl) and the CDN-alone figures: a quick run
 #
 # Installs nginx-light, aria2, time and curl with apt-get when missing; nothing else touches the
 # network. A measurement, not a test: exits 0 whatever the numbers (PASS/MISS lines say how they
@@ -23,13 +26,19 @@ SIZE_GIB=4
 BERTH_BIN=${BERTH:-}
 CACHE=${BERTH_BENCH_CACHE:-/var/tmp/berth-bench-download}
 RATE=40m
+SETTINGS="uncapped capped"
+TOOLS="berth aria2c curl"
+LIMITS=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --size-gib) SIZE_GIB=$2; shift 2 ;;
     --berth) BERTH_BIN=$2; shift 2 ;;
     --cache) CACHE=$2; shift 2 ;;
     --rate) RATE=$2; shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --settings) SETTINGS=$2; shift 2 ;;
+    --tools) TOOLS=$2; shift 2 ;;
+    --no-limits) LIMITS=0; shift ;;
+    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -236,27 +245,31 @@ for f in "${FILES[@]}"; do
   printf '%s/%s/resolve/main/%s\t%s\n' "$API" "$REPO_ID" "$f" "$f" >>"$CURL_LIST"
 done
 
-contenders() {  # SETTING
-  local setting=$1 d
-  d=$CACHE/dl/berth
-  run_timed "$setting" berth "$d" -- env -u HF_TOKEN -u HF_HUB_CACHE -u HF_HOME HF_ENDPOINT="$API" \
-    "$BERTH_BIN" pull "hf://$REPO_ID" --store "$d"
-  d=$CACHE/dl/aria2c
-  run_timed "$setting" aria2c "$d" -- aria2c -x8 -s8 -j4 -i "$ARIA_INPUT" -d "$d" \
-    --console-log-level=warn --summary-interval=0 --download-result=hide
-  d=$CACHE/dl/curl
-  run_timed "$setting" curl "$d" -- bash -c 'while IFS=$'"'\t'"' read -r url out; do
-      curl -sS -L -o "$1/$out" "$url" || exit 1; done <"$2"' _ "$d" "$CURL_LIST"
+contender() {  # SETTING TOOL
+  local setting=$1 d=$CACHE/dl/$2
+  case "$2" in
+    berth)
+      run_timed "$setting" berth "$d" -- env -u HF_TOKEN -u HF_HUB_CACHE -u HF_HOME HF_ENDPOINT="$API" \
+        "$BERTH_BIN" pull "hf://$REPO_ID" --store "$d" ;;
+    aria2c)
+      run_timed "$setting" aria2c "$d" -- aria2c -x8 -s8 -j4 -i "$ARIA_INPUT" -d "$d" \
+        --console-log-level=warn --summary-interval=0 --download-result=hide ;;
+    curl)
+      run_timed "$setting" curl "$d" -- bash -c 'while IFS=$'"'\t'"' read -r url out; do
+          curl -sS -L -o "$1/$out" "$url" || exit 1; done <"$2"' _ "$d" "$CURL_LIST" ;;
+    *) echo "run.sh: unknown tool $2" >&2; exit 2 ;;
+  esac
 }
 
-for setting in uncapped capped; do
+for setting in $SETTINGS; do
   if [ "$setting" = uncapped ]; then start_nginx 0; else start_nginx "$RATE"; fi
-  cdn_alone "$setting"
-  contenders "$setting"
+  if [ "$LIMITS" = 1 ]; then cdn_alone "$setting"; fi
+  for tool in $TOOLS; do contender "$setting" "$tool"; done
   stop_nginx
 done
 
 # --- the machine's own limits, over the same byte count -----------------------------------------
+machine_limits() {
 log "machine: dd write with fdatasync, $TOTAL_BYTES bytes"
 COUNT=$(((TOTAL_BYTES + 16777215) / 16777216))
 sync
@@ -271,6 +284,8 @@ t0=$(now); openssl dgst -sha256 "${CDN_FILES[@]}" >/dev/null; t1=$(now)
 printf 'limit\tsha256, one core\t%s\t%s\n' "$HASH_BYTES" "$(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}')" >>"$RESULTS"
 t0=$(now); printf '%s\0' "${CDN_FILES[@]}" | xargs -0 -n1 -P"$(nproc)" openssl dgst -sha256 >/dev/null; t1=$(now)
 printf 'limit\tsha256, %s cores\t%s\t%s\n' "$(nproc)" "$HASH_BYTES" "$(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}')" >>"$RESULTS"
+}
+if [ "$LIMITS" = 1 ]; then machine_limits; fi
 
 python3 "$HERE/report.py" "$RESULTS" --rate "$RATE" --berth "$BERTH_BIN" --nproc "$(nproc)"
 if [ "$FAILED" != 0 ]; then
