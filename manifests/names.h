@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include "engine/core/hf_cache.h"
+
 namespace berth::manifests {
 
 /// Model keys: ^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$.
@@ -15,18 +17,18 @@ std::string ModelNameProblem(std::string_view name);
 /// ":_.-" only, not starting with '.', at most 255 characters in all.
 std::string UnitNameProblem(std::string_view name);
 
-/// "hf://org/name" -> "org/name"; org and name each ^[A-Za-z0-9][A-Za-z0-9._-]{0,95}$ without
-/// "--" or "..". nullopt if malformed.
+/// "hf://org/name" -> "org/name", by engine/core/hf_cache.h's ParseHfSource; nullopt if
+/// malformed or if it names a revision ("@rev": the manifest has revision: for that).
 std::optional<std::string> ParseHfSource(std::string_view source);
 
-/// A branch, tag or commit as the Hub takes it: 1-255 of [A-Za-z0-9._/+-], starting with a
-/// letter or digit, without "..".
-bool IsRevision(std::string_view revision);
+/// A branch, tag or commit as the Hub takes it (engine/core/hf_cache.h).
+using ::berth::IsRevision;
 
 /// Environment variable names: ^[A-Za-z_][A-Za-z0-9_]*$.
 bool IsEnvKey(std::string_view key);
 
-/// A path relative to the model snapshot: non-empty, not absolute, no ".." component.
-bool IsSnapshotRelativePath(std::string_view path);
+/// A path relative to the model snapshot: non-empty, not absolute, no ".." component
+/// (engine/core/hf_cache.h).
+using ::berth::IsSnapshotRelativePath;
 
 }  // namespace berth::manifests

@@ -12,13 +12,18 @@
 
 namespace berth {
 
+/// Where a resolved model's commit came from.
+enum class CommitSource { kUnknown, kManifest, kHub, kStoreRef };
+/// Where a resolved model's size came from.
+enum class SizeSource { kUnknown, kHub, kStore, kManifest };
+
 /// A desired model after resolving its revision and size against what was observed.
 struct ResolvedModel {
   const ModelSpec* spec = nullptr;
-  std::string commit;         // "" when it cannot be known offline
-  std::string commit_source;  // "manifest", "hub", "store ref"
-  std::optional<uint64_t> total_bytes;
-  std::string size_source;                    // "hub", "store", "size:"
+  std::string commit;  // "" when it cannot be known offline
+  CommitSource commit_source = CommitSource::kUnknown;
+  std::optional<uint64_t> total_bytes;  // set exactly when size_source is not kUnknown
+  SizeSource size_source = SizeSource::kUnknown;
   const ObservedRevision* present = nullptr;  // the wanted commit in the store, if any
   bool used = false;                          // a service wanted running serves it
 };
@@ -33,9 +38,15 @@ struct Transition {
   const ServiceSpec* spec = nullptr;  // the desired service, when the manifest names it
 };
 
+/// A download and what the disk check may count of it.
+struct PlannedDownload {
+  Action action;
+  bool size_known = false;  // action.requires_.disk_bytes is known (Hub, store or size:)
+};
+
 struct Draft {
   std::vector<ResolvedModel> models;
-  std::vector<Action> downloads;
+  std::vector<PlannedDownload> downloads;
   std::vector<Action> unit_writes;
   bool reload_pending = false;     // systemd already wants a reload
   std::vector<Transition> starts;  // starts and restarts, in name order

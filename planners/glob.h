@@ -1,17 +1,11 @@
-// Glob matching as huggingface_hub does it (fnmatch: '*' also crosses '/', a pattern ending
-// in '/' matches everything below that folder), and for host.match.
+// Glob matching for host.match (fnmatch: '*' also crosses '/'). The include/exclude filter of a
+// model's files is FileWanted in engine/core/hf_cache.h.
 #pragma once
 
 #include <string>
-#include <vector>
 
 namespace berth {
 
 bool GlobMatch(const std::string& pattern, const std::string& text);
-
-/// huggingface_hub's filter_repo_objects: kept if it matches any include (or there are none)
-/// and no exclude.
-bool IncludedByFilters(const std::string& path, const std::vector<std::string>& include,
-                       const std::vector<std::string>& exclude);
 
 }  // namespace berth

@@ -1,19 +1,13 @@
 // The model diff: which revisions to download, which to remove, what to keep.
 #include <algorithm>
 
+#include "engine/core/hf_cache.h"
 #include "engine/core/units.h"
 #include "planners/draft.h"
-#include "planners/glob.h"
 #include "planners/planner.h"
 
 namespace berth {
 namespace {
-
-bool IsCommit(const std::string& rev) {
-  return rev.size() == 40 && std::all_of(rev.begin(), rev.end(), [](char c) {
-           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-         });
-}
 
 std::string Short(const std::string& commit) { return commit.substr(0, 7); }
 
@@ -30,15 +24,15 @@ ResolvedModel Resolve(const ModelSpec& m, const Observed& o) {
   const HubInfo* hub = o.FindHub(m.repo_id, m.revision);
   if (IsCommit(m.revision)) {
     r.commit = m.revision;
-    r.commit_source = "manifest";
+    r.commit_source = CommitSource::kManifest;
   } else if (hub && !hub->commit.empty()) {
     r.commit = hub->commit;
-    r.commit_source = "hub";
+    r.commit_source = CommitSource::kHub;
   } else if (repo) {
     for (const auto& rev : repo->revisions)
       if (std::find(rev.refs.begin(), rev.refs.end(), m.revision) != rev.refs.end()) {
         r.commit = rev.commit;
-        r.commit_source = "store ref";
+        r.commit_source = CommitSource::kStoreRef;
       }
   }
   if (repo && !r.commit.empty())
@@ -47,15 +41,15 @@ ResolvedModel Resolve(const ModelSpec& m, const Observed& o) {
   if (hub && (hub->commit == r.commit || r.commit.empty())) {
     uint64_t total = 0;
     for (const auto& f : hub->files)
-      if (IncludedByFilters(f.path, m.include, m.exclude)) total += f.size;
+      if (FileWanted(f.path, m.include, m.exclude)) total += f.size;
     r.total_bytes = total;
-    r.size_source = "hub";
+    r.size_source = SizeSource::kHub;
   } else if (r.present && r.present->bytes_total) {
     r.total_bytes = *r.present->bytes_total;
-    r.size_source = "store";
+    r.size_source = SizeSource::kStore;
   } else if (m.size_hint) {
     r.total_bytes = *m.size_hint;
-    r.size_source = "size:";
+    r.size_source = SizeSource::kManifest;
   }
   return r;
 }
@@ -125,7 +119,7 @@ void DiffModels(const Desired& d, const Observed& o, Draft* draft) {
         a.requires_.disk_bytes = need;
         what += ", " + FormatBytes(need);
         if (present) what += " more (" + FormatBytes(present) + " of " + size_text + " present)";
-        if (r.size_source == "size:")
+        if (r.size_source == SizeSource::kManifest)
           what += " (size from the manifest's size:, the Hub was not asked)";
       } else {
         what += ", size unknown";
@@ -148,7 +142,7 @@ void DiffModels(const Desired& d, const Observed& o, Draft* draft) {
           break;
       }
       a.detail = what;
-      draft->downloads.push_back(std::move(a));
+      draft->downloads.push_back({std::move(a), r.total_bytes.has_value()});
     }
 
     if (!repo) continue;
@@ -191,14 +185,6 @@ void DiffModels(const Desired& d, const Observed& o, Draft* draft) {
       draft->model_removals.push_back(std::move(a));
     }
   }
-}
-
-std::string SnapshotPath(const std::string& store, const std::string& repo_id,
-                         const std::string& commit) {
-  std::string folder = "models--" + repo_id;
-  for (size_t at = folder.find('/'); at != std::string::npos; at = folder.find('/'))
-    folder.replace(at, 1, "--");
-  return store + "/" + folder + "/snapshots/" + commit;
 }
 
 std::string StorePath(const Desired& d, const Observed& o) {

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "engine/core/desired.h"
+#include "engine/core/hf_cache.h"
 #include "engine/core/observed.h"
 #include "engine/core/plan.h"
 
@@ -20,8 +21,6 @@ Plan MakePlan(const Desired& desired, const Observed& observed, const PlanOption
 
 /// The store directory berth uses: host.store, else the observed store's path.
 std::string StorePath(const Desired& desired, const Observed& observed);
-/// <store>/models--org--name/snapshots/<commit>
-std::string SnapshotPath(const std::string& store, const std::string& repo_id,
-                         const std::string& commit);
+// SnapshotPath(store, repo_id, commit), once declared here, is in engine/core/hf_cache.h.
 
 }  // namespace berth

@@ -1,11 +1,13 @@
-// The sequence: order the draft (downloads, unit files, reload, stops and starts, removals)
-// and check disk, GPU memory and ports at every step, by simulating the host step by step.
+// The sequence: order the draft (downloads, unit files, reload, stops and starts, removals),
+// checking disk, GPU memory and ports at every step (feasibility.h) against the host as the
+// steps before it leave it (host_ledger.h).
 #include <algorithm>
-#include <map>
 #include <set>
 
 #include "engine/core/units.h"
 #include "planners/draft.h"
+#include "planners/feasibility.h"
+#include "planners/host_ledger.h"
 
 namespace berth {
 namespace {
@@ -28,114 +30,6 @@ std::string GpuList(const std::vector<int>& gpus) {
   }
   return out;
 }
-
-// Per-GPU claim of a service: what must be free on each of its GPUs when it starts.
-uint64_t Claim(const ServiceSpec& s, uint64_t total) {
-  switch (s.engine) {
-    case EngineKind::kVllm:
-      return static_cast<uint64_t>(s.vllm.gpu_memory_utilization * static_cast<double>(total));
-    case EngineKind::kSglang:
-      return static_cast<uint64_t>(s.sglang.mem_fraction_static * static_cast<double>(total));
-    default:
-      return s.gpu_memory.value_or(0);
-  }
-}
-
-// The host's GPU memory and ports as the sequence changes them.
-class HostModel {
- public:
-  HostModel(const Desired& d, const Observed& o) : o_(o), known_(o.gpus_known) {
-    if (!o.gpus_known && d.host.gpus) {
-      // The manifest's inventory stands in for what could not be observed: berth's own running
-      // services are the only claims it can count.
-      known_ = true;
-      for (int i = 0; i < d.host.gpus->count; ++i) total_[i] = d.host.gpus->memory_bytes;
-      for (const auto& [n, s] : d.services) {
-        const ObservedUnit* u = o.FindUnit(s.UnitName());
-        if (!u || !u->IsActive() || !s.has_engine) continue;
-        for (int i : s.gpus)
-          if (total_.count(i)) held_[i][s.UnitName()] += Claim(s, total_[i]);
-      }
-    }
-    for (const auto& g : o.gpus) {
-      total_[g.index] = g.memory_total;
-      uint64_t attributed = 0;
-      for (const auto& p : g.processes) {
-        std::string holder = p.unit.empty() ? "pid " + std::to_string(p.pid) +
-                                                  (p.name.empty() ? "" : " (" + p.name + ")")
-                                            : p.unit;
-        held_[g.index][holder] += p.used_bytes;
-        attributed += p.used_bytes;
-      }
-      if (g.memory_used > attributed)
-        held_[g.index]["memory not attributed to any process"] += g.memory_used - attributed;
-    }
-    for (const auto& p : o.ports) {
-      std::string holder = p.unit.empty() ? "pid " + std::to_string(p.pid) +
-                                                (p.process.empty() ? "" : " (" + p.process + ")")
-                                          : p.unit;
-      ports_.emplace(p.port, holder);
-    }
-    if (!o.ports_known) {
-      for (const auto& [n, s] : d.services) {
-        const ObservedUnit* u = o.FindUnit(s.UnitName());
-        if (s.port && u && u->IsActive()) ports_.emplace(*s.port, s.UnitName());
-      }
-    }
-  }
-
-  bool gpus_known() const { return known_; }
-  size_t gpu_count() const { return total_.size(); }
-  bool HasGpu(int i) const { return total_.count(i) > 0; }
-  uint64_t Total(int i) const { return total_.at(i); }
-  uint64_t Free(int i) const {
-    uint64_t used = 0;
-    auto it = held_.find(i);
-    if (it != held_.end())
-      for (const auto& [h, b] : it->second) used += b;
-    return used >= total_.at(i) ? 0 : total_.at(i) - used;
-  }
-  const std::map<std::string, uint64_t>& Holders(int i) { return held_[i]; }
-  std::string PortHolder(int port) const {
-    auto it = ports_.find(port);
-    return it == ports_.end() ? "" : it->second;
-  }
-  std::vector<int> PortsOf(const std::string& holder) const {
-    std::vector<int> out;
-    for (const auto& [p, h] : ports_)
-      if (h == holder) out.push_back(p);
-    return out;
-  }
-  /// Releases everything `holder` holds; returns what it gave back.
-  Resources Release(const std::string& holder) {
-    Resources r;
-    for (auto& [i, m] : held_) {
-      auto it = m.find(holder);
-      if (it != m.end() && it->second > 0) r.gpu_bytes[i] = it->second;
-      if (it != m.end()) m.erase(it);
-    }
-    for (auto it = ports_.begin(); it != ports_.end();) {
-      if (it->second == holder) {
-        r.ports.push_back(it->first);
-        it = ports_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-    return r;
-  }
-  void Hold(const std::string& holder, const Resources& r) {
-    for (const auto& [i, b] : r.gpu_bytes) held_[i][holder] += b;
-    for (int p : r.ports) ports_.emplace(p, holder);
-  }
-
- private:
-  const Observed& o_;
-  bool known_;
-  std::map<int, uint64_t> total_;
-  std::map<int, std::map<std::string, uint64_t>> held_;
-  std::multimap<int, std::string> ports_;
-};
 
 class Sequencer {
  public:
@@ -161,37 +55,23 @@ class Sequencer {
   int NextStep() const { return static_cast<int>(plan_->actions.size()) + 1; }
 
   void Downloads() {
-    uint64_t reserve = d_.host.reserve_bytes;
-    uint64_t free = o_.store.free_bytes;
-    uint64_t available = free > reserve ? free - reserve : 0;
-    plan_->disk_free = free;
-    plan_->disk_reserve = reserve;
+    DiskBudget disk{o_.store.free_bytes, d_.host.reserve_bytes, o_.store.path};
+    plan_->disk_free = disk.free;
+    plan_->disk_reserve = disk.reserve;
     uint64_t needed = 0;
     bool reported = false;
-    for (Action& a : draft_.downloads) {
+    for (PlannedDownload& download : draft_.downloads) {
+      Action& a = download.action;
       needed += a.requires_.disk_bytes;
-      if (a.requires_.disk_bytes == 0 && a.detail.find("size unknown") != std::string::npos)
-        plan_->disk_known = false;
-      bool fits = needed <= available;
-      if (a.requires_.disk_bytes > 0)
-        a.detail +=
-            fits ? " (fits: " + FormatBytes(free) + " free, reserve " + FormatSize(reserve) + ")"
-                 : "";
-      int step = Emit(a);
-      if (!fits && !reported) {
+      if (!download.size_known) plan_->disk_known = false;
+      std::optional<Problem> short_of = DiskShortfall(disk, needed, NextStep());
+      if (a.requires_.disk_bytes > 0 && !short_of)
+        a.detail += " (fits: " + FormatBytes(disk.free) + " free, reserve " +
+                    FormatSize(disk.reserve) + ")";
+      Emit(a);
+      if (short_of && !reported) {
         reported = true;
-        Problem p;
-        p.step = step;
-        p.resource = "disk";
-        p.needed = needed;
-        p.available = available;
-        p.message = "downloads up to step " + std::to_string(step) + " need " +
-                    FormatBytes(needed) + " but the store has " + FormatBytes(free) + " free − " +
-                    FormatSize(reserve) + " reserve = " + FormatBytes(available) + ": short by " +
-                    FormatBytes(needed - available) + " (" + std::to_string(needed - available) +
-                    " bytes). Free space in " + o_.store.path +
-                    ", lower host.reserve, or drop a model";
-        plan_->problems.push_back(p);
+        plan_->problems.push_back(*short_of);
       }
     }
     plan_->disk_needed = needed;
@@ -212,109 +92,15 @@ class Sequencer {
     }
   }
 
-  // The stops (from draft_.stops) that `t` needs first, or a problem when even they won't do.
-  struct Need {
-    std::vector<std::string> stops;  // unit names
-    std::vector<Problem> problems;
-  };
-
   bool Pending(const std::string& unit) const {
     for (const auto& s : draft_.stops)
       if (s.unit == unit && !stopped_.count(unit)) return true;
     return false;
   }
 
-  Need Needs(const Transition& t) {
-    Need n;
-    const ServiceSpec& s = *t.spec;
-    auto add = [&](const std::string& u) {
-      if (std::find(n.stops.begin(), n.stops.end(), u) == n.stops.end()) n.stops.push_back(u);
-    };
-    if (s.port) {
-      std::string h = host_.PortHolder(*s.port);
-      if (!h.empty() && h != t.unit) {
-        // A holder that restarts later (ports swapped between services) is stopped first and
-        // started instead of restarted.
-        if (Pending(h) || PendingRestart(h)) {
-          add(h);
-        } else {
-          Problem p;
-          p.resource = "port " + std::to_string(*s.port);
-          p.message = t.address + " needs port " + std::to_string(*s.port) + ", held by " + h +
-                      ", which the manifest does not stop: stop it, or choose another port";
-          n.problems.push_back(p);
-        }
-      }
-    }
-    if (!s.has_engine) return n;
-    for (int i : s.gpus) {
-      if (!host_.gpus_known()) break;
-      if (!host_.HasGpu(i)) {
-        Problem p;
-        p.resource = "gpu " + std::to_string(i);
-        p.message = t.address + " asks for GPU " + std::to_string(i) + ", which this host " +
-                    "does not have (" + std::to_string(host_.gpu_count()) + " GPUs)";
-        n.problems.push_back(p);
-        continue;
-      }
-      uint64_t claim = Claim(s, host_.Total(i));
-      uint64_t free = host_.Free(i);
-      // A restart gives back its own memory first.
-      const auto& holders = host_.Holders(i);
-      if (t.kind == ActionKind::kRestart) {
-        auto it = holders.find(t.unit);
-        if (it != holders.end()) free += it->second;
-      }
-      for (const auto& u : n.stops) {
-        auto it = holders.find(u);
-        if (it != holders.end()) free += it->second;
-      }
-      if (free >= claim) continue;
-      // Largest pending holders first, names breaking ties, until the claim fits.
-      std::vector<std::pair<uint64_t, std::string>> candidates;
-      for (const auto& [h, b] : holders)
-        if (Pending(h) && std::find(n.stops.begin(), n.stops.end(), h) == n.stops.end())
-          candidates.emplace_back(b, h);
-      std::sort(candidates.begin(), candidates.end(), [](const auto& a, const auto& b) {
-        return a.first != b.first ? a.first > b.first : a.second < b.second;
-      });
-      for (const auto& [b, h] : candidates) {
-        if (free >= claim) break;
-        add(h);
-        free += b;
-      }
-      if (free >= claim) continue;
-      Problem p;
-      p.resource = "gpu " + std::to_string(i);
-      p.needed = claim;
-      p.available = free;
-      std::string others;
-      for (const auto& [h, b] : holders) {
-        if (h == t.unit || std::find(n.stops.begin(), n.stops.end(), h) != n.stops.end()) continue;
-        others += (others.empty() ? "" : ", ") + h + " holds " + FormatGiB(b);
-      }
-      p.message = t.address + " needs " + FormatGiB(claim) + " on GPU " + std::to_string(i) +
-                  " (of " + FormatGiB(host_.Total(i)) + "), only " + FormatGiB(free) +
-                  " can be freed: short by " + FormatGiB(claim - free) +
-                  (others.empty() ? "" : "; " + others + ", not stopped by this plan") +
-                  ". Stop or move what holds it, or lower the service's memory share";
-      n.problems.push_back(p);
-    }
-    return n;
-  }
-
-  // Stops that a stop-first service replaces: pending holders of its port or GPUs.
-  std::vector<std::string> Replaces(const Transition& t) {
-    std::vector<std::string> out;
-    const ServiceSpec& s = *t.spec;
-    auto add = [&](const std::string& u) {
-      if (Pending(u) && std::find(out.begin(), out.end(), u) == out.end()) out.push_back(u);
-    };
-    if (s.port) add(host_.PortHolder(*s.port));
-    for (int i : s.gpus)
-      if (host_.HasGpu(i))
-        for (const auto& [h, b] : host_.Holders(i)) add(h);
-    return out;
+  PendingUnits Pendings() const {
+    return {[this](const std::string& u) { return Pending(u); },
+            [this](const std::string& u) { return PendingRestart(u) != nullptr; }};
   }
 
   // The restart of `unit` when it is still to come.
@@ -391,7 +177,7 @@ class Sequencer {
     Resources claim;
     if (s.has_engine && host_.gpus_known())
       for (int i : s.gpus)
-        if (host_.HasGpu(i)) claim.gpu_bytes[i] = Claim(s, host_.Total(i));
+        if (host_.HasGpu(i)) claim.gpu_bytes[i] = GpuClaim(s, host_.Total(i));
     if (s.port) claim.ports.push_back(*s.port);
     std::string where;
     if (!s.gpus.empty()) where = "GPU " + GpuList(s.gpus);
@@ -449,10 +235,12 @@ class Sequencer {
     while (!remaining.empty()) {
       // Prefer a start that needs no stop (new before old); else the first by name.
       const Transition* pick = nullptr;
-      Need need;
+      StartNeeds need;
+      PendingUnits pending = Pendings();
       for (const Transition* t : remaining) {
-        if (t->spec->strategy == Strategy::kStopFirst && !Replaces(*t).empty()) continue;
-        Need n = Needs(*t);
+        if (t->spec->strategy == Strategy::kStopFirst && !ReplacedBy(*t, host_, pending).empty())
+          continue;
+        StartNeeds n = NeedsOf(*t, host_, pending);
         if (n.stops.empty() && n.problems.empty()) {
           pick = t;
           need = n;
@@ -461,12 +249,12 @@ class Sequencer {
       }
       if (!pick) {
         pick = remaining.front();
-        need = Needs(*pick);
+        need = NeedsOf(*pick, host_, pending);
       }
       remaining.erase(std::find(remaining.begin(), remaining.end(), pick));
       std::vector<std::string> stops = need.stops;
       if (pick->spec->strategy == Strategy::kStopFirst)
-        for (const auto& u : Replaces(*pick))
+        for (const auto& u : ReplacedBy(*pick, host_, pending))
           if (std::find(stops.begin(), stops.end(), u) == stops.end()) stops.push_back(u);
       if (pick->spec->strategy == Strategy::kStartFirst && !need.stops.empty()) {
         Problem p;
@@ -514,7 +302,7 @@ class Sequencer {
   const Observed& o_;
   Draft draft_;
   Plan* plan_;
-  HostModel host_;
+  HostLedger host_;
   bool reloaded_ = false;
   std::set<std::string> stopped_;
   std::set<std::string> started_;  // units whose start or restart is emitted

@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "engine/core/hash.h"
+#include "engine/core/hf_cache.h"
 #include "planners/draft.h"
 #include "planners/planner.h"
 #include "planners/unit_render.h"
@@ -18,11 +19,11 @@ const ResolvedModel* FindModel(const Draft& draft, const std::string& name) {
 // The commit in a unit's snapshot path for `repo`, "" if none.
 std::string PinnedCommit(const std::string& content, const std::string& store,
                          const std::string& repo) {
-  std::string prefix = SnapshotPath(store, repo, "");
+  std::string prefix = HfCachePaths(store, repo).SnapshotsDir() + "/";
   size_t at = content.find(prefix);
   if (at == std::string::npos) return "";
   std::string commit = content.substr(at + prefix.size(), 40);
-  return commit.size() == 40 ? commit : "";
+  return IsCommit(commit) ? commit : "";
 }
 
 Transition Make(ActionKind kind, const std::string& unit, const std::string& address, Reason reason,
@@ -47,10 +48,17 @@ Problem ForeignUnit(const ServiceSpec& s, const ObservedUnit& u, const std::stri
   return p;
 }
 
-// Decides the unit file of one service; returns whether a running instance must restart.
-bool PlanUnitFile(const Desired& d, const Observed& o, const ServiceSpec& s,
-                  const std::string& berth_version, Draft* draft, std::string* restart_detail,
-                  bool* model_only) {
+// What a unit file's change means for the service running it.
+struct UnitFileChange {
+  bool restart = false;     // a running instance must restart to see it
+  bool model_only = false;  // the only restart-worthy change is the model snapshot path
+  std::string detail;       // why it restarts
+};
+
+// Decides the unit file of one service.
+UnitFileChange PlanUnitFile(const Desired& d, const Observed& o, const ServiceSpec& s,
+                            const std::string& berth_version, Draft* draft) {
+  UnitFileChange change;
   const ObservedUnit* u = o.FindUnit(s.UnitName());
   RenderContext ctx;
   ctx.store = StorePath(d, o);
@@ -79,11 +87,11 @@ bool PlanUnitFile(const Desired& d, const Observed& o, const ServiceSpec& s,
   } else if (!u->managed) {
     if (!s.adopt) {
       draft->problems.push_back(ForeignUnit(s, *u, "overwrite"));
-      return false;
+      return change;
     }
     w.reason = Reason::kUnitAdopted;
     w.detail = "adopt: true replaces " + u->fragment_path + ", which berth did not write";
-    *restart_detail = "adopted unit now runs berth's configuration";
+    change.detail = "adopted unit now runs berth's configuration";
   } else {
     bool drift = !u->content.empty() && Sha256Hex(UnitBody(u->content)) != u->spec_hash;
     if (drift) {
@@ -91,7 +99,7 @@ bool PlanUnitFile(const Desired& d, const Observed& o, const ServiceSpec& s,
       UnitDiff diff = DiffUnits(u->content, want.content);
       w.detail = "edited by hand since berth wrote it" +
                  (diff.detail.empty() ? std::string() : ": " + diff.detail) + "; restoring";
-      *restart_detail = "unit restored after a hand edit";
+      change.detail = "unit restored after a hand edit";
     } else if (u->spec_hash != want.spec_hash) {
       w.reason = Reason::kUnitChanged;
       if (!u->content.empty()) {
@@ -99,20 +107,21 @@ bool PlanUnitFile(const Desired& d, const Observed& o, const ServiceSpec& s,
         w.detail = diff.detail;
         if (!diff.needs_restart) {
           draft->unit_writes.push_back(std::move(w));
-          return false;
+          return change;
         }
-        *model_only = diff.only_model_path;
-        *restart_detail = diff.detail;
+        change.model_only = diff.only_model_path;
+        change.detail = diff.detail;
       } else {
         w.detail = "spec hash " + u->spec_hash.substr(0, 12) + " → " + want.spec_hash.substr(0, 12);
-        *restart_detail = "unit changed";
+        change.detail = "unit changed";
       }
     } else {
-      return false;  // up to date
+      return change;  // up to date
     }
   }
   draft->unit_writes.push_back(std::move(w));
-  return has_file;
+  change.restart = has_file;
+  return change;
 }
 
 }  // namespace
@@ -152,11 +161,9 @@ void DiffServices(const Desired& d, const Observed& o, const std::string& berth_
       continue;
     }
 
-    std::string restart_detail;
-    bool model_only = false;
-    bool file_changed = false;
+    UnitFileChange change;
     if (s.has_engine) {
-      file_changed = PlanUnitFile(d, o, s, berth_version, draft, &restart_detail, &model_only);
+      change = PlanUnitFile(d, o, s, berth_version, draft);
     } else if (!u || u->load_state == "not-found") {
       if (s.state == ServiceState::kRunning) {
         Problem p;
@@ -168,9 +175,10 @@ void DiffServices(const Desired& d, const Observed& o, const std::string& berth_
       }
       continue;
     }
-    if (u && u->need_daemon_reload && restart_detail.empty() && s.has_engine) {
-      restart_detail = "its unit file changed on disk since systemd loaded it";
-      file_changed = true;
+    if (u && u->need_daemon_reload && !change.restart && s.has_engine) {
+      change.restart = true;
+      change.model_only = false;
+      change.detail = "its unit file changed on disk since systemd loaded it";
     }
 
     if (s.state == ServiceState::kRunning) {
@@ -179,10 +187,10 @@ void DiffServices(const Desired& d, const Observed& o, const std::string& berth_
         draft->starts.push_back(Make(ActionKind::kStart, s.UnitName(), address,
                                      failed ? Reason::kFailed : Reason::kNotRunning,
                                      failed ? "failed; starting again" : "not running", &s));
-      } else if (file_changed && !restart_detail.empty()) {
-        draft->starts.push_back(Make(ActionKind::kRestart, s.UnitName(), address,
-                                     model_only ? Reason::kModelUpdated : Reason::kConfigChanged,
-                                     restart_detail, &s));
+      } else if (change.restart) {
+        draft->starts.push_back(Make(
+            ActionKind::kRestart, s.UnitName(), address,
+            change.model_only ? Reason::kModelUpdated : Reason::kConfigChanged, change.detail, &s));
       } else {
         draft->notes.push_back({address, "running, unit up to date"});
       }

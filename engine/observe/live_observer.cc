@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <ctime>
 
+#include "engine/core/hf_cache.h"
 #include "providers/host/ports.h"
 #include "providers/hub/hub_api.h"
 #include "providers/store/store_scan.h"
@@ -12,18 +13,7 @@
 
 namespace berth {
 
-std::string DefaultStorePath() {
-  if (const char* c = std::getenv("HF_HUB_CACHE"); c && *c) return c;
-  if (const char* h = std::getenv("HF_HOME"); h && *h) return std::string(h) + "/hub";
-  const char* home = std::getenv("HOME");
-  return std::string(home && *home ? home : "/root") + "/.cache/huggingface/hub";
-}
-
 namespace {
-
-bool IsCommit(const std::string& rev) {
-  return rev.size() == 40 && rev.find_first_not_of("0123456789abcdef") == std::string::npos;
-}
 
 bool EnvTrue(const char* name) {
   const char* v = std::getenv(name);

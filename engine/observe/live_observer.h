@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "engine/core/hf_cache.h"
 #include "providers/gpu/gpu_probe.h"
 #include "providers/hub/hub_types.h"
 #include "providers/observer.h"
@@ -35,8 +36,7 @@ class LiveObserver : public HostObserver {
   LiveObserverOptions opt_;
 };
 
-/// The store berth uses when the manifest names none: $HF_HUB_CACHE, $HF_HOME/hub, or
-/// ~/.cache/huggingface/hub (huggingface_hub's rules).
-std::string DefaultStorePath();
+// DefaultStorePath(), once declared here, is in engine/core/hf_cache.h (included above so that
+// callers keep compiling; include it directly).
 
 }  // namespace berth

@@ -7,18 +7,15 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <nlohmann/json.hpp>
+#include <fstream>
+#include <sstream>
+
+#include "engine/core/atomic_file.h"
 
 namespace berth {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string FolderName(const std::string& repo_id) {
-  std::string f = "models--" + repo_id;
-  for (size_t at = f.find('/'); at != std::string::npos; at = f.find('/')) f.replace(at, 1, "--");
-  return f;
-}
 
 Status MkdirAll(const std::string& dir) {
   std::error_code ec;
@@ -27,39 +24,35 @@ Status MkdirAll(const std::string& dir) {
   return Status::Ok();
 }
 
+/// The whole of a small metadata file; NotFound when it is missing.
+Result<std::string> ReadSmall(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    std::error_code ec;
+    if (!fs::exists(path, ec)) return Status::NotFound(path + " does not exist");
+    return Status::IoError("cannot read " + path + ": " + std::strerror(errno));
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
 }  // namespace
 
-CacheLayout::CacheLayout(std::string store, std::string repo_id) : store_(std::move(store)) {
-  repo_dir_ = store_ + "/" + FolderName(repo_id);
-  lock_dir_ = store_ + "/.locks/" + FolderName(repo_id);
-}
-
-std::string CacheLayout::LockPath(const std::string& etag) const {
-  return lock_dir_ + "/" + etag + ".lock";
-}
-
 Status CacheLayout::MakeDirs() const {
-  for (const char* d : {"/blobs", "/snapshots", "/refs", "/.berth"})
-    BERTH_RETURN_IF_ERROR(MkdirAll(repo_dir_ + d));
-  return MkdirAll(lock_dir_);
+  for (const std::string& d :
+       {paths_.BlobsDir(), paths_.SnapshotsDir(), paths_.RefsDir(), paths_.RecordsDir()})
+    BERTH_RETURN_IF_ERROR(MkdirAll(d));
+  return MkdirAll(paths_.lock_dir());
 }
 
 Status CacheLayout::Publish(const RepoSnapshot& snap,
                             const std::vector<HubFileEntry>& files) const {
   std::string snap_dir = SnapshotDir(snap.commit);
-  nlohmann::ordered_json record;
-  record["format_version"] = 1;
-  record["repo_id"] = snap.repo_id;
-  record["commit"] = snap.commit;
-  nlohmann::ordered_json listed = nlohmann::ordered_json::array();
-  uint64_t total = 0;
   for (const HubFileEntry& f : files) {
     fs::path link = fs::path(snap_dir) / f.path;
     BERTH_RETURN_IF_ERROR(MkdirAll(link.parent_path().string()));
-    // ../../blobs/<etag> from snapshots/<commit>/, one more ../ per folder level of the path.
-    std::string target = "../../blobs/" + f.etag();
-    for (char c : f.path)
-      if (c == '/') target = "../" + target;
+    std::string target = SnapshotLinkTarget(f.path, f.etag());
     char buf[4096];
     ssize_t n = ::readlink(link.c_str(), buf, sizeof buf - 1);
     if (n < 0 || std::string(buf, static_cast<size_t>(n)) != target) {
@@ -68,14 +61,11 @@ Status CacheLayout::Publish(const RepoSnapshot& snap,
       if (::symlink(target.c_str(), tmp.c_str()) != 0 || ::rename(tmp.c_str(), link.c_str()) != 0)
         return Status::IoError("cannot link " + link.string() + ": " + std::strerror(errno));
     }
-    listed.push_back({{"path", f.path}, {"size", f.size}, {"blob", f.etag()}});
-    total += f.size;
   }
-  record["files"] = std::move(listed);
-  record["bytes_total"] = total;
-  BERTH_RETURN_IF_ERROR(WriteFileAtomically(RecordPath(snap.commit), record.dump(1) + "\n"));
+  BERTH_RETURN_IF_ERROR(
+      WriteFileAtomically(RecordPath(snap.commit), RecordOf(snap, files).ToJson()));
   if (snap.revision != snap.commit) {
-    fs::path ref = fs::path(repo_dir_) / "refs" / snap.revision;
+    fs::path ref = paths_.RefPath(snap.revision);
     BERTH_RETURN_IF_ERROR(MkdirAll(ref.parent_path().string()));
     // No trailing newline: huggingface_hub reads refs without stripping.
     BERTH_RETURN_IF_ERROR(WriteFileAtomically(ref.string(), snap.commit));
@@ -86,6 +76,45 @@ Status CacheLayout::Publish(const RepoSnapshot& snap,
     ::close(dfd);
   }
   return Status::Ok();
+}
+
+Result<std::string> CacheLayout::ReadRef(const std::string& revision) const {
+  if (IsCommit(revision)) return revision;
+  std::string path = paths_.RefPath(revision);
+  Result<std::string> text = ReadSmall(path);
+  if (!text.ok()) return text.status();
+  std::string commit = *text;
+  if (!commit.empty() && commit.back() == '\n') commit.pop_back();  // written by hand
+  if (!IsCommit(commit)) return Status::InvalidArgument(path + " does not hold a commit");
+  return commit;
+}
+
+Result<SnapshotRecord> CacheLayout::ReadRecord(const std::string& commit) const {
+  std::string path = RecordPath(commit);
+  Result<std::string> text = ReadSmall(path);
+  if (!text.ok()) return text.status();
+  Result<SnapshotRecord> record = SnapshotRecord::FromJson(*text);
+  if (!record.ok()) return record.status().WithContext(path);
+  if (record->commit != commit)
+    return Status::InvalidArgument(path + ": the record of " + record->commit + ", not " + commit);
+  return record;
+}
+
+SnapshotRecord RecordOf(const RepoSnapshot& snap, const std::vector<HubFileEntry>& files) {
+  SnapshotRecord record;
+  record.repo_id = snap.repo_id;
+  record.commit = snap.commit;
+  for (const HubFileEntry& f : files) record.files.push_back({f.path, f.size, f.etag()});
+  record.bytes_total = TotalBytes(record.files);
+  return record;
+}
+
+HubFileEntry HubFileOf(const RecordedFile& file) {
+  HubFileEntry e;
+  e.path = file.path;
+  e.size = file.size;
+  (file.is_lfs() ? e.lfs_sha256 : e.git_oid) = file.blob;
+  return e;
 }
 
 }  // namespace berth

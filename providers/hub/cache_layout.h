@@ -1,13 +1,12 @@
-// The Hugging Face cache layout, byte-compatible with huggingface_hub:
-//   <store>/models--org--name/{blobs/<etag>, snapshots/<commit>/<path> -> ../../blobs/<etag>,
-//   refs/<revision>}, and <store>/.locks/models--org--name/<etag>.lock (flock).
-// berth adds <repo>/.berth/<commit>.json: the files it verified, so a no-op run only stats.
+// The Hugging Face cache layout on disk, byte-compatible with huggingface_hub: the paths are
+// engine/core/hf_cache.h's HfCachePaths; this adds the I/O (folders, symlinks, refs, berth's
+// snapshot record) and berth's chunk map beside a partial blob.
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "engine/core/atomic_file.h"
+#include "engine/core/hf_cache.h"
 #include "engine/core/status.h"
 #include "providers/hub/hub_types.h"
 
@@ -15,34 +14,41 @@ namespace berth {
 
 class CacheLayout {
  public:
-  CacheLayout(std::string store, std::string repo_id);
+  CacheLayout(const std::string& store, const std::string& repo_id) : paths_(store, repo_id) {}
 
-  const std::string& repo_dir() const { return repo_dir_; }
-  std::string BlobPath(const std::string& etag) const { return repo_dir_ + "/blobs/" + etag; }
-  std::string IncompletePath(const std::string& etag) const {
-    return BlobPath(etag) + ".incomplete";
-  }
+  const HfCachePaths& paths() const { return paths_; }
+  const std::string& repo_dir() const { return paths_.repo_dir(); }
+  std::string BlobPath(const std::string& etag) const { return paths_.BlobPath(etag); }
+  std::string IncompletePath(const std::string& etag) const { return paths_.IncompletePath(etag); }
   /// berth's record of which chunks of an .incomplete blob are written.
   std::string ChunkMapPath(const std::string& etag) const {
-    return BlobPath(etag) + ".incomplete.berth";
+    return paths_.IncompletePath(etag) + ".berth";
   }
-  std::string LockPath(const std::string& etag) const;
-  std::string SnapshotDir(const std::string& commit) const {
-    return repo_dir_ + "/snapshots/" + commit;
-  }
-  std::string RecordPath(const std::string& commit) const {
-    return repo_dir_ + "/.berth/" + commit + ".json";
-  }
+  std::string LockPath(const std::string& etag) const { return paths_.LockPath(etag); }
+  std::string SnapshotDir(const std::string& commit) const { return paths_.SnapshotDir(commit); }
+  std::string RecordPath(const std::string& commit) const { return paths_.RecordPath(commit); }
 
-  /// blobs/, snapshots/, refs/ and the lock folder.
+  /// blobs/, snapshots/, refs/, .berth/ and the lock folder.
   Status MakeDirs() const;
   /// snapshots/<commit>/<path> as relative symlinks to the blobs (replacing wrong ones), then
   /// the record, then refs/<revision> (not for a commit revision): the snapshot appears only
   /// when all its files are there.
   Status Publish(const RepoSnapshot& snap, const std::vector<HubFileEntry>& files) const;
 
+  /// The commit refs/<revision> names (a commit revision is its own answer). NotFound when the
+  /// ref is missing; InvalidArgument when it holds no commit.
+  Result<std::string> ReadRef(const std::string& revision) const;
+  /// berth's record of the snapshot at `commit`. NotFound when there is none; InvalidArgument
+  /// (saying which file) when it is damaged or of another commit.
+  Result<SnapshotRecord> ReadRecord(const std::string& commit) const;
+
  private:
-  std::string store_, repo_dir_, lock_dir_;
+  HfCachePaths paths_;
 };
+
+/// The record of `files` published as `snap`.
+SnapshotRecord RecordOf(const RepoSnapshot& snap, const std::vector<HubFileEntry>& files);
+/// The Hub's form of a recorded file (its blob is the LFS sha256 or the git blob id).
+HubFileEntry HubFileOf(const RecordedFile& file);
 
 }  // namespace berth

@@ -1,7 +1,6 @@
 #include "providers/hub/pull.h"
 
 #include <fcntl.h>
-#include <fnmatch.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,30 +9,12 @@
 #include <filesystem>
 #include <fstream>
 
+#include "engine/core/hf_cache.h"
 #include "providers/hub/cache_layout.h"
 #include "providers/hub/hasher.h"
 #include "providers/hub/hub_api.h"
 
 namespace berth {
-namespace {
-
-bool Match(const std::string& pattern, const std::string& path) {
-  std::string p = pattern;
-  if (!p.empty() && p.back() == '/') p += "*";
-  return fnmatch(p.c_str(), path.c_str(), 0) == 0;
-}
-
-bool Wanted(const std::string& path, const std::vector<std::string>& include,
-            const std::vector<std::string>& exclude) {
-  bool in = include.empty();
-  for (const auto& p : include) in = in || Match(p, path);
-  if (!in) return false;
-  for (const auto& p : exclude)
-    if (Match(p, path)) return false;
-  return true;
-}
-
-}  // namespace
 
 Result<PullResult> PullModel(const PullRequest& req, const HubOptions& options) {
   auto t0 = std::chrono::steady_clock::now();
@@ -48,7 +29,7 @@ Result<PullResult> PullModel(const PullRequest& req, const HubOptions& options) 
   PullResult result;
   result.snapshot = *snap;
   for (const auto& f : snap->files)
-    if (Wanted(f.path, req.include, req.exclude)) {
+    if (FileWanted(f.path, req.include, req.exclude)) {
       result.files.push_back(f);
       result.bytes_total += f.size;
     }
@@ -138,7 +119,7 @@ Result<uint64_t> RemoveRevision(const std::string& store, const std::string& rep
   std::vector<std::string> candidates =
       fs::exists(gone, ec) ? blobs_of(gone) : std::vector<std::string>{};
   std::vector<std::string> kept;
-  for (auto& d : fs::directory_iterator(repo / "snapshots", ec))
+  for (auto& d : fs::directory_iterator(layout.paths().SnapshotsDir(), ec))
     if (d.path().filename() != commit)
       for (auto& b : blobs_of(d.path())) kept.push_back(b);
   uint64_t freed = 0;
@@ -146,12 +127,12 @@ Result<uint64_t> RemoveRevision(const std::string& store, const std::string& rep
   if (ec) return Status::IoError("cannot remove " + gone.string() + ": " + ec.message());
   for (const auto& b : candidates) {
     if (std::find(kept.begin(), kept.end(), b) != kept.end()) continue;
-    fs::path blob = repo / "blobs" / b;
+    fs::path blob = layout.BlobPath(b);
     uint64_t size = fs::file_size(blob, ec);
     if (!ec && fs::remove(blob, ec)) freed += size;
   }
   fs::remove(layout.RecordPath(commit), ec);
-  for (auto it = fs::recursive_directory_iterator(repo / "refs", ec);
+  for (auto it = fs::recursive_directory_iterator(layout.paths().RefsDir(), ec);
        it != fs::recursive_directory_iterator(); it.increment(ec)) {
     if (!it->is_regular_file(ec)) continue;
     std::ifstream in(it->path());

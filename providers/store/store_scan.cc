@@ -2,21 +2,16 @@
 
 #include <algorithm>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <set>
 #include <vector>
+
+#include "engine/core/hf_cache.h"
 
 namespace berth {
 namespace {
 
 constexpr size_t kMaxRefBytes = 1024;
 constexpr size_t kMaxRecordBytes = size_t{64} << 20;
-constexpr std::string_view kIncomplete = ".incomplete";
-
-bool EndsWith(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
 /// Lexical "a/b/../c" -> "a/c"; nullopt if ".." climbs above the start.
 std::optional<std::string> Normalize(std::string_view path) {
   std::vector<std::string_view> parts;
@@ -60,18 +55,19 @@ struct Snapshot {
 
 class RepoScan {
  public:
-  RepoScan(StoreFs& fs, std::string dir) : fs_(fs), dir_(std::move(dir)) {}
+  RepoScan(StoreFs& fs, const std::string& store, const std::string& repo_id)
+      : fs_(fs), paths_(store, repo_id) {}
 
   Result<std::vector<ObservedRevision>> Run() {
     BERTH_RETURN_IF_ERROR(ReadBlobs());
-    BERTH_RETURN_IF_ERROR(ReadRefs(dir_ + "/refs", ""));
-    Result<std::vector<DirEntry>> commits = ListOrEmpty(fs_, dir_ + "/snapshots");
+    BERTH_RETURN_IF_ERROR(ReadRefs(paths_.RefsDir(), ""));
+    Result<std::vector<DirEntry>> commits = ListOrEmpty(fs_, paths_.SnapshotsDir());
     if (!commits.ok()) return commits.status();
     std::vector<ObservedRevision> revs;
     std::vector<int64_t> mtimes;
     for (const DirEntry& c : *commits) {
       if (c.type != FileType::kDir) continue;
-      std::string snap_dir = dir_ + "/snapshots/" + c.name;
+      std::string snap_dir = paths_.SnapshotDir(c.name);
       Result<FileStat> st = fs_.Stat(snap_dir, /*follow=*/false);
       Snapshot snap;
       BERTH_RETURN_IF_ERROR(Walk(snap_dir, "snapshots/" + c.name, "", &snap));
@@ -105,16 +101,16 @@ class RepoScan {
 
  private:
   Status ReadBlobs() {
-    Result<std::vector<DirEntry>> entries = ListOrEmpty(fs_, dir_ + "/blobs");
+    Result<std::vector<DirEntry>> entries = ListOrEmpty(fs_, paths_.BlobsDir());
     if (!entries.ok()) return entries.status();
     for (const DirEntry& e : *entries) {
-      Result<FileStat> st = fs_.Stat(dir_ + "/blobs/" + e.name, /*follow=*/true);
+      Result<FileStat> st = fs_.Stat(paths_.BlobPath(e.name), /*follow=*/true);
       if (!st.ok()) {
         if (st.status().code() == Status::Code::kNotFound) continue;  // removed meanwhile
         return st.status();
       }
       if (st->type != FileType::kFile) continue;
-      if (EndsWith(e.name, kIncomplete)) {
+      if (IsPartialBlobName(e.name)) {
         blobs_.partial_bytes += st->size;
         blobs_.has_partials = true;
       } else {
@@ -223,8 +219,7 @@ class RepoScan {
   }
 
   void JudgeCompleteness(const Snapshot& snap, ObservedRevision* rev) {
-    Result<std::string> text =
-        fs_.ReadSmallFile(dir_ + "/.berth/" + rev->commit + ".json", kMaxRecordBytes);
+    Result<std::string> text = fs_.ReadSmallFile(paths_.RecordPath(rev->commit), kMaxRecordBytes);
     if (!text.ok() && text.status().code() == Status::Code::kNotFound) {
       // No record: judge by the links.
       rev->complete = snap.missing == 0 && !snap.files.empty();
@@ -232,28 +227,15 @@ class RepoScan {
       return;
     }
     if (!text.ok()) return;  // a record berth cannot read: incomplete, so it is verified again
-    nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
-    if (!j.is_object() || !j.contains("files") || !j["files"].is_array() ||
-        (j.contains("commit") && j["commit"] != rev->commit)) {
-      return;  // unreadable record: incomplete, so it is verified again
-    }
+    Result<SnapshotRecord> record = SnapshotRecord::FromJson(*text);
+    if (!record.ok() || record->commit != rev->commit) return;  // likewise
     bool complete = true;
-    uint64_t sum = 0;
-    for (const auto& f : j["files"]) {
-      if (!f.is_object() || !f.contains("path") || !f["path"].is_string() || !f.contains("size") ||
-          !f["size"].is_number_unsigned())
-        return;
-      uint64_t size = f["size"].get<uint64_t>();
-      sum += size;
-      auto it = snap.files.find(f["path"].get<std::string>());
-      complete = complete && it != snap.files.end() && it->second == size;
+    for (const RecordedFile& f : record->files) {
+      auto it = snap.files.find(f.path);
+      complete = complete && it != snap.files.end() && it->second == f.size;
     }
     rev->complete = complete;
-    if (j.contains("bytes_total") && j["bytes_total"].is_number_unsigned()) {
-      rev->bytes_total = j["bytes_total"].get<uint64_t>();
-    } else {
-      rev->bytes_total = sum;
-    }
+    rev->bytes_total = record->bytes_total;
   }
 
   void AttributePartials(std::vector<ObservedRevision>* revs, const std::vector<int64_t>& mtimes) {
@@ -275,7 +257,7 @@ class RepoScan {
   }
 
   StoreFs& fs_;
-  std::string dir_;
+  HfCachePaths paths_;
   Blobs blobs_;
   std::map<std::string, std::vector<std::string>> refs_;  // commit -> ref names
   std::map<std::string, int64_t> ref_mtimes_;
@@ -288,16 +270,6 @@ Status Explain(const Status& s, const std::string& store_path) {
 }
 
 }  // namespace
-
-std::optional<std::string> ModelRepoIdFromDirName(std::string_view dir_name) {
-  constexpr std::string_view kPrefix = "models--";
-  if (dir_name.substr(0, kPrefix.size()) != kPrefix || dir_name.size() == kPrefix.size())
-    return std::nullopt;
-  // As huggingface_hub's scan_cache_dir: every "--" of the rest is a "/".
-  std::string id(dir_name.substr(kPrefix.size()));
-  for (size_t pos = 0; (pos = id.find("--", pos)) != std::string::npos;) id.replace(pos, 2, "/");
-  return id;
-}
 
 Result<ObservedStore> ScanStore(const std::string& store_path) {
   return ScanStore(store_path, PosixStoreFs());
@@ -315,11 +287,9 @@ Result<ObservedStore> ScanStore(const std::string& store_path, StoreFs& fs) {
     std::string parent = store_path;
     while (true) {
       size_t slash = parent.find_last_of('/');
-      if (slash == std::string::npos) {
-        parent = ".";
-      } else {
-        parent = slash == 0 ? "/" : parent.substr(0, slash);
-      }
+      parent = slash == std::string::npos ? std::string(".")
+               : slash == 0               ? std::string("/")
+                                          : parent.substr(0, slash);
       Result<DiskSpace> space = fs.SpaceOf(parent);
       if (space.ok()) {
         store.total_bytes = space->total_bytes;
@@ -344,9 +314,9 @@ Result<ObservedStore> ScanStore(const std::string& store_path, StoreFs& fs) {
   if (!entries.ok()) return Explain(entries.status(), store_path);
   for (const DirEntry& e : *entries) {
     if (e.type != FileType::kDir) continue;
-    std::optional<std::string> repo_id = ModelRepoIdFromDirName(e.name);
+    std::optional<std::string> repo_id = RepoIdFromFolderName(e.name);
     if (!repo_id) continue;
-    Result<std::vector<ObservedRevision>> revs = RepoScan(fs, store_path + "/" + e.name).Run();
+    Result<std::vector<ObservedRevision>> revs = RepoScan(fs, store_path, *repo_id).Run();
     if (!revs.ok()) return Explain(revs.status(), store_path);
     store.repos.push_back(ObservedRepo{*repo_id, std::move(revs).value()});
   }

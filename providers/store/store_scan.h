@@ -2,9 +2,7 @@
 // read with directory listings, stat and readlink only. Blob contents are never read.
 #pragma once
 
-#include <optional>
 #include <string>
-#include <string_view>
 
 #include "engine/core/observed.h"
 #include "engine/core/status.h"
@@ -21,10 +19,10 @@ namespace berth {
 ///   many symlinks point at it; a plain file in the snapshot counts itself).
 /// - complete, bytes_total: if berth's record <repo>/.berth/<commit>.json exists, complete means
 ///   every file it lists is present with the listed size, and bytes_total is its "bytes_total"
-///   (or the sum of its sizes); a record that cannot be parsed makes the revision incomplete, so
-///   the download provider verifies it again. Without a record, complete means the snapshot has
-///   at least one file and every symlink resolves to an existing blob; bytes_total is then
-///   bytes_present, and unknown otherwise.
+///   (or the sum of its sizes); a record SnapshotRecord::FromJson refuses, or one of another
+///   commit, makes the revision incomplete, so the download provider verifies it again. Without a
+///   record, complete means the snapshot has at least one file and every symlink resolves to an
+///   existing blob; bytes_total is then bytes_present, and unknown otherwise.
 /// - A commit some ref names but that has no snapshot directory yet (a download just started)
 ///   is reported too, incomplete with no bytes.
 /// - Partial downloads (blobs/*.incomplete) cannot be tied to a file: their bytes go to the
@@ -34,9 +32,5 @@ namespace berth {
 /// exists=false, with the space of the nearest existing parent so disk checks still work.
 Result<ObservedStore> ScanStore(const std::string& store_path);
 Result<ObservedStore> ScanStore(const std::string& store_path, StoreFs& fs);
-
-/// "models--org--name" -> "org/name", "models--gpt2" -> "gpt2"; nullopt for other kinds of
-/// entries ("datasets--...", ".locks").
-std::optional<std::string> ModelRepoIdFromDirName(std::string_view dir_name);
 
 }  // namespace berth

@@ -5,22 +5,7 @@
 namespace berth {
 namespace {
 
-TEST(Glob, StarCrossesSlashesLikeHuggingfaceHub) {
-  EXPECT_TRUE(IncludedByFilters("sub/model.safetensors", {"*.safetensors"}, {}));
-  EXPECT_FALSE(IncludedByFilters("README.md", {"*.safetensors"}, {}));
-}
-
-TEST(Glob, ExcludeWinsOverInclude) {
-  EXPECT_FALSE(IncludedByFilters("original/a.safetensors", {"*.safetensors"}, {"original/*"}));
-}
-
-TEST(Glob, AFolderPatternMatchesEverythingBelowIt) {
-  EXPECT_TRUE(IncludedByFilters("tokenizer/vocab.json", {"tokenizer/"}, {}));
-  EXPECT_FALSE(IncludedByFilters("tokenizer.json", {"tokenizer/"}, {}));
-}
-
-TEST(Glob, NoIncludeMeansEverything) { EXPECT_TRUE(IncludedByFilters("x/y", {}, {})); }
-
+// The include/exclude filter of a model's files is tested with engine/core/hf_cache.h.
 TEST(Glob, HostnamePatterns) {
   EXPECT_TRUE(GlobMatch("gpu-*", "gpu-01"));
   EXPECT_FALSE(GlobMatch("gpu-?", "gpu-01"));

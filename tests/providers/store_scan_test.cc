@@ -105,8 +105,6 @@ TEST(ScanStore, RepoIdsComeFromDirectoryNamesAndOtherKindsAreIgnored) {
   ASSERT_EQ(s->repos.size(), 2u);
   EXPECT_EQ(s->repos[0].repo_id, "gpt2");
   EXPECT_EQ(s->repos[1].repo_id, "meta-llama/Llama-3.1-8B");
-  EXPECT_EQ(ModelRepoIdFromDirName("datasets--org--data"), std::nullopt);
-  EXPECT_EQ(ModelRepoIdFromDirName("models--"), std::nullopt);
 }
 
 TEST(ScanStore, ADownloadThatHasNotMadeItsSnapshotYetShowsUpUnderItsRef) {
@@ -147,16 +145,17 @@ TEST(ScanStore, PartialsWithNoIncompleteRevisionGoToARevisionWithoutCommit) {
 TEST(ScanStore, BerthsRecordDecidesCompletenessAndTotal) {
   Cache c;
   const std::string repo = "models--org--rec";
-  c.Blob(repo, "cfg", 5);
-  c.Blob(repo, "w", 20);
-  c.File(repo, kC1, "config.json", "cfg");
-  c.File(repo, kC1, "model.safetensors", "w");
+  const std::string cfg(40, 'c'), w(64, 'e'), t(40, 'f');  // a git blob id, an LFS sha256
+  c.Blob(repo, cfg, 5);
+  c.Blob(repo, w, 20);
+  c.File(repo, kC1, "config.json", cfg);
+  c.File(repo, kC1, "model.safetensors", w);
   auto record = [&](const std::string& files, const std::string& extra) {
     c.dir.Write(repo + "/.berth/" + kC1 + ".json",
                 R"({"commit":")" + kC1 + R"(","files":[)" + files + "]" + extra + "}");
   };
-  const std::string both = R"({"path":"config.json","size":5,"blob":"cfg"},)"
-                           R"({"path":"model.safetensors","size":20,"blob":"w"})";
+  const std::string both = R"({"path":"config.json","size":5,"blob":")" + cfg + R"("},)" +
+                           R"({"path":"model.safetensors","size":20,"blob":")" + w + R"("})";
 
   record(both, R"(,"bytes_total":25)");
   Result<ObservedStore> s = c.Scan();
@@ -165,14 +164,15 @@ TEST(ScanStore, BerthsRecordDecidesCompletenessAndTotal) {
   EXPECT_EQ(Find(*s, "org/rec", kC1)->bytes_total, 25u);
 
   // The links are all fine, but the record wants one more file.
-  record(both + R"(,{"path":"tokenizer.json","size":3,"blob":"t"})", R"(,"bytes_total":28)");
+  record(both + R"(,{"path":"tokenizer.json","size":3,"blob":")" + t + R"("})",
+         R"(,"bytes_total":28)");
   s = c.Scan();
   EXPECT_FALSE(Find(*s, "org/rec", kC1)->complete);
   EXPECT_EQ(Find(*s, "org/rec", kC1)->bytes_total, 28u);
   EXPECT_EQ(Find(*s, "org/rec", kC1)->bytes_present, 25u);
 
   // A size that does not match what is on disk.
-  record(R"({"path":"config.json","size":6,"blob":"cfg"})", "");
+  record(R"({"path":"config.json","size":6,"blob":")" + cfg + R"("})", "");
   s = c.Scan();
   EXPECT_FALSE(Find(*s, "org/rec", kC1)->complete);
   EXPECT_EQ(Find(*s, "org/rec", kC1)->bytes_total, 6u) << "without bytes_total: sum of sizes";
@@ -182,6 +182,20 @@ TEST(ScanStore, BerthsRecordDecidesCompletenessAndTotal) {
   s = c.Scan();
   ASSERT_TRUE(s.ok());
   EXPECT_FALSE(Find(*s, "org/rec", kC1)->complete);
+
+  // Records that parse but lie are refused the same way: a path out of the snapshot, a blob
+  // that is no etag, the record of another commit.
+  record(R"({"path":"../../blobs/x","size":5,"blob":")" + cfg + R"("})", "");
+  EXPECT_FALSE(c.Scan()->repos[0].revisions[0].complete);
+  record(R"({"path":"config.json","size":5,"blob":"cfg"})", "");
+  EXPECT_FALSE(c.Scan()->repos[0].revisions[0].complete);
+  c.dir.Write(repo + "/.berth/" + kC1 + ".json",
+              R"({"commit":")" + kC2 + R"(","files":[{"path":"config.json","size":5,"blob":")" +
+                  cfg + R"("}]})");
+  EXPECT_FALSE(c.Scan()->repos[0].revisions[0].complete);
+  // The record of the good case, as berth writes it, is accepted.
+  record(R"({"path":"config.json","size":5,"blob":")" + cfg + R"("})", "");
+  EXPECT_TRUE(c.Scan()->repos[0].revisions[0].complete);
 }
 
 TEST(ScanStore, PlainFilesInASnapshotCountAsPresent) {

@@ -1,0 +1,124 @@
+#include "planners/feasibility.h"
+
+#include <algorithm>
+
+#include "engine/core/units.h"
+
+namespace berth {
+namespace {
+
+bool Contains(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+}  // namespace
+
+std::optional<Problem> DiskShortfall(const DiskBudget& disk, uint64_t needed, int step) {
+  uint64_t available = disk.available();
+  if (needed <= available) return std::nullopt;
+  Problem p;
+  p.step = step;
+  p.resource = "disk";
+  p.needed = needed;
+  p.available = available;
+  p.message = "downloads up to step " + std::to_string(step) + " need " + FormatBytes(needed) +
+              " but the store has " + FormatBytes(disk.free) + " free − " +
+              FormatSize(disk.reserve) + " reserve = " + FormatBytes(available) + ": short by " +
+              FormatBytes(needed - available) + " (" + std::to_string(needed - available) +
+              " bytes). Free space in " + disk.store_path + ", lower host.reserve, or drop a model";
+  return p;
+}
+
+StartNeeds NeedsOf(const Transition& t, HostLedger& host, const PendingUnits& pending) {
+  StartNeeds n;
+  const ServiceSpec& s = *t.spec;
+  auto add = [&](const std::string& u) {
+    if (!Contains(n.stops, u)) n.stops.push_back(u);
+  };
+  if (s.port) {
+    std::string h = host.PortHolder(*s.port);
+    if (!h.empty() && h != t.unit) {
+      // A holder that restarts later (ports swapped between services) is stopped first and
+      // started instead of restarted.
+      if (pending.stop(h) || pending.restart(h)) {
+        add(h);
+      } else {
+        Problem p;
+        p.resource = "port " + std::to_string(*s.port);
+        p.message = t.address + " needs port " + std::to_string(*s.port) + ", held by " + h +
+                    ", which the manifest does not stop: stop it, or choose another port";
+        n.problems.push_back(p);
+      }
+    }
+  }
+  if (!s.has_engine) return n;
+  for (int i : s.gpus) {
+    if (!host.gpus_known()) break;
+    if (!host.HasGpu(i)) {
+      Problem p;
+      p.resource = "gpu " + std::to_string(i);
+      p.message = t.address + " asks for GPU " + std::to_string(i) + ", which this host " +
+                  "does not have (" + std::to_string(host.gpu_count()) + " GPUs)";
+      n.problems.push_back(p);
+      continue;
+    }
+    uint64_t claim = GpuClaim(s, host.Total(i));
+    uint64_t free = host.Free(i);
+    // A restart gives back its own memory first.
+    const auto& holders = host.Holders(i);
+    if (t.kind == ActionKind::kRestart) {
+      auto it = holders.find(t.unit);
+      if (it != holders.end()) free += it->second;
+    }
+    for (const auto& u : n.stops) {
+      auto it = holders.find(u);
+      if (it != holders.end()) free += it->second;
+    }
+    if (free >= claim) continue;
+    // Largest pending holders first, names breaking ties, until the claim fits.
+    std::vector<std::pair<uint64_t, std::string>> candidates;
+    for (const auto& [h, b] : holders)
+      if (pending.stop(h) && !Contains(n.stops, h)) candidates.emplace_back(b, h);
+    std::sort(candidates.begin(), candidates.end(), [](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first > b.first : a.second < b.second;
+    });
+    for (const auto& [b, h] : candidates) {
+      if (free >= claim) break;
+      add(h);
+      free += b;
+    }
+    if (free >= claim) continue;
+    Problem p;
+    p.resource = "gpu " + std::to_string(i);
+    p.needed = claim;
+    p.available = free;
+    std::string others;
+    for (const auto& [h, b] : holders) {
+      if (h == t.unit || Contains(n.stops, h)) continue;
+      others += (others.empty() ? "" : ", ") + h + " holds " + FormatGiB(b);
+    }
+    p.message = t.address + " needs " + FormatGiB(claim) + " on GPU " + std::to_string(i) +
+                " (of " + FormatGiB(host.Total(i)) + "), only " + FormatGiB(free) +
+                " can be freed: short by " + FormatGiB(claim - free) +
+                (others.empty() ? "" : "; " + others + ", not stopped by this plan") +
+                ". Stop or move what holds it, or lower the service's memory share";
+    n.problems.push_back(p);
+  }
+  return n;
+}
+
+std::vector<std::string> ReplacedBy(const Transition& t, HostLedger& host,
+                                    const PendingUnits& pending) {
+  std::vector<std::string> out;
+  const ServiceSpec& s = *t.spec;
+  auto add = [&](const std::string& u) {
+    if (pending.stop(u) && !Contains(out, u)) out.push_back(u);
+  };
+  if (s.port) add(host.PortHolder(*s.port));
+  for (int i : s.gpus)
+    if (host.HasGpu(i))
+      for (const auto& [h, b] : host.Holders(i)) add(h);
+  return out;
+}
+
+}  // namespace berth

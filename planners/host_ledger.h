@@ -1,0 +1,49 @@
+// The host's GPU memory and listening ports as the sequence changes them: who holds what now,
+// and what a stop gives back or a start takes. Internal to planners/.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "engine/core/desired.h"
+#include "engine/core/observed.h"
+#include "engine/core/plan.h"
+
+namespace berth {
+
+/// What must be free on each of a service's GPUs (of `total` bytes) when it starts: its engine's
+/// memory share, else its gpu_memory.
+uint64_t GpuClaim(const ServiceSpec& service, uint64_t total);
+
+class HostLedger {
+ public:
+  /// Starts from what was observed. Without a GPU observation, the manifest's host.gpus stands
+  /// in, with berth's own running services as the only holders; without a port observation,
+  /// the running services of the manifest hold their ports.
+  HostLedger(const Desired& desired, const Observed& observed);
+
+  /// Whether GPU memory can be checked at all.
+  bool gpus_known() const { return known_; }
+  size_t gpu_count() const { return total_.size(); }
+  bool HasGpu(int gpu) const { return total_.count(gpu) > 0; }
+  uint64_t Total(int gpu) const { return total_.at(gpu); }
+  uint64_t Free(int gpu) const;
+  /// Bytes held on `gpu` by each holder: a unit, "pid N (name)", or memory no process claims.
+  const std::map<std::string, uint64_t>& Holders(int gpu) { return held_[gpu]; }
+  /// The holder of `port`, "" when it is free.
+  std::string PortHolder(int port) const;
+
+  /// Releases everything `holder` holds; returns what it gave back.
+  Resources Release(const std::string& holder);
+  void Hold(const std::string& holder, const Resources& resources);
+
+ private:
+  bool known_;
+  std::map<int, uint64_t> total_;
+  std::map<int, std::map<std::string, uint64_t>> held_;
+  std::multimap<int, std::string> ports_;
+};
+
+}  // namespace berth

@@ -1,0 +1,137 @@
+#include "planners/unit_diff.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "engine/core/unit_marker.h"
+#include "planners/unit_syntax.h"
+
+namespace berth {
+namespace {
+
+bool Cosmetic(const std::string& key) {
+  return key == "Unit.Description" || key == "Unit.Documentation";
+}
+
+// "--port 8000 → 8001, +--enable-expert-parallel" from two argv.
+std::string DiffArgv(const std::vector<std::string>& a, const std::vector<std::string>& b,
+                     bool* only_model_path) {
+  auto flags = [](const std::vector<std::string>& v) {
+    std::vector<std::pair<std::string, std::string>> f;  // flag -> value ("" for switches)
+    std::vector<std::string> positional;
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (v[i].starts_with("--")) {
+        std::string val;
+        if (i + 1 < v.size() && !v[i + 1].starts_with("--")) val = v[++i];
+        f.emplace_back(v[i - (val.empty() ? 0 : 1)], val);
+      } else {
+        positional.push_back(v[i]);
+      }
+    }
+    return std::make_pair(f, positional);
+  };
+  auto [fa, pa] = flags(a);
+  auto [fb, pb] = flags(b);
+  std::vector<std::string> changes;
+  *only_model_path = true;
+  if (pa != pb) {
+    bool path_only = pa.size() == pb.size();
+    for (size_t i = 0; path_only && i < pa.size(); ++i)
+      if (pa[i] != pb[i] && pa[i].find("/snapshots/") == std::string::npos) path_only = false;
+    if (path_only) {
+      for (size_t i = 0; i < pa.size(); ++i)
+        if (pa[i] != pb[i]) changes.push_back("model " + pa[i] + " → " + pb[i]);
+    } else {
+      *only_model_path = false;
+      std::string old_s, new_s;
+      for (const auto& p : pa) old_s += (old_s.empty() ? "" : " ") + p;
+      for (const auto& p : pb) new_s += (new_s.empty() ? "" : " ") + p;
+      changes.push_back("command " + old_s + " → " + new_s);
+    }
+  }
+  auto find = [](const auto& v, const std::string& k) -> const std::string* {
+    for (const auto& [fk, fv] : v)
+      if (fk == k) return &fv;
+    return nullptr;
+  };
+  for (const auto& [k, v] : fb) {
+    const std::string* old = find(fa, k);
+    if (!old) {
+      changes.push_back("+" + k + (v.empty() ? "" : " " + v));
+      *only_model_path = false;
+    } else if (*old != v) {
+      changes.push_back(k + " " + *old + " → " + v);
+      *only_model_path = false;
+    }
+  }
+  for (const auto& [k, v] : fa)
+    if (!find(fb, k)) {
+      changes.push_back("-" + k + (v.empty() ? "" : " " + v));
+      *only_model_path = false;
+    }
+  std::string out;
+  for (const auto& c : changes) out += (out.empty() ? "" : ", ") + c;
+  return out;
+}
+
+}  // namespace
+
+UnitDiff DiffUnits(const std::string& old_content, const std::string& new_content) {
+  UnitDiff d;
+  UnitEntries a = ParseUnitEntries(old_content), b = ParseUnitEntries(new_content);
+  if (UnitBody(old_content) != UnitBody(new_content)) d.changed = true;
+  std::vector<std::string> parts;
+  bool model_path_only = true;
+  auto values = [](const UnitEntries& e, const std::string& key) {
+    std::vector<std::string> v;
+    for (const auto& [k, val] : e)
+      if (k == key) v.push_back(val);
+    return v;
+  };
+  std::vector<std::string> keys;
+  for (const auto* e : {&a, &b})
+    for (const auto& [k, v] : *e)
+      if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
+  for (const auto& key : keys) {
+    auto va = values(a, key), vb = values(b, key);
+    if (va == vb) continue;
+    d.changed = true;
+    if (Cosmetic(key)) {
+      parts.push_back(key.substr(key.find('.') + 1) + " changed");
+      continue;
+    }
+    d.needs_restart = true;
+    if (key == "Service.ExecStart" && va.size() == 1 && vb.size() == 1) {
+      bool only_path = false;
+      parts.push_back("ExecStart changed: " +
+                      DiffArgv(SplitExecLine(va[0]), SplitExecLine(vb[0]), &only_path));
+      model_path_only = model_path_only && only_path;
+      continue;
+    }
+    model_path_only = false;
+    std::string name = key.substr(key.find('.') + 1);
+    if (key == "Service.Environment") {
+      std::vector<std::string> env;
+      for (const auto& v : vb)
+        if (std::find(va.begin(), va.end(), v) == va.end()) env.push_back("+" + v);
+      for (const auto& v : va)
+        if (std::find(vb.begin(), vb.end(), v) == vb.end()) env.push_back("-" + v);
+      std::string joined;
+      for (const auto& e : env) joined += (joined.empty() ? "" : ", ") + e;
+      parts.push_back("Environment changed: " + joined);
+    } else {
+      auto join = [](const std::vector<std::string>& v) {
+        std::string s;
+        for (const auto& x : v) s += (s.empty() ? "" : " ") + x;
+        return s.empty() ? std::string("(unset)") : s;
+      };
+      parts.push_back(name + " changed: " + join(va) + " → " + join(vb));
+    }
+  }
+  d.only_model_path = d.needs_restart && model_path_only;
+  for (const auto& p : parts) d.detail += (d.detail.empty() ? "" : "; ") + p;
+  if (d.changed && d.detail.empty()) d.detail = "comments or layout changed";
+  return d;
+}
+
+}  // namespace berth

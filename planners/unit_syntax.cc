@@ -1,0 +1,117 @@
+#include "planners/unit_syntax.h"
+
+#include <cstdio>
+#include <sstream>
+
+namespace berth {
+namespace {
+
+// "…" with C escapes for quotes, backslashes and control characters, % → %% (specifiers), and
+// $ → $$ where systemd would expand variables.
+std::string Quote(const std::string& text, bool escape_dollar) {
+  std::string out = "\"";
+  for (unsigned char c : text) {
+    switch (c) {
+      case '\\':
+        out += "\\\\";
+        break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '%':
+        out += "%%";
+        break;
+      case '$':
+        out += escape_dollar ? "$$" : "$";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      default:
+        if (c < 0x20 || c == 0x7f) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\x%02x", c);
+          out += buf;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+std::string QuoteExecArg(const std::string& arg) { return Quote(arg, true); }
+
+std::string QuoteEnvAssignment(const std::string& assignment) { return Quote(assignment, false); }
+
+std::vector<std::string> SplitExecLine(const std::string& line) {
+  std::vector<std::string> argv;
+  size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+    if (i >= line.size()) break;
+    std::string arg;
+    bool quoted = line[i] == '"';
+    if (quoted) ++i;
+    while (i < line.size()) {
+      char c = line[i];
+      if (quoted && c == '"') {
+        ++i;
+        break;
+      }
+      if (!quoted && (c == ' ' || c == '\t')) break;
+      if (c == '\\' && i + 1 < line.size()) {
+        char n = line[i + 1];
+        i += 2;
+        if (n == 'n')
+          arg += '\n';
+        else if (n == 't')
+          arg += '\t';
+        else if (n == 'r')
+          arg += '\r';
+        else if (n == 'x' && i + 1 < line.size()) {
+          arg += static_cast<char>(std::stoi(line.substr(i, 2), nullptr, 16));
+          i += 2;
+        } else
+          arg += n;
+        continue;
+      }
+      if ((c == '%' || c == '$') && i + 1 < line.size() && line[i + 1] == c) {
+        arg += c;
+        i += 2;
+        continue;
+      }
+      arg += c;
+      ++i;
+    }
+    argv.push_back(std::move(arg));
+  }
+  return argv;
+}
+
+UnitEntries ParseUnitEntries(const std::string& content) {
+  UnitEntries out;
+  std::istringstream in(content);
+  std::string line, section;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#' || line[0] == ';') continue;
+    if (line[0] == '[') {
+      section = line.substr(1, line.find(']') - 1);
+      continue;
+    }
+    size_t eq = line.find('=');
+    if (eq == std::string::npos) continue;
+    out.emplace_back(section + "." + line.substr(0, eq), line.substr(eq + 1));
+  }
+  return out;
+}
+
+}  // namespace berth
