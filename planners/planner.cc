@@ -1,6 +1,7 @@
 #include "planners/planner.h"
 
 #include "planners/draft.h"
+#include "planners/gates.h"
 #include "planners/glob.h"
 
 namespace berth {
@@ -21,6 +22,7 @@ Plan MakePlan(const Desired& desired, const Observed& observed, const PlanOption
   DiffModels(desired, observed, &draft);
   DiffServices(desired, observed, options.berth_version, &draft);
   Sequence(desired, observed, std::move(draft), &plan);
+  ApplyStateRules(desired, observed, &plan);
   return plan;
 }
 

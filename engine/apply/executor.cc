@@ -6,29 +6,14 @@
 #include <mutex>
 #include <thread>
 
+#include "engine/apply/model_store.h"
 #include "engine/core/units.h"
 #include "engine/output/progress.h"
 #include "providers/health/health_probe.h"
-#include "providers/hub/pull.h"
 #include "providers/systemd/systemd_manager.h"
 #include "providers/systemd/unit_files.h"
 
 namespace berth {
-namespace {
-
-class SteadyClock : public Clock {
- public:
-  std::chrono::steady_clock::time_point Now() override { return std::chrono::steady_clock::now(); }
-  void SleepFor(std::chrono::milliseconds d) override { std::this_thread::sleep_for(d); }
-};
-
-}  // namespace
-
-Clock& RealClock() {
-  static SteadyClock clock;
-  return clock;
-}
-
 Executor::Executor(ExecutorDeps deps) : d_(deps) {
   if (!d_.clock) d_.clock = &RealClock();
   // One board for every download of the run: a bar per model and one for the total.
@@ -169,7 +154,7 @@ Status Executor::RunAction(const Action& a, ExecResult* result) {
       return Download(a, result ? result : &ignored);
     }
     case ActionKind::kRemoveModel: {
-      auto freed = RemoveRevision(d_.store, a.repo_id, a.commit);
+      auto freed = d_.models->Remove(a.repo_id, a.commit);
       if (!freed.ok()) return freed.status();
       if (d_.progress)
         *d_.progress << "removed " << a.repo_id << "@" << a.commit.substr(0, 7) << ", freed "
@@ -181,27 +166,19 @@ Status Executor::RunAction(const Action& a, ExecResult* result) {
 }
 
 Status Executor::Download(const Action& a, ExecResult* result) {
-  PullRequest req;
-  req.store = d_.store;
-  req.repo_id = a.repo_id;
-  req.revision = a.revision;
-  req.include = a.include;
-  req.exclude = a.exclude;
-  req.expect_commit = a.commit;
-  HubOptions hub = d_.hub;
-  hub.cancel = d_.stop;
   ProgressPrinter* printer = printer_.get();
-  if (printer) hub.on_progress = [printer](const PullProgress& p) { printer->Update(p); };
-  auto r = PullModel(req, hub);
+  std::function<void(const PullProgress&)> on_progress;
+  if (printer) on_progress = [printer](const PullProgress& p) { printer->Update(p); };
+  auto r = d_.models->Download(a, d_.stop, on_progress);
   if (!r.ok()) return r.status();
-  result->downloaded.emplace_back(a.repo_id, r->snapshot.commit);
-  result->bytes_downloaded += r->stats.bytes_fetched;
+  result->downloaded.emplace_back(a.repo_id, r->commit);
+  result->bytes_downloaded += r->bytes_fetched;
   if (printer) {
     PullProgress p;
     p.repo_id = a.repo_id;
     p.bytes_done = p.bytes_total = r->bytes_total;
-    p.bytes_fetched = r->stats.bytes_fetched;
-    p.files_done = p.files_total = static_cast<int>(r->files.size());
+    p.bytes_fetched = r->bytes_fetched;
+    p.files_done = p.files_total = r->files;
     p.seconds = r->seconds;
     printer->Done(p);
   }

@@ -11,26 +11,18 @@
 #include <utility>
 #include <vector>
 
+#include "engine/core/clock.h"
 #include "engine/core/plan.h"
 #include "engine/core/status.h"
-#include "providers/hub/hub_types.h"
 
 namespace berth {
 
 class SystemdManager;
-class UnitFileStore;
+class UnitFiles;
 class HealthProbe;
 class JournalReader;
+class ModelStore;
 class ProgressPrinter;
-
-/// Time, so tests can run health gates without waiting.
-class Clock {
- public:
-  virtual ~Clock() = default;
-  virtual std::chrono::steady_clock::time_point Now() = 0;
-  virtual void SleepFor(std::chrono::milliseconds d) = 0;
-};
-Clock& RealClock();
 
 /// Called before ("running") and after ("done", "failed") each action, with its 1-based step.
 using ActionHook = std::function<void(int step, const Action& a, const std::string& status,
@@ -38,16 +30,14 @@ using ActionHook = std::function<void(int step, const Action& a, const std::stri
 
 struct ExecutorDeps {
   SystemdManager* systemd = nullptr;
-  UnitFileStore* unit_files = nullptr;
+  UnitFiles* unit_files = nullptr;
   HealthProbe* health = nullptr;
   JournalReader* journal = nullptr;  // adds a failing unit's last lines to errors; may be null
   Clock* clock = nullptr;            // null = RealClock()
   std::ostream* progress = nullptr;  // one line per action; null = silent
-  /// The model store (HF cache) downloads go to, and how to reach the Hub.
-  std::string store;
-  HubOptions hub;
-  bool progress_tty = false;                // draw download bars instead of log lines
-  ActionHook on_action;                     // the journal
+  ModelStore* models = nullptr;      // downloads and removals of models
+  bool progress_tty = false;         // draw download bars instead of log lines
+  ActionHook on_action;              // the journal
   const std::atomic<bool>* stop = nullptr;  // checked between actions
   bool rollback = true;                     // undo a failed replacement
   /// Fault injection for crash tests: SIGKILL this process just before this step (0: never).

@@ -1,36 +1,60 @@
 #include "engine/apply/live_host.h"
 
+#include <unistd.h>
+
 #include "engine/observe/live_observer.h"
 #include "providers/systemd/sdbus_manager.h"
 
 namespace berth {
 
-Status LiveHost::Connect(const HostAccess& access, const Desired& desired) {
-  journal = std::make_unique<SdJournalReader>(access.journal_dir);
-  unit_files = std::make_unique<UnitFileStore>(desired.host.unit_dir);
-  nvml_library = access.nvml_library;
-  SdBusOptions opts;
-  opts.address = access.bus_address;
-  opts.journal = journal.get();
-  auto mgr = ConnectSystemd(opts);
-  if (!mgr.ok()) {
-    systemd_error = mgr.status().message();
-    return mgr.status();
-  }
-  systemd = std::move(mgr).value();
-  return Status::Ok();
+Result<HostSeams> LiveHost::Connect(const Desired& desired) {
+  HostSeams seams;
+  journal_ = std::make_unique<SdJournalReader>(access_.journal_dir);
+  unit_files_ = std::make_unique<UnitFileStore>(desired.host.unit_dir);
+  SdBusOptions bus;
+  bus.address = access_.bus_address;
+  bus.journal = journal_.get();
+  auto mgr = ConnectSystemd(bus);
+  systemd_.reset();
+  if (mgr.ok())
+    systemd_ = std::move(mgr).value();
+  else
+    seams.systemd_error = mgr.status().message();
+
+  LiveObserverOptions o;
+  o.systemd = systemd_.get();
+  o.systemd_error = seams.systemd_error;
+  o.unit_files = unit_files_.get();
+  o.hub = HubOptionsFromEnvironment();
+  o.gpu.nvml_library = access_.nvml_library;
+  observer_ = std::make_unique<LiveObserver>(o);
+  health_ = std::make_unique<CurlHealthProbe>();
+  models_ = std::make_unique<HubModelStore>(
+      desired.host.store.empty() ? DefaultStorePath() : desired.host.store,
+      HubOptionsFromEnvironment());
+
+  seams.observer = observer_.get();
+  seams.systemd = systemd_.get();
+  seams.unit_files = unit_files_.get();
+  seams.health = health_.get();
+  seams.models = models_.get();
+  seams.journal = journal_.get();
+  return seams;
 }
 
-Result<Observed> LiveHost::Observe(const Desired& desired, const BerthState& state) {
-  LiveObserverOptions o;
-  o.systemd = systemd.get();
-  o.systemd_error = systemd_error;
-  o.unit_files = unit_files.get();
-  o.hub = HubOptionsFromEnvironment();
-  o.gpu.nvml_library = nvml_library;
-  auto observed = LiveObserver(o).Observe(desired);
-  if (observed.ok()) observed->state = state;
-  return observed;
+std::string LocalHostname() {
+  char name[256] = {};
+  ::gethostname(name, sizeof name - 1);
+  return name;
+}
+
+ReconcilerDeps LiveReconcilerDeps(LiveHost* host, Reporter* reporter, Clock* clock) {
+  ReconcilerDeps d;
+  d.connect = [host](const Desired& desired) { return host->Connect(desired); };
+  d.hostname = LocalHostname;
+  d.clock = clock;
+  d.reporter = reporter;
+  return d;
 }
 
 }  // namespace berth

@@ -1,13 +1,17 @@
-// The live host's providers, connected once per command: systemd over D-Bus, the journal, the
-// unit directory, and the observer that joins them with the store, ports, GPUs and the Hub.
+// The live host's seams, connected once per pass: systemd over D-Bus, the journal, the unit
+// directory, the health probe, the model store, and the observer that joins them with the
+// store, ports, GPUs and the Hub. The CLI hands LiveReconcilerDeps to the Reconciler.
 #pragma once
 
 #include <memory>
 #include <string>
 
+#include "engine/apply/model_store.h"
+#include "engine/apply/reconciler.h"
 #include "engine/core/desired.h"
 #include "engine/core/observed.h"
 #include "engine/core/status.h"
+#include "providers/health/health_probe.h"
 #include "providers/systemd/journal.h"
 #include "providers/systemd/systemd_manager.h"
 #include "providers/systemd/unit_files.h"
@@ -24,17 +28,28 @@ struct HostAccess {
   std::string state_dir;
 };
 
-struct LiveHost {
-  std::unique_ptr<SdJournalReader> journal;
-  std::unique_ptr<SystemdManager> systemd;
-  std::unique_ptr<UnitFileStore> unit_files;
-  std::string nvml_library;
-  std::string systemd_error;  // why systemd is not connected, when it is not
+class LiveHost {
+ public:
+  explicit LiveHost(HostAccess access) : access_(std::move(access)) {}
+  /// Binds the seams to `desired` (its unit directory and store) and connects to systemd. A
+  /// host without systemd can still be observed: the seams then say why in systemd_error.
+  Result<HostSeams> Connect(const Desired& desired);
 
-  /// Connects to systemd; on failure the host can still be observed (units unknown).
-  Status Connect(const HostAccess& access, const Desired& desired);
-  /// Observes what `desired` names (and berth's own units), with berth's `state` records.
-  Result<Observed> Observe(const Desired& desired, const BerthState& state = {});
+ private:
+  HostAccess access_;
+  std::unique_ptr<SdJournalReader> journal_;
+  std::unique_ptr<SystemdManager> systemd_;
+  std::unique_ptr<UnitFileStore> unit_files_;
+  std::unique_ptr<HostObserver> observer_;
+  std::unique_ptr<CurlHealthProbe> health_;
+  std::unique_ptr<HubModelStore> models_;
 };
+
+/// The Reconciler's collaborators for this host: `host` connects, gethostname() names it, the
+/// real clock (`clock` null) or the one given.
+ReconcilerDeps LiveReconcilerDeps(LiveHost* host, Reporter* reporter, Clock* clock = nullptr);
+
+/// This machine's host name.
+std::string LocalHostname();
 
 }  // namespace berth

@@ -39,6 +39,20 @@ std::string UnitFacts(const ObservedUnit* u) {
 
 }  // namespace
 
+SavedPlan MakeSavedPlan(const Plan& plan, const Desired& desired, const Observed& observed,
+                        const std::string& manifest_path, int64_t now_unix) {
+  SavedPlan s;
+  s.plan = plan;
+  s.manifest_path = manifest_path;
+  s.manifest_digest = desired.digest;
+  s.host = observed.hostname;
+  s.state_lineage = observed.state.lineage;
+  s.state_serial = observed.state.serial;
+  s.created_unix = now_unix;
+  s.fingerprints = Fingerprint(plan, observed);
+  return s;
+}
+
 std::map<std::string, std::string> Fingerprint(const Plan& plan, const Observed& o) {
   std::map<std::string, std::string> out;
   out["host"] = Sha256Hex(o.hostname);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/core/desired.h"
 #include "engine/core/observed.h"
 #include "engine/core/plan.h"
 #include "engine/core/status.h"
@@ -26,6 +27,12 @@ struct SavedPlan {
   /// "port/8000", "gpu/0"), for every resource the plan touches or depends on.
   std::map<std::string, std::string> fingerprints;
 };
+
+/// `plan` made from `desired` (read from `manifest_path`) and `observed`, as saved for a later
+/// `berth apply FILE`: berth's state lineage and serial come from `observed.state` (the live
+/// state, or the one an offline observation carries), with the fingerprints of what it touches.
+SavedPlan MakeSavedPlan(const Plan& plan, const Desired& desired, const Observed& observed,
+                        const std::string& manifest_path, int64_t now_unix);
 
 /// The observed facts each resource of `plan` depends on, digested.
 std::map<std::string, std::string> Fingerprint(const Plan& plan, const Observed& observed);

@@ -19,9 +19,8 @@ enum ExitCode : int {
   kExitError = 1,    // invalid input, unreadable file, failed command
   kExitChanges = 2,  // plan --detailed-exitcode: there is something to do
   kExitBlocked = 3,  // the plan cannot run: what is short is printed
-  kExitFailed = 4,
-  kExitStale = 5,  // apply FILE: the host changed since the plan was made; nothing was done   //
-                   // apply: an action failed; what was done and the unit's journal are printed
+  kExitFailed = 4,   // apply: an action failed; what was done and the unit's journal are printed
+  kExitStale = 5,    // apply FILE: the host changed since the plan was made; nothing was done
 };
 
 struct ApplyCommand {
@@ -82,7 +81,7 @@ struct ReconcileCommand {
   int wake_fd = -1;                         // readable when a signal arrived (ends a wait early)
 };
 
-/// The loop: a pass (RunOnce with --yes, or plan only) every interval with jitter, backoff
+/// The loop: a pass (the Reconciler with --yes, or plan only) every interval with jitter, backoff
 /// after failures, waiting for the manifest to change after terminal errors; sd_notify and
 /// metrics. With `once`: one pass and its exit code; otherwise 0 when stopped.
 int RunReconcile(const ReconcileCommand& cmd, std::ostream& out, std::ostream& err);

@@ -7,7 +7,7 @@
 
 #include "engine/cli/commands.h"
 #include "engine/core/log.h"
-#include "engine/loop/clock.h"
+#include "engine/loop/signals.h"
 
 namespace {
 

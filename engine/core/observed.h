@@ -94,12 +94,26 @@ struct HubInfo {
   std::vector<HubFile> files;  // the whole tree; the planner applies include/exclude
 };
 
-/// berth's own records (the state directory), as observed: what berth created.
+/// The last failure of an action on a resource.
+struct Failure {
+  std::string time;  // RFC 3339
+  std::string message;
+};
+
+/// berth's own records (the state directory), as observed: what berth created, what failed
+/// last, and where an apply that did not finish stopped.
 struct BerthState {
   uint64_t serial = 0;
   std::string lineage;
   std::vector<std::string> units;                          // unit names berth wrote
   std::map<std::string, std::vector<std::string>> models;  // repo_id -> commits berth downloaded
+  std::map<std::string, Failure> failures;                 // address -> the last failure
+  /// An apply that stopped before it finished (killed, power lost): where, as a sentence
+  /// ("an apply started <time> by pid <pid> stopped at step 3 (start service/x, running)");
+  /// "" when the last apply finished.
+  std::string interrupted;
+  /// Services that apply started but never saw pass their health gate ("service/x").
+  std::vector<std::string> ungated;
 };
 
 struct Observed {

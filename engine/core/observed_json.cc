@@ -210,11 +210,26 @@ Status ReadHub(const ordered_json& j, Observed* o) {
 
 Status ReadState(const ordered_json& j, BerthState* s) {
   Reader rd(j, "berth_state");
-  BERTH_RETURN_IF_ERROR(rd.Keys({"serial", "lineage", "units", "models"}));
+  BERTH_RETURN_IF_ERROR(rd.Keys(
+      {"serial", "lineage", "units", "models", "failures", "interrupted", "ungated"}));
   BERTH_RETURN_IF_ERROR(rd.Get("serial", &s->serial));
   BERTH_RETURN_IF_ERROR(rd.Get("lineage", &s->lineage));
   BERTH_RETURN_IF_ERROR(rd.Get("units", &s->units));
   BERTH_RETURN_IF_ERROR(rd.Get("models", &s->models));
+  BERTH_RETURN_IF_ERROR(rd.Get("interrupted", &s->interrupted));
+  BERTH_RETURN_IF_ERROR(rd.Get("ungated", &s->ungated));
+  if (const ordered_json* failures = rd.Child("failures")) {
+    if (!failures->is_object())
+      return Status::InvalidArgument("berth_state.failures: expected an object");
+    for (auto it = failures->begin(); it != failures->end(); ++it) {
+      Reader rf(*it, "berth_state.failures." + it.key());
+      BERTH_RETURN_IF_ERROR(rf.Keys({"time", "message"}));
+      Failure f;
+      BERTH_RETURN_IF_ERROR(rf.Get("time", &f.time));
+      BERTH_RETURN_IF_ERROR(rf.Get("message", &f.message));
+      s->failures[it.key()] = f;
+    }
+  }
   return Status::Ok();
 }
 
@@ -301,6 +316,15 @@ std::string ObservedToJson(const Observed& o) {
                       {"lineage", o.state.lineage},
                       {"units", o.state.units},
                       {"models", std::move(models)}};
+  // Written only when there is something to say, so a healthy host's observation stays short.
+  if (!o.state.failures.empty()) {
+    ordered_json failures = ordered_json::object();
+    for (const auto& [address, f] : o.state.failures)
+      failures[address] = {{"time", f.time}, {"message", f.message}};
+    j["berth_state"]["failures"] = std::move(failures);
+  }
+  if (!o.state.interrupted.empty()) j["berth_state"]["interrupted"] = o.state.interrupted;
+  if (!o.state.ungated.empty()) j["berth_state"]["ungated"] = o.state.ungated;
   if (!o.warnings.empty()) j["warnings"] = o.warnings;
   return j.dump(2) + "\n";
 }

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "engine/apply/run_once.h"
+#include "engine/apply/reconciler.h"
 #include "engine/core/atomic_file.h"
 #include "engine/core/status.h"
 

@@ -113,7 +113,7 @@ class Loop {
   }
 
   RunReport Pass() {
-    LoopClock::TimePoint start = d_.clock->Now();
+    Clock::TimePoint start = d_.clock->Now();
     double start_unix = d_.clock->UnixNow();
     RunReport report;
     {
@@ -133,12 +133,12 @@ class Loop {
   // Sleeps in slices: until the deadline, the next manifest check or the next watchdog ping,
   // whichever comes first; a signal cuts a slice short.
   Wake Wait(const NextPass& next, const std::string& fingerprint) {
-    LoopClock& clock = *d_.clock;
-    const LoopClock::TimePoint start = clock.Now();
+    Clock& clock = *d_.clock;
+    const Clock::TimePoint start = clock.Now();
     milliseconds poll = std::max(o_.schedule.manifest_poll, milliseconds(1));
-    LoopClock::TimePoint next_probe = start + poll;
+    Clock::TimePoint next_probe = start + poll;
     while (true) {
-      LoopClock::TimePoint now = clock.Now();
+      Clock::TimePoint now = clock.Now();
       WaitEvents ev;
       ev.stop = Stopping();
       ev.reload = d_.reload && d_.reload->load();
@@ -150,7 +150,7 @@ class Loop {
       Wake w = DecideWake(next, ev);
       if (w != Wake::kKeepWaiting) return w;
       if (ping_every_.count() > 0 && now - last_ping_ >= ping_every_) Ping();
-      LoopClock::TimePoint until = next_probe;
+      Clock::TimePoint until = next_probe;
       if (next.kind == NextPass::Kind::kAfter) until = std::min(until, start + next.wait);
       if (ping_every_.count() > 0) until = std::min(until, last_ping_ + ping_every_);
       clock.SleepUntil(until);
@@ -163,7 +163,7 @@ class Loop {
   int failures_ = 0;
   bool ready_ = false;
   milliseconds ping_every_{0};
-  LoopClock::TimePoint last_ping_;
+  Clock::TimePoint last_ping_;
 };
 
 }  // namespace

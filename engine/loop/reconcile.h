@@ -1,4 +1,4 @@
-// The reconcile loop (`berth reconcile`): a loop around one pass (RunOnce) that waits as
+// The reconcile loop (`berth reconcile`): a loop around one pass (the Reconciler) that waits as
 // ScheduleNext says, wakes early on a manifest change or SIGHUP, stops cleanly on SIGINT/SIGTERM,
 // tells systemd how it is doing (sd_notify) and writes the metrics file after every pass.
 // Every collaborator is passed in, so tests drive it with fake passes and a fake clock.
@@ -9,9 +9,9 @@
 #include <ostream>
 #include <string>
 
-#include "engine/apply/run_once.h"
+#include "engine/apply/reconciler.h"
+#include "engine/core/clock.h"
 #include "engine/core/status.h"
-#include "engine/loop/clock.h"
 #include "engine/loop/notifier.h"
 #include "engine/loop/schedule.h"
 
@@ -25,9 +25,9 @@ struct LoopOptions {
 };
 
 struct LoopDeps {
-  std::function<RunReport()> pass;                    // one reconcile pass (RunOnce)
+  std::function<RunReport()> pass;                    // one reconcile pass (the Reconciler)
   std::function<std::string()> manifest_fingerprint;  // ManifestFingerprint(path); null: never
-  LoopClock* clock = nullptr;                         // required
+  Clock* clock = nullptr;                             // required
   Notifier* notifier = nullptr;                       // null: tell nobody
   std::function<double()> uniform01;                  // draws in [0, 1) for jitter; null: none
   const std::atomic<bool>* stop = nullptr;            // SIGINT/SIGTERM: stop after this pass

@@ -7,7 +7,7 @@
 #include <functional>
 #include <string>
 
-#include "engine/apply/run_once.h"
+#include "engine/apply/reconciler.h"
 
 namespace berth {
 

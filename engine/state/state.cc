@@ -84,6 +84,28 @@ BerthState State::ToObserved() const {
   b.lineage = lineage;
   b.units = units;
   b.models = models;
+  b.failures = failures;
+  return b;
+}
+
+void NoteUnfinishedApply(const Journal& journal, BerthState* state) {
+  if (journal.finished) return;
+  for (const auto& e : journal.entries)
+    if (e.kind == "wait-healthy" && e.status != "done") state->ungated.push_back(e.address);
+  std::string where = "before its first action";
+  for (const auto& e : journal.entries)
+    if (e.status == "running" || e.status == "done")
+      where = "at step " + std::to_string(e.step) + " (" + e.kind + " " + e.address + ", " +
+              e.status + ")";
+  state->interrupted =
+      "an apply started " + journal.started + " by pid " + journal.pid + " stopped " + where;
+}
+
+BerthState ObservedState(const State& state, const StateDir& dir) {
+  BerthState b = state.ToObserved();
+  bool exists = false;
+  auto journal = dir.LoadJournal(&exists);
+  if (exists && journal.ok()) NoteUnfinishedApply(*journal, &b);
   return b;
 }
 

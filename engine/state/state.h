@@ -19,11 +19,6 @@
 
 namespace berth {
 
-struct Failure {
-  std::string time;  // RFC 3339
-  std::string message;
-};
-
 struct State {
   static constexpr int kFormatVersion = 1;
   std::string lineage;             // random, set once when the state is created
@@ -61,6 +56,10 @@ struct Journal {
 std::string JournalToJson(const Journal& j);
 Result<Journal> JournalFromJson(const std::string& text, const std::string& source);
 
+/// What an apply that did not finish leaves for the next plan: where it stopped and which
+/// services it started without seeing them healthy (BerthState::interrupted and ::ungated).
+void NoteUnfinishedApply(const Journal& journal, BerthState* state);
+
 /// The state directory.
 class StateDir {
  public:
@@ -92,6 +91,10 @@ class StateLock {
  private:
   int fd_ = -1;
 };
+
+/// berth's records as the planner sees them: `state`, with where an unfinished apply (its
+/// journal in `dir`) stopped.
+BerthState ObservedState(const State& state, const StateDir& dir);
 
 /// Now, as RFC 3339 UTC.
 std::string NowRfc3339();

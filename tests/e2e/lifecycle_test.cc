@@ -10,7 +10,7 @@
 #include <atomic>
 #include <thread>
 
-#include "engine/apply/run_once.h"
+#include "engine/apply/reconciler.h"
 #include "engine/cli/commands.h"
 #include "providers/hub/hub_api.h"
 #include "providers/hub/pull.h"

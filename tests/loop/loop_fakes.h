@@ -8,14 +8,14 @@
 #include <string>
 #include <vector>
 
-#include "engine/loop/clock.h"
+#include "engine/core/clock.h"
 #include "engine/loop/notifier.h"
 
 namespace berth::testing {
 
 /// Starts at an arbitrary steady time and unix 1'700'000'000; SleepUntil jumps to the deadline,
 /// records how long the sleep was, then calls `on_sleep` (where tests change the world).
-class FakeClock : public LoopClock {
+class FakeClock : public Clock {
  public:
   TimePoint Now() override { return now_; }
   double UnixNow() override {

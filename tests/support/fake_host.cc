@@ -103,6 +103,54 @@ void FakeHost::Stop(const std::string& unit) {
   std::erase_if(o_.ports, [&](const ListeningPort& p) { return p.unit == unit; });
 }
 
+void FakeHost::RemoveModel(const std::string& repo_id, const std::string& commit) {
+  for (auto& r : o_.store.repos)
+    if (r.repo_id == repo_id)
+      std::erase_if(r.revisions, [&](const ObservedRevision& v) {
+        if (v.commit == commit) o_.store.free_bytes += v.bytes_present;
+        return v.commit == commit;
+      });
+  std::erase_if(o_.store.repos, [](const ObservedRepo& r) { return r.revisions.empty(); });
+  auto& commits = o_.state.models[repo_id];
+  std::erase(commits, commit);
+  if (commits.empty()) o_.state.models.erase(repo_id);
+}
+
+void FakeHost::WriteUnit(const std::string& unit, const std::string& content) {
+  ObservedUnit& u = Unit(unit);
+  u.fragment_path = "/etc/systemd/system/" + unit;
+  u.content = content;
+  u.content_hash = Sha256Hex(content);
+  u.managed = true;
+  u.spec_hash = UnitSpecHash(content);
+  u.need_daemon_reload = u.load_state != "not-found";
+  if (std::find(o_.state.units.begin(), o_.state.units.end(), unit) == o_.state.units.end())
+    o_.state.units.push_back(unit);
+}
+
+void FakeHost::RemoveUnit(const std::string& unit) {
+  ObservedUnit& u = Unit(unit);
+  u.fragment_path.clear();
+  u.content.clear();
+  u.content_hash.clear();
+  u.managed = false;
+  u.spec_hash.clear();
+  std::erase(o_.state.units, unit);
+}
+
+void FakeHost::Reload() {
+  for (auto& u : o_.units) {
+    u.need_daemon_reload = false;
+    u.load_state = u.HasFile() ? "loaded" : "not-found";
+  }
+  std::erase_if(o_.units,
+                [](const ObservedUnit& u) { return u.load_state == "not-found" && !u.IsActive(); });
+}
+
+void FakeHost::CollectGarbage() {
+  std::erase_if(o_.units, [](const ObservedUnit& u) { return !u.HasFile() && !u.IsActive(); });
+}
+
 void FakeHost::Apply(const Plan& plan, const Desired& d) {
   if (plan.blocked()) throw std::runtime_error("FakeHost::Apply of a blocked plan");
   for (const Action& a : plan.actions) {
@@ -113,49 +161,16 @@ void FakeHost::Apply(const Plan& plan, const Desired& d) {
         Download(a, d);
         break;
       case ActionKind::kRemoveModel:
-        for (auto& r : o_.store.repos)
-          if (r.repo_id == a.repo_id)
-            std::erase_if(r.revisions, [&](const ObservedRevision& v) {
-              if (v.commit == a.commit) o_.store.free_bytes += v.bytes_present;
-              return v.commit == a.commit;
-            });
-        std::erase_if(o_.store.repos, [](const ObservedRepo& r) { return r.revisions.empty(); });
-        {
-          auto& commits = o_.state.models[a.repo_id];
-          std::erase(commits, a.commit);
-          if (commits.empty()) o_.state.models.erase(a.repo_id);
-        }
+        RemoveModel(a.repo_id, a.commit);
         break;
-      case ActionKind::kWriteUnit: {
-        ObservedUnit& u = Unit(a.unit);
-        u.fragment_path = "/etc/systemd/system/" + a.unit;
-        u.content = a.unit_content;
-        u.content_hash = Sha256Hex(a.unit_content);
-        u.managed = true;
-        u.spec_hash = UnitSpecHash(a.unit_content);
-        u.need_daemon_reload = u.load_state != "not-found";
-        if (std::find(o_.state.units.begin(), o_.state.units.end(), a.unit) == o_.state.units.end())
-          o_.state.units.push_back(a.unit);
+      case ActionKind::kWriteUnit:
+        WriteUnit(a.unit, a.unit_content);
         break;
-      }
-      case ActionKind::kRemoveUnit: {
-        ObservedUnit& u = Unit(a.unit);
-        u.fragment_path.clear();
-        u.content.clear();
-        u.content_hash.clear();
-        u.managed = false;
-        u.spec_hash.clear();
-        std::erase(o_.state.units, a.unit);
+      case ActionKind::kRemoveUnit:
+        RemoveUnit(a.unit);
         break;
-      }
       case ActionKind::kDaemonReload:
-        for (auto& u : o_.units) {
-          u.need_daemon_reload = false;
-          u.load_state = u.HasFile() ? "loaded" : "not-found";
-        }
-        std::erase_if(o_.units, [](const ObservedUnit& u) {
-          return u.load_state == "not-found" && !u.IsActive();
-        });
+        Reload();
         break;
       case ActionKind::kStart:
         Start(a.unit, d);
@@ -171,8 +186,7 @@ void FakeHost::Apply(const Plan& plan, const Desired& d) {
         break;
     }
   }
-  // systemd drops inactive units whose file is gone (garbage collection).
-  std::erase_if(o_.units, [](const ObservedUnit& u) { return !u.HasFile() && !u.IsActive(); });
+  CollectGarbage();
   o_.state.serial++;
 }
 

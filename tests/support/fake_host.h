@@ -26,12 +26,20 @@ class FakeHost {
   /// Log of the actions carried out: "start vllm-x.service".
   const std::vector<std::string>& log() const { return log_; }
 
- private:
+  // One action each, as the fake providers of the executor tests carry them out.
   void Download(const Action& a, const Desired& d);
+  void RemoveModel(const std::string& repo_id, const std::string& commit);
+  void WriteUnit(const std::string& unit, const std::string& content);
+  void RemoveUnit(const std::string& unit);
+  void Reload();
+  /// The unit runs: a main pid, its GPU claims and its port (from `d`'s service of that unit).
   void Start(const std::string& unit, const Desired& d);
   void Stop(const std::string& unit);
+  /// systemd's garbage collection: inactive units without a file are forgotten.
+  void CollectGarbage();
   ObservedUnit& Unit(const std::string& name);
 
+ private:
   Observed o_;
   std::vector<std::string> log_;
   int next_pid_ = 5000;

@@ -1,0 +1,410 @@
+#include "engine/apply/reconciler.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include "engine/apply/saved_plan.h"
+#include "engine/core/log.h"
+#include "engine/core/unit_marker.h"
+#include "engine/state/state.h"
+#include "manifests/loader.h"
+#include "planners/planner.h"
+
+namespace berth {
+namespace {
+
+// What the state learns from the actions that ran.
+void Record(const Plan& plan, const Journal& journal, const ExecResult& exec, State* st) {
+  for (const JournalEntry& e : journal.entries) {
+    if (e.status != "done") continue;
+    const Action& a = plan.actions[static_cast<size_t>(e.step - 1)];
+    switch (a.kind) {
+      case ActionKind::kWriteUnit:
+        if (std::find(st->units.begin(), st->units.end(), a.unit) == st->units.end())
+          st->units.push_back(a.unit);
+        st->applied[a.address] = UnitSpecHash(a.unit_content);
+        break;
+      case ActionKind::kRemoveUnit:
+        std::erase(st->units, a.unit);
+        st->applied.erase("unit/" + a.unit);
+        break;
+      case ActionKind::kRemoveModel: {
+        auto& commits = st->models[a.repo_id];
+        std::erase(commits, a.commit);
+        if (commits.empty()) st->models.erase(a.repo_id);
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  for (const auto& [repo, commit] : exec.downloaded) {
+    auto& commits = st->models[repo];
+    if (std::find(commits.begin(), commits.end(), commit) == commits.end())
+      commits.push_back(commit);
+  }
+  for (const Action& a : plan.actions)
+    if (a.kind == ActionKind::kDownload && !a.commit.empty()) st->applied[a.address] = a.commit;
+}
+
+int CountUp(const Desired& d, const Observed& o, int* wanted) {
+  int up = 0;
+  *wanted = 0;
+  for (const auto& [n, s] : d.services) {
+    if (s.state != ServiceState::kRunning) continue;
+    ++*wanted;
+    const ObservedUnit* u = o.FindUnit(s.UnitName());
+    if (u && u->IsActive()) ++up;
+  }
+  return up;
+}
+
+std::string Plural(size_t n, const char* word) {
+  return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
+}
+
+// One pass: the steps in order, each returning false once the pass is over (the report says
+// how it ended).
+class Pass {
+ public:
+  Pass(const ReconcilerDeps& d, const ReconcileOptions& o)
+      : d_(d), o_(o), say_(*d.reporter), clock_(d.clock ? *d.clock : RealClock()) {}
+
+  RunReport Run() {
+    if (!LoadInputs() || HostExcluded() || !Connect() || !LoadState() || !Observe() ||
+        !MakeOrCheckPlan() || !SavePlan())
+      return rep_;
+    rep_.services_up = CountUp(desired_, observed_, &rep_.services_wanted);
+    if (plan_.blocked())
+      return End(Outcome::kBlocked, 3, Status::FailedPrecondition(plan_.problems[0].message), true);
+    if (plan_.empty()) return End(Outcome::kNoChanges, 0);
+    if (!o_.apply) return End(Outcome::kPlanned, 2);
+    if (!Confirm() || !Execute()) return rep_;
+    return Converged();
+  }
+
+ private:
+  RunReport End(Outcome o, int code, Status s = Status::Ok(), bool terminal = false) {
+    rep_.outcome = o;
+    rep_.exit_code = code;
+    rep_.status = std::move(s);
+    rep_.terminal = terminal;
+    return rep_;
+  }
+  bool Fail(Outcome o, int code, Status s, bool terminal = false) {
+    End(o, code, std::move(s), terminal);
+    return false;
+  }
+  const char* Verb() const { return o_.apply ? "berth apply" : "berth plan"; }
+
+  // The saved plan (when applying one) and the manifest it names, or the manifest given.
+  bool LoadInputs() {
+    manifest_path_ = o_.manifest_path;
+    if (!o_.saved_plan_path.empty()) {
+      std::ifstream in(o_.saved_plan_path);
+      std::ostringstream text;
+      text << in.rdbuf();
+      if (!in) {
+        say_.Error("berth apply: cannot read " + o_.saved_plan_path);
+        return Fail(Outcome::kError, 1, Status::NotFound(o_.saved_plan_path), true);
+      }
+      auto sp = SavedPlanFromJson(text.str(), o_.saved_plan_path);
+      if (!sp.ok()) {
+        say_.Error("berth apply: " + sp.status().message());
+        return Fail(Outcome::kError, 1, sp.status(), true);
+      }
+      saved_ = std::move(sp).value();
+      manifest_path_ = saved_.manifest_path;
+    }
+    LoadResult loaded = LoadManifests(manifest_path_);
+    if (!loaded.ok()) {
+      for (const auto& diag : loaded.diagnostics) say_.Error(diag.ToString());
+      say_.Error(Plural(loaded.diagnostics.size(), "problem") + " in " + manifest_path_ +
+                 "; nothing was planned or changed");
+      return Fail(Outcome::kInvalid, 1, Status::InvalidArgument(loaded.diagnostics[0].ToString()),
+                  true);
+    }
+    desired_ = std::move(loaded.desired);
+    rep_.manifest_digest = desired_.digest;
+    return true;
+  }
+
+  // A fleet manifest that excludes this host: say so without locking, connecting or asking the
+  // Hub anything.
+  bool HostExcluded() {
+    if (!d_.hostname) return false;
+    Observed just_the_name;
+    just_the_name.hostname = d_.hostname();
+    Plan skip = MakePlan(desired_, just_the_name);
+    if (skip.host_matches) return false;
+    rep_.plan = skip;
+    say_.ShowPlan(skip, desired_);
+    End(Outcome::kNoChanges, 0);
+    return true;
+  }
+
+  bool Connect() {
+    auto seams = d_.connect(desired_);
+    if (!seams.ok()) {
+      say_.Error("berth: " + seams.status().message());
+      return Fail(Outcome::kError, 1, seams.status());
+    }
+    host_ = *seams;
+    if (o_.apply && (!host_.systemd || !host_.unit_files || !host_.models || !host_.health)) {
+      Status s =
+          Status::Unavailable(host_.systemd_error.empty() ? "this host cannot be changed from here"
+                                                          : host_.systemd_error);
+      say_.Error("berth: " + s.message());
+      return Fail(Outcome::kError, 1, s);
+    }
+    return true;
+  }
+
+  // The lock (when applying) and berth's records: what it created, its last failures, and an
+  // apply that stopped half-way.
+  bool LoadState() {
+    if (o_.state_dir.empty()) {
+      if (!o_.apply) return true;  // offline: the observation carries berth's state
+      return Fail(Outcome::kError, 1, Status::InvalidArgument("applying needs a state directory"));
+    }
+    if (o_.apply) {
+      auto l = StateLock::Acquire(o_.state_dir, o_.lock_timeout, "berth apply");
+      if (!l.ok()) {
+        say_.Error("berth: " + l.status().message());
+        return Fail(Outcome::kError, 1, l.status());
+      }
+      lock_ = std::move(l).value();
+    }
+    dir_ = std::make_unique<StateDir>(o_.state_dir);
+    auto state = dir_->Load();
+    if (!state.ok()) {
+      say_.Error("berth: " + state.status().message());
+      return Fail(Outcome::kError, 1, state.status(), true);
+    }
+    state_ = std::move(state).value();
+    berth_state_ = ObservedState(state_, *dir_);
+    have_state_ = true;
+    return true;
+  }
+
+  bool Observe() {
+    auto t0 = clock_.Now();
+    auto observed = host_.observer->Observe(desired_);
+    spdlog::debug("observed the host in {} ms",
+                  std::chrono::duration_cast<std::chrono::milliseconds>(clock_.Now() - t0).count());
+    if (!observed.ok()) {
+      say_.Error("berth: " + observed.status().message() + "; nothing was changed");
+      return Fail(Outcome::kError, 1, observed.status());
+    }
+    observed_ = std::move(observed).value();
+    if (have_state_) observed_.state = berth_state_;
+    return true;
+  }
+
+  bool MakeOrCheckPlan() {
+    if (o_.saved_plan_path.empty()) {
+      plan_ = MakePlan(desired_, observed_);
+    } else {
+      std::vector<std::string> why =
+          StaleReasons(saved_, desired_.digest, state_.lineage, state_.serial, observed_,
+                       static_cast<int64_t>(clock_.UnixNow()), o_.max_age_s);
+      if (!why.empty()) {
+        say_.Error("berth apply: refusing " + o_.saved_plan_path +
+                   ", made for a host that has changed:");
+        for (const auto& w : why) say_.Error("  - " + w);
+        say_.Error("Nothing was changed. Make and review a new plan: berth plan -f " +
+                   manifest_path_ + " --out " + o_.saved_plan_path);
+        return Fail(Outcome::kStale, 5, Status::FailedPrecondition(why[0]));
+      }
+      plan_ = saved_.plan;
+      plan_.host = observed_.hostname;
+    }
+    rep_.plan = plan_;
+    say_.ShowPlan(plan_, desired_);
+    return true;
+  }
+
+  bool SavePlan() {
+    if (o_.out_path.empty()) return true;
+    SavedPlan s = MakeSavedPlan(plan_, desired_, observed_, manifest_path_,
+                                static_cast<int64_t>(clock_.UnixNow()));
+    std::ofstream f(o_.out_path, std::ios::trunc);
+    f << SavedPlanToJson(s);
+    f.close();
+    if (!f) {
+      say_.Error("berth plan: cannot write " + o_.out_path);
+      return Fail(Outcome::kError, 1, Status::IoError(o_.out_path));
+    }
+    say_.Info("\nSaved to " + o_.out_path + "; carry it out with: berth apply " + o_.out_path);
+    return true;
+  }
+
+  bool Confirm() {
+    if (o_.yes) return true;
+    say_.progress() << "\nApply these " << plan_.actions.size()
+                    << " actions? Only 'yes' is accepted: " << std::flush;
+    std::string answer;
+    if (o_.confirm) std::getline(*o_.confirm, answer);
+    if (answer == "yes") return true;
+    say_.Error("berth apply: not confirmed; nothing was changed");
+    return Fail(Outcome::kNotConfirmed, 1, Status::FailedPrecondition("not confirmed"));
+  }
+
+  // Runs the plan with a journal, then records what changed in berth's state.
+  bool Execute() {
+    Journal journal;
+    journal.started = NowRfc3339();
+    journal.pid = std::to_string(::getpid());
+    journal.manifest_digest = desired_.digest;
+    for (size_t i = 0; i < plan_.actions.size(); ++i)
+      journal.entries.push_back({static_cast<int>(i + 1), ActionKindName(plan_.actions[i].kind),
+                                 plan_.actions[i].address, "pending", ""});
+    Status js = dir_->SaveJournal(journal);
+    if (!js.ok()) {
+      say_.Error("berth apply: " + js.message() + "; nothing was changed");
+      return Fail(Outcome::kError, 1, js);
+    }
+
+    ExecutorDeps deps;
+    deps.systemd = host_.systemd;
+    deps.unit_files = host_.unit_files;
+    deps.health = host_.health;
+    deps.journal = host_.journal;
+    deps.models = host_.models;
+    deps.clock = &clock_;
+    deps.progress = &say_.progress();
+    deps.progress_tty = say_.tty();
+    deps.stop = o_.stop;
+    deps.kill_at_step = o_.kill_at_step;
+    deps.on_action = [&](int step, const Action&, const std::string& status,
+                         const std::string& message) {
+      journal.entries[static_cast<size_t>(step - 1)].status = status;
+      journal.entries[static_cast<size_t>(step - 1)].message = message;
+      (void)dir_->SaveJournal(journal);  // best effort: the host is observed afresh anyway
+    };
+    rep_.exec = Executor(deps).Run(plan_);
+    const ExecResult& ex = rep_.exec;
+
+    State st = state_;
+    Record(plan_, journal, ex, &st);
+    st.serial++;
+    st.manifest_digest = desired_.digest;
+    st.manifest_git_commit = GitCommitOf(manifest_path_);
+    st.last_apply = NowRfc3339();
+    if (ex.status.ok()) {
+      st.failures.clear();
+    } else if (ex.failed_step > 0 && !ex.interrupted) {
+      const Action& a = plan_.actions[static_cast<size_t>(ex.failed_step - 1)];
+      st.failures[a.address] = {NowRfc3339(), ex.status.message()};
+    }
+    Status ss = dir_->Save(st);
+    if (!ss.ok()) say_.Error("berth apply: could not record the state: " + ss.message());
+    state_ = st;
+    journal.finished = !ex.interrupted;
+    if (journal.finished)
+      (void)dir_->ClearJournal();
+    else
+      (void)dir_->SaveJournal(journal);
+
+    if (ex.interrupted) {
+      say_.Error("berth apply: " + ex.status.message());
+      return Fail(Outcome::kInterrupted, 1, ex.status);
+    }
+    if (!ex.status.ok()) {
+      say_.Error("berth apply: " + ex.status.message());
+      if (!ex.rollback_log.empty()) {
+        say_.Error(ex.rolled_back ? "rolled back:" : "rollback incomplete:");
+        for (const auto& l : ex.rollback_log) say_.Error("  " + l);
+      }
+      say_.Error(std::to_string(ex.steps_done) + " of " + std::to_string(plan_.actions.size()) +
+                 " steps were done; berth plan shows what is left");
+      bool terminal = ex.status.code() == Status::Code::kPermissionDenied;
+      return Fail(Outcome::kFailed, 4, ex.status, terminal);
+    }
+    return true;
+  }
+
+  // After an apply: observe again; the plan from there must be empty.
+  RunReport Converged() {
+    auto after = host_.observer->Observe(desired_);
+    if (!after.ok()) {
+      say_.Error("berth apply: applied, but observing the host again failed: " +
+                 after.status().message());
+      return End(Outcome::kError, 1, after.status());
+    }
+    after->state = state_.ToObserved();
+    rep_.services_up = CountUp(desired_, *after, &rep_.services_wanted);
+    Plan left = MakePlan(desired_, *after);
+    if (!left.empty()) {
+      std::ostringstream text;
+      Reporter(text, text).ShowPlan(left, desired_);
+      say_.Error("berth apply: applied, but the host has not converged; what is left:\n" +
+                 text.str());
+      return End(Outcome::kError, 1, Status::Unavailable("not converged"));
+    }
+    say_.Info("applied " + Plural(plan_.actions.size(), "action") +
+              "; the host matches the manifests");
+    return End(Outcome::kApplied, 0);
+  }
+
+  const ReconcilerDeps& d_;
+  const ReconcileOptions& o_;
+  Reporter& say_;
+  Clock& clock_;
+  RunReport rep_;
+  std::string manifest_path_;
+  SavedPlan saved_;
+  Desired desired_;
+  HostSeams host_;
+  std::unique_ptr<StateLock> lock_;
+  std::unique_ptr<StateDir> dir_;
+  State state_;
+  BerthState berth_state_;
+  bool have_state_ = false;
+  Observed observed_;
+  Plan plan_;
+};
+
+}  // namespace
+
+const char* OutcomeName(Outcome o) {
+  switch (o) {
+    case Outcome::kNoChanges:
+      return "no_changes";
+    case Outcome::kApplied:
+      return "applied";
+    case Outcome::kPlanned:
+      return "planned";
+    case Outcome::kBlocked:
+      return "blocked";
+    case Outcome::kFailed:
+      return "failed";
+    case Outcome::kInvalid:
+      return "invalid_manifest";
+    case Outcome::kError:
+      return "error";
+    case Outcome::kNotConfirmed:
+      return "not_confirmed";
+    case Outcome::kStale:
+      return "stale_plan";
+    case Outcome::kInterrupted:
+      return "interrupted";
+  }
+  return "?";
+}
+
+std::string DefaultStateDir() {
+  const char* d = std::getenv("BERTH_STATE_DIR");
+  return d && *d ? d : "/var/lib/berth";
+}
+
+Reconciler::Reconciler(ReconcilerDeps deps) : d_(std::move(deps)) {}
+
+RunReport Reconciler::Run(const ReconcileOptions& options) { return Pass(d_, options).Run(); }
+
+}  // namespace berth

@@ -1,0 +1,114 @@
+// The Reconciler: one reconcile pass, the single path behind `berth plan` (text, JSON, live,
+// offline, --out), `berth apply`, `berth apply FILE` and every pass of `berth reconcile`.
+//
+//   load the manifest (or the saved plan, then its manifest) → is this host named → connect →
+//   lock → berth's state → observe → plan (or check the saved one) → show → save → confirm →
+//   execute with a journal → record the state → observe again and require an empty plan.
+//
+// Every collaborator comes in through ReconcilerDeps: the CLI builds them for the live host
+// (engine/apply/live_host.h), tests build them on an in-memory host.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <istream>
+#include <string>
+
+#include "engine/apply/executor.h"
+#include "engine/core/clock.h"
+#include "engine/core/desired.h"
+#include "engine/core/plan.h"
+#include "engine/core/status.h"
+#include "engine/output/reporter.h"
+#include "providers/observer.h"
+
+namespace berth {
+
+class SystemdManager;
+class UnitFiles;
+class HealthProbe;
+class JournalReader;
+class ModelStore;
+
+/// The seams to one host, bound to a manifest (its unit directory, its store). Only `observer`
+/// is needed to plan; applying needs them all (journal may be null).
+struct HostSeams {
+  HostObserver* observer = nullptr;
+  SystemdManager* systemd = nullptr;
+  UnitFiles* unit_files = nullptr;
+  HealthProbe* health = nullptr;
+  ModelStore* models = nullptr;
+  JournalReader* journal = nullptr;
+  std::string systemd_error;  // why systemd is not reachable, when `systemd` is null
+};
+
+struct ReconcilerDeps {
+  /// Connects to the host for `desired` (called once per pass, after the host check). The
+  /// pointers stay valid until the next call or the Reconciler's end.
+  std::function<Result<HostSeams>(const Desired& desired)> connect;
+  /// This host's name, asked before anything else (host.match may exclude it).
+  std::function<std::string()> hostname;
+  Clock* clock = nullptr;        // null: RealClock()
+  Reporter* reporter = nullptr;  // required
+};
+
+struct ReconcileOptions {
+  std::string manifest_path;
+  /// berth's records; "" = none: the observation carries berth's state (an offline plan from
+  /// `berth observe -o json` output). Applying needs one.
+  std::string state_dir;
+  bool apply = true;                // false: plan only (no lock held, nothing changed)
+  bool yes = false;                 // do not ask
+  std::istream* confirm = nullptr;  // where the answer comes from when asking
+  std::chrono::milliseconds lock_timeout{0};
+  const std::atomic<bool>* stop = nullptr;  // set by SIGINT/SIGTERM: stop between actions
+  /// Apply exactly this saved plan (`berth apply FILE`), refusing when stale.
+  std::string saved_plan_path;
+  int64_t max_age_s = 0;  // saved plans older than this are refused (0: any age)
+  /// Write the plan for a later `berth apply FILE` (`berth plan --out FILE`).
+  std::string out_path;
+  /// Fault injection for crash tests: SIGKILL this process just before this step (0: never).
+  int kill_at_step = 0;
+};
+
+enum class Outcome {
+  kNoChanges,     // converged already
+  kApplied,       // changes made, converged
+  kPlanned,       // plan only: changes to make
+  kBlocked,       // infeasible: nothing changed (terminal until something changes)
+  kFailed,        // an action failed (rolled back if it could)
+  kInvalid,       // the manifest is invalid (terminal until it changes)
+  kError,         // could not observe, lock busy, ...
+  kNotConfirmed,  // the operator said no
+  kStale,         // a saved plan no longer matches the host
+  kInterrupted,   // stopped between actions on request
+};
+const char* OutcomeName(Outcome o);
+
+struct RunReport {
+  Outcome outcome = Outcome::kError;
+  Status status;
+  bool terminal = false;  // retrying will not help until the manifest (or host) changes
+  int exit_code = 1;      // plan: 0/1/2/3; apply: 0/1/3/4/5
+  Plan plan;
+  ExecResult exec;
+  std::string manifest_digest;
+  int services_up = 0;  // services wanted running that run after this pass
+  int services_wanted = 0;
+};
+
+class Reconciler {
+ public:
+  explicit Reconciler(ReconcilerDeps deps);
+  /// One pass. Never throws; every outcome is in the report (and told through the reporter).
+  RunReport Run(const ReconcileOptions& options);
+
+ private:
+  ReconcilerDeps d_;
+};
+
+/// $BERTH_STATE_DIR, else /var/lib/berth.
+std::string DefaultStateDir();
+
+}  // namespace berth

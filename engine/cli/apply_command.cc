@@ -1,0 +1,28 @@
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "engine/apply/live_host.h"
+#include "engine/apply/reconciler.h"
+#include "engine/cli/commands.h"
+
+namespace berth {
+
+int RunApply(const ApplyCommand& cmd, std::istream& in, std::ostream& out, std::ostream& err) {
+  Reporter say(out, err, PlanFormat::kText, ::isatty(1) == 1);
+  LiveHost live(cmd.host);
+  ReconcileOptions o;
+  o.manifest_path = cmd.manifest_path;
+  o.saved_plan_path = cmd.saved_plan;
+  o.state_dir = cmd.state_dir.empty() ? DefaultStateDir() : cmd.state_dir;
+  o.apply = true;
+  o.yes = cmd.yes;
+  o.confirm = &in;
+  o.lock_timeout = std::chrono::seconds(cmd.lock_timeout_s);
+  o.max_age_s = cmd.max_age_s;
+  o.stop = cmd.stop;
+  if (const char* k = std::getenv("BERTH_FAULT_KILL_AT_STEP")) o.kill_at_step = std::atoi(k);
+  return Reconciler(LiveReconcilerDeps(&live, &say)).Run(o).exit_code;
+}
+
+}  // namespace berth

@@ -1,0 +1,41 @@
+#include <unistd.h>
+
+#include "engine/cli/cli_support.h"
+#include "engine/cli/commands.h"
+#include "engine/core/units.h"
+#include "engine/observe/live_observer.h"
+#include "engine/output/progress.h"
+#include "providers/hub/pull.h"
+
+namespace berth {
+
+int RunPull(const PullCommand& cmd, std::ostream& out, std::ostream& err) {
+  PullRequest req;
+  if (!ParseSource(cmd.source, &req.repo_id, &req.revision, err)) return kExitError;
+  req.store = cmd.store.empty() ? DefaultStorePath() : cmd.store;
+  req.include = cmd.include;
+  req.exclude = cmd.exclude;
+  HubOptions hub = HubOptionsFromEnvironment();
+  if (cmd.connections > 0) hub.connections = cmd.connections;
+  ProgressPrinter printer(out, ::isatty(1) == 1);
+  hub.on_progress = [&printer](const PullProgress& p) { printer.Update(p); };
+  auto r = PullModel(req, hub);
+  if (!r.ok()) {
+    err << "berth pull: " << r.status().message() << "\n";
+    return kExitError;
+  }
+  PullProgress p;
+  p.repo_id = req.repo_id;
+  p.bytes_done = p.bytes_total = r->bytes_total;
+  p.bytes_fetched = r->stats.bytes_fetched;
+  p.files_done = p.files_total = static_cast<int>(r->files.size());
+  p.seconds = r->seconds;
+  printer.Done(p);
+  out << req.repo_id << "@" << r->snapshot.commit << " in " << req.store << ": " << r->files.size()
+      << " files, " << FormatBytes(r->bytes_total) << " (" << FormatBytes(r->stats.bytes_fetched)
+      << " fetched, " << FormatBytes(r->stats.bytes_resumed) << " resumed, "
+      << FormatBytes(r->stats.bytes_reused) << " already there), verified\n";
+  return kExitOk;
+}
+
+}  // namespace berth

@@ -1,0 +1,55 @@
+#include "engine/cli/cli_support.h"
+#include "engine/cli/commands.h"
+#include "engine/core/units.h"
+#include "engine/observe/live_observer.h"
+#include "planners/planner.h"
+#include "planners/unit_render.h"
+#include "providers/saved/saved_observer.h"
+
+namespace berth {
+
+int RunRender(const std::string& manifest_path, const std::string& observed_path,
+              const std::string& service, std::ostream& out, std::ostream& err) {
+  Desired desired;
+  if (!LoadManifestOrExplain(manifest_path, &desired, err)) return kExitError;
+  if (!service.empty() && !desired.services.count(service)) {
+    err << "berth render: no service '" << service << "' in " << manifest_path << "\n";
+    return kExitError;
+  }
+  Observed observed;
+  if (!observed_path.empty()) {
+    Result<Observed> r = SavedObserver(observed_path).Observe(desired);
+    if (!r.ok()) {
+      err << "berth render: " << r.status().message() << "\n";
+      return kExitError;
+    }
+    observed = std::move(r).value();
+  }
+  // The plan renders every unit with the commits it resolved; show exactly those.
+  Plan plan = MakePlan(desired, observed);
+  bool any = false;
+  for (const auto& [name, s] : desired.services) {
+    if (!service.empty() && name != service) continue;
+    if (!s.has_engine || s.state == ServiceState::kAbsent) continue;
+    RenderContext ctx;
+    ctx.store = StorePath(desired, observed);
+    ctx.executable = ResolveExecutable(s, desired.executables);
+    ctx.berth_version = BERTH_VERSION;
+    if (!s.model.empty()) {
+      const ModelSpec& m = desired.models.at(s.model);
+      std::string commit = m.revision;
+      if (const HubInfo* h = observed.FindHub(m.repo_id, m.revision)) commit = h->commit;
+      for (const auto& a : plan.actions)
+        if (a.kind == ActionKind::kDownload && a.repo_id == m.repo_id && !a.commit.empty())
+          commit = a.commit;
+      ctx.model_repo = m.repo_id;
+      ctx.snapshot_path = SnapshotPath(ctx.store, m.repo_id, commit);
+    }
+    RenderedUnit u = RenderUnit(s, ctx);
+    out << "# " << desired.host.unit_dir << "/" << u.name << "\n" << u.content << "\n";
+    any = true;
+  }
+  if (!any) err << "berth render: no service with an engine to render\n";
+  return any ? kExitOk : kExitError;
+}
+}  // namespace berth

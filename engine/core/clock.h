@@ -1,0 +1,40 @@
+// Time, behind one seam: the executor's health gates and the reconcile loop's schedule both ask
+// it, so tests run hours of waiting without sleeping.
+#pragma once
+
+#include <chrono>
+
+namespace berth {
+
+class Clock {
+ public:
+  using TimePoint = std::chrono::steady_clock::time_point;
+  virtual ~Clock() = default;
+  /// Monotonic time: waits, deadlines and durations are measured with it.
+  virtual TimePoint Now() = 0;
+  /// Wall-clock time in unix seconds (timestamps in metrics, the age of a saved plan).
+  virtual double UnixNow() = 0;
+  /// Blocks until `deadline` at the latest; may return earlier (a signal woke it up), so callers
+  /// check what they wait for again.
+  virtual void SleepUntil(TimePoint deadline) = 0;
+
+  void SleepFor(std::chrono::milliseconds d) { SleepUntil(Now() + d); }
+};
+
+/// The steady and system clocks; sleeps in poll() on `wake_fd` (when >= 0) so that a byte
+/// written there (by a signal handler) ends the sleep at once. The byte is consumed.
+class SystemClock : public Clock {
+ public:
+  explicit SystemClock(int wake_fd = -1) : wake_fd_(wake_fd) {}
+  TimePoint Now() override;
+  double UnixNow() override;
+  void SleepUntil(TimePoint deadline) override;
+
+ private:
+  int wake_fd_;
+};
+
+/// A process-wide SystemClock without a wake-up descriptor.
+Clock& RealClock();
+
+}  // namespace berth

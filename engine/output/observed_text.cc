@@ -1,0 +1,37 @@
+#include "engine/output/observed_text.h"
+
+#include <sstream>
+
+#include "engine/core/units.h"
+
+namespace berth {
+
+std::string ObservedToText(const Observed& o) {
+  std::ostringstream out;
+  out << "host " << o.hostname << " at " << o.observed_at << "\n";
+  out << "store " << o.store.path << (o.store.exists ? "" : " (missing)") << ": "
+      << FormatBytes(o.store.free_bytes) << " free of " << FormatBytes(o.store.total_bytes) << "\n";
+  for (const auto& r : o.store.repos)
+    for (const auto& v : r.revisions)
+      out << "  model " << r.repo_id << "@" << v.commit.substr(0, 7) << " "
+          << FormatBytes(v.bytes_present) << (v.complete ? " complete" : " partial") << "\n";
+  if (!o.gpus_known) out << "gpus: unknown (" << o.gpu_error << ")\n";
+  if (!o.units_known) out << "units: unknown\n";
+  for (const auto& w : o.warnings) out << "warning: " << w << "\n";
+  for (const auto& g : o.gpus) {
+    out << "gpu " << g.index << " " << g.name << ": " << FormatGiB(g.memory_used) << " used of "
+        << FormatGiB(g.memory_total) << "\n";
+    for (const auto& p : g.processes)
+      out << "  pid " << p.pid << " " << p.name << " " << FormatGiB(p.used_bytes)
+          << (p.unit.empty() ? " (no unit)" : " (" + p.unit + ")") << "\n";
+  }
+  for (const auto& u : o.units)
+    out << "unit " << u.name << ": " << u.load_state << " " << u.active_state << "/" << u.sub_state
+        << (u.managed ? " (berth)" : "") << "\n";
+  for (const auto& p : o.ports)
+    out << "port " << p.port << " " << p.address << " pid " << p.pid << " " << p.process
+        << (p.unit.empty() ? "" : " (" + p.unit + ")") << "\n";
+  return out.str();
+}
+
+}  // namespace berth

@@ -1,0 +1,57 @@
+#include "planners/gates.h"
+
+#include <algorithm>
+
+#include "engine/core/units.h"
+
+namespace berth {
+
+Action HealthGate(const ServiceSpec& s, const std::string& address, std::string detail) {
+  Action w;
+  w.kind = ActionKind::kWaitHealthy;
+  w.address = address;
+  w.unit = s.UnitName();
+  w.reason = Reason::kHealthGate;
+  w.health_path = s.health.path;
+  w.port = s.port.value_or(0);
+  w.served_name = s.ServedName();
+  w.timeout_ms = s.health.timeout_ms;
+  w.interval_ms = s.health.interval_ms;
+  w.detail = detail.empty()
+                 ? "GET " + s.health.path + " until 200 and /v1/models lists '" + s.ServedName() +
+                       "' (timeout " + FormatDurationMs(s.health.timeout_ms) + ")"
+                 : std::move(detail);
+  return w;
+}
+
+void ApplyStateRules(const Desired& desired, const Observed& observed, Plan* plan) {
+  const BerthState& st = observed.state;
+  if (!st.interrupted.empty())
+    plan->warnings.push_back(st.interrupted +
+                             "; this run looks at the host afresh and finishes the change");
+  for (const auto& [address, f] : st.failures)
+    plan->warnings.push_back("last apply failed on " + address + " at " + f.time + ": " +
+                             f.message);
+  if (plan->blocked()) return;
+  std::vector<std::string> suspects = st.ungated;
+  for (const auto& [address, f] : st.failures)
+    if (std::find(suspects.begin(), suspects.end(), address) == suspects.end())
+      suspects.push_back(address);
+  for (const std::string& address : suspects) {
+    bool gated = std::any_of(plan->actions.begin(), plan->actions.end(), [&](const Action& a) {
+      return a.kind == ActionKind::kWaitHealthy && a.address == address;
+    });
+    if (gated || address.rfind("service/", 0) != 0) continue;
+    auto it = desired.services.find(address.substr(std::string("service/").size()));
+    if (it == desired.services.end()) continue;
+    const ServiceSpec& s = it->second;
+    if (s.state != ServiceState::kRunning || !s.has_engine || !s.port) continue;
+    bool interrupted = std::find(st.ungated.begin(), st.ungated.end(), address) != st.ungated.end();
+    plan->actions.push_back(
+        HealthGate(s, address,
+                   interrupted ? "an interrupted apply started it but never saw it healthy"
+                               : "its last apply failed; it runs, but is it healthy?"));
+  }
+}
+
+}  // namespace berth

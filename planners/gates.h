@@ -1,0 +1,25 @@
+// Health gates: the wait-healthy step after a start, and the rules that come from berth's own
+// records (the last failures, an apply that stopped half-way). Pure, like the rest of planners/.
+#pragma once
+
+#include <string>
+
+#include "engine/core/desired.h"
+#include "engine/core/observed.h"
+#include "engine/core/plan.h"
+
+namespace berth {
+
+/// The wait-healthy step for service `s` at `address` ("service/<name>"): its health path until
+/// 200 and /v1/models lists its served name, within its health timeout. `detail` "" = the probe.
+Action HealthGate(const ServiceSpec& s, const std::string& address, std::string detail = "");
+
+/// What berth's records add to a plan (observed.state):
+///  - a warning per last failure, and one when an apply stopped before it finished;
+///  - a health gate for every service that an interrupted apply started but never saw healthy,
+///    or whose last apply failed (a failed gate that left it running), when the plan does not
+///    gate it already and the service is still wanted running.
+/// A blocked plan gets the warnings only.
+void ApplyStateRules(const Desired& desired, const Observed& observed, Plan* plan);
+
+}  // namespace berth

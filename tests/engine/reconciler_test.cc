@@ -1,0 +1,325 @@
+// The Reconciler and its executor on an in-memory host (tests/support/fake_world.h): every
+// scenario acts out a switch, a failure or an interruption through the same code path as
+// `berth apply`, then removes the fault, reconciles again and proves the next plan is empty.
+// The clock jumps, so a 10-minute health timeout takes no time. The sandbox tests (tests/e2e)
+// prove the same against a real systemd.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+
+#include "engine/apply/reconciler.h"
+#include "engine/state/state.h"
+#include "tests/providers/temp_dir.h"
+#include "tests/support/fake_world.h"
+
+namespace berth::testing {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+const std::string kKimi = Commit("a");
+const std::string kMiniMax = Commit("b");
+
+// Kimi serving on GPU 0 and port 8000; `switched`: MiniMax there instead, Kimi stopped (its
+// weights kept).
+std::string Manifest(bool switched) {
+  std::string kimi_state = switched ? "stopped" : "running";
+  std::string m = "berth: 1\nhost: {store: /models}\nmodels:\n";
+  m += "  kimi: {source: hf://moonshotai/Kimi-K2, revision: " + kKimi + ", size: 20GB}\n";
+  if (switched)
+    m += "  minimax: {source: hf://MiniMaxAI/MiniMax-M2, revision: " + kMiniMax + ", size: 20GB}\n";
+  m += "services:\n"
+       "  vllm-kimi:\n"
+       "    model: kimi\n"
+       "    engine: vllm\n"
+       "    state: " +
+       kimi_state +
+       "\n"
+       "    gpus: [0]\n"
+       "    port: 8000\n"
+       "    vllm: {gpu_memory_utilization: 0.9}\n"
+       "    health: {timeout: 10m, interval: 5s}\n";
+  if (switched)
+    m += "  vllm-minimax:\n"
+         "    model: minimax\n"
+         "    engine: vllm\n"
+         "    gpus: [0]\n"
+         "    port: 8000\n"
+         "    vllm: {gpu_memory_utilization: 0.9}\n"
+         "    health: {timeout: 10m, interval: 5s}\n";
+  return m;
+}
+
+Observed EmptyHost() {
+  Observed o;
+  o.hostname = "gpu-01";
+  o.store.path = "/models";
+  o.store.exists = true;
+  o.store.total_bytes = 2'000'000'000'000;
+  o.store.free_bytes = 1'000'000'000'000;
+  o.gpus.push_back({0, "GPU-0", "NVIDIA H200", GiB(80), 0, {}});
+  return o;
+}
+
+class ReconcilerTest : public ::testing::Test {
+ protected:
+  ReconcilerTest() : world(EmptyHost()) {
+    dir.Write("kimi/berth.yaml", Manifest(false));
+    dir.Write("minimax/berth.yaml", Manifest(true));
+  }
+
+  // One pass through the Reconciler, as `berth apply --yes` (apply) or `berth plan` runs it.
+  RunReport Pass(const std::string& manifest, bool apply, PlanFormat format = PlanFormat::kText) {
+    out.str("");
+    err.str("");
+    Reporter say(out, err, format);
+    ReconcileOptions o;
+    o.manifest_path = dir / (manifest + "/berth.yaml");
+    o.state_dir = dir / "state";
+    o.apply = apply;
+    o.yes = true;
+    o.stop = &stop;
+    return Reconciler(world.Deps(&say)).Run(o);
+  }
+  RunReport Apply(const std::string& manifest) { return Pass(manifest, true); }
+  RunReport Plan(const std::string& manifest) { return Pass(manifest, false); }
+
+  const ObservedUnit* Unit(const std::string& name) { return world.host.observed().FindUnit(name); }
+  bool Running(const std::string& name) {
+    const ObservedUnit* u = Unit(name);
+    return u && u->active_state == "active";
+  }
+  bool JournalLeft() { return std::filesystem::exists(dir / "state/journal.json"); }
+  int64_t SecondsSlept() { return world.clock.Elapsed().count() / 1000; }
+
+  TempDir dir;
+  FakeWorld world;
+  std::atomic<bool> stop{false};
+  std::ostringstream out, err;
+};
+
+TEST_F(ReconcilerTest, FreshHostConvergesAndTheNextPlanIsEmpty) {
+  RunReport r = Apply("kimi");
+  ASSERT_EQ(r.outcome, Outcome::kApplied) << err.str();
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_THAT(world.calls,
+              ::testing::IsSupersetOf({"download moonshotai/Kimi-K2", "write vllm-kimi.service",
+                                       "daemon-reload", "start vllm-kimi.service", "probe 8000"}));
+  EXPECT_TRUE(Running("vllm-kimi.service"));
+  EXPECT_FALSE(JournalLeft());
+  EXPECT_EQ(r.services_up, 1);
+
+  RunReport next = Plan("kimi");
+  EXPECT_EQ(next.outcome, Outcome::kNoChanges) << out.str();
+  EXPECT_TRUE(next.plan.empty());
+}
+
+TEST_F(ReconcilerTest, ReplacementThatNeverTurnsHealthyIsRolledBackThenConvergesOnceFixed) {
+  ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
+  world.calls.clear();
+  world.never_healthy.insert("vllm-minimax.service");
+
+  RunReport r = Apply("minimax");
+  EXPECT_EQ(r.outcome, Outcome::kFailed);
+  EXPECT_EQ(r.exit_code, 4);
+  EXPECT_TRUE(r.exec.rolled_back);
+  EXPECT_THAT(r.status.message(), HasSubstr("did not become healthy within 10m"));
+  // The download came first, Kimi stopped only just before MiniMax started, then the rollback.
+  EXPECT_THAT(world.calls, ::testing::IsSupersetOf({"download MiniMaxAI/MiniMax-M2"}));
+  auto pos = [&](const std::string& c) {
+    return std::find(world.calls.begin(), world.calls.end(), c) - world.calls.begin();
+  };
+  EXPECT_LT(pos("download MiniMaxAI/MiniMax-M2"), pos("stop vllm-kimi.service"));
+  EXPECT_LT(pos("stop vllm-kimi.service"), pos("start vllm-minimax.service"));
+  EXPECT_TRUE(Running("vllm-kimi.service")) << "the rollback starts what was replaced";
+  EXPECT_FALSE(Running("vllm-minimax.service"));
+  EXPECT_THAT(err.str(), HasSubstr("rolled back:"));
+  EXPECT_GE(SecondsSlept(), 600) << "the gate waited its whole timeout, on the fake clock";
+
+  // The next plan says what failed, in text and JSON alike.
+  Plan("minimax");
+  EXPECT_THAT(out.str(), HasSubstr("last apply failed on service/vllm-minimax"));
+
+  world.never_healthy.clear();
+  RunReport fixed = Apply("minimax");
+  ASSERT_EQ(fixed.outcome, Outcome::kApplied) << err.str();
+  EXPECT_TRUE(Running("vllm-minimax.service"));
+  EXPECT_FALSE(Running("vllm-kimi.service"));
+  RunReport next = Plan("minimax");
+  EXPECT_EQ(next.outcome, Outcome::kNoChanges) << out.str();
+  EXPECT_THAT(out.str(), Not(HasSubstr("last apply failed")));
+}
+
+TEST_F(ReconcilerTest, HealthTimeoutFailsAfterTheTimeoutThenConvergesWhenTheServerAnswers) {
+  world.never_healthy.insert("vllm-kimi.service");
+  RunReport r = Apply("kimi");
+  EXPECT_EQ(r.outcome, Outcome::kFailed);
+  EXPECT_EQ(r.exec.failed_step, static_cast<int>(r.plan.actions.size()));
+  EXPECT_EQ(r.plan.actions.back().kind, ActionKind::kWaitHealthy);
+  EXPECT_THAT(r.status.message(), HasSubstr("did not become healthy within 10m"));
+  EXPECT_THAT(r.status.message(), HasSubstr("last probe: GET http://127.0.0.1:8000/health: 503"));
+  EXPECT_GE(SecondsSlept(), 600);
+  EXPECT_LT(SecondsSlept(), 620);
+  // Backoff reaches the service's interval (5 s): about 600/5 probes, not one per 200 ms.
+  EXPECT_LT(world.probes["vllm-kimi.service"], 140);
+  EXPECT_GT(world.probes["vllm-kimi.service"], 100);
+
+  world.never_healthy.clear();
+  // The unit runs already; the next plan is only the gate it failed, which now passes.
+  ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str() << out.str();
+  EXPECT_EQ(Plan("kimi").outcome, Outcome::kNoChanges) << out.str();
+}
+
+TEST_F(ReconcilerTest, CrashLoopFailsFastWithoutWaitingForTheTimeout) {
+  world.crash_loop.insert("vllm-kimi.service");
+  RunReport r = Apply("kimi");
+  EXPECT_EQ(r.outcome, Outcome::kFailed);
+  EXPECT_THAT(r.status.message(), HasSubstr("systemd is restarting it"));
+  EXPECT_EQ(world.probes["vllm-kimi.service"], 0) << "no health probe of a crash-looping unit";
+  EXPECT_LT(SecondsSlept(), 1);
+
+  // systemd gives up after StartLimitBurst: the unit ends failed. Fixed, it converges.
+  world.host.Stop("vllm-kimi.service");
+  world.host.Unit("vllm-kimi.service").active_state = "failed";
+  world.crash_loop.clear();
+  RunReport again = Plan("kimi");
+  ASSERT_EQ(again.plan.actions.size(), 2u) << out.str();
+  EXPECT_EQ(again.plan.actions[0].reason, Reason::kFailed);
+  ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
+  EXPECT_EQ(Plan("kimi").outcome, Outcome::kNoChanges) << out.str();
+}
+
+TEST_F(ReconcilerTest, FailedDownloadStopsBeforeAnythingGoesDark) {
+  ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
+  world.calls.clear();
+  world.fail_download.insert("MiniMaxAI/MiniMax-M2");
+  RunReport r = Apply("minimax");
+  EXPECT_EQ(r.outcome, Outcome::kFailed);
+  EXPECT_THAT(r.status.message(), HasSubstr("503"));
+  EXPECT_THAT(world.calls, Not(::testing::Contains("stop vllm-kimi.service")));
+  EXPECT_TRUE(Running("vllm-kimi.service"));
+
+  world.fail_download.clear();
+  ASSERT_EQ(Apply("minimax").outcome, Outcome::kApplied) << err.str();
+  EXPECT_EQ(Plan("minimax").outcome, Outcome::kNoChanges) << out.str();
+}
+
+TEST_F(ReconcilerTest, InterruptedBetweenActionsResumesWithTheHealthGateItSkipped) {
+  // SIGTERM arrives while systemd starts Kimi: the start finishes, nothing after it runs.
+  world.on_job = [&](const std::string& verb, const std::string&) {
+    if (verb == "start") stop = true;
+  };
+  RunReport r = Apply("kimi");
+  EXPECT_EQ(r.outcome, Outcome::kInterrupted);
+  EXPECT_TRUE(r.exec.interrupted);
+  EXPECT_THAT(world.calls, Not(::testing::Contains("probe 8000")));
+  EXPECT_TRUE(JournalLeft()) << "the journal stays for the next run";
+
+  world.on_job = nullptr;
+  stop = false;
+  RunReport plan = Plan("kimi");
+  ASSERT_EQ(plan.plan.actions.size(), 1u) << out.str();
+  EXPECT_EQ(plan.plan.actions[0].kind, ActionKind::kWaitHealthy);
+  EXPECT_EQ(plan.plan.actions[0].detail,
+            "an interrupted apply started it but never saw it healthy");
+  EXPECT_THAT(out.str(), HasSubstr("this run looks at the host afresh"));
+  EXPECT_THAT(out.str(), HasSubstr("stopped at step"));
+
+  ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
+  EXPECT_EQ(world.probes["vllm-kimi.service"], 1);
+  EXPECT_FALSE(JournalLeft());
+  EXPECT_EQ(Plan("kimi").outcome, Outcome::kNoChanges) << out.str();
+}
+
+TEST_F(ReconcilerTest, KilledApplyIsResumedFromItsJournal) {
+  // What `kill -9` after the start leaves: the unit written and running, the journal saying the
+  // health gate never ran.
+  ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
+  world.healthy_after["vllm-minimax.service"] = 3;
+  RunReport planned = Plan("minimax");
+  Journal j;
+  j.started = "2026-12-01T03:00:00Z";
+  j.pid = "4242";
+  for (size_t i = 0; i < planned.plan.actions.size(); ++i) {
+    const Action& a = planned.plan.actions[i];
+    bool ran = a.kind != ActionKind::kWaitHealthy;
+    j.entries.push_back(
+        {static_cast<int>(i + 1), ActionKindName(a.kind), a.address, ran ? "done" : "pending", ""});
+  }
+  ASSERT_TRUE(StateDir(dir / "state").SaveJournal(j).ok());
+  // Act the plan out but its health gate, as the killed process did.
+  Desired d = world.desired;
+  world.host.Apply(planned.plan, d);
+
+  RunReport resumed = Plan("minimax");
+  EXPECT_THAT(out.str(), HasSubstr("an apply started 2026-12-01T03:00:00Z by pid 4242 stopped"));
+  ASSERT_EQ(resumed.plan.actions.size(), 1u) << out.str();
+  EXPECT_EQ(resumed.plan.actions[0].kind, ActionKind::kWaitHealthy);
+  EXPECT_EQ(resumed.plan.actions[0].address, "service/vllm-minimax");
+
+  ASSERT_EQ(Apply("minimax").outcome, Outcome::kApplied) << err.str();
+  EXPECT_EQ(world.probes["vllm-minimax.service"], 3) << "the gate waited until it answered";
+  EXPECT_FALSE(JournalLeft());
+  EXPECT_EQ(Plan("minimax").outcome, Outcome::kNoChanges) << out.str();
+}
+
+TEST_F(ReconcilerTest, NotConfirmedChangesNothing) {
+  std::istringstream no("no\n");
+  Reporter say(out, err);
+  ReconcileOptions o;
+  o.manifest_path = dir / "kimi/berth.yaml";
+  o.state_dir = dir / "state";
+  o.confirm = &no;
+  RunReport r = Reconciler(world.Deps(&say)).Run(o);
+  EXPECT_EQ(r.outcome, Outcome::kNotConfirmed);
+  EXPECT_THAT(world.calls, ElementsAre("observe"));
+}
+
+// The text and JSON plans of the same inputs list the same actions, the resume gate and the
+// last failure's warning included: one path makes both.
+TEST_F(ReconcilerTest, TextAndJsonPlansOfTheSameInputsListTheSameActions) {
+  ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
+  world.never_healthy.insert("vllm-minimax.service");
+  ASSERT_EQ(Apply("minimax").outcome, Outcome::kFailed);
+  world.never_healthy.clear();
+  Journal j;
+  j.started = "2026-12-01T03:00:00Z";
+  j.pid = "4242";
+  j.entries.push_back({1, "stop", "service/vllm-kimi", "running", ""});
+  ASSERT_TRUE(StateDir(dir / "state").SaveJournal(j).ok());
+
+  RunReport text = Pass("minimax", false, PlanFormat::kText);
+  std::string text_out = out.str();
+  RunReport json = Pass("minimax", false, PlanFormat::kJson);
+  nlohmann::json doc = nlohmann::json::parse(out.str());
+  EXPECT_EQ(err.str(), "") << "JSON mode writes only the document to stdout";
+
+  // Actions from the text: "  3  - stop          service/vllm-kimi   ...".
+  std::vector<std::string> from_text, from_json;
+  std::regex line(R"(^\s+\d+\s+\S\s+(\S+)\s+(\S+))");
+  std::istringstream lines(text_out);
+  for (std::string l; std::getline(lines, l);) {
+    std::smatch m;
+    if (std::regex_search(l, m, line)) from_text.push_back(m[1].str() + " " + m[2].str());
+  }
+  for (const auto& c : doc["resource_changes"])
+    from_json.push_back(c["action"].get<std::string>() + " " + c["address"].get<std::string>());
+  EXPECT_EQ(from_text, from_json);
+  ASSERT_FALSE(from_json.empty());
+  EXPECT_EQ(text.plan.actions.size(), json.plan.actions.size());
+  // The failure warning and the interrupted apply are in both.
+  std::string warnings = doc["warnings"].dump();
+  EXPECT_THAT(warnings, HasSubstr("last apply failed on service/vllm-minimax"));
+  EXPECT_THAT(warnings, HasSubstr("stopped at step 1"));
+  EXPECT_THAT(text_out, HasSubstr("last apply failed on service/vllm-minimax"));
+  EXPECT_THAT(text_out, HasSubstr("stopped at step 1"));
+}
+
+}  // namespace
+}  // namespace berth::testing

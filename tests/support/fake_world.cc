@@ -1,0 +1,166 @@
+#include "tests/support/fake_world.h"
+
+namespace berth::testing {
+
+Result<std::vector<UnitProperties>> FakeSystemd::GetUnits(const std::vector<std::string>& names) {
+  std::vector<UnitProperties> out;
+  for (const std::string& n : names) {
+    UnitProperties p;
+    p.name = n;
+    if (const ObservedUnit* u = w_->host.observed().FindUnit(n)) {
+      p.load_state = u->load_state;
+      p.active_state = u->active_state;
+      p.sub_state = u->sub_state;
+      p.fragment_path = u->fragment_path;
+      p.need_daemon_reload = u->need_daemon_reload;
+      p.main_pid = static_cast<uint32_t>(u->main_pid);
+      p.n_restarts = static_cast<uint32_t>(u->n_restarts);
+      p.result = u->result;
+    }
+    out.push_back(p);
+  }
+  return out;
+}
+
+Status FakeSystemd::Reload() {
+  w_->calls.push_back("daemon-reload");
+  w_->host.Reload();
+  return Status::Ok();
+}
+
+Status FakeSystemd::Start(const std::string& unit, std::chrono::milliseconds) {
+  w_->calls.push_back("start " + unit);
+  if (w_->on_job) w_->on_job("start", unit);
+  ObservedUnit& u = w_->host.Unit(unit);
+  if (u.load_state == "not-found") return Status::NotFound("Unit " + unit + " not found.");
+  if (w_->fail_start.count(unit)) {
+    u.active_state = "failed";
+    u.sub_state = "failed";
+    u.result = "exit-code";
+    return Status::FailedPrecondition("start of " + unit + " failed (Result=exit-code)");
+  }
+  w_->host.Start(unit, w_->desired);
+  // As systemd: a start asked for (not an automatic restart) resets the restart counter.
+  w_->host.Unit(unit).n_restarts = 0;
+  w_->host.Unit(unit).result = "success";
+  w_->probes[unit] = 0;
+  if (w_->crash_loop.count(unit)) {
+    ObservedUnit& c = w_->host.Unit(unit);
+    c.sub_state = "auto-restart";
+    c.active_state = "activating";
+    c.n_restarts = 1;
+    c.result = "exit-code";
+  }
+  return Status::Ok();
+}
+
+Status FakeSystemd::Stop(const std::string& unit, std::chrono::milliseconds) {
+  w_->calls.push_back("stop " + unit);
+  if (w_->on_job) w_->on_job("stop", unit);
+  w_->host.Stop(unit);
+  ObservedUnit& u = w_->host.Unit(unit);
+  u.n_restarts = 0;
+  u.result = "success";
+  w_->host.CollectGarbage();
+  return Status::Ok();
+}
+
+Status FakeSystemd::Restart(const std::string& unit, std::chrono::milliseconds timeout) {
+  w_->calls.push_back("restart " + unit);
+  w_->host.Stop(unit);
+  return Start(unit, timeout);
+}
+
+Result<bool> FakeUnitFiles::Write(const std::string& unit, const std::string& content) {
+  w_->calls.push_back("write " + unit);
+  w_->host.WriteUnit(unit, content);
+  return true;
+}
+
+Result<bool> FakeUnitFiles::Remove(const std::string& unit) {
+  w_->calls.push_back("remove " + unit);
+  w_->host.RemoveUnit(unit);
+  return true;
+}
+
+Result<std::optional<std::string>> FakeUnitFiles::Read(const std::string& unit) const {
+  const ObservedUnit* u = w_->host.observed().FindUnit(unit);
+  if (!u || !u->HasFile()) return std::optional<std::string>();
+  return std::optional<std::string>(u->content);
+}
+
+Result<std::vector<std::string>> FakeUnitFiles::ListBerthUnits() const {
+  std::vector<std::string> out;
+  for (const auto& u : w_->host.observed().units)
+    if (u.managed) out.push_back(u.name);
+  return out;
+}
+
+Result<Fetched> FakeModelStore::Download(const Action& a, const std::atomic<bool>*,
+                                         const std::function<void(const PullProgress&)>&) {
+  w_->calls.push_back("download " + a.repo_id);
+  if (w_->fail_download.count(a.repo_id))
+    return Status::Unavailable("the Hub answered 503 for " + a.repo_id);
+  w_->host.Download(a, w_->desired);
+  Fetched f;
+  f.commit = a.commit.empty() ? Commit("f") : a.commit;
+  f.bytes_total = f.bytes_fetched = a.requires_.disk_bytes;
+  f.files = 1;
+  return f;
+}
+
+Result<uint64_t> FakeModelStore::Remove(const std::string& repo_id, const std::string& commit) {
+  w_->calls.push_back("remove-model " + repo_id);
+  w_->host.RemoveModel(repo_id, commit);
+  return uint64_t{0};
+}
+
+HealthResult FakeHealth::Probe(const std::string&, int port, const std::string& path,
+                               const std::string& served_name) {
+  w_->calls.push_back("probe " + std::to_string(port));
+  HealthResult r;
+  std::string unit;
+  for (const auto& p : w_->host.observed().ports)
+    if (p.port == port) unit = p.unit;
+  const ObservedUnit* u = unit.empty() ? nullptr : w_->host.observed().FindUnit(unit);
+  if (!u || !u->IsActive()) {
+    r.detail = "GET http://127.0.0.1:" + std::to_string(port) + path + ": connection refused";
+    return r;
+  }
+  int n = ++w_->probes[unit];
+  auto after = w_->healthy_after.find(unit);
+  if (w_->never_healthy.count(unit) || (after != w_->healthy_after.end() && n < after->second)) {
+    r.health_status = 503;
+    r.detail = "GET http://127.0.0.1:" + std::to_string(port) + path + ": 503";
+    return r;
+  }
+  r.healthy = true;
+  r.health_status = 200;
+  r.model_listed = !served_name.empty();
+  return r;
+}
+
+Result<Observed> FakeObserver::Observe(const Desired&) {
+  w_->calls.push_back("observe");
+  return w_->host.observed();
+}
+
+ReconcilerDeps FakeWorld::Deps(Reporter* reporter) {
+  ReconcilerDeps d;
+  d.connect = [this](const Desired& wanted) -> Result<HostSeams> {
+    desired = wanted;
+    HostSeams s;
+    s.observer = &observer;
+    s.systemd = &systemd;
+    s.unit_files = &unit_files;
+    s.health = &health;
+    s.models = &models;
+    return s;
+  };
+  d.hostname = [this] { return host.observed().hostname; };
+  d.clock = &clock;
+  d.reporter = reporter;
+  return d;
+}
+
+}  // namespace berth::testing

@@ -1,0 +1,134 @@
+// The Reconciler's collaborators on an in-memory FakeHost: a systemd that flips unit states in
+// the observation (and can be told to fail a start or crash-loop a unit), unit files, a model
+// store, a health probe, an observer and a clock that jumps instead of sleeping. Every call is
+// remembered. For executor and reconciler tests that run in milliseconds; the sandbox tests
+// prove the same against a real systemd.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "engine/apply/model_store.h"
+#include "engine/apply/reconciler.h"
+#include "engine/core/clock.h"
+#include "providers/health/health_probe.h"
+#include "providers/systemd/systemd_manager.h"
+#include "providers/systemd/unit_files.h"
+#include "tests/support/fake_host.h"
+
+namespace berth::testing {
+
+/// Starts at an arbitrary steady time and unix 1'700'000'000; SleepUntil jumps to the deadline.
+class JumpingClock : public Clock {
+ public:
+  TimePoint Now() override { return now_; }
+  double UnixNow() override {
+    return 1'700'000'000.0 + std::chrono::duration<double>(now_ - start_).count();
+  }
+  void SleepUntil(TimePoint deadline) override {
+    if (deadline > now_) now_ = deadline;
+  }
+  /// Time slept (jumped) since the clock was made.
+  std::chrono::milliseconds Elapsed() const {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(now_ - start_);
+  }
+
+ private:
+  TimePoint start_ = TimePoint() + std::chrono::hours(1000);
+  TimePoint now_ = start_;
+};
+
+class FakeWorld;
+
+class FakeSystemd : public SystemdManager {
+ public:
+  explicit FakeSystemd(FakeWorld* w) : w_(w) {}
+  Result<std::vector<UnitProperties>> GetUnits(const std::vector<std::string>& names) override;
+  Status Reload() override;
+  Status Start(const std::string& unit, std::chrono::milliseconds timeout) override;
+  Status Stop(const std::string& unit, std::chrono::milliseconds timeout) override;
+  Status Restart(const std::string& unit, std::chrono::milliseconds timeout) override;
+
+ private:
+  FakeWorld* w_;
+};
+
+class FakeUnitFiles : public UnitFiles {
+ public:
+  explicit FakeUnitFiles(FakeWorld* w) : w_(w) {}
+  const std::string& dir() const override { return dir_; }
+  Result<bool> Write(const std::string& unit, const std::string& content) override;
+  Result<bool> Remove(const std::string& unit) override;
+  Result<std::optional<std::string>> Read(const std::string& unit) const override;
+  Result<std::vector<std::string>> ListBerthUnits() const override;
+
+ private:
+  FakeWorld* w_;
+  std::string dir_ = "/etc/systemd/system";
+};
+
+class FakeModelStore : public ModelStore {
+ public:
+  explicit FakeModelStore(FakeWorld* w) : w_(w) {}
+  Result<Fetched> Download(const Action& a, const std::atomic<bool>* cancel,
+                           const std::function<void(const PullProgress&)>& on_progress) override;
+  Result<uint64_t> Remove(const std::string& repo_id, const std::string& commit) override;
+
+ private:
+  FakeWorld* w_;
+};
+
+class FakeHealth : public HealthProbe {
+ public:
+  explicit FakeHealth(FakeWorld* w) : w_(w) {}
+  HealthResult Probe(const std::string& host, int port, const std::string& path,
+                     const std::string& served_name) override;
+
+ private:
+  FakeWorld* w_;
+};
+
+class FakeObserver : public HostObserver {
+ public:
+  explicit FakeObserver(FakeWorld* w) : w_(w) {}
+  Result<Observed> Observe(const Desired& desired) override;
+
+ private:
+  FakeWorld* w_;
+};
+
+/// A host in memory and the seams onto it.
+class FakeWorld {
+ public:
+  explicit FakeWorld(Observed observed) : host(std::move(observed)) {}
+
+  /// The Reconciler's deps on this world, reporting to `reporter`.
+  ReconcilerDeps Deps(Reporter* reporter);
+
+  FakeHost host;
+  Desired desired;  // the manifest of the pass in progress (set by connect)
+  JumpingClock clock;
+  std::vector<std::string> calls;  // "start x.service", "probe 8000", "download org/name"...
+
+  // Faults, by unit name.
+  std::set<std::string> fail_start;          // the start job fails; the unit ends "failed"
+  std::set<std::string> crash_loop;          // starts, then exits and is restarted by systemd
+  std::set<std::string> never_healthy;       // runs, but the health path never answers 200
+  std::map<std::string, int> healthy_after;  // answers 200 from the Nth probe on (1-based)
+  std::set<std::string> fail_download;       // repo ids whose download fails
+  /// Called at the start of every systemd job with its verb and unit (tests set `stop` here).
+  std::function<void(const std::string& verb, const std::string& unit)> on_job;
+
+  FakeSystemd systemd{this};
+  FakeUnitFiles unit_files{this};
+  FakeModelStore models{this};
+  FakeHealth health{this};
+  FakeObserver observer{this};
+  std::map<std::string, int> probes;  // per unit
+};
+
+}  // namespace berth::testing
