@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "engine/core/hf_cache.h"
 #include "engine/core/unit_marker.h"
 #include "planners/unit_syntax.h"
 
@@ -37,7 +38,7 @@ std::string DiffArgv(const std::vector<std::string>& a, const std::vector<std::s
   if (pa != pb) {
     bool path_only = pa.size() == pb.size();
     for (size_t i = 0; path_only && i < pa.size(); ++i)
-      if (pa[i] != pb[i] && pa[i].find("/snapshots/") == std::string::npos) path_only = false;
+      if (pa[i] != pb[i] && !IsSnapshotPath(pa[i])) path_only = false;
     if (path_only) {
       for (size_t i = 0; i < pa.size(); ++i)
         if (pa[i] != pb[i]) changes.push_back("model " + pa[i] + " → " + pb[i]);

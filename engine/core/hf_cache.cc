@@ -153,6 +153,10 @@ std::string SnapshotPath(std::string_view store, std::string_view repo_id,
   return HfCachePaths(store, repo_id).SnapshotDir(commit);
 }
 
+bool IsSnapshotPath(std::string_view path) {
+  return path.find("/snapshots/") != std::string_view::npos;
+}
+
 std::string SnapshotLinkTarget(std::string_view path, std::string_view etag) {
   std::string target = "../../blobs/" + std::string(etag);
   for (char c : path)

@@ -84,6 +84,9 @@ class HfCachePaths {
 /// <store>/models--org--name/snapshots/<commit>: what a model server is pointed at.
 std::string SnapshotPath(std::string_view store, std::string_view repo_id, std::string_view commit);
 
+/// Whether `path` points into a repo's snapshots/ folder (a model path in a server's argv).
+bool IsSnapshotPath(std::string_view path);
+
 /// The target of the symlink snapshots/<commit>/<path>: "../../blobs/<etag>", one more "../"
 /// per folder level of `path`.
 std::string SnapshotLinkTarget(std::string_view path, std::string_view etag);

@@ -87,6 +87,9 @@ TEST(HfCache, EveryPathOfARepo) {
   EXPECT_EQ(p.RecordPath(kCommit), "/srv/hf/models--org--tiny/.berth/" + kCommit + ".json");
   EXPECT_EQ(p.LockPath(kSha1), "/srv/hf/.locks/models--org--tiny/" + kSha1 + ".lock");
   EXPECT_EQ(SnapshotPath("/srv/hf", "org/tiny", kCommit), p.SnapshotDir(kCommit));
+  EXPECT_TRUE(IsSnapshotPath(p.SnapshotDir(kCommit)));
+  EXPECT_TRUE(IsSnapshotPath(p.SnapshotDir(kCommit) + "/model.gguf"));
+  EXPECT_FALSE(IsSnapshotPath("/srv/hf/models--org--tiny/blobs/" + kSha1));
   EXPECT_TRUE(IsPartialBlobName(kSha256 + ".incomplete"));
   EXPECT_FALSE(IsPartialBlobName(kSha256));
 }
