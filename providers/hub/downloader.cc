@@ -54,6 +54,9 @@ constexpr int kMaxRedirects = 10;
 /// curl's receive buffer per transfer: fewer, larger writes into the page cache.
 constexpr long kReceiveBuffer = 512L * 1024;
 
+/// The smallest chunk ChunkBytes picks on its own: a request per 8 MiB still costs little.
+constexpr uint64_t kMinChunk = 8ull << 20;
+
 StreamHasher::Kind HashKind(const HubFileEntry& e) {
   return e.is_lfs() ? StreamHasher::Kind::kSha256 : StreamHasher::Kind::kGitSha1;
 }
@@ -103,6 +106,14 @@ class Downloader {
     int attempt;
   };
 
+  /// The chunk size of a file of `size` bytes: options().chunk_bytes, or less (down to
+  /// kMinChunk) for a file that all connections would otherwise take in one round. Chunks are
+  /// hashed in order: with 4 rounds of chunks per file the hash follows the download a quarter
+  /// of a file behind, not a whole file, and the last file's hash ends soon after its bytes.
+  uint64_t ChunkBytes(uint64_t size) const {
+    uint64_t rounds = 4 * static_cast<uint64_t>(std::max(1, opt_.connections));
+    return std::min(opt_.chunk_bytes, std::max(kMinChunk, size / rounds));
+  }
   Status Prepare(FileJob* f);
   void Close(FileJob* f);
   void MarkReused(FileJob* f);
@@ -181,7 +192,7 @@ Status Downloader::Prepare(FileJob* f) {
   f->fd = ::open(inc.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (f->fd < 0) return Status::IoError("cannot open " + inc + ": " + std::strerror(errno));
   f->state = LoadResumeState(f->fd, had_partial, partial_size, e.size, opt_.parallel_threshold,
-                             opt_.chunk_bytes, layout_.ChunkMapPath(e.etag()));
+                             ChunkBytes(e.size), layout_.ChunkMapPath(e.etag()));
   ResumeState& s = f->state;
   uint64_t resumed = s.ResumedBytes();
   stats_->bytes_resumed += resumed;
@@ -325,6 +336,7 @@ Status Downloader::OnChunkDone(Transfer* t, CURLcode code) {
   ResumeState& s = f->state;
   std::string what = What(f);
   int chunk = t->chunk;
+  FlushTransfer(t);  // a refused write shows as kDiskWrite below
   auto back_to_pending = [&] {
     if (f->single_stream) {
       std::fill(s.chunks.begin(), s.chunks.end(), ChunkState::kPending);

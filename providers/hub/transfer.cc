@@ -42,6 +42,21 @@ bool CheckAnswer(Transfer* t) {
   return true;
 }
 
+/// pwrite of all `len` bytes at `offset`; the bytes written, errno in `*err` when short.
+size_t WriteAll(int fd, const char* data, size_t len, uint64_t offset, int* err) {
+  size_t done = 0;
+  while (done < len) {
+    ssize_t w = ::pwrite(fd, data + done, len - done, static_cast<off_t>(offset + done));
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      *err = w < 0 ? errno : EIO;
+      break;
+    }
+    done += static_cast<size_t>(w);
+  }
+  return done;
+}
+
 size_t OnWrite(char* data, size_t size, size_t n, void* user) {
   auto* t = static_cast<Transfer*>(user);
   size_t len = size * n;
@@ -51,18 +66,8 @@ size_t OnWrite(char* data, size_t size, size_t n, void* user) {
     t->failure = TransferFailure::kTooLong;
     return 0;
   }
-  size_t done = 0;
-  while (done < len) {
-    ssize_t w = ::pwrite(t->fd, data + done, len - done, static_cast<off_t>(t->pos + done));
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) {
-      t->failure = TransferFailure::kDiskWrite;
-      t->write_errno = w < 0 ? errno : EIO;
-      t->pos += done;
-      return 0;
-    }
-    done += static_cast<size_t>(w);
-  }
+  if (t->pending.size() + len > kWriteBlock && !FlushTransfer(t)) return 0;
+  t->pending.insert(t->pending.end(), data, data + len);
   t->pos += len;
   return len;
 }
@@ -108,7 +113,22 @@ std::unique_ptr<Transfer> NewRangeTransfer(const HubHttp& http, FileJob* file,
   curl_easy_setopt(t->easy, CURLOPT_WRITEFUNCTION, &OnWrite);
   curl_easy_setopt(t->easy, CURLOPT_WRITEDATA, t.get());
   curl_easy_setopt(t->easy, CURLOPT_BUFFERSIZE, buffer_bytes);
+  t->pending.reserve(kWriteBlock);
   return t;
+}
+
+bool FlushTransfer(Transfer* t) {
+  if (t->pending.empty()) return true;
+  uint64_t at = t->written();
+  size_t done = WriteAll(t->fd, t->pending.data(), t->pending.size(), at, &t->write_errno);
+  if (done < t->pending.size()) {
+    t->failure = TransferFailure::kDiskWrite;
+    t->pos = at + done;  // what is not in the file is not taken
+    t->pending.clear();
+    return false;
+  }
+  t->pending.clear();
+  return true;
 }
 
 std::string FailureText(const Transfer& t) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "providers/hub/http.h"
 
@@ -39,14 +40,27 @@ struct Transfer {
   // Fetching only.
   int fd = -1;
   uint64_t start = 0, end = 0;  // inclusive byte range asked
-  uint64_t pos = 0;             // next byte to write
-  bool ranged = false;          // a Range header was sent
-  bool checked = false;         // the status and Content-Range were checked
-  bool error_body = false;      // the answer is an error: its body is read and dropped
+  uint64_t pos = 0;             // next byte to take from the server
+  /// Bytes taken but not yet written: libcurl hands the body over in pieces of at most 16 KiB;
+  /// written in blocks of kWriteBlock instead, the page cache costs a third less CPU (fewer
+  /// calls, no zeroing of the part of a new folio a small write leaves).
+  std::vector<char> pending;
+  bool ranged = false;      // a Range header was sent
+  bool checked = false;     // the status and Content-Range were checked
+  bool error_body = false;  // the answer is an error: its body is read and dropped
   TransferFailure failure = TransferFailure::kNone;
   int write_errno = 0;  // kDiskWrite
   uint64_t Fetched() const { return pos - start; }
+  /// Bytes [start, written()) are in the file.
+  uint64_t written() const { return pos - pending.size(); }
 };
+
+/// The size of one write into the partial file.
+constexpr size_t kWriteBlock = 128 * 1024;
+
+/// Writes what `t` holds back; false (with kDiskWrite and written() where it stopped) when the
+/// disk refuses. Called when a transfer ends, before its bytes are counted.
+bool FlushTransfer(Transfer* t);
 
 /// A HEAD of `url` (redirects not followed).
 std::unique_ptr<Transfer> NewHeadTransfer(const HubHttp& http, FileJob* file,

@@ -13,6 +13,7 @@
 #   --settings S   which settings to run, space-separated (default "uncapped capped")
 #   --tools T      which contenders to run, space-separated (default "berth aria2c curl")
 #   --no-limits    skip the machine limits (dd, openssl) and the CDN-alone figures: a quick run
+#   --wrap CMD     run berth under CMD (word-split), e.g. "strace -c -f -o /tmp/berth.strace"
 #
 # Installs nginx-light, aria2, time and curl with apt-get when missing; nothing else touches the
 # network. A measurement, not a test: exits 0 whatever the numbers (PASS/MISS lines say how they
@@ -29,6 +30,7 @@ RATE=40m
 SETTINGS="uncapped capped"
 TOOLS="berth aria2c curl"
 LIMITS=1
+WRAP=
 while [ $# -gt 0 ]; do
   case "$1" in
     --size-gib) SIZE_GIB=$2; shift 2 ;;
@@ -38,7 +40,8 @@ while [ $# -gt 0 ]; do
     --settings) SETTINGS=$2; shift 2 ;;
     --tools) TOOLS=$2; shift 2 ;;
     --no-limits) LIMITS=0; shift ;;
-    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --wrap) WRAP=$2; shift 2 ;;
+    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -249,8 +252,9 @@ contender() {  # SETTING TOOL
   local setting=$1 d=$CACHE/dl/$2
   case "$2" in
     berth)
+      # shellcheck disable=SC2086  # WRAP is a command line, split on purpose
       run_timed "$setting" berth "$d" -- env -u HF_TOKEN -u HF_HUB_CACHE -u HF_HOME HF_ENDPOINT="$API" \
-        "$BERTH_BIN" pull "hf://$REPO_ID" --store "$d" ;;
+        $WRAP "$BERTH_BIN" pull "hf://$REPO_ID" --store "$d" ;;
     aria2c)
       run_timed "$setting" aria2c "$d" -- aria2c -x8 -s8 -j4 -i "$ARIA_INPUT" -d "$d" \
         --console-log-level=warn --summary-interval=0 --download-result=hide ;;
