@@ -7,6 +7,7 @@
 #include "engine/core/units.h"
 #include "planners/draft.h"
 #include "planners/feasibility.h"
+#include "planners/gates.h"
 #include "planners/host_ledger.h"
 
 namespace berth {
@@ -206,21 +207,7 @@ class Sequencer {
       plan_->disruptions.push_back(dis);
     }
     int until = step;
-    if (s.has_engine && s.port) {
-      Action w;
-      w.kind = ActionKind::kWaitHealthy;
-      w.address = t.address;
-      w.unit = t.unit;
-      w.reason = Reason::kHealthGate;
-      w.health_path = s.health.path;
-      w.port = *s.port;
-      w.served_name = s.ServedName();
-      w.timeout_ms = s.health.timeout_ms;
-      w.interval_ms = s.health.interval_ms;
-      w.detail = "GET " + s.health.path + " until 200 and /v1/models lists '" + s.ServedName() +
-                 "' (timeout " + FormatDurationMs(s.health.timeout_ms) + ")";
-      until = Emit(w);
-    }
+    if (s.has_engine && s.port) until = Emit(HealthGate(s, t.address));
     for (size_t idx : open_) plan_->disruptions[idx].until_step = until;
     open_.clear();
     // A port left dark earlier is served again once the service now on it is healthy.

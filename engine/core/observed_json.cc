@@ -210,8 +210,8 @@ Status ReadHub(const ordered_json& j, Observed* o) {
 
 Status ReadState(const ordered_json& j, BerthState* s) {
   Reader rd(j, "berth_state");
-  BERTH_RETURN_IF_ERROR(rd.Keys(
-      {"serial", "lineage", "units", "models", "failures", "interrupted", "ungated"}));
+  BERTH_RETURN_IF_ERROR(
+      rd.Keys({"serial", "lineage", "units", "models", "failures", "interrupted", "ungated"}));
   BERTH_RETURN_IF_ERROR(rd.Get("serial", &s->serial));
   BERTH_RETURN_IF_ERROR(rd.Get("lineage", &s->lineage));
   BERTH_RETURN_IF_ERROR(rd.Get("units", &s->units));
