@@ -16,21 +16,4 @@ bool LoadManifestOrExplain(const std::string& path, Desired* desired, std::ostre
   return true;
 }
 
-bool ParseSource(const std::string& source, std::string* repo, std::string* revision,
-                 std::ostream& err) {
-  const std::string prefix = "hf://";
-  std::string rest = source.rfind(prefix, 0) == 0 ? source.substr(prefix.size()) : "";
-  size_t at = rest.find('@');
-  *repo = rest.substr(0, at);
-  *revision = at == std::string::npos ? "main" : rest.substr(at + 1);
-  size_t slash = repo->find('/');
-  if (repo->empty() || slash == std::string::npos || slash == 0 || slash + 1 == repo->size() ||
-      repo->find('/', slash + 1) != std::string::npos || revision->empty()) {
-    err << "'" << source
-        << "' is not a model source: write hf://org/name or hf://org/name@revision\n";
-    return false;
-  }
-  return true;
-}
-
 }  // namespace berth

@@ -12,8 +12,4 @@ namespace berth {
 /// file:line:col) and a summary to `err`, and returns false.
 bool LoadManifestOrExplain(const std::string& path, Desired* desired, std::ostream& err);
 
-/// hf://org/name[@revision] -> repo id and revision ("main" when none); prints why not to `err`.
-bool ParseSource(const std::string& source, std::string* repo, std::string* revision,
-                 std::ostream& err);
-
 }  // namespace berth

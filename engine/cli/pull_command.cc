@@ -2,16 +2,22 @@
 
 #include "engine/cli/cli_support.h"
 #include "engine/cli/commands.h"
+#include "engine/core/hf_cache.h"
 #include "engine/core/units.h"
-#include "engine/observe/live_observer.h"
 #include "engine/output/progress.h"
 #include "providers/hub/pull.h"
 
 namespace berth {
 
 int RunPull(const PullCommand& cmd, std::ostream& out, std::ostream& err) {
+  auto src = ParseHfSource(cmd.source);
+  if (!src.ok()) {
+    err << "berth pull: " << src.status().message() << "\n";
+    return kExitError;
+  }
   PullRequest req;
-  if (!ParseSource(cmd.source, &req.repo_id, &req.revision, err)) return kExitError;
+  req.repo_id = src->repo_id;
+  req.revision = src->revision;
   req.store = cmd.store.empty() ? DefaultStorePath() : cmd.store;
   req.include = cmd.include;
   req.exclude = cmd.exclude;

@@ -1,9 +1,6 @@
-#include <fstream>
-#include <nlohmann/json.hpp>
-
 #include "engine/cli/cli_support.h"
 #include "engine/cli/commands.h"
-#include "engine/observe/live_observer.h"
+#include "engine/core/hf_cache.h"
 #include "providers/hub/cache_layout.h"
 #include "providers/hub/hub_api.h"
 #include "providers/hub/pull.h"
@@ -12,35 +9,28 @@ namespace berth {
 
 int RunVerify(const std::string& source, const std::string& store_arg, std::ostream& out,
               std::ostream& err) {
-  std::string repo, revision;
-  if (!ParseSource(source, &repo, &revision, err)) return kExitError;
+  auto src = ParseHfSource(source);
+  if (!src.ok()) {
+    err << "berth verify: " << src.status().message() << "\n";
+    return kExitError;
+  }
+  const std::string& repo = src->repo_id;
+  const std::string& revision = src->revision;
   std::string store = store_arg.empty() ? DefaultStorePath() : store_arg;
   CacheLayout layout(store, repo);
-  std::string commit = revision;
-  if (commit.size() != 40) {
-    std::ifstream ref(layout.repo_dir() + "/refs/" + revision);
-    std::getline(ref, commit);
-  }
+  auto ref = layout.ReadRef(revision);
+  std::string commit = ref.ok() ? *ref : "";
   RepoSnapshot listing;
   listing.repo_id = repo;
   listing.commit = commit;
   std::vector<HubFileEntry> wanted;
-  std::ifstream rec(layout.RecordPath(commit));
-  if (rec) {
-    try {
-      auto j = nlohmann::json::parse(rec);
-      for (const auto& f : j.at("files")) {
-        HubFileEntry e;
-        e.path = f.at("path").get<std::string>();
-        e.size = f.at("size").get<uint64_t>();
-        std::string blob = f.at("blob").get<std::string>();
-        (blob.size() == 64 ? e.lfs_sha256 : e.git_oid) = blob;
-        wanted.push_back(e);
-      }
-    } catch (const std::exception& ex) {
-      err << "berth verify: " << layout.RecordPath(commit) << " is damaged (" << ex.what()
-          << "); verifying against the Hub instead\n";
-      wanted.clear();
+  if (!commit.empty()) {
+    auto record = layout.ReadRecord(commit);
+    if (record.ok()) {
+      for (const RecordedFile& f : record->files) wanted.push_back(HubFileOf(f));
+    } else if (record.status().code() != Status::Code::kNotFound) {
+      err << "berth verify: " << record.status().message() << "; verifying against the Hub "
+          << "instead\n";
     }
   }
   if (wanted.empty()) {
