@@ -187,7 +187,7 @@ class Pass {
       return Fail(Outcome::kError, 1, state.status(), true);
     }
     state_ = std::move(state).value();
-    berth_state_ = ObservedState(state_, *dir_);
+    berth_state_ = ObservedState(state_, *dir_, lock_ != nullptr, &in_progress_);
     have_state_ = true;
     return true;
   }
@@ -203,6 +203,9 @@ class Pass {
     }
     observed_ = std::move(observed).value();
     if (have_state_) observed_.state = berth_state_;
+    if (!in_progress_.empty())
+      observed_.warnings.push_back("an apply is running now (" + in_progress_ +
+                                   "): this plan shows the host in the middle of that change");
     return true;
   }
 
@@ -366,6 +369,7 @@ class Pass {
   State state_;
   BerthState berth_state_;
   bool have_state_ = false;
+  std::string in_progress_;  // who applies right now, when planning without the lock
   Observed observed_;
   Plan plan_;
 };

@@ -31,7 +31,9 @@ int RunObserve(const std::string& manifest_path, const std::string& format,
     return kExitError;
   }
   // The same berth state a plan on this host sees, so a plan made from this file agrees.
-  o->state = ObservedState(*state, dir);
+  std::string in_progress;
+  o->state = ObservedState(*state, dir, /*lock_held=*/false, &in_progress);
+  if (!in_progress.empty()) o->warnings.push_back("an apply is running now (" + in_progress + ")");
   out << (format == "json" ? ObservedToJson(*o) : ObservedToText(*o));
   return kExitOk;
 }

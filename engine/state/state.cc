@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -101,11 +103,33 @@ void NoteUnfinishedApply(const Journal& journal, BerthState* state) {
       "an apply started " + journal.started + " by pid " + journal.pid + " stopped " + where;
 }
 
-BerthState ObservedState(const State& state, const StateDir& dir) {
+namespace {
+
+// Whether `pid` (as the journal wrote it) is a berth process alive now.
+bool BerthRuns(const std::string& pid_text) {
+  int pid = 0;
+  auto [end, ec] = std::from_chars(pid_text.data(), pid_text.data() + pid_text.size(), pid);
+  if (ec != std::errc() || end != pid_text.data() + pid_text.size() || pid <= 1) return false;
+  if (::kill(pid, 0) != 0 && errno != EPERM) return false;
+  std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
+  std::string name;
+  std::getline(comm, name);
+  return name == "berth";
+}
+
+}  // namespace
+
+BerthState ObservedState(const State& state, const StateDir& dir, bool lock_held,
+                         std::string* in_progress) {
   BerthState b = state.ToObserved();
   bool exists = false;
   auto journal = dir.LoadJournal(&exists);
-  if (exists && journal.ok()) NoteUnfinishedApply(*journal, &b);
+  if (!exists || !journal.ok() || journal->finished) return b;
+  if (!lock_held && BerthRuns(journal->pid)) {
+    if (in_progress) *in_progress = "pid " + journal->pid + ", started " + journal->started;
+    return b;
+  }
+  NoteUnfinishedApply(*journal, &b);
   return b;
 }
 

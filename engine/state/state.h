@@ -93,8 +93,11 @@ class StateLock {
 };
 
 /// berth's records as the planner sees them: `state`, with where an unfinished apply (its
-/// journal in `dir`) stopped.
-BerthState ObservedState(const State& state, const StateDir& dir);
+/// journal in `dir`) stopped. Without the lock (`lock_held` false: a plan) the journal may be
+/// that of an apply still running; then it is not taken as interrupted, and `in_progress` (when
+/// given) says who runs it ("pid 4242, started <time>").
+BerthState ObservedState(const State& state, const StateDir& dir, bool lock_held,
+                         std::string* in_progress = nullptr);
 
 /// Now, as RFC 3339 UTC.
 std::string NowRfc3339();

@@ -6,7 +6,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
@@ -267,6 +272,46 @@ TEST_F(ReconcilerTest, KilledApplyIsResumedFromItsJournal) {
   EXPECT_EQ(world.probes["vllm-minimax.service"], 3) << "the gate waited until it answered";
   EXPECT_FALSE(JournalLeft());
   EXPECT_EQ(Plan("minimax").outcome, Outcome::kNoChanges) << out.str();
+}
+
+// A plan holds no lock: a journal whose berth still runs is an apply in progress, not an
+// interrupted one; once that process is gone, the same journal is.
+TEST_F(ReconcilerTest, APlanDuringAnApplyDoesNotCallItInterrupted) {
+  ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
+  // A process named berth (a copy of sleep), standing for the apply that writes the journal.
+  std::filesystem::copy_file("/bin/sleep", dir / "berth");
+  std::filesystem::permissions(dir / "berth", std::filesystem::perms::owner_all);
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    std::string path = dir / "berth";
+    ::execl(path.c_str(), "berth", "30", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  for (int i = 0; i < 200; ++i) {  // until exec has renamed the child
+    std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
+    std::string name;
+    std::getline(comm, name);
+    if (name == "berth") break;
+    ::usleep(5000);
+  }
+  Journal j;
+  j.started = "2026-12-01T03:00:00Z";
+  j.pid = std::to_string(pid);
+  j.entries.push_back({1, "wait-healthy", "service/vllm-kimi", "running", ""});
+  ASSERT_TRUE(StateDir(dir / "state").SaveJournal(j).ok());
+
+  RunReport during = Plan("kimi");
+  EXPECT_THAT(out.str(), HasSubstr("an apply is running now (pid " + j.pid));
+  EXPECT_THAT(out.str(), Not(HasSubstr("stopped at step")));
+  EXPECT_TRUE(during.plan.empty()) << out.str();
+
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  RunReport after = Plan("kimi");
+  EXPECT_THAT(out.str(), HasSubstr("by pid " + j.pid + " stopped at step 1"));
+  ASSERT_EQ(after.plan.actions.size(), 1u) << out.str();
+  EXPECT_EQ(after.plan.actions[0].kind, ActionKind::kWaitHealthy);
 }
 
 TEST_F(ReconcilerTest, NotConfirmedChangesNothing) {
