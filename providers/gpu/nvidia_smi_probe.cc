@@ -169,7 +169,8 @@ class NvidiaSmiProbe : public GpuProbe {
         Query("--query-gpu=index,uuid,name,memory.total,memory.used,memory.free");
     if (!devices.ok()) return devices.status();
     std::vector<ObservedGpu> gpus;
-    if (devices->out.find("No devices were found") != std::string::npos) return gpus;
+    // nvidia-smi's return value 6: "a query to find an object was unsuccessful" (no GPU).
+    if (devices->exit_code == 6) return gpus;
     if (devices->exit_code != 0) return Failed("--query-gpu", *devices);
     std::map<std::string, size_t> by_uuid;
     std::stringstream lines(devices->out);
@@ -206,7 +207,9 @@ class NvidiaSmiProbe : public GpuProbe {
     std::stringstream app_lines(apps->out);
     while (std::getline(app_lines, line)) {
       std::string t = Trim(line);
-      if (t.empty() || t.rfind("No ", 0) == 0) continue;  // "No running processes found"
+      // A line without a field separator is nvidia-smi talking ("No running processes
+      // found"), not a row.
+      if (t.empty() || t.find(',') == std::string::npos) continue;
       if (!Split(line, 4, 2, &f)) return Unexpected(line);
       auto gpu = by_uuid.find(f[0]);
       if (gpu == by_uuid.end()) {

@@ -291,6 +291,16 @@ TEST_F(NvidiaSmiTest, NvidiaSmiWithoutADriverSaysSo) {
   EXPECT_THAT(o.error, HasSubstr("GPU memory checks are skipped"));
 }
 
+// nvidia-smi exits 6 when it finds no GPU: a known host with none, told by the exit code (its
+// words are not read).
+TEST_F(NvidiaSmiTest, NoDevicesIsAKnownEmptyListByItsExitCode) {
+  setenv("FAKE_SMI_MODE", "none", 1);
+  GpuObservation o = ObserveGpus(options_);
+  EXPECT_TRUE(o.known) << o.error;
+  EXPECT_EQ(o.source, "nvidia-smi");
+  EXPECT_TRUE(o.gpus.empty());
+}
+
 TEST_F(NvidiaSmiTest, HungNvidiaSmiIsKilledAtTheTimeout) {
   setenv("FAKE_SMI_MODE", "hang", 1);
   options_.nvidia_smi_timeout_s = 1;
