@@ -1,5 +1,5 @@
-// Fakes for the loop's seams: a clock that jumps instead of sleeping and a notifier that
-// remembers what it was told.
+// Fakes for the loop's seams: the jumping clock (tests/support/fake_clock.h) and a notifier
+// that remembers what it was told.
 #pragma once
 
 #include <chrono>
@@ -8,39 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/clock.h"
 #include "engine/loop/notifier.h"
+#include "tests/support/fake_clock.h"
 
 namespace berth::testing {
-
-/// Starts at an arbitrary steady time and unix 1'700'000'000; SleepUntil jumps to the deadline,
-/// records how long the sleep was, then calls `on_sleep` (where tests change the world).
-class FakeClock : public Clock {
- public:
-  TimePoint Now() override { return now_; }
-  double UnixNow() override {
-    return 1'700'000'000.0 + std::chrono::duration<double>(now_ - start_).count();
-  }
-  void SleepUntil(TimePoint deadline) override {
-    if (deadline > now_) {
-      sleeps.push_back(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now_));
-      now_ = deadline;
-    }
-    if (on_sleep) on_sleep(Elapsed());
-  }
-  void Advance(std::chrono::milliseconds d) { now_ += d; }
-  /// Time since the clock was made.
-  std::chrono::milliseconds Elapsed() const {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(now_ - start_);
-  }
-
-  std::function<void(std::chrono::milliseconds elapsed)> on_sleep;
-  std::vector<std::chrono::milliseconds> sleeps;
-
- private:
-  TimePoint start_ = TimePoint() + std::chrono::hours(1000);
-  TimePoint now_ = start_;
-};
 
 class FakeNotifier : public Notifier {
  public:

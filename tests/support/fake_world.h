@@ -14,33 +14,13 @@
 
 #include "engine/apply/model_store.h"
 #include "engine/apply/reconciler.h"
-#include "engine/core/clock.h"
 #include "providers/health/health_probe.h"
 #include "providers/systemd/systemd_manager.h"
 #include "providers/systemd/unit_files.h"
+#include "tests/support/fake_clock.h"
 #include "tests/support/fake_host.h"
 
 namespace berth::testing {
-
-/// Starts at an arbitrary steady time and unix 1'700'000'000; SleepUntil jumps to the deadline.
-class JumpingClock : public Clock {
- public:
-  TimePoint Now() override { return now_; }
-  double UnixNow() override {
-    return 1'700'000'000.0 + std::chrono::duration<double>(now_ - start_).count();
-  }
-  void SleepUntil(TimePoint deadline) override {
-    if (deadline > now_) now_ = deadline;
-  }
-  /// Time slept (jumped) since the clock was made.
-  std::chrono::milliseconds Elapsed() const {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(now_ - start_);
-  }
-
- private:
-  TimePoint start_ = TimePoint() + std::chrono::hours(1000);
-  TimePoint now_ = start_;
-};
 
 class FakeWorld;
 
@@ -111,7 +91,7 @@ class FakeWorld {
 
   FakeHost host;
   Desired desired;  // the manifest of the pass in progress (set by connect)
-  JumpingClock clock;
+  FakeClock clock;
   std::vector<std::string> calls;  // "start x.service", "probe 8000", "download org/name"...
 
   // Faults, by unit name.
