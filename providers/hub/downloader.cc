@@ -1,19 +1,14 @@
-// The scheduler of DownloadBlobs: which transfer runs next on the curl multi handle, what each
-// finished transfer means for its file (Classify, TransferFailure), and the verified rename.
-// One transfer is transfer.cc; what is already on disk is resume_state.cc.
+// The scheduler of DownloadBlobs: which transfer runs next on the curl multi handle, and what
+// each finished transfer means for its file (Classify, TransferFailure). One transfer is
+// transfer.cc; a blob's partial file, lock, hash and rename are partial_blob.cc; what of it is
+// already on disk is resume_state.cc.
 #include "providers/hub/downloader.h"
 
 #include <curl/curl.h>
-#include <fcntl.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <charconv>
 #include <chrono>
-#include <cstring>
 #include <deque>
 #include <memory>
 #include <random>
@@ -21,8 +16,7 @@
 #include "engine/core/log.h"
 #include "providers/http/classify.h"
 #include "providers/http/curl_easy.h"
-#include "providers/hub/hasher.h"
-#include "providers/hub/resume_state.h"
+#include "providers/hub/partial_blob.h"
 #include "providers/hub/transfer.h"
 
 namespace berth {
@@ -37,13 +31,9 @@ struct FileJob {
   bool resolved = false;
   bool resolving = false;
   int redirects = 0;  // same-origin redirects followed while resolving
-  int fd = -1;
-  int lock_fd = -1;
-  ResumeState state;
+  PartialBlob blob;
   bool single_stream = false;  // the server ignored Range: one stream from 0
   int cdn_refusals = 0;
-  std::unique_ptr<StreamHasher> hasher;
-  int verify_failures = 0;
   int in_flight = 0;
   bool finished = false;
 };
@@ -56,10 +46,6 @@ constexpr long kReceiveBuffer = 512L * 1024;
 
 /// The smallest chunk ChunkBytes picks on its own: a request per 8 MiB still costs little.
 constexpr uint64_t kMinChunk = 8ull << 20;
-
-StreamHasher::Kind HashKind(const HubFileEntry& e) {
-  return e.is_lfs() ? StreamHasher::Kind::kSha256 : StreamHasher::Kind::kGitSha1;
-}
 
 /// A size header as a number; false when it is not one (a hostile or broken answer).
 bool ParseSize(const std::string& s, uint64_t* out) {
@@ -93,7 +79,7 @@ class Downloader {
       if (multi_) curl_multi_remove_handle(multi_, t->easy);
     active_.clear();
     if (multi_) curl_multi_cleanup(multi_);
-    for (auto& f : files_) Close(f.get());
+    for (auto& f : files_) ClosePartialBlob(&f->blob);
   }
 
   Status Run(const std::vector<HubFileEntry>& entries);
@@ -115,8 +101,6 @@ class Downloader {
     return std::min(opt_.chunk_bytes, std::max(kMinChunk, size / rounds));
   }
   Status Prepare(FileJob* f);
-  void Close(FileJob* f);
-  void MarkReused(FileJob* f);
   void StartHead(FileJob* f, int attempt);
   void StartChunk(FileJob* f, int chunk, int attempt);
   void Remove(Transfer* t);
@@ -151,64 +135,20 @@ class Downloader {
   Clock::time_point started_ = Clock::now(), last_progress_{};
 };
 
-void Downloader::Close(FileJob* f) {
-  f->hasher.reset();
-  if (f->fd >= 0) ::close(f->fd);
-  f->fd = -1;
-  if (f->lock_fd >= 0) ::close(f->lock_fd);  // releases the flock
-  f->lock_fd = -1;
-}
-
-void Downloader::MarkReused(FileJob* f) {
-  stats_->bytes_reused += f->entry.size;
-  f->finished = true;
-  ++files_done_;
-  done_bytes_ += f->entry.size;
-}
-
 Status Downloader::Prepare(FileJob* f) {
   const HubFileEntry& e = f->entry;
-  std::string blob = layout_.BlobPath(e.etag());
-  struct stat st;
-  if (::stat(blob.c_str(), &st) == 0 && static_cast<uint64_t>(st.st_size) == e.size) {
-    MarkReused(f);
+  auto opened = OpenPartialBlob(layout_, e, opt_.parallel_threshold, ChunkBytes(e.size), &f->blob);
+  if (!opened.ok()) return opened.status();
+  if (*opened == BlobOpen::kPresent) {
+    stats_->bytes_reused += e.size;
+    f->finished = true;
+    ++files_done_;
+    done_bytes_ += e.size;
     return Status::Ok();
   }
-  // The same lock huggingface_hub takes, so a concurrent Python download of this blob waits.
-  std::string lock = layout_.LockPath(e.etag());
-  f->lock_fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0664);
-  if (f->lock_fd < 0)
-    return Status::IoError("cannot open lock " + lock + ": " + std::strerror(errno));
-  if (::flock(f->lock_fd, LOCK_EX) != 0)
-    return Status::IoError("cannot lock " + lock + ": " + std::strerror(errno));
-  if (::stat(blob.c_str(), &st) == 0 && static_cast<uint64_t>(st.st_size) == e.size) {
-    Close(f);  // someone else finished it while we waited
-    MarkReused(f);
-    return Status::Ok();
-  }
-  std::string inc = layout_.IncompletePath(e.etag());
-  bool had_partial = ::stat(inc.c_str(), &st) == 0;
-  uint64_t partial_size = had_partial ? static_cast<uint64_t>(st.st_size) : 0;
-  f->fd = ::open(inc.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (f->fd < 0) return Status::IoError("cannot open " + inc + ": " + std::strerror(errno));
-  f->state = LoadResumeState(f->fd, had_partial, partial_size, e.size, opt_.parallel_threshold,
-                             ChunkBytes(e.size), layout_.ChunkMapPath(e.etag()));
-  ResumeState& s = f->state;
-  uint64_t resumed = s.ResumedBytes();
+  uint64_t resumed = f->blob.state.ResumedBytes();
   stats_->bytes_resumed += resumed;
   done_bytes_ += resumed;
-  if (s.chunked) {
-    SaveChunkMap(s, layout_.ChunkMapPath(e.etag()));  // exists before the first write: its
-                                                      // absence means "not ours"
-    // Chunks land anywhere in a chunked file; a one-stream file stays a contiguous prefix, as
-    // huggingface_hub's own partial files are.
-    if (::ftruncate(f->fd, static_cast<off_t>(e.size)) != 0)
-      return Status::IoError("cannot size " + inc + ": " + std::strerror(errno));
-  } else if (partial_size > e.size && ::ftruncate(f->fd, 0) != 0) {
-    return Status::IoError("cannot truncate " + inc + ": " + std::strerror(errno));
-  }
-  f->hasher = std::make_unique<StreamHasher>(f->fd, e.size, HashKind(e), e.etag());
-  f->hasher->Advance(std::max(s.Watermark(), s.chunked ? 0 : s.resume_at));
   return Status::Ok();
 }
 
@@ -222,7 +162,7 @@ void Downloader::StartHead(FileJob* f, int attempt) {
 }
 
 void Downloader::StartChunk(FileJob* f, int chunk, int attempt) {
-  const ResumeState& s = f->state;
+  const ResumeState& s = f->blob.state;
   const uint64_t size = f->entry.size;
   uint64_t start = 0, end = size ? size - 1 : 0;
   if (!f->single_stream) {
@@ -233,13 +173,13 @@ void Downloader::StartChunk(FileJob* f, int chunk, int attempt) {
     start = s.chunked ? start + std::min(s.salvaged[i], end - start) : std::min(s.resume_at, end);
   }
   bool ranged = size > 0 && !(start == 0 && end + 1 == size);
-  auto t = NewRangeTransfer(http_, f, f->url, f->fd, start, end, ranged, kReceiveBuffer);
+  auto t = NewRangeTransfer(http_, f, f->url, f->blob.fd, start, end, ranged, kReceiveBuffer);
   t->chunk = chunk;
   t->attempt = attempt;
   if (f->single_stream) {
-    std::fill(f->state.chunks.begin(), f->state.chunks.end(), ChunkState::kInFlight);
+    std::fill(f->blob.state.chunks.begin(), f->blob.state.chunks.end(), ChunkState::kInFlight);
   } else {
-    f->state.chunks[static_cast<size_t>(chunk)] = ChunkState::kInFlight;
+    f->blob.state.chunks[static_cast<size_t>(chunk)] = ChunkState::kInFlight;
   }
   f->in_flight++;
   curl_multi_add_handle(multi_, t->easy);
@@ -328,12 +268,12 @@ void Downloader::SwitchToOneStream(FileJob* f, Transfer* except) {
   for (auto& tr : active_)
     if (tr->file == f && tr.get() != except) tr->cancelled = true;
   f->single_stream = true;
-  f->state.Restart();
+  f->blob.state.Restart();
 }
 
 Status Downloader::OnChunkDone(Transfer* t, CURLcode code) {
   FileJob* f = t->file;
-  ResumeState& s = f->state;
+  ResumeState& s = f->blob.state;
   std::string what = What(f);
   int chunk = t->chunk;
   FlushTransfer(t);  // a refused write shows as kDiskWrite below
@@ -401,7 +341,7 @@ Status Downloader::OnChunkDone(Transfer* t, CURLcode code) {
                                                            : "HTTP " + std::to_string(resp.status);
     if (!f->single_stream && !s.chunked && t->pos > t->start) {
       s.resume_at = t->pos;  // one-stream files resume from the last byte written
-      f->hasher->Advance(t->pos);
+      f->blob.hasher->Advance(t->pos);
     }
     if (!f->single_stream && s.chunked && !t->error_body)
       s.salvaged[static_cast<size_t>(chunk)] = t->pos - s.ChunkStart(static_cast<size_t>(chunk));
@@ -415,43 +355,19 @@ Status Downloader::OnChunkDone(Transfer* t, CURLcode code) {
   done_bytes_ += t->Fetched();
   f->cdn_refusals = 0;
   if (s.chunked && !f->single_stream) SaveChunkMap(s, layout_.ChunkMapPath(f->entry.etag()));
-  f->hasher->Advance(f->single_stream || !s.chunked ? t->pos : s.Watermark());
+  f->blob.hasher->Advance(f->single_stream || !s.chunked ? t->pos : s.Watermark());
   return Status::Ok();
 }
 
 Status Downloader::Finalize(FileJob* f) {
-  const HubFileEntry& e = f->entry;
-  std::string error;
-  std::string digest = f->hasher->Finish(&error);
-  std::string inc = layout_.IncompletePath(e.etag());
-  if (!error.empty()) return Status::IoError("cannot read back " + inc + ": " + error);
-  if (digest != e.etag()) {
-    // Wrong bytes (a bad mirror, a corrupt CDN object, a torn partial): discard, try once more.
-    f->hasher.reset();
-    if (::ftruncate(f->fd, 0) != 0 ||
-        (f->state.chunked && ::ftruncate(f->fd, static_cast<off_t>(e.size)) != 0))
-      return Status::IoError("cannot truncate " + inc + ": " + std::strerror(errno));
-    ::unlink(layout_.ChunkMapPath(e.etag()).c_str());
-    if (++f->verify_failures > 1)
-      return Status::Unavailable(
-          e.path + " of " + repo_ + " failed verification twice (expected " +
-          (e.is_lfs() ? "sha256 " : "git sha1 ") + e.etag() + ", got " + digest +
-          "): the server sends wrong bytes; the partial was discarded. Check HF_ENDPOINT or "
-          "any proxy in between");
+  auto verdict = PublishPartialBlob(layout_, f->entry, repo_, &f->blob);
+  if (!verdict.ok()) return verdict.status();
+  if (*verdict == BlobVerdict::kRefetch) {
     stats_->retries++;
     f->single_stream = false;
-    f->state.Restart();
-    if (f->state.chunked) SaveChunkMap(f->state, layout_.ChunkMapPath(e.etag()));
-    f->hasher = std::make_unique<StreamHasher>(f->fd, e.size, HashKind(e), e.etag());
-    done_bytes_ -= std::min(done_bytes_, e.size);
+    done_bytes_ -= std::min(done_bytes_, f->entry.size);
     return Status::Ok();
   }
-  // The hasher already fdatasync'ed the verified bytes, off this thread.
-  ::fchmod(f->fd, 0644);
-  if (::rename(inc.c_str(), layout_.BlobPath(e.etag()).c_str()) != 0)
-    return Status::IoError("cannot rename " + inc + ": " + std::strerror(errno));
-  ::unlink(layout_.ChunkMapPath(e.etag()).c_str());
-  Close(f);
   f->finished = true;
   ++files_done_;
   stats_->files_fetched++;
@@ -487,7 +403,7 @@ void Downloader::StartDue() {
     FileJob* f = it->file;
     if (it->chunk < 0 || !f->resolved) {
       if (!f->resolving) StartHead(f, it->attempt);
-    } else if (f->state.chunks[static_cast<size_t>(it->chunk)] == ChunkState::kPending) {
+    } else if (f->blob.state.chunks[static_cast<size_t>(it->chunk)] == ChunkState::kPending) {
       StartChunk(f, it->chunk, it->attempt);
     }
     it = delayed_.erase(it);
@@ -511,7 +427,7 @@ Status Downloader::StartNew(size_t* next_prepare) {
       if (!f->resolving) StartHead(f, 1);
       continue;
     }
-    std::vector<ChunkState>& chunks = f->state.chunks;
+    std::vector<ChunkState>& chunks = f->blob.state.chunks;
     if (f->single_stream) {
       if (f->in_flight == 0 && !chunks.empty() && chunks[0] == ChunkState::kPending)
         StartChunk(f, 0, 1);
@@ -532,7 +448,8 @@ Status Downloader::FinalizeReady(bool* all_done) {
   for (auto& f : files_) {
     if (f->finished) continue;
     *all_done = false;
-    if (f->fd >= 0 && f->in_flight == 0 && f->state.AllDone() && f->hasher && f->hasher->done())
+    if (f->blob.fd >= 0 && f->in_flight == 0 && f->blob.state.AllDone() && f->blob.hasher &&
+        f->blob.hasher->done())
       BERTH_RETURN_IF_ERROR(Finalize(f.get()));
   }
   return Status::Ok();
@@ -540,7 +457,7 @@ Status Downloader::FinalizeReady(bool* all_done) {
 
 bool Downloader::WaitingForHash() const {
   return std::any_of(files_.begin(), files_.end(), [](const auto& f) {
-    return !f->finished && f->in_flight == 0 && f->hasher && !f->hasher->done();
+    return !f->finished && f->in_flight == 0 && f->blob.hasher && !f->blob.hasher->done();
   });
 }
 
