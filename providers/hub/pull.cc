@@ -45,6 +45,21 @@ Result<PullResult> PullModel(const PullRequest& req, const HubOptions& options) 
   return result;
 }
 
+Result<RepoSnapshot> RecordedSnapshot(const std::string& store, const std::string& repo_id,
+                                      const std::string& revision) {
+  CacheLayout layout(store, repo_id);
+  Result<std::string> commit = layout.ReadRef(revision);
+  if (!commit.ok()) return commit.status();
+  Result<SnapshotRecord> record = layout.ReadRecord(*commit);
+  if (!record.ok()) return record.status();
+  RepoSnapshot snap;
+  snap.repo_id = repo_id;
+  snap.revision = revision;
+  snap.commit = *commit;
+  for (const RecordedFile& f : record->files) snap.files.push_back(HubFileOf(f));
+  return snap;
+}
+
 Result<VerifyReport> VerifySnapshot(const std::string& store, const RepoSnapshot& listing,
                                     const std::vector<HubFileEntry>& wanted) {
   CacheLayout layout(store, listing.repo_id);

@@ -32,6 +32,13 @@ struct PullResult {
 /// and partial blobs stay for the next run.
 Result<PullResult> PullModel(const PullRequest& req, const HubOptions& options);
 
+/// berth's record of repo_id@revision in `store`, as a listing to verify against: the commit
+/// refs/<revision> names (a commit revision is its own) and the files of berth's record of it.
+/// NotFound when the ref or the record is missing; InvalidArgument, naming the file, when either
+/// is damaged. The Hub is not asked.
+Result<RepoSnapshot> RecordedSnapshot(const std::string& store, const std::string& repo_id,
+                                      const std::string& revision);
+
 /// Re-hashes every file of the snapshot at `commit` against the Hub's listing.
 struct VerifyReport {
   std::vector<std::string> ok, corrupt, missing, extra;

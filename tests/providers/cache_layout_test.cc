@@ -5,6 +5,7 @@
 
 #include <filesystem>
 
+#include "providers/hub/pull.h"
 #include "providers/store/store_scan.h"
 #include "tests/providers/temp_dir.h"
 
@@ -61,6 +62,16 @@ TEST(CacheLayout, APublishedSnapshotReadsBackAsTheStoreScanAndVerifySeeIt) {
   EXPECT_EQ(back.etag(), kSha256);
   EXPECT_TRUE(back.is_lfs());
   EXPECT_FALSE(HubFileOf(record->files[0]).is_lfs());
+
+  // What berth verify checks against, from the store alone.
+  Result<RepoSnapshot> recorded = RecordedSnapshot(store.path(), "org/tiny", "main");
+  ASSERT_TRUE(recorded.ok()) << recorded.status().message();
+  EXPECT_EQ(recorded->commit, kCommit);
+  ASSERT_EQ(recorded->files.size(), 2u);
+  EXPECT_EQ(recorded->files[0].etag(), kSha1);
+  EXPECT_EQ(recorded->files[1].etag(), kSha256);
+  EXPECT_EQ(RecordedSnapshot(store.path(), "org/tiny", "v2").status().code(),
+            Status::Code::kNotFound);
 
   // The store scan reads the same record and finds the revision complete.
   Result<ObservedStore> scanned = ScanStore(store.path());
