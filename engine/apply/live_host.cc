@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include "engine/core/hf_cache.h"
 #include "engine/observe/live_observer.h"
 #include "providers/systemd/sdbus_manager.h"
 

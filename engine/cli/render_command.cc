@@ -1,7 +1,7 @@
 #include "engine/cli/cli_support.h"
 #include "engine/cli/commands.h"
+#include "engine/core/hf_cache.h"
 #include "engine/core/units.h"
-#include "engine/observe/live_observer.h"
 #include "planners/planner.h"
 #include "planners/unit_render.h"
 #include "providers/saved/saved_observer.h"

@@ -15,6 +15,7 @@
 #include <string>
 #include <thread>
 
+#include "engine/core/hf_cache.h"
 #include "providers/systemd/journal.h"
 #include "providers/systemd/sdbus_manager.h"
 #include "providers/systemd/unit_files.h"
@@ -111,14 +112,13 @@ class SandboxSuite : public ::testing::Test {
   /// models--org--name/snapshots/<commit>/ with refs/main.
   std::string MakeModel(const std::string& store, const std::string& repo,
                         const std::string& commit) {
-    std::string folder =
-        "models--" + repo.substr(0, repo.find('/')) + "--" + repo.substr(repo.find('/') + 1);
-    std::string snap = store + "/" + folder + "/snapshots/" + commit;
+    HfCachePaths paths(store, repo);
+    std::string snap = paths.SnapshotDir(commit);
     CommandResult r =
         RunCommand({"/usr/bin/python3", SourceDir() + "/tests/fake_vllm/make_model.py", snap});
     EXPECT_TRUE(r.ok()) << r.output << r.error;
-    std::filesystem::create_directories(store + "/" + folder + "/refs");
-    std::ofstream(store + "/" + folder + "/refs/main") << commit;
+    std::filesystem::create_directories(paths.RefsDir());
+    std::ofstream(paths.RefPath("main")) << commit;
     return snap;
   }
 
