@@ -4,6 +4,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 
 #include "engine/cli/commands.h"
@@ -106,6 +108,45 @@ TEST_F(CliTest, AnUnknownSizeOfflineSaysTheDiskCheckCouldNotBeMade) {
   EXPECT_THAT(out_.str(), HasSubstr("disk check for model/minimax-m25 could not be made"));
   EXPECT_EQ(Plan(seed_ + "berth.yaml", Write("o.json", o), true), kExitChanges);
   EXPECT_THAT(out_.str(), HasSubstr("size from the manifest's size:"));
+}
+
+// An observation carries berth's records (a last failure, an apply that stopped half-way): the
+// text and JSON plans made from it list the same actions and say the same about those records.
+TEST_F(CliTest, TextAndJsonPlansFromOneObservationAgree) {
+  std::ifstream in(seed_ + "observed.json");
+  std::ostringstream obs;
+  obs << in.rdbuf();
+  std::string o = obs.str();
+  size_t state = o.find("\"berth_state\": {") + std::string("\"berth_state\": {").size();
+  o.insert(state,
+           "\n    \"failures\": {\"service/vllm-minimax-m25\": {\"time\": "
+           "\"2026-12-01T02:00:00Z\", \"message\": \"did not become healthy within 30m\"}},"
+           "\n    \"interrupted\": \"an apply started 2026-12-01T01:00:00Z by pid 77 stopped at "
+           "step 2 (write-unit unit/vllm-minimax-m25.service, running)\",");
+  std::string path = Write("o.json", o);
+  ASSERT_EQ(Plan(seed_ + "berth.yaml", path, true, "text"), kExitChanges) << err_.str();
+  std::string text = out_.str();
+  ASSERT_EQ(Plan(seed_ + "berth.yaml", path, true, "json"), kExitChanges) << err_.str();
+  EXPECT_EQ(err_.str(), "");
+  nlohmann::json doc = nlohmann::json::parse(out_.str());
+  std::vector<std::string> from_json;
+  for (const auto& c : doc["resource_changes"])
+    from_json.push_back(c["action"].get<std::string>() + " " + c["address"].get<std::string>());
+  std::vector<std::string> from_text;
+  std::regex line(R"(^\s+\d+\s+\S\s+(\S+)\s+(\S+))");
+  std::istringstream lines(text);
+  for (std::string l; std::getline(lines, l);) {
+    std::smatch m;
+    if (std::regex_search(l, m, line)) from_text.push_back(m[1].str() + " " + m[2].str());
+  }
+  EXPECT_EQ(from_text, from_json);
+  EXPECT_EQ(from_json.size(), 6u);
+  for (const std::string& said :
+       {std::string("last apply failed on service/vllm-minimax-m25 at 2026-12-01T02:00:00Z"),
+        std::string("by pid 77 stopped at step 2")}) {
+    EXPECT_THAT(text, HasSubstr(said));
+    EXPECT_THAT(doc["warnings"].dump(), HasSubstr(said));
+  }
 }
 
 }  // namespace

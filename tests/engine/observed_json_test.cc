@@ -61,11 +61,17 @@ TEST(ObservedJson, EverySectionRoundTrips) {
   o.state.serial = 7;
   o.state.units = {"x.service"};
   o.state.models["a/b"] = {"c"};
+  o.state.failures["service/x"] = {"2026-12-01T00:00:00Z", "did not become healthy"};
+  o.state.interrupted = "an apply started ... stopped at step 2";
+  o.state.ungated = {"service/x"};
   std::string once = ObservedToJson(o);
   Result<Observed> back = ObservedFromJson(once, "t");
   ASSERT_TRUE(back.ok()) << back.status().message();
   EXPECT_EQ(ObservedToJson(*back), once);
   EXPECT_FALSE(back->gpus_known);
+  EXPECT_EQ(back->state.failures.at("service/x").message, "did not become healthy");
+  EXPECT_EQ(back->state.interrupted, o.state.interrupted);
+  EXPECT_EQ(back->state.ungated, o.state.ungated);
   EXPECT_EQ(back->store.repos[0].revisions[0].bytes_total, 9u);
 }
 
