@@ -39,6 +39,8 @@ void ResumeState::Restart() {
 
 namespace {
 
+constexpr uint64_t kMinMapChunk = 1 << 20;
+
 /// Chunked files: a chunk cut short (kill -9 mid-transfer) was written from its start on, and
 /// the file system knows where its data ends (SEEK_HOLE). Keeps that much, less the last block,
 /// which may be half written.
@@ -75,7 +77,14 @@ ResumeState LoadResumeState(int fd, bool had_partial, uint64_t partial_size, uin
   if (!had_partial) return s;
   std::ifstream map(map_path);
   uint64_t map_size = 0, map_chunk = 0;
-  if (s.chunked && map >> map_size >> map_chunk && map_size == size && map_chunk == s.chunk) {
+  // The map's own chunk size wins (an earlier run with other options picked another one), if
+  // it makes sense: at least kMinMapChunk, so a corrupt map cannot ask for billions of chunks.
+  if (s.chunked && map >> map_size >> map_chunk && map_size == size && map_chunk >= kMinMapChunk &&
+      map_chunk <= size) {
+    s.chunk = map_chunk;
+    n = static_cast<size_t>((size + s.chunk - 1) / s.chunk);
+    s.chunks.assign(n, ChunkState::kPending);
+    s.salvaged.assign(n, 0);
     size_t idx;
     while (map >> idx)
       if (idx < n) s.chunks[idx] = ChunkState::kDone;

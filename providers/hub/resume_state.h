@@ -37,7 +37,8 @@ struct ResumeState {
 
 /// The state of the blob of `size` bytes whose partial file is open as `fd`. `partial_size` is
 /// the file's size before this run, `had_partial` whether it existed; `map_path` is the chunk
-/// map. Files of at least `parallel_threshold` bytes are chunked in `chunk_bytes`.
+/// map. Files of at least `parallel_threshold` bytes are chunked in `chunk_bytes`, or in the
+/// chunk size of the map an earlier run left (at least 1 MiB).
 ResumeState LoadResumeState(int fd, bool had_partial, uint64_t partial_size, uint64_t size,
                             uint64_t parallel_threshold, uint64_t chunk_bytes,
                             const std::string& map_path);

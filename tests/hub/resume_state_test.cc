@@ -73,10 +73,24 @@ TEST_F(ResumeStateTest, TheChunkMapSaysWhichChunksAreDone) {
   EXPECT_GE(again.ResumedBytes(), 2 * kChunk + 100);
 }
 
-TEST_F(ResumeStateTest, AMapOfAnotherChunkSizeIsNotBelieved) {
-  std::ofstream(map_) << kSize << " " << 2 * kChunk << "\n0\n1\n";
-  Write(0, kChunk / 2, kSize);  // sparse after half a chunk
+TEST_F(ResumeStateTest, AMapOfAnotherChunkSizeKeepsItsChunks) {
+  // An earlier run with other options (fewer connections) chose 2 MiB chunks.
+  std::ofstream(map_) << kSize << " " << 2 * kChunk << "\n0\n2\n";
+  Write(0, kSize, kSize);
   ResumeState s = Load();
+  EXPECT_EQ(s.chunk, 2 * kChunk);
+  ASSERT_EQ(s.chunks.size(), 3u);
+  EXPECT_EQ(s.chunks[0], ChunkState::kDone);
+  EXPECT_EQ(s.chunks[1], ChunkState::kPending);
+  EXPECT_EQ(s.chunks[2], ChunkState::kDone);
+  EXPECT_EQ(s.ChunkEnd(2), kSize);
+}
+
+TEST_F(ResumeStateTest, AnAbsurdMapIsNotBelieved) {
+  std::ofstream(map_) << kSize << " 1\n0\n1\n";  // a billion chunks for a big file: no
+  Write(0, kChunk / 2, kSize);                   // sparse after half a chunk
+  ResumeState s = Load();
+  EXPECT_EQ(s.chunk, kChunk);
   EXPECT_EQ(s.chunks[0], ChunkState::kPending);
   EXPECT_EQ(s.chunks[1], ChunkState::kPending);
 }
