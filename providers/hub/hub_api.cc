@@ -1,5 +1,7 @@
 #include "providers/hub/hub_api.h"
 
+#include "engine/core/hf_cache.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -56,8 +58,9 @@ Result<RepoSnapshot> ResolveSnapshot(HubHttp& http, const std::string& repo_id,
     return Status::Unavailable(what + ": unexpected answer (" + ex.what() +
                                "); is HF_ENDPOINT a Hugging Face Hub?");
   }
-  if (snap.commit.size() != 40)
-    return Status::Unavailable(what + ": the Hub answered commit '" + snap.commit + "'");
+  if (!IsCommit(snap.commit))
+    return Status::Unavailable(what + ": the Hub answered '" + snap.commit.substr(0, 80) +
+                               "', which is not a commit (40 hex digits); nothing was written");
 
   std::string url =
       e + "/api/models/" + repo_id + "/tree/" + snap.commit + "?recursive=true&expand=false";

@@ -47,7 +47,8 @@ struct HubOptions {
   int connections = 32;
   /// Files at least this big are fetched in ranged chunks over several connections.
   uint64_t parallel_threshold = 64ull << 20;
-  /// Size of one ranged chunk (default 32 MiB).
+  /// The largest ranged chunk (default 32 MiB); the downloader picks smaller ones (down to
+  /// 8 MiB) so that a file comes in a few rounds and its hash follows the download.
   uint64_t chunk_bytes = 32ull << 20;
   /// Attempts per request before giving up (transport errors, 408, 429, 5xx).
   int max_attempts = 8;

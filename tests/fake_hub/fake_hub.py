@@ -84,10 +84,12 @@ Each application to a request consumes one count; of several faults of one kind 
   resolve_cache_redirect  regular files: 307 to the relative /api/resolve-cache/... URL
   bad_location       /resolve answers 302 with Location: location (default "file:///etc/passwd"),
                      as it is: another scheme (ftp://, file://) or a loop back to /resolve
+  bad_commit         /api/models/REPO/revision/REV answers "sha": sha (default a 40-character
+                     "../../../../../../../../../../../../../x") instead of the commit
 On the command line, --fault takes the JSON object or "kind,key=value,...", for example
   --fault drop_after_bytes,bytes=1000,count=1,path=*.safetensors
 
-Log entry (GET /_fake/log, --log FILE as JSON lines): {"seq", "time", "port": "api"|"cdn",
+Log entry (GET /_fake/log, --log FILE as JSON lines): {"seq" (arrival order), "time", "port": "api"|"cdn",
   "method", "path" (raw, no query), "query", "host", "status", "range", "authorization": bool,
   "token": null|"valid"|"invalid", "bytes_sent" (body bytes), "faults": [kinds], "dropped": bool,
   "violation": null|"authorization_sent_to_cdn", "user_agent", "headers" (Authorization redacted)}
@@ -117,7 +119,7 @@ DEFAULT_LFS_PATTERNS = ["*.safetensors", "*.bin", "*.gguf"]
 FAULT_KINDS = {
     "rate_limit_429", "fail_5xx", "drop_after_bytes", "slow", "ignore_range", "wrong_bytes",
     "expired_cdn_url", "no_repo_commit", "weak_etag", "wrong_linked_size", "resolve_cache_redirect",
-    "bad_location",
+    "bad_location", "bad_commit",
 }
 BODY_FAULTS = ("drop_after_bytes", "slow")
 
@@ -481,9 +483,14 @@ class Hub:
         with self.lock:
             return [dict(f) for f in self.faults]
 
-    def begin(self):
+    def begin(self, entry):
+        # The sequence number is given on arrival, so the log lists requests in the order they
+        # came (a client's next request comes after the answer to its last), whichever handler
+        # thread finishes first.
         with self.lock:
             self.in_flight += 1
+            self.seq += 1
+            entry["seq"] = self.seq
 
     def wait_idle(self, timeout=2.0):
         with self.lock:
@@ -493,9 +500,10 @@ class Hub:
         with self.lock:
             self.in_flight = max(0, self.in_flight - 1)
             self.idle.notify_all()
-            self.seq += 1
-            entry["seq"] = self.seq
-            self.log.append(entry)
+            at = len(self.log)
+            while at > 0 and self.log[at - 1]["seq"] > entry["seq"]:
+                at -= 1
+            self.log.insert(at, entry)
             if self.log_file:
                 self.log_file.write(json.dumps(entry) + "\n")
                 self.log_file.flush()
@@ -604,7 +612,7 @@ class Handler(BaseHTTPRequestHandler):
             "violation": None, "user_agent": self.headers.get("User-Agent"), "headers": hdrs,
         }
         if not control:
-            self.hub.begin()
+            self.hub.begin(self.entry)
         try:
             if control:
                 self.route_control()
@@ -898,9 +906,13 @@ class Handler(BaseHTTPRequestHandler):
                     s["lfs"] = {"size": f.size, "sha256": f.sha256, "pointerSize": len(f.pointer)}
             siblings.append(s)
         gated = "manual" if repo.id in self.hub.gated else False
+        sha = rev.commit
+        bad = self.hub.take_fault(("bad_commit",), "api", self.method, self.targets())
+        if bad:
+            sha = bad.get("sha", "../../../../../../../../../../../../../x")
         self.send_json(200, {
             "_id": hashlib.sha1(repo.id.encode()).hexdigest()[:24], "id": repo.id, "modelId": repo.id,
-            "author": repo.id.split("/")[0], "sha": rev.commit, "lastModified": FIXED_DATE,
+            "author": repo.id.split("/")[0], "sha": sha, "lastModified": FIXED_DATE,
             "createdAt": FIXED_DATE, "private": repo.id in self.hub.private, "gated": gated,
             "disabled": False, "downloads": 0, "likes": 0, "tags": [], "library_name": "transformers",
             "siblings": siblings, "spaces": [],

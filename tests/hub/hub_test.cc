@@ -207,6 +207,19 @@ TEST_F(HubTest, ErrorsSayWhatHappenedAndWhatToDo) {
   EXPECT_TRUE(good.ok()) << good.status().message();
 }
 
+// A commit names a folder in the store: one that is not 40 hex digits ("../../..", 40 long) is
+// refused before anything is written.
+TEST_F(HubTest, ACommitThatIsNotACommitIsRefusedBeforeAnythingIsWritten) {
+  hub_->Fault(R"({"kind": "bad_commit", "count": 1, "port": "api"})");
+  auto r = Pull("org/tiny");
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("which is not a commit (40 hex digits)"));
+  EXPECT_FALSE(std::filesystem::exists(store_ + "/models--org--tiny/snapshots"));
+  hub_->Fault(
+      R"({"kind": "bad_commit", "port": "api", "sha": "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"})");
+  EXPECT_FALSE(Pull("org/tiny").ok()) << "upper-case hex is not how the Hub writes a commit";
+}
+
 TEST_F(HubTest, AServerThatIgnoresRangeGetsTheFileInOneStream) {
   hub_->Fault(R"({"kind": "ignore_range", "count": 1, "port": "cdn"})");
   auto r = Pull("org/big");
