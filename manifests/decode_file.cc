@@ -33,7 +33,8 @@ void DecodeHost(YamlReader& r, const Field& host, FilePart* part) {
         if (glob && !glob->empty()) part->host.match[m.key] = *glob;
       }
     } else if (f.key == "store") {
-      if (auto v = r.AbsolutePath(f)) part->host.store = *v;
+      if (auto v = r.AbsolutePath(f); v && r.UnitValue(f.value_loc, f.key, *v))
+        part->host.store = *v;
     } else if (f.key == "reserve") {
       if (auto v = r.Size(f)) part->host.reserve_bytes = *v;
     } else if (f.key == "unit_dir") {
@@ -60,7 +61,8 @@ void DecodeHost(YamlReader& r, const Field& host, FilePart* part) {
     } else if (f.key == "executables") {
       if (!r.ExpectMap(f)) continue;
       for (const Field& e : r.Entries(f.value, kExecutableEngines, "in executables")) {
-        if (auto v = r.AbsolutePath(e)) part->executables[e.key] = *v;
+        if (auto v = r.AbsolutePath(e); v && r.UnitValue(e.value_loc, e.key, *v))
+          part->executables[e.key] = *v;
       }
     }
   }

@@ -78,7 +78,7 @@ bool DecodeVllm(YamlReader& r, const Field& block, VllmOptions* o) {
     } else if (f.key == "max_model_len") {
       if (auto v = PositiveInt(r, f)) o->max_model_len = static_cast<uint64_t>(*v);
     } else if (f.key == "served_model_name") {
-      if (auto v = r.String(f)) o->served_model_name = *v;
+      if (auto v = r.String(f); v && r.UnitValue(f.value_loc, f.key, *v)) o->served_model_name = *v;
     }
   }
   return ok;
@@ -96,7 +96,7 @@ bool DecodeSglang(YamlReader& r, const Field& block, SglangOptions* o) {
     } else if (f.key == "context_length") {
       if (auto v = PositiveInt(r, f)) o->context_length = static_cast<uint64_t>(*v);
     } else if (f.key == "served_model_name") {
-      if (auto v = r.String(f)) o->served_model_name = *v;
+      if (auto v = r.String(f); v && r.UnitValue(f.value_loc, f.key, *v)) o->served_model_name = *v;
     }
   }
   return ok;
@@ -110,7 +110,9 @@ void DecodeLlama(YamlReader& r, const Field& block, LlamaServerOptions* o) {
       if (auto v = PositiveInt(r, f)) o->ctx_size = static_cast<uint64_t>(*v);
     } else if (f.key == "model_file") {
       std::optional<std::string> v = r.String(f);
-      if (v && !IsSnapshotRelativePath(*v)) {
+      if (v && !r.UnitValue(f.value_loc, f.key, *v)) {
+        // reported
+      } else if (v && !IsSnapshotRelativePath(*v)) {
         r.Error(f.value_loc,
                 "'model_file' must be a path inside the model snapshot, got '" + *v + "'",
                 "e.g. model_file: Q4_K_M/model-00001-of-00002.gguf");
@@ -118,7 +120,7 @@ void DecodeLlama(YamlReader& r, const Field& block, LlamaServerOptions* o) {
         o->model_file = *v;
       }
     } else if (f.key == "alias") {
-      if (auto v = r.String(f)) o->alias = *v;
+      if (auto v = r.String(f); v && r.UnitValue(f.value_loc, f.key, *v)) o->alias = *v;
     }
   }
 }
@@ -138,6 +140,22 @@ void DecodeHealth(YamlReader& r, const Field& block, HealthSpec* h) {
       if (auto v = r.DurationMs(f)) h->interval_ms = *v;
     }
   }
+}
+
+// The variables berth itself sets in every unit: an env entry would silently override them.
+bool IsBerthManaged(const std::string& key) {
+  return key == "CUDA_VISIBLE_DEVICES" || key == "HF_HUB_OFFLINE" || key == "HF_HUB_CACHE";
+}
+
+// EnvironmentFile= takes the rest of its line as written: no control character, no space at
+// either end (systemd drops it), no trailing backslash (it would join the next line).
+bool EnvFileOk(YamlReader& r, const Field& f, const std::string& path) {
+  if (!r.UnitValue(f.value_loc, f.key, path)) return false;
+  if (path.back() == ' ' || path.back() == '\\') {
+    r.Error(f.value_loc, "'env_file' must not end with a space or a backslash, got '" + path + "'");
+    return false;
+  }
+  return true;
 }
 
 // HF_TOKEN, OPENAI_API_KEY, DB_PASSWORD, ...: names that carry credentials by convention.
@@ -164,7 +182,13 @@ void DecodeEnv(YamlReader& r, const Field& block, std::map<std::string, std::str
               "put it in a file readable only by root and name it with env_file:");
       continue;
     }
-    if (auto v = r.Text(f)) (*env)[f.key] = *v;
+    if (IsBerthManaged(f.key)) {
+      r.Error(f.key_loc, "'" + f.key + "' is set by berth; env cannot set it",
+              "berth sets CUDA_VISIBLE_DEVICES from 'gpus' and HF_HUB_OFFLINE and HF_HUB_CACHE "
+              "from the store");
+      continue;
+    }
+    if (auto v = r.Text(f); v && r.UnitValue(f.value_loc, f.key, *v)) (*env)[f.key] = *v;
   }
 }
 
@@ -235,14 +259,14 @@ ServiceDraft DecodeService(YamlReader& r, const Field& entry) {
     } else if (f.key == "bind") {
       std::optional<std::string> v = r.String(f);
       if (v && v->empty()) r.Error(f.value_loc, "'bind' must not be empty");
-      if (v && !v->empty()) s.bind = *v;
+      if (v && !v->empty() && r.UnitValue(f.value_loc, f.key, *v)) s.bind = *v;
     } else if (f.key == "executable") {
       if (engine == EngineKind::kCommand) {
         r.Error(f.key_loc, "'executable' does not apply to engine command",
                 "the first element of 'command' is the executable");
         continue;
       }
-      if (auto v = r.AbsolutePath(f)) s.executable = *v;
+      if (auto v = r.AbsolutePath(f); v && r.UnitValue(f.value_loc, f.key, *v)) s.executable = *v;
     } else if (f.key == "vllm") {
       vllm_block = &f;
       tp_ok = r.ExpectMap(f) && DecodeVllm(r, f, &s.vllm);
@@ -265,15 +289,15 @@ ServiceDraft DecodeService(YamlReader& r, const Field& entry) {
         r.Error(
             r.Loc(*f.value.begin()),
             "the first element of 'command' must be an absolute path, got '" + (*argv)[0] + "'");
-      } else if (argv) {
+      } else if (argv && r.UnitValues(f, *argv)) {
         s.command = *argv;
       }
     } else if (f.key == "args") {
-      if (auto v = r.TextList(f)) s.args = *v;
+      if (auto v = r.TextList(f); v && r.UnitValues(f, *v)) s.args = *v;
     } else if (f.key == "env") {
       if (r.ExpectMap(f)) DecodeEnv(r, f, &s.env);
     } else if (f.key == "env_file") {
-      if (auto v = r.AbsolutePath(f)) s.env_file = *v;
+      if (auto v = r.AbsolutePath(f); v && EnvFileOk(r, f, *v)) s.env_file = *v;
     } else if (f.key == "gpu_memory") {
       if (auto v = r.Size(f)) s.gpu_memory = *v;
     } else if (f.key == "health") {

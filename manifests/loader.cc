@@ -1,10 +1,14 @@
 #include "manifests/loader.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <exception>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <map>
 #include <system_error>
 #include <tuple>
@@ -28,6 +32,35 @@ bool IsManifestName(const fs::path& p) {
   return ext == ".yaml" || ext == ".yml";
 }
 
+// Reads `file` into `bytes`; "" on success, else what went wrong. A FIFO, a device or a socket
+// is refused without blocking: the file is opened with O_NONBLOCK and checked with fstat before
+// any read.
+std::string ReadRegularFile(const std::string& file, std::string* bytes) {
+  int fd = ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return std::string("cannot open file: ") + std::strerror(errno);
+  std::string problem;
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    problem = std::string("cannot stat file: ") + std::strerror(errno);
+  } else if (!S_ISREG(st.st_mode)) {
+    problem = "not a regular file (a manifest is a regular *.yaml or *.yml file)";
+  } else {
+    char buf[65536];
+    for (;;) {
+      ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        problem = std::string("cannot read file: ") + std::strerror(errno);
+        break;
+      }
+      if (n == 0) break;
+      bytes->append(buf, static_cast<size_t>(n));
+    }
+  }
+  ::close(fd);
+  return problem;
+}
+
 // Lists the manifest files under `path`, or explains in `diagnostics` why there are none.
 std::vector<std::string> ListManifestFiles(const std::string& path,
                                            std::vector<Diagnostic>* diagnostics) {
@@ -41,17 +74,35 @@ std::vector<std::string> ListManifestFiles(const std::string& path,
   if (!fs::is_directory(status)) return {path};
   std::vector<std::string> files;
   for (fs::directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec)) {
+    if (!IsManifestName(it->path())) continue;
+    const std::string file = (fs::path(path) / it->path().filename()).string();
     std::error_code type_ec;
-    if (IsManifestName(it->path()) && it->is_regular_file(type_ec)) {
-      files.push_back((fs::path(path) / it->path().filename()).string());
+    fs::file_status target = fs::status(it->path(), type_ec);
+    if (!fs::exists(target)) {
+      // A link to nothing is a manifest berth cannot read, not an absent one: skipping it would
+      // remove the services it held.
+      std::error_code link_ec;
+      fs::path to = fs::read_symlink(it->path(), link_ec);
+      diagnostics->push_back({SourceLoc{file, 0, 0},
+                              link_ec
+                                  ? "cannot read: " + type_ec.message()
+                                  : "symbolic link to '" + to.string() + "', which does not exist",
+                              "fix or remove the link"});
+      continue;
     }
+    if (!fs::is_regular_file(target) && !fs::is_directory(target)) {
+      diagnostics->push_back({SourceLoc{file, 0, 0}, "not a regular file",
+                              "a manifest is a regular *.yaml or *.yml file"});
+      continue;
+    }
+    if (fs::is_regular_file(target)) files.push_back(file);
   }
   if (ec) {
     diagnostics->push_back({where, "cannot list folder: " + ec.message(), ""});
     return {};
   }
   std::sort(files.begin(), files.end());
-  if (files.empty()) {
+  if (files.empty() && diagnostics->empty()) {
     diagnostics->push_back(
         {where, "no manifest files in folder", "berth reads the *.yaml and *.yml files in it"});
   }
@@ -102,14 +153,9 @@ LoadResult LoadManifests(const std::string& path) {
     std::vector<Diagnostic> diagnostics;
     Files files;
     for (const std::string& file : ListManifestFiles(path, &diagnostics)) {
-      std::ifstream in(file, std::ios::binary);
-      if (!in.is_open()) {
-        diagnostics.push_back({SourceLoc{file, 0, 0}, "cannot open file", ""});
-        continue;
-      }
-      std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-      if (in.bad()) {
-        diagnostics.push_back({SourceLoc{file, 0, 0}, "cannot read file", ""});
+      std::string bytes;
+      if (std::string problem = ReadRegularFile(file, &bytes); !problem.empty()) {
+        diagnostics.push_back({SourceLoc{file, 0, 0}, problem, ""});
         continue;
       }
       files.emplace_back(file, std::move(bytes));

@@ -1,14 +1,28 @@
 #include "manifests/yaml_parse.h"
 
+#include <cstdint>
 #include <exception>
+#include <map>
 #include <sstream>
+#include <vector>
 
 #include <yaml-cpp/eventhandler.h>
 
 namespace berth::manifests {
 namespace {
 
-// Notes where each document starts and whether it holds anything.
+// What reading the tree costs once every alias is expanded, as the decoder does: each node
+// counts kNodeCost, each scalar its length too. An alias costs what its anchor's node costs, so a
+// YAML bomb (an alias of an alias of ..., or one large node aliased a thousand times) is seen
+// from its events alone, without expanding anything.
+constexpr uint64_t kNodeCost = 64;
+// The most that aliases may add: 16 MiB of expanded text. A real manifest reuses an env block
+// or an args list a few dozen times; that costs a few KiB.
+constexpr uint64_t kMaxAliasCost = uint64_t{16} << 20;
+
+uint64_t SaturatingAdd(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+
+// Notes where each document starts, whether it holds anything, and what its aliases expand to.
 class DocumentScan : public YAML::EventHandler {
  public:
   void OnDocumentStart(const YAML::Mark& mark) override {
@@ -16,36 +30,89 @@ class DocumentScan : public YAML::EventHandler {
     has_content = false;
   }
   void OnDocumentEnd() override {}
-  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
-  void OnAlias(const YAML::Mark&, YAML::anchor_t) override { has_content = true; }
-  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                const std::string&) override {
-    has_content = true;
+  void OnNull(const YAML::Mark&, YAML::anchor_t anchor) override {
+    Leaf(anchor, kNodeCost, /*content=*/false);  // an empty document holds only a null
   }
-  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+    has_content = true;
+    auto it = cost_of_anchor_.find(anchor);
+    uint64_t cost = it == cost_of_anchor_.end() ? kNodeCost : it->second;
+    alias_cost = SaturatingAdd(alias_cost, cost);
+    if (alias_cost > kMaxAliasCost && !over_limit) {
+      over_limit = true;
+      over_limit_at = mark;
+    }
+    Add(cost);
+  }
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t anchor,
+                const std::string& value) override {
+    Leaf(anchor, SaturatingAdd(kNodeCost, value.size()), /*content=*/true);
+  }
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t anchor,
                        YAML::EmitterStyle::value) override {
-    has_content = true;
+    Open(anchor);
   }
-  void OnSequenceEnd() override {}
-  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+  void OnSequenceEnd() override { Close(); }
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t anchor,
                   YAML::EmitterStyle::value) override {
-    has_content = true;
+    Open(anchor);
   }
-  void OnMapEnd() override {}
+  void OnMapEnd() override { Close(); }
 
   YAML::Mark start;
   bool has_content = false;
+  uint64_t alias_cost = 0;  // what the aliases of the documents read so far expand to
+  bool over_limit = false;
+  YAML::Mark over_limit_at;  // the alias that passed kMaxAliasCost
+
+ private:
+  struct Open_ {
+    YAML::anchor_t anchor;
+    uint64_t cost;
+  };
+  void Add(uint64_t cost) {
+    if (!open_.empty()) open_.back().cost = SaturatingAdd(open_.back().cost, cost);
+  }
+  void Leaf(YAML::anchor_t anchor, uint64_t cost, bool content) {
+    has_content = has_content || content;
+    if (anchor != YAML::NullAnchor) cost_of_anchor_[anchor] = cost;
+    Add(cost);
+  }
+  void Open(YAML::anchor_t anchor) {
+    has_content = true;
+    open_.push_back({anchor, kNodeCost});
+  }
+  void Close() {
+    if (open_.empty()) return;
+    Open_ done = open_.back();
+    open_.pop_back();
+    if (done.anchor != YAML::NullAnchor) cost_of_anchor_[done.anchor] = done.cost;
+    Add(done.cost);
+  }
+
+  std::vector<Open_> open_;
+  std::map<YAML::anchor_t, uint64_t> cost_of_anchor_;
 };
 
-// Where a second, non-empty document starts, if there is one. yaml-cpp 0.7's LoadAll can loop
-// forever on input such as ",]" (jbeder/yaml-cpp#1040), so this reads at most two documents.
-std::optional<YAML::Mark> SecondDocument(const std::string& text) {
+struct Scan {
+  std::optional<YAML::Mark> second_document;  // where a second, non-empty document starts
+  std::optional<YAML::Mark> alias_bomb;       // the alias whose expansion passed the limit
+};
+
+// Reads at most two documents' events: yaml-cpp 0.7's LoadAll can loop forever on input such
+// as ",]" (jbeder/yaml-cpp#1040).
+Scan ScanDocuments(const std::string& text) {
+  Scan result;
   std::istringstream in(text);
   YAML::Parser parser(in);
   DocumentScan scan;
-  if (!parser.HandleNextDocument(scan)) return std::nullopt;
-  if (!parser.HandleNextDocument(scan) || !scan.has_content) return std::nullopt;
-  return scan.start;
+  if (!parser.HandleNextDocument(scan)) return result;
+  if (scan.over_limit) {
+    result.alias_bomb = scan.over_limit_at;
+    return result;
+  }
+  if (parser.HandleNextDocument(scan) && scan.has_content) result.second_document = scan.start;
+  return result;
 }
 
 struct Stray {
@@ -83,8 +150,17 @@ std::optional<Stray> StrayFlowIndicator(const std::string& file, const std::stri
 
 std::optional<YAML::Node> ParseDocument(YamlReader& r, const std::string& text) {
   try {
+    // The events first: an alias bomb is refused before a tree is built.
+    Scan scan = ScanDocuments(text);
+    if (scan.alias_bomb) {
+      r.Error(
+          SourceLoc{r.file(), scan.alias_bomb->line + 1, scan.alias_bomb->column + 1},
+          "YAML aliases expand to more than " + std::to_string(kMaxAliasCost >> 20) + " MiB here",
+          "write the values out, or reuse fewer and smaller anchors");
+      return std::nullopt;
+    }
     YAML::Node root = YAML::Load(text);
-    std::optional<YAML::Mark> second = SecondDocument(text);
+    std::optional<YAML::Mark> second = scan.second_document;
     if (second) {
       SourceLoc loc{r.file(), second->line + 1, second->column + 1};
       r.Error(loc, "a second YAML document in one file", "put each document in its own file");

@@ -7,6 +7,7 @@
 #include <map>
 #include <utility>
 
+#include "engine/core/unit_text.h"
 #include "engine/core/units.h"
 #include "manifests/did_you_mean.h"
 
@@ -210,6 +211,7 @@ std::optional<bool> YamlReader::Bool(const Field& f) {
 
 std::optional<uint64_t> YamlReader::Quantity(const Field& f, const char* what,
                                              std::optional<uint64_t> (*parse)(std::string_view),
+                                             bool (*too_large)(std::string_view), const char* limit,
                                              const char* example) {
   ScalarKind kind = f.value.IsScalar() ? KindOf(f.value) : ScalarKind::kNull;
   if (kind != ScalarKind::kString && kind != ScalarKind::kInt) {
@@ -217,7 +219,10 @@ std::optional<uint64_t> YamlReader::Quantity(const Field& f, const char* what,
     return std::nullopt;
   }
   std::optional<uint64_t> v = parse(f.value.Scalar());
-  if (!v) {
+  if (!v && too_large(f.value.Scalar())) {
+    Error(f.value_loc,
+          Quote(f.key) + " must be at most " + limit + ", got '" + f.value.Scalar() + "'");
+  } else if (!v) {
     Error(f.value_loc,
           std::string("bad ") + what + " '" + f.value.Scalar() + "' for " + Quote(f.key),
           std::string("use e.g. ") + example);
@@ -226,11 +231,12 @@ std::optional<uint64_t> YamlReader::Quantity(const Field& f, const char* what,
 }
 
 std::optional<uint64_t> YamlReader::Size(const Field& f) {
-  return Quantity(f, "size", &ParseSize, "230GB, 96GiB");
+  return Quantity(f, "size", &ParseSize, &SizeTooLarge, "1 EiB", "230GB, 96GiB");
 }
 
 std::optional<uint64_t> YamlReader::DurationMs(const Field& f) {
-  return Quantity(f, "duration", &ParseDurationMs, "30m, 1h30m, 45s, 500ms");
+  return Quantity(f, "duration", &ParseDurationMs, &DurationTooLong, "365d",
+                  "30m, 1h30m, 45s, 500ms");
 }
 
 std::optional<std::string> YamlReader::AbsolutePath(const Field& f) {
@@ -240,6 +246,24 @@ std::optional<std::string> YamlReader::AbsolutePath(const Field& f) {
     return std::nullopt;
   }
   return path;
+}
+
+bool YamlReader::UnitValue(const SourceLoc& loc, std::string_view key, const std::string& value) {
+  std::string problem = UnitValueProblem(value);
+  if (problem.empty()) return true;
+  Error(loc, Quote(key) + " " + problem,
+        "berth writes it into the service's systemd unit; remove the control character");
+  return false;
+}
+
+bool YamlReader::UnitValues(const Field& f, const std::vector<std::string>& values) {
+  bool ok = true;
+  size_t i = 0;
+  for (const YAML::Node& item : f.value) {
+    if (i < values.size()) ok = UnitValue(Loc(item), f.key, values[i]) && ok;
+    ++i;
+  }
+  return ok;
 }
 
 std::optional<std::string> YamlReader::Enum(const Field& f,

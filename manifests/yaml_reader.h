@@ -63,6 +63,13 @@ class YamlReader {
   std::optional<uint64_t> DurationMs(const Field& f);
   /// A string starting with '/'.
   std::optional<std::string> AbsolutePath(const Field& f);
+
+  /// False, with "'key' contains a newline; a unit file value cannot" at `loc`, when `value`
+  /// could not be written into a systemd unit (UnitValueProblem). Every manifest value that
+  /// reaches a unit file passes here.
+  bool UnitValue(const SourceLoc& loc, std::string_view key, const std::string& value);
+  /// UnitValue for every item of a list field (args, command), each at its own position.
+  bool UnitValues(const Field& f, const std::vector<std::string>& values);
   /// One of `values`; otherwise "bad <key> 'x'" with a did-you-mean or the list of values.
   std::optional<std::string> Enum(const Field& f, std::span<const std::string_view> values);
   /// A list of strings, or (when `allow_single`) one string standing for a list of one.
@@ -75,8 +82,10 @@ class YamlReader {
  private:
   void TypeError(const Field& f, std::string_view expected);
   // A size or duration: a string or integer that `parse` accepts; else a diagnostic.
+  // Above the limit ("must be at most 365d") is said apart from malformed.
   std::optional<uint64_t> Quantity(const Field& f, const char* what,
                                    std::optional<uint64_t> (*parse)(std::string_view),
+                                   bool (*too_large)(std::string_view), const char* limit,
                                    const char* example);
   std::vector<Field> EntriesImpl(const YAML::Node& map,
                                  const std::span<const std::string_view>* known,

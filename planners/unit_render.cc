@@ -14,44 +14,98 @@ std::string JoinInts(const std::vector<int>& v, const char* sep) {
   return out;
 }
 
-}  // namespace
+// Writes each value through UnitValue and remembers the first refusal.
+class UnitWriter {
+ public:
+  // A value for "Key=" of `kind`; "" after a refusal.
+  std::string Value(UnitValueKind kind, const std::string& field, const std::string& value) {
+    Result<std::string> v = UnitValue(kind, field, value);
+    if (v.ok()) return *v;
+    if (status_.ok()) status_ = v.status();
+    return "";
+  }
+  std::string Env(const std::string& key, const std::string& value) {
+    return Value(UnitValueKind::kEnvAssignment, "env " + key, key + "=" + value);
+  }
+  const Status& status() const { return status_; }
 
-RenderedUnit RenderUnit(const ServiceSpec& s, const RenderContext& ctx) {
-  RenderedUnit r;
-  r.name = s.UnitName();
-  r.argv = ServiceArgv(s, ctx);
+ private:
+  Status status_;
+};
+
+// The name of the manifest field an ExecStart word came from, for a refusal.
+std::string ArgField(const ServiceSpec& s, const std::vector<std::string>& argv, size_t i) {
+  if (i == 0) return s.engine == EngineKind::kCommand ? "command" : "executable";
+  const std::string& v = argv[i];
+  if (v == s.ServedName()) return "served model name";
+  return "ExecStart argument " + std::to_string(i);
+}
+
+std::string Body(const ServiceSpec& s, const RenderContext& ctx, const RenderedUnit& r,
+                 UnitWriter* w) {
+  std::string description = EngineName(s.engine) + std::string(" serving ") + s.ServedName();
+  if (!ctx.model_repo.empty()) description += " (" + ctx.model_repo + ")";
+  if (s.port) description += " on port " + std::to_string(*s.port);
   std::ostringstream b;
   b << "[Unit]\n";
-  b << "Description=" << EngineName(s.engine) << " serving " << s.ServedName();
-  if (!ctx.model_repo.empty()) b << " (" << ctx.model_repo << ")";
-  if (s.port) b << " on port " << *s.port;
-  b << "\n";
+  b << "Description=" << w->Value(UnitValueKind::kPlain, "description", description) << "\n";
   b << "After=network-online.target\nWants=network-online.target\n";
   b << "StartLimitIntervalSec=600\nStartLimitBurst=5\n\n";
   b << "[Service]\nType=exec\n";
   b << "ExecStart=";
-  for (size_t i = 0; i < r.argv.size(); ++i) b << (i ? " " : "") << QuoteExecArg(r.argv[i]);
+  for (size_t i = 0; i < r.argv.size(); ++i)
+    b << (i ? " " : "") << w->Value(UnitValueKind::kExecArg, ArgField(s, r.argv, i), r.argv[i]);
   b << "\n";
   if (!s.gpus.empty())
-    b << "Environment=" << QuoteEnvAssignment("CUDA_VISIBLE_DEVICES=" + JoinInts(s.gpus, ","))
-      << "\n";
+    b << "Environment=" << w->Env("CUDA_VISIBLE_DEVICES", JoinInts(s.gpus, ",")) << "\n";
   if (!ctx.store.empty()) {
-    b << "Environment=" << QuoteEnvAssignment("HF_HUB_OFFLINE=1") << "\n";
-    b << "Environment=" << QuoteEnvAssignment("HF_HUB_CACHE=" + ctx.store) << "\n";
+    b << "Environment=" << w->Env("HF_HUB_OFFLINE", "1") << "\n";
+    b << "Environment=" << w->Env("HF_HUB_CACHE", ctx.store) << "\n";
   }
-  for (const auto& [k, v] : s.env) b << "Environment=" << QuoteEnvAssignment(k + "=" + v) << "\n";
-  if (!s.env_file.empty()) b << "EnvironmentFile=" << s.env_file << "\n";
+  for (const auto& [k, v] : s.env) b << "Environment=" << w->Env(k, v) << "\n";
+  if (!s.env_file.empty())
+    b << "EnvironmentFile=" << w->Value(UnitValueKind::kPlain, "env_file", s.env_file) << "\n";
   b << "Restart=on-failure\nRestartSec=10\n";
   // The health gate bounds a start; systemd's own timeout sits just above it.
   b << "TimeoutStartSec=" << FormatDurationMs(s.health.timeout_ms + 60000) << "\n";
   b << "TimeoutStopSec=2min\nKillMode=mixed\n\n";
   b << "[Install]\nWantedBy=multi-user.target\n";
-  std::string body = b.str();
-  r.spec_hash = Sha256Hex(body);
-  r.content = std::string(kUnitMarker) + " " + ctx.berth_version +
-              ". Edits are drift: berth rewrites this file.\n" + kSpecHashKey + r.spec_hash + "\n" +
-              body;
+  return b.str();
+}
+
+void Finish(const std::string& body, const RenderContext& ctx, RenderedUnit* r) {
+  r->spec_hash = Sha256Hex(body);
+  r->content = std::string(kUnitMarker) + " " + ctx.berth_version +
+               ". Edits are drift: berth rewrites this file.\n" + kSpecHashKey + r->spec_hash +
+               "\n" + body;
+}
+
+}  // namespace
+
+Result<RenderedUnit> TryRenderUnit(const ServiceSpec& s, const RenderContext& ctx) {
+  RenderedUnit r;
+  r.name = s.UnitName();
+  r.argv = ServiceArgv(s, ctx);
+  UnitWriter w;
+  std::string body = Body(s, ctx, r, &w);
+  if (!w.status().ok()) return w.status().WithContext("unit " + r.name);
+  // Nothing berth writes may end a line early: a last guard against a writer that forgot one.
+  if (body.find('\r') != std::string::npos || body.find('\0') != std::string::npos)
+    return Status::Internal("unit " + r.name + ": a carriage return or NUL in the rendered unit");
+  Finish(body, ctx, &r);
   return r;
+}
+
+RenderedUnit RenderUnit(const ServiceSpec& s, const RenderContext& ctx) {
+  Result<RenderedUnit> r = TryRenderUnit(s, ctx);
+  if (r.ok()) return std::move(r).value();
+  RenderedUnit refused;
+  refused.name = s.UnitName();
+  refused.refused = r.status().message();
+  for (char& c : refused.refused)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  Finish("# berth refused to write this unit: " + refused.refused + "\n", ctx, &refused);
+  return refused;
 }
 
 }  // namespace berth

@@ -20,11 +20,18 @@ struct RenderedUnit {
   std::string content;            // the whole file, header included
   std::string spec_hash;          // sha256 of the body (what berth compares; the header may change)
   std::vector<std::string> argv;  // ExecStart, unquoted
+  std::string refused;            // RenderUnit only: why no unit could be written, else ""
 };
 
 /// The unit file of `service`: berth's header (marker, version, spec hash), then [Unit],
 /// [Service] (ExecStart from ServiceArgv, CUDA_VISIBLE_DEVICES, the offline HF cache, env) and
-/// [Install].
+/// [Install]. Every value is written through UnitValue; a value no unit file can hold (a control
+/// character, which the manifest loader refuses first) gives InvalidArgument naming the field.
+Result<RenderedUnit> TryRenderUnit(const ServiceSpec& service, const RenderContext& ctx);
+
+/// TryRenderUnit for callers that expect a unit: when it is refused, `refused` says why and
+/// `content` is berth's header and that reason as a comment, with no [Service] section, so that
+/// systemd will not start it. Never emits a control character in a value.
 RenderedUnit RenderUnit(const ServiceSpec& service, const RenderContext& ctx);
 
 }  // namespace berth

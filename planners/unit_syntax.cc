@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <sstream>
 
+#include "engine/core/unit_text.h"
+
 namespace berth {
 namespace {
 
@@ -46,7 +48,39 @@ std::string Quote(const std::string& text, bool escape_dollar) {
   return out + "\"";
 }
 
+int HexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+bool IsBlank(char c) { return c == ' ' || c == '\t'; }
+
 }  // namespace
+
+Result<std::string> UnitValue(UnitValueKind kind, const std::string& field,
+                              const std::string& value) {
+  if (std::string problem = UnitValueProblem(value); !problem.empty())
+    return Status::InvalidArgument(field + " " + problem);
+  switch (kind) {
+    case UnitValueKind::kExecArg:
+      return Quote(value, true);
+    case UnitValueKind::kEnvAssignment:
+      return Quote(value, false);
+    case UnitValueKind::kPlain:
+      break;
+  }
+  if (!value.empty() && (IsBlank(value.front()) || IsBlank(value.back())))
+    return Status::InvalidArgument(field + " starts or ends with a space; systemd would drop it");
+  if (!value.empty() && value.back() == '\\')
+    return Status::InvalidArgument(field +
+                                   " ends with a backslash; systemd would read the next "
+                                   "line as part of it");
+  std::string out;
+  for (char c : value) out += c == '%' ? std::string("%%") : std::string(1, c);
+  return out;
+}
 
 std::string QuoteExecArg(const std::string& arg) { return Quote(arg, true); }
 
@@ -77,9 +111,12 @@ std::vector<std::string> SplitExecLine(const std::string& line) {
           arg += '\t';
         else if (n == 'r')
           arg += '\r';
-        else if (n == 'x' && i + 1 < line.size()) {
-          arg += static_cast<char>(std::stoi(line.substr(i, 2), nullptr, 16));
+        else if (n == 'x' && i + 1 < line.size() && HexDigit(line[i]) >= 0 &&
+                 HexDigit(line[i + 1]) >= 0) {
+          arg += static_cast<char>(HexDigit(line[i]) * 16 + HexDigit(line[i + 1]));
           i += 2;
+        } else if (n == 'x') {
+          arg += "\\x";  // malformed: kept as written
         } else
           arg += n;
         continue;

@@ -30,9 +30,8 @@ std::string Trim(std::string_view s) {
   return std::string(s.substr(b, e - b));
 }
 
-}  // namespace
-
-std::optional<uint64_t> ParseSize(std::string_view text) {
+// The size `text` stands for, unbounded; nullopt if malformed.
+std::optional<double> SizeValue(std::string_view text) {
   std::string s = Trim(text);
   size_t used = 0;
   auto number = ParseNumber(s, &used);
@@ -63,17 +62,17 @@ std::optional<uint64_t> ParseSize(std::string_view text) {
       if (unit.empty() || unit == "B") {
         if (s.find('.') != std::string::npos) return std::nullopt;  // fractional bytes
       }
-      if (bytes > 1.8e19) return std::nullopt;
-      return static_cast<uint64_t>(std::llround(bytes));
+      return bytes;
     }
   }
   return std::nullopt;
 }
 
-std::optional<uint64_t> ParseDurationMs(std::string_view text) {
+// The duration `text` stands for in milliseconds, unbounded; nullopt if malformed.
+std::optional<double> DurationValue(std::string_view text) {
   std::string s = Trim(text);
   if (s.empty()) return std::nullopt;
-  uint64_t total = 0;
+  double total = 0;
   size_t i = 0;
   while (i < s.size()) {
     size_t used = 0;
@@ -96,10 +95,34 @@ std::optional<uint64_t> ParseDurationMs(std::string_view text) {
       factor = 86400e3;
     else
       return std::nullopt;
-    total += static_cast<uint64_t>(std::llround(*number * factor));
+    total += *number * factor;
     i = j;
   }
   return total;
+}
+
+}  // namespace
+
+std::optional<uint64_t> ParseSize(std::string_view text) {
+  std::optional<double> bytes = SizeValue(text);
+  if (!bytes || !(*bytes <= static_cast<double>(kMaxSizeBytes))) return std::nullopt;
+  return static_cast<uint64_t>(std::llround(*bytes));
+}
+
+bool SizeTooLarge(std::string_view text) {
+  std::optional<double> bytes = SizeValue(text);
+  return bytes && !(*bytes <= static_cast<double>(kMaxSizeBytes));
+}
+
+std::optional<uint64_t> ParseDurationMs(std::string_view text) {
+  std::optional<double> ms = DurationValue(text);
+  if (!ms || !(*ms <= static_cast<double>(kMaxDurationMs))) return std::nullopt;
+  return static_cast<uint64_t>(std::llround(*ms));
+}
+
+bool DurationTooLong(std::string_view text) {
+  std::optional<double> ms = DurationValue(text);
+  return ms && !(*ms <= static_cast<double>(kMaxDurationMs));
 }
 
 std::string FormatBytes(uint64_t bytes) {

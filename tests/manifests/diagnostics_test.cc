@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <string>
 
 #include "manifests/loader.h"
@@ -13,6 +14,7 @@ namespace {
 
 using ::berth::testing::Problems;
 using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
 TEST(Diagnostics, UnknownKeySuggestsTheClosestKnownKey) {
@@ -527,6 +529,74 @@ TEST(Robustness, AliasesThatReferToThemselvesDoNotHang) {
   std::vector<std::string> problems = Problems("berth: 1\nservices: &s {x: *s}\nmodels: &m [*m]\n");
   EXPECT_THAT(problems, ElementsAre("berth.yaml:2:15: unknown key 'x' in service 'x'",
                                     "berth.yaml:3:9: expected a map for 'models', got a list"));
+}
+
+TEST(Diagnostics, SizesAndDurationsHaveAnUpperBound) {
+  EXPECT_THAT(Problems(R"(berth: 1
+host: {reserve: 2EiB}
+services:
+  s:
+    engine: command
+    command: [/bin/server]
+    gpu_memory: 99999999999999999999999999PB
+    health: {timeout: 200000d, interval: 366d}
+)"),
+              ElementsAre("berth.yaml:2:17: bad size '2EiB' for 'reserve' (use e.g. 230GB, 96GiB)",
+                          "berth.yaml:7:17: 'gpu_memory' must be at most 1 EiB, got "
+                          "'99999999999999999999999999PB'",
+                          "berth.yaml:8:23: 'timeout' must be at most 365d, got '200000d'",
+                          "berth.yaml:8:42: 'interval' must be at most 365d, got '366d'"));
+  EXPECT_THAT(Problems(R"(berth: 1
+services:
+  s:
+    engine: command
+    command: [/bin/server]
+    gpu_memory: 1024PiB
+    health: {timeout: 365d}
+)"),
+              IsEmpty());
+}
+
+// One anchored node of ~4 KB aliased 10000 times: about 40 MB once expanded. Refused from the
+// events, before a tree is built or decoded; the test bounds the time, not the memory.
+TEST(Robustness, AnAliasBombIsRefusedFast) {
+  std::string yaml = "berth: 1\nx-big: &big [";
+  for (int i = 0; i < 100; ++i) yaml += std::string(i ? ", " : "") + "arg-" + std::string(32, 'a');
+  yaml += "]\nservices:\n  s:\n    engine: command\n    command: [/bin/server]\n    args: [";
+  for (int i = 0; i < 10000; ++i) yaml += std::string(i ? ", " : "") + "*big";
+  yaml += "]\n";
+  auto start = std::chrono::steady_clock::now();
+  std::vector<std::string> problems = Problems(yaml);
+  auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_THAT(problems[0], HasSubstr("YAML aliases expand to more than 16 MiB here"));
+  EXPECT_LT(took, std::chrono::seconds(5));
+}
+
+TEST(Robustness, NestedAliasesAreCountedAsExpanded) {
+  // Each level doubles the one before: 2^40 nodes if expanded.
+  std::string yaml = "berth: 1\nl0: &l0 [x, x]\n";
+  for (int i = 1; i <= 40; ++i)
+    yaml += "l" + std::to_string(i) + ": &l" + std::to_string(i) + " [*l" + std::to_string(i - 1) +
+            ", *l" + std::to_string(i - 1) + "]\n";
+  std::vector<std::string> problems = Problems(yaml);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_THAT(problems[0], HasSubstr("YAML aliases expand to more than"));
+}
+
+TEST(Robustness, AFewAliasesOfSmallAnchorsAreFine) {
+  std::string yaml = R"(berth: 1
+services:
+  a:
+    engine: command
+    command: [/bin/server]
+    env: &env {A: '1', B: '2'}
+    args: &args [--x, --y]
+)";
+  for (int i = 0; i < 50; ++i)
+    yaml += "  s" + std::to_string(i) +
+            ":\n    engine: command\n    command: [/bin/server]\n    env: *env\n    args: *args\n";
+  EXPECT_THAT(Problems(yaml), IsEmpty());
 }
 
 }  // namespace

@@ -1,8 +1,13 @@
 // LoadManifests on real files: a folder of files merges in name order, names defined in two
 // files are errors naming both places, and the shipped examples load cleanly.
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <chrono>
+#include <future>
 
 #include <filesystem>
 #include <fstream>
@@ -16,8 +21,10 @@ namespace berth {
 namespace {
 
 namespace fs = std::filesystem;
+using ::berth::testing::kBase;
 using ::berth::testing::ToStrings;
 using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
 // A fresh folder under the system temp dir, removed with everything in it at the end.
@@ -136,6 +143,44 @@ TEST(Folder, AnEmptyFolderOrAMissingPathIsOneClearProblem) {
   EXPECT_THAT(ToStrings(LoadManifests(missing)),
               ElementsAre(missing + ": no such file or folder (pass a manifest file or a "
                                     "folder)"));
+}
+
+TEST(Folder, ADanglingSymlinkIsAnErrorNamingTheLink) {
+  TempDir dir;
+  dir.Write("a.yaml", kBase);
+  const std::string link = dir.path() + "/b.yaml";
+  fs::create_symlink(dir.path() + "/gone.yaml", link);
+  EXPECT_THAT(ToStrings(LoadManifests(dir.path())),
+              ElementsAre(link + ": symbolic link to '" + dir.path() +
+                          "/gone.yaml', which does not exist (fix or remove the link)"));
+}
+
+TEST(Folder, ASymlinkToAManifestIsRead) {
+  TempDir dir;
+  const std::string target = dir.Write("real.txt", kBase);
+  fs::create_symlink(target, dir.path() + "/a.yaml");
+  LoadResult r = LoadManifests(dir.path());
+  EXPECT_THAT(ToStrings(r), IsEmpty());
+  EXPECT_EQ(r.desired.services.size(), 1u);
+}
+
+// A FIFO would block a plain open() until a writer came: berth must refuse it at once. The load
+// runs on another thread so that a regression fails the test instead of hanging it.
+TEST(Folder, AFifoIsRefusedWithoutBlocking) {
+  TempDir dir;
+  dir.Write("a.yaml", kBase);
+  const std::string fifo = dir.path() + "/b.yaml";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  for (const std::string& path : {dir.path(), fifo}) {
+    auto loaded = std::async(std::launch::async, [&] { return LoadManifests(path); });
+    if (loaded.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+      // Unblock the reader so the test can end, then fail.
+      int fd = open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+      if (fd >= 0) close(fd);
+      FAIL() << "loading " << path << " blocked on a FIFO";
+    }
+    EXPECT_THAT(ToStrings(loaded.get()), ElementsAre(HasSubstr(fifo + ": not a regular file")));
+  }
 }
 
 // manifests/examples/<name>/ are manifests operators copy from: each folder must load cleanly.

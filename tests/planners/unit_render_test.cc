@@ -5,6 +5,8 @@
 
 #include "engine/core/hash.h"
 
+#include <functional>
+
 namespace berth {
 namespace {
 
@@ -97,6 +99,104 @@ TEST(DiffUnits, AnEnvironmentChangeIsNamed) {
   UnitDiff diff = DiffUnits(a, RenderUnit(s, Ctx()).content);
   EXPECT_TRUE(diff.needs_restart);
   EXPECT_THAT(diff.detail, HasSubstr("Environment changed: +\"NCCL_DEBUG=INFO\""));
+}
+
+TEST(SplitExecLine, AMalformedEscapeIsKeptAsWrittenAndNeverThrows) {
+  EXPECT_EQ(SplitExecLine("\"/bin/x\" \"a\\xZZb\""),
+            (std::vector<std::string>{"/bin/x", "a\\xZZb"}));
+  EXPECT_EQ(SplitExecLine("\"/bin/x\" \"a\\xZ\""), (std::vector<std::string>{"/bin/x", "a\\xZ"}));
+  EXPECT_EQ(SplitExecLine("/bin/x a\\x"), (std::vector<std::string>{"/bin/x", "a\\x"}));
+  EXPECT_EQ(SplitExecLine("/bin/x a\\"), (std::vector<std::string>{"/bin/x", "a\\"}));
+  EXPECT_EQ(SplitExecLine("/bin/x \"\\x4A\\x4b\""), (std::vector<std::string>{"/bin/x", "JK"}));
+  EXPECT_EQ(SplitExecLine("\"unterminated"), (std::vector<std::string>{"unterminated"}));
+}
+
+TEST(DiffUnits, AHandEditedExecStartWithABadEscapeIsStillDiffed) {
+  std::string a = RenderUnit(Svc(), Ctx()).content;
+  std::string b = a;
+  b.replace(b.find("\"serve\""), 7, "\"s\\xZZ\"");
+  UnitDiff diff = DiffUnits(b, a);
+  EXPECT_TRUE(diff.needs_restart);
+  EXPECT_THAT(diff.detail, HasSubstr("ExecStart changed"));
+}
+
+TEST(UnitValue, EachDirectiveIsWrittenByItsOwnRules) {
+  EXPECT_EQ(*UnitValue(UnitValueKind::kExecArg, "args", "%h $HOME"), "\"%%h $$HOME\"");
+  EXPECT_EQ(*UnitValue(UnitValueKind::kEnvAssignment, "env A", "A=%n $X"), "\"A=%%n $X\"");
+  EXPECT_EQ(*UnitValue(UnitValueKind::kPlain, "env_file", "/etc/%n$X"), "/etc/%%n$X");
+  for (UnitValueKind kind :
+       {UnitValueKind::kExecArg, UnitValueKind::kEnvAssignment, UnitValueKind::kPlain}) {
+    for (const std::string& bad :
+         {std::string("a\nb"), std::string("a\rb"), std::string("a\0b", 3), std::string("a\tb"),
+          std::string("a\x1b"), std::string("a\x7f")}) {
+      Result<std::string> v = UnitValue(kind, "f", bad);
+      ASSERT_FALSE(v.ok());
+      EXPECT_THAT(v.status().message(), HasSubstr("a unit file value cannot"));
+    }
+  }
+  EXPECT_THAT(UnitValue(UnitValueKind::kPlain, "env_file", "/x\\").status().message(),
+              HasSubstr("ends with a backslash"));
+  EXPECT_THAT(UnitValue(UnitValueKind::kPlain, "description", " x").status().message(),
+              HasSubstr("starts or ends with a space"));
+}
+
+// Each field that reaches the unit, given what the manifest loader refuses: the renderer refuses
+// it again rather than write a second line.
+TEST(RenderUnit, AControlCharacterInAnyFieldIsRefusedNotWritten) {
+  const std::string evil = "x\nExecStartPre=/bin/touch /tmp/pwned";
+  std::vector<std::pair<std::string, std::function<void(ServiceSpec*, RenderContext*)>>> fields = {
+      {"description", [&](ServiceSpec* s, RenderContext*) { s->vllm.served_model_name = evil; }},
+      {"description", [&](ServiceSpec*, RenderContext* c) { c->model_repo = evil; }},
+      {"ExecStart argument",
+       [&](ServiceSpec* s, RenderContext*) {
+         s->args = {"--ok", evil};
+       }},
+      {"ExecStart argument", [&](ServiceSpec* s, RenderContext*) { s->bind = evil; }},
+      {"ExecStart argument", [&](ServiceSpec*, RenderContext* c) { c->snapshot_path = evil; }},
+      {"executable", [&](ServiceSpec*, RenderContext* c) { c->executable = evil; }},
+      {"env A", [&](ServiceSpec* s, RenderContext*) { s->env["A"] = evil; }},
+      {"env HF_HUB_CACHE", [&](ServiceSpec*, RenderContext* c) { c->store = evil; }},
+      {"env_file", [&](ServiceSpec* s, RenderContext*) { s->env_file = "/etc/" + evil; }},
+  };
+  for (const auto& [field, set] : fields) {
+    SCOPED_TRACE(field);
+    ServiceSpec s = Svc();
+    RenderContext c = Ctx();
+    set(&s, &c);
+    Result<RenderedUnit> r = TryRenderUnit(s, c);
+    ASSERT_FALSE(r.ok());
+    EXPECT_THAT(r.status().message(), HasSubstr(field));
+    EXPECT_THAT(r.status().message(), HasSubstr("contains a newline; a unit file value cannot"));
+    RenderedUnit old = RenderUnit(s, c);
+    EXPECT_THAT(old.refused, HasSubstr("contains a newline"));
+    EXPECT_EQ(old.content.find("ExecStartPre"), std::string::npos);
+    EXPECT_EQ(old.content.find("[Service]"), std::string::npos);
+    EXPECT_EQ(UnitSpecHash(old.content), old.spec_hash);
+  }
+}
+
+TEST(RenderUnit, LlamaAliasWithANewlineIsRefused) {
+  ServiceSpec s = Svc();
+  s.engine = EngineKind::kLlamaServer;
+  s.llama.alias = "a\nExecStartPre=/bin/touch /tmp/pwned";
+  EXPECT_FALSE(TryRenderUnit(s, Ctx()).ok());
+}
+
+TEST(RenderUnit, SpecifiersAndDollarsReachEveryDirectiveEscaped) {
+  ServiceSpec s = Svc();
+  s.vllm.served_model_name = "m-%n-$X";
+  s.args = {"%h", "$HOME", "${X}"};
+  s.env["A"] = "%h $X";
+  s.env_file = "/etc/%n$X";
+  Result<RenderedUnit> r = TryRenderUnit(s, Ctx());
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_THAT(r->content, HasSubstr("Description=vllm serving m-%%n-$X (org/x) on port 8000\n"));
+  EXPECT_THAT(r->content, HasSubstr("\"--served-model-name\" \"m-%%n-$$X\""));
+  EXPECT_THAT(r->content, HasSubstr("\"%%h\" \"$$HOME\" \"$${X}\"\n"));
+  EXPECT_THAT(r->content, HasSubstr("Environment=\"A=%%h $X\"\n"));
+  EXPECT_THAT(r->content, HasSubstr("EnvironmentFile=/etc/%%n$X\n"));
+  EXPECT_EQ(RenderUnit(s, Ctx()).content, r->content);
+  EXPECT_TRUE(RenderUnit(s, Ctx()).refused.empty());
 }
 
 }  // namespace
