@@ -188,7 +188,8 @@ void DecodeEnv(YamlReader& r, const Field& block, std::map<std::string, std::str
               "from the store");
       continue;
     }
-    if (auto v = r.Text(f); v && r.UnitValue(f.value_loc, f.key, *v)) (*env)[f.key] = *v;
+    if (auto v = r.Text(f); v && r.UnitValue(f.value_loc, f.key, *v, UnitTextUse::kQuoted))
+      (*env)[f.key] = *v;
   }
 }
 
@@ -289,11 +290,13 @@ ServiceDraft DecodeService(YamlReader& r, const Field& entry) {
         r.Error(
             r.Loc(*f.value.begin()),
             "the first element of 'command' must be an absolute path, got '" + (*argv)[0] + "'");
-      } else if (argv && r.UnitValues(f, *argv)) {
+      } else if (argv && r.UnitValues(f, *argv, UnitTextUse::kRaw, UnitTextUse::kQuoted)) {
         s.command = *argv;
       }
     } else if (f.key == "args") {
-      if (auto v = r.TextList(f); v && r.UnitValues(f, *v)) s.args = *v;
+      if (auto v = r.TextList(f);
+          v && r.UnitValues(f, *v, UnitTextUse::kQuoted, UnitTextUse::kQuoted))
+        s.args = *v;
     } else if (f.key == "env") {
       if (r.ExpectMap(f)) DecodeEnv(r, f, &s.env);
     } else if (f.key == "env_file") {

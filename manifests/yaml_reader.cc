@@ -248,19 +248,21 @@ std::optional<std::string> YamlReader::AbsolutePath(const Field& f) {
   return path;
 }
 
-bool YamlReader::UnitValue(const SourceLoc& loc, std::string_view key, const std::string& value) {
-  std::string problem = UnitValueProblem(value);
+bool YamlReader::UnitValue(const SourceLoc& loc, std::string_view key, const std::string& value,
+                           UnitTextUse use) {
+  std::string problem = UnitValueProblem(value, use);
   if (problem.empty()) return true;
   Error(loc, Quote(key) + " " + problem,
         "berth writes it into the service's systemd unit; remove the control character");
   return false;
 }
 
-bool YamlReader::UnitValues(const Field& f, const std::vector<std::string>& values) {
+bool YamlReader::UnitValues(const Field& f, const std::vector<std::string>& values,
+                            UnitTextUse first, UnitTextUse rest) {
   bool ok = true;
   size_t i = 0;
   for (const YAML::Node& item : f.value) {
-    if (i < values.size()) ok = UnitValue(Loc(item), f.key, values[i]) && ok;
+    if (i < values.size()) ok = UnitValue(Loc(item), f.key, values[i], i == 0 ? first : rest) && ok;
     ++i;
   }
   return ok;

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/core/unit_text.h"
 #include "manifests/loader.h"
 
 namespace berth::manifests {
@@ -65,11 +66,14 @@ class YamlReader {
   std::optional<std::string> AbsolutePath(const Field& f);
 
   /// False, with "'key' contains a newline; a unit file value cannot" at `loc`, when `value`
-  /// could not be written into a systemd unit (UnitValueProblem). Every manifest value that
-  /// reaches a unit file passes here.
-  bool UnitValue(const SourceLoc& loc, std::string_view key, const std::string& value);
-  /// UnitValue for every item of a list field (args, command), each at its own position.
-  bool UnitValues(const Field& f, const std::vector<std::string>& values);
+  /// could not be written into a systemd unit where `use` says (UnitValueProblem). Every manifest
+  /// value that reaches a unit file passes here.
+  bool UnitValue(const SourceLoc& loc, std::string_view key, const std::string& value,
+                 UnitTextUse use = UnitTextUse::kRaw);
+  /// UnitValue for every item of a list field (args, command), each at its own position; the
+  /// first item (command's executable) as kRaw, the others as `rest`.
+  bool UnitValues(const Field& f, const std::vector<std::string>& values, UnitTextUse first,
+                  UnitTextUse rest);
   /// One of `values`; otherwise "bad <key> 'x'" with a did-you-mean or the list of values.
   std::optional<std::string> Enum(const Field& f, std::span<const std::string_view> values);
   /// A list of strings, or (when `allow_single`) one string standing for a list of one.

@@ -61,7 +61,8 @@ bool IsBlank(char c) { return c == ' ' || c == '\t'; }
 
 Result<std::string> UnitValue(UnitValueKind kind, const std::string& field,
                               const std::string& value) {
-  if (std::string problem = UnitValueProblem(value); !problem.empty())
+  const UnitTextUse use = kind == UnitValueKind::kPlain ? UnitTextUse::kRaw : UnitTextUse::kQuoted;
+  if (std::string problem = UnitValueProblem(value, use); !problem.empty())
     return Status::InvalidArgument(field + " " + problem);
   switch (kind) {
     case UnitValueKind::kExecArg:

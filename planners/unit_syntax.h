@@ -25,9 +25,10 @@ enum class UnitValueKind {
 };
 
 /// `value` as it must follow "Key=" so that systemd reads back exactly `value`, or
-/// InvalidArgument naming `field` ("served_model_name contains a newline; a unit file value
-/// cannot") when no writing is safe: any control character (see UnitValueProblem); for kPlain
-/// also leading or trailing whitespace and a trailing backslash. Every value berth writes into a
+/// InvalidArgument naming `field` ("description contains a newline; a unit file value cannot")
+/// when no writing is safe (UnitValueProblem): for kPlain any control character, leading or
+/// trailing whitespace and a trailing backslash; for the quoted kinds a NUL (a newline or a tab is
+/// escaped inside the quotes and reaches the process as it was). Every value berth writes into a
 /// unit goes through here.
 Result<std::string> UnitValue(UnitValueKind kind, const std::string& field,
                               const std::string& value);

@@ -1,5 +1,5 @@
 // What text a systemd unit file value can hold. A unit file is line-based: a newline in a value
-// starts a new directive, so a value with a control character is refused, never escaped. Shared
+// systemd takes as written starts a new directive, so there a control character is refused. Shared
 // by the manifest loader (which reports it at the value's position) and the unit writer (which
 // refuses it again). Pure.
 #pragma once
@@ -10,12 +10,22 @@
 
 namespace berth {
 
-/// "" when `value` may be written into a unit file; otherwise what is wrong with it, worded to
-/// follow the field's name: "contains a newline; a unit file value cannot". Refused: every C0
-/// control character (newline, carriage return, tab, NUL, ...) and DEL.
-inline std::string UnitValueProblem(std::string_view value) {
+/// Where a value lands in a unit file.
+enum class UnitTextUse {
+  /// Taken as written, to the end of the line (Description=, EnvironmentFile=), or a name or
+  /// path that also lands there: every C0 control character and DEL is refused.
+  kRaw,
+  /// Inside a quoted word with C escapes (an ExecStart= argument, an Environment= value): a
+  /// newline or a tab is written as \n or \t and reaches the process as it was; only NUL, which
+  /// systemd cannot unescape, is refused.
+  kQuoted,
+};
+
+/// "" when `value` may be written into a unit file where `use` says; otherwise what is wrong with
+/// it, worded to follow the field's name: "contains a newline; a unit file value cannot".
+inline std::string UnitValueProblem(std::string_view value, UnitTextUse use = UnitTextUse::kRaw) {
   for (unsigned char c : value) {
-    if (c >= 0x20 && c != 0x7f) continue;
+    if (use == UnitTextUse::kQuoted ? c != 0 : c >= 0x20 && c != 0x7f) continue;
     std::string what;
     switch (c) {
       case '\n':

@@ -6,6 +6,7 @@
 #include "engine/core/hash.h"
 
 #include <functional>
+#include <tuple>
 
 namespace berth {
 namespace {
@@ -124,15 +125,20 @@ TEST(UnitValue, EachDirectiveIsWrittenByItsOwnRules) {
   EXPECT_EQ(*UnitValue(UnitValueKind::kExecArg, "args", "%h $HOME"), "\"%%h $$HOME\"");
   EXPECT_EQ(*UnitValue(UnitValueKind::kEnvAssignment, "env A", "A=%n $X"), "\"A=%%n $X\"");
   EXPECT_EQ(*UnitValue(UnitValueKind::kPlain, "env_file", "/etc/%n$X"), "/etc/%%n$X");
-  for (UnitValueKind kind :
-       {UnitValueKind::kExecArg, UnitValueKind::kEnvAssignment, UnitValueKind::kPlain}) {
-    for (const std::string& bad :
-         {std::string("a\nb"), std::string("a\rb"), std::string("a\0b", 3), std::string("a\tb"),
-          std::string("a\x1b"), std::string("a\x7f")}) {
-      Result<std::string> v = UnitValue(kind, "f", bad);
-      ASSERT_FALSE(v.ok());
-      EXPECT_THAT(v.status().message(), HasSubstr("a unit file value cannot"));
-    }
+  // Quoted words escape what would end the line; only NUL cannot be written.
+  EXPECT_EQ(*UnitValue(UnitValueKind::kExecArg, "args", "a\nExecStartPre=/bin/x\r\t\x7f"),
+            "\"a\\nExecStartPre=/bin/x\\r\\t\\x7f\"");
+  EXPECT_EQ(*UnitValue(UnitValueKind::kEnvAssignment, "env A", "A=\nB"), "\"A=\\nB\"");
+  for (UnitValueKind kind : {UnitValueKind::kExecArg, UnitValueKind::kEnvAssignment}) {
+    Result<std::string> v = UnitValue(kind, "f", std::string("a\0b", 3));
+    ASSERT_FALSE(v.ok());
+    EXPECT_EQ(v.status().message(), "f contains a NUL byte; a unit file value cannot");
+  }
+  for (const std::string& bad : {std::string("a\nb"), std::string("a\rb"), std::string("a\0b", 3),
+                                 std::string("a\tb"), std::string("a\x1b"), std::string("a\x7f")}) {
+    Result<std::string> v = UnitValue(UnitValueKind::kPlain, "f", bad);
+    ASSERT_FALSE(v.ok());
+    EXPECT_THAT(v.status().message(), HasSubstr("a unit file value cannot"));
   }
   EXPECT_THAT(UnitValue(UnitValueKind::kPlain, "env_file", "/x\\").status().message(),
               HasSubstr("ends with a backslash"));
@@ -140,25 +146,31 @@ TEST(UnitValue, EachDirectiveIsWrittenByItsOwnRules) {
               HasSubstr("starts or ends with a space"));
 }
 
-// Each field that reaches the unit, given what the manifest loader refuses: the renderer refuses
-// it again rather than write a second line.
-TEST(RenderUnit, AControlCharacterInAnyFieldIsRefusedNotWritten) {
-  const std::string evil = "x\nExecStartPre=/bin/touch /tmp/pwned";
-  std::vector<std::pair<std::string, std::function<void(ServiceSpec*, RenderContext*)>>> fields = {
-      {"description", [&](ServiceSpec* s, RenderContext*) { s->vllm.served_model_name = evil; }},
-      {"description", [&](ServiceSpec*, RenderContext* c) { c->model_repo = evil; }},
-      {"ExecStart argument",
+// Each field that reaches the unit, with what the manifest loader refuses first: the renderer
+// refuses it again rather than write a second line.
+TEST(RenderUnit, AValueNoUnitCanHoldIsRefusedNotWritten) {
+  const std::string newline = "x\nExecStartPre=/bin/touch /tmp/pwned";
+  const std::string nul("x\0ExecStartPre=/bin/touch /tmp/pwned", 36);
+  using Set = std::function<void(ServiceSpec*, RenderContext*)>;
+  std::vector<std::tuple<std::string, std::string, Set>> fields = {
+      {"description", "a newline",
+       [&](ServiceSpec* s, RenderContext*) { s->vllm.served_model_name = newline; }},
+      {"description", "a newline",
+       [&](ServiceSpec*, RenderContext* c) { c->model_repo = newline; }},
+      {"env_file", "a newline",
+       [&](ServiceSpec* s, RenderContext*) { s->env_file = "/etc/" + newline; }},
+      {"ExecStart argument", "a NUL byte",
        [&](ServiceSpec* s, RenderContext*) {
-         s->args = {"--ok", evil};
+         s->args = {"--ok", nul};
        }},
-      {"ExecStart argument", [&](ServiceSpec* s, RenderContext*) { s->bind = evil; }},
-      {"ExecStart argument", [&](ServiceSpec*, RenderContext* c) { c->snapshot_path = evil; }},
-      {"executable", [&](ServiceSpec*, RenderContext* c) { c->executable = evil; }},
-      {"env A", [&](ServiceSpec* s, RenderContext*) { s->env["A"] = evil; }},
-      {"env HF_HUB_CACHE", [&](ServiceSpec*, RenderContext* c) { c->store = evil; }},
-      {"env_file", [&](ServiceSpec* s, RenderContext*) { s->env_file = "/etc/" + evil; }},
+      {"ExecStart argument", "a NUL byte", [&](ServiceSpec* s, RenderContext*) { s->bind = nul; }},
+      {"ExecStart argument", "a NUL byte",
+       [&](ServiceSpec*, RenderContext* c) { c->snapshot_path = nul; }},
+      {"executable", "a NUL byte", [&](ServiceSpec*, RenderContext* c) { c->executable = nul; }},
+      {"env A", "a NUL byte", [&](ServiceSpec* s, RenderContext*) { s->env["A"] = nul; }},
+      {"env HF_HUB_CACHE", "a NUL byte", [&](ServiceSpec*, RenderContext* c) { c->store = nul; }},
   };
-  for (const auto& [field, set] : fields) {
+  for (const auto& [field, what, set] : fields) {
     SCOPED_TRACE(field);
     ServiceSpec s = Svc();
     RenderContext c = Ctx();
@@ -166,13 +178,28 @@ TEST(RenderUnit, AControlCharacterInAnyFieldIsRefusedNotWritten) {
     Result<RenderedUnit> r = TryRenderUnit(s, c);
     ASSERT_FALSE(r.ok());
     EXPECT_THAT(r.status().message(), HasSubstr(field));
-    EXPECT_THAT(r.status().message(), HasSubstr("contains a newline; a unit file value cannot"));
+    EXPECT_THAT(r.status().message(), HasSubstr("contains " + what + "; a unit file value cannot"));
     RenderedUnit old = RenderUnit(s, c);
-    EXPECT_THAT(old.refused, HasSubstr("contains a newline"));
+    EXPECT_THAT(old.refused, HasSubstr("a unit file value cannot"));
     EXPECT_EQ(old.content.find("ExecStartPre"), std::string::npos);
     EXPECT_EQ(old.content.find("[Service]"), std::string::npos);
+    EXPECT_EQ(old.content.find('\0'), std::string::npos);
     EXPECT_EQ(UnitSpecHash(old.content), old.spec_hash);
   }
+}
+
+// A newline in an argument or an env value stays inside its quoted word: one ExecStart= line,
+// no ExecStartPre=, and systemd hands the process the newline (tests/e2e/systemd_test.cc).
+TEST(RenderUnit, ANewlineInAQuotedWordAddsNoDirective) {
+  ServiceSpec s = Svc();
+  s.args = {"x\nExecStartPre=/bin/touch /tmp/pwned"};
+  s.env["A"] = "y\nExecStartPre=/bin/touch /tmp/pwned";
+  Result<RenderedUnit> r = TryRenderUnit(s, Ctx());
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  for (const auto& [key, value] : ParseUnitEntries(r->content))
+    EXPECT_NE(key, "Service.ExecStartPre") << value;
+  EXPECT_THAT(r->content, HasSubstr(" \"x\\nExecStartPre=/bin/touch /tmp/pwned\"\n"));
+  EXPECT_THAT(r->content, HasSubstr("Environment=\"A=y\\nExecStartPre=/bin/touch /tmp/pwned\"\n"));
 }
 
 TEST(RenderUnit, LlamaAliasWithANewlineIsRefused) {
