@@ -65,6 +65,25 @@ bool IsSnapshotRelativePath(std::string_view path) {
   return true;
 }
 
+bool IsSafeRepoPath(std::string_view path) {
+  if (path.empty() || path.size() > 4096 || path[0] == '/') return false;
+  for (char c : path)
+    if (c == '\\' || static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return false;
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t end = path.find('/', start);
+    if (end == std::string_view::npos) end = path.size();
+    std::string_view seg = path.substr(start, end - start);
+    if (seg.empty() || seg == "." || seg == "..") return false;
+    start = end + 1;
+  }
+  return true;
+}
+
+bool IsSha256Name(std::string_view name) { return name.size() == 64 && IsLowerHex(name); }
+bool IsGitSha1Name(std::string_view name) { return name.size() == 40 && IsLowerHex(name); }
+bool IsBlobName(std::string_view name) { return IsSha256Name(name) || IsGitSha1Name(name); }
+
 Result<HfSource> ParseHfSource(std::string_view source) {
   auto bad = [&](const std::string& why) {
     return Status::InvalidArgument("'" + std::string(source) + "' is not a model source: " + why +
@@ -206,17 +225,17 @@ Result<SnapshotRecord> SnapshotRecord::FromJson(std::string_view text) {
   for (const auto& f : *files) {
     if (!f.is_object()) return bad("a file is not an object");
     auto path = f.find("path"), size = f.find("size"), blob = f.find("blob");
-    if (path == f.end() || !path->is_string() || !IsSnapshotRelativePath(path->get<std::string>()))
-      return bad("a file's path is not relative to the snapshot");
+    if (path == f.end() || !path->is_string() || !IsSafeRepoPath(path->get<std::string>()))
+      return bad("a file's path is not a plain path relative to the snapshot");
     RecordedFile rf;
     rf.path = path->get<std::string>();
     if (size == f.end() || !size->is_number_unsigned())
       return bad(rf.path + ": size is not a non-negative integer");
     rf.size = size->get<uint64_t>();
+    if (rf.size > kMaxRepoFileBytes) return bad(rf.path + ": size is beyond 2^50 bytes");
     if (blob == f.end() || !blob->is_string()) return bad(rf.path + ": no blob");
     rf.blob = blob->get<std::string>();
-    if ((rf.blob.size() != 40 && rf.blob.size() != 64) || !IsLowerHex(rf.blob))
-      return bad(rf.path + ": blob is not 40 or 64 lowercase hex digits");
+    if (!IsBlobName(rf.blob)) return bad(rf.path + ": blob is not 40 or 64 lowercase hex digits");
     r.files.push_back(std::move(rf));
   }
   if (auto v = j.find("bytes_total"); v != j.end()) {

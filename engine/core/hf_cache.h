@@ -27,6 +27,23 @@ bool IsRevision(std::string_view revision);
 /// A path relative to a snapshot: non-empty, not absolute, no ".." component.
 bool IsSnapshotRelativePath(std::string_view path);
 
+/// A repo file path berth may write below a snapshot (the Hub's listing, berth's record): at most
+/// 4096 bytes, not absolute, no empty, "." or ".." segment, no backslash, NUL or other control
+/// character. Stricter than IsSnapshotRelativePath, which manifests use.
+bool IsSafeRepoPath(std::string_view path);
+
+/// A blob's name in the store: an LFS file's sha256 (64 lowercase hex digits) or a regular
+/// file's git blob sha1 (40). Anything else must never name a file.
+bool IsBlobName(std::string_view name);
+/// 64 lowercase hex digits (a sha256).
+bool IsSha256Name(std::string_view name);
+/// 40 lowercase hex digits (a git blob sha1; a commit looks the same).
+bool IsGitSha1Name(std::string_view name);
+
+/// The largest file berth accepts from the Hub (2^50 bytes, 1 PiB): sizes beyond it are
+/// refused before they size a buffer, a file or a loop.
+inline constexpr uint64_t kMaxRepoFileBytes = uint64_t{1} << 50;
+
 /// A model named by `hf://org/name[@revision]`.
 struct HfSource {
   std::string repo_id;            // "org/name"

@@ -24,6 +24,36 @@ Status MkdirAll(const std::string& dir) {
   return Status::Ok();
 }
 
+/// `dir` exists as a real folder: created when missing, refused when it is a symlink or a file
+/// (a link there would make berth write wherever it points, outside the store).
+Status MakeRealDir(const std::string& dir) {
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
+    return Status::IoError("cannot create " + dir + ": " + std::strerror(errno));
+  struct stat st;
+  if (::lstat(dir.c_str(), &st) != 0)
+    return Status::IoError("cannot stat " + dir + ": " + std::strerror(errno));
+  if (S_ISLNK(st.st_mode))
+    return Status::FailedPrecondition(dir +
+                                      " is a symlink; berth does not write through links in the "
+                                      "store (they could point outside it): remove it");
+  if (!S_ISDIR(st.st_mode)) return Status::FailedPrecondition(dir + " is not a folder; remove it");
+  return Status::Ok();
+}
+
+/// `base`/`rel`, each folder of `rel` a real folder below `base` (itself checked before).
+Status MakeRealDirsBelow(const std::string& base, const std::string& rel) {
+  std::string dir = base;
+  size_t start = 0;
+  while (start < rel.size()) {
+    size_t end = rel.find('/', start);
+    if (end == std::string::npos) end = rel.size();
+    dir += "/" + rel.substr(start, end - start);
+    BERTH_RETURN_IF_ERROR(MakeRealDir(dir));
+    start = end + 1;
+  }
+  return Status::Ok();
+}
+
 /// The whole of a small metadata file; NotFound when it is missing.
 Result<std::string> ReadSmall(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -40,18 +70,38 @@ Result<std::string> ReadSmall(const std::string& path) {
 }  // namespace
 
 Status CacheLayout::MakeDirs() const {
+  // The store itself is the manifest's choice (it may be a link); below it, every folder berth
+  // writes in must be a real one.
+  std::string store = fs::path(repo_dir()).parent_path().string();
+  BERTH_RETURN_IF_ERROR(MkdirAll(store));
   for (const std::string& d :
-       {paths_.BlobsDir(), paths_.SnapshotsDir(), paths_.RefsDir(), paths_.RecordsDir()})
-    BERTH_RETURN_IF_ERROR(MkdirAll(d));
-  return MkdirAll(paths_.lock_dir());
+       {repo_dir(), paths_.BlobsDir(), paths_.SnapshotsDir(), paths_.RefsDir(), paths_.RecordsDir(),
+        store + "/.locks", paths_.lock_dir()})
+    BERTH_RETURN_IF_ERROR(MakeRealDir(d));
+  return Status::Ok();
+}
+
+Status CacheLayout::BeginSnapshot(const std::string& commit) const {
+  if (!IsCommit(commit))
+    return Status::InvalidArgument("'" + commit.substr(0, 80) + "' is not a commit");
+  BERTH_RETURN_IF_ERROR(MakeDirs());
+  return MakeRealDir(SnapshotDir(commit));
 }
 
 Status CacheLayout::Publish(const RepoSnapshot& snap,
                             const std::vector<HubFileEntry>& files) const {
+  if (!IsCommit(snap.commit))
+    return Status::InvalidArgument("'" + snap.commit.substr(0, 80) + "' is not a commit");
+  BERTH_RETURN_IF_ERROR(MakeDirs());
   std::string snap_dir = SnapshotDir(snap.commit);
+  BERTH_RETURN_IF_ERROR(MakeRealDir(snap_dir));
   for (const HubFileEntry& f : files) {
+    if (!IsSafeRepoPath(f.path) || !IsBlobName(f.etag()))
+      return Status::InvalidArgument(snap.repo_id + ": file '" + f.path.substr(0, 200) +
+                                     "' with blob '" + f.etag().substr(0, 80) +
+                                     "' cannot be linked: not a safe path or not a blob name");
     fs::path link = fs::path(snap_dir) / f.path;
-    BERTH_RETURN_IF_ERROR(MkdirAll(link.parent_path().string()));
+    BERTH_RETURN_IF_ERROR(MakeRealDirsBelow(snap_dir, fs::path(f.path).parent_path().string()));
     std::string target = SnapshotLinkTarget(f.path, f.etag());
     char buf[4096];
     ssize_t n = ::readlink(link.c_str(), buf, sizeof buf - 1);
@@ -65,8 +115,11 @@ Status CacheLayout::Publish(const RepoSnapshot& snap,
   BERTH_RETURN_IF_ERROR(
       WriteFileAtomically(RecordPath(snap.commit), RecordOf(snap, files).ToJson()));
   if (snap.revision != snap.commit) {
+    if (!IsRevision(snap.revision))
+      return Status::InvalidArgument("'" + snap.revision + "' is not a revision");
     fs::path ref = paths_.RefPath(snap.revision);
-    BERTH_RETURN_IF_ERROR(MkdirAll(ref.parent_path().string()));
+    BERTH_RETURN_IF_ERROR(
+        MakeRealDirsBelow(paths_.RefsDir(), fs::path(snap.revision).parent_path().string()));
     // No trailing newline: huggingface_hub reads refs without stripping.
     BERTH_RETURN_IF_ERROR(WriteFileAtomically(ref.string(), snap.commit));
   }
@@ -80,6 +133,8 @@ Status CacheLayout::Publish(const RepoSnapshot& snap,
 
 Result<std::string> CacheLayout::ReadRef(const std::string& revision) const {
   if (IsCommit(revision)) return revision;
+  if (!IsRevision(revision))
+    return Status::InvalidArgument("'" + revision.substr(0, 80) + "' is not a revision");
   std::string path = paths_.RefPath(revision);
   Result<std::string> text = ReadSmall(path);
   if (!text.ok()) return text.status();
@@ -90,6 +145,8 @@ Result<std::string> CacheLayout::ReadRef(const std::string& revision) const {
 }
 
 Result<SnapshotRecord> CacheLayout::ReadRecord(const std::string& commit) const {
+  if (!IsCommit(commit))
+    return Status::InvalidArgument("'" + commit.substr(0, 80) + "' is not a commit");
   std::string path = RecordPath(commit);
   Result<std::string> text = ReadSmall(path);
   if (!text.ok()) return text.status();

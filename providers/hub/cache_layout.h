@@ -30,6 +30,10 @@ class CacheLayout {
 
   /// blobs/, snapshots/, refs/, .berth/ and the lock folder.
   Status MakeDirs() const;
+  /// MakeDirs, and snapshots/<commit>/ (empty until Publish) while the blobs download: the store
+  /// scan then ties the partial bytes to this commit (a pull stopped by a full disk is planned
+  /// again with what it already holds).
+  Status BeginSnapshot(const std::string& commit) const;
   /// snapshots/<commit>/<path> as relative symlinks to the blobs (replacing wrong ones), then
   /// the record, then refs/<revision> (not for a commit revision): the snapshot appears only
   /// when all its files are there.

@@ -7,7 +7,6 @@
 #include <curl/curl.h>
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <deque>
 #include <memory>
@@ -16,6 +15,7 @@
 #include "engine/core/log.h"
 #include "providers/http/classify.h"
 #include "providers/http/curl_easy.h"
+#include "providers/hub/hub_parse.h"
 #include "providers/hub/partial_blob.h"
 #include "providers/hub/transfer.h"
 
@@ -46,12 +46,6 @@ constexpr long kReceiveBuffer = 512L * 1024;
 
 /// The smallest chunk ChunkBytes picks on its own: a request per 8 MiB still costs little.
 constexpr uint64_t kMinChunk = 8ull << 20;
-
-/// A size header as a number; false when it is not one (a hostile or broken answer).
-bool ParseSize(const std::string& s, uint64_t* out) {
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
-  return ec == std::errc() && end == s.data() + s.size() && !s.empty();
-}
 
 HttpResponse AnswerOf(CURL* easy, const std::string& url) {
   HttpResponse r;
@@ -254,12 +248,30 @@ Status Downloader::OnHeadDone(Transfer* t, CURLcode code) {
                                    curl_easy_strerror(code));
       return HubError(resp, "downloading " + what, !opt_.token.empty());
   }
+  // The metadata the Hub gives must agree with its listing: the blob's name and its size.
+  bool linked = !resp.Header("x-linked-etag").empty();
+  std::string etag_field = linked ? "X-Linked-Etag" : "ETag";
+  std::string etag = NormalizeEtag(resp.Header(linked ? "x-linked-etag" : "etag"));
+  // A redirect's own ETag (to the CDN) is not the blob's: only X-Linked-Etag counts there.
+  if ((linked || resp.status == 200) && !etag.empty() && etag != f->entry.etag())
+    return Status::Unavailable(what + ": the Hub's " + etag_field + " '" + etag.substr(0, 80) +
+                               "' is not the " + (f->entry.is_lfs() ? "sha256 " : "git sha1 ") +
+                               f->entry.etag() + " its listing gave; nothing was written");
+  std::string size_field = "X-Linked-Size";
   std::string size = resp.Header("x-linked-size");
-  if (size.empty() && resp.status == 200) size = resp.Header("content-length");
-  uint64_t said = 0;
-  if (!size.empty() && (!ParseSize(size, &said) || said != f->entry.size))
-    return Status::Unavailable(what + ": the Hub says " + size + " bytes, its listing said " +
-                               std::to_string(f->entry.size));
+  if (size.empty() && resp.status == 200) {
+    size_field = "Content-Length";
+    size = resp.Header("content-length");
+  }
+  if (!size.empty()) {
+    Result<uint64_t> said = ParseSizeHeader(size);
+    if (!said.ok())
+      return Status::Unavailable(what + ": the Hub's " + size_field +
+                                 " header: " + said.status().message() + "; nothing was written");
+    if (*said != f->entry.size)
+      return Status::Unavailable(what + ": the Hub says " + size + " bytes, its listing said " +
+                                 std::to_string(f->entry.size));
+  }
   f->resolved = true;
   return Status::Ok();
 }
@@ -519,6 +531,16 @@ Status Downloader::Run(const std::vector<HubFileEntry>& entries) {
 Status DownloadBlobs(HubHttp& http, const CacheLayout& layout, const std::string& repo_id,
                      const std::string& commit, const std::vector<HubFileEntry>& files,
                      DownloadStats* stats) {
+  // The names come from the Hub: each must be a blob's name before it names a file.
+  for (const auto& f : files) {
+    if (!IsSafeRepoPath(f.path) || f.size > kMaxRepoFileBytes ||
+        !(f.is_lfs() ? IsSha256Name(f.etag()) : IsGitSha1Name(f.etag())))
+      return Status::InvalidArgument(repo_id + ": file '" + f.path.substr(0, 200) + "' has blob '" +
+                                     f.etag().substr(0, 80) + "' and size " +
+                                     std::to_string(f.size) +
+                                     ", not a safe path, a sha256 or git sha1 and a size of at "
+                                     "most 2^50; nothing was written");
+  }
   BERTH_RETURN_IF_ERROR(layout.MakeDirs());
   // One download per blob: two paths with the same content share it.
   std::vector<HubFileEntry> unique;

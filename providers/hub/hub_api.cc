@@ -2,43 +2,39 @@
 
 #include "engine/core/hf_cache.h"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
+#include <set>
+
+#include "providers/hub/hub_parse.h"
 
 namespace berth {
-namespace {
-
-// Link: <https://...&cursor=xyz>; rel="next"
-std::string NextLink(const std::string& link) {
-  size_t rel = link.find("rel=\"next\"");
-  if (rel == std::string::npos) return "";
-  size_t close = link.rfind('>', rel);
-  size_t open = link.rfind('<', close);
-  if (open == std::string::npos || close == std::string::npos) return "";
-  return link.substr(open + 1, close - open - 1);
-}
-
-}  // namespace
 
 Status CheckRepoPath(const std::string& path) {
-  if (path.empty() || path[0] == '/' || path.find('\\') != std::string::npos ||
-      path.find('\0') != std::string::npos)
-    return Status::InvalidArgument("the Hub listed an unsafe file path '" + path +
+  if (!IsSafeRepoPath(path))
+    return Status::InvalidArgument("the Hub listed an unsafe file path '" + path.substr(0, 200) +
                                    "'; refusing to write outside the snapshot");
-  size_t start = 0;
-  while (start <= path.size()) {
-    size_t end = path.find('/', start);
-    std::string seg =
-        path.substr(start, end == std::string::npos ? std::string::npos : end - start);
-    if (seg.empty() || seg == "." || seg == "..")
-      return Status::InvalidArgument("the Hub listed an unsafe file path '" + path +
-                                     "'; refusing to write outside the snapshot");
-    if (end == std::string::npos) break;
-    start = end + 1;
-  }
   return Status::Ok();
 }
+
+namespace {
+/// Pages of 1000 files: 10 million files, far more than any model repo.
+constexpr int kMaxTreePages = 10000;
+/// A repo larger than 2^60 bytes (1 EiB) is not a model berth can store.
+constexpr uint64_t kMaxRepoBytes = uint64_t{1} << 60;
+
+/// The cursor= value of a page URL's query, "" when it has none.
+std::string CursorOf(const std::string& url) {
+  size_t q = url.find('?');
+  if (q == std::string::npos) return "";
+  for (size_t pos = q + 1; pos < url.size();) {
+    size_t amp = url.find('&', pos);
+    if (amp == std::string::npos) amp = url.size();
+    if (url.compare(pos, 7, "cursor=") == 0) return url.substr(pos + 7, amp - pos - 7);
+    pos = amp + 1;
+  }
+  return "";
+}
+}  // namespace
 
 Result<RepoSnapshot> ResolveSnapshot(HubHttp& http, const std::string& repo_id,
                                      const std::string& revision) {
@@ -51,42 +47,48 @@ Result<RepoSnapshot> ResolveSnapshot(HubHttp& http, const std::string& repo_id,
       "GET", e + "/api/models/" + repo_id + "/revision/" + UrlEncode(revision, false), what);
   if (!info.ok()) return info.status();
   if (info->status != 200) return HubError(*info, what, !http.options().token.empty());
-  try {
-    auto j = nlohmann::json::parse(info->body);
-    snap.commit = j.at("sha").get<std::string>();
-  } catch (const std::exception& ex) {
-    return Status::Unavailable(what + ": unexpected answer (" + ex.what() +
-                               "); is HF_ENDPOINT a Hugging Face Hub?");
-  }
-  if (!IsCommit(snap.commit))
-    return Status::Unavailable(what + ": the Hub answered '" + snap.commit.substr(0, 80) +
-                               "', which is not a commit (40 hex digits); nothing was written");
+  Result<std::string> commit = ParseRevisionInfo(info->body);
+  if (!commit.ok())
+    return Status::Unavailable(what + ": " + commit.status().message() +
+                               "; nothing was written (is HF_ENDPOINT a Hugging Face Hub?)");
+  snap.commit = *commit;
 
   std::string url =
       e + "/api/models/" + repo_id + "/tree/" + snap.commit + "?recursive=true&expand=false";
   std::string list_what = "listing " + repo_id + "@" + snap.commit.substr(0, 7);
+  std::set<std::string> fetched;  // every page URL asked: a Link back to one is a loop
+  std::set<std::string> cursors;  // and every cursor: the same cursor again is one too
+  uint64_t total = 0;
   for (int page = 0; !url.empty(); ++page) {
-    if (page > 100000) return Status::Unavailable(list_what + ": too many pages");
+    if (page >= kMaxTreePages)
+      return Status::Unavailable(list_what + ": more than " + std::to_string(kMaxTreePages) +
+                                 " pages; nothing was written");
+    std::string cursor = CursorOf(url);
+    if (!fetched.insert(url).second || (!cursor.empty() && !cursors.insert(cursor).second))
+      return Status::Unavailable(list_what + ": the Hub's Link pagination loops (page " +
+                                 std::to_string(page + 1) + " is " + url.substr(0, 200) +
+                                 ", fetched before); nothing was written");
     auto r = http.DoWithRetry("GET", url, list_what);
     if (!r.ok()) return r.status();
     if (r->status != 200) return HubError(*r, list_what, !http.options().token.empty());
-    try {
-      for (const auto& item : nlohmann::json::parse(r->body)) {
-        if (item.value("type", "") != "file") continue;
-        HubFileEntry f;
-        f.path = item.at("path").get<std::string>();
-        f.size = item.at("size").get<uint64_t>();
-        f.git_oid = item.value("oid", "");
-        if (item.contains("lfs") && item["lfs"].is_object())
-          f.lfs_sha256 = item["lfs"].value("oid", item["lfs"].value("sha256", ""));
-        BERTH_RETURN_IF_ERROR(CheckRepoPath(f.path).WithContext(list_what));
-        snap.files.push_back(std::move(f));
-      }
-    } catch (const std::exception& ex) {
-      return Status::Unavailable(list_what + ": unexpected answer (" + ex.what() + ")");
+    size_t first = snap.files.size();
+    Status parsed = ParseTreePage(r->body, &snap.files);
+    if (!parsed.ok())
+      return Status::Unavailable(list_what + ": " + parsed.message() +
+                                 (parsed.message().find("nothing was written") == std::string::npos
+                                      ? "; nothing was written"
+                                      : ""));
+    for (size_t i = first; i < snap.files.size(); ++i) {
+      total += snap.files[i].size;  // each at most 2^50: no overflow before the check
+      if (total > kMaxRepoBytes)
+        return Status::Unavailable(list_what + ": the files add up to more than 2^60 bytes; " +
+                                   "nothing was written");
     }
-    std::string next = NextLink(r->Header("link"));
+    std::string next = ParseLinkNext(r->Header("link"));
     url = next.empty() ? "" : ResolveLocation(url, next);
+    if (!next.empty() && url.empty())
+      return Status::Unavailable(list_what + ": the Hub's next page link '" + next.substr(0, 200) +
+                                 "' is not a URL; nothing was written");
   }
   std::sort(snap.files.begin(), snap.files.end(),
             [](const HubFileEntry& a, const HubFileEntry& b) { return a.path < b.path; });

@@ -16,9 +16,12 @@ StreamHasher::Kind HashKind(const HubFileEntry& e) {
   return e.is_lfs() ? StreamHasher::Kind::kSha256 : StreamHasher::Kind::kGitSha1;
 }
 
+/// blobs/<etag> is there, a regular file of the right size (a symlink there is never taken
+/// for a blob: it could point anywhere).
 bool Complete(const std::string& path, uint64_t size) {
   struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && static_cast<uint64_t>(st.st_size) == size;
+  return ::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+         static_cast<uint64_t>(st.st_size) == size;
 }
 
 Status Errno(const std::string& what) {
@@ -30,11 +33,15 @@ Status Errno(const std::string& what) {
 Result<BlobOpen> OpenPartialBlob(const CacheLayout& layout, const HubFileEntry& e,
                                  uint64_t parallel_threshold, uint64_t chunk_bytes,
                                  PartialBlob* blob) {
+  if (!(e.is_lfs() ? IsSha256Name(e.etag()) : IsGitSha1Name(e.etag())) ||
+      e.size > kMaxRepoFileBytes)
+    return Status::InvalidArgument(e.path + ": blob '" + e.etag().substr(0, 80) +
+                                   "' is not a sha256 or git sha1, or its size is beyond 2^50");
   std::string final_path = layout.BlobPath(e.etag());
   if (Complete(final_path, e.size)) return BlobOpen::kPresent;
   // The same lock huggingface_hub takes, so a concurrent Python download of this blob waits.
   std::string lock = layout.LockPath(e.etag());
-  blob->lock_fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0664);
+  blob->lock_fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0664);
   if (blob->lock_fd < 0) return Errno("cannot open lock " + lock);
   if (::flock(blob->lock_fd, LOCK_EX) != 0) return Errno("cannot lock " + lock);
   if (Complete(final_path, e.size)) {
@@ -43,9 +50,9 @@ Result<BlobOpen> OpenPartialBlob(const CacheLayout& layout, const HubFileEntry& 
   }
   std::string inc = layout.IncompletePath(e.etag());
   struct stat st;
-  bool had_partial = ::stat(inc.c_str(), &st) == 0;
+  bool had_partial = ::lstat(inc.c_str(), &st) == 0 && S_ISREG(st.st_mode);
   uint64_t partial_size = had_partial ? static_cast<uint64_t>(st.st_size) : 0;
-  blob->fd = ::open(inc.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  blob->fd = ::open(inc.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (blob->fd < 0) return Errno("cannot open " + inc);
   std::string map = layout.ChunkMapPath(e.etag());
   blob->state = LoadResumeState(blob->fd, had_partial, partial_size, e.size, parallel_threshold,

@@ -38,6 +38,7 @@ Result<PullResult> PullModel(const PullRequest& req, const HubOptions& options) 
                                    std::to_string(snap->files.size()) +
                                    " files and include/exclude keep none of them");
   CacheLayout layout(req.store, req.repo_id);
+  BERTH_RETURN_IF_ERROR(layout.BeginSnapshot(snap->commit));
   BERTH_RETURN_IF_ERROR(
       DownloadBlobs(http, layout, req.repo_id, snap->commit, result.files, &result.stats));
   BERTH_RETURN_IF_ERROR(layout.Publish(*snap, result.files));
@@ -116,40 +117,60 @@ namespace berth {
 Result<uint64_t> RemoveRevision(const std::string& store, const std::string& repo_id,
                                 const std::string& commit) {
   namespace fs = std::filesystem;
+  if (!IsCommit(commit))
+    return Status::InvalidArgument("cannot remove " + repo_id + "@'" + commit.substr(0, 80) +
+                                   "': not a commit (40 lowercase hex digits)");
   CacheLayout layout(store, repo_id);
   std::error_code ec;
+  // Only real folders of the store are walked or removed: a link is never followed out of it.
+  auto real_dir = [&](const fs::path& p) {
+    return fs::symlink_status(p, ec).type() == fs::file_type::directory;
+  };
   fs::path repo = layout.repo_dir();
-  if (!fs::exists(repo, ec)) return uint64_t{0};
+  if (!real_dir(repo)) return uint64_t{0};
+  fs::path snapshots = layout.paths().SnapshotsDir();
   // Blobs still linked from other snapshots stay.
   auto blobs_of = [&](const fs::path& snap) {
     std::vector<std::string> out;
+    if (!real_dir(snap)) return out;
     for (auto it = fs::recursive_directory_iterator(snap, ec);
          it != fs::recursive_directory_iterator(); it.increment(ec)) {
       if (!it->is_symlink(ec)) continue;
-      out.push_back(fs::path(fs::read_symlink(it->path(), ec)).filename().string());
+      std::string name = fs::path(fs::read_symlink(it->path(), ec)).filename().string();
+      if (IsBlobName(name)) out.push_back(name);  // anything else names no blob of ours
     }
     return out;
   };
   fs::path gone = layout.SnapshotDir(commit);
-  std::vector<std::string> candidates =
-      fs::exists(gone, ec) ? blobs_of(gone) : std::vector<std::string>{};
+  std::vector<std::string> candidates;
   std::vector<std::string> kept;
-  for (auto& d : fs::directory_iterator(layout.paths().SnapshotsDir(), ec))
-    if (d.path().filename() != commit)
-      for (auto& b : blobs_of(d.path())) kept.push_back(b);
-  uint64_t freed = 0;
-  fs::remove_all(gone, ec);
-  if (ec) return Status::IoError("cannot remove " + gone.string() + ": " + ec.message());
-  for (const auto& b : candidates) {
-    if (std::find(kept.begin(), kept.end(), b) != kept.end()) continue;
-    fs::path blob = layout.BlobPath(b);
-    uint64_t size = fs::file_size(blob, ec);
-    if (!ec && fs::remove(blob, ec)) freed += size;
+  if (real_dir(snapshots)) {
+    candidates = blobs_of(gone);
+    for (auto& d : fs::directory_iterator(snapshots, ec))
+      if (d.path().filename() != commit)
+        for (auto& b : blobs_of(d.path())) kept.push_back(b);
   }
-  fs::remove(layout.RecordPath(commit), ec);
+  uint64_t freed = 0;
+  if (fs::symlink_status(gone, ec).type() == fs::file_type::symlink) {
+    fs::remove(gone, ec);  // the link only, never what it points at
+  } else if (real_dir(snapshots)) {
+    fs::remove_all(gone, ec);  // does not follow links inside
+  }
+  if (ec) return Status::IoError("cannot remove " + gone.string() + ": " + ec.message());
+  if (real_dir(layout.paths().BlobsDir())) {
+    for (const auto& b : candidates) {
+      if (std::find(kept.begin(), kept.end(), b) != kept.end()) continue;
+      fs::path blob = layout.BlobPath(b);
+      if (fs::symlink_status(blob, ec).type() != fs::file_type::regular) continue;
+      uint64_t size = fs::file_size(blob, ec);
+      if (!ec && fs::remove(blob, ec)) freed += size;
+    }
+  }
+  if (real_dir(layout.paths().RecordsDir())) fs::remove(layout.RecordPath(commit), ec);
+  if (!real_dir(layout.paths().RefsDir())) return freed;
   for (auto it = fs::recursive_directory_iterator(layout.paths().RefsDir(), ec);
        it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (!it->is_regular_file(ec)) continue;
+    if (it->symlink_status(ec).type() != fs::file_type::regular) continue;
     std::ifstream in(it->path());
     std::string c;
     std::getline(in, c);

@@ -110,6 +110,7 @@ void SaveChunkMap(const ResumeState& s, const std::string& path) {
   for (size_t i = 0; i < s.chunks.size(); ++i)
     if (s.chunks[i] == ChunkState::kDone) out << i << "\n";
   std::string tmp = path + ".tmp";
+  std::remove(tmp.c_str());  // a link left there is replaced, never written through
   bool ok;
   {
     std::ofstream f(tmp, std::ios::trunc);

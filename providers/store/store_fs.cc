@@ -67,6 +67,7 @@ class PosixFs : public StoreFs {
     FileStat fs;
     fs.type = TypeOf(st.st_mode);
     fs.size = static_cast<uint64_t>(st.st_size);
+    fs.allocated = static_cast<uint64_t>(st.st_blocks) * 512;
     fs.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
     return fs;
   }

@@ -19,6 +19,9 @@ struct DirEntry {
 struct FileStat {
   FileType type = FileType::kOther;
   uint64_t size = 0;
+  /// Bytes the file system holds for it (st_blocks * 512); less than `size` for a sparse file
+  /// (a chunked partial download is sized to the whole blob up front). UINT64_MAX: unknown.
+  uint64_t allocated = UINT64_MAX;
   int64_t mtime_ns = 0;
 };
 

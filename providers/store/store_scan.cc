@@ -66,7 +66,9 @@ class RepoScan {
     std::vector<ObservedRevision> revs;
     std::vector<int64_t> mtimes;
     for (const DirEntry& c : *commits) {
-      if (c.type != FileType::kDir) continue;
+      // Only a commit names a revision (berth writes nothing else there); another folder is no
+      // revision of this repo, and a link is not followed out of the store.
+      if (c.type != FileType::kDir || !IsCommit(c.name)) continue;
       std::string snap_dir = paths_.SnapshotDir(c.name);
       Result<FileStat> st = fs_.Stat(snap_dir, /*follow=*/false);
       Snapshot snap;
@@ -111,7 +113,9 @@ class RepoScan {
       }
       if (st->type != FileType::kFile) continue;
       if (IsPartialBlobName(e.name)) {
-        blobs_.partial_bytes += st->size;
+        // What is really written: a chunked partial is sized to the whole blob before its
+        // chunks arrive, and a full disk stops it with holes.
+        blobs_.partial_bytes += std::min(st->size, st->allocated);
         blobs_.has_partials = true;
       } else {
         blobs_.sizes[e.name] = st->size;
@@ -137,7 +141,7 @@ class RepoScan {
       }
       std::string commit = *text;
       if (!commit.empty() && commit.back() == '\n') commit.pop_back();
-      if (commit.empty()) continue;
+      if (!IsCommit(commit)) continue;  // not a commit: no revision, never a path
       refs_[commit].push_back(prefix + e.name);
       Result<FileStat> st = fs_.Stat(path, /*follow=*/false);
       if (st.ok()) ref_mtimes_[commit] = std::max(ref_mtimes_[commit], st->mtime_ns);

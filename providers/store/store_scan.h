@@ -14,7 +14,8 @@ namespace berth {
 /// (datasets--, spaces--, .locks and other entries are ignored), one ObservedRevision per
 /// snapshots/<commit> directory:
 /// - refs: the refs/** files whose content is the commit (one trailing newline tolerated);
-///   nested refs read "pr/1".
+///   nested refs read "pr/1". A ref that holds no commit (IsCommit) is ignored, and so is a
+///   snapshots/ entry whose name is not a commit.
 /// - bytes_present: the sizes of the distinct files the snapshot holds (each blob once, however
 ///   many symlinks point at it; a plain file in the snapshot counts itself).
 /// - complete, bytes_total: if berth's record <repo>/.berth/<commit>.json exists, complete means
@@ -25,9 +26,11 @@ namespace berth {
 ///   existing blob; bytes_total is then bytes_present, and unknown otherwise.
 /// - A commit some ref names but that has no snapshot directory yet (a download just started)
 ///   is reported too, incomplete with no bytes.
-/// - Partial downloads (blobs/*.incomplete) cannot be tied to a file: their bytes go to the
-///   incomplete revision touched last (snapshot directory mtime, or the ref file's for a commit
-///   without snapshot); if every revision is complete, to a revision with commit "".
+/// - Partial downloads (blobs/*.incomplete) cannot be tied to a file: their bytes (what the file
+///   system holds of them, not their sparse size) go to the incomplete revision touched last
+///   (a pull makes snapshots/<commit>/ before its first byte, so that is the one downloading)
+///   (snapshot directory mtime, or the ref file's for a commit without snapshot); if every revision
+///   is complete, to a revision with commit "".
 /// Repos are sorted by repo_id, revisions by commit. A missing store is not an error:
 /// exists=false, with the space of the nearest existing parent so disk checks still work.
 Result<ObservedStore> ScanStore(const std::string& store_path);

@@ -86,6 +86,16 @@ Each application to a request consumes one count; of several faults of one kind 
                      as it is: another scheme (ftp://, file://) or a loop back to /resolve
   bad_commit         /api/models/REPO/revision/REV answers "sha": sha (default a 40-character
                      "../../../../../../../../../../../../../x") instead of the commit
+  bad_oid            tree pages: the files matching file (GLOB on the file's path, default "*")
+                     get oid (default "../../../x") as their lfs.oid (LFS files) or oid (regular
+                     files), and size (any JSON value) as their size when given
+  bad_size           tree pages: the files matching file get size (any JSON value, default 2**63)
+                     as their size (and lfs.size)
+  bad_etag           /resolve sends etag (default "../../../x") as the ETag (regular files) or
+                     X-Linked-Etag (LFS files), quoted
+  bad_linked_size    /resolve of an LFS file sends X-Linked-Size: size (a string, default "abc")
+  link_loop          tree pages: Link rel="next" points back at the page itself (mode "url", the
+                     default), or (mode "cursor") at another URL with the same cursor every time
 On the command line, --fault takes the JSON object or "kind,key=value,...", for example
   --fault drop_after_bytes,bytes=1000,count=1,path=*.safetensors
 
@@ -119,7 +129,7 @@ DEFAULT_LFS_PATTERNS = ["*.safetensors", "*.bin", "*.gguf"]
 FAULT_KINDS = {
     "rate_limit_429", "fail_5xx", "drop_after_bytes", "slow", "ignore_range", "wrong_bytes",
     "expired_cdn_url", "no_repo_commit", "weak_etag", "wrong_linked_size", "resolve_cache_redirect",
-    "bad_location", "bad_commit",
+    "bad_location", "bad_commit", "bad_oid", "bad_size", "bad_etag", "bad_linked_size", "link_loop",
 }
 BODY_FAULTS = ("drop_after_bytes", "slow")
 
@@ -957,6 +967,36 @@ class Handler(BaseHTTPRequestHandler):
                 self.hub_error(400, None, "Invalid cursor")
         page = [self.entry_json(rev, p, expand) for p in paths[offset:offset + size]]
         headers = []
+        for kind in ("bad_oid", "bad_size"):
+            bad = self.hub.take_fault((kind,), "api", self.method, self.targets())
+            if not bad:
+                continue
+            self.entry["faults"].append(kind)
+            for e in page:
+                if e["type"] != "file" or not fnmatch.fnmatchcase(e["path"], bad.get("file", "*")):
+                    continue
+                if kind == "bad_oid":
+                    (e["lfs"] if "lfs" in e else e)["oid"] = bad.get("oid", "../../../x")
+                    if "size" in bad:
+                        e["size"] = bad["size"]
+                        if "lfs" in e:
+                            e["lfs"]["size"] = bad["size"]
+                else:
+                    e["size"] = bad.get("size", 2 ** 63)
+                    if "lfs" in e:
+                        e["lfs"]["size"] = e["size"]
+        loop = self.hub.take_fault(("link_loop",), "api", self.method, self.targets())
+        if loop:
+            self.entry["faults"].append("link_loop")
+            if loop.get("mode", "url") == "cursor":
+                q = [(k, v) for k, vs in self.params.items() if k not in ("cursor", "n") for v in vs]
+                same = base64.urlsafe_b64encode(json.dumps({"offset": 0}).encode()).decode().rstrip("=")
+                q += [("cursor", same), ("n", str(loop["hits"]))]
+                url = "%s%s?%s" % (self.base_url(), self.rawpath, urllib.parse.urlencode(q))
+            else:
+                url = "%s%s%s" % (self.base_url(), self.rawpath, "?" + self.query if self.query else "")
+            headers.append(("Link", '<%s>; rel="next"' % url))
+            self.send_json(200, page, headers)
         if offset + size < len(paths):
             nxt = base64.urlsafe_b64encode(json.dumps({"offset": offset + size}).encode()).decode().rstrip("=")
             q = [(k, v) for k, vs in self.params.items() if k != "cursor" for v in vs] + [("cursor", nxt)]
@@ -1024,7 +1064,8 @@ class Handler(BaseHTTPRequestHandler):
         if not fault("no_repo_commit"):
             headers.append(("X-Repo-Commit", rev.commit))
         weak = fault("weak_etag")
-        tag = ('W/"%s"' if weak else '"%s"') % f.etag
+        bad_etag = fault("bad_etag")
+        tag = ('W/"%s"' if weak else '"%s"') % (bad_etag.get("etag", "../../../x") if bad_etag else f.etag)
         headers.append(("Accept-Ranges", "bytes"))
         if f.lfs:
             now = int(time.time())
@@ -1039,6 +1080,9 @@ class Handler(BaseHTTPRequestHandler):
             wls = fault("wrong_linked_size")
             if wls:
                 linked_size += int(wls.get("delta", 1))
+            bls = fault("bad_linked_size")
+            if bls:
+                linked_size = bls.get("size", "abc")
             headers += [("Location", url), ("X-Linked-Etag", tag), ("X-Linked-Size", str(linked_size)),
                         ("ETag", '"%s"' % hashlib.md5(("redirect:" + f.sha256).encode()).hexdigest()),
                         ("Content-Disposition", content_disposition(f.path)), ("Vary", "Origin, Accept")]

@@ -12,6 +12,7 @@
 #include "engine/cli/commands.h"
 #include "providers/hub/hub_api.h"
 #include "providers/hub/pull.h"
+#include "providers/store/store_scan.h"
 #include "tests/hub/fake_hub_server.h"
 
 namespace berth::testing {
@@ -182,8 +183,11 @@ TEST_F(HubTest, BytesThatNeverVerifyFailClearlyAndPublishNothing) {
   EXPECT_THAT(r.status().message(), HasSubstr("failed verification twice"));
   EXPECT_THAT(r.status().message(), HasSubstr("expected sha256"));
   EXPECT_FALSE(fs::exists(store_ + "/models--org--big/refs/main"));
-  EXPECT_TRUE(!fs::exists(store_ + "/models--org--big/snapshots") ||
-              fs::is_empty(store_ + "/models--org--big/snapshots"));
+  // snapshots/<commit>/ is there from the start (the store scan ties the partial to it), empty.
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(store_ + "/models--org--big/snapshots", ec);
+       it != fs::recursive_directory_iterator(); it.increment(ec))
+    EXPECT_TRUE(it->is_directory()) << it->path() << " was published";
 }
 
 TEST_F(HubTest, ErrorsSayWhatHappenedAndWhatToDo) {
@@ -213,7 +217,7 @@ TEST_F(HubTest, ACommitThatIsNotACommitIsRefusedBeforeAnythingIsWritten) {
   hub_->Fault(R"({"kind": "bad_commit", "count": 1, "port": "api"})");
   auto r = Pull("org/tiny");
   ASSERT_FALSE(r.ok());
-  EXPECT_THAT(r.status().message(), HasSubstr("which is not a commit (40 hex digits)"));
+  EXPECT_THAT(r.status().message(), HasSubstr("is not a commit (40 lowercase hex digits)"));
   EXPECT_FALSE(std::filesystem::exists(store_ + "/models--org--tiny/snapshots"));
   hub_->Fault(
       R"({"kind": "bad_commit", "port": "api", "sha": "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"})");
@@ -324,6 +328,20 @@ TEST_F(HubTest, AFullDiskFailsCleanlyKeepsThePartialAndTheNextRunCompletes) {
   for (const auto& e : fs::directory_iterator(repo + "/blobs"))
     partial = partial || e.path().extension() == ".incomplete";
   EXPECT_TRUE(partial);
+  // The store scan ties the partial's bytes (what the disk holds of it, not its sparse size) to
+  // the commit being downloaded, so the planner counts them: the plan after freeing some room
+  // is not blocked by bytes already on disk.
+  std::string commit = hub_->Info()["repos"]["org/big"]["revisions"]["main"]["commit"];
+  auto scan = ScanStore(store_);
+  ASSERT_TRUE(scan.ok()) << scan.status().message();
+  const ObservedRevision* rev = nullptr;
+  for (const auto& repo_seen : scan->repos)
+    for (const auto& rv : repo_seen.revisions)
+      if (repo_seen.repo_id == "org/big" && rv.commit == commit) rev = &rv;
+  ASSERT_NE(rev, nullptr) << "the partial belongs to " << commit;
+  EXPECT_FALSE(rev->complete);
+  EXPECT_GT(rev->bytes_present, 4ull << 20);
+  EXPECT_LE(rev->bytes_present, 12ull << 20) << "a sparse partial counts what it holds";
   uint64_t before = hub_->CdnBytes();
   ASSERT_EQ(::mount("tmpfs", mnt.c_str(), "tmpfs", MS_REMOUNT, "size=64m"), 0);
   hub_->Reset();

@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <chrono>
 #include <iostream>
 
@@ -305,6 +307,48 @@ TEST(ScanStore, AnUnreadableSnapshotDirectoryIsAnErrorNamingIt) {
   EXPECT_EQ(s.status().code(), Status::Code::kPermissionDenied);
   EXPECT_THAT(s.status().message(), HasSubstr("scanning the model store " + c.dir.path()));
   EXPECT_THAT(s.status().message(), HasSubstr("models--org--tiny/snapshots: Permission denied"));
+}
+
+}  // namespace
+}  // namespace berth
+
+namespace berth {
+namespace {
+
+// A pull makes snapshots/<commit>/ before its first byte; a full disk stops it with a chunked
+// partial sized to the whole blob but holding less. The scan gives the commit what the disk
+// holds, so the planner counts it against the download.
+TEST(ScanStore, APartialCountsWhatItHoldsForTheCommitBeingDownloaded) {
+  Cache c;
+  const std::string repo = "models--org--big";
+  c.dir.MkDir(repo + "/snapshots/" + kC3);
+  c.dir.Write(repo + "/blobs/w.incomplete", std::string(64 << 10, 'x'));
+  ASSERT_EQ(::truncate((c.dir.path() + "/" + repo + "/blobs/w.incomplete").c_str(), 256 << 20), 0);
+  Result<ObservedStore> s = c.Scan();
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  const ObservedRevision* r = Find(*s, "org/big", kC3);
+  ASSERT_NE(r, nullptr);
+  EXPECT_FALSE(r->complete);
+  EXPECT_GE(r->bytes_present, 64u << 10);
+  EXPECT_LT(r->bytes_present, 8u << 20) << "the holes of a sparse partial are not present bytes";
+}
+
+// Only a commit names a revision: a ref holding something else, or a snapshot folder of another
+// name, is no revision (and never a path to act on).
+TEST(ScanStore, RefsAndSnapshotFoldersThatAreNotCommitsAreIgnored) {
+  Cache c;
+  const std::string repo = "models--org--tiny";
+  c.Blob(repo, "config", 10);
+  c.File(repo, kC1, "config.json", "config");
+  c.File(repo, "not-a-commit", "config.json", "config");
+  c.Ref(repo, "main", kC1);
+  c.Ref(repo, "evil", "../../../../etc");
+  Result<ObservedStore> s = c.Scan();
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  ASSERT_EQ(s->repos.size(), 1u);
+  ASSERT_EQ(s->repos[0].revisions.size(), 1u);
+  EXPECT_EQ(s->repos[0].revisions[0].commit, kC1);
+  EXPECT_THAT(s->repos[0].revisions[0].refs, ElementsAre("main"));
 }
 
 }  // namespace
