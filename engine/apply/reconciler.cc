@@ -119,7 +119,9 @@ class Pass {
         return Fail(Outcome::kError, 1, sp.status(), true);
       }
       saved_ = std::move(sp).value();
-      manifest_path_ = saved_.manifest_path;
+      // The manifest named with -f wins over the one the file names (the file is not trusted;
+      // the digest must match either way).
+      if (manifest_path_.empty()) manifest_path_ = saved_.manifest_path;
     }
     LoadResult loaded = LoadManifests(manifest_path_);
     if (!loaded.ok()) {
@@ -224,8 +226,20 @@ class Pass {
                    manifest_path_ + " --out " + o_.saved_plan_path);
         return Fail(Outcome::kStale, 5, Status::FailedPrecondition(why[0]));
       }
-      plan_ = saved_.plan;
-      plan_.host = observed_.hostname;
+      // The file is not trusted: what runs is the plan berth makes now, and only when it is the
+      // one that was saved (and reviewed), action for action.
+      plan_ = MakePlan(desired_, observed_);
+      std::vector<std::string> differ = PlanDifferences(saved_.plan, plan_);
+      if (!differ.empty()) {
+        say_.Error("berth apply: refusing " + o_.saved_plan_path +
+                   ": it is not the plan berth makes now for this manifest and host:");
+        for (const auto& w : differ) say_.Error("  - " + w);
+        say_.Error(
+            "Nothing was changed. If the file was edited, it cannot run; make and review "
+            "a new plan: berth plan -f " +
+            manifest_path_ + " --out " + o_.saved_plan_path);
+        return Fail(Outcome::kStale, 5, Status::FailedPrecondition(differ[0]));
+      }
     }
     rep_.plan = plan_;
     say_.ShowPlan(plan_, desired_);

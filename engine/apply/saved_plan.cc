@@ -1,8 +1,10 @@
 #include "engine/apply/saved_plan.h"
 
 #include <algorithm>
+#include <charconv>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <stdexcept>
 
 #include "engine/core/hash.h"
 
@@ -25,8 +27,14 @@ ordered_json ResourcesToJson(const Resources& r) {
 Resources ResourcesFromJson(const ordered_json& j) {
   Resources r;
   r.disk_bytes = j.value("disk_bytes", uint64_t{0});
-  for (auto it = j.at("gpu_bytes").begin(); it != j.at("gpu_bytes").end(); ++it)
-    r.gpu_bytes[std::stoi(it.key())] = it.value().get<uint64_t>();
+  for (auto it = j.at("gpu_bytes").begin(); it != j.at("gpu_bytes").end(); ++it) {
+    const std::string& key = it.key();
+    int gpu = -1;
+    auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), gpu);
+    if (ec != std::errc() || end != key.data() + key.size() || gpu < 0)
+      throw std::invalid_argument("gpu_bytes key '" + key.substr(0, 20) + "' is not a GPU index");
+    r.gpu_bytes[gpu] = it.value().get<uint64_t>();
+  }
   r.ports = j.value("ports", std::vector<int>{});
   return r;
 }
@@ -177,6 +185,60 @@ Result<SavedPlan> SavedPlanFromJson(const std::string& text, const std::string& 
     return Status::InvalidArgument(source + " is not a readable saved plan: " + e.what());
   }
   return p;
+}
+
+namespace {
+
+// What the executor acts on, field by field: two actions that agree here do the same thing.
+std::vector<std::pair<const char*, std::string>> Effect(const Action& a) {
+  auto list = [](const std::vector<std::string>& v) {
+    std::string out;
+    for (const auto& x : v) out += x + "\n";
+    return out;
+  };
+  return {{"kind", ActionKindName(a.kind)},
+          {"address", a.address},
+          {"unit", a.unit},
+          {"unit content", a.unit_content},
+          {"repo", a.repo_id},
+          {"revision", a.revision},
+          {"commit", a.commit},
+          {"include", list(a.include)},
+          {"exclude", list(a.exclude)},
+          {"health path", a.health_path},
+          {"port", std::to_string(a.port)},
+          {"served name", a.served_name},
+          {"timeout", std::to_string(a.timeout_ms)},
+          {"interval", std::to_string(a.interval_ms)},
+          {"service it makes room for", a.for_service}};
+}
+
+std::string Step(size_t i, const Action& a) {
+  return "step " + std::to_string(i + 1) + " (" + ActionKindName(a.kind) + " " + a.address + ")";
+}
+
+}  // namespace
+
+std::vector<std::string> PlanDifferences(const Plan& saved, const Plan& fresh) {
+  std::vector<std::string> why;
+  size_t n = std::min(saved.actions.size(), fresh.actions.size());
+  for (size_t i = 0; i < n && why.size() < 5; ++i) {
+    auto a = Effect(saved.actions[i]);
+    auto b = Effect(fresh.actions[i]);
+    for (size_t f = 0; f < a.size(); ++f) {
+      if (a[f].second == b[f].second) continue;
+      why.push_back(Step(i, saved.actions[i]) + ": its " + a[f].first +
+                    " is not what berth would do now (" + Step(i, fresh.actions[i]) + ")");
+      break;
+    }
+  }
+  for (size_t i = n; i < saved.actions.size() && why.size() < 5; ++i)
+    why.push_back(Step(i, saved.actions[i]) + " is not in the plan berth makes now");
+  for (size_t i = n; i < fresh.actions.size() && why.size() < 5; ++i)
+    why.push_back(Step(i, fresh.actions[i]) + " is missing from the saved plan");
+  if (saved.blocked() != fresh.blocked())
+    why.push_back(fresh.blocked() ? "the plan is blocked now" : "the saved plan was blocked");
+  return why;
 }
 
 std::vector<std::string> StaleReasons(const SavedPlan& saved, const std::string& manifest_digest,

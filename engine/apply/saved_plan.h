@@ -40,6 +40,12 @@ std::map<std::string, std::string> Fingerprint(const Plan& plan, const Observed&
 std::string SavedPlanToJson(const SavedPlan& p);
 Result<SavedPlan> SavedPlanFromJson(const std::string& text, const std::string& source);
 
+/// Where `saved` (read from a file: not trusted) would do anything else than `fresh`, the plan
+/// berth makes now from the manifest and the host: a step whose kind, target, unit content,
+/// commit, health gate... differ, a step added or missing. Empty: they do the same, action for
+/// action. Details and resource figures are not compared (they describe, they do not act).
+std::vector<std::string> PlanDifferences(const Plan& saved, const Plan& fresh);
+
 /// Why `saved` may no longer run against `now` (empty: still valid). `max_age_s` 0 = no limit.
 std::vector<std::string> StaleReasons(const SavedPlan& saved, const std::string& manifest_digest,
                                       const std::string& lineage, uint64_t serial,

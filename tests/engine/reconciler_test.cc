@@ -314,6 +314,94 @@ TEST_F(ReconcilerTest, APlanDuringAnApplyDoesNotCallItInterrupted) {
   EXPECT_EQ(after.plan.actions[0].kind, ActionKind::kWaitHealthy);
 }
 
+// A saved plan is a file anyone with write access to the CI artifacts could edit: what runs is the
+// plan berth makes now, and only when the file says exactly that.
+class SavedPlanTamperTest
+    : public ReconcilerTest,
+      public ::testing::WithParamInterface<std::pair<const char*, const char*>> {
+ protected:
+  RunReport ApplySaved(const std::string& file) {
+    out.str("");
+    err.str("");
+    Reporter say(out, err);
+    ReconcileOptions o;
+    o.saved_plan_path = file;
+    o.state_dir = dir / "state";
+    o.yes = true;
+    return Reconciler(world.Deps(&say)).Run(o);
+  }
+  std::string SavePlan(const std::string& manifest) {
+    Reporter say(out, err);
+    ReconcileOptions o;
+    o.manifest_path = dir / (manifest + "/berth.yaml");
+    o.state_dir = dir / "state";
+    o.apply = false;
+    o.out_path = dir / "plan.json";
+    EXPECT_EQ(Reconciler(world.Deps(&say)).Run(o).outcome, Outcome::kPlanned) << err.str();
+    return o.out_path;
+  }
+};
+
+TEST_P(SavedPlanTamperTest, AnEditedSavedPlanNeverRuns) {
+  ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
+  std::string file = SavePlan("minimax");
+  std::ifstream in(file);
+  nlohmann::json plan = nlohmann::json::parse(in);
+  in.close();
+  auto [what, edit] = GetParam();
+  nlohmann::json patch = nlohmann::json::parse(edit);
+  if (patch.contains("append")) {
+    plan["actions"].push_back(patch["append"]);
+  } else {
+    for (auto& a : plan["actions"])
+      if (a["kind"] == patch["kind"]) a.update(patch["set"]);
+  }
+  std::ofstream(file, std::ios::trunc) << plan.dump(2);
+  world.calls.clear();
+
+  RunReport r = ApplySaved(file);
+  EXPECT_EQ(r.outcome, Outcome::kStale) << what << "\n" << out.str() << err.str();
+  EXPECT_EQ(r.exit_code, 5);
+  EXPECT_THAT(err.str(), HasSubstr("it is not the plan berth makes now")) << what;
+  EXPECT_THAT(err.str(), HasSubstr("Nothing was changed"));
+  for (const auto& c : world.calls) EXPECT_EQ(c, "observe") << what << ": " << c << " ran";
+  EXPECT_TRUE(Running("vllm-kimi.service"));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Edits, SavedPlanTamperTest,
+    ::testing::Values(
+        std::make_pair("an ExecStartPre= added to the unit",
+                       R"({"kind": "write-unit", "set": {"unit_content":
+                           "[Service]\nExecStartPre=/bin/touch /tmp/pwned\nExecStart=/bin/true\n"}})"),
+        std::make_pair("another unit written and started",
+                       R"({"append": {"kind": "write-unit", "address": "unit/evil.service",
+                           "reason": "unit_missing", "requires": {"gpu_bytes": {}},
+                           "frees": {"gpu_bytes": {}}, "unit": "evil.service",
+                           "unit_content": "[Service]\nExecStart=/bin/sh -c id\n"}})"),
+        std::make_pair("a unit path that climbs out of the unit directory",
+                       R"({"kind": "write-unit", "set": {"unit": "../../../etc/cron.d/x"}})"),
+        std::make_pair("the model's commit changed",
+                       R"({"kind": "download", "set": {"commit": "../../../../etc"}})"),
+        std::make_pair("a removal of the model in use",
+                       R"({"append": {"kind": "remove-model", "address": "model/minimax",
+                           "reason": "not_used", "requires": {"gpu_bytes": {}},
+                           "frees": {"gpu_bytes": {}}, "repo_id": "MiniMaxAI/MiniMax-M2",
+                           "commit": "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"}})"),
+        std::make_pair("a health gate with another port",
+                       R"({"kind": "wait-healthy", "set": {"port": 22}})")));
+
+TEST_F(SavedPlanTamperTest, TheSavedPlanAsWrittenRunsOnceAndOnlyOnce) {
+  ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
+  std::string file = SavePlan("minimax");
+  RunReport r = ApplySaved(file);
+  ASSERT_EQ(r.outcome, Outcome::kApplied) << err.str();
+  EXPECT_TRUE(Running("vllm-minimax.service"));
+  RunReport again = ApplySaved(file);
+  EXPECT_EQ(again.outcome, Outcome::kStale) << "state serial moved on";
+  EXPECT_EQ(again.exit_code, 5);
+}
+
 TEST_F(ReconcilerTest, NotConfirmedChangesNothing) {
   std::istringstream no("no\n");
   Reporter say(out, err);
