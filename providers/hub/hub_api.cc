@@ -86,9 +86,9 @@ Result<RepoSnapshot> ResolveSnapshot(HubHttp& http, const std::string& repo_id,
     }
     std::string next = ParseLinkNext(r->Header("link"));
     url = next.empty() ? "" : ResolveLocation(url, next);
-    if (!next.empty() && url.empty())
+    if (!next.empty() && url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0)
       return Status::Unavailable(list_what + ": the Hub's next page link '" + next.substr(0, 200) +
-                                 "' is not a URL; nothing was written");
+                                 "' is not an http or https URL; nothing was written");
   }
   std::sort(snap.files.begin(), snap.files.end(),
             [](const HubFileEntry& a, const HubFileEntry& b) { return a.path < b.path; });

@@ -95,7 +95,8 @@ Each application to a request consumes one count; of several faults of one kind 
                      X-Linked-Etag (LFS files), quoted
   bad_linked_size    /resolve of an LFS file sends X-Linked-Size: size (a string, default "abc")
   link_loop          tree pages: Link rel="next" points back at the page itself (mode "url", the
-                     default), or (mode "cursor") at another URL with the same cursor every time
+                     default), or (mode "cursor") at another URL with the same cursor every time,
+                     or (mode "next") at the URL next, as it is (file:///etc/passwd, ftp://...)
 On the command line, --fault takes the JSON object or "kind,key=value,...", for example
   --fault drop_after_bytes,bytes=1000,count=1,path=*.safetensors
 
@@ -988,7 +989,9 @@ class Handler(BaseHTTPRequestHandler):
         loop = self.hub.take_fault(("link_loop",), "api", self.method, self.targets())
         if loop:
             self.entry["faults"].append("link_loop")
-            if loop.get("mode", "url") == "cursor":
+            if loop.get("mode") == "next":
+                url = loop.get("next", "file:///etc/passwd")
+            elif loop.get("mode", "url") == "cursor":
                 q = [(k, v) for k, vs in self.params.items() if k not in ("cursor", "n") for v in vs]
                 same = base64.urlsafe_b64encode(json.dumps({"offset": 0}).encode()).decode().rstrip("=")
                 q += [("cursor", same), ("n", str(loop["hits"]))]

@@ -557,6 +557,30 @@ class FakeHubTest(unittest.TestCase):
         self.assertEqual(r.getheader("X-Repo-Commit"), make_test_repos.TINY_MAIN)
         self.assertEqual(self.hub.head("/org/tiny/resolve/main/config.json").status, 200)
 
+    def test_fault_hostile_values(self):
+        tree = "/api/models/org/tiny/tree/main?recursive=true"
+        self.hub.faults({"kind": "bad_oid", "count": 1, "file": "config.json"},
+                        {"kind": "bad_oid", "count": 1, "file": "blob.dat", "oid": "x", "size": 7})
+        files = {e["path"]: e for e in json.loads(self.hub.get(tree).body)}
+        self.assertEqual(files["config.json"]["oid"], "../../../x")
+        self.assertNotEqual(files["README.md"]["oid"], "../../../x")
+        files = {e["path"]: e for e in json.loads(self.hub.get(tree).body)}
+        self.assertEqual((files["blob.dat"]["lfs"]["oid"], files["blob.dat"]["size"]), ("x", 7))
+        self.hub.faults({"kind": "bad_size", "count": 1, "file": "config.json"})
+        files = {e["path"]: e for e in json.loads(self.hub.get(tree).body)}
+        self.assertEqual(files["config.json"]["size"], 2 ** 63)
+        self.hub.faults({"kind": "link_loop", "count": 1})
+        r = self.hub.get(tree)
+        self.assertIn("/api/models/org/tiny/tree/main?recursive=true>", r.getheader("Link"))
+        self.hub.faults({"kind": "link_loop", "count": 1, "mode": "next"})
+        self.assertEqual(self.hub.get(tree).getheader("Link"), '<file:///etc/passwd>; rel="next"')
+        self.hub.faults({"kind": "bad_etag", "count": 2}, {"kind": "bad_linked_size", "count": 1})
+        self.assertEqual(self.hub.head("/org/tiny/resolve/main/config.json").getheader("ETag"), '"../../../x"')
+        r = self.hub.head("/org/tiny/resolve/main/blob.dat")
+        self.assertEqual((r.getheader("X-Linked-Etag"), r.getheader("X-Linked-Size")), ('"../../../x"', "abc"))
+        r = self.hub.head("/org/tiny/resolve/main/blob.dat")
+        self.assertEqual(r.getheader("X-Linked-Size"), "2000")
+
     def test_fault_control_api(self):
         st, out = self.hub.ctl("POST", "faults", [{"kind": "nonsense"}])
         self.assertEqual(st, 400)

@@ -184,6 +184,17 @@ TEST_F(HostileHubTest, APaginationLoopIsDetectedAtOnce) {
   PullRefused({"listing org/tiny", "pagination loops"});
 }
 
+// A next page on another protocol is refused by the one HTTP layer (http and https only), like a
+// redirect to one (HubTest.ARedirectToAnotherProtocolIsRefusedNotRetried; the redirect cap:
+// HubTest.ARedirectLoopOnTheHubEndsAfterTenHops).
+TEST_F(HostileHubTest, ANextPageOnAnotherProtocolIsRefused) {
+  for (const char* next : {"file:///etc/passwd", "ftp://127.0.0.1:1/page"}) {
+    hub_->Reset();
+    hub_->Fault(R"({"kind": "link_loop", "mode": "next", "next": ")" + std::string(next) + R"("})");
+    PullRefused({"listing org/tiny"});
+  }
+}
+
 // A link planted at blobs/ (or .locks/, snapshots/<commit>/) would have berth write wherever it
 // points.
 TEST_F(HostileHubTest, BerthNeverWritesThroughALinkInTheStore) {
