@@ -137,8 +137,8 @@ struct SnapshotRecord {
   /// "blob"}],"bytes_total"}, indented by one, ending in a newline.
   std::string ToJson() const;
   /// Reads a record back; never throws. InvalidArgument when the text is not JSON, the
-  /// format_version is not 1, the commit is not a commit, a path is absolute, empty or climbs
-  /// with "..", a size is not a non-negative integer, or a blob is not 40 or 64 lowercase hex.
+  /// format_version is not 1, the commit is not a commit, a path fails IsSafeRepoPath, a size is
+  /// not a non-negative integer of at most kMaxRepoFileBytes, or a blob fails IsBlobName.
   static Result<SnapshotRecord> FromJson(std::string_view text);
 };
 

@@ -149,6 +149,22 @@ TEST(HfCache, ARecordWithoutBytesTotalSumsItsFiles) {
   EXPECT_EQ(r->repo_id, "");
 }
 
+// The names the Hub gives, as berth accepts them before they name anything in the store.
+TEST(HfCache, OnlyHexHashesNameBlobsAndOnlyPlainPathsNameRepoFiles) {
+  EXPECT_TRUE(IsGitSha1Name(kSha1));
+  EXPECT_TRUE(IsBlobName(kSha1));
+  EXPECT_TRUE(IsSha256Name(std::string(64, 'e')));
+  for (const std::string& bad : {std::string("../../../x"), std::string(40, 'A'),
+                                 std::string(41, 'a'), std::string(63, 'a'), std::string()})
+    EXPECT_FALSE(IsBlobName(bad)) << bad;
+  for (const char* ok : {"config.json", "sub/dir/tokenizer.json", "a..b/c", ".gitattributes"})
+    EXPECT_TRUE(IsSafeRepoPath(ok)) << ok;
+  for (const char* bad :
+       {"", "/etc/passwd", "../x", "a/../../x", "a//b", "a/", "./a", "a\\b", "a\nb", "a/."})
+    EXPECT_FALSE(IsSafeRepoPath(bad)) << bad;
+  EXPECT_FALSE(IsSafeRepoPath(std::string(4097, 'a')));
+}
+
 TEST(HfCache, ADamagedOrLyingRecordIsRefusedNeverThrown) {
   std::map<std::string, std::string> cases = {
       {"{truncated", "not JSON"},
@@ -166,6 +182,11 @@ TEST(HfCache, ADamagedOrLyingRecordIsRefusedNeverThrown) {
       {R"({"commit":"C","files":[{"path":"a","size":"1","blob":"S"}]})", "size"},
       {R"({"commit":"C","files":[{"path":"a","size":1}]})", "no blob"},
       {R"({"commit":"C","files":[{"path":"a","size":1,"blob":"abc"}]})", "blob"},
+      {R"({"commit":"C","files":[{"path":"a//b","size":1,"blob":"S"}]})", "path"},
+      {R"({"commit":"C","files":[{"path":"a\\b","size":1,"blob":"S"}]})", "path"},
+      {R"({"commit":"C","files":[{"path":"./a","size":1,"blob":"S"}]})", "path"},
+      {R"({"commit":"C","files":[{"path":"a","size":1,"blob":"../../../../etc/passwd"}]})", "blob"},
+      {R"({"commit":"C","files":[{"path":"a","size":1125899906842625,"blob":"S"}]})", "2^50"},
       {R"({"commit":"C","files":[{"path":"a","size":1,"blob":"S"}],"bytes_total":-5})",
        "bytes_total"},
   };
