@@ -163,5 +163,34 @@ TEST_F(SystemdTest, ObservationReadsTheFileStateAndNeedDaemonReload) {
   EXPECT_NE(Sha256Hex(UnitBody((*after)[1].content)), (*after)[1].spec_hash);
 }
 
+// EnvironmentFile= takes its path as written but expands specifiers: a path with '%' and '$'
+// must reach systemd literally (berth writes '%%'), or the unit cannot find its file and fails.
+TEST_F(SystemdTest, AnEnvFilePathWithSpecifiersIsReadLiterally) {
+  std::string argv_file = (tmp_ / "argv-envfile").string();
+  std::filesystem::path env_file = tmp_ / "env-%n-$X.env";
+  std::ofstream(env_file) << "FAKE_VLLM_ARGV_FILE=" << argv_file << "\n";
+  int port = FreePort();
+  std::string model = MakeModel((tmp_ / "store").string(), "org/m", std::string(40, 'a'));
+  ServiceSpec s;
+  s.name = "envfile-check";
+  s.has_engine = true;
+  s.engine = EngineKind::kCommand;
+  s.command = {FakeVllm(), "serve", model, "--port", std::to_string(port), "--served-model-name",
+               "m-%n-$X"};
+  s.env_file = env_file.string();
+  s.port = port;
+  RenderContext ctx;
+  ctx.store = (tmp_ / "store").string();
+  ctx.berth_version = "test";
+  Result<RenderedUnit> u = TryRenderUnit(s, ctx);
+  ASSERT_TRUE(u.ok()) << u.status().message();
+  ASSERT_TRUE(files_->Write(u->name, u->content).ok());
+  ASSERT_TRUE(systemd_->Reload().ok());
+  Status started = systemd_->Start(u->name, seconds(20));
+  ASSERT_TRUE(started.ok()) << started.message();
+  ASSERT_TRUE(WaitFor([&] { return std::filesystem::exists(argv_file + ".bin"); }));
+  EXPECT_THAT(ReadAll(argv_file + ".bin"), HasSubstr(std::string("\0m-%n-$X", 8)));
+}
+
 }  // namespace
 }  // namespace berth::testing
