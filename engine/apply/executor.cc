@@ -171,6 +171,7 @@ Status Executor::Download(const Action& a, ExecResult* result) {
   if (printer) on_progress = [printer](const PullProgress& p) { printer->Update(p); };
   auto r = d_.models->Download(a, d_.stop, on_progress);
   if (!r.ok()) return r.status();
+  if (d_.on_downloaded) d_.on_downloaded(a.repo_id, r->commit);
   result->downloaded.emplace_back(a.repo_id, r->commit);
   result->bytes_downloaded += r->bytes_fetched;
   if (printer) {

@@ -38,6 +38,9 @@ struct ExecutorDeps {
   ModelStore* models = nullptr;      // downloads and removals of models
   bool progress_tty = false;         // draw download bars instead of log lines
   ActionHook on_action;              // the journal
+  /// Called the moment a download is verified and published (from the downloading thread;
+  /// several may run at once), so berth records the revision as its own even if it dies next.
+  std::function<void(const std::string& repo_id, const std::string& commit)> on_downloaded;
   const std::atomic<bool>* stop = nullptr;  // checked between actions
   bool rollback = true;                     // undo a failed replacement
   /// Fault injection for crash tests: SIGKILL this process just before this step (0: never).

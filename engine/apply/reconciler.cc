@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <sstream>
 
 #include "engine/apply/saved_plan.h"
@@ -303,6 +304,15 @@ class Pass {
       journal.entries[static_cast<size_t>(step - 1)].status = status;
       journal.entries[static_cast<size_t>(step - 1)].message = message;
       (void)dir_->SaveJournal(journal);  // best effort: the host is observed afresh anyway
+    };
+    std::mutex recording;
+    deps.on_downloaded = [&](const std::string& repo, const std::string& commit) {
+      std::lock_guard<std::mutex> hold(recording);
+      auto& commits = state_.models[repo];
+      if (std::find(commits.begin(), commits.end(), commit) != commits.end()) return;
+      commits.push_back(commit);
+      Status s = dir_->Save(state_);
+      if (!s.ok()) spdlog::warn("could not record {}@{} as berth's: {}", repo, commit, s.message());
     };
     rep_.exec = Executor(deps).Run(plan_);
     const ExecResult& ex = rep_.exec;

@@ -402,6 +402,20 @@ TEST_F(SavedPlanTamperTest, TheSavedPlanAsWrittenRunsOnceAndOnlyOnce) {
   EXPECT_EQ(again.exit_code, 5);
 }
 
+// kill -9 right after a download is published must not leave weights berth never prunes: the
+// revision is berth's in the state file before the next action starts.
+TEST_F(ReconcilerTest, ADownloadIsRecordedAsBerthsTheMomentItIsPublished) {
+  bool recorded_before_start = false;
+  world.on_job = [&](const std::string& verb, const std::string&) {
+    if (verb != "start") return;
+    auto st = StateDir(dir / "state").Load();
+    recorded_before_start = st.ok() && st->models.count("moonshotai/Kimi-K2") &&
+                            st->models.at("moonshotai/Kimi-K2") == std::vector<std::string>{kKimi};
+  };
+  ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
+  EXPECT_TRUE(recorded_before_start);
+}
+
 TEST_F(ReconcilerTest, NotConfirmedChangesNothing) {
   std::istringstream no("no\n");
   Reporter say(out, err);

@@ -300,7 +300,13 @@ class FakeVllmTest(unittest.TestCase):
     def test_sigterm_during_startup_delay_exits_0(self):
         p = self.start(["serve", self.model, "--port", str(free_port())],
                        {"FAKE_VLLM_STARTUP_DELAY": "30"})
-        time.sleep(0.3)
+        # Its handlers are in place once it says it loads the weights (no sleep: a busy machine
+        # may take longer than any fixed wait to get there).
+        while True:
+            line = p.stderr.readline().decode(errors="replace")
+            self.assertNotEqual(line, "", "fake_vllm ended before loading the weights")
+            if "loading weights" in line:
+                break
         p.send_signal(signal.SIGTERM)
         self.assertEqual(self.finish(p)[0], 0)
 
