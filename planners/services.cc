@@ -73,7 +73,16 @@ UnitFileChange PlanUnitFile(const Desired& d, const Observed& o, const ServiceSp
     ctx.snapshot_path =
         SnapshotPath(ctx.store, m->spec->repo_id, commit.empty() ? m->spec->revision : commit);
   }
-  RenderedUnit want = RenderUnit(s, ctx);
+  Result<RenderedUnit> rendered = TryRenderUnit(s, ctx);
+  if (!rendered.ok()) {
+    // A value no unit file can hold: the plan is blocked, nothing is written.
+    Problem p;
+    p.resource = "unit " + s.UnitName();
+    p.message = "service/" + s.name + " (" + s.loc.ToString() + "): " + rendered.status().message();
+    draft->problems.push_back(p);
+    return change;
+  }
+  const RenderedUnit& want = *rendered;
 
   Action w;
   w.kind = ActionKind::kWriteUnit;

@@ -45,7 +45,12 @@ int RunRender(const std::string& manifest_path, const std::string& observed_path
       ctx.model_repo = m.repo_id;
       ctx.snapshot_path = SnapshotPath(ctx.store, m.repo_id, commit);
     }
-    RenderedUnit u = RenderUnit(s, ctx);
+    Result<RenderedUnit> rendered = TryRenderUnit(s, ctx);
+    if (!rendered.ok()) {
+      err << "berth render: service/" << name << ": " << rendered.status().message() << "\n";
+      return kExitError;
+    }
+    const RenderedUnit& u = *rendered;
     out << "# " << desired.host.unit_dir << "/" << u.name << "\n" << u.content << "\n";
     any = true;
   }

@@ -11,6 +11,17 @@ using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Not;
 
+// The loader refuses a newline in a unit value; should one reach the planner anyway (a Desired
+// built another way), the plan is blocked and no unit is written.
+TEST_F(ScenarioTest, AValueNoUnitFileCanHoldBlocksThePlan) {
+  OneModel();
+  Vllm("svc", "a", {0}, 8000).vllm.served_model_name = "x\nExecStartPre=/bin/touch /tmp/pwned";
+  Plan p = PlanNow();
+  ASSERT_TRUE(p.blocked());
+  EXPECT_THAT(Problems(p), HasSubstr("unit svc.service"));
+  for (const Action& a : p.actions) EXPECT_NE(a.kind, ActionKind::kWriteUnit);
+}
+
 TEST_F(ScenarioTest, ARunningServiceWantedStoppedIsStoppedAndItsUnitStays) {
   OneModel();
   Vllm("svc", "a", {0}, 8000);
