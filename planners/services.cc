@@ -189,6 +189,17 @@ void DiffServices(const Desired& d, const Observed& o, const std::string& berth_
       change.model_only = false;
       change.detail = "its unit file changed on disk since systemd loaded it";
     }
+    // Level-triggered resume: the process berth started still runs, but its unit file has
+    // changed since (an apply killed between writing the unit and restarting the service).
+    if (u && u->managed && !change.restart && s.has_engine && !u->invocation_id.empty()) {
+      auto started = o.state.started.find(u->name);
+      if (started != o.state.started.end() && started->second.first == u->invocation_id &&
+          started->second.second != u->spec_hash) {
+        change.restart = true;
+        change.model_only = false;
+        change.detail = "its process started from an older unit file than the one on disk";
+      }
+    }
 
     if (s.state == ServiceState::kRunning) {
       if (!active) {

@@ -15,6 +15,8 @@
 #include "engine/state/state.h"
 #include "manifests/loader.h"
 #include "planners/planner.h"
+#include "providers/systemd/systemd_manager.h"
+#include "providers/systemd/unit_files.h"
 
 namespace berth {
 namespace {
@@ -299,13 +301,17 @@ class Pass {
     deps.progress_tty = say_.tty();
     deps.stop = o_.stop;
     deps.kill_at_step = o_.kill_at_step;
-    deps.on_action = [&](int step, const Action&, const std::string& status,
+    std::mutex recording;
+    deps.on_action = [&](int step, const Action& a, const std::string& status,
                          const std::string& message) {
       journal.entries[static_cast<size_t>(step - 1)].status = status;
       journal.entries[static_cast<size_t>(step - 1)].message = message;
       (void)dir_->SaveJournal(journal);  // best effort: the host is observed afresh anyway
+      if (status == "done" && (a.kind == ActionKind::kStart || a.kind == ActionKind::kRestart)) {
+        std::lock_guard<std::mutex> hold(recording);
+        if (NoteStarted(a.unit)) (void)dir_->Save(state_);
+      }
     };
-    std::mutex recording;
     deps.on_downloaded = [&](const std::string& repo, const std::string& commit) {
       std::lock_guard<std::mutex> hold(recording);
       auto& commits = state_.models[repo];
@@ -353,6 +359,19 @@ class Pass {
       bool terminal = ex.status.code() == Status::Code::kPermissionDenied;
       return Fail(Outcome::kFailed, 4, ex.status, terminal);
     }
+    return true;
+  }
+
+  // Which invocation of `unit` berth just started, with the unit file it started from: a later
+  // plan restarts a process of that invocation once the file has changed (a kill -9 between a
+  // unit write and its restart leaves exactly that).
+  bool NoteStarted(const std::string& unit) {
+    auto props = host_.systemd->GetUnits({unit});
+    auto content = host_.unit_files->Read(unit);
+    if (!props.ok() || props->empty() || (*props)[0].invocation_id.empty() || !content.ok() ||
+        !content->has_value() || !IsBerthUnit(**content))
+      return false;
+    state_.started[unit] = {(*props)[0].invocation_id, UnitSpecHash(**content)};
     return true;
   }
 

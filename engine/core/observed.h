@@ -114,6 +114,9 @@ struct BerthState {
   std::string interrupted;
   /// Services that apply started but never saw pass their health gate ("service/x").
   std::vector<std::string> ungated;
+  /// unit -> [invocation id, spec hash]: the unit berth's last start or restart of it ran, so a
+  /// process still of that invocation whose file has changed since runs an older unit.
+  std::map<std::string, std::pair<std::string, std::string>> started;
 };
 
 struct Observed {

@@ -210,14 +210,15 @@ Status ReadHub(const ordered_json& j, Observed* o) {
 
 Status ReadState(const ordered_json& j, BerthState* s) {
   Reader rd(j, "berth_state");
-  BERTH_RETURN_IF_ERROR(
-      rd.Keys({"serial", "lineage", "units", "models", "failures", "interrupted", "ungated"}));
+  BERTH_RETURN_IF_ERROR(rd.Keys(
+      {"serial", "lineage", "units", "models", "failures", "interrupted", "ungated", "started"}));
   BERTH_RETURN_IF_ERROR(rd.Get("serial", &s->serial));
   BERTH_RETURN_IF_ERROR(rd.Get("lineage", &s->lineage));
   BERTH_RETURN_IF_ERROR(rd.Get("units", &s->units));
   BERTH_RETURN_IF_ERROR(rd.Get("models", &s->models));
   BERTH_RETURN_IF_ERROR(rd.Get("interrupted", &s->interrupted));
   BERTH_RETURN_IF_ERROR(rd.Get("ungated", &s->ungated));
+  BERTH_RETURN_IF_ERROR(rd.Get("started", &s->started));
   if (const ordered_json* failures = rd.Child("failures")) {
     if (!failures->is_object())
       return Status::InvalidArgument("berth_state.failures: expected an object");
@@ -325,6 +326,7 @@ std::string ObservedToJson(const Observed& o) {
   }
   if (!o.state.interrupted.empty()) j["berth_state"]["interrupted"] = o.state.interrupted;
   if (!o.state.ungated.empty()) j["berth_state"]["ungated"] = o.state.ungated;
+  if (!o.state.started.empty()) j["berth_state"]["started"] = o.state.started;
   if (!o.warnings.empty()) j["warnings"] = o.warnings;
   return j.dump(2) + "\n";
 }

@@ -87,6 +87,7 @@ BerthState State::ToObserved() const {
   b.units = units;
   b.models = models;
   b.failures = failures;
+  b.started = started;
   return b;
 }
 
@@ -146,6 +147,7 @@ std::string StateToJson(const State& s) {
   ordered_json failures = ordered_json::object();
   for (const auto& [a, f] : s.failures) failures[a] = {{"time", f.time}, {"message", f.message}};
   j["failures"] = failures;
+  if (!s.started.empty()) j["started"] = s.started;
   return j.dump(2) + "\n";
 }
 
@@ -169,6 +171,7 @@ Result<State> StateFromJson(const std::string& text, const std::string& source) 
     if (j.contains("failures"))
       for (auto it = j["failures"].begin(); it != j["failures"].end(); ++it)
         s.failures[it.key()] = {it.value().value("time", ""), it.value().value("message", "")};
+    s.started = j.value("started", std::map<std::string, std::pair<std::string, std::string>>{});
   } catch (const std::exception& e) {
     return Status::InvalidArgument(source + " is damaged (" + e.what() +
                                    "); move it aside to start a new lineage (berth then prunes "

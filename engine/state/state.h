@@ -30,6 +30,8 @@ struct State {
   std::string manifest_git_commit;          // when the manifest lives in a git work tree
   std::string last_apply;                   // RFC 3339
   std::map<std::string, Failure> failures;  // address -> the last failure (cleared on success)
+  /// unit -> [invocation id, spec hash] of berth's last start or restart of it.
+  std::map<std::string, std::pair<std::string, std::string>> started;
 
   /// The part the planner sees (Observed::state).
   BerthState ToObserved() const;

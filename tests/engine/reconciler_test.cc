@@ -33,7 +33,7 @@ const std::string kMiniMax = Commit("b");
 
 // Kimi serving on GPU 0 and port 8000; `switched`: MiniMax there instead, Kimi stopped (its
 // weights kept).
-std::string Manifest(bool switched) {
+std::string Manifest(bool switched, const std::string& kimi_extra = "") {
   std::string kimi_state = switched ? "stopped" : "running";
   std::string m = "berth: 1\nhost: {store: /models}\nmodels:\n";
   m += "  kimi: {source: hf://moonshotai/Kimi-K2, revision: " + kKimi + ", size: 20GB}\n";
@@ -49,7 +49,8 @@ std::string Manifest(bool switched) {
        "    gpus: [0]\n"
        "    port: 8000\n"
        "    vllm: {gpu_memory_utilization: 0.9}\n"
-       "    health: {timeout: 10m, interval: 5s}\n";
+       "    health: {timeout: 10m, interval: 5s}\n" +
+       kimi_extra;
   if (switched)
     m += "  vllm-minimax:\n"
          "    model: minimax\n"
@@ -77,6 +78,8 @@ class ReconcilerTest : public ::testing::Test {
   ReconcilerTest() : world(EmptyHost()) {
     dir.Write("kimi/berth.yaml", Manifest(false));
     dir.Write("minimax/berth.yaml", Manifest(true));
+    dir.Write("kimi-longer/berth.yaml",
+              Manifest(false, "    args: [\"--max-num-seqs\", \"64\"]\n"));
   }
 
   // One pass through the Reconciler, as `berth apply --yes` (apply) or `berth plan` runs it.
@@ -414,6 +417,30 @@ TEST_F(ReconcilerTest, ADownloadIsRecordedAsBerthsTheMomentItIsPublished) {
   };
   ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
   EXPECT_TRUE(recorded_before_start);
+}
+
+// kill -9 between writing a changed unit and restarting its service: the next run sees the unit
+// file up to date, no reload pending and the service up, and must still restart it, because the
+// process is the one berth started from the older unit.
+TEST_F(ReconcilerTest, KilledBetweenWriteUnitAndRestartStillRestarts) {
+  ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
+  world.on_job = [&](const std::string& verb, const std::string&) {
+    if (verb == "daemon-reload") stop = true;  // the last thing the killed process did
+  };
+  RunReport r = Apply("kimi-longer");
+  ASSERT_EQ(r.outcome, Outcome::kInterrupted) << err.str();
+  std::filesystem::remove(dir / "state/journal.json");  // kill -9: no journal to go by
+  world.on_job = nullptr;
+  stop = false;
+  const std::string old_invocation = Unit("vllm-kimi.service")->invocation_id;
+
+  RunReport plan = Plan("kimi-longer");
+  ASSERT_EQ(plan.plan.actions.size(), 2u) << out.str();
+  EXPECT_EQ(plan.plan.actions[0].kind, ActionKind::kRestart);
+  EXPECT_THAT(plan.plan.actions[0].detail, HasSubstr("started from an older unit file"));
+  ASSERT_EQ(Apply("kimi-longer").outcome, Outcome::kApplied) << err.str();
+  EXPECT_NE(Unit("vllm-kimi.service")->invocation_id, old_invocation);
+  EXPECT_EQ(Plan("kimi-longer").outcome, Outcome::kNoChanges) << out.str();
 }
 
 TEST_F(ReconcilerTest, NotConfirmedChangesNothing) {

@@ -71,6 +71,7 @@ void FakeHost::Start(const std::string& unit, const Desired& d) {
   u.active_state = "active";
   u.sub_state = "running";
   u.main_pid = next_pid_++;
+  u.invocation_id = "1nv0" + std::to_string(u.main_pid);  // new on every (re)start
   for (const auto& [name, s] : d.services) {
     if (s.UnitName() != unit) continue;
     for (int i : s.gpus)

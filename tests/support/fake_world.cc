@@ -16,6 +16,7 @@ Result<std::vector<UnitProperties>> FakeSystemd::GetUnits(const std::vector<std:
       p.main_pid = static_cast<uint32_t>(u->main_pid);
       p.n_restarts = static_cast<uint32_t>(u->n_restarts);
       p.result = u->result;
+      p.invocation_id = u->invocation_id;
     }
     out.push_back(p);
   }
@@ -24,6 +25,7 @@ Result<std::vector<UnitProperties>> FakeSystemd::GetUnits(const std::vector<std:
 
 Status FakeSystemd::Reload() {
   w_->calls.push_back("daemon-reload");
+  if (w_->on_job) w_->on_job("daemon-reload", "");
   w_->host.Reload();
   return Status::Ok();
 }
