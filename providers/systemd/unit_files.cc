@@ -8,8 +8,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "engine/core/atomic_file.h"
 #include "engine/core/unit_marker.h"
@@ -23,6 +21,46 @@ Status Errno(const std::string& what) {
   if (e == EACCES || e == EPERM) return Status::PermissionDenied(msg + " (berth needs root here)");
   if (e == ENOSPC) return Status::IoError(msg + " (the filesystem is full)");
   return Status::IoError(msg);
+}
+
+// A unit file is small; anything bigger is not one berth could have written.
+constexpr off_t kMaxUnitBytes = 1 << 20;
+
+// The content of the regular file at `path`; nullopt when there is none. Never blocks: a FIFO or
+// a device where a unit file should be is an error, not a read that waits forever.
+Result<std::optional<std::string>> ReadRegular(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return std::optional<std::string>();
+    return Errno("cannot read " + path);
+  }
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    Status s = Errno("cannot stat " + path);
+    ::close(fd);
+    return s;
+  }
+  if (!S_ISREG(st.st_mode) || st.st_size > kMaxUnitBytes) {
+    ::close(fd);
+    return Status::FailedPrecondition(
+        path + (S_ISREG(st.st_mode) ? " is larger than 1 MiB" : " is not a regular file") +
+        ": it cannot be a unit file berth reads; move it away");
+  }
+  std::string text;
+  char buf[16384];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      Status s = Errno("cannot read " + path);
+      ::close(fd);
+      return s;
+    }
+    if (n == 0 || text.size() > static_cast<size_t>(kMaxUnitBytes)) break;
+    text.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return std::optional<std::string>(std::move(text));
 }
 
 }  // namespace
@@ -51,17 +89,7 @@ Result<bool> UnitFileStore::Remove(const std::string& unit) {
 }
 
 Result<std::optional<std::string>> UnitFileStore::Read(const std::string& unit) const {
-  std::string path = PathOf(unit);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    if (errno == ENOENT) return std::optional<std::string>();
-    struct stat st;
-    if (::stat(path.c_str(), &st) != 0 && errno == ENOENT) return std::optional<std::string>();
-    return Errno("cannot read " + path);
-  }
-  std::ostringstream s;
-  s << in.rdbuf();
-  return std::optional<std::string>(s.str());
+  return ReadRegular(PathOf(unit));
 }
 
 Result<std::vector<std::string>> UnitFileStore::ListBerthUnits() const {
@@ -74,10 +102,9 @@ Result<std::vector<std::string>> UnitFileStore::ListBerthUnits() const {
   while (dirent* e = ::readdir(d)) {
     std::string name = e->d_name;
     if (name.size() <= 8 || !name.ends_with(".service") || name[0] == '.') continue;
-    std::ifstream in(dir_ + "/" + name);
-    std::string first;
-    std::getline(in, first);
-    if (IsBerthUnit(first)) out.push_back(name);
+    // What cannot be read as a regular file is not berth's (it would carry the marker).
+    auto text = ReadRegular(dir_ + "/" + name);
+    if (text.ok() && text->has_value() && IsBerthUnit(**text)) out.push_back(name);
   }
   ::closedir(d);
   std::sort(out.begin(), out.end());
