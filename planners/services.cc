@@ -38,11 +38,22 @@ Transition Make(ActionKind kind, const std::string& unit, const std::string& add
   return t;
 }
 
-Problem ForeignUnit(const ServiceSpec& s, const ObservedUnit& u, const std::string& doing) {
+// Who wrote a unit that is not this state's, in words.
+std::string NotOurs(const Observed& o, const ObservedUnit& u) {
+  if (!u.managed) return "berth did not write it";
+  std::string ours = o.state.lineage.empty() ? "this state directory has none yet"
+                                             : "this one's is " + o.state.lineage;
+  if (!u.lineage.empty())
+    return "another berth state directory wrote it (lineage " + u.lineage + "; " + ours + ")";
+  return "it carries berth's marker but no lineage, and this state directory does not list it";
+}
+
+Problem ForeignUnit(const Observed& o, const ServiceSpec& s, const ObservedUnit& u,
+                    const std::string& doing) {
   Problem p;
   p.resource = "unit " + u.name;
-  p.message = "service/" + s.name + ": " + u.name + " exists at " + u.fragment_path +
-              " and berth did not write it; berth will not " + doing +
+  p.message = "service/" + s.name + ": " + u.name + " exists at " + u.fragment_path + " and " +
+              NotOurs(o, u) + "; berth will not " + doing +
               " it. Set adopt: true on the service to let berth take it over (" + s.loc.ToString() +
               "), or rename the service";
   return p;
@@ -68,7 +79,7 @@ UnitFileChange PlanUnitFile(const Desired& d, const Observed& o, const ServiceSp
     ctx.model_repo = m->spec->repo_id;
     std::string commit = m->commit;
     // Unknown offline (nothing in the store, Hub not asked): keep the commit the unit pins.
-    if (commit.empty() && u && u->managed)
+    if (commit.empty() && u && o.Owns(*u))
       commit = PinnedCommit(u->content, ctx.store, ctx.model_repo);
     ctx.snapshot_path =
         SnapshotPath(ctx.store, m->spec->repo_id, commit.empty() ? m->spec->revision : commit);
@@ -93,13 +104,13 @@ UnitFileChange PlanUnitFile(const Desired& d, const Observed& o, const ServiceSp
   if (!has_file) {
     w.reason = Reason::kUnitMissing;
     w.detail = "new unit file in " + d.host.unit_dir;
-  } else if (!u->managed) {
+  } else if (!o.Owns(*u)) {
     if (!s.adopt) {
-      draft->problems.push_back(ForeignUnit(s, *u, "overwrite"));
+      draft->problems.push_back(ForeignUnit(o, s, *u, "overwrite"));
       return change;
     }
     w.reason = Reason::kUnitAdopted;
-    w.detail = "adopt: true replaces " + u->fragment_path + ", which berth did not write";
+    w.detail = "adopt: true replaces " + u->fragment_path + " (" + NotOurs(o, *u) + ")";
     change.detail = "adopted unit now runs berth's configuration";
   } else {
     bool drift = !u->content.empty() && Sha256Hex(UnitBody(u->content)) != u->spec_hash;
@@ -142,7 +153,7 @@ void DiffServices(const Desired& d, const Observed& o, const std::string& berth_
     std::string address = "service/" + name;
     bool active = u && u->IsActive();
     if (u && u->need_daemon_reload) draft->reload_pending = true;
-    if (u && u->managed && !u->drop_in_paths.empty()) {
+    if (u && o.Owns(*u) && !u->drop_in_paths.empty()) {
       // Drop-ins are someone else's files: berth leaves them, but says they change what runs.
       std::string paths;
       for (const auto& p : u->drop_in_paths) paths += (paths.empty() ? "" : ", ") + p;
@@ -155,8 +166,8 @@ void DiffServices(const Desired& d, const Observed& o, const std::string& berth_
         draft->stops.push_back(Make(ActionKind::kStop, s.UnitName(), address, Reason::kWantedAbsent,
                                     "state: absent", &s));
       if (u && u->HasFile()) {
-        if (!u->managed && !s.adopt) {
-          draft->problems.push_back(ForeignUnit(s, *u, "remove"));
+        if (!o.Owns(*u) && !s.adopt) {
+          draft->problems.push_back(ForeignUnit(o, s, *u, "remove"));
           continue;
         }
         Action r;
@@ -191,7 +202,7 @@ void DiffServices(const Desired& d, const Observed& o, const std::string& berth_
     }
     // Level-triggered resume: the process berth started still runs, but its unit file has
     // changed since (an apply killed between writing the unit and restarting the service).
-    if (u && u->managed && !change.restart && s.has_engine && !u->invocation_id.empty()) {
+    if (u && o.Owns(*u) && !change.restart && s.has_engine && !u->invocation_id.empty()) {
       auto started = o.state.started.find(u->name);
       if (started != o.state.started.end() && started->second.first == u->invocation_id &&
           started->second.second != u->spec_hash) {
@@ -225,6 +236,12 @@ void DiffServices(const Desired& d, const Observed& o, const std::string& berth_
     if (!u.managed || !u.HasFile()) continue;
     std::string service = u.name.substr(0, u.name.rfind(".service"));
     if (d.services.count(service)) continue;
+    if (!o.Owns(u)) {
+      // Another state directory's unit (or one no state lists): not this state's to prune.
+      draft->warnings.push_back(u.name + " carries berth's marker but is not this state's (" +
+                                NotOurs(o, u) + "): left alone");
+      continue;
+    }
     std::string address = "service/" + service;
     if (u.IsActive())
       draft->stops.push_back(Make(ActionKind::kStop, u.name, address, Reason::kNotInManifest,

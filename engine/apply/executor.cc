@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "engine/apply/model_store.h"
+#include "engine/core/unit_marker.h"
 #include "engine/core/units.h"
 #include "engine/output/progress.h"
 #include "providers/health/health_probe.h"
@@ -136,7 +137,7 @@ void Executor::Rollback(const Plan& plan, size_t failed, ExecResult* r) {
 Status Executor::RunAction(const Action& a, ExecResult* result) {
   switch (a.kind) {
     case ActionKind::kWriteUnit:
-      return d_.unit_files->Write(a.unit, a.unit_content).status();
+      return d_.unit_files->Write(a.unit, StampLineage(a.unit_content, d_.lineage)).status();
     case ActionKind::kRemoveUnit:
       return d_.unit_files->Remove(a.unit).status();
     case ActionKind::kDaemonReload:

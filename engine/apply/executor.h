@@ -36,8 +36,11 @@ struct ExecutorDeps {
   Clock* clock = nullptr;            // null = RealClock()
   std::ostream* progress = nullptr;  // one line per action; null = silent
   ModelStore* models = nullptr;      // downloads and removals of models
-  bool progress_tty = false;         // draw download bars instead of log lines
-  ActionHook on_action;              // the journal
+  /// The state lineage stamped into every unit file written ("# berth-lineage:"), so that
+  /// another state directory takes the unit as foreign. "" writes the content as planned.
+  std::string lineage;
+  bool progress_tty = false;  // draw download bars instead of log lines
+  ActionHook on_action;       // the journal
   /// Called the moment a download is verified and published (from the downloading thread;
   /// several may run at once), so berth records the revision as its own even if it dies next.
   std::function<void(const std::string& repo_id, const std::string& commit)> on_downloaded;

@@ -284,6 +284,16 @@ class Pass {
     for (size_t i = 0; i < plan_.actions.size(); ++i)
       journal.entries.push_back({static_cast<int>(i + 1), ActionKindName(plan_.actions[i].kind),
                                  plan_.actions[i].address, "pending", ""});
+    // The lineage is born with the first apply (a plan writes nothing), before any unit file
+    // is stamped with it.
+    if (state_.lineage.empty()) {
+      state_.lineage = NewLineage();
+      Status ls = dir_->Save(state_);
+      if (!ls.ok()) {
+        say_.Error("berth apply: " + ls.message() + "; nothing was changed");
+        return Fail(Outcome::kError, 1, ls);
+      }
+    }
     Status js = dir_->SaveJournal(journal);
     if (!js.ok()) {
       say_.Error("berth apply: " + js.message() + "; nothing was changed");
@@ -296,6 +306,7 @@ class Pass {
     deps.health = host_.health;
     deps.journal = host_.journal;
     deps.models = host_.models;
+    deps.lineage = state_.lineage;
     deps.clock = &clock_;
     deps.progress = &say_.progress();
     deps.progress_tty = say_.tty();

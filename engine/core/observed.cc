@@ -1,11 +1,19 @@
 #include "engine/core/observed.h"
 
+#include <algorithm>
+
 namespace berth {
 
 const ObservedUnit* Observed::FindUnit(const std::string& name) const {
   for (const auto& u : units)
     if (u.name == name) return &u;
   return nullptr;
+}
+
+bool Observed::Owns(const ObservedUnit& u) const {
+  if (!u.managed) return false;
+  if (!u.lineage.empty()) return !state.lineage.empty() && u.lineage == state.lineage;
+  return std::find(state.units.begin(), state.units.end(), u.name) != state.units.end();
 }
 
 const ObservedRepo* Observed::FindRepo(const std::string& repo_id) const {

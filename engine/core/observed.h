@@ -55,7 +55,8 @@ struct ObservedUnit {
   std::string sub_state;     // running | dead | exited | ...
   std::string fragment_path;
   std::string content_hash;  // sha256 of the unit file's bytes; "" if no file
-  bool managed = false;      // the file carries berth's marker
+  bool managed = false;      // the file carries berth's marker (written by some berth)
+  std::string lineage;       // the state lineage stamped in berth's header; "" if none
   std::string spec_hash;     // from the marker: hash of the content berth wrote
   std::string content;       // the file's text, when berth manages it (for change details)
   int main_pid = 0;
@@ -138,6 +139,10 @@ struct Observed {
   std::vector<std::string> warnings;
 
   const ObservedUnit* FindUnit(const std::string& name) const;
+  /// Whether `u` is this state's to change or prune: berth's marker, and either this state's
+  /// lineage or (units written before lineages were stamped) listed in the state's units.
+  /// A unit of another lineage (another state directory) is foreign, like a hand-written one.
+  bool Owns(const ObservedUnit& u) const;
   const ObservedRepo* FindRepo(const std::string& repo_id) const;
   const HubInfo* FindHub(const std::string& repo_id, const std::string& revision) const;
   const ObservedGpu* FindGpu(int index) const;

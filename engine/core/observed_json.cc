@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/core/unit_marker.h"
+
 namespace berth {
 namespace {
 
@@ -150,6 +152,7 @@ Status ReadUnits(const ordered_json& j, Observed* o) {
     BERTH_RETURN_IF_ERROR(ru.Get("managed", &u.managed));
     BERTH_RETURN_IF_ERROR(ru.Get("spec_hash", &u.spec_hash));
     BERTH_RETURN_IF_ERROR(ru.Get("content", &u.content));
+    u.lineage = u.managed ? UnitLineage(u.content) : "";  // derived, never a second source
     BERTH_RETURN_IF_ERROR(ru.Get("main_pid", &u.main_pid));
     BERTH_RETURN_IF_ERROR(ru.Get("need_daemon_reload", &u.need_daemon_reload));
     BERTH_RETURN_IF_ERROR(ru.Get("drop_in_paths", &u.drop_in_paths));

@@ -47,6 +47,8 @@ std::string RandomHex(int bytes) {
 
 }  // namespace
 
+std::string NewLineage() { return RandomHex(16); }
+
 std::string NowRfc3339() {
   std::time_t now = std::time(nullptr);
   char buf[32];
@@ -223,7 +225,7 @@ Result<State> StateDir::Load() const {
 
 Status StateDir::Save(const State& state) const {
   State s = state;
-  if (s.lineage.empty()) s.lineage = RandomHex(16);
+  if (s.lineage.empty()) s.lineage = NewLineage();
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);
   if (ec) return Status::IoError("cannot create the state directory " + dir_ + ": " + ec.message());

@@ -37,6 +37,10 @@ struct State {
   BerthState ToObserved() const;
 };
 
+/// A new lineage: 32 random lowercase hex digits, stamped into every unit file this state's
+/// applies write (a unit of another lineage is not this state's to change or prune).
+std::string NewLineage();
+
 std::string StateToJson(const State& s);
 Result<State> StateFromJson(const std::string& text, const std::string& source);
 

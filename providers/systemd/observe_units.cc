@@ -41,6 +41,7 @@ Result<std::vector<ObservedUnit>> ObserveUnits(SystemdManager& systemd, const Un
       if (IsBerthUnit(text)) {
         u.managed = true;
         u.spec_hash = UnitSpecHash(text);
+        u.lineage = UnitLineage(text);
         u.content = text;
       }
     } else if (p.load_state != "not-found" && !p.fragment_path.empty()) {

@@ -46,6 +46,7 @@ TEST(ObservedJson, EverySectionRoundTrips) {
                      "/etc/x",
                      "h1",
                      true,
+                     "",
                      "h2",
                      "[Service]\n",
                      42,

@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "engine/apply/reconciler.h"
+#include "engine/core/unit_marker.h"
 #include "engine/state/state.h"
 #include "tests/providers/temp_dir.h"
 #include "tests/support/fake_world.h"
@@ -78,18 +79,20 @@ class ReconcilerTest : public ::testing::Test {
   ReconcilerTest() : world(EmptyHost()) {
     dir.Write("kimi/berth.yaml", Manifest(false));
     dir.Write("minimax/berth.yaml", Manifest(true));
+    dir.Write("none/berth.yaml", "berth: 1\nhost: {store: /models}\nservices: {}\n");
     dir.Write("kimi-longer/berth.yaml",
               Manifest(false, "    args: [\"--max-num-seqs\", \"64\"]\n"));
   }
 
   // One pass through the Reconciler, as `berth apply --yes` (apply) or `berth plan` runs it.
-  RunReport Pass(const std::string& manifest, bool apply, PlanFormat format = PlanFormat::kText) {
+  RunReport Pass(const std::string& manifest, bool apply, PlanFormat format = PlanFormat::kText,
+                 const std::string& state = "state") {
     out.str("");
     err.str("");
     Reporter say(out, err, format);
     ReconcileOptions o;
     o.manifest_path = dir / (manifest + "/berth.yaml");
-    o.state_dir = dir / "state";
+    o.state_dir = dir / state;
     o.apply = apply;
     o.yes = true;
     o.stop = &stop;
@@ -261,9 +264,16 @@ TEST_F(ReconcilerTest, KilledApplyIsResumedFromItsJournal) {
         {static_cast<int>(i + 1), ActionKindName(a.kind), a.address, ran ? "done" : "pending", ""});
   }
   ASSERT_TRUE(StateDir(dir / "state").SaveJournal(j).ok());
-  // Act the plan out but its health gate, as the killed process did.
+  // Act the plan out but its health gate, as the killed process did: its unit files carry the
+  // state's lineage (the state's list of units is only written when an apply ends).
+  auto state = StateDir(dir / "state").Load();
+  ASSERT_TRUE(state.ok() && !state->lineage.empty());
+  berth::Plan acted = planned.plan;
+  for (Action& a : acted.actions)
+    if (a.kind == ActionKind::kWriteUnit)
+      a.unit_content = StampLineage(a.unit_content, state->lineage);
   Desired d = world.desired;
-  world.host.Apply(planned.plan, d);
+  world.host.Apply(acted, d);
 
   RunReport resumed = Plan("minimax");
   EXPECT_THAT(out.str(), HasSubstr("an apply started 2026-12-01T03:00:00Z by pid 4242 stopped"));
@@ -275,6 +285,42 @@ TEST_F(ReconcilerTest, KilledApplyIsResumedFromItsJournal) {
   EXPECT_EQ(world.probes["vllm-minimax.service"], 3) << "the gate waited until it answered";
   EXPECT_FALSE(JournalLeft());
   EXPECT_EQ(Plan("minimax").outcome, Outcome::kNoChanges) << out.str();
+}
+
+// A unit carries the lineage of the state directory whose apply wrote it: a second state
+// directory (a fresh --state-dir, another checkout's) neither rewrites nor prunes it.
+TEST_F(ReconcilerTest, UnitsOfAnotherStateLineageAreForeign) {
+  ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
+  auto state = StateDir(dir / "state").Load();
+  ASSERT_TRUE(state.ok());
+  ASSERT_EQ(state->lineage.size(), 32u);
+  const ObservedUnit* kimi = Unit("vllm-kimi.service");
+  ASSERT_NE(kimi, nullptr);
+  EXPECT_EQ(UnitLineage(kimi->content), state->lineage);
+  EXPECT_THAT(kimi->content, HasSubstr(std::string(kLineageKey) + state->lineage + "\n"));
+
+  // A fresh state directory: the unit is not its own to change...
+  RunReport other = Pass("kimi-longer", false, PlanFormat::kText, "other-state");
+  EXPECT_EQ(other.outcome, Outcome::kBlocked) << out.str();
+  EXPECT_THAT(out.str(), HasSubstr("another berth state directory wrote it (lineage " +
+                                   state->lineage + "; this state directory has none yet)"));
+  EXPECT_THAT(out.str(), HasSubstr("Set adopt: true"));
+  // ...nor to prune when its manifests do not name it.
+  RunReport none = Pass("none", true, PlanFormat::kText, "other-state");
+  EXPECT_EQ(none.outcome, Outcome::kNoChanges) << out.str() << err.str();
+  EXPECT_THAT(out.str(), HasSubstr("vllm-kimi.service carries berth's marker but is not this "
+                                   "state's"));
+  EXPECT_TRUE(Running("vllm-kimi.service"));
+  ASSERT_NE(Unit("vllm-kimi.service"), nullptr);
+  EXPECT_TRUE(Unit("vllm-kimi.service")->HasFile());
+
+  // The state that wrote it still owns it: its plan for an empty manifest prunes it.
+  RunReport own = Plan("none");
+  ASSERT_EQ(own.outcome, Outcome::kPlanned) << out.str();
+  bool removes = false;
+  for (const Action& a : own.plan.actions)
+    removes = removes || (a.kind == ActionKind::kRemoveUnit && a.unit == "vllm-kimi.service");
+  EXPECT_TRUE(removes) << out.str();
 }
 
 // A plan holds no lock: a journal whose berth still runs is an apply in progress, not an

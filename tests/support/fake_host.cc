@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "engine/core/hash.h"
+#include "engine/core/unit_marker.h"
 #include "planners/unit_render.h"
 
 namespace berth::testing {
@@ -124,6 +125,7 @@ void FakeHost::WriteUnit(const std::string& unit, const std::string& content) {
   u.content_hash = Sha256Hex(content);
   u.managed = true;
   u.spec_hash = UnitSpecHash(content);
+  u.lineage = UnitLineage(content);
   u.need_daemon_reload = u.load_state != "not-found";
   if (std::find(o_.state.units.begin(), o_.state.units.end(), unit) == o_.state.units.end())
     o_.state.units.push_back(unit);
@@ -135,6 +137,7 @@ void FakeHost::RemoveUnit(const std::string& unit) {
   u.content.clear();
   u.content_hash.clear();
   u.managed = false;
+  u.lineage.clear();
   u.spec_hash.clear();
   std::erase(o_.state.units, unit);
 }
