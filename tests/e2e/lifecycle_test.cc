@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 
 #include <atomic>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "engine/apply/reconciler.h"
@@ -144,9 +145,9 @@ class LifecycleTest : public SandboxSuite {
     pid_t pid = ::fork();
     if (pid == 0) {
       for (const auto& e : env) ::putenv(const_cast<char*>(e.c_str()));
-      int devnull = ::open("/dev/null", O_WRONLY);
-      ::dup2(devnull, 1);
-      ::dup2(devnull, 2);
+      int log = ::open(ProcessLog().c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+      ::dup2(log, 1);
+      ::dup2(log, 2);
       ::execl(BERTH_BIN, BERTH_BIN, "apply", "-f", manifest.c_str(), "--yes", "--bus",
               sandbox_->system_bus_address().c_str(), "--journal-dir",
               sandbox_->journal_dir().c_str(), "--nvml-library", FAKE_NVML_FULL, "--state-dir",
@@ -154,6 +155,23 @@ class LifecycleTest : public SandboxSuite {
       ::_exit(127);
     }
     return pid;
+  }
+  /// Where the output of every ApplyProcess goes (printed when a wait for one fails).
+  std::string ProcessLog() const { return (tmp_ / "apply-processes.log").string(); }
+  /// waitpid with a deadline: a berth that does not end in time is killed and the test fails
+  /// with its output, instead of hanging until CTest's timeout says nothing.
+  int Wait(pid_t pid, std::chrono::seconds deadline = std::chrono::seconds(60)) {
+    int status = 0;
+    bool ended = WaitFor([&] { return ::waitpid(pid, &status, WNOHANG) == pid; }, deadline);
+    if (!ended) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      ADD_FAILURE() << "berth apply (pid " << pid << ") did not end within " << deadline.count()
+                    << " s; its output:\n"
+                    << ReadAll(ProcessLog());
+      return -1;
+    }
+    return status;
   }
   /// GET /health over a plain socket: 200 or not (cheap enough to probe in a tight loop).
   static bool Healthy(int port) {
@@ -279,8 +297,7 @@ TEST_F(LifecycleTest, KillNineAtEveryStepThenARerunConverges) {
     std::filesystem::remove_all(store_ + "/models--MiniMaxAI--MiniMax-M2.5");
     SyncGpus();
     pid_t pid = ApplyProcess(m, {"BERTH_FAULT_KILL_AT_STEP=" + std::to_string(k)});
-    int status = 0;
-    ::waitpid(pid, &status, 0);
+    int status = Wait(pid);
     ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "status " << status;
     SyncGpus();
     ASSERT_EQ(Apply(m), kExitOk) << out_.str() << err_.str();
@@ -318,8 +335,7 @@ TEST_F(LifecycleTest, TwoAppliesAtOnceOneWaitsOrIsToldWhoHoldsTheLock) {
   out.str("");
   err.str("");
   EXPECT_EQ(RunApply(cmd, in, out, err), kExitOk) << out.str() << err.str();
-  int status = 0;
-  ::waitpid(first, &status, 0);
+  int status = Wait(first);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   SyncGpus();
 }
@@ -375,8 +391,7 @@ TEST_F(LifecycleTest, SigtermStopsTheApplyCleanlyAndTheNextRunFinishes) {
   std::string journal = state_ + "/journal.json";
   ASSERT_TRUE(WaitFor([&] { return ReadAll(journal).find("\"running\"") != std::string::npos; }));
   ::kill(pid, SIGTERM);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
+  int status = Wait(pid);
   ASSERT_TRUE(WIFEXITED(status)) << "berth finished its own way, not killed by the signal";
   EXPECT_EQ(WEXITSTATUS(status), 1);
   // It stopped before touching a service: Kimi still serves, the journal says where it was.
@@ -389,6 +404,116 @@ TEST_F(LifecycleTest, SigtermStopsTheApplyCleanlyAndTheNextRunFinishes) {
   EXPECT_EQ(ActiveState("vllm-minimax-m25.service"), "active");
   ExpectMinimaxVerified();
   EXPECT_FALSE(std::filesystem::exists(journal)) << "a finished apply clears its journal";
+}
+
+}  // namespace
+}  // namespace berth::testing
+
+namespace berth::testing {
+namespace {
+
+// The step number of the plan line that starts with `verb` and names `address` (0: none).
+int StepOf(const std::string& plan, const std::string& verb, const std::string& address) {
+  std::istringstream lines(plan);
+  std::string line;
+  while (std::getline(lines, line)) {
+    int step = 0;
+    char sign = 0;
+    std::istringstream l(line);
+    std::string v, a;
+    if (l >> step >> sign >> v >> a && v == verb && a == address) return step;
+  }
+  return 0;
+}
+
+// kill -9 after the download is verified and published, before the run ends: the revision is
+// berth's already (state.json says so), so a manifest that no longer names it prunes it.
+TEST_F(LifecycleTest, KillNineAfterAPublishedDownloadStillLeavesTheModelBerths) {
+  std::string m = Manifest("stopped", "running");
+  ASSERT_EQ(Plan(m), kExitChanges);
+  int download = StepOf(out_.str(), "download", "model/minimax-m25");
+  ASSERT_EQ(download, 1) << out_.str();
+  pid_t pid = ApplyProcess(m, {"BERTH_FAULT_KILL_AT_STEP=" + std::to_string(download + 1)});
+  int status = Wait(pid);
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "status " << status;
+  ExpectMinimaxVerified();
+  EXPECT_EQ(ActiveState("vllm-kimi-k25.service"), "active") << "killed before anything stopped";
+  auto state = nlohmann::json::parse(ReadAll(state_ + "/state.json"));
+  ASSERT_TRUE(state["models"].contains("MiniMaxAI/MiniMax-M2.5")) << state.dump(2);
+  ASSERT_EQ(state["models"]["MiniMaxAI/MiniMax-M2.5"].size(), 1u);
+  const std::string repo_dir = store_ + "/models--MiniMaxAI--MiniMax-M2.5";
+  const std::string snapshot =
+      repo_dir + "/snapshots/" + state["models"]["MiniMaxAI/MiniMax-M2.5"][0].get<std::string>();
+  ASSERT_TRUE(std::filesystem::exists(snapshot + "/config.json"));
+
+  // The manifest drops MiniMax: its weights are berth's, so they go.
+  std::string kimi_only = (tmp_ / "kimi-only.yaml").string();
+  std::ofstream(kimi_only) << "berth: 1\nhost:\n  store: " << store_
+                           << "\n  reserve: 1MiB\n  unit_dir: " << sandbox_->units_dir()
+                           << "\nmodels:\n  kimi-k25-nvfp4: {source: hf://nvidia/Kimi-K2.5-NVFP4, "
+                              "revision: "
+                           << kKimiCommit
+                           << ", keep: true}\nservices:\n  vllm-kimi-k25: {state: running}\n";
+  ASSERT_EQ(Plan(kimi_only), kExitChanges) << out_.str() << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("remove-model  model/MiniMaxAI/MiniMax-M2.5"));
+  ASSERT_EQ(Apply(kimi_only), kExitOk) << out_.str() << err_.str();
+  EXPECT_FALSE(std::filesystem::exists(snapshot)) << "the revision berth downloaded is gone";
+  size_t blobs = 0;
+  if (std::filesystem::exists(repo_dir + "/blobs"))
+    for ([[maybe_unused]] const auto& b : std::filesystem::directory_iterator(repo_dir + "/blobs"))
+      ++blobs;
+  EXPECT_EQ(blobs, 0u) << "and its blobs with it";
+  EXPECT_EQ(ActiveState("vllm-kimi-k25.service"), "active");
+  ASSERT_EQ(Plan(kimi_only), kExitOk) << out_.str();
+}
+
+// kill -9 after the unit file changed but before the restart that makes it run (after the
+// write, and after the daemon-reload too): the rerun restarts the service, whatever the journal
+// says, and the process that serves then runs the new unit.
+TEST_F(LifecycleTest, KillNineBetweenWriteUnitAndRestartStillRestartsIntoTheNewUnit) {
+  std::string argv_file = (tmp_ / "minimax-argv.json").string();
+  std::string env = "    env: {FAKE_VLLM_ARGV_FILE: \"" + argv_file + "\"}\n";
+  std::string before = Manifest("stopped", "running", 0.9, 0, env);
+  std::string after =
+      Manifest("stopped", "running", 0.9, 0, env + "    args: [\"--max-num-seqs\", \"64\"]\n");
+  ASSERT_EQ(Apply(before), kExitOk) << out_.str() << err_.str();
+  ASSERT_EQ(Plan(after), kExitChanges);
+  const std::string plan = out_.str();
+  int write = StepOf(plan, "write-unit", "unit/vllm-minimax-m25.service");
+  int restart = StepOf(plan, "restart", "service/vllm-minimax-m25");
+  ASSERT_GT(write, 0) << plan;
+  ASSERT_GT(restart, write + 1) << plan << "a daemon-reload sits between them";
+  for (int k = write + 1; k <= restart; ++k) {
+    SCOPED_TRACE("killed before step " + std::to_string(k) + " of\n" + plan);
+    ASSERT_EQ(Apply(before), kExitOk) << out_.str() << err_.str();
+    ASSERT_TRUE(
+        WaitFor([&] { return ReadAll(argv_file).find("max-num-seqs") == std::string::npos; }));
+    auto units = systemd_->GetUnits({"vllm-minimax-m25.service"});
+    ASSERT_TRUE(units.ok());
+    std::string invocation = (*units)[0].invocation_id;
+    pid_t pid = ApplyProcess(after, {"BERTH_FAULT_KILL_AT_STEP=" + std::to_string(k)});
+    int status = Wait(pid);
+    ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "status " << status;
+    units = systemd_->GetUnits({"vllm-minimax-m25.service"});
+    ASSERT_TRUE(units.ok());
+    ASSERT_EQ((*units)[0].invocation_id, invocation) << "killed before the restart";
+    EXPECT_THAT(ReadAll(sandbox_->units_dir() + "/vllm-minimax-m25.service"),
+                HasSubstr("--max-num-seqs"))
+        << "the new unit file is on disk";
+
+    ASSERT_EQ(Plan(after), kExitChanges) << "the old process still runs: not converged";
+    EXPECT_THAT(out_.str(), HasSubstr("restart       service/vllm-minimax-m25")) << out_.str();
+    ASSERT_EQ(Apply(after), kExitOk) << out_.str() << err_.str();
+    units = systemd_->GetUnits({"vllm-minimax-m25.service"});
+    ASSERT_TRUE(units.ok());
+    EXPECT_NE((*units)[0].invocation_id, invocation) << "restarted";
+    ASSERT_TRUE(WaitFor([&] {
+      return ReadAll(argv_file).find("max-num-seqs") != std::string::npos;
+    })) << "the serving process runs the new unit: "
+        << ReadAll(argv_file);
+    EXPECT_TRUE(Healthy(port_));
+    ASSERT_EQ(Plan(after), kExitOk) << out_.str();
+  }
 }
 
 }  // namespace
