@@ -32,6 +32,12 @@ void ApplyStateRules(const Desired& desired, const Observed& observed, Plan* pla
   for (const auto& [address, f] : st.failures)
     plan->warnings.push_back("last apply failed on " + address + " at " + f.time + ": " +
                              f.message);
+  if (!st.held.empty() && st.held.digest == desired.digest && !plan->actions.empty())
+    plan->warnings.push_back(
+        "this manifest's change is held: its last apply failed on " + st.held.address + " at " +
+        st.held.time +
+        " after taking a service down; berth apply and the reconcile loop do not try it again "
+        "until the manifest changes, or once more with berth apply --retry");
   if (plan->blocked()) return;
   std::vector<std::string> suspects = st.ungated;
   for (const auto& [address, f] : st.failures)

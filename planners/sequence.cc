@@ -125,6 +125,15 @@ class Sequencer {
     a.unit = t.unit;
     a.reason = for_service.empty() ? t.reason : Reason::kFreesResources;
     a.for_service = for_service;
+    // Its own health gate, for a rollback that starts it again (berth waits until it serves).
+    if (!for_service.empty() && t.spec && t.spec->has_engine && t.spec->port) {
+      Action gate = HealthGate(*t.spec, t.address, "");
+      a.port = gate.port;
+      a.health_path = gate.health_path;
+      a.served_name = gate.served_name;
+      a.timeout_ms = gate.timeout_ms;
+      a.interval_ms = gate.interval_ms;
+    }
     Resources freed = host_.Release(t.unit);
     a.frees = freed;
     std::string what;

@@ -30,7 +30,9 @@ ExecResult Executor::Run(const Plan& plan) {
     return r;
   }
   size_t n = plan.actions.size();
+  step_started_.assign(n, d_.clock->Now());
   for (size_t i = 0; i < n; ++i) {
+    step_started_[i] = d_.clock->Now();
     if (d_.stop && d_.stop->load()) {
       r.interrupted = true;
       r.status = Status::Unavailable("interrupted after step " + std::to_string(i) + " of " +
@@ -112,32 +114,105 @@ Status Executor::RunDownloads(const Plan& plan, size_t first, size_t last, ExecR
 
 void Executor::Rollback(const Plan& plan, size_t failed, ExecResult* r) {
   const Action& f = plan.actions[failed];
-  if (f.kind != ActionKind::kStart && f.kind != ActionKind::kWaitHealthy) return;
+  if (f.kind != ActionKind::kStart && f.kind != ActionKind::kWaitHealthy &&
+      f.kind != ActionKind::kRestart)
+    return;
   std::string service = f.address.substr(f.address.find('/') + 1);
-  std::vector<const Action*> replaced;
-  for (size_t i = 0; i < failed; ++i)
-    if (plan.actions[i].kind == ActionKind::kStop && plan.actions[i].for_service == service)
-      replaced.push_back(&plan.actions[i]);
-  if (replaced.empty()) return;
+  // What the failed change replaced: services stopped to make room for it, or (an in-place
+  // update) the unit file it rewrote and restarted.
+  std::vector<size_t> replaced;
+  size_t restart_step = failed + 1;  // none
+  for (size_t i = 0; i <= failed; ++i) {
+    const Action& a = plan.actions[i];
+    if (i < failed && a.kind == ActionKind::kStop && a.for_service == service)
+      replaced.push_back(i);
+    if (a.kind == ActionKind::kRestart && a.unit == f.unit) restart_step = i;
+  }
+  bool in_place = restart_step <= failed && replaced_units_.count(f.unit);
+  if (replaced.empty() && !in_place) return;
   auto note = [&](const std::string& line) {
     r->rollback_log.push_back(line);
     if (d_.progress) *d_.progress << "rollback: " << line << std::endl;
   };
+  // The gate the failed change would have passed: how berth knows the service is back.
+  const Action* own_gate = nullptr;
+  for (const Action& a : plan.actions)
+    if (a.kind == ActionKind::kWaitHealthy && a.address == f.address) own_gate = &a;
+
+  if (in_place) {
+    Status s = d_.unit_files->Write(f.unit, replaced_units_[f.unit]).status();
+    note("restore the unit file of " + f.unit + " that berth replaced" +
+         (s.ok() ? "" : " failed: " + s.message()));
+    if (s.ok()) {
+      s = d_.systemd->Reload();
+      note("daemon-reload" + (s.ok() ? "" : " failed: " + s.message()));
+    }
+    if (s.ok()) {
+      s = d_.systemd->Restart(f.unit, d_.job_timeout);
+      note("restart " + f.unit + " on its previous unit file" +
+           (s.ok() ? "" : " failed: " + s.message()));
+    }
+    Action gate = own_gate ? *own_gate : Action{};
+    r->rolled_back = s.ok() && BackHealthy(gate, f.unit, step_started_[restart_step], r);
+    return;
+  }
   Status s = d_.systemd->Stop(f.unit, d_.job_timeout);
   note("stop " + f.unit + (s.ok() ? "" : " failed: " + s.message()));
   bool all = true;
-  for (const Action* a : replaced) {
-    Status st = d_.systemd->Start(a->unit, d_.job_timeout);
-    note("start " + a->unit + " again" + (st.ok() ? "" : " failed: " + st.message()));
-    all = all && st.ok();
+  for (size_t i : replaced) {
+    const Action& stop = plan.actions[i];
+    Status st = d_.systemd->Start(stop.unit, d_.job_timeout);
+    note("start " + stop.unit + " again" + (st.ok() ? "" : " failed: " + st.message()));
+    // The stop carries the stopped service's own health gate (the planner put it there).
+    Action gate;
+    gate.kind = ActionKind::kWaitHealthy;
+    gate.unit = stop.unit;
+    gate.port = stop.port;
+    gate.health_path = stop.health_path;
+    gate.served_name = stop.served_name;
+    gate.timeout_ms = stop.timeout_ms;
+    gate.interval_ms = stop.interval_ms;
+    all = all && st.ok() && BackHealthy(gate, stop.unit, step_started_[replaced.front()], r);
   }
   r->rolled_back = all;
 }
 
+bool Executor::BackHealthy(const Action& gate, const std::string& unit, Clock::TimePoint down,
+                           ExecResult* r) {
+  auto note = [&](const std::string& line) {
+    r->rollback_log.push_back(line);
+    if (d_.progress) *d_.progress << "rollback: " << line << std::endl;
+  };
+  if (gate.port == 0) {
+    note(unit + " runs again; berth knows no health check for it, so it did not wait for one");
+    return true;
+  }
+  Action wait = gate;
+  wait.kind = ActionKind::kWaitHealthy;
+  wait.unit = unit;
+  Status s = WaitHealthy(wait);
+  auto dark = std::chrono::duration_cast<std::chrono::milliseconds>(d_.clock->Now() - down);
+  if (!s.ok()) {
+    note(unit + " did not become healthy again: " + s.message() + "; port " +
+         std::to_string(gate.port) + " has been dark for " +
+         FormatDurationMs(static_cast<uint64_t>(dark.count())) + " and still is");
+    return false;
+  }
+  r->outage = std::max(r->outage, dark);
+  note(unit + " is healthy again; port " + std::to_string(gate.port) + " was dark for " +
+       FormatDurationMs(static_cast<uint64_t>(dark.count())));
+  return true;
+}
+
 Status Executor::RunAction(const Action& a, ExecResult* result) {
   switch (a.kind) {
-    case ActionKind::kWriteUnit:
+    case ActionKind::kWriteUnit: {
+      // Kept for a rollback of an in-place update (restored as it was, byte for byte).
+      auto before = d_.unit_files->Read(a.unit);
+      if (before.ok() && before->has_value() && !replaced_units_.count(a.unit))
+        replaced_units_[a.unit] = **before;
       return d_.unit_files->Write(a.unit, StampLineage(a.unit_content, d_.lineage)).status();
+    }
     case ActionKind::kRemoveUnit:
       return d_.unit_files->Remove(a.unit).status();
     case ActionKind::kDaemonReload:

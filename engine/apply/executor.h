@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -59,8 +60,13 @@ struct ExecResult {
   int failed_step = 0;  // 1-based; 0 when every step succeeded
   int steps_done = 0;
   bool interrupted = false;  // stopped between actions on request (SIGINT/SIGTERM)
-  bool rolled_back = false;  // a replacement failed its health gate; what it replaced runs again
-  std::vector<std::string> rollback_log;                        // what the rollback did
+  /// A change of a running service failed: what it replaced runs again (the old unit file is
+  /// back for an in-place update) and passed its health gate (when berth knows one).
+  bool rolled_back = false;
+  std::vector<std::string> rollback_log;  // what the rollback did
+  /// How long the service the failed change replaced was down, from the step that took it
+  /// down until it was healthy again after the rollback (0: no rollback, or not healthy again).
+  std::chrono::milliseconds outage{0};
   std::vector<std::pair<std::string, std::string>> downloaded;  // repo_id, commit
   uint64_t bytes_downloaded = 0;
 };
@@ -79,9 +85,14 @@ class Executor {
   Status Download(const Action& a, ExecResult* r);
   Status RunDownloads(const Plan& plan, size_t first, size_t last, ExecResult* r);
   void Rollback(const Plan& plan, size_t failed, ExecResult* r);
+  /// After a rollback started `unit` again: its health gate, then the outage since `down`.
+  bool BackHealthy(const Action& gate, const std::string& unit, Clock::TimePoint down,
+                   ExecResult* r);
   std::string JournalTail(const std::string& unit);
   ExecutorDeps d_;
   std::unique_ptr<ProgressPrinter> printer_;
+  std::map<std::string, std::string> replaced_units_;  // unit -> its file before this run
+  std::vector<Clock::TimePoint> step_started_;         // when each step began
 };
 
 }  // namespace berth

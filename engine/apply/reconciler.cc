@@ -55,6 +55,12 @@ void Record(const Plan& plan, const Journal& journal, const ExecResult& exec, St
     if (a.kind == ActionKind::kDownload && !a.commit.empty()) st->applied[a.address] = a.commit;
 }
 
+// Whether a failure of this kind of action came after (or as) a service going dark.
+bool TookAServiceDown(ActionKind k) {
+  return k == ActionKind::kStart || k == ActionKind::kStop || k == ActionKind::kRestart ||
+         k == ActionKind::kWaitHealthy;
+}
+
 int CountUp(const Desired& d, const Observed& o, int* wanted) {
   int up = 0;
   *wanted = 0;
@@ -87,7 +93,7 @@ class Pass {
       return End(Outcome::kBlocked, 3, Status::FailedPrecondition(plan_.problems[0].message), true);
     if (plan_.empty()) return End(Outcome::kNoChanges, 0);
     if (!o_.apply) return End(Outcome::kPlanned, 2);
-    if (!Confirm() || !Execute()) return rep_;
+    if (Held() || !Confirm() || !Execute()) return rep_;
     return Converged();
   }
 
@@ -264,6 +270,22 @@ class Pass {
     return true;
   }
 
+  // Whether this change is held: it failed after something went dark, and is not tried again on
+  // its own (the loop, or a cron'd apply, would stop the healthy old service once per retry).
+  bool Held() {
+    const HeldChange& h = state_.held;
+    if (h.empty() || h.digest != desired_.digest || o_.retry) return false;
+    std::string why = "the last apply of this manifest failed on " + h.address + " at " + h.time +
+                      " after taking a service down (" + h.message + ")";
+    say_.Error("berth apply: not trying this change again: " + why + ".");
+    say_.Error(
+        "Nothing was changed. Fix the cause and change the manifest, or run it once more with: "
+        "berth apply -f " +
+        manifest_path_ + " --retry");
+    End(Outcome::kHeld, 3, Status::FailedPrecondition(why), true);
+    return true;
+  }
+
   bool Confirm() {
     if (o_.yes) return true;
     say_.progress() << "\nApply these " << plan_.actions.size()
@@ -342,9 +364,13 @@ class Pass {
     st.last_apply = NowRfc3339();
     if (ex.status.ok()) {
       st.failures.clear();
+      st.held = {};
     } else if (ex.failed_step > 0 && !ex.interrupted) {
       const Action& a = plan_.actions[static_cast<size_t>(ex.failed_step - 1)];
       st.failures[a.address] = {NowRfc3339(), ex.status.message()};
+      // A failure before anything went dark (a download, a unit write) is retried as usual.
+      if (TookAServiceDown(a.kind))
+        st.held = {desired_.digest, NowRfc3339(), a.address, ex.status.message()};
     }
     Status ss = dir_->Save(st);
     if (!ss.ok()) say_.Error("berth apply: could not record the state: " + ss.message());
@@ -367,7 +393,9 @@ class Pass {
       }
       say_.Error(std::to_string(ex.steps_done) + " of " + std::to_string(plan_.actions.size()) +
                  " steps were done; berth plan shows what is left");
-      bool terminal = ex.status.code() == Status::Code::kPermissionDenied;
+      // Held (it failed after taking a service down): the loop waits for the manifest to change.
+      bool terminal =
+          ex.status.code() == Status::Code::kPermissionDenied || st.held.digest == desired_.digest;
       return Fail(Outcome::kFailed, 4, ex.status, terminal);
     }
     return true;
@@ -452,6 +480,8 @@ const char* OutcomeName(Outcome o) {
       return "stale_plan";
     case Outcome::kInterrupted:
       return "interrupted";
+    case Outcome::kHeld:
+      return "held";
   }
   return "?";
 }

@@ -70,6 +70,8 @@ struct ReconcileOptions {
   std::string out_path;
   /// Fault injection for crash tests: SIGKILL this process just before this step (0: never).
   int kill_at_step = 0;
+  /// Run a change that is held after it failed (`berth apply --retry`); see HeldChange.
+  bool retry = false;
 };
 
 enum class Outcome {
@@ -83,6 +85,8 @@ enum class Outcome {
   kNotConfirmed,  // the operator said no
   kStale,         // a saved plan no longer matches the host
   kInterrupted,   // stopped between actions on request
+  kHeld,          // this manifest's change failed after something went dark: not tried again
+                  // until the manifest changes or --retry (terminal; nothing changed)
 };
 const char* OutcomeName(Outcome o);
 

@@ -17,6 +17,7 @@ int RunApply(const ApplyCommand& cmd, std::istream& in, std::ostream& out, std::
   o.state_dir = cmd.state_dir.empty() ? DefaultStateDir() : cmd.state_dir;
   o.apply = true;
   o.yes = cmd.yes;
+  o.retry = cmd.retry;
   o.confirm = &in;
   o.lock_timeout = std::chrono::seconds(cmd.lock_timeout_s);
   o.max_age_s = cmd.max_age_s;

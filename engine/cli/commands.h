@@ -27,6 +27,7 @@ struct ApplyCommand {
   std::string manifest_path;  // -f
   std::string saved_plan;     // berth apply FILE: exactly this plan
   bool yes = false;           // do not ask
+  bool retry = false;         // run a change held after it failed (see HeldChange)
   HostAccess host;
   std::string state_dir;                    // "" = $BERTH_STATE_DIR or /var/lib/berth
   int lock_timeout_s = 0;                   // wait this long for another apply to finish

@@ -63,6 +63,9 @@ int main(int argc, char** argv) {
   apply->add_option("--max-age", apply_cmd.max_age_s,
                     "refuse a saved plan older than this many seconds (default: any age)");
   apply->add_flag("-y,--yes", apply_cmd.yes, "do not ask for confirmation");
+  apply->add_flag("--retry", apply_cmd.retry,
+                  "run this manifest's change again although its last apply failed after taking "
+                  "a service down (otherwise berth holds it until the manifest changes)");
   apply->add_option("--bus", apply_cmd.host.bus_address, "D-Bus address of systemd's bus");
   apply->add_option("--journal-dir", apply_cmd.host.journal_dir, "journal directory to read");
   apply->add_option("--nvml-library", apply_cmd.host.nvml_library, "NVML library to load");

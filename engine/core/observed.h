@@ -101,6 +101,18 @@ struct Failure {
   std::string message;
 };
 
+/// A change that failed after something went dark (a start, stop, restart or health gate of a
+/// service): berth does not try the same manifest again on its own, so a failing switch costs
+/// one outage, not one per retry. Cleared by a manifest change (another digest), by
+/// `berth apply --retry`, or by a successful apply.
+struct HeldChange {
+  std::string digest;   // the manifest digest whose apply failed; "" = nothing held
+  std::string time;     // RFC 3339
+  std::string address;  // the action that failed ("service/vllm-minimax-m25")
+  std::string message;
+  bool empty() const { return digest.empty(); }
+};
+
 /// berth's own records (the state directory), as observed: what berth created, what failed
 /// last, and where an apply that did not finish stopped.
 struct BerthState {
@@ -118,6 +130,7 @@ struct BerthState {
   /// unit -> [invocation id, spec hash]: the unit berth's last start or restart of it ran, so a
   /// process still of that invocation whose file has changed since runs an older unit.
   std::map<std::string, std::pair<std::string, std::string>> started;
+  HeldChange held;
 };
 
 struct Observed {

@@ -213,8 +213,8 @@ Status ReadHub(const ordered_json& j, Observed* o) {
 
 Status ReadState(const ordered_json& j, BerthState* s) {
   Reader rd(j, "berth_state");
-  BERTH_RETURN_IF_ERROR(rd.Keys(
-      {"serial", "lineage", "units", "models", "failures", "interrupted", "ungated", "started"}));
+  BERTH_RETURN_IF_ERROR(rd.Keys({"serial", "lineage", "units", "models", "failures", "interrupted",
+                                 "ungated", "started", "held"}));
   BERTH_RETURN_IF_ERROR(rd.Get("serial", &s->serial));
   BERTH_RETURN_IF_ERROR(rd.Get("lineage", &s->lineage));
   BERTH_RETURN_IF_ERROR(rd.Get("units", &s->units));
@@ -233,6 +233,14 @@ Status ReadState(const ordered_json& j, BerthState* s) {
       BERTH_RETURN_IF_ERROR(rf.Get("message", &f.message));
       s->failures[it.key()] = f;
     }
+  }
+  if (const ordered_json* held = rd.Child("held")) {
+    Reader rh(*held, "berth_state.held");
+    BERTH_RETURN_IF_ERROR(rh.Keys({"digest", "time", "address", "message"}));
+    BERTH_RETURN_IF_ERROR(rh.Get("digest", &s->held.digest));
+    BERTH_RETURN_IF_ERROR(rh.Get("time", &s->held.time));
+    BERTH_RETURN_IF_ERROR(rh.Get("address", &s->held.address));
+    BERTH_RETURN_IF_ERROR(rh.Get("message", &s->held.message));
   }
   return Status::Ok();
 }
@@ -330,6 +338,11 @@ std::string ObservedToJson(const Observed& o) {
   if (!o.state.interrupted.empty()) j["berth_state"]["interrupted"] = o.state.interrupted;
   if (!o.state.ungated.empty()) j["berth_state"]["ungated"] = o.state.ungated;
   if (!o.state.started.empty()) j["berth_state"]["started"] = o.state.started;
+  if (!o.state.held.empty())
+    j["berth_state"]["held"] = {{"digest", o.state.held.digest},
+                                {"time", o.state.held.time},
+                                {"address", o.state.held.address},
+                                {"message", o.state.held.message}};
   if (!o.warnings.empty()) j["warnings"] = o.warnings;
   return j.dump(2) + "\n";
 }

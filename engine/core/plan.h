@@ -78,6 +78,9 @@ struct Action {
   uint64_t timeout_ms = 0;   // wait-healthy
   uint64_t interval_ms = 0;  // wait-healthy: between probes
   std::string for_service;   // stop: the service whose start needs what it frees (rollback)
+  // A stop for another service also carries the stopped service's own health gate in
+  // health_path, port, served_name, timeout_ms and interval_ms: a rollback that starts it again
+  // waits for it (port 0: berth knows none).
 };
 
 /// Something the plan leaves as it is but a reviewer wants to see ("= keep model/kimi ...").

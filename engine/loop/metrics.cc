@@ -43,6 +43,8 @@ const char* FailureKind(Outcome outcome) {
       return "stale_plan";
     case Outcome::kInterrupted:
       return "interrupted";
+    case Outcome::kHeld:
+      return "held";
   }
   return "error";
 }
@@ -53,6 +55,7 @@ void LoopMetrics::Record(const RunReport& report, double started_unix, double du
   bytes_downloaded += report.exec.bytes_downloaded;
   services_up = report.services_up;
   services_wanted = report.services_wanted;
+  change_held = report.outcome == Outcome::kHeld;
   const char* kind = FailureKind(report.outcome);
   if (!kind) {
     last_success_timestamp = started_unix;
@@ -90,6 +93,10 @@ std::string MetricsText(const LoopMetrics& m) {
   out << "berth_services_up " << m.services_up << "\n";
   Metric(out, "berth_services_wanted", "gauge", "Services the manifest wants running.");
   out << "berth_services_wanted " << m.services_wanted << "\n";
+  Metric(out, "berth_change_held", "gauge",
+         "1 while the manifest's change is held: it failed after taking a service down, and "
+         "berth waits for the manifest to change or for berth apply --retry.");
+  out << "berth_change_held " << (m.change_held ? 1 : 0) << "\n";
   return out.str();
 }
 

@@ -13,8 +13,8 @@
 namespace berth {
 
 /// The failure kinds of berth_failures_total, in the order they are written.
-inline constexpr std::array<const char*, 6> kFailureKinds = {
-    "failed", "error", "blocked", "invalid_manifest", "stale_plan", "interrupted"};
+inline constexpr std::array<const char*, 7> kFailureKinds = {
+    "failed", "error", "blocked", "invalid_manifest", "stale_plan", "interrupted", "held"};
 
 struct LoopMetrics {
   double last_run_timestamp = 0;      // unix seconds when the last pass started
@@ -25,6 +25,7 @@ struct LoopMetrics {
   uint64_t bytes_downloaded = 0;                          // since the loop started
   int services_up = 0;
   int services_wanted = 0;
+  bool change_held = false;  // the last pass found this manifest's change held after a failure
 
   /// Folds one pass in: its report, when it started (unix seconds) and how long it took.
   void Record(const RunReport& report, double started_unix, double duration_s);

@@ -196,6 +196,9 @@ std::string StatusLine(const RunReport& r, const NextPass& next, int failures, b
     case Outcome::kInterrupted:
       what = "interrupted: " + OneLine(r.status.message());
       break;
+    case Outcome::kHeld:
+      what = "held: " + OneLine(r.status.message()) + "; berth apply --retry runs it again";
+      break;
     default:
       what = std::string(OutcomeName(r.outcome)) + ": " + OneLine(r.status.message());
       break;

@@ -31,6 +31,7 @@ PassKind ClassifyPass(Outcome outcome, bool terminal) {
     case Outcome::kInvalid:
     case Outcome::kStale:
     case Outcome::kNotConfirmed:
+    case Outcome::kHeld:
       return PassKind::kTerminal;
     case Outcome::kFailed:
     case Outcome::kError:

@@ -90,6 +90,7 @@ BerthState State::ToObserved() const {
   b.models = models;
   b.failures = failures;
   b.started = started;
+  b.held = held;
   return b;
 }
 
@@ -150,6 +151,11 @@ std::string StateToJson(const State& s) {
   for (const auto& [a, f] : s.failures) failures[a] = {{"time", f.time}, {"message", f.message}};
   j["failures"] = failures;
   if (!s.started.empty()) j["started"] = s.started;
+  if (!s.held.empty())
+    j["held"] = {{"digest", s.held.digest},
+                 {"time", s.held.time},
+                 {"address", s.held.address},
+                 {"message", s.held.message}};
   return j.dump(2) + "\n";
 }
 
@@ -174,6 +180,9 @@ Result<State> StateFromJson(const std::string& text, const std::string& source) 
       for (auto it = j["failures"].begin(); it != j["failures"].end(); ++it)
         s.failures[it.key()] = {it.value().value("time", ""), it.value().value("message", "")};
     s.started = j.value("started", std::map<std::string, std::pair<std::string, std::string>>{});
+    if (j.contains("held"))
+      s.held = {j["held"].value("digest", ""), j["held"].value("time", ""),
+                j["held"].value("address", ""), j["held"].value("message", "")};
   } catch (const std::exception& e) {
     return Status::InvalidArgument(source + " is damaged (" + e.what() +
                                    "); move it aside to start a new lineage (berth then prunes "

@@ -32,6 +32,8 @@ struct State {
   std::map<std::string, Failure> failures;  // address -> the last failure (cleared on success)
   /// unit -> [invocation id, spec hash] of berth's last start or restart of it.
   std::map<std::string, std::pair<std::string, std::string>> started;
+  /// A change that failed after something went dark: not retried until the manifest changes.
+  HeldChange held;
 
   /// The part the planner sees (Observed::state).
   BerthState ToObserved() const;

@@ -18,6 +18,7 @@
 
 #include "engine/apply/reconciler.h"
 #include "engine/core/unit_marker.h"
+#include "engine/loop/reconcile.h"
 #include "engine/state/state.h"
 #include "tests/providers/temp_dir.h"
 #include "tests/support/fake_world.h"
@@ -95,6 +96,7 @@ class ReconcilerTest : public ::testing::Test {
     o.state_dir = dir / state;
     o.apply = apply;
     o.yes = true;
+    o.retry = retry;
     o.stop = &stop;
     return Reconciler(world.Deps(&say)).Run(o);
   }
@@ -109,7 +111,12 @@ class ReconcilerTest : public ::testing::Test {
   bool JournalLeft() { return std::filesystem::exists(dir / "state/journal.json"); }
   int64_t SecondsSlept() { return world.clock.Elapsed().count() / 1000; }
 
+  size_t Count(const std::string& call) const {
+    return static_cast<size_t>(std::count(world.calls.begin(), world.calls.end(), call));
+  }
+
   TempDir dir;
+  bool retry = false;  // berth apply --retry
   FakeWorld world;
   std::atomic<bool> stop{false};
   std::ostringstream out, err;
@@ -158,6 +165,8 @@ TEST_F(ReconcilerTest, ReplacementThatNeverTurnsHealthyIsRolledBackThenConverges
   EXPECT_THAT(out.str(), HasSubstr("last apply failed on service/vllm-minimax"));
 
   world.never_healthy.clear();
+  EXPECT_EQ(Apply("minimax").outcome, Outcome::kHeld) << "not retried on its own";
+  retry = true;  // the operator fixed it: berth apply --retry
   RunReport fixed = Apply("minimax");
   ASSERT_EQ(fixed.outcome, Outcome::kApplied) << err.str();
   EXPECT_TRUE(Running("vllm-minimax.service"));
@@ -183,6 +192,7 @@ TEST_F(ReconcilerTest, HealthTimeoutFailsAfterTheTimeoutThenConvergesWhenTheServ
 
   world.never_healthy.clear();
   // The unit runs already; the next plan is only the gate it failed, which now passes.
+  retry = true;
   ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str() << out.str();
   EXPECT_EQ(Plan("kimi").outcome, Outcome::kNoChanges) << out.str();
 }
@@ -202,6 +212,7 @@ TEST_F(ReconcilerTest, CrashLoopFailsFastWithoutWaitingForTheTimeout) {
   RunReport again = Plan("kimi");
   ASSERT_EQ(again.plan.actions.size(), 2u) << out.str();
   EXPECT_EQ(again.plan.actions[0].reason, Reason::kFailed);
+  retry = true;
   ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
   EXPECT_EQ(Plan("kimi").outcome, Outcome::kNoChanges) << out.str();
 }
@@ -285,6 +296,85 @@ TEST_F(ReconcilerTest, KilledApplyIsResumedFromItsJournal) {
   EXPECT_EQ(world.probes["vllm-minimax.service"], 3) << "the gate waited until it answered";
   EXPECT_FALSE(JournalLeft());
   EXPECT_EQ(Plan("minimax").outcome, Outcome::kNoChanges) << out.str();
+}
+
+// A switch whose replacement never turns healthy costs one outage: rolled back, the change is
+// held for that manifest digest, and neither apply nor the loop takes the old service down again
+// until the manifest changes or --retry asks for exactly one more try.
+TEST_F(ReconcilerTest, AChangeThatFailedAfterTakingAServiceDownIsHeldUntilRetryOrAManifestChange) {
+  ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
+  world.never_healthy.insert("vllm-minimax.service");
+  RunReport failed = Apply("minimax");
+  ASSERT_EQ(failed.outcome, Outcome::kFailed) << err.str();
+  EXPECT_TRUE(failed.exec.rolled_back);
+  EXPECT_TRUE(failed.terminal) << "the loop waits for the manifest instead of backing off";
+  EXPECT_EQ(Count("stop vllm-kimi.service"), 1u);
+  auto state = StateDir(dir / "state").Load();
+  ASSERT_TRUE(state.ok());
+  EXPECT_EQ(state->held.address, "service/vllm-minimax");
+  EXPECT_EQ(state->held.digest, failed.manifest_digest);
+
+  world.calls.clear();
+  RunReport held = Apply("minimax");
+  EXPECT_EQ(held.outcome, Outcome::kHeld) << out.str() << err.str();
+  EXPECT_EQ(held.exit_code, 3);
+  EXPECT_TRUE(held.terminal);
+  for (const std::string& call : world.calls)
+    EXPECT_EQ(call.rfind("stop ", 0) + call.rfind("start ", 0) + call.rfind("restart ", 0),
+              3 * std::string::npos)
+        << "nothing was started or stopped: " << call;
+  EXPECT_THAT(err.str(), HasSubstr("not trying this change again: the last apply of this "
+                                   "manifest failed on service/vllm-minimax"));
+  EXPECT_THAT(err.str(), HasSubstr("--retry"));
+  EXPECT_TRUE(Running("vllm-kimi.service"));
+  RunReport plan = Plan("minimax");
+  EXPECT_EQ(plan.outcome, Outcome::kPlanned) << "a plan still shows the change";
+  EXPECT_THAT(out.str(), HasSubstr("warning: this manifest's change is held"));
+
+  // --retry: exactly one more try (and one more outage while it still fails).
+  retry = true;
+  EXPECT_EQ(Apply("minimax").outcome, Outcome::kFailed);
+  EXPECT_EQ(Count("stop vllm-kimi.service"), 1u);
+  retry = false;
+  world.never_healthy.clear();
+  EXPECT_EQ(Apply("minimax").outcome, Outcome::kHeld) << "fixing the host is not enough";
+
+  // A manifest change is a new change: tried, and it converges.
+  dir.Write("minimax/berth.yaml", Manifest(true) + "# fixed: the replacement's image\n");
+  ASSERT_EQ(Apply("minimax").outcome, Outcome::kApplied) << err.str();
+  state = StateDir(dir / "state").Load();
+  ASSERT_TRUE(state.ok());
+  EXPECT_TRUE(state->held.empty()) << "a success releases the hold";
+  EXPECT_EQ(Plan("minimax").outcome, Outcome::kNoChanges) << out.str();
+}
+
+// The same under the reconcile loop: hours of passes, one outage.
+TEST_F(ReconcilerTest, UnderTheLoopAFailingReplacementCostsExactlyOneOutage) {
+  ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
+  world.never_healthy.insert("vllm-minimax.service");
+  LoopOptions lo;
+  lo.schedule.interval = std::chrono::minutes(5);
+  lo.schedule.jitter = 0;
+  LoopDeps ld;
+  ld.clock = &world.clock;
+  ld.stop = &stop;
+  std::ostringstream log;
+  ld.log = &log;
+  ld.manifest_fingerprint = [] { return "unchanged"; };
+  int passes = 0;
+  ld.pass = [&] {
+    ++passes;
+    return Apply("minimax");
+  };
+  world.clock.on_sleep = [&](std::chrono::milliseconds elapsed) {
+    if (elapsed >= std::chrono::hours(3)) stop = true;
+  };
+  EXPECT_EQ(RunLoop(lo, ld), 0);
+  EXPECT_EQ(Count("stop vllm-kimi.service"), 1u) << log.str();
+  EXPECT_EQ(passes, 1) << "no pass while the manifest stays the same: " << log.str();
+  EXPECT_THAT(log.str(), HasSubstr("failed, rolled back: "));
+  EXPECT_THAT(log.str(), HasSubstr("waiting for the manifest to change"));
+  EXPECT_TRUE(Running("vllm-kimi.service"));
 }
 
 // A unit carries the lineage of the state directory whose apply wrote it: a second state

@@ -54,6 +54,7 @@ TEST(Metrics, TextAfterAnAppliedPassThenAFailedOne) {
             "berth_failures_total{kind=\"invalid_manifest\"} 0\n"
             "berth_failures_total{kind=\"stale_plan\"} 0\n"
             "berth_failures_total{kind=\"interrupted\"} 0\n"
+            "berth_failures_total{kind=\"held\"} 0\n"
             "# HELP berth_bytes_downloaded_total Bytes of model files downloaded since the loop "
             "started.\n"
             "# TYPE berth_bytes_downloaded_total counter\n"
@@ -64,7 +65,12 @@ TEST(Metrics, TextAfterAnAppliedPassThenAFailedOne) {
             "berth_services_up 2\n"
             "# HELP berth_services_wanted Services the manifest wants running.\n"
             "# TYPE berth_services_wanted gauge\n"
-            "berth_services_wanted 3\n");
+            "berth_services_wanted 3\n"
+            "# HELP berth_change_held 1 while the manifest's change is held: it failed after taking "
+            "a service down, and berth waits for the manifest to change or for berth apply "
+            "--retry.\n"
+            "# TYPE berth_change_held gauge\n"
+            "berth_change_held 0\n");
 }
 
 TEST(Metrics, EachUnsuccessfulOutcomeCountsUnderItsKind) {
