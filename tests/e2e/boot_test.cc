@@ -194,6 +194,13 @@ TEST_F(BootTest, KimiToMinimaxThenRebootBringsUpMinimaxNotKimi) {
       << "systemd's own property shows it at once (berth reloads after enabling)";
   EXPECT_EQ(Unit("vllm-kimi-k25.service").unit_file_state, "disabled");
   EXPECT_THAT(PlanText(m), HasSubstr("No changes"));
+  std::ostringstream observed, observe_err;
+  ASSERT_EQ(RunObserve(m, "text", Command(m, true).host, observed, observe_err), kExitOk)
+      << observe_err.str();
+  EXPECT_THAT(observed.str(),
+              HasSubstr("unit vllm-minimax-m25.service: loaded active/running, enabled (berth)"));
+  EXPECT_THAT(observed.str(),
+              HasSubstr("unit vllm-kimi-k25.service: loaded inactive/dead, disabled"));
 
   ASSERT_NO_FATAL_FAILURE(Reboot());
   ASSERT_TRUE(WaitFor([&] { return Healthy(port_); })) << "MiniMax came back at boot";
