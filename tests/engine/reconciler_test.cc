@@ -444,7 +444,24 @@ INSTANTIATE_TEST_SUITE_P(
                            "frees": {"gpu_bytes": {}}, "repo_id": "MiniMaxAI/MiniMax-M2",
                            "commit": "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"}})"),
         std::make_pair("a health gate with another port",
-                       R"({"kind": "wait-healthy", "set": {"port": 22}})")));
+                       R"({"kind": "wait-healthy", "set": {"port": 22}})"),
+        std::make_pair("the disable turned onto another unit",
+                       R"({"kind": "disable", "set": {"unit": "ssh.service"}})"),
+        std::make_pair("an enable of another unit",
+                       R"({"append": {"kind": "enable", "address": "unit/evil.service",
+                           "reason": "not_enabled", "requires": {"gpu_bytes": {}},
+                           "frees": {"gpu_bytes": {}}, "unit": "evil.service"}})")));
+
+TEST_F(SavedPlanTamperTest, ASavedPlanIsStaleWhenAUnitWasDisabledByHandSince) {
+  ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
+  std::string file = SavePlan("minimax");
+  world.host.SetUnitFileState("vllm-kimi.service", "disabled");  // systemctl disable, by hand
+  world.calls.clear();
+  RunReport r = ApplySaved(file);
+  EXPECT_EQ(r.outcome, Outcome::kStale) << out.str() << err.str();
+  EXPECT_THAT(err.str(), HasSubstr("unit/vllm-kimi.service changed since"));
+  for (const auto& c : world.calls) EXPECT_EQ(c, "observe") << c << " ran";
+}
 
 TEST_F(SavedPlanTamperTest, TheSavedPlanAsWrittenRunsOnceAndOnlyOnce) {
   ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
