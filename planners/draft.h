@@ -53,6 +53,10 @@ struct Draft {
   std::vector<Transition> stops;   // units to stop, in name order
   std::vector<Action> model_removals;
   std::vector<Action> unit_removals;
+  /// Boot state: enables and disables, in name order; the sequence places each beside its
+  /// unit's start (after the health gate) or stop.
+  std::vector<Action> enables;
+  std::vector<Action> disables;
   std::vector<Note> notes;
   std::vector<Problem> problems;  // known before sequencing (step 0)
   std::vector<std::string> warnings;

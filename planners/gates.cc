@@ -53,10 +53,14 @@ void ApplyStateRules(const Desired& desired, const Observed& observed, Plan* pla
     const ServiceSpec& s = it->second;
     if (s.state != ServiceState::kRunning || !s.has_engine || !s.port) continue;
     bool interrupted = std::find(st.ungated.begin(), st.ungated.end(), address) != st.ungated.end();
-    plan->actions.push_back(
-        HealthGate(s, address,
-                   interrupted ? "an interrupted apply started it but never saw it healthy"
-                               : "its last apply failed; it runs, but is it healthy?"));
+    // Before its enable, if any: a reboot brings back only what was seen healthy.
+    auto at = std::find_if(plan->actions.begin(), plan->actions.end(), [&](const Action& a) {
+      return a.kind == ActionKind::kEnable && a.unit == s.UnitName();
+    });
+    plan->actions.insert(
+        at, HealthGate(s, address,
+                       interrupted ? "an interrupted apply started it but never saw it healthy"
+                                   : "its last apply failed; it runs, but is it healthy?"));
   }
 }
 

@@ -45,6 +45,7 @@ class Sequencer {
     Downloads();
     UnitFiles();
     Transitions();
+    BootState();
     Removals();
   }
 
@@ -272,9 +273,34 @@ class Sequencer {
         plan_->problems.push_back(p);
       }
       EmitStart(*pick);
+      // Boot state follows once the new service is healthy: a replacement that fails (and is
+      // rolled back) leaves what a reboot brings up as it was.
+      EmitBoot(draft_.enables, pick->unit);
+      for (const auto& u : stops) EmitBoot(draft_.disables, u);
     }
     for (const auto& t : draft_.stops)
-      if (!stopped_.count(t.unit)) EmitStop(t, "", 0);
+      if (!stopped_.count(t.unit)) {
+        EmitStop(t, "", 0);
+        EmitBoot(draft_.disables, t.unit);
+      }
+  }
+
+  // The enable or disable of `unit` in `list`, once. Not disruptive: nothing stops or starts.
+  void EmitBoot(const std::vector<Action>& list, const std::string& unit) {
+    if (booted_.count(unit)) return;
+    for (const Action& a : list)
+      if (a.unit == unit) {
+        booted_.insert(unit);
+        Emit(a);
+        return;
+      }
+  }
+
+  // Enables and disables of units that neither start nor stop in this plan (a running service
+  // that was never enabled; a stopped one still enabled; one whose file is removed next).
+  void BootState() {
+    for (const Action& a : draft_.enables) EmitBoot(draft_.enables, a.unit);
+    for (const Action& a : draft_.disables) EmitBoot(draft_.disables, a.unit);
   }
 
   void Removals() {
@@ -302,6 +328,7 @@ class Sequencer {
   bool reloaded_ = false;
   std::set<std::string> stopped_;
   std::set<std::string> started_;  // units whose start or restart is emitted
+  std::set<std::string> booted_;   // units whose enable or disable is emitted
   std::vector<size_t> open_;       // disruptions waiting for the next health gate
 };
 

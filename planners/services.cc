@@ -61,6 +61,7 @@ Problem ForeignUnit(const Observed& o, const ServiceSpec& s, const ObservedUnit&
 
 // What a unit file's change means for the service running it.
 struct UnitFileChange {
+  bool written = false;     // the plan writes the unit file
   bool restart = false;     // a running instance must restart to see it
   bool model_only = false;  // the only restart-worthy change is the model snapshot path
   std::string detail;       // why it restarts
@@ -127,6 +128,7 @@ UnitFileChange PlanUnitFile(const Desired& d, const Observed& o, const ServiceSp
         w.detail = diff.detail;
         if (!diff.needs_restart) {
           draft->unit_writes.push_back(std::move(w));
+          change.written = true;
           return change;
         }
         change.model_only = diff.only_model_path;
@@ -140,8 +142,54 @@ UnitFileChange PlanUnitFile(const Desired& d, const Observed& o, const ServiceSp
     }
   }
   draft->unit_writes.push_back(std::move(w));
+  change.written = true;
   change.restart = has_file;
   return change;
+}
+
+Action BootAction(ActionKind kind, const std::string& unit, Reason reason, std::string detail) {
+  Action a;
+  a.kind = kind;
+  a.address = "unit/" + unit;
+  a.unit = unit;
+  a.reason = reason;
+  a.detail = std::move(detail);
+  return a;
+}
+
+// Whether the unit starts at boot, as the manifest wants it: an enable for a running service
+// whose unit is disabled, a disable for one that should not run but is enabled. Only the states
+// "enabled" and "disabled" are berth's to change; any other (static: no [Install] section;
+// masked; generated, indirect, alias, linked, runtime links) is left alone, with a note when it
+// decides what a reboot does against the manifest. `boot` is the unit file state once the
+// plan's unit write (if any) is done; `fresh`: that write brings the [Install] section.
+void PlanBoot(const ServiceSpec& s, const std::string& boot, bool fresh, Draft* draft) {
+  std::string unit = s.UnitName();
+  if (s.state == ServiceState::kRunning) {
+    if (boot == "disabled") {
+      draft->enables.push_back(BootAction(ActionKind::kEnable, unit, Reason::kNotEnabled,
+                                          fresh ? "new unit file: a reboot starts it once enabled"
+                                                : "disabled: a reboot would not start it"));
+    } else if (boot != "enabled" && !boot.empty()) {
+      std::string why = boot == "static" ? " (no [Install] section); it starts at boot only if "
+                                           "another unit wants it"
+                                         : "; a reboot may not start it";
+      draft->notes.push_back(
+          {"unit/" + unit, boot + ": berth does not change its boot state" + why});
+    }
+    return;
+  }
+  if (boot == "enabled") {
+    bool absent = s.state == ServiceState::kAbsent;
+    draft->disables.push_back(BootAction(ActionKind::kDisable, unit,
+                                         absent ? Reason::kWantedAbsent : Reason::kWantedStopped,
+                                         std::string(absent ? "state: absent" : "state: stopped") +
+                                             "; enabled: a reboot would start it"));
+  } else if (boot != "disabled" && boot != "static" && boot.rfind("masked", 0) != 0 &&
+             boot != "enabled-runtime" && !boot.empty()) {
+    draft->notes.push_back(
+        {"unit/" + unit, boot + ": berth does not change its boot state; a reboot may start it"});
+  }
 }
 
 }  // namespace
@@ -170,6 +218,8 @@ void DiffServices(const Desired& d, const Observed& o, const std::string& berth_
           draft->problems.push_back(ForeignUnit(o, s, *u, "remove"));
           continue;
         }
+        // Its [Install] symlinks go first: they would dangle once the file is gone.
+        PlanBoot(s, u->unit_file_state, /*fresh=*/false, draft);
         Action r;
         r.kind = ActionKind::kRemoveUnit;
         r.address = "unit/" + s.UnitName();
@@ -182,6 +232,7 @@ void DiffServices(const Desired& d, const Observed& o, const std::string& berth_
     }
 
     UnitFileChange change;
+    size_t problems = draft->problems.size();
     if (s.has_engine) {
       change = PlanUnitFile(d, o, s, berth_version, draft);
     } else if (!u || u->load_state == "not-found") {
@@ -210,6 +261,17 @@ void DiffServices(const Desired& d, const Observed& o, const std::string& berth_
         change.model_only = false;
         change.detail = "its process started from an older unit file than the one on disk";
       }
+    }
+
+    // Boot state: of this state's own units, of units the plan writes, and of the existing
+    // units of state-only services; never of a unit the plan refuses to touch.
+    if (draft->problems.size() == problems &&
+        (change.written || (u && (!s.has_engine || o.Owns(*u))))) {
+      std::string boot = u ? u->unit_file_state : "";
+      // berth's unit files carry [Install] WantedBy=multi-user.target: a new one is disabled,
+      // one replacing a file without [Install] (adopted) too; enabled stays enabled.
+      bool fresh = change.written && (boot.empty() || boot == "static" || boot == "bad");
+      PlanBoot(s, fresh ? "disabled" : boot, fresh, draft);
     }
 
     if (s.state == ServiceState::kRunning) {
@@ -246,6 +308,10 @@ void DiffServices(const Desired& d, const Observed& o, const std::string& berth_
     if (u.IsActive())
       draft->stops.push_back(Make(ActionKind::kStop, u.name, address, Reason::kNotInManifest,
                                   "berth wrote it and no manifest names it any more", nullptr));
+    if (u.unit_file_state == "enabled")
+      draft->disables.push_back(BootAction(ActionKind::kDisable, u.name, Reason::kNotInManifest,
+                                           "no manifest names it any more; enabled: a reboot "
+                                           "would start it"));
     Action r;
     r.kind = ActionKind::kRemoveUnit;
     r.address = "unit/" + u.name;

@@ -225,6 +225,10 @@ Status Executor::RunAction(const Action& a, ExecResult* result) {
       return d_.systemd->Restart(a.unit, d_.job_timeout);
     case ActionKind::kWaitHealthy:
       return WaitHealthy(a);
+    case ActionKind::kEnable:
+      return d_.systemd->Enable(a.unit);
+    case ActionKind::kDisable:
+      return d_.systemd->Disable(a.unit);
     case ActionKind::kDownload: {
       ExecResult ignored;
       return Download(a, result ? result : &ignored);

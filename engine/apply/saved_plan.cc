@@ -16,7 +16,8 @@ using nlohmann::ordered_json;
 const ActionKind kKinds[] = {
     ActionKind::kDownload,   ActionKind::kRemoveModel,  ActionKind::kWriteUnit,
     ActionKind::kRemoveUnit, ActionKind::kDaemonReload, ActionKind::kStart,
-    ActionKind::kStop,       ActionKind::kRestart,      ActionKind::kWaitHealthy};
+    ActionKind::kStop,       ActionKind::kRestart,      ActionKind::kWaitHealthy,
+    ActionKind::kEnable,     ActionKind::kDisable};
 
 ordered_json ResourcesToJson(const Resources& r) {
   ordered_json g = ordered_json::object();
@@ -42,7 +43,7 @@ Resources ResourcesFromJson(const ordered_json& j) {
 std::string UnitFacts(const ObservedUnit* u) {
   if (!u) return "absent";
   return u->load_state + "|" + u->active_state + "|" + u->sub_state + "|" + u->content_hash + "|" +
-         (u->need_daemon_reload ? "reload" : "");
+         (u->need_daemon_reload ? "reload" : "") + "|" + u->unit_file_state;
 }
 
 }  // namespace
@@ -161,7 +162,7 @@ Result<SavedPlan> SavedPlanFromJson(const std::string& text, const std::string& 
       if (!known) return Status::InvalidArgument(source + ": unknown action '" + kind + "'");
       x.address = a.at("address").get<std::string>();
       std::string reason = a.at("reason").get<std::string>();
-      for (int r = 0; r <= static_cast<int>(Reason::kOldRevision); ++r)
+      for (int r = 0; r <= static_cast<int>(Reason::kNotEnabled); ++r)
         if (reason == ReasonName(static_cast<Reason>(r))) x.reason = static_cast<Reason>(r);
       x.detail = a.value("detail", "");
       x.requires_ = ResourcesFromJson(a.at("requires"));

@@ -22,6 +22,10 @@ const char* ActionKindName(ActionKind k) {
       return "restart";
     case ActionKind::kWaitHealthy:
       return "wait-healthy";
+    case ActionKind::kEnable:
+      return "enable";
+    case ActionKind::kDisable:
+      return "disable";
   }
   return "?";
 }
@@ -68,6 +72,8 @@ const char* ReasonName(Reason r) {
       return "not_used";
     case Reason::kOldRevision:
       return "old_revision";
+    case Reason::kNotEnabled:
+      return "not_enabled";
   }
   return "?";
 }

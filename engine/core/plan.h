@@ -20,6 +20,8 @@ enum class ActionKind {
   kStop,
   kRestart,
   kWaitHealthy,
+  kEnable,   // the unit starts at boot (systemctl enable: WantedBy= symlinks)
+  kDisable,  // the unit no longer starts at boot
 };
 const char* ActionKindName(ActionKind k);  // "download", "remove-model", ...
 
@@ -45,6 +47,7 @@ enum class Reason {
   kHealthGate,        // wait-healthy after a start
   kNotUsed,           // keep: false and no running service uses it
   kOldRevision,       // a revision berth downloaded that nothing asks for any more
+  kNotEnabled,        // wanted running, but a reboot would not start it (disabled)
 };
 const char* ReasonName(Reason r);  // "model_missing", ...
 

@@ -10,6 +10,7 @@ const char* ActionSymbol(const Action& a) {
   switch (a.kind) {
     case ActionKind::kDownload:
     case ActionKind::kStart:
+    case ActionKind::kEnable:
       return "+";
     case ActionKind::kWriteUnit:
       return a.reason == Reason::kUnitMissing ? "+" : "~";
@@ -19,6 +20,7 @@ const char* ActionSymbol(const Action& a) {
     case ActionKind::kStop:
     case ActionKind::kRemoveModel:
     case ActionKind::kRemoveUnit:
+    case ActionKind::kDisable:
       return "-";
     case ActionKind::kWaitHealthy:
       return ">";

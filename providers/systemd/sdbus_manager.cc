@@ -1,5 +1,6 @@
 #include "providers/systemd/sdbus_manager.h"
 
+#include <spdlog/spdlog.h>
 #include <systemd/sd-bus.h>
 
 #include <cerrno>
@@ -82,6 +83,8 @@ class SdBusManager : public SystemdManager {
   Status Restart(const std::string& unit, std::chrono::milliseconds timeout) override {
     return RunJob("RestartUnit", unit, timeout, /*want_active=*/true);
   }
+  Status Enable(const std::string& unit) override;
+  Status Disable(const std::string& unit) override;
 
  private:
   static int OnJobRemoved(sd_bus_message* m, void* userdata, sd_bus_error*) {
@@ -287,6 +290,71 @@ Status SdBusManager::Reload() {
     return Status::Unavailable("systemd daemon-reload failed: " + err.Describe(r) +
                                "; unit files on disk are not yet what systemd runs");
   return Status::Ok();
+}
+
+// Reads EnableUnitFiles' and DisableUnitFiles' a(sss) changes: (type, link, target).
+int ReadChanges(sd_bus_message* m, std::vector<std::string>* changes) {
+  int r = sd_bus_message_enter_container(m, 'a', "(sss)");
+  if (r < 0) return r;
+  const char *type = nullptr, *link = nullptr, *target = nullptr;
+  while ((r = sd_bus_message_read(m, "(sss)", &type, &link, &target)) > 0)
+    changes->push_back(std::string(type ? type : "") + " " + (link ? link : ""));
+  if (r < 0) return r;
+  return sd_bus_message_exit_container(m);
+}
+
+Status SdBusManager::Enable(const std::string& unit) {
+  const char* names[] = {unit.c_str(), nullptr};
+  sd_bus_message* raw = nullptr;
+  int r =
+      sd_bus_message_new_method_call(bus_.get(), &raw, kDest, kPath, kManager, "EnableUnitFiles");
+  if (r < 0) return FromErrno("cannot build a D-Bus call", r);
+  MsgPtr call(raw);
+  r = sd_bus_message_append_strv(call.get(), const_cast<char**>(names));
+  if (r >= 0) r = sd_bus_message_append(call.get(), "bb", 0, 0);  // runtime=false, force=false
+  if (r < 0) return FromErrno("cannot build a D-Bus call", r);
+  BusError err;
+  sd_bus_message* reply_raw = nullptr;
+  r = sd_bus_call(bus_.get(), call.get(), kCallTimeoutUsec, err.get(), &reply_raw);
+  if (r < 0)
+    return Status::FailedPrecondition("systemd refused to enable " + unit + ": " + err.Describe(r) +
+                                      "; it will not start at boot");
+  MsgPtr reply(reply_raw);
+  int carries_install_info = 0;
+  std::vector<std::string> changes;
+  r = sd_bus_message_read(reply.get(), "b", &carries_install_info);
+  if (r >= 0) r = ReadChanges(reply.get(), &changes);
+  if (r < 0) return FromErrno("cannot read systemd's answer to enabling " + unit, r);
+  if (!carries_install_info)
+    return Status::FailedPrecondition(unit + " has no [Install] section, so systemd cannot " +
+                                      "enable it; it starts at boot only if another unit wants it");
+  for (const auto& c : changes) spdlog::info("enable {}: {}", unit, c);
+  // UnitFileState is cached by systemd until a reload (systemctl enable reloads too).
+  return Reload();
+}
+
+Status SdBusManager::Disable(const std::string& unit) {
+  const char* names[] = {unit.c_str(), nullptr};
+  sd_bus_message* raw = nullptr;
+  int r =
+      sd_bus_message_new_method_call(bus_.get(), &raw, kDest, kPath, kManager, "DisableUnitFiles");
+  if (r < 0) return FromErrno("cannot build a D-Bus call", r);
+  MsgPtr call(raw);
+  r = sd_bus_message_append_strv(call.get(), const_cast<char**>(names));
+  if (r >= 0) r = sd_bus_message_append(call.get(), "b", 0);  // runtime=false
+  if (r < 0) return FromErrno("cannot build a D-Bus call", r);
+  BusError err;
+  sd_bus_message* reply_raw = nullptr;
+  r = sd_bus_call(bus_.get(), call.get(), kCallTimeoutUsec, err.get(), &reply_raw);
+  if (r < 0)
+    return Status::FailedPrecondition("systemd refused to disable " + unit + ": " +
+                                      err.Describe(r) + "; a reboot may still start it");
+  MsgPtr reply(reply_raw);
+  std::vector<std::string> changes;
+  r = ReadChanges(reply.get(), &changes);
+  if (r < 0) return FromErrno("cannot read systemd's answer to disabling " + unit, r);
+  for (const auto& c : changes) spdlog::info("disable {}: {}", unit, c);
+  return Reload();
 }
 
 Status SdBusManager::ProcessUntil(const std::string& job, Clock::time_point deadline,

@@ -43,6 +43,13 @@ class SystemdManager {
   virtual Status Start(const std::string& unit, std::chrono::milliseconds timeout) = 0;
   virtual Status Stop(const std::string& unit, std::chrono::milliseconds timeout) = 0;
   virtual Status Restart(const std::string& unit, std::chrono::milliseconds timeout) = 0;
+  /// Whether `unit` starts at boot, as `systemctl enable` / `disable` do: the symlinks its
+  /// [Install] section names (WantedBy=multi-user.target) are created or removed in the unit
+  /// directory (persistent, not runtime), then systemd reloads so that its UnitFileState
+  /// property shows the change at once. Idempotent. Enable fails on a unit without an
+  /// [Install] section (static) or a masked one; nothing is changed then.
+  virtual Status Enable(const std::string& unit) = 0;
+  virtual Status Disable(const std::string& unit) = 0;
 };
 
 /// The last lines a unit logged, for error messages.

@@ -102,6 +102,9 @@ class SandboxSuite : public ::testing::Test {
         (void)systemd_->Stop(name, std::chrono::seconds(20));
         std::filesystem::remove(e.path());
       }
+      // And the boot symlinks of the units it enabled.
+      std::error_code ec;
+      std::filesystem::remove_all(sandbox_->units_dir() + "/multi-user.target.wants", ec);
       (void)systemd_->Reload();
     }
     std::error_code ec;

@@ -303,9 +303,15 @@ TEST_F(LifecycleTest, KillNineAtEveryStepThenARerunConverges) {
     ASSERT_EQ(Apply(m), kExitOk) << out_.str() << err_.str();
     EXPECT_THAT(out_.str(), HasSubstr("this run looks at the host afresh"))
         << "the journal told of the kill";
-    if (k >= 6) {
+    if (k == 6) {  // before the health gate: the rerun runs it
       EXPECT_THAT(out_.str(), HasSubstr("never saw it healthy"));
     }
+    if (k == 7) {  // before the enable: the rerun enables it
+      EXPECT_THAT(out_.str(), HasSubstr("+ enable        unit/vllm-minimax-m25.service"));
+    }
+    auto props = systemd_->GetUnits({"vllm-minimax-m25.service"});
+    ASSERT_TRUE(props.ok());
+    EXPECT_EQ((*props)[0].unit_file_state, "enabled") << "a reboot brings MiniMax back";
     EXPECT_EQ(ActiveState("vllm-minimax-m25.service"), "active");
     EXPECT_EQ(ActiveState("vllm-kimi-k25.service"), "inactive");
     EXPECT_TRUE(Healthy(port_));

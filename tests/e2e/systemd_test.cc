@@ -192,5 +192,41 @@ TEST_F(SystemdTest, AnEnvFilePathWithSpecifiersIsReadLiterally) {
   EXPECT_THAT(ReadAll(argv_file + ".bin"), HasSubstr(std::string("\0m-%n-$X", 8)));
 }
 
+TEST_F(SystemdTest, EnableAndDisableChangeTheBootSymlinksAndTheUnitFileStateAtOnce) {
+  std::string unit = WriteFakeService("boot-check", FreePort());
+  ASSERT_TRUE(systemd_->Reload().ok());
+  EXPECT_EQ(Props(unit).unit_file_state, "disabled");
+  std::string link = sandbox_->units_dir() + "/multi-user.target.wants/" + unit;
+
+  Status s = systemd_->Enable(unit);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_TRUE(std::filesystem::is_symlink(link)) << "WantedBy=multi-user.target";
+  // systemd caches UnitFileState until a reload; Enable reloads, as systemctl enable does.
+  EXPECT_EQ(Props(unit).unit_file_state, "enabled");
+  EXPECT_TRUE(systemd_->Enable(unit).ok()) << "enabling twice changes nothing";
+
+  s = systemd_->Disable(unit);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_FALSE(std::filesystem::exists(std::filesystem::symlink_status(link)));
+  EXPECT_EQ(Props(unit).unit_file_state, "disabled");
+  EXPECT_TRUE(systemd_->Disable(unit).ok()) << "disabling twice changes nothing";
+}
+
+TEST_F(SystemdTest, EnablingAStaticOrMaskedUnitFailsAndSaysWhy) {
+  std::ofstream(sandbox_->units_dir() + "/static-check.service")
+      << "[Service]\nType=exec\nExecStart=/bin/sleep 100\n";
+  std::filesystem::create_symlink("/dev/null", sandbox_->units_dir() + "/masked-check.service");
+  ASSERT_TRUE(systemd_->Reload().ok());
+  EXPECT_EQ(Props("static-check.service").unit_file_state, "static");
+  Status s = systemd_->Enable("static-check.service");
+  EXPECT_FALSE(s.ok());
+  EXPECT_THAT(s.message(), HasSubstr("has no [Install] section"));
+  s = systemd_->Enable("masked-check.service");
+  EXPECT_FALSE(s.ok());
+  EXPECT_THAT(s.message(), HasSubstr("systemd refused to enable masked-check.service"));
+  EXPECT_THAT(s.message(), HasSubstr("masked"));
+  std::filesystem::remove(sandbox_->units_dir() + "/masked-check.service");
+}
+
 }  // namespace
 }  // namespace berth::testing

@@ -180,8 +180,12 @@ TEST_F(ReconcilerTest, HealthTimeoutFailsAfterTheTimeoutThenConvergesWhenTheServ
   world.never_healthy.insert("vllm-kimi.service");
   RunReport r = Apply("kimi");
   EXPECT_EQ(r.outcome, Outcome::kFailed);
-  EXPECT_EQ(r.exec.failed_step, static_cast<int>(r.plan.actions.size()));
-  EXPECT_EQ(r.plan.actions.back().kind, ActionKind::kWaitHealthy);
+  // The gate failed; the enable after it never ran (a reboot would not bring the unit up).
+  EXPECT_EQ(r.exec.failed_step, static_cast<int>(r.plan.actions.size()) - 1);
+  EXPECT_EQ(r.plan.actions[static_cast<size_t>(r.exec.failed_step - 1)].kind,
+            ActionKind::kWaitHealthy);
+  EXPECT_EQ(r.plan.actions.back().kind, ActionKind::kEnable);
+  EXPECT_THAT(world.calls, Not(::testing::Contains("enable vllm-kimi.service")));
   EXPECT_THAT(r.status.message(), HasSubstr("did not become healthy within 10m"));
   EXPECT_THAT(r.status.message(), HasSubstr("last probe: GET http://127.0.0.1:8000/health: 503"));
   EXPECT_GE(SecondsSlept(), 600);
@@ -210,7 +214,7 @@ TEST_F(ReconcilerTest, CrashLoopFailsFastWithoutWaitingForTheTimeout) {
   world.host.Unit("vllm-kimi.service").active_state = "failed";
   world.crash_loop.clear();
   RunReport again = Plan("kimi");
-  ASSERT_EQ(again.plan.actions.size(), 2u) << out.str();
+  ASSERT_EQ(again.plan.actions.size(), 3u) << out.str();  // start, gate, enable
   EXPECT_EQ(again.plan.actions[0].reason, Reason::kFailed);
   retry = true;
   ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
@@ -246,10 +250,12 @@ TEST_F(ReconcilerTest, InterruptedBetweenActionsResumesWithTheHealthGateItSkippe
   world.on_job = nullptr;
   stop = false;
   RunReport plan = Plan("kimi");
-  ASSERT_EQ(plan.plan.actions.size(), 1u) << out.str();
+  // The gate it skipped, then the enable that was to follow it.
+  ASSERT_EQ(plan.plan.actions.size(), 2u) << out.str();
   EXPECT_EQ(plan.plan.actions[0].kind, ActionKind::kWaitHealthy);
   EXPECT_EQ(plan.plan.actions[0].detail,
             "an interrupted apply started it but never saw it healthy");
+  EXPECT_EQ(plan.plan.actions[1].kind, ActionKind::kEnable);
   EXPECT_THAT(out.str(), HasSubstr("this run looks at the host afresh"));
   EXPECT_THAT(out.str(), HasSubstr("stopped at step"));
 
@@ -528,7 +534,24 @@ INSTANTIATE_TEST_SUITE_P(
                            "frees": {"gpu_bytes": {}}, "repo_id": "MiniMaxAI/MiniMax-M2",
                            "commit": "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"}})"),
         std::make_pair("a health gate with another port",
-                       R"({"kind": "wait-healthy", "set": {"port": 22}})")));
+                       R"({"kind": "wait-healthy", "set": {"port": 22}})"),
+        std::make_pair("the disable turned onto another unit",
+                       R"({"kind": "disable", "set": {"unit": "ssh.service"}})"),
+        std::make_pair("an enable of another unit",
+                       R"({"append": {"kind": "enable", "address": "unit/evil.service",
+                           "reason": "not_enabled", "requires": {"gpu_bytes": {}},
+                           "frees": {"gpu_bytes": {}}, "unit": "evil.service"}})")));
+
+TEST_F(SavedPlanTamperTest, ASavedPlanIsStaleWhenAUnitWasDisabledByHandSince) {
+  ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
+  std::string file = SavePlan("minimax");
+  world.host.SetUnitFileState("vllm-kimi.service", "disabled");  // systemctl disable, by hand
+  world.calls.clear();
+  RunReport r = ApplySaved(file);
+  EXPECT_EQ(r.outcome, Outcome::kStale) << out.str() << err.str();
+  EXPECT_THAT(err.str(), HasSubstr("unit/vllm-kimi.service changed since"));
+  for (const auto& c : world.calls) EXPECT_EQ(c, "observe") << c << " ran";
+}
 
 TEST_F(SavedPlanTamperTest, TheSavedPlanAsWrittenRunsOnceAndOnlyOnce) {
   ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
@@ -629,6 +652,74 @@ TEST_F(ReconcilerTest, TextAndJsonPlansOfTheSameInputsListTheSameActions) {
   EXPECT_THAT(warnings, HasSubstr("stopped at step 1"));
   EXPECT_THAT(text_out, HasSubstr("last apply failed on service/vllm-minimax"));
   EXPECT_THAT(text_out, HasSubstr("stopped at step 1"));
+}
+
+// Boot state: after a switch a reboot brings up the new service, not the old one.
+TEST_F(ReconcilerTest, ASwitchEnablesTheNewServiceAndDisablesTheOldOnceTheNewIsHealthy) {
+  ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
+  EXPECT_THAT(world.calls, ::testing::Contains("enable vllm-kimi.service"));
+  EXPECT_EQ(Unit("vllm-kimi.service")->unit_file_state, "enabled");
+  world.calls.clear();
+
+  RunReport r = Apply("minimax");
+  ASSERT_EQ(r.outcome, Outcome::kApplied) << err.str();
+  auto pos = [&](const std::string& c) {
+    auto it = std::find(world.calls.begin(), world.calls.end(), c);
+    EXPECT_NE(it, world.calls.end()) << c << " not called";
+    return it - world.calls.begin();
+  };
+  EXPECT_LT(pos("stop vllm-kimi.service"), pos("start vllm-minimax.service"));
+  EXPECT_LT(pos("probe 8000"), pos("enable vllm-minimax.service")) << "enabled once healthy";
+  EXPECT_LT(pos("enable vllm-minimax.service"), pos("disable vllm-kimi.service"));
+  EXPECT_EQ(Unit("vllm-minimax.service")->unit_file_state, "enabled");
+  EXPECT_EQ(Unit("vllm-kimi.service")->unit_file_state, "disabled");
+  EXPECT_THAT(out.str(), HasSubstr("+ enable        unit/vllm-minimax.service"));
+  EXPECT_THAT(out.str(), HasSubstr("- disable       unit/vllm-kimi.service"));
+  EXPECT_EQ(Plan("minimax").outcome, Outcome::kNoChanges) << out.str();
+}
+
+TEST_F(ReconcilerTest, AFailedSwitchIsRolledBackWithTheBootStateUntouched) {
+  ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
+  world.calls.clear();
+  world.never_healthy.insert("vllm-minimax.service");
+  RunReport r = Apply("minimax");
+  ASSERT_EQ(r.outcome, Outcome::kFailed);
+  EXPECT_TRUE(r.exec.rolled_back);
+  EXPECT_THAT(world.calls, Not(::testing::Contains("enable vllm-minimax.service")));
+  EXPECT_THAT(world.calls, Not(::testing::Contains("disable vllm-kimi.service")));
+  EXPECT_EQ(Unit("vllm-kimi.service")->unit_file_state, "enabled") << "a reboot brings Kimi back";
+  EXPECT_EQ(Unit("vllm-minimax.service")->unit_file_state, "disabled");
+
+  world.never_healthy.clear();
+  ASSERT_EQ(Apply("minimax").outcome, Outcome::kApplied) << err.str();
+  EXPECT_EQ(Unit("vllm-minimax.service")->unit_file_state, "enabled");
+  EXPECT_EQ(Unit("vllm-kimi.service")->unit_file_state, "disabled");
+  EXPECT_EQ(Plan("minimax").outcome, Outcome::kNoChanges) << out.str();
+}
+
+TEST_F(ReconcilerTest, AMaskedUnitIsNotEnabledAndThePlanSaysWhy) {
+  ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
+  world.host.SetUnitFileState("vllm-kimi.service", "masked");
+  world.calls.clear();
+  RunReport r = Apply("kimi");
+  EXPECT_EQ(r.outcome, Outcome::kNoChanges) << out.str();
+  EXPECT_THAT(world.calls, Not(::testing::Contains("enable vllm-kimi.service")));
+  Plan("kimi");
+  EXPECT_THAT(out.str(), HasSubstr("unit/vllm-kimi.service  masked: berth does not change its "
+                                   "boot state"));
+}
+
+TEST_F(ReconcilerTest, AnEnableSystemdRefusesFailsTheStepAndSaysWhy) {
+  ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
+  // Disabled by hand, then masked behind berth's back between plan and enable.
+  world.host.SetUnitFileState("vllm-kimi.service", "disabled");
+  world.on_job = [&](const std::string& verb, const std::string& unit) {
+    if (verb == "enable") world.host.SetUnitFileState(unit, "masked");
+  };
+  RunReport r = Apply("kimi");
+  EXPECT_EQ(r.outcome, Outcome::kFailed);
+  EXPECT_THAT(r.status.message(), HasSubstr("step 1 (enable unit/vllm-kimi.service)"));
+  EXPECT_THAT(r.status.message(), HasSubstr("masked"));
 }
 
 }  // namespace

@@ -15,10 +15,11 @@ TEST_F(ScenarioTest, AnUnmanagedProcessFitsWhenTheClaimFitsAndBlocksWhenNot) {
   Vllm("svc", "a", {0}, 8000, 0.9);
   Plan p = PlanNow();
   ASSERT_FALSE(p.blocked()) << Problems(p);
-  EXPECT_THAT(Steps(p),
-              ElementsAre("write-unit unit/svc.service unit_missing",
-                          "daemon-reload systemd unit_files_changed",
-                          "start service/svc not_running", "wait-healthy service/svc health_gate"));
+  EXPECT_THAT(
+      Steps(p),
+      ElementsAre("write-unit unit/svc.service unit_missing",
+                  "daemon-reload systemd unit_files_changed", "start service/svc not_running",
+                  "wait-healthy service/svc health_gate", "enable unit/svc.service not_enabled"));
   EXPECT_EQ(p.actions[2].requires_.gpu_bytes.at(0), static_cast<uint64_t>(0.9 * GiB(141)));
 
   Hold(0, 778, GiB(10));  // now 121 GiB free
@@ -39,10 +40,11 @@ TEST_F(ScenarioTest, AGpuIndexTheHostDoesNotHaveIsBlocked) {
   Vllm("svc", "a", {0, 5}, 8000);
   Plan p = PlanNow();
   ASSERT_TRUE(p.blocked());
-  EXPECT_THAT(Steps(p),
-              ElementsAre("write-unit unit/svc.service unit_missing",
-                          "daemon-reload systemd unit_files_changed",
-                          "start service/svc not_running", "wait-healthy service/svc health_gate"));
+  EXPECT_THAT(
+      Steps(p),
+      ElementsAre("write-unit unit/svc.service unit_missing",
+                  "daemon-reload systemd unit_files_changed", "start service/svc not_running",
+                  "wait-healthy service/svc health_gate", "enable unit/svc.service not_enabled"));
   ASSERT_EQ(p.problems.size(), 1u) << Problems(p);
   EXPECT_EQ(p.problems[0].resource, "gpu 5");
   EXPECT_EQ(p.problems[0].step, 3);
@@ -58,10 +60,11 @@ TEST_F(ScenarioTest, UnknownGpusWarnAndSkipTheGpuCheck) {
   Vllm("svc", "a", {0, 1}, 8000);
   Plan p = PlanNow();
   ASSERT_FALSE(p.blocked()) << Problems(p);
-  EXPECT_THAT(Steps(p),
-              ElementsAre("write-unit unit/svc.service unit_missing",
-                          "daemon-reload systemd unit_files_changed",
-                          "start service/svc not_running", "wait-healthy service/svc health_gate"));
+  EXPECT_THAT(
+      Steps(p),
+      ElementsAre("write-unit unit/svc.service unit_missing",
+                  "daemon-reload systemd unit_files_changed", "start service/svc not_running",
+                  "wait-healthy service/svc health_gate", "enable unit/svc.service not_enabled"));
   ASSERT_EQ(p.warnings.size(), 1u);
   EXPECT_EQ(p.warnings[0],
             "GPU memory checks skipped: NVML: libnvidia-ml.so.1 not found (state host.gpus in the "
@@ -94,10 +97,11 @@ TEST_F(ScenarioTest, APortHeldByAnotherBerthServiceThatStaysRunningBlocks) {
   Vllm("two", "a", {1}, 8000);
   Plan p = PlanNow();
   ASSERT_TRUE(p.blocked());
-  EXPECT_THAT(Steps(p),
-              ElementsAre("write-unit unit/two.service unit_missing",
-                          "daemon-reload systemd unit_files_changed",
-                          "start service/two not_running", "wait-healthy service/two health_gate"));
+  EXPECT_THAT(
+      Steps(p),
+      ElementsAre("write-unit unit/two.service unit_missing",
+                  "daemon-reload systemd unit_files_changed", "start service/two not_running",
+                  "wait-healthy service/two health_gate", "enable unit/two.service not_enabled"));
   ASSERT_EQ(p.problems.size(), 1u) << Problems(p);
   EXPECT_EQ(p.problems[0].resource, "port 8000");
   EXPECT_EQ(p.problems[0].step, 3);
@@ -152,7 +156,9 @@ TEST_F(ScenarioTest, AStopFreesAPortForAServiceOnOtherGpusAndTheEndpointIsDarkUn
       Steps(p),
       ElementsAre("write-unit unit/new.service unit_missing",
                   "daemon-reload systemd unit_files_changed", "stop service/old frees_resources",
-                  "start service/new not_running", "wait-healthy service/new health_gate"));
+                  "start service/new not_running", "wait-healthy service/new health_gate",
+                  "enable unit/new.service not_enabled",
+                  "disable unit/old.service wanted_stopped"));
   EXPECT_THAT(p.actions[2].detail,
               HasSubstr("frees 1 × 126.9 GiB on GPU 0 and port 8000 for new (state: stopped)"));
   ASSERT_EQ(p.disruptions.size(), 1u);
@@ -241,14 +247,16 @@ TEST_F(ScenarioTest, StartsThatFitGoFirstInNameOrderAndTheOneNeedingAStopGoesAft
   ASSERT_FALSE(p.blocked()) << Problems(p);
   EXPECT_THAT(
       Steps(p),
-      ElementsAre("write-unit unit/alpha.service unit_missing",
-                  "write-unit unit/beta.service unit_missing",
-                  "write-unit unit/gamma.service unit_missing",
-                  "daemon-reload systemd unit_files_changed", "start service/beta not_running",
-                  "wait-healthy service/beta health_gate", "start service/gamma not_running",
-                  "wait-healthy service/gamma health_gate", "stop service/old frees_resources",
-                  "start service/alpha not_running", "wait-healthy service/alpha health_gate"));
-  EXPECT_THAT(p.actions[8].detail,
+      ElementsAre(
+          "write-unit unit/alpha.service unit_missing", "write-unit unit/beta.service unit_missing",
+          "write-unit unit/gamma.service unit_missing", "daemon-reload systemd unit_files_changed",
+          "start service/beta not_running", "wait-healthy service/beta health_gate",
+          "enable unit/beta.service not_enabled", "start service/gamma not_running",
+          "wait-healthy service/gamma health_gate", "enable unit/gamma.service not_enabled",
+          "stop service/old frees_resources", "start service/alpha not_running",
+          "wait-healthy service/alpha health_gate", "enable unit/alpha.service not_enabled",
+          "disable unit/old.service wanted_stopped"));
+  EXPECT_THAT(p.actions[10].detail,
               HasSubstr("frees 1 × 126.9 GiB on GPU 0 and port 8000 for alpha"));
   Converge();
 }
@@ -313,7 +321,7 @@ TEST_F(ScenarioTest, ARevisionPinnedToACommitNeedsNoHub) {
       Steps(p),
       ElementsAre("download model/a model_missing", "write-unit unit/svc.service unit_missing",
                   "daemon-reload systemd unit_files_changed", "start service/svc not_running",
-                  "wait-healthy service/svc health_gate"));
+                  "wait-healthy service/svc health_gate", "enable unit/svc.service not_enabled"));
   EXPECT_EQ(p.actions[0].commit, Commit("d"));
   EXPECT_THAT(p.actions[0].detail, HasSubstr("org/a@ddddddd, 2 kB"));
   EXPECT_THAT(p.warnings, IsEmpty());
@@ -338,10 +346,11 @@ TEST_F(ScenarioTest, AnSglangServiceClaimsItsMemFractionOfEachGpu) {
   d.services["sg"].sglang.mem_fraction_static = 0.75;
   p = PlanNow();
   ASSERT_FALSE(p.blocked()) << Problems(p);
-  EXPECT_THAT(Steps(p),
-              ElementsAre("write-unit unit/sg.service unit_missing",
-                          "daemon-reload systemd unit_files_changed",
-                          "start service/sg not_running", "wait-healthy service/sg health_gate"));
+  EXPECT_THAT(
+      Steps(p),
+      ElementsAre("write-unit unit/sg.service unit_missing",
+                  "daemon-reload systemd unit_files_changed", "start service/sg not_running",
+                  "wait-healthy service/sg health_gate", "enable unit/sg.service not_enabled"));
   EXPECT_EQ(p.actions[2].requires_.gpu_bytes.at(0), static_cast<uint64_t>(0.75 * GiB(100)));
   EXPECT_EQ(p.actions[2].requires_.gpu_bytes.at(1), static_cast<uint64_t>(0.75 * GiB(100)));
   EXPECT_THAT(p.actions[0].unit_content, HasSubstr("\"--mem-fraction-static\" \"0.75\""));
@@ -354,10 +363,11 @@ TEST_F(ScenarioTest, ACommandServiceClaimsItsGpuMemory) {
   Command("srv", {0}, 9000, GiB(30));  // 41 GiB free
   Plan p = PlanNow();
   ASSERT_FALSE(p.blocked()) << Problems(p);
-  EXPECT_THAT(Steps(p),
-              ElementsAre("write-unit unit/srv.service unit_missing",
-                          "daemon-reload systemd unit_files_changed",
-                          "start service/srv not_running", "wait-healthy service/srv health_gate"));
+  EXPECT_THAT(
+      Steps(p),
+      ElementsAre("write-unit unit/srv.service unit_missing",
+                  "daemon-reload systemd unit_files_changed", "start service/srv not_running",
+                  "wait-healthy service/srv health_gate", "enable unit/srv.service not_enabled"));
   EXPECT_EQ(p.actions[2].requires_.gpu_bytes.at(0), GiB(30));
   EXPECT_THAT(p.actions[0].unit_content, HasSubstr("ExecStart=\"/opt/srv/bin/serve\""));
   d.services["srv"].gpu_memory = GiB(50);
@@ -408,8 +418,10 @@ TEST_F(ScenarioTest, PlanningTheSameInputsTwiceGivesTheSamePlan) {
                   "write-unit unit/side.service unit_missing",
                   "daemon-reload systemd unit_files_changed", "restart service/keep config_changed",
                   "wait-healthy service/keep health_gate", "start service/side not_running",
-                  "wait-healthy service/side health_gate", "stop service/old frees_resources",
-                  "start service/new not_running", "wait-healthy service/new health_gate",
+                  "wait-healthy service/side health_gate", "enable unit/side.service not_enabled",
+                  "stop service/old frees_resources", "start service/new not_running",
+                  "wait-healthy service/new health_gate", "enable unit/new.service not_enabled",
+                  "disable unit/old.service wanted_stopped",
                   "remove-model model/org/gone not_in_manifest"));
   Converge();
 }
@@ -440,7 +452,9 @@ TEST_F(PlannerTest, WithoutObservedGpusTheManifestsInventoryDecidesStopFirst) {
       Steps(p),
       ElementsAre("write-unit unit/new.service unit_missing",
                   "daemon-reload systemd unit_files_changed", "stop service/old frees_resources",
-                  "start service/new not_running", "wait-healthy service/new health_gate"));
+                  "start service/new not_running", "wait-healthy service/new health_gate",
+                  "enable unit/new.service not_enabled",
+                  "disable unit/old.service wanted_stopped"));
   ASSERT_FALSE(p.warnings.empty());
   EXPECT_THAT(p.warnings[0], HasSubstr("manifest's host.gpus (1 × 80.0 GiB)"));
   d.services["new"].gpus = {1};

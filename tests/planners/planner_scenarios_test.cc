@@ -29,7 +29,8 @@ TEST_F(ScenarioTest, ARunningServiceWantedStoppedIsStoppedAndItsUnitStays) {
   d.services["svc"].state = ServiceState::kStopped;
   Plan p = PlanNow();
   ASSERT_FALSE(p.blocked()) << Problems(p);
-  EXPECT_THAT(Steps(p), ElementsAre("stop service/svc wanted_stopped"));
+  EXPECT_THAT(Steps(p), ElementsAre("stop service/svc wanted_stopped",
+                                    "disable unit/svc.service wanted_stopped"));
   EXPECT_THAT(p.actions[0].detail, HasSubstr("state: stopped; frees 1 × 126.9 GiB on GPU 0"));
   EXPECT_THAT(p.actions[0].detail, HasSubstr("port 8000"));
   ASSERT_EQ(p.disruptions.size(), 1u);
@@ -48,10 +49,11 @@ TEST_F(ScenarioTest, ARunningServiceWantedAbsentIsStoppedAndItsUnitRemovedLast) 
   Plan p = PlanNow();
   ASSERT_FALSE(p.blocked()) << Problems(p);
   EXPECT_THAT(Steps(p), ElementsAre("stop service/svc wanted_absent",
+                                    "disable unit/svc.service wanted_absent",
                                     "remove-unit unit/svc.service wanted_absent",
                                     "daemon-reload systemd unit_files_changed"));
-  EXPECT_THAT(p.actions[1].detail, HasSubstr("removes /etc/systemd/system/svc.service"));
-  EXPECT_THAT(p.actions[2].detail, HasSubstr("1 unit file removed"));
+  EXPECT_THAT(p.actions[2].detail, HasSubstr("removes /etc/systemd/system/svc.service"));
+  EXPECT_THAT(p.actions[3].detail, HasSubstr("1 unit file removed"));
   ASSERT_EQ(p.disruptions.size(), 1u);
   EXPECT_EQ(p.disruptions[0].until_step, 0);
   Converge();
@@ -201,7 +203,9 @@ TEST_F(ScenarioTest, StopFirstStopsTheOldServiceBeforeTheStartEvenWhenTheGpuHasR
       Steps(p),
       ElementsAre("write-unit unit/new.service unit_missing",
                   "daemon-reload systemd unit_files_changed", "stop service/old frees_resources",
-                  "start service/new not_running", "wait-healthy service/new health_gate"));
+                  "start service/new not_running", "wait-healthy service/new health_gate",
+                  "enable unit/new.service not_enabled",
+                  "disable unit/old.service wanted_stopped"));
   EXPECT_THAT(p.actions[2].detail, HasSubstr("for new (state: stopped)"));
   ASSERT_EQ(p.disruptions.size(), 1u);
   EXPECT_EQ(p.disruptions[0].port, 8000);
@@ -221,7 +225,9 @@ TEST_F(ScenarioTest, StartFirstThatCannotFitIsBlockedWithAStrategyProblem) {
       Steps(p),
       ElementsAre("write-unit unit/new.service unit_missing",
                   "daemon-reload systemd unit_files_changed", "stop service/old frees_resources",
-                  "start service/new not_running", "wait-healthy service/new health_gate"));
+                  "start service/new not_running", "wait-healthy service/new health_gate",
+                  "enable unit/new.service not_enabled",
+                  "disable unit/old.service wanted_stopped"));
   ASSERT_EQ(p.problems.size(), 1u) << Problems(p);
   EXPECT_EQ(p.problems[0].resource, "strategy");
   EXPECT_EQ(p.problems[0].step, 3);
@@ -325,7 +331,7 @@ TEST_F(ScenarioTest, AModelWithKeepFalseIsDownloadedWhileARunningServiceUsesIt) 
       Steps(p),
       ElementsAre("download model/a model_missing", "write-unit unit/svc.service unit_missing",
                   "daemon-reload systemd unit_files_changed", "start service/svc not_running",
-                  "wait-healthy service/svc health_gate"));
+                  "wait-healthy service/svc health_gate", "enable unit/svc.service not_enabled"));
   Converge();
 }
 
@@ -363,7 +369,7 @@ TEST_F(ScenarioTest, ARepoBerthDownloadedThatNoModelNamesIsRemovedLast) {
       Steps(p),
       ElementsAre("download model/b model_missing", "write-unit unit/svc.service unit_missing",
                   "daemon-reload systemd unit_files_changed", "start service/svc not_running",
-                  "wait-healthy service/svc health_gate",
+                  "wait-healthy service/svc health_gate", "enable unit/svc.service not_enabled",
                   "remove-model model/org/old not_in_manifest"));
   const Action& r = At(p, "remove-model model/org/old not_in_manifest");
   EXPECT_EQ(r.commit, Commit("0"));
@@ -384,6 +390,7 @@ TEST_F(ScenarioTest, ABerthUnitNoManifestNamesIsStoppedAndRemoved) {
   Plan p = PlanNow();
   ASSERT_FALSE(p.blocked()) << Problems(p);
   EXPECT_THAT(Steps(p), ElementsAre("stop service/gone not_in_manifest",
+                                    "disable unit/gone.service not_in_manifest",
                                     "remove-unit unit/gone.service not_in_manifest",
                                     "daemon-reload systemd unit_files_changed"));
   EXPECT_THAT(p.actions[0].detail, HasSubstr("no manifest names it any more"));
@@ -401,10 +408,11 @@ TEST_F(ScenarioTest, AForeignUnitNotInTheManifestIsLeftAlone) {
   Vllm("svc", "a", {0}, 8000, 0.5);
   Plan p = PlanNow();
   ASSERT_FALSE(p.blocked()) << Problems(p);
-  EXPECT_THAT(Steps(p),
-              ElementsAre("write-unit unit/svc.service unit_missing",
-                          "daemon-reload systemd unit_files_changed",
-                          "start service/svc not_running", "wait-healthy service/svc health_gate"));
+  EXPECT_THAT(
+      Steps(p),
+      ElementsAre("write-unit unit/svc.service unit_missing",
+                  "daemon-reload systemd unit_files_changed", "start service/svc not_running",
+                  "wait-healthy service/svc health_gate", "enable unit/svc.service not_enabled"));
   for (const auto& a : p.actions) EXPECT_NE(a.unit, "other.service");
   Converge();
   EXPECT_TRUE(o.FindUnit("other.service")->IsActive());

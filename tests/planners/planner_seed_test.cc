@@ -37,7 +37,8 @@ TEST_F(SeedTest, KimiToMinimaxOnFullGpusDownloadsFirstThenStopsThenStarts) {
                                     "daemon-reload systemd unit_files_changed",
                                     "stop service/vllm-kimi-k25 frees_resources",
                                     "start service/vllm-minimax-m25 not_running",
-                                    "wait-healthy service/vllm-minimax-m25 health_gate"));
+                                    "wait-healthy service/vllm-minimax-m25 health_gate",
+                                    "enable unit/vllm-minimax-m25.service not_enabled"));
   EXPECT_THAT(p.actions[0].detail, HasSubstr("230 GB"));
   EXPECT_THAT(p.actions[0].detail, HasSubstr("fits"));
   EXPECT_EQ(p.actions[0].commit, Commit("b"));
@@ -68,7 +69,9 @@ TEST_F(SeedTest, BackToKimiWhenKimiBecomesBerthsService) {
                                     "daemon-reload systemd unit_files_changed",
                                     "stop service/vllm-minimax-m25 frees_resources",
                                     "start service/vllm-kimi-k25 not_running",
-                                    "wait-healthy service/vllm-kimi-k25 health_gate"));
+                                    "wait-healthy service/vllm-kimi-k25 health_gate",
+                                    "enable unit/vllm-kimi-k25.service not_enabled",
+                                    "disable unit/vllm-minimax-m25.service wanted_stopped"));
   Converge();
 }
 
@@ -87,7 +90,8 @@ TEST_F(PlannerTest, StartFirstWhenTheGpusHaveRoom) {
       Steps(p),
       ElementsAre("write-unit unit/new.service unit_missing",
                   "daemon-reload systemd unit_files_changed", "start service/new not_running",
-                  "wait-healthy service/new health_gate", "stop service/old wanted_stopped"));
+                  "wait-healthy service/new health_gate", "enable unit/new.service not_enabled",
+                  "stop service/old wanted_stopped", "disable unit/old.service wanted_stopped"));
   ASSERT_EQ(p.disruptions.size(), 1u);
   EXPECT_EQ(p.disruptions[0].port, 8000);
   EXPECT_EQ(p.disruptions[0].until_step, 0);
@@ -107,7 +111,8 @@ TEST_F(PlannerTest, StartFirstOnTheSameGpuWhenBothClaimsFit) {
       Steps(p),
       ElementsAre("write-unit unit/new.service unit_missing",
                   "daemon-reload systemd unit_files_changed", "start service/new not_running",
-                  "wait-healthy service/new health_gate", "stop service/old wanted_absent",
+                  "wait-healthy service/new health_gate", "enable unit/new.service not_enabled",
+                  "stop service/old wanted_absent", "disable unit/old.service wanted_absent",
                   "remove-unit unit/old.service wanted_absent"));
   Converge();
 }
@@ -125,7 +130,9 @@ TEST_F(PlannerTest, StopFirstWhenTheGpuIsFull) {
       Steps(p),
       ElementsAre("write-unit unit/new.service unit_missing",
                   "daemon-reload systemd unit_files_changed", "stop service/old frees_resources",
-                  "start service/new not_running", "wait-healthy service/new health_gate"));
+                  "start service/new not_running", "wait-healthy service/new health_gate",
+                  "enable unit/new.service not_enabled",
+                  "disable unit/old.service wanted_stopped"));
   EXPECT_THAT(p.actions[2].detail, HasSubstr("for new"));
   Converge();
 }
@@ -249,9 +256,10 @@ TEST_F(PlannerTest, AModelDroppedWithKeepFalseIsRemovedLastAfterItsServiceStops)
   d.models["a"].keep = false;
   d.services["svc"].state = ServiceState::kStopped;
   Plan p = PlanNow();
-  EXPECT_THAT(Steps(p),
-              ElementsAre("stop service/svc wanted_stopped", "remove-model model/a not_used"));
-  EXPECT_EQ(p.actions[1].frees.disk_bytes, 5000u);
+  EXPECT_THAT(Steps(p), ElementsAre("stop service/svc wanted_stopped",
+                                    "disable unit/svc.service wanted_stopped",
+                                    "remove-model model/a not_used"));
+  EXPECT_EQ(p.actions[2].frees.disk_bytes, 5000u);
   Converge();
 }
 

@@ -361,6 +361,61 @@ TEST(SystemdSandboxTest, RejectsBadNamesWithoutRunningAnything) {
   EXPECT_THAT(SystemdSandbox::UniqueName("a b/c"), HasSubstr("a-b-c-"));
 }
 
+// --multi-user and --keep-units: a reboot over the same unit directory starts what was enabled
+// with WantedBy=multi-user.target, and nothing else: no distro or host unit comes with
+// multi-user.target (they are masked or invisible).
+TEST(SystemdSandboxTest, ARebootOverTheSameUnitsDirStartsOnlyTheEnabledUnits) {
+  BERTH_REQUIRE_SANDBOX();
+  const std::string name = SystemdSandbox::UniqueName("reboot");
+  SystemdSandbox::Options options;
+  options.multi_user = true;
+  std::string error;
+  auto sb = SystemdSandbox::Start(name, options, &error);
+  ASSERT_TRUE(sb) << error;
+  for (const char* unit : {"at-boot.service", "not-at-boot.service"})
+    WriteFile(sb->units_dir() + "/" + unit,
+              "[Service]\nType=exec\nExecStart=/bin/sleep 1000\n"
+              "[Install]\nWantedBy=multi-user.target\n");
+  ASSERT_TRUE(sb->Exec({"systemctl", "enable", "at-boot.service"}).ok());
+  EXPECT_EQ(sb->Exec({"systemctl", "is-active", "at-boot.service"}).output, "inactive\n");
+  sb->set_keep_artifacts(true);
+  ASSERT_TRUE(sb->Stop(&error)) << error;
+  sb.reset();
+
+  options.keep_units = true;
+  sb = SystemdSandbox::Start(name, options, &error);
+  ASSERT_TRUE(sb) << error;
+  EXPECT_EQ(sb->Exec({"systemctl", "is-active", "multi-user.target", "at-boot.service",
+                      "not-at-boot.service"})
+                .output,
+            "active\nactive\ninactive\n");
+  CommandResult services = sb->Exec(
+      {"systemctl", "list-units", "--type=service", "--state=active", "--no-legend", "--plain"});
+  std::vector<std::string> active;
+  std::istringstream lines(services.output);
+  for (std::string line; std::getline(lines, line);)
+    active.push_back(line.substr(0, line.find(' ')));
+  EXPECT_THAT(active, ::testing::UnorderedElementsAre("at-boot.service", "dbus.service",
+                                                      "systemd-journald.service"))
+      << services.output;
+  ASSERT_TRUE(sb->Stop(&error)) << error;
+}
+
+TEST(SystemdSandboxTest, KeepUnitsNeedsTheUnitsOfAStoppedSandboxAndMultiUserNeedsBasic) {
+  BERTH_REQUIRE_SANDBOX();
+  std::string error;
+  SystemdSandbox::Options options;
+  options.keep_units = true;
+  EXPECT_EQ(SystemdSandbox::Start(SystemdSandbox::UniqueName("nounits"), options, &error), nullptr);
+  EXPECT_THAT(error, HasSubstr("no units dir"));
+  options = {};
+  options.minimal = true;
+  options.multi_user = true;
+  EXPECT_EQ(SystemdSandbox::Start(SystemdSandbox::UniqueName("minmulti"), options, &error),
+            nullptr);
+  EXPECT_THAT(error, HasSubstr("not with --minimal"));
+}
+
 // How a test process that owns a sandbox ends, and who stops the sandbox then.
 enum class OwnerEnd { kExitNoCleanup, kSigterm, kExit };
 

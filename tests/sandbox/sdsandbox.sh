@@ -2,7 +2,11 @@
 # sdsandbox.sh - boot a REAL systemd as PID 1 of private namespaces, for tests
 # that must talk to systemd over D-Bus on hosts where systemd is not PID 1.
 #
-#   sdsandbox.sh start NAME [--minimal] [--no-dbus] [--timeout SECS]
+#   sdsandbox.sh start NAME [--minimal] [--no-dbus] [--multi-user] [--keep-units] [--timeout SECS]
+#                  # --multi-user: the boot target also wants multi-user.target, so units
+#                  # enabled with WantedBy=multi-user.target start at boot, as on a host
+#                  # --keep-units: boot over the units dir a stopped sandbox NAME left (a reboot:
+#                  # /etc/systemd/system persists, /run is fresh); the boot target is renewed
 #   sdsandbox.sh env   NAME      # print shell-sourceable variables
 #   sdsandbox.sh wait  NAME      # wait until SystemState is running/degraded
 #   sdsandbox.sh exec  NAME CMD...   # run CMD inside the sandbox (all namespaces)
@@ -31,6 +35,10 @@
 #  6. The pid-namespace check in `stop` ignores zombies (see pidns_live_procs) instead of waiting
 #     2 s and failing on a dead process the host's PID 1 has not reaped yet.
 #  7. The usage text lists stop-all's options.
+#  8. `start --multi-user` and `start --keep-units` (see above), to test what a reboot brings up.
+#     multi-user.target pulls in nothing of the host: every distro unit in a .wants dir is
+#     masked (deny by default) and the host's /etc/systemd/system is not visible, so only
+#     targets and the units enabled in the sandbox's own units dir start.
 #
 # Host side layout (SDSB_BASE defaults to /tmp/sdsandbox; tests pass their own):
 #   $SDSB_BASE/NAME/units/    bind-mounted over /etc/systemd/system inside;
@@ -98,7 +106,7 @@ STATIC_MASKS=(
 KEEP_RE='^(systemd-journald\.service|systemd-journald\.socket|systemd-journald-dev-log\.socket|dbus\.socket|dbus\.service|systemd-initctl\.socket)$'
 
 build_units_template() {
-  local u=$1 minimal=$2 dbus=$3 n
+  local u=$1 minimal=$2 dbus=$3 multi_user=$4 n
   mkdir -p "$u"
   # Deny by default: mask everything the distro wires statically into any
   # .wants/.requires dir, except the allow-list above.
@@ -114,6 +122,7 @@ build_units_template() {
 
   local wants=""
   if [[ $dbus == 1 ]]; then wants+=" dbus.socket dbus.service"; fi
+  if [[ $multi_user == 1 ]]; then wants+=" multi-user.target"; fi
   if [[ $minimal == 1 ]]; then
     cat >"$u/sdsandbox.target" <<EOF
 [Unit]
@@ -139,15 +148,16 @@ EOF
 # Building ~70 mask symlinks costs ~85 ms (one ln per link); build once per
 # (options, distro unit set) and copy the template (~5 ms) for every sandbox.
 write_units_dir() {
-  local u=$1 minimal=$2 dbus=$3 key tpl
-  key=$( { echo "$minimal$dbus ${STATIC_MASKS[*]} $KEEP_RE"; declare -f build_units_template
+  local u=$1 minimal=$2 dbus=$3 multi_user=$4 key tpl
+  key=$( { echo "$minimal$dbus$multi_user ${STATIC_MASKS[*]} $KEEP_RE"; declare -f build_units_template
            ls -d /usr/lib/systemd/system/*.wants/* /lib/systemd/system/*.wants/* 2>/dev/null; } | md5sum | cut -c1-12)
   tpl=$SDSB_BASE/.units-template.$key
   if [[ ! -d $tpl ]]; then
-    build_units_template "$tpl.tmp.$$" "$minimal" "$dbus"
+    build_units_template "$tpl.tmp.$$" "$minimal" "$dbus" "$multi_user"
     mv -T "$tpl.tmp.$$" "$tpl" 2>/dev/null || rm -rf "$tpl.tmp.$$"   # lost a race: fine
   fi
-  cp -a "$tpl" "$u"
+  if [[ -d $u ]]; then cp -a "$tpl/." "$u/"   # --keep-units: renew masks and boot target only
+  else cp -a "$tpl" "$u"; fi
 }
 
 # Stage 1 runs as PID 1 of the new pid+mount namespace, still in the host cgroup
@@ -175,19 +185,27 @@ exec env -i container=sdsandbox TERM=dumb "$SDSB_SYSTEMD" --system --unit=sdsand
 
 cmd_start() {
   local name=$1; shift; check_name "$name"
-  local minimal=0 dbus=1 timeout=30
+  local minimal=0 dbus=1 multi_user=0 keep_units=0 timeout=30
   while (($#)); do case $1 in
     --minimal) minimal=1;; --no-dbus) dbus=0;; --timeout) timeout=$2; shift;;
+    --multi-user) multi_user=1;; --keep-units) keep_units=1;;
     *) die "unknown option $1";; esac; shift; done
+  [[ $minimal == 1 && $multi_user == 1 ]] && die "--multi-user needs basic.target: not with --minimal"
   [[ $EUID == 0 ]] || die "must run as root"
   # systemd creates and writes /etc/machine-id when it is missing or empty; /etc is the host's.
   [[ -s /etc/machine-id ]] || die "/etc/machine-id is missing or empty: run systemd-machine-id-setup on the host first"
   local dir=$SDSB_BASE/$name t0; t0=$(now)
   if [[ -f $dir/pid ]] && kill -0 "$(cat "$dir/pid")" 2>/dev/null; then die "sandbox $name already running"; fi
-  rm -rf "$dir"; mkdir -p "$dir"
+  if [[ $keep_units == 1 ]]; then   # a reboot: everything but the units dir goes
+    [[ -d $dir/units ]] || die "--keep-units: no units dir $dir/units to boot over"
+    [[ ! -f $dir/pid ]] || die "--keep-units: sandbox $name was not stopped (stop it first)"
+    find "$dir" -mindepth 1 -maxdepth 1 ! -name units -exec rm -rf {} +
+  else
+    rm -rf "$dir"; mkdir -p "$dir"
+  fi
   # before the pid file exists: stop-all --orphans must never see a pid without its owner
   if [[ -n ${SDSB_OWNER:-} ]]; then echo "$SDSB_OWNER $(start_time "$SDSB_OWNER")" >"$dir/owner"; fi
-  write_units_dir "$dir/units" "$minimal" "$dbus"
+  write_units_dir "$dir/units" "$minimal" "$dbus" "$multi_user"
 
   local cgbase cg; cgbase=$(cgroup_v2_base); cg=$cgbase/sdsandbox.$name
   if [[ -d $cg ]]; then
@@ -374,5 +392,5 @@ case ${1:-} in
   exec) shift; cmd_exec "$@";;
   pidns-exec) shift; cmd_pidns_exec "$@";;
   stop) shift; cmd_stop "$@";;
-  *) sed -n '2,16p' "$0"; exit 2;;
+  *) sed -n '2,18p' "$0"; exit 2;;
 esac

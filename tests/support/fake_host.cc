@@ -127,6 +127,11 @@ void FakeHost::WriteUnit(const std::string& unit, const std::string& content) {
   u.spec_hash = UnitSpecHash(content);
   u.lineage = UnitLineage(content);
   u.need_daemon_reload = u.load_state != "not-found";
+  // A new file (or one replacing a file without [Install]) starts disabled; an enabled unit
+  // stays enabled (its symlinks are by name).
+  bool installs = content.find("\n[Install]\n") != std::string::npos;
+  if (u.unit_file_state.empty() || u.unit_file_state == "static")
+    u.unit_file_state = installs ? "disabled" : "static";
   if (std::find(o_.state.units.begin(), o_.state.units.end(), unit) == o_.state.units.end())
     o_.state.units.push_back(unit);
 }
@@ -139,7 +144,12 @@ void FakeHost::RemoveUnit(const std::string& unit) {
   u.managed = false;
   u.lineage.clear();
   u.spec_hash.clear();
+  u.unit_file_state.clear();
   std::erase(o_.state.units, unit);
+}
+
+void FakeHost::SetUnitFileState(const std::string& unit, const std::string& state) {
+  Unit(unit).unit_file_state = state;
 }
 
 void FakeHost::Reload() {
@@ -187,6 +197,12 @@ void FakeHost::Apply(const Plan& plan, const Desired& d) {
         Start(a.unit, d);
         break;
       case ActionKind::kWaitHealthy:
+        break;
+      case ActionKind::kEnable:
+        SetUnitFileState(a.unit, "enabled");
+        break;
+      case ActionKind::kDisable:
+        SetUnitFileState(a.unit, "disabled");
         break;
     }
   }

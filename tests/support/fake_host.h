@@ -35,6 +35,8 @@ class FakeHost {
   /// The unit runs: a main pid, its GPU claims and its port (from `d`'s service of that unit).
   void Start(const std::string& unit, const Desired& d);
   void Stop(const std::string& unit);
+  /// enable / disable: "enabled" or "disabled", as systemd's [Install] symlinks say.
+  void SetUnitFileState(const std::string& unit, const std::string& state);
   /// systemd's garbage collection: inactive units without a file are forgotten.
   void CollectGarbage();
   ObservedUnit& Unit(const std::string& name);

@@ -17,6 +17,7 @@ Result<std::vector<UnitProperties>> FakeSystemd::GetUnits(const std::vector<std:
       p.n_restarts = static_cast<uint32_t>(u->n_restarts);
       p.result = u->result;
       p.invocation_id = u->invocation_id;
+      p.unit_file_state = u->unit_file_state;
     }
     out.push_back(p);
   }
@@ -71,6 +72,27 @@ Status FakeSystemd::Restart(const std::string& unit, std::chrono::milliseconds t
   w_->calls.push_back("restart " + unit);
   w_->host.Stop(unit);
   return Start(unit, timeout);
+}
+
+Status FakeSystemd::Enable(const std::string& unit) {
+  w_->calls.push_back("enable " + unit);
+  if (w_->on_job) w_->on_job("enable", unit);
+  const ObservedUnit* u = w_->host.observed().FindUnit(unit);
+  if (!u || !u->HasFile()) return Status::NotFound("Unit file " + unit + " does not exist.");
+  if (u->unit_file_state.rfind("masked", 0) == 0)
+    return Status::FailedPrecondition("Unit file " + unit + " is masked.");
+  if (u->unit_file_state == "static")
+    return Status::FailedPrecondition(unit + " has no [Install] section");
+  w_->host.SetUnitFileState(unit, "enabled");
+  return Status::Ok();
+}
+
+Status FakeSystemd::Disable(const std::string& unit) {
+  w_->calls.push_back("disable " + unit);
+  if (w_->on_job) w_->on_job("disable", unit);
+  const ObservedUnit* u = w_->host.observed().FindUnit(unit);
+  if (u && u->unit_file_state == "enabled") w_->host.SetUnitFileState(unit, "disabled");
+  return Status::Ok();
 }
 
 Result<bool> FakeUnitFiles::Write(const std::string& unit, const std::string& content) {

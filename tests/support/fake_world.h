@@ -32,6 +32,10 @@ class FakeSystemd : public SystemdManager {
   Status Start(const std::string& unit, std::chrono::milliseconds timeout) override;
   Status Stop(const std::string& unit, std::chrono::milliseconds timeout) override;
   Status Restart(const std::string& unit, std::chrono::milliseconds timeout) override;
+  /// Flip unit_file_state between "disabled" and "enabled" as systemd's symlinks would; a
+  /// static (no [Install]) or masked unit is refused, as systemd refuses it.
+  Status Enable(const std::string& unit) override;
+  Status Disable(const std::string& unit) override;
 
  private:
   FakeWorld* w_;

@@ -434,6 +434,8 @@ std::unique_ptr<SystemdSandbox> SystemdSandbox::Start(const std::string& name,
   std::vector<std::string> argv = {"/bin/bash", ScriptPath(), "start", name};
   if (options.minimal) argv.push_back("--minimal");
   if (!options.dbus) argv.push_back("--no-dbus");
+  if (options.multi_user) argv.push_back("--multi-user");
+  if (options.keep_units) argv.push_back("--keep-units");
   argv.push_back("--timeout");
   argv.push_back(std::to_string(options.timeout_s));
 

@@ -39,7 +39,13 @@ class SystemdSandbox {
     std::string base;
     bool minimal = false;  ///< --minimal: no sysinit/basic.target at boot (default off)
     bool dbus = true;      ///< false: --no-dbus, only the private socket (default on)
-    int timeout_s = 30;    ///< boot timeout in seconds (default 30)
+    /// --multi-user: the boot also reaches multi-user.target, so units enabled with
+    /// WantedBy=multi-user.target start at boot (default off; not with `minimal`).
+    bool multi_user = false;
+    /// --keep-units: boot over the units dir that a stopped sandbox of the same name left (it
+    /// must have been stopped with keep_artifacts): a reboot of that host (default off).
+    bool keep_units = false;
+    int timeout_s = 30;  ///< boot timeout in seconds (default 30)
   };
 
   /// Whether sandboxes can run here: root, a cgroup2 hierarchy, systemd, dbus-daemon, nsenter,
