@@ -392,5 +392,27 @@ TEST_F(HubTest, VerifyOfAManifestsModelsFindsACorruptBlob) {
   EXPECT_THAT(err.str(), HasSubstr("no model 'nope'"));
 }
 
+TEST_F(HubTest, VerifyOfAPinnedModelChecksTheCommitBerthLockPins) {
+  auto r = Pull("org/tiny");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  std::string dir = dir_ + "/pinned-" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/berth.yaml")
+      << "berth: 1\nhost: {store: " << store_ << "}\nmodels:\n  tiny: {source: hf://org/tiny}\n";
+  auto lock = [&](const std::string& commit) {
+    std::ofstream(dir + "/berth.lock")
+        << R"({"format_version": 1, "models": {"tiny": {"repo": "org/tiny", "revision": "main", )"
+        << R"("commit": ")" << commit << R"(", "locked_at": "2026-12-01T06:00:00Z"}}})";
+  };
+  std::ostringstream out, err;
+  lock(r->snapshot.commit);
+  EXPECT_EQ(RunVerifyManifest(dir, "", "", out, err), kExitOk) << out.str() << err.str();
+  EXPECT_THAT(out.str(), HasSubstr("org/tiny@" + r->snapshot.commit.substr(0, 7) + ": 6 files"));
+  // Pinned elsewhere: that commit is what is checked (and it is not in the store).
+  lock(std::string(40, 'e'));
+  EXPECT_EQ(RunVerifyManifest(dir, "", "", out, err), kExitError);
+  EXPECT_THAT(err.str(), HasSubstr("no record of org/tiny@" + std::string(40, 'e')));
+}
+
 }  // namespace
 }  // namespace berth::testing
