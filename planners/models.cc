@@ -177,8 +177,9 @@ void DiffModels(const Desired& d, const Observed& o, Draft* draft) {
       a.kind = ActionKind::kDownload;
       a.address = address;
       a.repo_id = m.repo_id;
-      // A pinned model is fetched at its commit, whatever the branch says now.
-      a.revision = r.commit_source == CommitSource::kLock ? r.commit : m.revision;
+      // The executor fetches a.commit (when known) whatever the branch says by then, and points
+      // the store's ref of a.revision at it.
+      a.revision = m.revision;
       a.commit = r.commit;
       a.include = m.include;
       a.exclude = m.exclude;

@@ -145,6 +145,7 @@ TEST_F(PinsE2eTest, AnUpstreamPushWaitsForLockUpdateThenThePreviousRevisionStays
   EXPECT_TRUE(InStore(c1)) << "the revision the service left is kept for a rollback";
   std::string unit = ReadAll(sandbox_->units_dir() + "/svc-a.service");
   EXPECT_THAT(unit, HasSubstr("snapshots/" + c2));
+  EXPECT_EQ(ReadAll(HfCachePaths(store_, "org/chat").RefPath("main")), c2);
 }
 
 }  // namespace

@@ -392,6 +392,21 @@ TEST_F(HubTest, VerifyOfAManifestsModelsFindsACorruptBlob) {
   EXPECT_THAT(err.str(), HasSubstr("no model 'nope'"));
 }
 
+TEST_F(HubTest, APlannedCommitIsFetchedWhereverTheBranchPointsAndTheRefNamesIt) {
+  // The plan (or berth.lock) said v1.0's commit; main points elsewhere on the Hub.
+  PullRequest req;
+  req.store = store_;
+  req.repo_id = "org/tiny";
+  req.revision = "main";
+  req.expect_commit = std::string(39, 'b') + "2";
+  auto r = PullModel(req, opts_);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->snapshot.commit, req.expect_commit);
+  EXPECT_EQ(ReadAll(store_ + "/models--org--tiny/refs/main"), req.expect_commit);
+  EXPECT_TRUE(
+      fs::exists(store_ + "/models--org--tiny/snapshots/" + req.expect_commit + "/config.json"));
+}
+
 TEST_F(HubTest, VerifyOfAPinnedModelChecksTheCommitBerthLockPins) {
   auto r = Pull("org/tiny");
   ASSERT_TRUE(r.ok()) << r.status().message();

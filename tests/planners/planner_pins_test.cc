@@ -120,7 +120,7 @@ TEST_F(PinsTest, PinnedBehindUpstreamOnAFreshHostDownloadsThePinnedCommitWithIts
   Plan p = PlanNow();
   const Action& dl = At(p, "download model/a model_missing");
   EXPECT_EQ(dl.commit, Commit("1"));
-  EXPECT_EQ(dl.revision, Commit("1"));  // fetched at the commit, whatever main says now
+  EXPECT_EQ(dl.revision, "main");  // the executor fetches dl.commit and points refs/main at it
   EXPECT_EQ(dl.requires_.disk_bytes, 1000u);
   EXPECT_THAT(At(p, "write-unit unit/svc.service unit_missing").unit_content,
               HasSubstr("snapshots/" + Commit("1")));
