@@ -12,8 +12,8 @@ namespace berth::manifests {
 namespace {
 
 constexpr std::string_view kTopKeys[] = {"berth", "host", "models", "services"};
-constexpr std::string_view kHostKeys[] = {"match",    "store",       "reserve",
-                                          "unit_dir", "executables", "gpus"};
+constexpr std::string_view kHostKeys[] = {"match",       "store", "reserve",       "unit_dir",
+                                          "executables", "gpus",  "keep_revisions"};
 constexpr std::string_view kGpuInventoryKeys[] = {"count", "memory"};
 constexpr std::string_view kMatchKeys[] = {"hostname"};
 constexpr std::string_view kExecutableEngines[] = {"vllm", "sglang", "llama-server"};
@@ -37,6 +37,8 @@ void DecodeHost(YamlReader& r, const Field& host, FilePart* part) {
         part->host.store = *v;
     } else if (f.key == "reserve") {
       if (auto v = r.Size(f)) part->host.reserve_bytes = *v;
+    } else if (f.key == "keep_revisions") {
+      if (auto v = r.Int(f, 0, 100)) part->host.keep_revisions = static_cast<int>(*v);
     } else if (f.key == "unit_dir") {
       if (auto v = r.AbsolutePath(f)) part->host.unit_dir = *v;
     } else if (f.key == "gpus") {

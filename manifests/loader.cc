@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "engine/core/hash.h"
+#include "engine/core/lock_file.h"
 #include "manifests/decode.h"
 #include "manifests/merge.h"
 
@@ -43,7 +44,9 @@ std::string ReadRegularFile(const std::string& file, std::string* bytes) {
   if (::fstat(fd, &st) != 0) {
     problem = std::string("cannot stat file: ") + std::strerror(errno);
   } else if (!S_ISREG(st.st_mode)) {
-    problem = "not a regular file (a manifest is a regular *.yaml or *.yml file)";
+    problem =
+        "not a regular file (a manifest is a regular *.yaml or *.yml file, berth.lock a "
+        "regular JSON file)";
   } else {
     char buf[65536];
     for (;;) {
@@ -121,7 +124,21 @@ void SortDiagnostics(const Files& files, std::vector<Diagnostic>* diagnostics) {
                    [&](const Diagnostic& a, const Diagnostic& b) { return key(a) < key(b); });
 }
 
-LoadResult LoadFiles(const Files& files, std::vector<Diagnostic> diagnostics) {
+// Reads berth.lock's entries into `desired` (a lock is optional; a malformed one is a problem of
+// that file).
+void ReadLock(const std::string& lock_path, const std::string& text, Desired* desired,
+              std::vector<Diagnostic>* diagnostics) {
+  auto entries = ParseLockFile(text);
+  if (!entries.ok()) {
+    diagnostics->push_back({SourceLoc{lock_path, 0, 0}, entries.status().message(),
+                            "fix it by hand, or remove it and run berth lock to write it again"});
+    return;
+  }
+  desired->locks = std::move(entries).value();
+}
+
+LoadResult LoadFiles(const Files& files, const LockText& lock,
+                     std::vector<Diagnostic> diagnostics) {
   std::vector<manifests::FilePart> parts;
   std::string digest_input;
   for (const auto& [name, text] : files) {
@@ -134,6 +151,15 @@ LoadResult LoadFiles(const Files& files, std::vector<Diagnostic> diagnostics) {
   LoadResult result;
   result.desired = manifests::MergeParts(std::move(parts), &diagnostics);
   for (const auto& [name, text] : files) result.desired.files.push_back(name);
+  if (lock) {
+    // The lock changes the plan like a manifest does: it is part of the digest.
+    digest_input += lock->first;
+    digest_input += '\0';
+    digest_input += lock->second;
+    digest_input += '\0';
+    result.desired.lock_path = lock->first;
+    ReadLock(lock->first, lock->second, &result.desired, &diagnostics);
+  }
   result.desired.digest = Sha256Hex(digest_input);
   SortDiagnostics(files, &diagnostics);
   result.diagnostics = std::move(diagnostics);
@@ -160,7 +186,19 @@ LoadResult LoadManifests(const std::string& path) {
       }
       files.emplace_back(file, std::move(bytes));
     }
-    return LoadFiles(files, std::move(diagnostics));
+    LockText lock;
+    const std::string lock_path = LockFilePath(path);
+    std::error_code ec;
+    if (fs::exists(fs::symlink_status(lock_path, ec))) {
+      std::string bytes;
+      if (std::string problem = ReadRegularFile(lock_path, &bytes); !problem.empty())
+        diagnostics.push_back({SourceLoc{lock_path, 0, 0}, problem, ""});
+      else
+        lock.emplace(lock_path, std::move(bytes));
+    }
+    LoadResult result = LoadFiles(files, lock, std::move(diagnostics));
+    result.desired.lock_path = lock_path;
+    return result;
   } catch (const std::exception& e) {
     LoadResult result;
     result.diagnostics.push_back(
@@ -173,9 +211,10 @@ LoadResult LoadManifests(const std::string& path) {
   }
 }
 
-LoadResult LoadManifestTexts(const std::vector<std::pair<std::string, std::string>>& files) {
+LoadResult LoadManifestTexts(const std::vector<std::pair<std::string, std::string>>& files,
+                             const LockText& lock) {
   try {
-    return LoadFiles(files, {});
+    return LoadFiles(files, lock, {});
   } catch (const std::exception& e) {
     LoadResult result;
     result.diagnostics.push_back({SourceLoc{}, std::string("cannot load: ") + e.what(), ""});

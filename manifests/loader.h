@@ -2,7 +2,9 @@
 // validated Desired. The only user of yaml-cpp in berth.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/core/desired.h"
@@ -23,10 +25,16 @@ struct LoadResult {
 };
 
 /// Loads `path` (a file, or a folder whose *.yaml/*.yml files are merged in name order) and
-/// validates it. Never throws; all problems come back as diagnostics.
+/// validates it, with berth.lock beside it when there is one (LockFilePath): its entries become
+/// Desired::locks and its bytes part of the digest; a malformed lock is a diagnostic of that
+/// file. Never throws; all problems come back as diagnostics.
 LoadResult LoadManifests(const std::string& path);
 
+/// berth.lock as (path, text), when there is one.
+using LockText = std::optional<std::pair<std::string, std::string>>;
+
 /// The same for in-memory files (name -> text), for tests and the fuzzer.
-LoadResult LoadManifestTexts(const std::vector<std::pair<std::string, std::string>>& files);
+LoadResult LoadManifestTexts(const std::vector<std::pair<std::string, std::string>>& files,
+                             const LockText& lock = std::nullopt);
 
 }  // namespace berth

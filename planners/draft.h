@@ -13,7 +13,7 @@
 namespace berth {
 
 /// Where a resolved model's commit came from.
-enum class CommitSource { kUnknown, kManifest, kHub, kStoreRef };
+enum class CommitSource { kUnknown, kManifest, kLock, kHub, kStoreRef };
 /// Where a resolved model's size came from.
 enum class SizeSource { kUnknown, kHub, kStore, kManifest };
 
@@ -22,6 +22,7 @@ struct ResolvedModel {
   const ModelSpec* spec = nullptr;
   std::string commit;  // "" when it cannot be known offline
   CommitSource commit_source = CommitSource::kUnknown;
+  std::string upstream;  // the commit the Hub says the revision points at now; "" when not asked
   std::optional<uint64_t> total_bytes;  // set exactly when size_source is not kUnknown
   SizeSource size_source = SizeSource::kUnknown;
   const ObservedRevision* present = nullptr;  // the wanted commit in the store, if any

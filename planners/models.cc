@@ -11,20 +11,25 @@ namespace {
 
 std::string Short(const std::string& commit) { return commit.substr(0, 7); }
 
-bool BerthDownloaded(const Observed& o, const std::string& repo, const std::string& commit) {
-  auto it = o.state.models.find(repo);
-  return it != o.state.models.end() &&
-         std::find(it->second.begin(), it->second.end(), commit) != it->second.end();
+const ObservedRevision* FindRevision(const ObservedRepo* repo, const std::string& commit) {
+  if (repo)
+    for (const auto& rev : repo->revisions)
+      if (rev.commit == commit) return &rev;
+  return nullptr;
 }
 
-ResolvedModel Resolve(const ModelSpec& m, const Observed& o) {
+ResolvedModel Resolve(const Desired& d, const ModelSpec& m, const Observed& o) {
   ResolvedModel r;
   r.spec = &m;
   const ObservedRepo* repo = o.FindRepo(m.repo_id);
   const HubInfo* hub = o.FindHub(m.repo_id, m.revision);
+  if (hub) r.upstream = hub->commit;
   if (IsCommit(m.revision)) {
     r.commit = m.revision;
     r.commit_source = CommitSource::kManifest;
+  } else if (const LockEntry* pin = d.PinFor(m)) {
+    r.commit = pin->commit;
+    r.commit_source = CommitSource::kLock;
   } else if (hub && !hub->commit.empty()) {
     r.commit = hub->commit;
     r.commit_source = CommitSource::kHub;
@@ -35,12 +40,19 @@ ResolvedModel Resolve(const ModelSpec& m, const Observed& o) {
         r.commit_source = CommitSource::kStoreRef;
       }
   }
-  if (repo && !r.commit.empty())
-    for (const auto& rev : repo->revisions)
-      if (rev.commit == r.commit) r.present = &rev;
+  if (!r.commit.empty()) r.present = FindRevision(repo, r.commit);
+  // The Hub's listing of the wanted commit: the revision's, or (pinned behind upstream) the
+  // commit's own.
+  const HubInfo* listing = nullptr;
   if (hub && (hub->commit == r.commit || r.commit.empty())) {
+    listing = hub;
+  } else if (const HubInfo* at = r.commit.empty() ? nullptr : o.FindHub(m.repo_id, r.commit);
+             at && at->commit == r.commit) {
+    listing = at;
+  }
+  if (listing) {
     uint64_t total = 0;
-    for (const auto& f : hub->files)
+    for (const auto& f : listing->files)
       if (FileWanted(f.path, m.include, m.exclude)) total += f.size;
     r.total_bytes = total;
     r.size_source = SizeSource::kHub;
@@ -68,11 +80,78 @@ Action Removal(const ResolvedModel& m, const ObservedRevision& rev, Reason reaso
   return a;
 }
 
+// The pin's notes and warnings: upstream moved past the pin, a stale entry, no entry at all.
+void PinNotes(const Desired& d, const ResolvedModel& r, Draft* draft) {
+  const ModelSpec& m = *r.spec;
+  if (IsCommit(m.revision)) return;  // the manifest pins it itself
+  std::string address = "model/" + m.name;
+  if (const LockEntry* pin = d.PinFor(m)) {
+    if (!r.upstream.empty() && r.upstream != pin->commit)
+      draft->notes.push_back({address, "upstream " + m.revision + " moved to " + Short(r.upstream) +
+                                           " (pinned at " + Short(pin->commit) +
+                                           "); berth lock --update " + m.name + " to move"});
+    return;
+  }
+  auto entry = d.locks.find(m.name);
+  if (entry != d.locks.end()) {
+    const LockEntry& e = entry->second;
+    draft->warnings.push_back(
+        address + ": berth.lock's entry is stale: it pins " + e.repo_id + "@" + e.revision +
+        " at " + Short(e.commit) + " but the manifest asks for " + m.repo_id + "@" + m.revision +
+        " (" + m.loc.ToString() + "); the plan follows the manifest. Run berth lock --update " +
+        m.name + " to pin it again");
+    return;
+  }
+  draft->warnings.push_back(address + " is not pinned: revision '" + m.revision +
+                            "' follows the Hub, so an upstream push changes this host at the next "
+                            "pass. Run berth lock to pin it in berth.lock");
+}
+
+// What makes the wanted commit differ from the complete one(s) in the store, in words.
+std::string WhyAnotherCommit(const ResolvedModel& r, const ObservedRepo* repo,
+                             const std::string& previous) {
+  const ModelSpec& m = *r.spec;
+  std::string has = previous.empty() ? "" : " (the store has " + Short(previous) + ")";
+  switch (r.commit_source) {
+    case CommitSource::kLock:
+      return "berth.lock pins " + m.revision + " at " + Short(r.commit) + has;
+    case CommitSource::kManifest:
+      return "the manifest asks for commit " + Short(r.commit) + has;
+    case CommitSource::kHub:
+      if (repo)
+        for (const auto& rev : repo->revisions)
+          if (rev.commit != r.commit &&
+              std::find(rev.refs.begin(), rev.refs.end(), m.revision) != rev.refs.end())
+            return "upstream " + m.revision + " moved to " + Short(r.commit) + " (the store's " +
+                   m.revision + " is " + Short(rev.commit) + "; not pinned in berth.lock)";
+      return "the manifest asks for revision '" + m.revision + "'" + has;
+    case CommitSource::kStoreRef:
+    case CommitSource::kUnknown:
+      break;
+  }
+  return "the store's " + m.revision + " points at a commit that is not complete" + has;
+}
+
+// The complete revision the model most recently had: the last complete one berth downloaded,
+// else any complete one.
+std::string PreviousCommit(const Observed& o, const ObservedRepo* repo, const std::string& want) {
+  std::string previous;
+  auto it = o.state.models.find(repo->repo_id);
+  if (it != o.state.models.end())
+    for (const std::string& c : it->second)
+      if (const ObservedRevision* rev = FindRevision(repo, c); rev && rev->complete && c != want)
+        previous = c;
+  if (previous.empty())
+    for (const auto& rev : repo->revisions)
+      if (rev.complete && rev.commit != want) previous = rev.commit;
+  return previous;
+}
+
 }  // namespace
 
 void DiffModels(const Desired& d, const Observed& o, Draft* draft) {
   for (const auto& [name, m] : d.models) {
-    ResolvedModel r = Resolve(m, o);
+    ResolvedModel r = Resolve(d, m, o);
     for (const auto& [sname, s] : d.services)
       if (s.model == name && s.state == ServiceState::kRunning) r.used = true;
     draft->models.push_back(r);
@@ -84,6 +163,7 @@ void DiffModels(const Desired& d, const Observed& o, Draft* draft) {
     bool wanted_on_disk = m.keep || r.used;
     std::string size_text;
     if (r.total_bytes) size_text = FormatBytes(*r.total_bytes);
+    PinNotes(d, r, draft);
 
     if (r.present && r.present->complete) {
       if (wanted_on_disk) {
@@ -97,23 +177,25 @@ void DiffModels(const Desired& d, const Observed& o, Draft* draft) {
       a.kind = ActionKind::kDownload;
       a.address = address;
       a.repo_id = m.repo_id;
+      // The executor fetches a.commit (when known) whatever the branch says by then, and points
+      // the store's ref of a.revision at it.
       a.revision = m.revision;
       a.commit = r.commit;
       a.include = m.include;
       a.exclude = m.exclude;
       uint64_t present = r.present ? r.present->bytes_present : 0;
-      bool other_complete = false;
-      if (repo)
-        for (const auto& rev : repo->revisions) other_complete = other_complete || rev.complete;
+      std::string previous = repo ? PreviousCommit(o, repo, r.commit) : "";
       if (r.present) {
         a.reason = Reason::kModelPartial;
-      } else if (other_complete) {
+      } else if (!previous.empty()) {
         a.reason = Reason::kRevisionChanged;
       } else {
         a.reason = Reason::kModelMissing;
       }
       std::string what = m.repo_id + "@" + (r.commit.empty() ? m.revision : Short(r.commit));
-      if (!r.commit.empty() && r.commit != m.revision) what += " (" + m.revision + ")";
+      if (!r.commit.empty() && r.commit != m.revision)
+        what += " (" + m.revision +
+                (r.commit_source == CommitSource::kLock ? ", pinned in berth.lock" : "") + ")";
       if (r.total_bytes) {
         uint64_t need = *r.total_bytes > present ? *r.total_bytes - present : 0;
         a.requires_.disk_bytes = need;
@@ -135,7 +217,7 @@ void DiffModels(const Desired& d, const Observed& o, Draft* draft) {
           what += ": partial in the store, resuming";
           break;
         case Reason::kRevisionChanged:
-          what += ": the manifest asks for another revision";
+          what += ": " + WhyAnotherCommit(r, repo, previous);
           break;
         default:
           what += ": not in the store";
@@ -146,23 +228,57 @@ void DiffModels(const Desired& d, const Observed& o, Draft* draft) {
     }
 
     if (!repo) continue;
-    for (const auto& rev : repo->revisions) {
-      if (!BerthDownloaded(o, m.repo_id, rev.commit)) continue;
-      bool is_wanted = rev.commit == r.commit;
+    // The revisions berth downloaded of this repo, in the order it downloaded them (the state
+    // lists them so): the newest complete ones it left stay for a rollback.
+    auto downloaded = o.state.models.find(m.repo_id);
+    if (downloaded == o.state.models.end()) continue;
+    std::vector<const ObservedRevision*> left;  // oldest first
+    for (const std::string& commit : downloaded->second) {
+      const ObservedRevision* rev = FindRevision(repo, commit);
+      if (!rev) continue;
       bool other_model_wants = false;
       for (const ResolvedModel& other : draft->models)
-        if (&other != &r && other.spec->repo_id == m.repo_id && other.commit == rev.commit &&
+        if (&other != &r && other.spec->repo_id == m.repo_id && other.commit == rev->commit &&
             (other.spec->keep || other.used))
           other_model_wants = true;
       if (other_model_wants) continue;
-      if (is_wanted && !wanted_on_disk) {
-        draft->model_removals.push_back(
-            Removal(r, rev, Reason::kNotUsed, "keep: false and no running service uses it"));
-      } else if (!is_wanted && !r.commit.empty()) {
-        draft->model_removals.push_back(
-            Removal(r, rev, Reason::kOldRevision,
-                    "replaced by " + Short(r.commit) + "; removed after its services moved"));
+      if (rev->commit == r.commit) {
+        if (!wanted_on_disk)
+          draft->model_removals.push_back(
+              Removal(r, *rev, Reason::kNotUsed, "keep: false and no running service uses it"));
+      } else if (!r.commit.empty()) {
+        left.push_back(rev);
       }
+    }
+    const int keep_n = d.host.keep_revisions;
+    std::string keep_text = "host.keep_revisions: " + std::to_string(keep_n);
+    int kept = 0;
+    std::vector<bool> keep(left.size(), false);
+    for (size_t i = left.size(); i-- > 0 && wanted_on_disk && kept < keep_n;)
+      if (left[i]->complete) {
+        keep[i] = true;
+        ++kept;
+      }
+    for (size_t i = 0; i < left.size(); ++i) {
+      const ObservedRevision& rev = *left[i];
+      if (keep[i]) {
+        draft->notes.push_back(
+            {address, m.repo_id + "@" + Short(rev.commit) + ", " + FormatBytes(rev.bytes_present) +
+                          ", a previous revision, kept for a rollback (" + keep_text + ")"});
+        continue;
+      }
+      std::string why = "replaced by " + Short(r.commit) + "; ";
+      if (!wanted_on_disk)
+        why += "no service uses the model, so no rollback needs it";
+      else if (!rev.complete)
+        why += "an incomplete download nothing asks for";
+      else if (keep_n == 0)
+        why += "no previous revision is kept (" + keep_text + ")";
+      else
+        why += "older than the " + std::to_string(keep_n) + " previous revision" +
+               (keep_n == 1 ? "" : "s") + " kept for a rollback (" + keep_text + ")";
+      why += "; removed after its services moved";
+      draft->model_removals.push_back(Removal(r, rev, Reason::kOldRevision, why));
     }
   }
   // Repos berth downloaded that no model of the manifest names any more.

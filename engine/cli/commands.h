@@ -87,6 +87,16 @@ struct ReconcileCommand {
 /// metrics. With `once`: one pass and its exit code; otherwise 0 when stopped.
 int RunReconcile(const ReconcileCommand& cmd, std::ostream& out, std::ostream& err);
 
+struct LockCommand {
+  std::string manifest_path = ".";  // -f: the manifest file or folder; berth.lock sits beside it
+  bool update = false;              // --update: re-resolve pinned models too
+  std::vector<std::string> models;  // with --update: only these (default: all)
+};
+/// `berth lock`: pins every model whose revision is a branch or tag to the commit the Hub gives
+/// now, in berth.lock (written atomically). Without `update`, only models without an entry (or
+/// with a stale one) are resolved; with it, every named model (or all). Prints what moved.
+int RunLock(const LockCommand& cmd, std::ostream& out, std::ostream& err);
+
 int RunValidate(const std::string& manifest_path, std::ostream& out, std::ostream& err);
 int RunPlan(const PlanCommand& cmd, std::ostream& out, std::ostream& err);
 /// Prints the unit files berth would write (all services, or only `service`).

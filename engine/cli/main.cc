@@ -128,6 +128,16 @@ int main(int argc, char** argv) {
                         "journal directory to read");
   reconcile->add_option("--nvml-library", reconcile_cmd.host.nvml_library, "NVML library to load");
 
+  berth::LockCommand lock_cmd;
+  auto* lock = app.add_subcommand(
+      "lock", "pin each model's branch or tag to its commit on the Hub, in berth.lock");
+  lock->add_option("-f,--file", lock_cmd.manifest_path,
+                   "manifest file or folder; berth.lock sits beside it")
+      ->capture_default_str();
+  lock->add_flag("--update", lock_cmd.update,
+                 "re-resolve pinned models too: all, or the models named");
+  lock->add_option("models", lock_cmd.models, "with --update: only these models");
+
   std::string log_level;
   app.add_option("--log-level", log_level,
                  "operator logs on stderr: trace, debug, info, warn, error, off (default: "
@@ -142,6 +152,14 @@ int main(int argc, char** argv) {
   berth::InitLogging(log_level);
   if (*validate) return berth::RunValidate(validate_path, std::cout, std::cerr);
   if (*plan) return berth::RunPlan(plan_cmd, std::cout, std::cerr);
+  if (*lock) {
+    if (!lock_cmd.models.empty() && !lock_cmd.update) {
+      std::cerr << "berth lock: naming models needs --update (without it, every model without "
+                   "an entry is pinned)\n";
+      return berth::kExitError;
+    }
+    return berth::RunLock(lock_cmd, std::cout, std::cerr);
+  }
   if (*pull) return berth::RunPull(pull_cmd, std::cout, std::cerr);
   if (*verify) {
     if (verify_source.rfind("hf://", 0) == 0)

@@ -76,7 +76,10 @@ int RunVerifyManifest(const std::string& manifest_path, const std::string& model
   for (const auto& [name, m] : desired.models) {
     if (!model.empty() && name != model) continue;
     out << "model/" << name << ": ";
-    if (RunVerify("hf://" + m.repo_id + "@" + m.revision, store, out, err) != kExitOk)
+    // A pinned model is verified at the commit berth.lock pins, not where the branch is now.
+    const LockEntry* pin = desired.PinFor(m);
+    std::string revision = pin ? pin->commit : m.revision;
+    if (RunVerify("hf://" + m.repo_id + "@" + revision, store, out, err) != kExitOk)
       rc = kExitError;
   }
   return rc;

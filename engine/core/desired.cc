@@ -1,5 +1,7 @@
 #include "engine/core/desired.h"
 
+#include "engine/core/hf_cache.h"
+
 namespace berth {
 
 std::string SourceLoc::ToString() const {
@@ -60,6 +62,14 @@ std::string ServiceSpec::ServedName() const {
       break;
   }
   return name;
+}
+
+const LockEntry* Desired::PinFor(const ModelSpec& m) const {
+  if (IsCommit(m.revision)) return nullptr;
+  auto it = locks.find(m.name);
+  if (it == locks.end() || it->second.repo_id != m.repo_id || it->second.revision != m.revision)
+    return nullptr;
+  return &it->second;
 }
 
 }  // namespace berth

@@ -30,6 +30,9 @@ struct HostSpec {
   uint64_t reserve_bytes = 0;  // free space the plan must never consume
   std::string unit_dir = "/etc/systemd/system";
   std::optional<GpuInventory> gpus;  // host.gpus: {count, memory}
+  /// Revisions of a model berth deployed before its current one that stay in the store for a
+  /// rollback (host.keep_revisions, default 1); older ones berth downloaded are pruned.
+  int keep_revisions = 1;
   SourceLoc loc;
 };
 
@@ -112,14 +115,30 @@ struct ServiceSpec {
   std::string ServedName() const;
 };
 
+/// One entry of berth.lock: the commit a model's (non-commit) revision was resolved to when it
+/// was locked. The lock sits beside the manifests and is trusted like them.
+struct LockEntry {
+  std::string repo_id;    // "MiniMaxAI/MiniMax-M2.5"
+  std::string revision;   // as the manifest asked when locked: "main"
+  std::string commit;     // 40 hex
+  std::string locked_at;  // RFC 3339, informative
+};
+
 struct Desired {
   int version = 1;
   HostSpec host;
   std::map<std::string, std::string> executables;  // engine name -> path (host level)
   std::map<std::string, ModelSpec> models;
   std::map<std::string, ServiceSpec> services;
-  std::string digest;  // sha256 of the manifest files' bytes, in path order
+  std::string digest;  // sha256 of the manifest files' bytes, in path order, then berth.lock's
   std::vector<std::string> files;
+  /// berth.lock's entries by model name (empty when there is no lock file).
+  std::map<std::string, LockEntry> locks;
+  std::string lock_path;  // where berth.lock is or would be; "" for in-memory manifests
+
+  /// The lock entry that pins `m`: its revision is not a commit and berth.lock has an entry of
+  /// the same repo and revision. Null when unpinned or when the entry is stale.
+  const LockEntry* PinFor(const ModelSpec& m) const;
 };
 
 }  // namespace berth

@@ -29,7 +29,7 @@ const char* ActionKindName(ActionKind k);  // "download", "remove-model", ...
 enum class Reason {
   kModelMissing,      // not in the store
   kModelPartial,      // in the store, incomplete: resume
-  kRevisionChanged,   // the manifest asks for another commit
+  kRevisionChanged,   // another commit than the store's: berth.lock, the manifest or upstream moved
   kUnitMissing,       // no unit file yet
   kUnitChanged,       // the wanted unit differs from the one berth wrote
   kUnitDrift,         // the file on disk was edited by hand
@@ -46,7 +46,7 @@ enum class Reason {
   kFreesResources,    // stopped now because a start needs its GPUs or port
   kHealthGate,        // wait-healthy after a start
   kNotUsed,           // keep: false and no running service uses it
-  kOldRevision,       // a revision berth downloaded that nothing asks for any more
+  kOldRevision,       // a revision berth downloaded that nothing asks for, past host.keep_revisions
   kNotEnabled,        // wanted running, but a reboot would not start it (disabled)
 };
 const char* ReasonName(Reason r);  // "model_missing", ...

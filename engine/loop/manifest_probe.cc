@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <vector>
 
+#include "engine/core/lock_file.h"
+
 namespace berth {
 namespace {
 
@@ -25,7 +27,8 @@ bool IsManifestName(const std::string& name) {
 
 std::string ManifestFingerprint(const std::string& path) {
   namespace fs = std::filesystem;
-  std::string out = StatLine(".", path);
+  // berth.lock is read with the manifests: a `berth lock --update` pulled in is a change too.
+  std::string out = StatLine(".", path) + StatLine(kLockFileName, LockFilePath(path));
   std::error_code ec;
   if (!fs::is_directory(path, ec)) return out;
   std::vector<std::string> names;

@@ -1,5 +1,6 @@
 // A cheap check whether the manifest changed: stat() of the file, or of the folder and each of
-// its *.yaml / *.yml files (what LoadManifests reads), without reading or parsing anything.
+// its *.yaml / *.yml files, and of berth.lock beside them (what LoadManifests reads), without
+// reading or parsing anything.
 #pragma once
 
 #include <string>

@@ -24,30 +24,45 @@ bool EnvTrue(const char* name) {
 
 }  // namespace
 
+namespace {
+
+bool CompleteInStore(const Observed& o, const std::string& repo_id, const std::string& commit) {
+  const ObservedRepo* repo = o.FindRepo(repo_id);
+  if (repo)
+    for (const auto& r : repo->revisions)
+      if (r.commit == commit && r.complete) return true;
+  return false;
+}
+
+}  // namespace
+
 void LiveObserver::AskHub(const Desired& desired, Observed* o) {
   if (opt_.offline || EnvTrue("HF_HUB_OFFLINE")) return;
   HubHttp http(opt_.hub);
-  for (const auto& [name, m] : desired.models) {
-    // A pinned commit already complete in the store needs no question.
-    if (IsCommit(m.revision)) {
-      const ObservedRepo* repo = o->FindRepo(m.repo_id);
-      bool complete = false;
-      if (repo)
-        for (const auto& r : repo->revisions)
-          complete = complete || (r.commit == m.revision && r.complete);
-      if (complete) continue;
-    }
-    auto snap = ResolveSnapshot(http, m.repo_id, m.revision);
+  auto ask = [&](const std::string& name, const ModelSpec& m, const std::string& revision) {
+    auto snap = ResolveSnapshot(http, m.repo_id, revision);
     if (!snap.ok()) {
       o->warnings.push_back("model/" + name + ": " + snap.status().message());
-      continue;
+      return std::string();
     }
     HubInfo info;
     info.repo_id = m.repo_id;
-    info.revision = m.revision;
+    info.revision = revision;
     info.commit = snap->commit;
     for (const auto& f : snap->files) info.files.push_back({f.path, f.size});
     o->hub.push_back(std::move(info));
+    return snap->commit;
+  };
+  for (const auto& [name, m] : desired.models) {
+    // A commit already complete in the store needs no question.
+    if (IsCommit(m.revision) && CompleteInStore(*o, m.repo_id, m.revision)) continue;
+    std::string upstream = ask(name, m, m.revision);
+    // Pinned behind upstream (berth.lock): what the plan needs is the pinned commit's listing,
+    // unless that commit is already complete here. Upstream's answer only shows that it moved.
+    const LockEntry* pin = desired.PinFor(m);
+    if (pin && !upstream.empty() && upstream != pin->commit &&
+        !CompleteInStore(*o, m.repo_id, pin->commit))
+      ask(name, m, pin->commit);
   }
 }
 

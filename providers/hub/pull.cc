@@ -19,13 +19,15 @@ namespace berth {
 Result<PullResult> PullModel(const PullRequest& req, const HubOptions& options) {
   auto t0 = std::chrono::steady_clock::now();
   HubHttp http(options);
-  auto snap = ResolveSnapshot(http, req.repo_id, req.revision);
+  const bool by_commit = !req.expect_commit.empty();
+  auto snap = ResolveSnapshot(http, req.repo_id, by_commit ? req.expect_commit : req.revision);
   if (!snap.ok()) return snap.status();
-  if (!req.expect_commit.empty() && snap->commit != req.expect_commit)
-    return Status::FailedPrecondition(req.repo_id + "@" + req.revision + " now points at " +
-                                      snap->commit.substr(0, 7) + ", not " +
-                                      req.expect_commit.substr(0, 7) +
-                                      " as the plan said; plan again to review the new commit");
+  if (by_commit && snap->commit != req.expect_commit)
+    return Status::FailedPrecondition(
+        "the Hub answered commit " + snap->commit.substr(0, 7) + " when asked for " + req.repo_id +
+        "@" + req.expect_commit.substr(0, 7) + "; nothing was downloaded, plan again");
+  // The ref the manifest names points at what was fetched, as huggingface_hub leaves it.
+  if (by_commit && !IsCommit(req.revision)) snap->revision = req.revision;
   PullResult result;
   result.snapshot = *snap;
   for (const auto& f : snap->files)

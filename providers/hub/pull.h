@@ -16,7 +16,8 @@ struct PullRequest {
   std::string repo_id;  // "org/name"
   std::string revision = "main";
   std::vector<std::string> include, exclude;
-  /// When set (a plan pinned it), the revision must still resolve to this commit.
+  /// When set (the plan's commit: berth.lock's pin, or what the Hub said when it planned), this
+  /// commit is fetched, whatever the revision points at now, and refs/<revision> names it.
   std::string expect_commit;
 };
 

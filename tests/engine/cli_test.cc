@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "engine/cli/commands.h"
+#include "engine/loop/manifest_probe.h"
 
 namespace berth {
 namespace {
@@ -147,6 +148,80 @@ TEST_F(CliTest, TextAndJsonPlansFromOneObservationAgree) {
     EXPECT_THAT(text, HasSubstr(said));
     EXPECT_THAT(doc["warnings"].dump(), HasSubstr(said));
   }
+}
+
+}  // namespace
+}  // namespace berth
+
+namespace berth {
+namespace {
+
+class LockCliTest : public CliTest {
+ protected:
+  int Lock(const std::string& manifest, bool update, std::vector<std::string> models = {}) {
+    LockCommand cmd;
+    cmd.manifest_path = manifest;
+    cmd.update = update;
+    cmd.models = std::move(models);
+    out_.str("");
+    err_.str("");
+    return RunLock(cmd, out_, err_);
+  }
+};
+
+TEST_F(LockCliTest, AnUnknownModelIsNamedWithTheKnownOnesAndNothingIsWritten) {
+  std::string m = Write("berth.yaml", SeedManifest());
+  EXPECT_EQ(Lock(m, true, {"minimax"}), kExitError);
+  EXPECT_THAT(err_.str(), HasSubstr("berth lock: no model 'minimax' in " + m +
+                                    " (its models: kimi-k25-nvfp4, minimax-m25); nothing was "
+                                    "written"));
+  EXPECT_FALSE(fs::exists(dir_ / "berth.lock"));
+}
+
+TEST_F(LockCliTest, OfflineItSaysWhichModelsItCouldNotResolveAndWritesNothing) {
+  std::string m = Write("berth.yaml", SeedManifest());
+  ::setenv("HF_HUB_OFFLINE", "1", 1);
+  int rc = Lock(m, false);
+  ::unsetenv("HF_HUB_OFFLINE");
+  EXPECT_EQ(rc, kExitError);
+  EXPECT_THAT(err_.str(), HasSubstr("HF_HUB_OFFLINE is set, so berth cannot ask the Hub which "
+                                    "commit kimi-k25-nvfp4, minimax-m25 points at"));
+  EXPECT_FALSE(fs::exists(dir_ / "berth.lock"));
+}
+
+TEST_F(LockCliTest, EntriesOfModelsGoneOrPinnedByCommitAreDroppedWithoutAskingTheHub) {
+  const std::string c(40, 'c');
+  std::string m =
+      Write("berth.yaml", "berth: 1\nmodels:\n  a: {source: hf://org/a, revision: " + c + "}\n");
+  Write("berth.lock", R"({"format_version": 1, "models": {
+    "a": {"repo": "org/a", "revision": "main", "commit": ")" +
+                          c + R"(", "locked_at": "t"},
+    "gone": {"repo": "org/gone", "revision": "main", "commit": ")" +
+                          c + R"(", "locked_at": "t"}}})");
+  ::setenv("HF_HUB_OFFLINE", "1", 1);  // nothing to resolve: the Hub is not needed
+  int rc = Lock(m, true);
+  ::unsetenv("HF_HUB_OFFLINE");
+  ASSERT_EQ(rc, kExitOk) << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("model/a: the manifest pins commit ccccccc itself; entry "
+                                    "removed"));
+  EXPECT_THAT(out_.str(), HasSubstr("model/gone: no model of the manifest has this name any "
+                                    "more; entry removed"));
+  std::ifstream in(dir_ / "berth.lock");
+  std::ostringstream text;
+  text << in.rdbuf();
+  EXPECT_EQ(text.str(), "{\n  \"format_version\": 1,\n  \"models\": {}\n}\n");
+}
+
+TEST(ManifestProbe, ALockFileBesideTheManifestIsPartOfTheFingerprint) {
+  fs::path dir = fs::temp_directory_path() / ("berth-probe-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "berth.yaml") << "berth: 1\n";
+  std::string before_dir = ManifestFingerprint(dir.string());
+  std::string before_file = ManifestFingerprint((dir / "berth.yaml").string());
+  std::ofstream(dir / "berth.lock") << "{}";
+  EXPECT_NE(ManifestFingerprint(dir.string()), before_dir);
+  EXPECT_NE(ManifestFingerprint((dir / "berth.yaml").string()), before_file);
+  fs::remove_all(dir);
 }
 
 }  // namespace

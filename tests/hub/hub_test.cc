@@ -392,5 +392,47 @@ TEST_F(HubTest, VerifyOfAManifestsModelsFindsACorruptBlob) {
   EXPECT_THAT(err.str(), HasSubstr("no model 'nope'"));
 }
 
+TEST_F(HubTest, APlannedCommitIsFetchedWhereverTheBranchPointsAndTheRefNamesIt) {
+  // The plan (or berth.lock) said v1.0's commit; main points elsewhere on the Hub.
+  PullRequest req;
+  req.store = store_;
+  req.repo_id = "org/tiny";
+  req.revision = "main";
+  req.expect_commit = std::string(39, 'b') + "2";
+  auto r = PullModel(req, opts_);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->snapshot.commit, req.expect_commit);
+  EXPECT_EQ(ReadAll(store_ + "/models--org--tiny/refs/main"), req.expect_commit);
+  EXPECT_TRUE(
+      fs::exists(store_ + "/models--org--tiny/snapshots/" + req.expect_commit + "/config.json"));
+}
+
+TEST_F(HubTest, VerifyOfAPinnedModelChecksTheCommitBerthLockPins) {
+  auto r = Pull("org/tiny");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  std::string dir = dir_ + "/pinned-" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/berth.yaml")
+      << "berth: 1\nhost: {store: " << store_ << "}\nmodels:\n  tiny: {source: hf://org/tiny}\n";
+  auto lock = [&](const std::string& commit) {
+    std::ofstream(dir + "/berth.lock")
+        << R"({"format_version": 1, "models": {"tiny": {"repo": "org/tiny", "revision": "main", )"
+        << R"("commit": ")" << commit << R"(", "locked_at": "2026-12-01T06:00:00Z"}}})";
+  };
+  std::ostringstream out, err;
+  lock(r->snapshot.commit);
+  EXPECT_EQ(RunVerifyManifest(dir, "", "", out, err), kExitOk) << out.str() << err.str();
+  EXPECT_THAT(out.str(), HasSubstr("org/tiny@" + r->snapshot.commit.substr(0, 7) + ": 6 files"));
+  // Pinned at tag v1.0's commit (in the store too, but not where main points): that is what is
+  // checked, from berth's record of it, without asking the Hub.
+  auto v1 = Pull("org/tiny", "v1.0");
+  ASSERT_TRUE(v1.ok()) << v1.status().message();
+  ASSERT_NE(v1->snapshot.commit, r->snapshot.commit);
+  lock(v1->snapshot.commit);
+  out.str("");
+  EXPECT_EQ(RunVerifyManifest(dir, "", "", out, err), kExitOk) << out.str() << err.str();
+  EXPECT_THAT(out.str(), HasSubstr("org/tiny@" + v1->snapshot.commit.substr(0, 7) + ": 1 files"));
+}
+
 }  // namespace
 }  // namespace berth::testing

@@ -53,7 +53,7 @@ TEST_F(ScenarioTest, AGpuIndexTheHostDoesNotHaveIsBlocked) {
 }
 
 TEST_F(ScenarioTest, UnknownGpusWarnAndSkipTheGpuCheck) {
-  Model("a", "org/a");
+  Model("a", "org/a").revision = Commit("a");  // pinned: no warning says it is not
   InStore("org/a", Commit("a"), 1000);
   o.gpus_known = false;
   o.gpu_error = "NVML: libnvidia-ml.so.1 not found";
@@ -438,7 +438,7 @@ using ::testing::HasSubstr;
 TEST_F(PlannerTest, WithoutObservedGpusTheManifestsInventoryDecidesStopFirst) {
   Gpus(1, GiB(80));
   d.host.gpus = GpuInventory{1, GiB(80)};
-  Model("a", "org/a");
+  Model("a", "org/a").revision = Commit("a");  // pinned: no warning says it is not
   InStore("org/a", Commit("a"), 1000);
   Vllm("old", "a", {0}, 8000, 0.6);
   Converge();
@@ -471,7 +471,7 @@ namespace {
 
 TEST_F(PlannerTest, DropInsOnABerthUnitAreReportedNotRemoved) {
   Gpus(1, GiB(141));
-  Model("a", "org/a");
+  Model("a", "org/a").revision = Commit("a");  // pinned: no warning says it is not
   InStore("org/a", Commit("a"), 1000);
   Vllm("svc", "a", {0}, 8000);
   Converge();

@@ -289,9 +289,10 @@ TEST_F(ScenarioTest, ADownloadOfUnknownSizeWarnsAndLeavesTheDiskUnknown) {
   EXPECT_THAT(p.actions[0].detail, HasSubstr("org/a@main, size unknown: not in the store"));
   EXPECT_EQ(p.actions[0].commit, "");
   EXPECT_FALSE(p.disk_known);
-  ASSERT_EQ(p.warnings.size(), 2u);
-  EXPECT_THAT(p.warnings[0], HasSubstr("disk check for model/a could not be made"));
-  EXPECT_THAT(p.warnings[1], HasSubstr("resolved to a commit at apply"));
+  ASSERT_EQ(p.warnings.size(), 3u);
+  EXPECT_THAT(p.warnings[0], HasSubstr("model/a is not pinned"));
+  EXPECT_THAT(p.warnings[1], HasSubstr("disk check for model/a could not be made"));
+  EXPECT_THAT(p.warnings[2], HasSubstr("resolved to a commit at apply"));
   Converge();
 }
 

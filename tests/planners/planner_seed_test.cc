@@ -263,8 +263,9 @@ TEST_F(PlannerTest, AModelDroppedWithKeepFalseIsRemovedLastAfterItsServiceStops)
   Converge();
 }
 
-TEST_F(PlannerTest, ARevisionChangeDownloadsRestartsAndPrunesTheOldOneLast) {
+TEST_F(PlannerTest, ARevisionChangeDownloadsRestartsAndPrunesTheOldOneLastWhenNoneIsKept) {
   Gpus(1, GiB(141));
+  d.host.keep_revisions = 0;  // no revision kept for a rollback (planner_pins_test.cc keeps one)
   Model("a", "org/a");
   Hub("org/a", "main", Commit("1"), 1000);
   Vllm("svc", "a", {0}, 8000);

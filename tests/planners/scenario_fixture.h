@@ -15,7 +15,8 @@ class ScenarioTest : public PlannerTest {
   /// One 141 GiB GPU per index asked, model "a" complete in the store.
   void OneModel(int gpus = 1) {
     Gpus(gpus, GiB(141));
-    Model("a", "org/a");
+    // Pinned to the commit in the store, so that no warning says it is not pinned.
+    Model("a", "org/a").revision = Commit("a");
     InStore("org/a", Commit("a"), 1000);
   }
   ObservedUnit& UnitOf(const std::string& name) {
