@@ -2,6 +2,7 @@
 // checking disk, GPU memory and ports at every step (feasibility.h) against the host as the
 // steps before it leave it (host_ledger.h).
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "engine/core/units.h"
@@ -12,25 +13,6 @@
 
 namespace berth {
 namespace {
-
-std::string GpuList(const std::vector<int>& gpus) {
-  // "0-7", "0,2", "3"
-  std::vector<int> g = gpus;
-  std::sort(g.begin(), g.end());
-  std::string out;
-  for (size_t i = 0; i < g.size();) {
-    size_t j = i;
-    while (j + 1 < g.size() && g[j + 1] == g[j] + 1) ++j;
-    if (!out.empty()) out += ",";
-    out += std::to_string(g[i]);
-    if (j > i + 1)
-      out += "-" + std::to_string(g[j]);
-    else if (j == i + 1)
-      out += "," + std::to_string(g[j]);
-    i = j + 1;
-  }
-  return out;
-}
 
 class Sequencer {
  public:
@@ -118,21 +100,15 @@ class Sequencer {
     return nullptr;
   }
 
-  void EmitStop(const Transition& t, const std::string& for_service, int for_port) {
-    Action a;
-    a.kind = ActionKind::kStop;
-    a.address = t.address;
-    a.unit = t.unit;
-    a.reason = for_service.empty() ? t.reason : Reason::kFreesResources;
-    a.for_service = for_service;
-    Resources freed = host_.Release(t.unit);
-    a.frees = freed;
+  // What a stop gives back, in words: "8 × 73.7 GiB on GPU 0-7 and port 8000".
+  static std::string Describe(const std::map<int, uint64_t>& gpu_bytes,
+                              const std::vector<int>& ports) {
     std::string what;
-    if (!freed.gpu_bytes.empty()) {
+    if (!gpu_bytes.empty()) {
       std::vector<int> gpus;
       uint64_t per = 0;
       bool same = true;
-      for (const auto& [i, b] : freed.gpu_bytes) {
+      for (const auto& [i, b] : gpu_bytes) {
         gpus.push_back(i);
         same = same && (per == 0 || per == b);
         per = b;
@@ -140,13 +116,43 @@ class Sequencer {
       what = (same ? std::to_string(gpus.size()) + " × " + FormatGiB(per) : std::string("memory")) +
              " on GPU " + GpuList(gpus);
     }
-    for (int p : freed.ports)
+    for (int p : ports)
       what += (what.empty() ? "" : " and ") + std::string("port ") + std::to_string(p);
-    if (for_service.empty()) {
+    return what;
+  }
+
+  // Stops `t`. `for_spec`: the service whose start needs what it frees (nullptr: a stop the
+  // manifest asks for on its own). The detail says what it frees for that service, and apart
+  // from that, what it frees and the ports that go dark with it.
+  void EmitStop(const Transition& t, const ServiceSpec* for_spec) {
+    const std::string for_service = for_spec ? for_spec->name : "";
+    const int for_port = for_spec && for_spec->port ? *for_spec->port : 0;
+    Action a;
+    a.kind = ActionKind::kStop;
+    a.address = t.address;
+    a.unit = t.unit;
+    a.reason = for_spec ? Reason::kFreesResources : t.reason;
+    a.for_service = for_service;
+    Resources freed = host_.Release(t.unit);
+    a.frees = freed;
+    if (!for_spec) {
+      std::string what = Describe(freed.gpu_bytes, freed.ports);
       a.detail = t.detail + (what.empty() ? "" : "; frees " + what);
     } else {
-      a.detail = "frees " + (what.empty() ? std::string("its resources") : what) + " for " +
-                 for_service + " (" + t.detail + ")";
+      std::map<int, uint64_t> used_gpu, other_gpu;
+      for (const auto& [i, b] : freed.gpu_bytes) {
+        bool used =
+            std::find(for_spec->gpus.begin(), for_spec->gpus.end(), i) != for_spec->gpus.end();
+        (used ? used_gpu : other_gpu)[i] = b;
+      }
+      std::vector<int> used_ports, dark_ports;
+      for (int p : freed.ports) (p == for_port ? used_ports : dark_ports).push_back(p);
+      std::string used = Describe(used_gpu, used_ports);
+      std::string other = Describe(other_gpu, {});
+      std::string dark = Describe({}, dark_ports);
+      a.detail = "frees " + (used.empty() ? std::string("its resources") : used) + " for " +
+                 for_service + (other.empty() ? "" : "; also frees " + other) +
+                 (dark.empty() ? "" : "; " + dark + " goes dark with it") + " (" + t.detail + ")";
     }
     int step = Emit(a);
     stopped_.insert(t.unit);
@@ -155,9 +161,12 @@ class Sequencer {
       dis.port = p;
       dis.from_step = step;
       dis.service = t.address;
-      if (p == for_port) {
+      if (for_spec && p == for_port) {
         dis.reason = t.unit + " stopped to make room for " + for_service;
         open_.push_back(plan_->disruptions.size());
+      } else if (for_spec) {
+        dis.reason = t.unit + " stopped (" + t.detail + ") to make room for " + for_service +
+                     (for_port ? ", which serves port " + std::to_string(for_port) : std::string());
       } else {
         dis.reason = t.unit + " stopped (" + t.detail + ")";
       }
@@ -176,9 +185,10 @@ class Sequencer {
     a.reason = t.reason;
     started_.insert(t.unit);
     Resources claim;
-    if (s.has_engine && host_.gpus_known())
+    if (host_.gpus_known())
       for (int i : s.gpus)
-        if (host_.HasGpu(i)) claim.gpu_bytes[i] = GpuClaim(s, host_.Total(i));
+        if (host_.HasGpu(i) && GpuClaim(s, host_.Total(i)) > 0)
+          claim.gpu_bytes[i] = GpuClaim(s, host_.Total(i));
     if (s.port) claim.ports.push_back(*s.port);
     std::string where;
     if (!s.gpus.empty()) where = "GPU " + GpuList(s.gpus);
@@ -207,11 +217,11 @@ class Sequencer {
       plan_->disruptions.push_back(dis);
     }
     int until = step;
-    if (s.has_engine && s.port) until = Emit(HealthGate(s, t.address));
+    if (s.port) until = Emit(HealthGate(s, t.address));
     for (size_t idx : open_) plan_->disruptions[idx].until_step = until;
     open_.clear();
     // A port left dark earlier is served again once the service now on it is healthy.
-    if (s.has_engine && s.port)
+    if (s.port)
       for (Disruption& dis : plan_->disruptions)
         if (dis.port == *s.port && dis.until_step == 0) dis.until_step = until;
   }
@@ -247,17 +257,21 @@ class Sequencer {
         Problem p;
         p.step = NextStep();
         p.resource = "strategy";
+        std::string runs, why;
+        for (size_t k = 0; k < need.stops.size(); ++k)
+          runs += (k == 0 ? "" : k + 1 == need.stops.size() ? " and " : ", ") + need.stops[k];
+        for (const auto& w : need.why) why += (why.empty() ? "" : "; ") + w;
         p.message = pick->address + " has strategy: start-first, but it cannot start while " +
-                    need.stops.front() +
-                    " runs (GPU memory or port); use strategy: auto or stop-first";
+                    runs + (need.stops.size() == 1 ? " runs: " : " run: ") + why +
+                    ". Use strategy: auto or stop-first";
         plan_->problems.push_back(p);
       }
       std::sort(stops.begin(), stops.end());
       for (const auto& u : stops)
         if (const Transition* st = PendingStop(u))
-          EmitStop(*st, pick->spec->name, pick->spec->port.value_or(0));
+          EmitStop(*st, pick->spec);
         else if (const Transition* rt = PendingRestart(u))
-          EmitStop(*rt, pick->spec->name, pick->spec->port.value_or(0));
+          EmitStop(*rt, pick->spec);
       for (Problem& p : need.problems) {
         p.step = NextStep();
         plan_->problems.push_back(p);
@@ -265,7 +279,7 @@ class Sequencer {
       EmitStart(*pick);
     }
     for (const auto& t : draft_.stops)
-      if (!stopped_.count(t.unit)) EmitStop(t, "", 0);
+      if (!stopped_.count(t.unit)) EmitStop(t, nullptr);
   }
 
   void Removals() {

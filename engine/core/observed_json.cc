@@ -1,5 +1,6 @@
 #include "engine/core/observed_json.h"
 
+#include <charconv>
 #include <nlohmann/json.hpp>
 
 #include "engine/core/unit_marker.h"
@@ -213,8 +214,8 @@ Status ReadHub(const ordered_json& j, Observed* o) {
 
 Status ReadState(const ordered_json& j, BerthState* s) {
   Reader rd(j, "berth_state");
-  BERTH_RETURN_IF_ERROR(rd.Keys(
-      {"serial", "lineage", "units", "models", "failures", "interrupted", "ungated", "started"}));
+  BERTH_RETURN_IF_ERROR(rd.Keys({"serial", "lineage", "units", "models", "failures", "interrupted",
+                                 "ungated", "started", "learned"}));
   BERTH_RETURN_IF_ERROR(rd.Get("serial", &s->serial));
   BERTH_RETURN_IF_ERROR(rd.Get("lineage", &s->lineage));
   BERTH_RETURN_IF_ERROR(rd.Get("units", &s->units));
@@ -232,6 +233,27 @@ Status ReadState(const ordered_json& j, BerthState* s) {
       BERTH_RETURN_IF_ERROR(rf.Get("time", &f.time));
       BERTH_RETURN_IF_ERROR(rf.Get("message", &f.message));
       s->failures[it.key()] = f;
+    }
+  }
+  if (const ordered_json* learned = rd.Child("learned")) {
+    if (!learned->is_object())
+      return Status::InvalidArgument("berth_state.learned: expected an object");
+    for (auto it = learned->begin(); it != learned->end(); ++it) {
+      std::string p = "berth_state.learned." + it.key();
+      Reader rl(*it, p);
+      BERTH_RETURN_IF_ERROR(rl.Keys({"ports", "gpu_bytes"}));
+      LearnedService l;
+      BERTH_RETURN_IF_ERROR(rl.Get("ports", &l.ports));
+      std::map<std::string, uint64_t> gpus;
+      BERTH_RETURN_IF_ERROR(rl.Get("gpu_bytes", &gpus));
+      for (const auto& [index, bytes] : gpus) {
+        int i = -1;
+        auto [end, ec] = std::from_chars(index.data(), index.data() + index.size(), i);
+        if (ec != std::errc() || end != index.data() + index.size() || i < 0)
+          return Status::InvalidArgument(p + ".gpu_bytes: '" + index + "' is not a GPU index");
+        l.gpu_bytes[i] = bytes;
+      }
+      s->learned[it.key()] = std::move(l);
     }
   }
   return Status::Ok();
@@ -330,6 +352,15 @@ std::string ObservedToJson(const Observed& o) {
   if (!o.state.interrupted.empty()) j["berth_state"]["interrupted"] = o.state.interrupted;
   if (!o.state.ungated.empty()) j["berth_state"]["ungated"] = o.state.ungated;
   if (!o.state.started.empty()) j["berth_state"]["started"] = o.state.started;
+  if (!o.state.learned.empty()) {
+    ordered_json learned = ordered_json::object();
+    for (const auto& [unit, l] : o.state.learned) {
+      ordered_json gpus = ordered_json::object();
+      for (const auto& [i, b] : l.gpu_bytes) gpus[std::to_string(i)] = b;
+      learned[unit] = {{"ports", l.ports}, {"gpu_bytes", std::move(gpus)}};
+    }
+    j["berth_state"]["learned"] = std::move(learned);
+  }
   if (!o.warnings.empty()) j["warnings"] = o.warnings;
   return j.dump(2) + "\n";
 }

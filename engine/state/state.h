@@ -32,6 +32,8 @@ struct State {
   std::map<std::string, Failure> failures;  // address -> the last failure (cleared on success)
   /// unit -> [invocation id, spec hash] of berth's last start or restart of it.
   std::map<std::string, std::pair<std::string, std::string>> started;
+  /// unit -> the ports and GPU memory a state-only service held when berth last saw it run.
+  std::map<std::string, LearnedService> learned;
 
   /// The part the planner sees (Observed::state).
   BerthState ToObserved() const;

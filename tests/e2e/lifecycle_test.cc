@@ -24,6 +24,20 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
+// The step number of the plan line that starts with `verb` and names `address` (0: none).
+int StepOf(const std::string& plan, const std::string& verb, const std::string& address) {
+  std::istringstream lines(plan);
+  std::string line;
+  while (std::getline(lines, line)) {
+    int step = 0;
+    char sign = 0;
+    std::istringstream l(line);
+    std::string v, a;
+    if (l >> step >> sign >> v >> a && v == verb && a == address) return step;
+  }
+  return 0;
+}
+
 constexpr uint64_t kGiB = 1ull << 30;
 const std::string kKimiCommit(40, 'c');
 
@@ -281,6 +295,77 @@ TEST_F(LifecycleTest, KimiToMinimaxOnFullGpusThenBackThenStartFirst) {
   EXPECT_TRUE(Healthy(port2));
 }
 
+// Back through a state-only service: berth never wrote Kimi's unit, but it saw Kimi's port and
+// GPU memory while Kimi ran and remembers them. The switch back stops MiniMax (which holds both)
+// before Kimi starts, and the apply returns only once Kimi answers /health.
+TEST_F(LifecycleTest, BackToAStateOnlyServiceStopsTheHolderFirstAndWaitsUntilItServes) {
+  // Kimi loads for a second before it listens, as a real server loads weights: an apply that
+  // did not wait for its health would return before it serves.
+  std::string kimi_unit = sandbox_->units_dir() + "/vllm-kimi-k25.service";
+  std::string text = ReadAll(kimi_unit);
+  text.replace(text.find("Type=exec\n"), 10, "Type=exec\nEnvironment=FAKE_VLLM_STARTUP_DELAY=1\n");
+  std::ofstream(kimi_unit) << text;
+  ASSERT_TRUE(systemd_->Reload().ok());
+  ASSERT_TRUE(systemd_->Restart("vllm-kimi-k25.service", std::chrono::seconds(20)).ok());
+  ASSERT_TRUE(WaitFor([&] { return Healthy(port_); }));
+  SyncGpus();
+
+  ASSERT_EQ(Apply(Manifest("stopped", "running")), kExitOk) << out_.str() << err_.str();
+  auto state = nlohmann::json::parse(ReadAll(state_ + "/state.json"));
+  ASSERT_TRUE(state.contains("learned")) << state.dump(2);
+  EXPECT_EQ(state["learned"]["vllm-kimi-k25.service"]["ports"], nlohmann::json::array({port_}));
+  EXPECT_EQ(state["learned"]["vllm-kimi-k25.service"]["gpu_bytes"]["0"], kimi_claim_);
+
+  std::string m = Manifest("running", "stopped");
+  ASSERT_EQ(Plan(m), kExitChanges) << out_.str() << err_.str();
+  const std::string plan = out_.str();
+  int stop = StepOf(plan, "stop", "service/vllm-minimax-m25");
+  int start = StepOf(plan, "start", "service/vllm-kimi-k25");
+  int gate = StepOf(plan, "wait-healthy", "service/vllm-kimi-k25");
+  ASSERT_GT(stop, 0) << plan;
+  EXPECT_EQ(start, stop + 1) << plan;
+  EXPECT_EQ(gate, start + 1) << plan;
+  EXPECT_THAT(plan, HasSubstr("GET /health until 200 (timeout 30m)"));
+  EXPECT_THAT(plan,
+              HasSubstr("disruption: port " + std::to_string(port_) + " unavailable from step " +
+                        std::to_string(stop) + " until step " + std::to_string(gate) +
+                        " is healthy (vllm-minimax-m25.service stopped to make room for "
+                        "vllm-kimi-k25)"));
+  EXPECT_THAT(plan, Not(HasSubstr("warning:")));
+
+  // A prober on its own bus connection watches both units while the apply runs.
+  SdBusOptions opts;
+  opts.address = sandbox_->system_bus_address();
+  auto watcher = ConnectSystemd(opts);
+  ASSERT_TRUE(watcher.ok()) << watcher.status().message();
+  std::atomic<bool> done{false};
+  std::atomic<int> overlap{0}, samples{0}, kimi_seen_up{0};
+  std::thread prober([&] {
+    auto up = [](const std::string& s) { return s == "active" || s == "activating"; };
+    while (!done) {
+      auto units = (*watcher)->GetUnits({"vllm-kimi-k25.service", "vllm-minimax-m25.service"});
+      if (!units.ok()) continue;
+      bool kimi = up((*units)[0].active_state);
+      bool minimax = up((*units)[1].active_state) || (*units)[1].active_state == "deactivating";
+      if (kimi && minimax) ++overlap;
+      if (kimi) ++kimi_seen_up;
+      ++samples;
+    }
+  });
+  int rc = Apply(m);
+  bool serving_when_apply_returned = Healthy(port_);
+  done = true;
+  prober.join();
+  ASSERT_EQ(rc, kExitOk) << out_.str() << err_.str();
+  EXPECT_TRUE(serving_when_apply_returned) << "the apply returned before Kimi answered /health";
+  EXPECT_GT(samples.load(), 10);
+  EXPECT_GT(kimi_seen_up.load(), 0) << "the prober saw Kimi come up";
+  EXPECT_EQ(overlap.load(), 0) << "Kimi was started while MiniMax still ran on its port and GPU";
+  EXPECT_EQ(ActiveState("vllm-kimi-k25.service"), "active");
+  EXPECT_EQ(ActiveState("vllm-minimax-m25.service"), "inactive");
+  ASSERT_EQ(Plan(m), kExitOk) << out_.str();
+}
+
 TEST_F(LifecycleTest, KillNineAtEveryStepThenARerunConverges) {
   std::string m = Manifest("stopped", "running");
   ASSERT_EQ(Plan(m), kExitChanges);
@@ -411,20 +496,6 @@ TEST_F(LifecycleTest, SigtermStopsTheApplyCleanlyAndTheNextRunFinishes) {
 
 namespace berth::testing {
 namespace {
-
-// The step number of the plan line that starts with `verb` and names `address` (0: none).
-int StepOf(const std::string& plan, const std::string& verb, const std::string& address) {
-  std::istringstream lines(plan);
-  std::string line;
-  while (std::getline(lines, line)) {
-    int step = 0;
-    char sign = 0;
-    std::istringstream l(line);
-    std::string v, a;
-    if (l >> step >> sign >> v >> a && v == verb && a == address) return step;
-  }
-  return 0;
-}
 
 // kill -9 after the download is verified and published, before the run ends: the revision is
 // berth's already (state.json says so), so a manifest that no longer names it prunes it.
