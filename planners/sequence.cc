@@ -28,6 +28,9 @@ class Sequencer {
     UnitFiles();
     Transitions();
     Removals();
+    // A state-only service of unknown port may serve what this plan leaves dark.
+    for (Disruption& dis : plan_->disruptions)
+      if (dis.until_step == 0 && !unknown_port_starts_.empty()) dis.caveat = unknown_port_starts_;
   }
 
  private:
@@ -216,6 +219,10 @@ class Sequencer {
       }
       plan_->disruptions.push_back(dis);
     }
+    if (!s.port)
+      unknown_port_starts_ += (unknown_port_starts_.empty() ? "" : "; ") + t.address +
+                              " starts at step " + std::to_string(step) +
+                              " on a port berth does not know";
     int until = step;
     if (s.port) until = Emit(HealthGate(s, t.address));
     for (size_t idx : open_) plan_->disruptions[idx].until_step = until;
@@ -306,8 +313,9 @@ class Sequencer {
   HostLedger host_;
   bool reloaded_ = false;
   std::set<std::string> stopped_;
-  std::set<std::string> started_;  // units whose start or restart is emitted
-  std::vector<size_t> open_;       // disruptions waiting for the next health gate
+  std::set<std::string> started_;    // units whose start or restart is emitted
+  std::vector<size_t> open_;         // disruptions waiting for the next health gate
+  std::string unknown_port_starts_;  // "service/x starts at step 2 on a port berth does not know"
 };
 
 }  // namespace

@@ -123,6 +123,7 @@ TEST_F(StateOnlyTest, DeclaredPortGpusAndMemoryWinOverWhatWasLearned) {
   ASSERT_EQ(p.disruptions.size(), 1u);
   EXPECT_EQ(p.disruptions[0].port, 8000);
   EXPECT_EQ(p.disruptions[0].until_step, 0) << "nothing of this plan serves 8000 afterwards";
+  EXPECT_EQ(p.disruptions[0].caveat, "") << "Kimi's port is known: 8001";
   EXPECT_EQ(p.disruptions[0].reason, "vllm-minimax-m25.service stopped (state: stopped)");
 }
 
@@ -138,6 +139,12 @@ TEST_F(StateOnlyTest, StartingAStateOnlyServiceBerthNeverSawRunWarnsWhatIsUnknow
                                     "stop service/vllm-minimax-m25 wanted_stopped"))
       << "no gate: berth cannot tell when it serves";
   EXPECT_EQ(p.actions[0].detail, "not running (no engine)");
+  ASSERT_EQ(p.disruptions.size(), 1u);
+  EXPECT_EQ(p.disruptions[0].port, 8000);
+  EXPECT_EQ(p.disruptions[0].until_step, 0);
+  EXPECT_EQ(p.disruptions[0].caveat,
+            "service/vllm-kimi-k25 starts at step 1 on a port berth does not know")
+      << "berth cannot say nothing serves 8000 afterwards";
   EXPECT_THAT(p.warnings,
               ElementsAre("service/vllm-kimi-k25 has no engine and berth has never seen it run: "
                           "its port and GPUs are unknown, so nothing that holds them is stopped "
