@@ -490,6 +490,8 @@ TEST_F(ReconcilerTest, AStateOnlyServiceIsLearnedWhileItRunsThenStartedStopFirst
   dir.Write("to-kimi/berth.yaml", manifest("stopped", "running"));
   dir.Write("to-hand/berth.yaml", manifest("running", "stopped"));
 
+  ASSERT_EQ(Plan("to-kimi").outcome, Outcome::kPlanned) << out.str() << err.str();
+  EXPECT_FALSE(std::filesystem::exists(dir / "state/state.json")) << "a plan writes nothing";
   ASSERT_EQ(Apply("to-kimi").outcome, Outcome::kApplied) << out.str() << err.str();
   EXPECT_FALSE(Running("hand.service"));
   auto st = StateDir(dir / "state").Load();
