@@ -152,10 +152,18 @@ class Sequencer {
       for (int p : freed.ports) (p == for_port ? used_ports : dark_ports).push_back(p);
       std::string used = Describe(used_gpu, used_ports);
       std::string other = Describe(other_gpu, {});
-      std::string dark = Describe({}, dark_ports);
+      std::string dark;
+      for (size_t k = 0; k < dark_ports.size(); ++k)
+        dark += (k == 0                       ? ""
+                 : k + 1 == dark_ports.size() ? " and "
+                                              : ", ") +
+                std::to_string(dark_ports[k]);
       a.detail = "frees " + (used.empty() ? std::string("its resources") : used) + " for " +
                  for_service + (other.empty() ? "" : "; also frees " + other) +
-                 (dark.empty() ? "" : "; " + dark + " goes dark with it") + " (" + t.detail + ")";
+                 (dark.empty()             ? ""
+                  : dark_ports.size() == 1 ? "; port " + dark + " goes dark with it"
+                                           : "; ports " + dark + " go dark with it") +
+                 " (" + t.detail + ")";
     }
     int step = Emit(a);
     stopped_.insert(t.unit);

@@ -235,5 +235,19 @@ TEST_F(StateOnlyTest, AStopFirstSwitchToAnotherPortDoesNotSayItFreesTheOldPortFo
   Converge();
 }
 
+TEST_F(StateOnlyTest, EveryPortThatGoesDarkWithAStopIsNamed) {
+  SetUpSeed();
+  o.ports.push_back({9000, "0.0.0.0", 4000, "vllm", "vllm-kimi-k25.service"});  // its metrics
+  d.services["vllm-minimax-m25"].port = 8001;
+  Plan p = PlanNow();
+  ASSERT_FALSE(p.blocked()) << Problems(p);
+  EXPECT_EQ(At(p, "stop service/vllm-kimi-k25 frees_resources").detail,
+            "frees 8 × 73.7 GiB on GPU 0-7 for vllm-minimax-m25; ports 8000 and 9000 go dark with "
+            "it (state: stopped)");
+  ASSERT_EQ(p.disruptions.size(), 2u);
+  EXPECT_EQ(p.disruptions[0].port, 8000);
+  EXPECT_EQ(p.disruptions[1].port, 9000);
+}
+
 }  // namespace
 }  // namespace berth::testing
