@@ -226,7 +226,10 @@ ServiceDraft DecodeService(YamlReader& r, const Field& entry) {
   const Field* sglang_block = nullptr;
   bool tp_ok = true;
   for (const Field& f : fields) {
-    if (!s.has_engine && f.key != "state" && f.key != "adopt") {
+    // A state-only service may say where it serves and what it holds (berth cannot derive it
+    // from a unit it does not write); everything else describes a unit berth would write.
+    if (!s.has_engine && f.key != "state" && f.key != "adopt" && f.key != "port" &&
+        f.key != "gpus" && f.key != "gpu_memory" && f.key != "health") {
       r.Error(f.key_loc, "'" + f.key + "' needs an engine: " + kNeedsEngine);
       continue;
     }

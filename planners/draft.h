@@ -2,6 +2,7 @@
 // order, and can it run). Internal to planners/.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -45,6 +46,12 @@ struct PlannedDownload {
   bool size_known = false;  // action.requires_.disk_bytes is known (Hub, store or size:)
 };
 
+/// A state-only service's facts in words, for its start (state_only.h).
+struct StateOnlyWords {
+  std::string known;    // "no engine: port, GPUs and GPU memory as berth saw it run"
+  std::string unknown;  // a warning naming what is unknown and how to declare it; "" if none
+};
+
 struct Draft {
   std::vector<ResolvedModel> models;
   std::vector<PlannedDownload> downloads;
@@ -61,6 +68,7 @@ struct Draft {
   std::vector<Note> notes;
   std::vector<Problem> problems;  // known before sequencing (step 0)
   std::vector<std::string> warnings;
+  std::map<std::string, StateOnlyWords> state_only;  // service name -> (state-only services)
 };
 
 /// Downloads, model removals and model notes.

@@ -1,6 +1,7 @@
 #include "planners/feasibility.h"
 
 #include <algorithm>
+#include <tuple>
 
 #include "engine/core/units.h"
 
@@ -12,6 +13,25 @@ bool Contains(const std::vector<std::string>& v, const std::string& s) {
 }
 
 }  // namespace
+
+std::string GpuList(const std::vector<int>& gpus) {
+  // "0-7", "0,2", "3"
+  std::vector<int> g = gpus;
+  std::sort(g.begin(), g.end());
+  std::string out;
+  for (size_t i = 0; i < g.size();) {
+    size_t j = i;
+    while (j + 1 < g.size() && g[j + 1] == g[j] + 1) ++j;
+    if (!out.empty()) out += ",";
+    out += std::to_string(g[i]);
+    if (j > i + 1)
+      out += "-" + std::to_string(g[j]);
+    else if (j == i + 1)
+      out += "," + std::to_string(g[j]);
+    i = j + 1;
+  }
+  return out;
+}
 
 std::optional<Problem> DiskShortfall(const DiskBudget& disk, uint64_t needed, int step) {
   uint64_t available = disk.available();
@@ -42,6 +62,7 @@ StartNeeds NeedsOf(const Transition& t, HostLedger& host, const PendingUnits& pe
       // started instead of restarted.
       if (pending.stop(h) || pending.restart(h)) {
         add(h);
+        n.why.push_back("port " + std::to_string(*s.port) + " is held by " + h + " until it stops");
       } else {
         Problem p;
         p.resource = "port " + std::to_string(*s.port);
@@ -51,7 +72,6 @@ StartNeeds NeedsOf(const Transition& t, HostLedger& host, const PendingUnits& pe
       }
     }
   }
-  if (!s.has_engine) return n;
   for (int i : s.gpus) {
     if (!host.gpus_known()) break;
     if (!host.HasGpu(i)) {
@@ -103,6 +123,38 @@ StartNeeds NeedsOf(const Transition& t, HostLedger& host, const PendingUnits& pe
                 (others.empty() ? "" : "; " + others + ", not stopped by this plan") +
                 ". Stop or move what holds it, or lower the service's memory share";
     n.problems.push_back(p);
+  }
+  // Why: each GPU short of the claim while the units to stop run, by how much; GPUs with the
+  // same figures together: (claim, free, who runs) -> GPUs.
+  std::vector<std::pair<std::tuple<uint64_t, uint64_t, std::string>, std::vector<int>>> short_on;
+  for (int i : s.gpus) {
+    if (!host.gpus_known() || !host.HasGpu(i)) continue;
+    uint64_t claim = GpuClaim(s, host.Total(i));
+    uint64_t free = host.Free(i);
+    const auto& holders = host.Holders(i);
+    if (t.kind == ActionKind::kRestart)
+      if (auto it = holders.find(t.unit); it != holders.end()) free += it->second;
+    if (free >= claim) continue;
+    std::vector<std::string> who;
+    for (const auto& u : n.stops)
+      if (auto it = holders.find(u); it != holders.end() && it->second > 0) who.push_back(u);
+    if (who.empty()) continue;
+    std::string runs;
+    for (size_t k = 0; k < who.size(); ++k)
+      runs += (k == 0 ? "" : k + 1 == who.size() ? " and " : ", ") + who[k];
+    auto key = std::make_tuple(claim, free, runs + (who.size() == 1 ? " runs" : " run"));
+    auto same = std::find_if(short_on.begin(), short_on.end(),
+                             [&](const auto& e) { return e.first == key; });
+    if (same == short_on.end())
+      short_on.push_back({key, {i}});
+    else
+      same->second.push_back(i);
+  }
+  for (const auto& [key, gpus] : short_on) {
+    const auto& [claim, free, who] = key;
+    n.why.push_back("GPU " + GpuList(gpus) + ": needs " + FormatGiB(claim) +
+                    (gpus.size() > 1 ? " each" : "") + ", " + FormatGiB(free) + " free while " +
+                    who);
   }
   return n;
 }

@@ -32,10 +32,16 @@ struct PendingUnits {
   std::function<bool(const std::string& unit)> restart;  // a restart still to come
 };
 
+/// GPU indexes as a reader writes them: "0-7", "0,2", "3".
+std::string GpuList(const std::vector<int>& gpus);
+
 /// What a start or restart needs before it can run.
 struct StartNeeds {
   std::vector<std::string> stops;  // pending units to stop first, in the order found
   std::vector<Problem> problems;   // what no stop of this plan can solve (step unset)
+  /// Why those stops come first, exactly: "port 8000 is held by x.service until it stops",
+  /// "GPU 0: needs 72 GiB, 8 GiB free while x.service runs".
+  std::vector<std::string> why;
 };
 
 /// The stops `start` needs first: the holder of its port when that holder is to stop or restart

@@ -14,13 +14,14 @@ Action HealthGate(const ServiceSpec& s, const std::string& address, std::string 
   w.reason = Reason::kHealthGate;
   w.health_path = s.health.path;
   w.port = s.port.value_or(0);
-  w.served_name = s.ServedName();
+  // A state-only service's served name is not known: its health path alone says it serves.
+  w.served_name = s.has_engine ? s.ServedName() : "";
   w.timeout_ms = s.health.timeout_ms;
   w.interval_ms = s.health.interval_ms;
-  w.detail = detail.empty()
-                 ? "GET " + s.health.path + " until 200 and /v1/models lists '" + s.ServedName() +
-                       "' (timeout " + FormatDurationMs(s.health.timeout_ms) + ")"
-                 : std::move(detail);
+  std::string models = w.served_name.empty() ? "" : " and /v1/models lists '" + w.served_name + "'";
+  w.detail = detail.empty() ? "GET " + s.health.path + " until 200" + models + " (timeout " +
+                                  FormatDurationMs(s.health.timeout_ms) + ")"
+                            : std::move(detail);
   return w;
 }
 
@@ -51,7 +52,7 @@ void ApplyStateRules(const Desired& desired, const Observed& observed, Plan* pla
     auto it = desired.services.find(address.substr(std::string("service/").size()));
     if (it == desired.services.end()) continue;
     const ServiceSpec& s = it->second;
-    if (s.state != ServiceState::kRunning || !s.has_engine || !s.port) continue;
+    if (s.state != ServiceState::kRunning || !s.port) continue;
     bool interrupted = std::find(st.ungated.begin(), st.ungated.end(), address) != st.ungated.end();
     // Before its enable, if any: a reboot brings back only what was seen healthy.
     auto at = std::find_if(plan->actions.begin(), plan->actions.end(), [&](const Action& a) {

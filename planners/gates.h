@@ -11,7 +11,8 @@
 namespace berth {
 
 /// The wait-healthy step for service `s` at `address` ("service/<name>"): its health path until
-/// 200 and /v1/models lists its served name, within its health timeout. `detail` "" = the probe.
+/// 200 and /v1/models lists its served name (a state-only service has none: the health path
+/// alone), within its health timeout. `detail` "" = the probe.
 Action HealthGate(const ServiceSpec& s, const std::string& address, std::string detail = "");
 
 /// What berth's records add to a plan (observed.state):

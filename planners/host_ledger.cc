@@ -10,6 +10,7 @@ std::string PidHolder(int pid, const std::string& name) {
 }  // namespace
 
 uint64_t GpuClaim(const ServiceSpec& s, uint64_t total) {
+  if (!s.has_engine) return s.gpu_memory.value_or(0);
   switch (s.engine) {
     case EngineKind::kVllm:
       return static_cast<uint64_t>(s.vllm.gpu_memory_utilization * static_cast<double>(total));
@@ -28,7 +29,7 @@ HostLedger::HostLedger(const Desired& d, const Observed& o) : known_(o.gpus_know
     for (int i = 0; i < d.host.gpus->count; ++i) total_[i] = d.host.gpus->memory_bytes;
     for (const auto& [n, s] : d.services) {
       const ObservedUnit* u = o.FindUnit(s.UnitName());
-      if (!u || !u->IsActive() || !s.has_engine) continue;
+      if (!u || !u->IsActive()) continue;
       for (int i : s.gpus)
         if (total_.count(i)) held_[i][s.UnitName()] += GpuClaim(s, total_[i]);
     }

@@ -14,7 +14,8 @@
 namespace berth {
 
 /// What must be free on each of a service's GPUs (of `total` bytes) when it starts: its engine's
-/// memory share, else its gpu_memory.
+/// memory share, else its gpu_memory (for a state-only service: declared or as berth saw it run;
+/// 0 when unknown).
 uint64_t GpuClaim(const ServiceSpec& service, uint64_t total);
 
 class HostLedger {

@@ -3,6 +3,7 @@
 #include "planners/draft.h"
 #include "planners/gates.h"
 #include "planners/glob.h"
+#include "planners/state_only.h"
 
 namespace berth {
 
@@ -19,10 +20,12 @@ Plan MakePlan(const Desired& desired, const Observed& observed, const PlanOption
     }
   }
   Draft draft;
-  DiffModels(desired, observed, &draft);
-  DiffServices(desired, observed, options.berth_version, &draft);
-  Sequence(desired, observed, std::move(draft), &plan);
-  ApplyStateRules(desired, observed, &plan);
+  // State-only services with the port and GPUs the manifest declares or berth saw them hold.
+  const Desired resolved = ResolveStateOnly(desired, observed, &draft);
+  DiffModels(resolved, observed, &draft);
+  DiffServices(resolved, observed, options.berth_version, &draft);
+  Sequence(resolved, observed, std::move(draft), &plan);
+  ApplyStateRules(resolved, observed, &plan);
   return plan;
 }
 

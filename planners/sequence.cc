@@ -2,6 +2,7 @@
 // checking disk, GPU memory and ports at every step (feasibility.h) against the host as the
 // steps before it leave it (host_ledger.h).
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "engine/core/units.h"
@@ -12,25 +13,6 @@
 
 namespace berth {
 namespace {
-
-std::string GpuList(const std::vector<int>& gpus) {
-  // "0-7", "0,2", "3"
-  std::vector<int> g = gpus;
-  std::sort(g.begin(), g.end());
-  std::string out;
-  for (size_t i = 0; i < g.size();) {
-    size_t j = i;
-    while (j + 1 < g.size() && g[j + 1] == g[j] + 1) ++j;
-    if (!out.empty()) out += ",";
-    out += std::to_string(g[i]);
-    if (j > i + 1)
-      out += "-" + std::to_string(g[j]);
-    else if (j == i + 1)
-      out += "," + std::to_string(g[j]);
-    i = j + 1;
-  }
-  return out;
-}
 
 class Sequencer {
  public:
@@ -47,6 +29,9 @@ class Sequencer {
     Transitions();
     BootState();
     Removals();
+    // A state-only service of unknown port may serve what this plan leaves dark.
+    for (Disruption& dis : plan_->disruptions)
+      if (dis.until_step == 0 && !unknown_port_starts_.empty()) dis.caveat = unknown_port_starts_;
   }
 
  private:
@@ -119,15 +104,41 @@ class Sequencer {
     return nullptr;
   }
 
-  void EmitStop(const Transition& t, const std::string& for_service, int for_port) {
+  // What a stop gives back, in words: "8 × 73.7 GiB on GPU 0-7 and port 8000".
+  static std::string Describe(const std::map<int, uint64_t>& gpu_bytes,
+                              const std::vector<int>& ports) {
+    std::string what;
+    if (!gpu_bytes.empty()) {
+      std::vector<int> gpus;
+      uint64_t per = 0;
+      bool same = true;
+      for (const auto& [i, b] : gpu_bytes) {
+        gpus.push_back(i);
+        same = same && (per == 0 || per == b);
+        per = b;
+      }
+      what = (same ? std::to_string(gpus.size()) + " × " + FormatGiB(per) : std::string("memory")) +
+             " on GPU " + GpuList(gpus);
+    }
+    for (int p : ports)
+      what += (what.empty() ? "" : " and ") + std::string("port ") + std::to_string(p);
+    return what;
+  }
+
+  // Stops `t`. `for_spec`: the service whose start needs what it frees (nullptr: a stop the
+  // manifest asks for on its own). The detail says what it frees for that service, and apart
+  // from that, what it frees and the ports that go dark with it.
+  void EmitStop(const Transition& t, const ServiceSpec* for_spec) {
+    const std::string for_service = for_spec ? for_spec->name : "";
+    const int for_port = for_spec && for_spec->port ? *for_spec->port : 0;
     Action a;
     a.kind = ActionKind::kStop;
     a.address = t.address;
     a.unit = t.unit;
-    a.reason = for_service.empty() ? t.reason : Reason::kFreesResources;
+    a.reason = for_spec ? Reason::kFreesResources : t.reason;
     a.for_service = for_service;
     // Its own health gate, for a rollback that starts it again (berth waits until it serves).
-    if (!for_service.empty() && t.spec && t.spec->has_engine && t.spec->port) {
+    if (for_spec && t.spec && t.spec->has_engine && t.spec->port) {
       Action gate = HealthGate(*t.spec, t.address, "");
       a.port = gate.port;
       a.health_path = gate.health_path;
@@ -137,26 +148,32 @@ class Sequencer {
     }
     Resources freed = host_.Release(t.unit);
     a.frees = freed;
-    std::string what;
-    if (!freed.gpu_bytes.empty()) {
-      std::vector<int> gpus;
-      uint64_t per = 0;
-      bool same = true;
-      for (const auto& [i, b] : freed.gpu_bytes) {
-        gpus.push_back(i);
-        same = same && (per == 0 || per == b);
-        per = b;
-      }
-      what = (same ? std::to_string(gpus.size()) + " × " + FormatGiB(per) : std::string("memory")) +
-             " on GPU " + GpuList(gpus);
-    }
-    for (int p : freed.ports)
-      what += (what.empty() ? "" : " and ") + std::string("port ") + std::to_string(p);
-    if (for_service.empty()) {
+    if (!for_spec) {
+      std::string what = Describe(freed.gpu_bytes, freed.ports);
       a.detail = t.detail + (what.empty() ? "" : "; frees " + what);
     } else {
-      a.detail = "frees " + (what.empty() ? std::string("its resources") : what) + " for " +
-                 for_service + " (" + t.detail + ")";
+      std::map<int, uint64_t> used_gpu, other_gpu;
+      for (const auto& [i, b] : freed.gpu_bytes) {
+        bool used =
+            std::find(for_spec->gpus.begin(), for_spec->gpus.end(), i) != for_spec->gpus.end();
+        (used ? used_gpu : other_gpu)[i] = b;
+      }
+      std::vector<int> used_ports, dark_ports;
+      for (int p : freed.ports) (p == for_port ? used_ports : dark_ports).push_back(p);
+      std::string used = Describe(used_gpu, used_ports);
+      std::string other = Describe(other_gpu, {});
+      std::string dark;
+      for (size_t k = 0; k < dark_ports.size(); ++k)
+        dark += (k == 0                       ? ""
+                 : k + 1 == dark_ports.size() ? " and "
+                                              : ", ") +
+                std::to_string(dark_ports[k]);
+      a.detail = "frees " + (used.empty() ? std::string("its resources") : used) + " for " +
+                 for_service + (other.empty() ? "" : "; also frees " + other) +
+                 (dark.empty()             ? ""
+                  : dark_ports.size() == 1 ? "; port " + dark + " goes dark with it"
+                                           : "; ports " + dark + " go dark with it") +
+                 " (" + t.detail + ")";
     }
     int step = Emit(a);
     stopped_.insert(t.unit);
@@ -165,9 +182,12 @@ class Sequencer {
       dis.port = p;
       dis.from_step = step;
       dis.service = t.address;
-      if (p == for_port) {
+      if (for_spec && p == for_port) {
         dis.reason = t.unit + " stopped to make room for " + for_service;
         open_.push_back(plan_->disruptions.size());
+      } else if (for_spec) {
+        dis.reason = t.unit + " stopped (" + t.detail + ") to make room for " + for_service +
+                     (for_port ? ", which serves port " + std::to_string(for_port) : std::string());
       } else {
         dis.reason = t.unit + " stopped (" + t.detail + ")";
       }
@@ -186,9 +206,10 @@ class Sequencer {
     a.reason = t.reason;
     started_.insert(t.unit);
     Resources claim;
-    if (s.has_engine && host_.gpus_known())
+    if (host_.gpus_known())
       for (int i : s.gpus)
-        if (host_.HasGpu(i)) claim.gpu_bytes[i] = GpuClaim(s, host_.Total(i));
+        if (host_.HasGpu(i) && GpuClaim(s, host_.Total(i)) > 0)
+          claim.gpu_bytes[i] = GpuClaim(s, host_.Total(i));
     if (s.port) claim.ports.push_back(*s.port);
     std::string where;
     if (!s.gpus.empty()) where = "GPU " + GpuList(s.gpus);
@@ -216,12 +237,16 @@ class Sequencer {
       }
       plan_->disruptions.push_back(dis);
     }
+    if (!s.port)
+      unknown_port_starts_ += (unknown_port_starts_.empty() ? "" : "; ") + t.address +
+                              " starts at step " + std::to_string(step) +
+                              " on a port berth does not know";
     int until = step;
-    if (s.has_engine && s.port) until = Emit(HealthGate(s, t.address));
+    if (s.port) until = Emit(HealthGate(s, t.address));
     for (size_t idx : open_) plan_->disruptions[idx].until_step = until;
     open_.clear();
     // A port left dark earlier is served again once the service now on it is healthy.
-    if (s.has_engine && s.port)
+    if (s.port)
       for (Disruption& dis : plan_->disruptions)
         if (dis.port == *s.port && dis.until_step == 0) dis.until_step = until;
   }
@@ -257,17 +282,21 @@ class Sequencer {
         Problem p;
         p.step = NextStep();
         p.resource = "strategy";
+        std::string runs, why;
+        for (size_t k = 0; k < need.stops.size(); ++k)
+          runs += (k == 0 ? "" : k + 1 == need.stops.size() ? " and " : ", ") + need.stops[k];
+        for (const auto& w : need.why) why += (why.empty() ? "" : "; ") + w;
         p.message = pick->address + " has strategy: start-first, but it cannot start while " +
-                    need.stops.front() +
-                    " runs (GPU memory or port); use strategy: auto or stop-first";
+                    runs + (need.stops.size() == 1 ? " runs: " : " run: ") + why +
+                    ". Use strategy: auto or stop-first";
         plan_->problems.push_back(p);
       }
       std::sort(stops.begin(), stops.end());
       for (const auto& u : stops)
         if (const Transition* st = PendingStop(u))
-          EmitStop(*st, pick->spec->name, pick->spec->port.value_or(0));
+          EmitStop(*st, pick->spec);
         else if (const Transition* rt = PendingRestart(u))
-          EmitStop(*rt, pick->spec->name, pick->spec->port.value_or(0));
+          EmitStop(*rt, pick->spec);
       for (Problem& p : need.problems) {
         p.step = NextStep();
         plan_->problems.push_back(p);
@@ -280,7 +309,7 @@ class Sequencer {
     }
     for (const auto& t : draft_.stops)
       if (!stopped_.count(t.unit)) {
-        EmitStop(t, "", 0);
+        EmitStop(t, nullptr);
         EmitBoot(draft_.disables, t.unit);
       }
   }
@@ -327,9 +356,10 @@ class Sequencer {
   HostLedger host_;
   bool reloaded_ = false;
   std::set<std::string> stopped_;
-  std::set<std::string> started_;  // units whose start or restart is emitted
-  std::set<std::string> booted_;   // units whose enable or disable is emitted
-  std::vector<size_t> open_;       // disruptions waiting for the next health gate
+  std::set<std::string> started_;    // units whose start or restart is emitted
+  std::set<std::string> booted_;     // units whose enable or disable is emitted
+  std::vector<size_t> open_;         // disruptions waiting for the next health gate
+  std::string unknown_port_starts_;  // "service/x starts at step 2 on a port berth does not know"
 };
 
 }  // namespace

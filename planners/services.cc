@@ -277,9 +277,14 @@ void DiffServices(const Desired& d, const Observed& o, const std::string& berth_
     if (s.state == ServiceState::kRunning) {
       if (!active) {
         bool failed = u && u->active_state == "failed";
+        std::string why = failed ? "failed; starting again" : "not running";
+        if (!s.has_engine) {
+          const StateOnlyWords& words = draft->state_only[name];
+          why += " (" + words.known + ")";
+          if (!words.unknown.empty()) draft->warnings.push_back(words.unknown);
+        }
         draft->starts.push_back(Make(ActionKind::kStart, s.UnitName(), address,
-                                     failed ? Reason::kFailed : Reason::kNotRunning,
-                                     failed ? "failed; starting again" : "not running", &s));
+                                     failed ? Reason::kFailed : Reason::kNotRunning, why, &s));
       } else if (change.restart) {
         draft->starts.push_back(Make(
             ActionKind::kRestart, s.UnitName(), address,

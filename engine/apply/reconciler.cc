@@ -15,6 +15,7 @@
 #include "engine/state/state.h"
 #include "manifests/loader.h"
 #include "planners/planner.h"
+#include "planners/state_only.h"
 #include "providers/systemd/systemd_manager.h"
 #include "providers/systemd/unit_files.h"
 
@@ -89,6 +90,7 @@ class Pass {
         !MakeOrCheckPlan() || !SavePlan())
       return rep_;
     rep_.services_up = CountUp(desired_, observed_, &rep_.services_wanted);
+    if (o_.apply) Learn(observed_);
     if (plan_.blocked())
       return End(Outcome::kBlocked, 3, Status::FailedPrecondition(plan_.problems[0].message), true);
     if (plan_.empty()) return End(Outcome::kNoChanges, 0);
@@ -401,6 +403,16 @@ class Pass {
     return true;
   }
 
+  // Remembers what the running state-only services hold (their ports and GPU memory), so that
+  // berth still knows them once they are stopped. Applying only: a plan writes nothing.
+  void Learn(const Observed& observed) {
+    if (!dir_ || !LearnStateOnly(desired_, observed, &state_.learned)) return;
+    if (state_.lineage.empty()) state_.lineage = NewLineage();  // born with the first write
+    Status s = dir_->Save(state_);
+    if (!s.ok())
+      spdlog::warn("could not record what the state-only services hold: {}", s.message());
+  }
+
   // Which invocation of `unit` berth just started, with the unit file it started from: a later
   // plan restarts a process of that invocation once the file has changed (a kill -9 between a
   // unit write and its restart leaves exactly that).
@@ -422,6 +434,7 @@ class Pass {
                  after.status().message());
       return End(Outcome::kError, 1, after.status());
     }
+    Learn(*after);
     after->state = state_.ToObserved();
     rep_.services_up = CountUp(desired_, *after, &rep_.services_wanted);
     Plan left = MakePlan(desired_, *after);

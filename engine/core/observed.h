@@ -113,6 +113,14 @@ struct HeldChange {
   bool empty() const { return digest.empty(); }
 };
 
+/// What berth saw a state-only service (one whose unit it does not write) hold while it ran:
+/// once the service is stopped, the only way berth knows its port and GPUs.
+struct LearnedService {
+  std::vector<int> ports;             // TCP ports its processes listened on, ascending
+  std::map<int, uint64_t> gpu_bytes;  // GPU index -> bytes its processes held
+  bool operator==(const LearnedService&) const = default;
+};
+
 /// berth's own records (the state directory), as observed: what berth created, what failed
 /// last, and where an apply that did not finish stopped.
 struct BerthState {
@@ -131,6 +139,8 @@ struct BerthState {
   /// process still of that invocation whose file has changed since runs an older unit.
   std::map<std::string, std::pair<std::string, std::string>> started;
   HeldChange held;
+  /// unit -> what a state-only service held when berth last saw it run (ports, GPU memory).
+  std::map<std::string, LearnedService> learned;
 };
 
 struct Observed {

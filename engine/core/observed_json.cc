@@ -1,5 +1,6 @@
 #include "engine/core/observed_json.h"
 
+#include <charconv>
 #include <nlohmann/json.hpp>
 
 #include "engine/core/unit_marker.h"
@@ -214,7 +215,7 @@ Status ReadHub(const ordered_json& j, Observed* o) {
 Status ReadState(const ordered_json& j, BerthState* s) {
   Reader rd(j, "berth_state");
   BERTH_RETURN_IF_ERROR(rd.Keys({"serial", "lineage", "units", "models", "failures", "interrupted",
-                                 "ungated", "started", "held"}));
+                                 "ungated", "started", "held", "learned"}));
   BERTH_RETURN_IF_ERROR(rd.Get("serial", &s->serial));
   BERTH_RETURN_IF_ERROR(rd.Get("lineage", &s->lineage));
   BERTH_RETURN_IF_ERROR(rd.Get("units", &s->units));
@@ -241,6 +242,27 @@ Status ReadState(const ordered_json& j, BerthState* s) {
     BERTH_RETURN_IF_ERROR(rh.Get("time", &s->held.time));
     BERTH_RETURN_IF_ERROR(rh.Get("address", &s->held.address));
     BERTH_RETURN_IF_ERROR(rh.Get("message", &s->held.message));
+  }
+  if (const ordered_json* learned = rd.Child("learned")) {
+    if (!learned->is_object())
+      return Status::InvalidArgument("berth_state.learned: expected an object");
+    for (auto it = learned->begin(); it != learned->end(); ++it) {
+      std::string p = "berth_state.learned." + it.key();
+      Reader rl(*it, p);
+      BERTH_RETURN_IF_ERROR(rl.Keys({"ports", "gpu_bytes"}));
+      LearnedService l;
+      BERTH_RETURN_IF_ERROR(rl.Get("ports", &l.ports));
+      std::map<std::string, uint64_t> gpus;
+      BERTH_RETURN_IF_ERROR(rl.Get("gpu_bytes", &gpus));
+      for (const auto& [index, bytes] : gpus) {
+        int i = -1;
+        auto [end, ec] = std::from_chars(index.data(), index.data() + index.size(), i);
+        if (ec != std::errc() || end != index.data() + index.size() || i < 0)
+          return Status::InvalidArgument(p + ".gpu_bytes: '" + index + "' is not a GPU index");
+        l.gpu_bytes[i] = bytes;
+      }
+      s->learned[it.key()] = std::move(l);
+    }
   }
   return Status::Ok();
 }
@@ -343,6 +365,15 @@ std::string ObservedToJson(const Observed& o) {
                                 {"time", o.state.held.time},
                                 {"address", o.state.held.address},
                                 {"message", o.state.held.message}};
+  if (!o.state.learned.empty()) {
+    ordered_json learned = ordered_json::object();
+    for (const auto& [unit, l] : o.state.learned) {
+      ordered_json gpus = ordered_json::object();
+      for (const auto& [i, b] : l.gpu_bytes) gpus[std::to_string(i)] = b;
+      learned[unit] = {{"ports", l.ports}, {"gpu_bytes", std::move(gpus)}};
+    }
+    j["berth_state"]["learned"] = std::move(learned);
+  }
   if (!o.warnings.empty()) j["warnings"] = o.warnings;
   return j.dump(2) + "\n";
 }

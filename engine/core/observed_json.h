@@ -30,7 +30,8 @@
 //   "hub": [{"repo_id": "org/name", "revision": "main", "commit": "<40 hex>",
 //            "files": [{"path": "config.json", "size": N}]}],
 //   "berth_state": {"serial": 3, "lineage": "<uuid>", "units": ["x.service"],
-//                   "models": {"org/name": ["<commit>"]}}
+//                   "models": {"org/name": ["<commit>"]},
+//                   "learned": {"x.service": {"ports": [8000], "gpu_bytes": {"0": N}}}}
 // }
 //
 // Every key but format_version is optional on input; a missing section reads as empty and

@@ -99,6 +99,9 @@ struct Disruption {
   int until_step = 0;   // 0: stays closed (service stopped for good)
   std::string service;  // who served it before
   std::string reason;
+  /// Why "nothing serves it after this plan" (until_step 0) holds only as far as berth knows:
+  /// "service/x starts at step 2 on a port berth does not know"; "" when berth knows.
+  std::string caveat;
 };
 
 /// Why the plan cannot run.

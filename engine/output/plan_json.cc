@@ -89,12 +89,14 @@ std::string PlanToJson(const Plan& plan, const Desired& desired) {
     unchanged.push_back({{"address", n.address}, {"detail", n.detail}});
   j["unchanged"] = std::move(unchanged);
   ordered_json dis = ordered_json::array();
-  for (const auto& d : plan.disruptions)
+  for (const auto& d : plan.disruptions) {
     dis.push_back({{"port", d.port},
                    {"from_step", d.from_step},
                    {"until_step", d.until_step},
                    {"service", d.service},
                    {"reason", d.reason}});
+    if (!d.caveat.empty()) dis.back()["caveat"] = d.caveat;
+  }
   j["disruption"] = std::move(dis);
   ordered_json problems = ordered_json::array();
   for (const auto& p : plan.problems)

@@ -69,7 +69,8 @@ std::string PlanToText(const Plan& plan, const Desired& desired) {
     if (d.until_step > 0)
       out << " until step " << d.until_step << " is healthy";
     else
-      out << " on (nothing serves it after this plan)";
+      out << " on (nothing serves it after this plan"
+          << (d.caveat.empty() ? "" : " that berth knows of: " + d.caveat) << ")";
     out << " (" << d.reason << ")";
     if (downloads && d.until_step > 0) out << "; the downloads finish before it";
     out << "\n";

@@ -24,6 +24,22 @@ namespace {
 
 using nlohmann::ordered_json;
 
+// {"ports": [8000], "gpu_bytes": {"0": 75000000000}}: GPU indexes are object keys, as text.
+ordered_json LearnedToJson(const LearnedService& l) {
+  ordered_json gpus = ordered_json::object();
+  for (const auto& [i, b] : l.gpu_bytes) gpus[std::to_string(i)] = b;
+  return {{"ports", l.ports}, {"gpu_bytes", std::move(gpus)}};
+}
+
+LearnedService LearnedFromJson(const ordered_json& j) {
+  LearnedService l;
+  l.ports = j.value("ports", std::vector<int>{});
+  if (j.contains("gpu_bytes"))
+    for (auto it = j["gpu_bytes"].begin(); it != j["gpu_bytes"].end(); ++it)
+      l.gpu_bytes[std::stoi(it.key())] = it.value().get<uint64_t>();
+  return l;
+}
+
 Result<std::string> ReadFile(const std::string& path, bool* exists) {
   std::ifstream in(path, std::ios::binary);
   *exists = static_cast<bool>(in);
@@ -91,6 +107,7 @@ BerthState State::ToObserved() const {
   b.failures = failures;
   b.started = started;
   b.held = held;
+  b.learned = learned;
   return b;
 }
 
@@ -156,6 +173,11 @@ std::string StateToJson(const State& s) {
                  {"time", s.held.time},
                  {"address", s.held.address},
                  {"message", s.held.message}};
+  if (!s.learned.empty()) {
+    ordered_json learned = ordered_json::object();
+    for (const auto& [unit, l] : s.learned) learned[unit] = LearnedToJson(l);
+    j["learned"] = std::move(learned);
+  }
   return j.dump(2) + "\n";
 }
 
@@ -183,6 +205,9 @@ Result<State> StateFromJson(const std::string& text, const std::string& source) 
     if (j.contains("held"))
       s.held = {j["held"].value("digest", ""), j["held"].value("time", ""),
                 j["held"].value("address", ""), j["held"].value("message", "")};
+    if (j.contains("learned"))
+      for (auto it = j["learned"].begin(); it != j["learned"].end(); ++it)
+        s.learned[it.key()] = LearnedFromJson(it.value());
   } catch (const std::exception& e) {
     return Status::InvalidArgument(source + " is damaged (" + e.what() +
                                    "); move it aside to start a new lineage (berth then prunes "

@@ -34,6 +34,8 @@ struct State {
   std::map<std::string, std::pair<std::string, std::string>> started;
   /// A change that failed after something went dark: not retried until the manifest changes.
   HeldChange held;
+  /// unit -> the ports and GPU memory a state-only service held when berth last saw it run.
+  std::map<std::string, LearnedService> learned;
 
   /// The part the planner sees (Observed::state).
   BerthState ToObserved() const;

@@ -158,6 +158,10 @@ HealthResult CurlHealthProbe::Probe(const std::string& host, int port, const std
     return r;
   }
 
+  if (served_name.empty()) {
+    r.healthy = true;
+    return r;
+  }
   std::string models_url = base + "/v1/models";
   HttpAnswer m = Get(curl.get(), models_url, host, port, options_);
   if (!m.error.empty()) {

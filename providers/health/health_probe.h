@@ -20,7 +20,9 @@ class HealthProbe {
   virtual ~HealthProbe() = default;
   /// One probe: GET http://<host>:<port><path> must answer 200, then GET
   /// http://<host>:<port>/v1/models must list `served_name` in data[].id. The model list is
-  /// asked only when the health path answered 200. Safe to call from several threads.
+  /// asked only when the health path answered 200, and not at all when `served_name` is ""
+  /// (a state-only service, whose served name berth does not know). Safe to call from several
+  /// threads.
   virtual HealthResult Probe(const std::string& host, int port, const std::string& path,
                              const std::string& served_name) = 0;
 };

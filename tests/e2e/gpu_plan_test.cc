@@ -117,8 +117,14 @@ TEST_F(GpuPlanTest, AUnitHoldingTheGpuIsStoppedJustBeforeTheServiceThatNeedsIt) 
   ASSERT_NE(start, std::string::npos) << plan;
   EXPECT_LT(stop, start);
   EXPECT_LT(plan.find("+ write-unit    unit/new.service"), stop) << plan;
-  EXPECT_THAT(plan, HasSubstr("frees 1 × 68.0 GiB on GPU 0 and port " + std::to_string(port_old_) +
-                              " for new"));
+  // new serves another port: old's port is not freed for it, it goes dark.
+  EXPECT_THAT(plan, HasSubstr("frees 1 × 68.0 GiB on GPU 0 for new; port " +
+                              std::to_string(port_old_) + " goes dark with it (state: stopped)"));
+  EXPECT_THAT(plan, HasSubstr("disruption: port " + std::to_string(port_old_) +
+                              " unavailable from step 3 on (nothing serves it after this plan) "
+                              "(old.service stopped (state: stopped) to make room for new, which "
+                              "serves port " +
+                              std::to_string(port_new_) + ")"));
 }
 
 TEST_F(GpuPlanTest, AProcessOutsideAnyUnitBlocksThePlanByPidAndMemory) {

@@ -24,6 +24,20 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
+// The step number of the plan line that starts with `verb` and names `address` (0: none).
+int StepOf(const std::string& plan, const std::string& verb, const std::string& address) {
+  std::istringstream lines(plan);
+  std::string line;
+  while (std::getline(lines, line)) {
+    int step = 0;
+    char sign = 0;
+    std::istringstream l(line);
+    std::string v, a;
+    if (l >> step >> sign >> v >> a && v == verb && a == address) return step;
+  }
+  return 0;
+}
+
 constexpr uint64_t kGiB = 1ull << 30;
 const std::string kKimiCommit(40, 'c');
 
@@ -68,7 +82,7 @@ class LifecycleTest : public SandboxSuite {
 
   /// One 80 GiB GPU whose memory is held by whichever of these units run: what NVML would say.
   void SyncGpus() {
-    std::map<std::string, uint64_t> claims = {{"vllm-kimi-k25.service", kimi_claim_},
+    std::map<std::string, uint64_t> claims = {{kimi_ + ".service", kimi_claim_},
                                               {"vllm-minimax-m25.service", minimax_claim_}};
     std::ostringstream procs;
     uint64_t used = 0;
@@ -96,7 +110,7 @@ class LifecycleTest : public SandboxSuite {
       << ", keep: true}\n"
       << "  minimax-m25:\n    source: hf://MiniMaxAI/MiniMax-M2.5\n"
       << "    include: [\"*.safetensors\", \"*.json\"]\n"
-      << "services:\n  vllm-kimi-k25: {state: " << kimi_state << "}\n"
+      << "services:\n  " << kimi_ << ": {state: " << kimi_state << "}\n"
       << "  vllm-minimax-m25:\n    model: minimax-m25\n    engine: vllm\n    gpus: [0]\n"
       << "    port: " << (minimax_port ? minimax_port : port_) << "\n    bind: 127.0.0.1\n"
       << "    state: " << minimax_state << "\n"
@@ -214,6 +228,7 @@ class LifecycleTest : public SandboxSuite {
   std::string store_, state_, nvml_;
   int port_ = 0;
   int manifests_ = 0;
+  std::string kimi_ = "vllm-kimi-k25";  // the hand-written, state-only service
   uint64_t kimi_claim_ = 70 * kGiB, minimax_claim_ = 72 * kGiB;
   std::ostringstream out_, err_;
 };
@@ -279,6 +294,84 @@ TEST_F(LifecycleTest, KimiToMinimaxOnFullGpusThenBackThenStartFirst) {
   EXPECT_GT(probes.load(), 10);
   EXPECT_EQ(dark.load(), 0) << "a moment with neither Kimi nor MiniMax serving";
   EXPECT_TRUE(Healthy(port2));
+}
+
+// Back through a state-only service: berth never wrote Kimi's unit, but it saw Kimi's port and
+// GPU memory while Kimi ran and remembers them. The switch back stops MiniMax (which holds both)
+// before Kimi starts, and the apply returns only once Kimi answers /health.
+TEST_F(LifecycleTest, BackToAStateOnlyServiceStopsTheHolderFirstAndWaitsUntilItServes) {
+  // Kimi under a name no other sandbox uses: listening ports are attributed to units by name
+  // host-wide, and LifecycleTests in parallel sandboxes each run a vllm-kimi-k25. It loads for
+  // a second before it listens, as a real server loads weights: an apply that did not wait for
+  // its health would return before it serves.
+  ASSERT_TRUE(systemd_->Stop("vllm-kimi-k25.service", std::chrono::seconds(20)).ok());
+  std::string text = ReadAll(sandbox_->units_dir() + "/vllm-kimi-k25.service");
+  std::filesystem::remove(sandbox_->units_dir() + "/vllm-kimi-k25.service");
+  text.replace(text.find("Type=exec\n"), 10, "Type=exec\nEnvironment=FAKE_VLLM_STARTUP_DELAY=1\n");
+  kimi_ = "kimi-solo-" + std::to_string(::getpid());
+  const std::string unit = kimi_ + ".service";
+  std::ofstream(sandbox_->units_dir() + "/" + unit) << text;
+  ASSERT_TRUE(systemd_->Reload().ok());
+  ASSERT_TRUE(systemd_->Start(unit, std::chrono::seconds(20)).ok());
+  ASSERT_TRUE(WaitFor([&] { return Healthy(port_); }));
+  SyncGpus();
+
+  ASSERT_EQ(Apply(Manifest("stopped", "running")), kExitOk) << out_.str() << err_.str();
+  auto state = nlohmann::json::parse(ReadAll(state_ + "/state.json"));
+  ASSERT_TRUE(state.contains("learned")) << state.dump(2);
+  EXPECT_EQ(state["learned"][unit]["ports"], nlohmann::json::array({port_}));
+  EXPECT_EQ(state["learned"][unit]["gpu_bytes"]["0"], kimi_claim_);
+
+  std::string m = Manifest("running", "stopped");
+  ASSERT_EQ(Plan(m), kExitChanges) << out_.str() << err_.str();
+  const std::string plan = out_.str();
+  int stop = StepOf(plan, "stop", "service/vllm-minimax-m25");
+  int start = StepOf(plan, "start", "service/" + kimi_);
+  int gate = StepOf(plan, "wait-healthy", "service/" + kimi_);
+  ASSERT_GT(stop, 0) << plan;
+  EXPECT_EQ(start, stop + 1) << plan;
+  EXPECT_EQ(gate, start + 1) << plan;
+  EXPECT_THAT(plan, HasSubstr("GET /health until 200 (timeout 30m)"));
+  EXPECT_THAT(
+      plan,
+      HasSubstr("disruption: port " + std::to_string(port_) + " unavailable from step " +
+                std::to_string(stop) + " until step " + std::to_string(gate) +
+                " is healthy (vllm-minimax-m25.service stopped to make room for " + kimi_ + ")"));
+  // Nothing about Kimi is unknown (MiniMax follows the Hub's main here, which is warned about).
+  EXPECT_THAT(plan, Not(HasSubstr("warning: service/" + kimi_))) << plan;
+  EXPECT_THAT(plan, Not(HasSubstr("unknown"))) << plan;
+
+  // A prober on its own bus connection watches both units while the apply runs.
+  SdBusOptions opts;
+  opts.address = sandbox_->system_bus_address();
+  auto watcher = ConnectSystemd(opts);
+  ASSERT_TRUE(watcher.ok()) << watcher.status().message();
+  std::atomic<bool> done{false};
+  std::atomic<int> overlap{0}, samples{0}, kimi_seen_up{0};
+  std::thread prober([&] {
+    auto up = [](const std::string& s) { return s == "active" || s == "activating"; };
+    while (!done) {
+      auto units = (*watcher)->GetUnits({unit, "vllm-minimax-m25.service"});
+      if (!units.ok()) continue;
+      bool kimi = up((*units)[0].active_state);
+      bool minimax = up((*units)[1].active_state) || (*units)[1].active_state == "deactivating";
+      if (kimi && minimax) ++overlap;
+      if (kimi) ++kimi_seen_up;
+      ++samples;
+    }
+  });
+  int rc = Apply(m);
+  bool serving_when_apply_returned = Healthy(port_);
+  done = true;
+  prober.join();
+  ASSERT_EQ(rc, kExitOk) << out_.str() << err_.str();
+  EXPECT_TRUE(serving_when_apply_returned) << "the apply returned before Kimi answered /health";
+  EXPECT_GT(samples.load(), 10);
+  EXPECT_GT(kimi_seen_up.load(), 0) << "the prober saw Kimi come up";
+  EXPECT_EQ(overlap.load(), 0) << "Kimi was started while MiniMax still ran on its port and GPU";
+  EXPECT_EQ(ActiveState(unit), "active");
+  EXPECT_EQ(ActiveState("vllm-minimax-m25.service"), "inactive");
+  ASSERT_EQ(Plan(m), kExitOk) << out_.str();
 }
 
 TEST_F(LifecycleTest, KillNineAtEveryStepThenARerunConverges) {
@@ -417,20 +510,6 @@ TEST_F(LifecycleTest, SigtermStopsTheApplyCleanlyAndTheNextRunFinishes) {
 
 namespace berth::testing {
 namespace {
-
-// The step number of the plan line that starts with `verb` and names `address` (0: none).
-int StepOf(const std::string& plan, const std::string& verb, const std::string& address) {
-  std::istringstream lines(plan);
-  std::string line;
-  while (std::getline(lines, line)) {
-    int step = 0;
-    char sign = 0;
-    std::istringstream l(line);
-    std::string v, a;
-    if (l >> step >> sign >> v >> a && v == verb && a == address) return step;
-  }
-  return 0;
-}
 
 // kill -9 after the download is verified and published, before the run ends: the revision is
 // berth's already (state.json says so), so a manifest that no longer names it prunes it.

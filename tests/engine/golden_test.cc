@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "engine/cli/commands.h"
+#include "engine/output/plan_output.h"
 
 namespace berth {
 namespace {
@@ -41,6 +42,43 @@ TEST_P(GoldenTest, PlanMatchesTheGoldenFile) {
   std::ostringstream again;
   RunPlan(cmd, again, err);
   EXPECT_EQ(out.str(), again.str());
+}
+
+// A port left dark while a state-only service of unknown port starts: "nothing serves it" holds
+// only as far as berth knows, and the text and JSON say so.
+TEST(PlanText, ADarkPortSaysWhenAServiceOfUnknownPortMayServeItAfter) {
+  Plan p;
+  p.host = "gpu-01";
+  Action start;
+  start.kind = ActionKind::kStart;
+  start.address = "service/kimi";
+  start.reason = Reason::kNotRunning;
+  start.detail = "not running (no engine)";
+  Action stop;
+  stop.kind = ActionKind::kStop;
+  stop.address = "service/minimax";
+  stop.reason = Reason::kWantedStopped;
+  stop.detail = "state: stopped; frees port 8000";
+  p.actions = {start, stop};
+  Disruption d;
+  d.port = 8000;
+  d.from_step = 2;
+  d.service = "service/minimax";
+  d.reason = "minimax.service stopped (state: stopped)";
+  d.caveat = "service/kimi starts at step 1 on a port berth does not know";
+  p.disruptions = {d};
+  EXPECT_NE(
+      PlanToText(p, Desired{})
+          .find("disruption: port 8000 unavailable from step 2 on (nothing serves it after this "
+                "plan that berth knows of: service/kimi starts at step 1 on a port berth does not "
+                "know) (minimax.service stopped (state: stopped))\n"),
+      std::string::npos)
+      << PlanToText(p, Desired{});
+  EXPECT_NE(
+      PlanToJson(p, Desired{})
+          .find("\"caveat\": \"service/kimi starts at step 1 on a port berth does not know\""),
+      std::string::npos)
+      << PlanToJson(p, Desired{});
 }
 
 INSTANTIATE_TEST_SUITE_P(Examples, GoldenTest,

@@ -65,6 +65,7 @@ TEST(ObservedJson, EverySectionRoundTrips) {
   o.state.failures["service/x"] = {"2026-12-01T00:00:00Z", "did not become healthy"};
   o.state.interrupted = "an apply started ... stopped at step 2";
   o.state.ungated = {"service/x"};
+  o.state.learned["kimi.service"] = {{8000}, {{0, 75'000'000'000}, {3, 5}}};
   std::string once = ObservedToJson(o);
   Result<Observed> back = ObservedFromJson(once, "t");
   ASSERT_TRUE(back.ok()) << back.status().message();
@@ -73,6 +74,7 @@ TEST(ObservedJson, EverySectionRoundTrips) {
   EXPECT_EQ(back->state.failures.at("service/x").message, "did not become healthy");
   EXPECT_EQ(back->state.interrupted, o.state.interrupted);
   EXPECT_EQ(back->state.ungated, o.state.ungated);
+  EXPECT_EQ(back->state.learned, o.state.learned);
   EXPECT_EQ(back->store.repos[0].revisions[0].bytes_total, 9u);
 }
 
@@ -81,6 +83,15 @@ TEST(ObservedJson, ATypoIsAnErrorNamingWhere) {
       ObservedFromJson(R"({"format_version": 1, "store": {"free_byte": 5}})", "host.json");
   ASSERT_FALSE(o.ok());
   EXPECT_EQ(o.status().message(), "host.json: store: unknown key 'free_byte'");
+}
+
+TEST(ObservedJson, ALearnedGpuThatIsNotAnIndexIsRefused) {
+  auto bad = ObservedFromJson(
+      R"({"format_version": 1, "berth_state": {"learned": {"k.service": {"gpu_bytes": {"x": 1}}}}})",
+      "h");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(),
+            "h: berth_state.learned.k.service.gpu_bytes: 'x' is not a GPU index");
 }
 
 TEST(ObservedJson, WrongTypesAndVersionsAreRefused) {

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -578,6 +579,57 @@ TEST_F(ReconcilerTest, ADownloadIsRecordedAsBerthsTheMomentItIsPublished) {
   EXPECT_TRUE(recorded_before_start);
 }
 
+// A unit written by hand, named state-only by the manifest: berth learns its port and GPU memory
+// while it runs, so the switch back to it stops what took them first and waits for its health.
+TEST_F(ReconcilerTest, AStateOnlyServiceIsLearnedWhileItRunsThenStartedStopFirstAndGated) {
+  ObservedUnit hand;
+  hand.name = "hand.service";
+  hand.load_state = "loaded";
+  hand.active_state = "active";
+  hand.sub_state = "running";
+  hand.fragment_path = "/etc/systemd/system/hand.service";
+  hand.content_hash = "written-by-hand";
+  hand.main_pid = 4000;
+  Observed& o = world.host.mutable_observed();
+  o.units.push_back(hand);
+  o.ports.push_back({8000, "0.0.0.0", 4000, "python3", "hand.service"});
+  o.gpus[0].processes.push_back({4000, GiB(60), "hand.service", "python3"});
+  o.gpus[0].memory_used += GiB(60);
+  auto manifest = [&](const std::string& hand_state, const std::string& kimi_state) {
+    std::string m = Manifest(false);
+    m.replace(m.find("    state: running\n"), 19, "    state: " + kimi_state + "\n");
+    return m + "  hand: {state: " + hand_state + "}\n";
+  };
+  dir.Write("to-kimi/berth.yaml", manifest("stopped", "running"));
+  dir.Write("to-hand/berth.yaml", manifest("running", "stopped"));
+
+  ASSERT_EQ(Plan("to-kimi").outcome, Outcome::kPlanned) << out.str() << err.str();
+  EXPECT_FALSE(std::filesystem::exists(dir / "state/state.json")) << "a plan writes nothing";
+  ASSERT_EQ(Apply("to-kimi").outcome, Outcome::kApplied) << out.str() << err.str();
+  EXPECT_FALSE(Running("hand.service"));
+  auto st = StateDir(dir / "state").Load();
+  ASSERT_TRUE(st.ok());
+  ASSERT_TRUE(st->learned.count("hand.service")) << StateToJson(*st);
+  EXPECT_EQ(st->learned.at("hand.service"), (LearnedService{{8000}, {{0, GiB(60)}}}));
+
+  world.calls.clear();
+  RunReport back = Apply("to-hand");
+  ASSERT_EQ(back.outcome, Outcome::kApplied) << out.str() << err.str();
+  EXPECT_THAT(Steps(back.plan),
+              ElementsAre("stop service/vllm-kimi frees_resources",
+                          "start service/hand not_running", "wait-healthy service/hand health_gate",
+                          "disable unit/vllm-kimi.service wanted_stopped"));
+  EXPECT_THAT(world.calls, ::testing::IsSupersetOf(
+                               {"stop vllm-kimi.service", "start hand.service", "probe 8000"}));
+  auto at = [&](const std::string& call) {
+    return std::find(world.calls.begin(), world.calls.end(), call) - world.calls.begin();
+  };
+  EXPECT_LT(at("stop vllm-kimi.service"), at("start hand.service"));
+  EXPECT_LT(at("start hand.service"), at("probe 8000"));
+  EXPECT_TRUE(Running("hand.service"));
+  EXPECT_EQ(Plan("to-hand").outcome, Outcome::kNoChanges) << out.str();
+}
+
 // kill -9 between writing a changed unit and restarting its service: the next run sees the unit
 // file up to date, no reload pending and the service up, and must still restart it, because the
 // process is the one berth started from the older unit.
@@ -691,6 +743,7 @@ TEST_F(ReconcilerTest, AFailedSwitchIsRolledBackWithTheBootStateUntouched) {
   EXPECT_EQ(Unit("vllm-minimax.service")->unit_file_state, "disabled");
 
   world.never_healthy.clear();
+  retry = true;  // the change is held after its failure: the operator retries it
   ASSERT_EQ(Apply("minimax").outcome, Outcome::kApplied) << err.str();
   EXPECT_EQ(Unit("vllm-minimax.service")->unit_file_state, "enabled");
   EXPECT_EQ(Unit("vllm-kimi.service")->unit_file_state, "disabled");

@@ -40,6 +40,7 @@ TEST_F(StateTest, AFreshStateHasNoLineageUntilItsFirstSaveThenKeepsIt) {
   s->manifest_digest = "d";
   s->manifest_git_commit = std::string(40, 'b');
   s->failures["service/a"] = {"2026-11-30T00:00:00Z", "did not become healthy"};
+  s->learned["kimi.service"] = {{8000, 8001}, {{0, 75'000'000'000}, {7, 1}}};
   ASSERT_TRUE(sd.Save(*s).ok());
   auto back = sd.Load();
   ASSERT_TRUE(back.ok()) << back.status().message();
@@ -50,6 +51,8 @@ TEST_F(StateTest, AFreshStateHasNoLineageUntilItsFirstSaveThenKeepsIt) {
               return t;
             }()));
   EXPECT_EQ(back->ToObserved().models.at("org/m")[0], std::string(40, 'a'));
+  EXPECT_EQ(back->ToObserved().learned.at("kimi.service"), s->learned.at("kimi.service"))
+      << "what a state-only service held reaches the planner";
   ASSERT_TRUE(sd.Save(*back).ok());
   EXPECT_EQ(sd.Load()->lineage, back->lineage) << "the lineage is kept";
 }

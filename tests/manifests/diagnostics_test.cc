@@ -222,7 +222,7 @@ models:
                           "hf://MiniMaxAI/MiniMax-M2.5)"));
 }
 
-TEST(Diagnostics, AStateOnlyEntryTakesOnlyStateAndAdopt) {
+TEST(Diagnostics, AStateOnlyEntryTakesWhereItServesButNothingOfAUnitBerthWouldWrite) {
   EXPECT_THAT(Problems(R"(berth: 1
 services:
   vllm-kimi-k25:
@@ -230,10 +230,14 @@ services:
     adopt: true
     gpus: [0, 1]
     port: 8000
+    gpu_memory: 70GiB
+    health: {path: /ready, timeout: 10m}
+    args: [--x]
+    bind: 127.0.0.1
 )"),
-              ElementsAre("berth.yaml:6:5: 'gpus' needs an engine: add engine: "
+              ElementsAre("berth.yaml:10:5: 'args' needs an engine: add engine: "
                           "vllm|sglang|llama-server|command, or remove it",
-                          "berth.yaml:7:5: 'port' needs an engine: add engine: "
+                          "berth.yaml:11:5: 'bind' needs an engine: add engine: "
                           "vllm|sglang|llama-server|command, or remove it"));
 }
 

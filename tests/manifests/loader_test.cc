@@ -171,6 +171,26 @@ services:
   EXPECT_TRUE(tool.adopt);
 }
 
+TEST(Loader, AStateOnlyServiceMayDeclareWhereItServesAndWhatItHolds) {
+  LoadResult r = Load(R"(berth: 1
+services:
+  vllm-kimi-k25:
+    state: running
+    port: 8000
+    gpus: [0, 1]
+    gpu_memory: 70GiB
+    health: {path: /ready, timeout: 10m}
+)");
+  ASSERT_THAT(testing::ToStrings(r), IsEmpty());
+  const ServiceSpec& k = r.desired.services.at("vllm-kimi-k25");
+  EXPECT_FALSE(k.has_engine);
+  EXPECT_EQ(k.port, 8000);
+  EXPECT_THAT(k.gpus, ElementsAre(0, 1));
+  EXPECT_EQ(k.gpu_memory, 70ull << 30);
+  EXPECT_EQ(k.health.path, "/ready");
+  EXPECT_EQ(k.health.timeout_ms, 10u * 60 * 1000);
+}
+
 TEST(Loader, FilesAndDigestCoverEveryFileInOrder) {
   LoadResult r = LoadManifestTexts({{"a.yaml", "berth: 1\n"}, {"b.yaml", kBase}});
   ASSERT_TRUE(r.ok());

@@ -127,7 +127,10 @@ TEST_F(ScenarioTest, TwoServicesSwappingPortsRestartBothWithoutBlocking) {
                   "restart service/one config_changed", "wait-healthy service/one health_gate",
                   "start service/two config_changed", "wait-healthy service/two health_gate"));
   // two is stopped to free 8001 for one, then started (not restarted) on 8000.
-  EXPECT_THAT(p.actions[3].detail, HasSubstr("frees 1 × 126.9 GiB on GPU 1 and port 8001 for one"));
+  // one runs on GPU 0: two frees only the port for it; its GPU memory is freed apart.
+  EXPECT_EQ(p.actions[3].detail,
+            "frees port 8001 for one; also frees 1 × 126.9 GiB on GPU 1 (Description changed; "
+            "ExecStart changed: --port 8001 → 8000)");
   EXPECT_THAT(p.actions[4].detail, HasSubstr("--port 8000 → 8001"));
   EXPECT_EQ(p.actions[6].kind, ActionKind::kStart);
   EXPECT_THAT(
@@ -159,8 +162,9 @@ TEST_F(ScenarioTest, AStopFreesAPortForAServiceOnOtherGpusAndTheEndpointIsDarkUn
                   "start service/new not_running", "wait-healthy service/new health_gate",
                   "enable unit/new.service not_enabled",
                   "disable unit/old.service wanted_stopped"));
-  EXPECT_THAT(p.actions[2].detail,
-              HasSubstr("frees 1 × 126.9 GiB on GPU 0 and port 8000 for new (state: stopped)"));
+  EXPECT_EQ(p.actions[2].detail,
+            "frees port 8000 for new; also frees 1 × 126.9 GiB on GPU 0 (state: stopped)")
+      << "new runs on GPU 1: what old frees on GPU 0 is not for it";
   ASSERT_EQ(p.disruptions.size(), 1u);
   EXPECT_EQ(p.disruptions[0].port, 8000);
   EXPECT_EQ(p.disruptions[0].from_step, 3);
@@ -256,8 +260,10 @@ TEST_F(ScenarioTest, StartsThatFitGoFirstInNameOrderAndTheOneNeedingAStopGoesAft
           "stop service/old frees_resources", "start service/alpha not_running",
           "wait-healthy service/alpha health_gate", "enable unit/alpha.service not_enabled",
           "disable unit/old.service wanted_stopped"));
-  EXPECT_THAT(p.actions[10].detail,
-              HasSubstr("frees 1 × 126.9 GiB on GPU 0 and port 8000 for alpha"));
+  EXPECT_EQ(p.actions[10].detail,
+            "frees 1 × 126.9 GiB on GPU 0 for alpha; port 8000 goes dark with it (state: "
+            "stopped)")
+      << "alpha serves port 8001: old's port 8000 is not freed for it";
   Converge();
 }
 

@@ -206,10 +206,14 @@ TEST_F(ScenarioTest, StopFirstStopsTheOldServiceBeforeTheStartEvenWhenTheGpuHasR
                   "start service/new not_running", "wait-healthy service/new health_gate",
                   "enable unit/new.service not_enabled",
                   "disable unit/old.service wanted_stopped"));
-  EXPECT_THAT(p.actions[2].detail, HasSubstr("for new (state: stopped)"));
+  EXPECT_EQ(p.actions[2].detail,
+            "frees 1 × 63.4 GiB on GPU 0 for new; port 8000 goes dark with it (state: stopped)");
   ASSERT_EQ(p.disruptions.size(), 1u);
   EXPECT_EQ(p.disruptions[0].port, 8000);
   EXPECT_EQ(p.disruptions[0].from_step, 3);
+  EXPECT_EQ(p.disruptions[0].until_step, 0) << "new serves 8001; nothing serves 8000 after";
+  EXPECT_EQ(p.disruptions[0].reason,
+            "old.service stopped (state: stopped) to make room for new, which serves port 8001");
   Converge();
 }
 
@@ -231,9 +235,10 @@ TEST_F(ScenarioTest, StartFirstThatCannotFitIsBlockedWithAStrategyProblem) {
   ASSERT_EQ(p.problems.size(), 1u) << Problems(p);
   EXPECT_EQ(p.problems[0].resource, "strategy");
   EXPECT_EQ(p.problems[0].step, 3);
-  EXPECT_THAT(p.problems[0].message,
-              HasSubstr("service/new has strategy: start-first, but it cannot start while "
-                        "old.service runs"));
+  EXPECT_EQ(p.problems[0].message,
+            "service/new has strategy: start-first, but it cannot start while old.service runs: "
+            "GPU 0: needs 126.9 GiB, 14.1 GiB free while old.service runs. Use strategy: auto or "
+            "stop-first");
   d.services["new"].strategy = Strategy::kAuto;
   Converge();
 }

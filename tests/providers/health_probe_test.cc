@@ -144,6 +144,16 @@ TEST(CurlHealthProbe, A503WhileLoadingIsUnhealthyAndTheModelListIsNotAsked) {
   EXPECT_THAT(server.paths(), ElementsAre("/health"));
 }
 
+TEST(CurlHealthProbe, WithoutAServedNameTheHealthPathAloneDecidesAndNoModelListIsAsked) {
+  // A state-only service: berth does not know what it serves, only where its health path is.
+  CannedHttpServer server({{"/health", {200, ""}}, {"/v1/models", {404, ""}}});
+  CurlHealthProbe probe;
+  HealthResult r = probe.Probe("127.0.0.1", server.port(), "/health", "");
+  EXPECT_TRUE(r.healthy) << r.detail;
+  EXPECT_EQ(r.health_status, 200);
+  EXPECT_THAT(server.paths(), ElementsAre("/health"));
+}
+
 TEST(CurlHealthProbe, AServerServingAnotherModelIsUnhealthyAndSaysWhatItServes) {
   CannedHttpServer server({{"/health", {200, ""}}, {"/v1/models", {200, kModels}}});
   CurlHealthProbe probe;

@@ -5,6 +5,7 @@
 
 #include "engine/core/hash.h"
 #include "engine/core/unit_marker.h"
+#include "planners/host_ledger.h"
 #include "planners/unit_render.h"
 
 namespace berth::testing {
@@ -73,18 +74,29 @@ void FakeHost::Start(const std::string& unit, const Desired& d) {
   u.sub_state = "running";
   u.main_pid = next_pid_++;
   u.invocation_id = "1nv0" + std::to_string(u.main_pid);  // new on every (re)start
+  // A unit berth did not write serves where it served before (its file says so, not berth).
+  auto before = held_by_foreign_.find(unit);
+  if (!u.managed && before != held_by_foreign_.end()) {
+    for (ListeningPort p : before->second.ports) {
+      p.pid = u.main_pid;
+      o_.ports.push_back(p);
+    }
+    for (auto [index, p] : before->second.gpus) {
+      p.pid = u.main_pid;
+      for (auto& g : o_.gpus)
+        if (g.index == index) {
+          g.processes.push_back(p);
+          g.memory_used += p.used_bytes;
+        }
+    }
+    return;
+  }
   for (const auto& [name, s] : d.services) {
     if (s.UnitName() != unit) continue;
     for (int i : s.gpus)
       for (auto& g : o_.gpus)
         if (g.index == i) {
-          uint64_t claim = s.engine == EngineKind::kVllm
-                               ? static_cast<uint64_t>(s.vllm.gpu_memory_utilization *
-                                                       static_cast<double>(g.memory_total))
-                           : s.engine == EngineKind::kSglang
-                               ? static_cast<uint64_t>(s.sglang.mem_fraction_static *
-                                                       static_cast<double>(g.memory_total))
-                               : s.gpu_memory.value_or(0);
+          uint64_t claim = GpuClaim(s, g.memory_total);
           g.processes.push_back({u.main_pid, claim, unit, "fake"});
           g.memory_used += claim;
         }
@@ -97,6 +109,15 @@ void FakeHost::Stop(const std::string& unit) {
   u.active_state = "inactive";
   u.sub_state = "dead";
   u.main_pid = 0;
+  if (!u.managed) {
+    Held& held = held_by_foreign_[unit];
+    held = {};
+    for (const auto& p : o_.ports)
+      if (p.unit == unit) held.ports.push_back(p);
+    for (const auto& g : o_.gpus)
+      for (const auto& p : g.processes)
+        if (p.unit == unit) held.gpus.emplace_back(g.index, p);
+  }
   for (auto& g : o_.gpus) {
     for (const auto& p : g.processes)
       if (p.unit == unit) g.memory_used -= std::min(g.memory_used, p.used_bytes);

@@ -3,7 +3,9 @@
 // tests of the "converge, then prove nothing is left" shape.
 #pragma once
 
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/core/desired.h"
@@ -32,7 +34,8 @@ class FakeHost {
   void WriteUnit(const std::string& unit, const std::string& content);
   void RemoveUnit(const std::string& unit);
   void Reload();
-  /// The unit runs: a main pid, its GPU claims and its port (from `d`'s service of that unit).
+  /// The unit runs: a main pid, its GPU claims and its port (from `d`'s service of that unit;
+  /// a unit berth did not write holds again what it held when it was last stopped).
   void Start(const std::string& unit, const Desired& d);
   void Stop(const std::string& unit);
   /// enable / disable: "enabled" or "disabled", as systemd's [Install] symlinks say.
@@ -42,7 +45,12 @@ class FakeHost {
   ObservedUnit& Unit(const std::string& name);
 
  private:
+  struct Held {
+    std::vector<ListeningPort> ports;
+    std::vector<std::pair<int, GpuProcess>> gpus;  // GPU index, process
+  };
   Observed o_;
+  std::map<std::string, Held> held_by_foreign_;  // unit -> what it held when last stopped
   std::vector<std::string> log_;
   int next_pid_ = 5000;
 };
