@@ -138,7 +138,7 @@ class Sequencer {
     a.reason = for_spec ? Reason::kFreesResources : t.reason;
     a.for_service = for_service;
     // Its own health gate, for a rollback that starts it again (berth waits until it serves).
-    if (for_spec && t.spec && t.spec->has_engine && t.spec->port) {
+    if (for_spec && t.spec && t.spec->port) {
       Action gate = HealthGate(*t.spec, t.address, "");
       a.port = gate.port;
       a.health_path = gate.health_path;

@@ -471,10 +471,36 @@ TEST_F(LifecycleTest, AReplacementThatNeverBecomesHealthyIsRolledBack) {
   EXPECT_THAT(err_.str(), HasSubstr("start vllm-kimi-k25.service again"));
   EXPECT_EQ(ActiveState("vllm-kimi-k25.service"), "active");
   EXPECT_EQ(ActiveState("vllm-minimax-m25.service"), "inactive");
-  ASSERT_TRUE(WaitFor([&] { return Healthy(port_); })) << "Kimi serves again";
+  // berth returned only once Kimi served again (the port it learned while Kimi ran).
+  EXPECT_TRUE(Healthy(port_)) << "Kimi serves the moment the apply returns";
+  EXPECT_THAT(err_.str(), HasSubstr("vllm-kimi-k25.service is healthy again; port " +
+                                    std::to_string(port_) + " was dark for"));
   // The next plan says what failed.
   Plan(m);
   EXPECT_THAT(out_.str(), HasSubstr("last apply failed on service/vllm-minimax-m25"));
+  EXPECT_THAT(out_.str(), HasSubstr("this manifest's change is held"));
+
+  // Reconcile passes (the loop's, or a cron'd apply) do not take Kimi down again: one outage.
+  auto kimi = systemd_->GetUnits({"vllm-kimi-k25.service"});
+  ASSERT_TRUE(kimi.ok());
+  const std::string invocation = (*kimi)[0].invocation_id;
+  for (int pass = 0; pass < 3; ++pass) {
+    ReconcileCommand cmd;
+    cmd.manifest_path = m;
+    cmd.once = true;
+    cmd.host = Access();
+    cmd.state_dir = state_;
+    out_.str("");
+    err_.str("");
+    EXPECT_EQ(RunReconcile(cmd, out_, err_), kExitBlocked) << out_.str() << err_.str();
+    EXPECT_THAT(out_.str() + err_.str(), HasSubstr("not trying this change again"));
+  }
+  EXPECT_EQ(Apply(m), kExitBlocked) << out_.str() << err_.str();
+  kimi = systemd_->GetUnits({"vllm-kimi-k25.service"});
+  ASSERT_TRUE(kimi.ok());
+  EXPECT_EQ((*kimi)[0].invocation_id, invocation) << "Kimi was never stopped again";
+  EXPECT_EQ(ActiveState("vllm-minimax-m25.service"), "inactive");
+  EXPECT_TRUE(Healthy(port_));
 }
 
 }  // namespace

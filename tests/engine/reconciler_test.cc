@@ -355,6 +355,35 @@ TEST_F(ReconcilerTest, AChangeThatFailedAfterTakingAServiceDownIsHeldUntilRetryO
   EXPECT_EQ(Plan("minimax").outcome, Outcome::kNoChanges) << out.str();
 }
 
+// An in-place update (a flag changed, the unit rewritten and restarted) that fails its gate
+// gets its previous unit file back, byte for byte, and berth returns only once it serves again.
+TEST_F(ReconcilerTest, AnInPlaceUpdateThatFailsItsGateGetsItsOldUnitBackAndEndsHealthy) {
+  ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
+  const std::string before = Unit("vllm-kimi.service")->content;
+  // The new flag breaks the server: whatever starts from a unit with it never turns healthy.
+  world.on_job = [&](const std::string& verb, const std::string& unit) {
+    if (verb != "start" || unit != "vllm-kimi.service") return;
+    if (world.host.Unit(unit).content.find("--max-num-seqs") != std::string::npos)
+      world.never_healthy.insert(unit);
+    else
+      world.never_healthy.erase(unit);
+  };
+  world.calls.clear();
+  RunReport r = Apply("kimi-longer");
+  ASSERT_EQ(r.outcome, Outcome::kFailed) << err.str();
+  EXPECT_EQ(r.exit_code, 4);
+  EXPECT_TRUE(r.exec.rolled_back) << err.str();
+  EXPECT_EQ(Unit("vllm-kimi.service")->content, before) << "the previous unit file is back";
+  EXPECT_TRUE(Running("vllm-kimi.service"));
+  EXPECT_EQ(Count("restart vllm-kimi.service"), 2u) << "into the new unit, then the old";
+  EXPECT_EQ(Count("write vllm-kimi.service"), 2u);
+  EXPECT_THAT(err.str(), HasSubstr("restore the unit file of vllm-kimi.service"));
+  EXPECT_THAT(err.str(), HasSubstr("vllm-kimi.service is healthy again; port 8000 was dark for"));
+  EXPECT_GE(r.exec.outage, std::chrono::minutes(10)) << "the failed gate's whole timeout";
+  // The last probe of the pass answered: berth returned with the old service serving.
+  EXPECT_EQ(world.calls.back(), "probe 8000");
+}
+
 // The same under the reconcile loop: hours of passes, one outage.
 TEST_F(ReconcilerTest, UnderTheLoopAFailingReplacementCostsExactlyOneOutage) {
   ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
