@@ -111,7 +111,8 @@ UnitFileChange PlanUnitFile(const Desired& d, const Observed& o, const ServiceSp
       return change;
     }
     w.reason = Reason::kUnitAdopted;
-    w.detail = "adopt: true replaces " + u->fragment_path + " (" + NotOurs(o, *u) + ")";
+    w.detail = "adopt: true replaces " + u->fragment_path + " (" + NotOurs(o, *u) +
+               "); a copy of it is kept in the state directory (adopted/)";
     change.detail = "adopted unit now runs berth's configuration";
   } else {
     bool drift = !u->content.empty() && Sha256Hex(UnitBody(u->content)) != u->spec_hash;

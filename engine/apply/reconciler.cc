@@ -4,12 +4,14 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <mutex>
 #include <sstream>
 
 #include "engine/apply/saved_plan.h"
+#include "engine/core/atomic_file.h"
 #include "engine/core/log.h"
 #include "engine/core/unit_marker.h"
 #include "engine/state/state.h"
@@ -318,6 +320,7 @@ class Pass {
         return Fail(Outcome::kError, 1, ls);
       }
     }
+    if (!KeepAdoptedUnits()) return false;
     Status js = dir_->SaveJournal(journal);
     if (!js.ok()) {
       say_.Error("berth apply: " + js.message() + "; nothing was changed");
@@ -411,6 +414,30 @@ class Pass {
     Status s = dir_->Save(state_);
     if (!s.ok())
       spdlog::warn("could not record what the state-only services hold: {}", s.message());
+  }
+
+  // A unit berth adopts (adopt: true) was someone else's file: a copy goes to the state
+  // directory (adopted/<unit>.<time>) before anything is written, or nothing is.
+  bool KeepAdoptedUnits() {
+    for (const Action& a : plan_.actions) {
+      if (a.kind != ActionKind::kWriteUnit || a.reason != Reason::kUnitAdopted) continue;
+      auto content = host_.unit_files->Read(a.unit);
+      Status s = content.ok() ? Status::Ok() : content.status();
+      std::string path = o_.state_dir + "/adopted/" + a.unit + "." + NowRfc3339();
+      if (s.ok() && content->has_value()) {
+        std::error_code ec;
+        std::filesystem::create_directories(o_.state_dir + "/adopted", ec);
+        s = ec ? Status::IoError(o_.state_dir + "/adopted: " + ec.message())
+               : WriteFileAtomically(path, **content);
+      }
+      if (!s.ok()) {
+        say_.Error("berth apply: cannot keep a copy of " + a.unit +
+                   " before adopting it: " + s.message() + "; nothing was changed");
+        return Fail(Outcome::kError, 1, s);
+      }
+      say_.Info("kept a copy of " + a.unit + " (adopted) in " + path);
+    }
+    return true;
   }
 
   // Which invocation of `unit` berth just started, with the unit file it started from: a later

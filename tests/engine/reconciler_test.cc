@@ -18,6 +18,7 @@
 #include <sstream>
 
 #include "engine/apply/reconciler.h"
+#include "engine/core/hash.h"
 #include "engine/core/unit_marker.h"
 #include "engine/loop/reconcile.h"
 #include "engine/state/state.h"
@@ -382,6 +383,32 @@ TEST_F(ReconcilerTest, AnInPlaceUpdateThatFailsItsGateGetsItsOldUnitBackAndEndsH
   EXPECT_GE(r.exec.outage, std::chrono::minutes(10)) << "the failed gate's whole timeout";
   // The last probe of the pass answered: berth returned with the old service serving.
   EXPECT_EQ(world.calls.back(), "probe 8000");
+}
+
+// adopt: true takes over a hand-written unit; the file it replaces is kept, not lost.
+TEST_F(ReconcilerTest, AdoptingAHandWrittenUnitKeepsACopyOfItInTheStateDirectory) {
+  dir.Write("kimi-adopt/berth.yaml", Manifest(false, "    adopt: true\n"));
+  const std::string hand = "[Service]\nExecStart=/opt/hand-made/serve --port 8000\n";
+  ObservedUnit& u = world.host.Unit("vllm-kimi.service");
+  u.load_state = "loaded";
+  u.fragment_path = "/etc/systemd/system/vllm-kimi.service";
+  u.content = hand;
+  u.content_hash = Sha256Hex(hand);
+  u.managed = false;
+  RunReport plan = Plan("kimi-adopt");
+  ASSERT_EQ(plan.outcome, Outcome::kPlanned) << out.str();
+  EXPECT_THAT(out.str(), HasSubstr("a copy of it is kept in the state directory (adopted/)"));
+  ASSERT_EQ(Apply("kimi-adopt").outcome, Outcome::kApplied) << err.str();
+  std::vector<std::filesystem::path> kept;
+  for (const auto& e : std::filesystem::directory_iterator(dir / "state/adopted"))
+    kept.push_back(e.path());
+  ASSERT_EQ(kept.size(), 1u);
+  EXPECT_EQ(kept[0].filename().string().rfind("vllm-kimi.service.", 0), 0u) << kept[0];
+  std::ifstream in(kept[0]);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_EQ(text.str(), hand);
+  EXPECT_THAT(Unit("vllm-kimi.service")->content, HasSubstr("# Managed by berth"));
 }
 
 // The same under the reconcile loop: hours of passes, one outage.
