@@ -65,7 +65,8 @@ class LifecycleTest : public SandboxSuite {
     MakeModel(store_, "nvidia/Kimi-K2.5-NVFP4", kKimiCommit);
     port_ = FreePort();
     std::ofstream(sandbox_->units_dir() + "/vllm-kimi-k25.service")
-        << "[Unit]\nDescription=Kimi, written by hand\n[Service]\nType=exec\nExecStart="
+        << "[Unit]\nDescription=Kimi, written by hand\n[Service]\nType=exec\nTimeoutStopSec=10s\n"
+           "ExecStart="
         << FakeVllm() << " serve " << store_ << "/models--nvidia--Kimi-K2.5-NVFP4/snapshots/"
         << kKimiCommit << " --served-model-name kimi --host 127.0.0.1 --port " << port_ << "\n";
     ASSERT_TRUE(systemd_->Reload().ok());

@@ -314,7 +314,12 @@ def make_handler(state):
 
 
 def on_signal(signum, frame):
-    log("signal %d: exiting" % signum)
+    # Unbuffered and best effort: a handler that took the stream's lock could wait forever on
+    # a writer it interrupted (or on a full journal pipe), and systemd's stop would time out.
+    try:
+        os.write(2, b"fake_vllm: signal %d: exiting\n" % signum)
+    except OSError:
+        pass
     os._exit(0)
 
 
