@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 
 namespace berth {
@@ -35,8 +36,15 @@ LearnedService LearnedFromJson(const ordered_json& j) {
   LearnedService l;
   l.ports = j.value("ports", std::vector<int>{});
   if (j.contains("gpu_bytes"))
-    for (auto it = j["gpu_bytes"].begin(); it != j["gpu_bytes"].end(); ++it)
-      l.gpu_bytes[std::stoi(it.key())] = it.value().get<uint64_t>();
+    for (auto it = j["gpu_bytes"].begin(); it != j["gpu_bytes"].end(); ++it) {
+      // A key that is not a GPU index is damage: the caller reports the file as damaged.
+      const std::string& key = it.key();
+      int index = -1;
+      auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), index);
+      if (ec != std::errc() || end != key.data() + key.size() || index < 0)
+        throw std::invalid_argument("learned.gpu_bytes: '" + key + "' is not a GPU index");
+      l.gpu_bytes[index] = it.value().get<uint64_t>();
+    }
   return l;
 }
 

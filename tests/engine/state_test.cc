@@ -66,6 +66,18 @@ TEST_F(StateTest, ADamagedStateSaysWhatToDo) {
   EXPECT_THAT(s.status().message(), HasSubstr("move it aside"));
 }
 
+TEST_F(StateTest, ALearnedGpuThatIsNotAnIndexIsDamageNotACrash) {
+  for (const char* key : {"x", "99999999999999999999", "-1", "1x"}) {
+    auto s = StateFromJson(
+        std::string(R"({"format_version": 1, "learned": {"a.service": {"ports": [8000], )") +
+            R"("gpu_bytes": {")" + key + R"(": 1}}}})",
+        "state.json");
+    ASSERT_FALSE(s.ok()) << key;
+    EXPECT_THAT(s.status().message(), HasSubstr("is not a GPU index")) << key;
+    EXPECT_THAT(s.status().message(), HasSubstr("is damaged")) << key;
+  }
+}
+
 TEST_F(StateTest, TheJournalRoundTripsAndClears) {
   StateDir sd(dir_.string());
   Journal j;
