@@ -221,6 +221,7 @@ class Sequencer {
     if (restart) closed = host_.Release(t.unit).ports;
     if (restart && s.port && closed.empty()) closed.push_back(*s.port);
     a.requires_ = claim;
+    a.gpus = s.gpus;
     int step = Emit(a);
     host_.Hold(t.unit, claim);
     for (int p : closed) {

@@ -15,6 +15,14 @@
 #include "providers/systemd/unit_files.h"
 
 namespace berth {
+namespace {
+
+std::string StepName(size_t i, const Action& a) {
+  return "step " + std::to_string(i + 1) + " (" + ActionKindName(a.kind) + " " + a.address + ")";
+}
+
+}  // namespace
+
 Executor::Executor(ExecutorDeps deps) : d_(deps) {
   if (!d_.clock) d_.clock = &RealClock();
   // One board for every download of the run: a bar per model and one for the total.
@@ -31,6 +39,8 @@ ExecResult Executor::Run(const Plan& plan) {
   }
   size_t n = plan.actions.size();
   step_started_.assign(n, d_.clock->Now());
+  std::vector<ParallelGroup> groups = ParallelStarts(plan);
+  auto group = groups.begin();
   for (size_t i = 0; i < n; ++i) {
     step_started_[i] = d_.clock->Now();
     if (d_.stop && d_.stop->load()) {
@@ -39,7 +49,6 @@ ExecResult Executor::Run(const Plan& plan) {
                                      std::to_string(n) + "; the next run picks up from here");
       return r;
     }
-    if (d_.kill_at_step == static_cast<int>(i + 1)) ::raise(SIGKILL);
     const Action& a = plan.actions[i];
     // Downloads side by side: every download at the head of the plan runs at once.
     size_t last = i;
@@ -47,6 +56,7 @@ ExecResult Executor::Run(const Plan& plan) {
            plan.actions[last + 1].kind == ActionKind::kDownload)
       ++last;
     if (a.kind == ActionKind::kDownload && last > i) {
+      if (d_.kill_at_step == static_cast<int>(i + 1)) ::raise(SIGKILL);
       Status s = RunDownloads(plan, i, last, &r);
       if (!s.ok()) {
         r.status = s;
@@ -57,31 +67,173 @@ ExecResult Executor::Run(const Plan& plan) {
       i = last;
       continue;
     }
-    if (d_.progress)
-      *d_.progress << "[" << (i + 1) << "/" << n << "] " << ActionKindName(a.kind) << " "
-                   << a.address << " ..." << std::endl;
-    if (d_.on_action) d_.on_action(static_cast<int>(i + 1), a, "running", "");
-    auto start = d_.clock->Now();
-    Status s = RunAction(a, &r);
-    if (d_.on_action)
-      d_.on_action(static_cast<int>(i + 1), a, s.ok() ? "done" : "failed", s.message());
+    // Services on disjoint GPUs and ports come up side by side.
+    while (group != groups.end() && group->last < i) ++group;
+    if (group != groups.end() && group->first == i) {
+      Status s = RunGroup(plan, *group, &r);
+      if (!s.ok()) {
+        r.status = s;
+        return r;
+      }
+      r.steps_done = static_cast<int>(group->last + 1);
+      i = group->last;
+      continue;
+    }
+    Status s = Step(plan, i, &r);
     if (!s.ok()) {
-      r.status = s.WithContext("step " + std::to_string(i + 1) + " (" + ActionKindName(a.kind) +
-                               " " + a.address + ")");
+      r.status = s;
       r.failed_step = static_cast<int>(i + 1);
       // Asked to stop (SIGINT/SIGTERM) during a long action: interrupted, not failed.
       r.interrupted = d_.stop && d_.stop->load();
-      if (d_.rollback && !r.interrupted) Rollback(plan, i, &r);
+      if (d_.rollback && !r.interrupted) r.rolled_back = Rollback(plan, i, &r).value_or(false);
       return r;
     }
     r.steps_done = static_cast<int>(i + 1);
-    if (d_.progress) {
-      auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(d_.clock->Now() - start);
-      *d_.progress << "[" << (i + 1) << "/" << n << "] done in "
-                   << FormatDurationMs(static_cast<uint64_t>(ms.count())) << std::endl;
-    }
   }
   return r;
+}
+
+Status Executor::Step(const Plan& plan, size_t i, ExecResult* r) {
+  const Action& a = plan.actions[i];
+  size_t n = plan.actions.size();
+  if (d_.kill_at_step == static_cast<int>(i + 1)) ::raise(SIGKILL);
+  step_started_[i] = d_.clock->Now();
+  if (d_.progress)
+    *d_.progress << "[" << (i + 1) << "/" << n << "] " << ActionKindName(a.kind) << " " << a.address
+                 << " ..." << std::endl;
+  if (d_.on_action) d_.on_action(static_cast<int>(i + 1), a, "running", "");
+  Status s = RunAction(a, r);
+  if (d_.on_action)
+    d_.on_action(static_cast<int>(i + 1), a, s.ok() ? "done" : "failed", s.message());
+  if (!s.ok()) return s.WithContext(StepName(i, a));
+  if (d_.progress) {
+    auto ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(d_.clock->Now() - step_started_[i]);
+    *d_.progress << "[" << (i + 1) << "/" << n << "] done in "
+                 << FormatDurationMs(static_cast<uint64_t>(ms.count())) << std::endl;
+  }
+  return s;
+}
+
+Status Executor::RunGroup(const Plan& plan, const ParallelGroup& g, ExecResult* r) {
+  struct Chain {
+    size_t start = 0, gate = 0, last = 0;
+    Status status;      // the first failure of this chain
+    size_t failed = 0;  // its step (0-based), when status is not ok
+    bool waiting = false;
+    Clock::TimePoint deadline, due;
+    std::chrono::milliseconds wait{0}, interval{0};
+    std::string last_probe = "no probe made";
+  };
+  std::vector<Chain> chains;
+  for (const auto& [first, last] : g.chains) {
+    Chain c;
+    c.start = first;
+    c.gate = first + 1;
+    c.last = last;
+    chains.push_back(c);
+  }
+  if (d_.progress)
+    *d_.progress << "steps " << (g.first + 1) << "-" << (g.last + 1) << ": " << chains.size()
+                 << " services on disjoint GPUs and ports start side by side" << std::endl;
+  // Every start first: each is only a systemd job, the long part is the model loading.
+  for (Chain& c : chains) {
+    c.status = Step(plan, c.start, r);
+    if (!c.status.ok()) c.failed = c.start;
+  }
+  // Then every gate at once, each on its own schedule (fast first probes, then backing off).
+  for (Chain& c : chains) {
+    if (!c.status.ok()) continue;
+    const Action& gate = plan.actions[c.gate];
+    if (d_.kill_at_step == static_cast<int>(c.gate + 1)) ::raise(SIGKILL);
+    step_started_[c.gate] = d_.clock->Now();
+    if (d_.progress)
+      *d_.progress << "[" << (c.gate + 1) << "/" << plan.actions.size() << "] wait-healthy "
+                   << gate.address << " ..." << std::endl;
+    if (d_.on_action) d_.on_action(static_cast<int>(c.gate + 1), gate, "running", "");
+    c.waiting = true;
+    c.deadline = d_.clock->Now() + std::chrono::milliseconds(gate.timeout_ms);
+    c.interval = std::chrono::milliseconds(gate.interval_ms ? gate.interval_ms : 1000);
+    c.wait = std::min(c.interval, std::chrono::milliseconds(200));
+    c.due = d_.clock->Now();
+  }
+  for (;;) {
+    bool any = false;
+    Clock::TimePoint next = Clock::TimePoint::max();
+    for (Chain& c : chains) {
+      if (!c.waiting) continue;
+      const Action& gate = plan.actions[c.gate];
+      if (d_.clock->Now() >= c.due) {
+        std::optional<Status> verdict = ProbeOnce(gate, &c.last_probe);
+        bool again = !verdict.has_value();
+        Status s = verdict.value_or(Status::Ok());
+        if (again && d_.clock->Now() >= c.deadline)
+          s = Status::Unavailable(gate.unit + " did not become healthy within " +
+                                  FormatDurationMs(gate.timeout_ms) +
+                                  "; last probe: " + c.last_probe + JournalTail(gate.unit));
+        else if (again) {
+          c.due = d_.clock->Now() + c.wait;
+          c.wait = std::min(c.interval, c.wait * 2);
+        }
+        if (!again || d_.clock->Now() >= c.deadline) {
+          c.waiting = false;
+          if (d_.on_action)
+            d_.on_action(static_cast<int>(c.gate + 1), gate, s.ok() ? "done" : "failed",
+                         s.message());
+          if (!s.ok()) {
+            c.status = s.WithContext(StepName(c.gate, gate));
+            c.failed = c.gate;
+          } else if (d_.progress) {
+            auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(d_.clock->Now() -
+                                                                            step_started_[c.start]);
+            *d_.progress << "[" << (c.gate + 1) << "/" << plan.actions.size() << "] " << gate.unit
+                         << " healthy " << FormatDurationMs(ms.count()) << " after its start"
+                         << std::endl;
+          }
+          continue;
+        }
+      }
+      any = true;
+      next = std::min(next, c.due);
+    }
+    if (!any) break;
+    auto now = d_.clock->Now();
+    if (next > now)
+      d_.clock->SleepFor(std::chrono::duration_cast<std::chrono::milliseconds>(
+          next - now + std::chrono::microseconds(999)));
+  }
+  // Boot state of the services that came up.
+  for (Chain& c : chains)
+    for (size_t i = c.gate + 1; c.status.ok() && i <= c.last; ++i) {
+      c.status = Step(plan, i, r);
+      if (!c.status.ok()) c.failed = i;
+    }
+  Status first;
+  std::string also;  // the other chains that failed
+  int done = 0;
+  for (Chain& c : chains) {
+    done += static_cast<int>((c.status.ok() ? c.last + 1 : c.failed) - c.start);
+    if (c.status.ok()) continue;
+    if (first.ok()) {
+      first = c.status;
+      r->failed_step = static_cast<int>(c.failed + 1);
+    } else {
+      also += (also.empty() ? "" : "; ") + c.status.message();
+    }
+  }
+  if (first.ok()) return first;
+  if (!also.empty()) first = first.Append("; also failed: " + also);
+  // Undo each failed change; the services that came up stay up (they did not need the others).
+  bool all = true, any = false;
+  for (Chain& c : chains) {
+    if (c.status.ok() || !d_.rollback) continue;
+    std::optional<bool> undone = Rollback(plan, c.failed, r);
+    any = any || undone.has_value();
+    all = all && undone.value_or(true);
+  }
+  r->rolled_back = any && all;
+  r->steps_done = static_cast<int>(g.first) + done;
+  return first;
 }
 
 Status Executor::RunDownloads(const Plan& plan, size_t first, size_t last, ExecResult* r) {
@@ -112,11 +264,11 @@ Status Executor::RunDownloads(const Plan& plan, size_t first, size_t last, ExecR
   return first_error;
 }
 
-void Executor::Rollback(const Plan& plan, size_t failed, ExecResult* r) {
+std::optional<bool> Executor::Rollback(const Plan& plan, size_t failed, ExecResult* r) {
   const Action& f = plan.actions[failed];
   if (f.kind != ActionKind::kStart && f.kind != ActionKind::kWaitHealthy &&
       f.kind != ActionKind::kRestart)
-    return;
+    return std::nullopt;
   std::string service = f.address.substr(f.address.find('/') + 1);
   // What the failed change replaced: services stopped to make room for it, or (an in-place
   // update) the unit file it rewrote and restarted.
@@ -129,7 +281,7 @@ void Executor::Rollback(const Plan& plan, size_t failed, ExecResult* r) {
     if (a.kind == ActionKind::kRestart && a.unit == f.unit) restart_step = i;
   }
   bool in_place = restart_step <= failed && replaced_units_.count(f.unit);
-  if (replaced.empty() && !in_place) return;
+  if (replaced.empty() && !in_place) return std::nullopt;
   auto note = [&](const std::string& line) {
     r->rollback_log.push_back(line);
     if (d_.progress) *d_.progress << "rollback: " << line << std::endl;
@@ -153,8 +305,7 @@ void Executor::Rollback(const Plan& plan, size_t failed, ExecResult* r) {
            (s.ok() ? "" : " failed: " + s.message()));
     }
     Action gate = own_gate ? *own_gate : Action{};
-    r->rolled_back = s.ok() && BackHealthy(gate, f.unit, step_started_[restart_step], r);
-    return;
+    return s.ok() && BackHealthy(gate, f.unit, step_started_[restart_step], r);
   }
   Status s = d_.systemd->Stop(f.unit, d_.job_timeout);
   note("stop " + f.unit + (s.ok() ? "" : " failed: " + s.message()));
@@ -174,7 +325,7 @@ void Executor::Rollback(const Plan& plan, size_t failed, ExecResult* r) {
     gate.interval_ms = stop.interval_ms;
     all = all && st.ok() && BackHealthy(gate, stop.unit, step_started_[replaced.front()], r);
   }
-  r->rolled_back = all;
+  return all;
 }
 
 bool Executor::BackHealthy(const Action& gate, const std::string& unit, Clock::TimePoint down,
@@ -273,6 +424,29 @@ std::string Executor::JournalTail(const std::string& unit) {
   return out.empty() ? "" : "\n  last journal lines of " + unit + ":" + out;
 }
 
+std::optional<Status> Executor::ProbeOnce(const Action& a, std::string* last) {
+  // A crash loop fails fast: the unit must stay up while it loads.
+  auto props = d_.systemd->GetUnits({a.unit});
+  if (!props.ok()) return props.status();
+  const UnitProperties& p = (*props)[0];
+  if (p.active_state == "failed" || p.active_state == "inactive") {
+    return Status::FailedPrecondition(
+        a.unit + " stopped while berth waited for it to become healthy (" + p.active_state +
+        ", Result=" + p.result + ", exit status " + std::to_string(p.exec_main_status) +
+        "); last probe: " + *last + JournalTail(a.unit));
+  }
+  if (p.sub_state == "auto-restart" || p.n_restarts > 0) {
+    return Status::FailedPrecondition(
+        a.unit + " exited (Result=" + p.result + ", exit status " +
+        std::to_string(p.exec_main_status) +
+        ") and systemd is restarting it instead of it becoming healthy" + JournalTail(a.unit));
+  }
+  HealthResult h = d_.health->Probe("127.0.0.1", a.port, a.health_path, a.served_name);
+  if (h.healthy) return Status::Ok();
+  *last = h.detail;
+  return std::nullopt;
+}
+
 Status Executor::WaitHealthy(const Action& a) {
   auto deadline = d_.clock->Now() + std::chrono::milliseconds(a.timeout_ms);
   auto interval = std::chrono::milliseconds(a.interval_ms ? a.interval_ms : 1000);
@@ -280,25 +454,7 @@ Status Executor::WaitHealthy(const Action& a) {
   auto wait = std::min(interval, std::chrono::milliseconds(200));
   std::string last = "no probe made";
   for (;;) {
-    // A crash loop fails fast: the unit must stay up while it loads.
-    auto props = d_.systemd->GetUnits({a.unit});
-    if (!props.ok()) return props.status();
-    const UnitProperties& p = (*props)[0];
-    if (p.active_state == "failed" || p.active_state == "inactive") {
-      return Status::FailedPrecondition(
-          a.unit + " stopped while berth waited for it to become healthy (" + p.active_state +
-          ", Result=" + p.result + ", exit status " + std::to_string(p.exec_main_status) +
-          "); last probe: " + last + JournalTail(a.unit));
-    }
-    if (p.sub_state == "auto-restart" || p.n_restarts > 0) {
-      return Status::FailedPrecondition(
-          a.unit + " exited (Result=" + p.result + ", exit status " +
-          std::to_string(p.exec_main_status) +
-          ") and systemd is restarting it instead of it becoming healthy" + JournalTail(a.unit));
-    }
-    HealthResult h = d_.health->Probe("127.0.0.1", a.port, a.health_path, a.served_name);
-    if (h.healthy) return Status::Ok();
-    last = h.detail;
+    if (std::optional<Status> verdict = ProbeOnce(a, &last)) return *verdict;
     if (d_.clock->Now() >= deadline)
       return Status::Unavailable(a.unit + " did not become healthy within " +
                                  FormatDurationMs(a.timeout_ms) + "; last probe: " + last +

@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <utility>
@@ -82,9 +83,19 @@ class Executor {
 
  private:
   Status WaitHealthy(const Action& a);
+  /// One look at a starting service: its unit still up, then one health probe. Ok: healthy;
+  /// nullopt: not yet (`last` says what the probe saw); another status: the gate failed.
+  std::optional<Status> ProbeOnce(const Action& a, std::string* last);
+  /// The steps of a side-by-side group (ParallelStarts): every start, then every gate at once,
+  /// then the boot actions of the services that passed. Rolls back each one that failed.
+  Status RunGroup(const Plan& plan, const ParallelGroup& g, ExecResult* r);
+  /// One step with its journal hooks and progress lines (the crash-test kill point too).
+  Status Step(const Plan& plan, size_t i, ExecResult* r);
   Status Download(const Action& a, ExecResult* r);
   Status RunDownloads(const Plan& plan, size_t first, size_t last, ExecResult* r);
-  void Rollback(const Plan& plan, size_t failed, ExecResult* r);
+  /// Undoes the failed change at step `failed`: nullopt when it replaced nothing, else whether
+  /// what it replaced runs again and passed its gate.
+  std::optional<bool> Rollback(const Plan& plan, size_t failed, ExecResult* r);
   /// After a rollback started `unit` again: its health gate, then the outage since `down`.
   bool BackHealthy(const Action& gate, const std::string& unit, Clock::TimePoint down,
                    ExecResult* r);

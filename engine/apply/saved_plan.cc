@@ -131,7 +131,8 @@ std::string SavedPlanToJson(const SavedPlan& p) {
                        {"served_name", a.served_name},
                        {"timeout_ms", a.timeout_ms},
                        {"interval_ms", a.interval_ms},
-                       {"for_service", a.for_service}});
+                       {"for_service", a.for_service},
+                       {"gpus", a.gpus}});
   j["actions"] = actions;
   return j.dump(2) + "\n";
 }
@@ -180,6 +181,7 @@ Result<SavedPlan> SavedPlanFromJson(const std::string& text, const std::string& 
       x.timeout_ms = a.value("timeout_ms", uint64_t{0});
       x.interval_ms = a.value("interval_ms", uint64_t{0});
       x.for_service = a.value("for_service", "");
+      x.gpus = a.value("gpus", std::vector<int>{});
       p.plan.actions.push_back(std::move(x));
     }
   } catch (const std::exception& e) {
@@ -197,6 +199,11 @@ std::vector<std::pair<const char*, std::string>> Effect(const Action& a) {
     for (const auto& x : v) out += x + "\n";
     return out;
   };
+  auto ints = [](const std::vector<int>& v) {
+    std::vector<std::string> out;
+    for (int x : v) out.push_back(std::to_string(x));
+    return out;
+  };
   return {{"kind", ActionKindName(a.kind)},
           {"address", a.address},
           {"unit", a.unit},
@@ -211,7 +218,8 @@ std::vector<std::pair<const char*, std::string>> Effect(const Action& a) {
           {"served name", a.served_name},
           {"timeout", std::to_string(a.timeout_ms)},
           {"interval", std::to_string(a.interval_ms)},
-          {"service it makes room for", a.for_service}};
+          {"service it makes room for", a.for_service},
+          {"GPUs", list(ints(a.gpus))}};
 }
 
 std::string Step(size_t i, const Action& a) {

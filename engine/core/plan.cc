@@ -1,5 +1,8 @@
 #include "engine/core/plan.h"
 
+#include <algorithm>
+#include <set>
+
 namespace berth {
 
 const char* ActionKindName(ActionKind k) {
@@ -76,6 +79,62 @@ const char* ReasonName(Reason r) {
       return "not_enabled";
   }
   return "?";
+}
+
+namespace {
+
+// The chain that starts at `i` (a start or restart, its gate, boot actions): its last step,
+// or `i - 1` (empty) when the step cannot head a side-by-side chain.
+size_t ChainEnd(const Plan& plan, size_t i) {
+  const auto& acts = plan.actions;
+  const Action& a = acts[i];
+  if ((a.kind != ActionKind::kStart && a.kind != ActionKind::kRestart) || a.gpus.empty())
+    return i - 1;
+  if (i + 1 >= acts.size() || acts[i + 1].kind != ActionKind::kWaitHealthy ||
+      acts[i + 1].unit != a.unit || acts[i + 1].port == 0)
+    return i - 1;
+  size_t last = i + 1;
+  while (last + 1 < acts.size() && (acts[last + 1].kind == ActionKind::kEnable ||
+                                    acts[last + 1].kind == ActionKind::kDisable))
+    ++last;
+  return last;
+}
+
+}  // namespace
+
+std::vector<ParallelGroup> ParallelStarts(const Plan& plan) {
+  std::vector<ParallelGroup> groups;
+  ParallelGroup g;
+  std::set<int> gpus, ports;
+  auto close = [&] {
+    if (g.chains.size() >= 2) groups.push_back(g);
+    g = {};
+    gpus.clear();
+    ports.clear();
+  };
+  for (size_t i = 0; i < plan.actions.size();) {
+    size_t end = ChainEnd(plan, i);
+    if (end + 1 == i) {  // not a chain: it ends any group
+      close();
+      ++i;
+      continue;
+    }
+    const Action& start = plan.actions[i];
+    std::set<int> my_ports(start.requires_.ports.begin(), start.requires_.ports.end());
+    my_ports.insert(plan.actions[i + 1].port);
+    bool clash = false;
+    for (int x : start.gpus) clash = clash || gpus.count(x);
+    for (int p : my_ports) clash = clash || ports.count(p);
+    if (clash) close();
+    if (g.chains.empty()) g.first = i;
+    g.chains.emplace_back(i, end);
+    g.last = end;
+    gpus.insert(start.gpus.begin(), start.gpus.end());
+    ports.insert(my_ports.begin(), my_ports.end());
+    i = end + 1;
+  }
+  close();
+  return groups;
 }
 
 }  // namespace berth

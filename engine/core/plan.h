@@ -81,6 +81,7 @@ struct Action {
   uint64_t timeout_ms = 0;   // wait-healthy
   uint64_t interval_ms = 0;  // wait-healthy: between probes
   std::string for_service;   // stop: the service whose start needs what it frees (rollback)
+  std::vector<int> gpus;     // start / restart: the GPUs the service runs on (side by side starts)
   // A stop for another service also carries the stopped service's own health gate in
   // health_path, port, served_name, timeout_ms and interval_ms: a rollback that starts it again
   // waits for it (port 0: berth knows none).
@@ -132,5 +133,18 @@ struct Plan {
   bool blocked() const { return !problems.empty(); }
   bool empty() const { return actions.empty(); }
 };
+
+/// Services brought up side by side: consecutive chains (a start or restart, its health gate,
+/// the enables and disables that follow it) on pairwise disjoint GPUs and ports. Steps are
+/// 0-based indexes into Plan::actions; a chain is [first, last].
+struct ParallelGroup {
+  size_t first = 0, last = 0;
+  std::vector<std::pair<size_t, size_t>> chains;  // two or more
+};
+/// Every group of the plan, in order. A chain joins a group only when its service names its
+/// GPUs (none named: berth cannot tell it is independent) and has a health gate; nothing
+/// else (a stop, a write) may sit between two chains. The executor runs each group's starts
+/// one after another without waiting, then their gates together.
+std::vector<ParallelGroup> ParallelStarts(const Plan& plan);
 
 }  // namespace berth

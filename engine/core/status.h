@@ -45,6 +45,11 @@ class Status {
     if (ok()) return *this;
     return Status(code_, context + ": " + message_);
   }
+  /// The same failure with `more` added after its message.
+  Status Append(const std::string& more) const {
+    if (ok()) return *this;
+    return Status(code_, message_ + more);
+  }
 
  private:
   Status(Code code, std::string message) : code_(code), message_(std::move(message)) {}

@@ -81,6 +81,7 @@ std::string PlanToJson(const Plan& plan, const Desired& desired) {
         c["unit"] = a.unit;
     }
     if (!a.for_service.empty()) c["for_service"] = a.for_service;
+    if (!a.gpus.empty()) c["gpus"] = a.gpus;
     changes.push_back(std::move(c));
   }
   j["resource_changes"] = std::move(changes);

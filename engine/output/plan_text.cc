@@ -61,6 +61,17 @@ std::string PlanToText(const Plan& plan, const Desired& desired) {
   for (const auto& n : plan.notes)
     out << "     = " << Pad("keep", 14) << Pad(n.address, width) << n.detail << "\n";
   out << "\n";
+  for (const ParallelGroup& g : ParallelStarts(plan)) {
+    out << "together: ";
+    for (size_t k = 0; k < g.chains.size(); ++k) {
+      const auto& [first, last] = g.chains[k];
+      out << (k == 0                     ? ""
+              : k + 1 == g.chains.size() ? " and "
+                                         : ", ")
+          << plan.actions[first].address << " (steps " << (first + 1) << "-" << (last + 1) << ")";
+    }
+    out << " start side by side and are waited on at once: their GPUs and ports are disjoint\n";
+  }
 
   bool downloads = std::any_of(plan.actions.begin(), plan.actions.end(),
                                [](const Action& a) { return a.kind == ActionKind::kDownload; });
