@@ -75,6 +75,15 @@ ExecResult Executor::Run(const Plan& plan) {
       return r;
     }
     r.steps_done = static_cast<int>(i + 1);
+    // A health gate after this run's start or restart of its unit: how long that start took.
+    if (a.kind == ActionKind::kWaitHealthy)
+      for (size_t k = i; k-- > 0;) {
+        const Action& b = plan.actions[k];
+        if (b.unit != a.unit || (b.kind != ActionKind::kStart && b.kind != ActionKind::kRestart))
+          continue;
+        NoteHealthy(a.unit, step_started_[k], &r);
+        break;
+      }
     if (d_.progress) {
       auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(d_.clock->Now() - start);
       *d_.progress << "[" << (i + 1) << "/" << n << "] done in "
@@ -147,13 +156,14 @@ void Executor::Rollback(const Plan& plan, size_t failed, ExecResult* r) {
       s = d_.systemd->Reload();
       note("daemon-reload" + (s.ok() ? "" : " failed: " + s.message()));
     }
+    auto restarted = d_.clock->Now();
     if (s.ok()) {
       s = d_.systemd->Restart(f.unit, d_.job_timeout);
       note("restart " + f.unit + " on its previous unit file" +
            (s.ok() ? "" : " failed: " + s.message()));
     }
     Action gate = own_gate ? *own_gate : Action{};
-    r->rolled_back = s.ok() && BackHealthy(gate, f.unit, step_started_[restart_step], r);
+    r->rolled_back = s.ok() && BackHealthy(gate, f.unit, step_started_[restart_step], restarted, r);
     return;
   }
   Status s = d_.systemd->Stop(f.unit, d_.job_timeout);
@@ -161,6 +171,7 @@ void Executor::Rollback(const Plan& plan, size_t failed, ExecResult* r) {
   bool all = true;
   for (size_t i : replaced) {
     const Action& stop = plan.actions[i];
+    auto started = d_.clock->Now();
     Status st = d_.systemd->Start(stop.unit, d_.job_timeout);
     note("start " + stop.unit + " again" + (st.ok() ? "" : " failed: " + st.message()));
     // The stop carries the stopped service's own health gate (the planner put it there).
@@ -172,13 +183,19 @@ void Executor::Rollback(const Plan& plan, size_t failed, ExecResult* r) {
     gate.served_name = stop.served_name;
     gate.timeout_ms = stop.timeout_ms;
     gate.interval_ms = stop.interval_ms;
-    all = all && st.ok() && BackHealthy(gate, stop.unit, step_started_[replaced.front()], r);
+    all =
+        all && st.ok() && BackHealthy(gate, stop.unit, step_started_[replaced.front()], started, r);
   }
   r->rolled_back = all;
 }
 
+void Executor::NoteHealthy(const std::string& unit, Clock::TimePoint started, ExecResult* r) {
+  auto took = std::chrono::duration_cast<std::chrono::milliseconds>(d_.clock->Now() - started);
+  r->start_to_healthy_ms[unit] = static_cast<uint64_t>(std::max<int64_t>(0, took.count()));
+}
+
 bool Executor::BackHealthy(const Action& gate, const std::string& unit, Clock::TimePoint down,
-                           ExecResult* r) {
+                           Clock::TimePoint started, ExecResult* r) {
   auto note = [&](const std::string& line) {
     r->rollback_log.push_back(line);
     if (d_.progress) *d_.progress << "rollback: " << line << std::endl;
@@ -198,6 +215,7 @@ bool Executor::BackHealthy(const Action& gate, const std::string& unit, Clock::T
          FormatDurationMs(static_cast<uint64_t>(dark.count())) + " and still is");
     return false;
   }
+  NoteHealthy(unit, started, r);
   r->outage = std::max(r->outage, dark);
   note(unit + " is healthy again; port " + std::to_string(gate.port) + " was dark for " +
        FormatDurationMs(static_cast<uint64_t>(dark.count())));
