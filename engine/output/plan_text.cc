@@ -64,13 +64,13 @@ std::string DarkEstimateText(const DarkEstimate& e) {
     out += ", then " + r.unit + "'s start";
     if (!r.samples_ms.empty())
       out += ", " + Seconds(*std::max_element(r.samples_ms.begin(), r.samples_ms.end())) +
-             " at the slowest recorded,";
+             " at the slowest recorded";
     else if (r.timeout_ms > 0)
-      out += ", up to its " + Seconds(r.timeout_ms) + " health timeout,";
+      out += ", up to its " + Seconds(r.timeout_ms) + " health timeout";
     else
       out += " (not counted: berth knows no health check for it)";
   }
-  return out + " if berth rolls back)";
+  return out + ", if berth rolls back)";
 }
 
 std::string PlanToText(const Plan& plan, const Desired& desired) {
