@@ -122,5 +122,25 @@ TEST_F(DarkWindowTest, ARollbacksHealthyAgainCountsAsAStartOfTheOldService) {
   EXPECT_THAT(Recorded("vllm-minimax.service"), ElementsAre()) << "it never passed its gate";
 }
 
+TEST_F(DarkWindowTest, AnInPlaceRollbacksRestartCountsAsAStartOfTheUnit) {
+  ASSERT_EQ(Pass("kimi", true).outcome, Outcome::kApplied) << err.str();
+  std::string longer = Manifest("kimi");
+  longer.insert(longer.find("    health:"), "    args: [\"--max-num-seqs\", \"64\"]\n");
+  dir.Write("kimi-longer/berth.yaml", longer);
+  // The new flag breaks the server: whatever starts from a unit with it never turns healthy.
+  world.on_job = [&](const std::string& verb, const std::string& unit) {
+    if (verb != "start" || unit != "vllm-kimi.service") return;
+    if (world.host.Unit(unit).content.find("--max-num-seqs") != std::string::npos)
+      world.never_healthy.insert(unit);
+    else
+      world.never_healthy.erase(unit);
+  };
+  RunReport r = Pass("kimi-longer", true);
+  ASSERT_EQ(r.outcome, Outcome::kFailed) << err.str();
+  ASSERT_TRUE(r.exec.rolled_back) << err.str();
+  EXPECT_THAT(Recorded("vllm-kimi.service"), ElementsAre(3000, 3000))
+      << "the restart on its previous unit file, from the restart to healthy";
+}
+
 }  // namespace
 }  // namespace berth::testing
