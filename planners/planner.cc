@@ -1,5 +1,6 @@
 #include "planners/planner.h"
 
+#include "planners/dark_windows.h"
 #include "planners/draft.h"
 #include "planners/gates.h"
 #include "planners/glob.h"
@@ -25,6 +26,7 @@ Plan MakePlan(const Desired& desired, const Observed& observed, const PlanOption
   DiffModels(resolved, observed, &draft);
   DiffServices(resolved, observed, options.berth_version, &draft);
   Sequence(resolved, observed, std::move(draft), &plan);
+  EstimateDarkWindows(observed, &plan);
   ApplyStateRules(resolved, observed, &plan);
   return plan;
 }

@@ -106,6 +106,15 @@ Status Executor::Step(const Plan& plan, size_t i, ExecResult* r) {
   if (d_.on_action)
     d_.on_action(static_cast<int>(i + 1), a, s.ok() ? "done" : "failed", s.message());
   if (!s.ok()) return s.WithContext(StepName(i, a));
+  // A health gate after this run's start or restart of its unit: how long that start took.
+  if (a.kind == ActionKind::kWaitHealthy)
+    for (size_t k = i; k-- > 0;) {
+      const Action& b = plan.actions[k];
+      if (b.unit != a.unit || (b.kind != ActionKind::kStart && b.kind != ActionKind::kRestart))
+        continue;
+      NoteHealthy(a.unit, step_started_[k], r);
+      break;
+    }
   if (d_.progress) {
     auto ms =
         std::chrono::duration_cast<std::chrono::milliseconds>(d_.clock->Now() - step_started_[i]);
@@ -183,7 +192,10 @@ Status Executor::RunGroup(const Plan& plan, const ParallelGroup& g, ExecResult* 
           if (!s.ok()) {
             c.status = s.WithContext(StepName(c.gate, gate));
             c.failed = c.gate;
-          } else if (d_.progress) {
+            continue;
+          }
+          NoteHealthy(gate.unit, step_started_[c.start], r);
+          if (d_.progress) {
             auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(d_.clock->Now() -
                                                                             step_started_[c.start]);
             *d_.progress << "[" << (c.gate + 1) << "/" << plan.actions.size() << "] " << gate.unit
@@ -299,19 +311,21 @@ std::optional<bool> Executor::Rollback(const Plan& plan, size_t failed, ExecResu
       s = d_.systemd->Reload();
       note("daemon-reload" + (s.ok() ? "" : " failed: " + s.message()));
     }
+    auto restarted = d_.clock->Now();
     if (s.ok()) {
       s = d_.systemd->Restart(f.unit, d_.job_timeout);
       note("restart " + f.unit + " on its previous unit file" +
            (s.ok() ? "" : " failed: " + s.message()));
     }
     Action gate = own_gate ? *own_gate : Action{};
-    return s.ok() && BackHealthy(gate, f.unit, step_started_[restart_step], r);
+    return s.ok() && BackHealthy(gate, f.unit, step_started_[restart_step], restarted, r);
   }
   Status s = d_.systemd->Stop(f.unit, d_.job_timeout);
   note("stop " + f.unit + (s.ok() ? "" : " failed: " + s.message()));
   bool all = true;
   for (size_t i : replaced) {
     const Action& stop = plan.actions[i];
+    auto started = d_.clock->Now();
     Status st = d_.systemd->Start(stop.unit, d_.job_timeout);
     note("start " + stop.unit + " again" + (st.ok() ? "" : " failed: " + st.message()));
     // The stop carries the stopped service's own health gate (the planner put it there).
@@ -323,13 +337,19 @@ std::optional<bool> Executor::Rollback(const Plan& plan, size_t failed, ExecResu
     gate.served_name = stop.served_name;
     gate.timeout_ms = stop.timeout_ms;
     gate.interval_ms = stop.interval_ms;
-    all = all && st.ok() && BackHealthy(gate, stop.unit, step_started_[replaced.front()], r);
+    all =
+        all && st.ok() && BackHealthy(gate, stop.unit, step_started_[replaced.front()], started, r);
   }
   return all;
 }
 
+void Executor::NoteHealthy(const std::string& unit, Clock::TimePoint started, ExecResult* r) {
+  auto took = std::chrono::duration_cast<std::chrono::milliseconds>(d_.clock->Now() - started);
+  r->start_to_healthy_ms[unit] = static_cast<uint64_t>(std::max<int64_t>(0, took.count()));
+}
+
 bool Executor::BackHealthy(const Action& gate, const std::string& unit, Clock::TimePoint down,
-                           ExecResult* r) {
+                           Clock::TimePoint started, ExecResult* r) {
   auto note = [&](const std::string& line) {
     r->rollback_log.push_back(line);
     if (d_.progress) *d_.progress << "rollback: " << line << std::endl;
@@ -349,6 +369,7 @@ bool Executor::BackHealthy(const Action& gate, const std::string& unit, Clock::T
          FormatDurationMs(static_cast<uint64_t>(dark.count())) + " and still is");
     return false;
   }
+  NoteHealthy(unit, started, r);
   r->outage = std::max(r->outage, dark);
   note(unit + " is healthy again; port " + std::to_string(gate.port) + " was dark for " +
        FormatDurationMs(static_cast<uint64_t>(dark.count())));

@@ -68,6 +68,10 @@ struct ExecResult {
   /// How long the service the failed change replaced was down, from the step that took it
   /// down until it was healthy again after the rollback (0: no rollback, or not healthy again).
   std::chrono::milliseconds outage{0};
+  /// unit -> milliseconds from the beginning of its start or restart to its health gate
+  /// passing, for each unit this run saw healthy that way (a rollback's start of the service
+  /// it brings back too). What the state records (BerthState::start_times_ms).
+  std::map<std::string, uint64_t> start_to_healthy_ms;
   std::vector<std::pair<std::string, std::string>> downloaded;  // repo_id, commit
   uint64_t bytes_downloaded = 0;
 };
@@ -96,9 +100,12 @@ class Executor {
   /// Undoes the failed change at step `failed`: nullopt when it replaced nothing, else whether
   /// what it replaced runs again and passed its gate.
   std::optional<bool> Rollback(const Plan& plan, size_t failed, ExecResult* r);
-  /// After a rollback started `unit` again: its health gate, then the outage since `down`.
+  /// After a rollback started `unit` again (at `started`): its health gate, then the outage
+  /// since `down`.
   bool BackHealthy(const Action& gate, const std::string& unit, Clock::TimePoint down,
-                   ExecResult* r);
+                   Clock::TimePoint started, ExecResult* r);
+  /// Records in `r` that `unit`, started at `started`, passed its health gate just now.
+  void NoteHealthy(const std::string& unit, Clock::TimePoint started, ExecResult* r);
   std::string JournalTail(const std::string& unit);
   ExecutorDeps d_;
   std::unique_ptr<ProgressPrinter> printer_;

@@ -56,6 +56,8 @@ void Record(const Plan& plan, const Journal& journal, const ExecResult& exec, St
   }
   for (const Action& a : plan.actions)
     if (a.kind == ActionKind::kDownload && !a.commit.empty()) st->applied[a.address] = a.commit;
+  // How long each start took to pass its health gate: the next plan estimates its dark windows.
+  for (const auto& [unit, ms] : exec.start_to_healthy_ms) st->RecordStartTime(unit, ms);
 }
 
 // Whether a failure of this kind of action came after (or as) a service going dark.

@@ -141,6 +141,10 @@ struct BerthState {
   HeldChange held;
   /// unit -> what a state-only service held when berth last saw it run (ports, GPU memory).
   std::map<std::string, LearnedService> learned;
+  /// unit -> how long its last starts took, in milliseconds from the start or restart action
+  /// beginning to its health gate passing (oldest first, at most kStartTimesKept).
+  std::map<std::string, std::vector<uint64_t>> start_times_ms;
+  static constexpr size_t kStartTimesKept = 5;
 };
 
 struct Observed {

@@ -215,7 +215,7 @@ Status ReadHub(const ordered_json& j, Observed* o) {
 Status ReadState(const ordered_json& j, BerthState* s) {
   Reader rd(j, "berth_state");
   BERTH_RETURN_IF_ERROR(rd.Keys({"serial", "lineage", "units", "models", "failures", "interrupted",
-                                 "ungated", "started", "held", "learned"}));
+                                 "ungated", "started", "held", "learned", "start_times_ms"}));
   BERTH_RETURN_IF_ERROR(rd.Get("serial", &s->serial));
   BERTH_RETURN_IF_ERROR(rd.Get("lineage", &s->lineage));
   BERTH_RETURN_IF_ERROR(rd.Get("units", &s->units));
@@ -262,6 +262,20 @@ Status ReadState(const ordered_json& j, BerthState* s) {
         l.gpu_bytes[i] = bytes;
       }
       s->learned[it.key()] = std::move(l);
+    }
+  }
+  if (const ordered_json* times = rd.Child("start_times_ms")) {
+    if (!times->is_object())
+      return Status::InvalidArgument("berth_state.start_times_ms: expected an object");
+    for (auto it = times->begin(); it != times->end(); ++it) {
+      std::string p = "berth_state.start_times_ms." + it.key();
+      BERTH_RETURN_IF_ERROR(ExpectArray(&*it, p));
+      std::vector<uint64_t>& ms = s->start_times_ms[it.key()];
+      for (const auto& v : *it) {
+        if (!v.is_number_unsigned())
+          return Status::InvalidArgument(p + ": '" + v.dump() + "' is not a count of milliseconds");
+        ms.push_back(v.get<uint64_t>());
+      }
     }
   }
   return Status::Ok();
@@ -374,6 +388,7 @@ std::string ObservedToJson(const Observed& o) {
     }
     j["berth_state"]["learned"] = std::move(learned);
   }
+  if (!o.state.start_times_ms.empty()) j["berth_state"]["start_times_ms"] = o.state.start_times_ms;
   if (!o.warnings.empty()) j["warnings"] = o.warnings;
   return j.dump(2) + "\n";
 }

@@ -31,7 +31,8 @@
 //            "files": [{"path": "config.json", "size": N}]}],
 //   "berth_state": {"serial": 3, "lineage": "<uuid>", "units": ["x.service"],
 //                   "models": {"org/name": ["<commit>"]},
-//                   "learned": {"x.service": {"ports": [8000], "gpu_bytes": {"0": N}}}}
+//                   "learned": {"x.service": {"ports": [8000], "gpu_bytes": {"0": N}}},
+//                   "start_times_ms": {"x.service": [38000, 47000]}}   // oldest first
 // }
 //
 // Every key but format_version is optional on input; a missing section reads as empty and

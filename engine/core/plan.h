@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -93,6 +94,26 @@ struct Note {
   std::string detail;
 };
 
+/// A service a rollback starts again after the failed change, before the port serves again.
+struct RollbackStart {
+  std::string unit;
+  std::vector<uint64_t> samples_ms;  // its recorded start-to-healthy times, oldest first
+  uint64_t timeout_ms = 0;           // its own health timeout; 0: berth knows no health check
+};
+
+/// The expected length of a dark window, from the start-to-healthy times berth recorded for the
+/// unit whose health gate ends it, and the worst case.
+struct DarkEstimate {
+  std::string gate_unit;                // whose health gate ends the window; "" = no estimate
+  std::vector<uint64_t> samples_ms;     // its recorded start-to-healthy times, oldest first
+  std::optional<uint64_t> expected_ms;  // the median of samples_ms; none recorded: empty
+  uint64_t gate_timeout_ms = 0;         // its health timeout
+  /// What a rollback of the change starts again before the port serves (in order); empty when
+  /// the change is not a replacement berth rolls back.
+  std::vector<RollbackStart> rollback;
+  uint64_t worst_ms = 0;  // gate_timeout_ms + each rollback start (slowest recorded, or timeout)
+};
+
 /// A port that serves nobody between two steps (1-based, inclusive).
 struct Disruption {
   int port = 0;
@@ -103,6 +124,9 @@ struct Disruption {
   /// Why "nothing serves it after this plan" (until_step 0) holds only as far as berth knows:
   /// "service/x starts at step 2 on a port berth does not know"; "" when berth knows.
   std::string caveat;
+  /// How long it is likely to last (planners/dark_windows.h); informative only: a saved plan is
+  /// not compared on it. Empty when nothing ends it (until_step 0) or no health gate does.
+  DarkEstimate estimate;
 };
 
 /// Why the plan cannot run.

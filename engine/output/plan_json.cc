@@ -96,7 +96,14 @@ std::string PlanToJson(const Plan& plan, const Desired& desired) {
                    {"until_step", d.until_step},
                    {"service", d.service},
                    {"reason", d.reason}});
-    if (!d.caveat.empty()) dis.back()["caveat"] = d.caveat;
+    // The estimate (planners/dark_windows.h): null and [] when nothing estimates it.
+    const DarkEstimate& e = d.estimate;
+    ordered_json& entry = dis.back();
+    entry["expected_ms"] = e.expected_ms ? ordered_json(*e.expected_ms) : ordered_json(nullptr);
+    entry["worst_ms"] = e.gate_unit.empty() ? ordered_json(nullptr) : ordered_json(e.worst_ms);
+    entry["samples"] = e.samples_ms;
+    if (!e.gate_unit.empty()) entry["samples_unit"] = e.gate_unit;
+    if (!d.caveat.empty()) entry["caveat"] = d.caveat;
   }
   j["disruption"] = std::move(dis);
   ordered_json problems = ordered_json::array();

@@ -15,6 +15,11 @@ std::string PlanToText(const Plan& plan, const Desired& desired);
 /// The JSON form (format_version 1), documented in engine/output/PLAN_JSON.md.
 std::string PlanToJson(const Plan& plan, const Desired& desired);
 
+/// A dark window's estimate in words, for its disruption line: "about 42s (last 3 starts of
+/// x.service took 38s–47s); at worst 15m47s (its 15m health timeout, then y.service's start,
+/// 47s at the slowest recorded, if berth rolls back)"; "" when it has none.
+std::string DarkEstimateText(const DarkEstimate& estimate);
+
 /// "+", "~", "-", ">" for an action.
 const char* ActionSymbol(const Action& action);
 

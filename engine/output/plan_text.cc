@@ -35,7 +35,43 @@ std::string Pad(const std::string& s, size_t width) {
   return s.size() >= width ? s : s + std::string(width - s.size(), ' ');
 }
 
+// Whole seconds from one second up ("42s", "15m42s"): a start time is not known to the ms.
+std::string Seconds(uint64_t ms) {
+  return FormatDurationMs(ms < 1000 ? ms : (ms + 500) / 1000 * 1000);
+}
+
 }  // namespace
+
+std::string DarkEstimateText(const DarkEstimate& e) {
+  if (e.gate_unit.empty()) return "";
+  std::string out;
+  const std::vector<uint64_t>& s = e.samples_ms;
+  if (e.expected_ms && !s.empty()) {
+    auto [lo, hi] = std::minmax_element(s.begin(), s.end());
+    std::string took = *lo == *hi ? Seconds(*lo) : Seconds(*lo) + "–" + Seconds(*hi);
+    out = "about " + Seconds(*e.expected_ms) + " (" +
+          (s.size() == 1 ? "the last start of " + e.gate_unit + " took " + took
+                         : "last " + std::to_string(s.size()) + " starts of " + e.gate_unit +
+                               (*lo == *hi ? " each took " : " took ") + took) +
+          ")";
+  } else {
+    out = "no start of " + e.gate_unit + " recorded yet";
+  }
+  out += "; at worst " + Seconds(e.worst_ms) + " (its " + Seconds(e.gate_timeout_ms) +
+         " health timeout";
+  if (e.rollback.empty()) return out + "; past it berth gives up and the port stays dark)";
+  for (const RollbackStart& r : e.rollback) {
+    out += ", then " + r.unit + "'s start";
+    if (!r.samples_ms.empty())
+      out += ", " + Seconds(*std::max_element(r.samples_ms.begin(), r.samples_ms.end())) +
+             " at the slowest recorded";
+    else if (r.timeout_ms > 0)
+      out += ", up to its " + Seconds(r.timeout_ms) + " health timeout";
+    else
+      out += " (not counted: berth knows no health check for it)";
+  }
+  return out + ", if berth rolls back)";
+}
 
 std::string PlanToText(const Plan& plan, const Desired& desired) {
   std::ostringstream out;
@@ -83,6 +119,8 @@ std::string PlanToText(const Plan& plan, const Desired& desired) {
       out << " on (nothing serves it after this plan"
           << (d.caveat.empty() ? "" : " that berth knows of: " + d.caveat) << ")";
     out << " (" << d.reason << ")";
+    std::string estimate = DarkEstimateText(d.estimate);
+    if (!estimate.empty()) out << ": " << estimate;
     if (downloads && d.until_step > 0) out << "; the downloads finish before it";
     out << "\n";
   }

@@ -48,6 +48,23 @@ LearnedService LearnedFromJson(const ordered_json& j) {
   return l;
 }
 
+// [38000, 47000]: milliseconds, oldest first. Anything else is damage, reported by the caller.
+std::vector<uint64_t> StartTimesFromJson(const std::string& unit, const ordered_json& j) {
+  if (!j.is_array())
+    throw std::invalid_argument("start_times_ms." + unit + ": expected an array of milliseconds");
+  std::vector<uint64_t> ms;
+  for (const auto& v : j) {
+    if (!v.is_number_unsigned())
+      throw std::invalid_argument("start_times_ms." + unit + ": '" + v.dump().substr(0, 20) +
+                                  "' is not a count of milliseconds");
+    ms.push_back(v.get<uint64_t>());
+  }
+  // A file edited by hand may hold more: the newest are the ones kept.
+  if (ms.size() > BerthState::kStartTimesKept)
+    ms.erase(ms.begin(), ms.end() - BerthState::kStartTimesKept);
+  return ms;
+}
+
 Result<std::string> ReadFile(const std::string& path, bool* exists) {
   std::ifstream in(path, std::ios::binary);
   *exists = static_cast<bool>(in);
@@ -116,7 +133,15 @@ BerthState State::ToObserved() const {
   b.started = started;
   b.held = held;
   b.learned = learned;
+  b.start_times_ms = start_times_ms;
   return b;
+}
+
+void State::RecordStartTime(const std::string& unit, uint64_t ms) {
+  std::vector<uint64_t>& times = start_times_ms[unit];
+  times.push_back(ms);
+  if (times.size() > BerthState::kStartTimesKept)
+    times.erase(times.begin(), times.end() - BerthState::kStartTimesKept);
 }
 
 void NoteUnfinishedApply(const Journal& journal, BerthState* state) {
@@ -186,6 +211,7 @@ std::string StateToJson(const State& s) {
     for (const auto& [unit, l] : s.learned) learned[unit] = LearnedToJson(l);
     j["learned"] = std::move(learned);
   }
+  if (!s.start_times_ms.empty()) j["start_times_ms"] = s.start_times_ms;
   return j.dump(2) + "\n";
 }
 
@@ -216,6 +242,12 @@ Result<State> StateFromJson(const std::string& text, const std::string& source) 
     if (j.contains("learned"))
       for (auto it = j["learned"].begin(); it != j["learned"].end(); ++it)
         s.learned[it.key()] = LearnedFromJson(it.value());
+    if (j.contains("start_times_ms")) {
+      if (!j["start_times_ms"].is_object())
+        throw std::invalid_argument("start_times_ms: expected an object of unit -> milliseconds");
+      for (auto it = j["start_times_ms"].begin(); it != j["start_times_ms"].end(); ++it)
+        s.start_times_ms[it.key()] = StartTimesFromJson(it.key(), it.value());
+    }
   } catch (const std::exception& e) {
     return Status::InvalidArgument(source + " is damaged (" + e.what() +
                                    "); move it aside to start a new lineage (berth then prunes "

@@ -36,7 +36,12 @@ struct State {
   HeldChange held;
   /// unit -> the ports and GPU memory a state-only service held when berth last saw it run.
   std::map<std::string, LearnedService> learned;
+  /// unit -> its last start-to-healthy times in milliseconds (BerthState::start_times_ms).
+  std::map<std::string, std::vector<uint64_t>> start_times_ms;
 
+  /// Adds one start of `unit` that took `ms` to pass its health gate, keeping the last
+  /// BerthState::kStartTimesKept.
+  void RecordStartTime(const std::string& unit, uint64_t ms);
   /// The part the planner sees (Observed::state).
   BerthState ToObserved() const;
 };

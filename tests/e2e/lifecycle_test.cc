@@ -263,6 +263,9 @@ TEST_F(LifecycleTest, KimiToMinimaxOnFullGpusThenBackThenStartFirst) {
   m = Manifest("running", "stopped");
   ASSERT_EQ(Apply(m), kExitOk) << out_.str() << err_.str();
   EXPECT_THAT(out_.str(), HasSubstr("- stop          service/vllm-minimax-m25"));
+  // The apply before recorded MiniMax's start: a rollback would take about that long again.
+  EXPECT_THAT(out_.str(), HasSubstr("then vllm-minimax-m25.service's start, "));
+  EXPECT_THAT(out_.str(), HasSubstr(" at the slowest recorded, if berth rolls back)"));
   EXPECT_EQ(ActiveState("vllm-kimi-k25.service"), "active");
   EXPECT_EQ(ActiveState("vllm-minimax-m25.service"), "inactive");
   ASSERT_TRUE(WaitFor([&] { return Healthy(port_); }));

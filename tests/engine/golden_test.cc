@@ -81,6 +81,40 @@ TEST(PlanText, ADarkPortSaysWhenAServiceOfUnknownPortMayServeItAfter) {
       << PlanToJson(p, Desired{});
 }
 
+// A dark window's estimate in words: the median and range of the recorded starts, or none
+// recorded; the worst case with the starts a rollback brings back, or the port left dark.
+TEST(PlanText, ADarkWindowsEstimateSaysWhatItIsMadeOf) {
+  DarkEstimate e;
+  e.gate_unit = "vllm-minimax.service";
+  e.samples_ms = {47'400, 38'000, 41'600};
+  e.expected_ms = 41'600;
+  e.gate_timeout_ms = 15 * 60'000;
+  e.rollback = {{"vllm-kimi.service", {40'000, 42'000}, 30 * 60'000}};
+  e.worst_ms = 15 * 60'000 + 42'000;
+  EXPECT_EQ(DarkEstimateText(e),
+            "about 42s (last 3 starts of vllm-minimax.service took 38s–47s); at worst 15m42s (its "
+            "15m health timeout, then vllm-kimi.service's start, 42s at the slowest recorded, if "
+            "berth rolls back)");
+  e.samples_ms = {40'000, 40'000};
+  e.expected_ms = 40'000;
+  e.rollback = {{"vllm-kimi.service", {}, 30 * 60'000}, {"other.service", {}, 0}};
+  e.worst_ms = 45 * 60'000;
+  EXPECT_EQ(
+      DarkEstimateText(e),
+      "about 40s (last 2 starts of vllm-minimax.service each took 40s); at worst 45m (its 15m "
+      "health timeout, then vllm-kimi.service's start, up to its 30m health timeout, then "
+      "other.service's start (not counted: berth knows no health check for it), if berth "
+      "rolls back)");
+  e.samples_ms.clear();
+  e.expected_ms.reset();
+  e.rollback.clear();
+  e.worst_ms = 15 * 60'000;
+  EXPECT_EQ(DarkEstimateText(e),
+            "no start of vllm-minimax.service recorded yet; at worst 15m (its 15m health timeout; "
+            "past it berth gives up and the port stays dark)");
+  EXPECT_EQ(DarkEstimateText(DarkEstimate{}), "") << "a port that stays dark has no estimate";
+}
+
 INSTANTIATE_TEST_SUITE_P(Examples, GoldenTest,
                          ::testing::Combine(::testing::Values("blackwell-8x", "single-gpu"),
                                             ::testing::Values("txt", "json")),

@@ -66,6 +66,7 @@ TEST(ObservedJson, EverySectionRoundTrips) {
   o.state.interrupted = "an apply started ... stopped at step 2";
   o.state.ungated = {"service/x"};
   o.state.learned["kimi.service"] = {{8000}, {{0, 75'000'000'000}, {3, 5}}};
+  o.state.start_times_ms["x.service"] = {38'000, 47'000};
   std::string once = ObservedToJson(o);
   Result<Observed> back = ObservedFromJson(once, "t");
   ASSERT_TRUE(back.ok()) << back.status().message();
@@ -75,6 +76,7 @@ TEST(ObservedJson, EverySectionRoundTrips) {
   EXPECT_EQ(back->state.interrupted, o.state.interrupted);
   EXPECT_EQ(back->state.ungated, o.state.ungated);
   EXPECT_EQ(back->state.learned, o.state.learned);
+  EXPECT_EQ(back->state.start_times_ms, o.state.start_times_ms);
   EXPECT_EQ(back->store.repos[0].revisions[0].bytes_total, 9u);
 }
 
@@ -92,6 +94,18 @@ TEST(ObservedJson, ALearnedGpuThatIsNotAnIndexIsRefused) {
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().message(),
             "h: berth_state.learned.k.service.gpu_bytes: 'x' is not a GPU index");
+}
+
+TEST(ObservedJson, AStartTimeThatIsNotMillisecondsIsRefused) {
+  for (const char* value : {"-5", "1.5", "\"42s\""}) {
+    auto bad = ObservedFromJson(
+        std::string(R"({"format_version": 1, "berth_state": {"start_times_ms": {"k.service": [)") +
+            value + "]}}}",
+        "h");
+    ASSERT_FALSE(bad.ok()) << value;
+    EXPECT_EQ(bad.status().message(), std::string("h: berth_state.start_times_ms.k.service: '") +
+                                          value + "' is not a count of milliseconds");
+  }
 }
 
 TEST(ObservedJson, WrongTypesAndVersionsAreRefused) {

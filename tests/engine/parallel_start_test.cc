@@ -109,11 +109,19 @@ TEST_F(ParallelStartTest, TwoServicesOnDisjointGpusTakeTheTimeOfOne) {
   // One service alone, on a host of its own: how long its start takes on this clock.
   FakeWorld single(TwoGpus());
   single.healthy_after["alpha.service"] = 6;
-  ASSERT_EQ(Pass("alone", true, &single, "single-state").outcome, Outcome::kApplied) << err.str();
+  RunReport single_report = Pass("alone", true, &single, "single-state");
+  ASSERT_EQ(single_report.outcome, Outcome::kApplied) << err.str();
   auto alone = single.clock.Elapsed();
 
-  ASSERT_EQ(Pass("apart", true).outcome, Outcome::kApplied) << err.str();
+  RunReport both = Pass("apart", true);
+  ASSERT_EQ(both.outcome, Outcome::kApplied) << err.str();
   EXPECT_EQ(world.clock.Elapsed(), alone) << out.str();
+  // Each start's time to healthy is its own, as if it had started alone (the dark-window
+  // estimates of later plans are made from them).
+  EXPECT_EQ(both.exec.start_to_healthy_ms["alpha.service"],
+            single_report.exec.start_to_healthy_ms["alpha.service"]);
+  EXPECT_EQ(both.exec.start_to_healthy_ms["beta.service"],
+            single_report.exec.start_to_healthy_ms["alpha.service"]);
   // Both starts went out before anything was probed.
   EXPECT_LT(First("start beta.service"), First("probe 8000"));
   EXPECT_LT(First("start alpha.service"), First("probe 8001"));

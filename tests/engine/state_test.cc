@@ -41,6 +41,7 @@ TEST_F(StateTest, AFreshStateHasNoLineageUntilItsFirstSaveThenKeepsIt) {
   s->manifest_git_commit = std::string(40, 'b');
   s->failures["service/a"] = {"2026-11-30T00:00:00Z", "did not become healthy"};
   s->learned["kimi.service"] = {{8000, 8001}, {{0, 75'000'000'000}, {7, 1}}};
+  s->start_times_ms["a.service"] = {38'000, 47'000};
   ASSERT_TRUE(sd.Save(*s).ok());
   auto back = sd.Load();
   ASSERT_TRUE(back.ok()) << back.status().message();
@@ -53,6 +54,8 @@ TEST_F(StateTest, AFreshStateHasNoLineageUntilItsFirstSaveThenKeepsIt) {
   EXPECT_EQ(back->ToObserved().models.at("org/m")[0], std::string(40, 'a'));
   EXPECT_EQ(back->ToObserved().learned.at("kimi.service"), s->learned.at("kimi.service"))
       << "what a state-only service held reaches the planner";
+  EXPECT_EQ(back->ToObserved().start_times_ms, s->start_times_ms)
+      << "the recorded start times reach the planner";
   ASSERT_TRUE(sd.Save(*back).ok());
   EXPECT_EQ(sd.Load()->lineage, back->lineage) << "the lineage is kept";
 }
@@ -76,6 +79,33 @@ TEST_F(StateTest, ALearnedGpuThatIsNotAnIndexIsDamageNotACrash) {
     EXPECT_THAT(s.status().message(), HasSubstr("is not a GPU index")) << key;
     EXPECT_THAT(s.status().message(), HasSubstr("is damaged")) << key;
   }
+}
+
+TEST_F(StateTest, AStartTimeThatIsNotMillisecondsIsDamageNotACrash) {
+  for (const char* times : {"[-5]", "[1.5]", "[\"42s\"]", "[null]", "42", "{\"a\": 1}"}) {
+    auto s = StateFromJson(
+        std::string(R"({"format_version": 1, "start_times_ms": {"a.service": )") + times + "}}",
+        "state.json");
+    ASSERT_FALSE(s.ok()) << times;
+    EXPECT_THAT(s.status().message(), HasSubstr("start_times_ms.a.service")) << times;
+    EXPECT_THAT(s.status().message(), HasSubstr("is damaged")) << times;
+  }
+  auto not_object = StateFromJson(R"({"format_version": 1, "start_times_ms": [1]})", "state.json");
+  ASSERT_FALSE(not_object.ok());
+  EXPECT_THAT(not_object.status().message(), HasSubstr("is damaged"));
+}
+
+TEST_F(StateTest, OnlyTheLastFiveStartsOfAUnitAreKept) {
+  State s;
+  for (uint64_t ms = 1; ms <= 7; ++ms) s.RecordStartTime("a.service", ms * 1000);
+  EXPECT_EQ(s.start_times_ms.at("a.service"),
+            (std::vector<uint64_t>{3000, 4000, 5000, 6000, 7000}));
+  // A file edited to hold more keeps the newest five too.
+  auto read =
+      StateFromJson(R"({"format_version": 1, "start_times_ms": {"a.service": [1, 2, 3, 4, 5, 6]}})",
+                    "state.json");
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  EXPECT_EQ(read->start_times_ms.at("a.service"), (std::vector<uint64_t>{2, 3, 4, 5, 6}));
 }
 
 TEST_F(StateTest, TheJournalRoundTripsAndClears) {

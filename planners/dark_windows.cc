@@ -1,0 +1,73 @@
+#include "planners/dark_windows.h"
+
+#include <algorithm>
+
+namespace berth {
+namespace {
+
+std::vector<uint64_t> Recorded(const Observed& o, const std::string& unit) {
+  auto it = o.state.start_times_ms.find(unit);
+  return it == o.state.start_times_ms.end() ? std::vector<uint64_t>{} : it->second;
+}
+
+// What the executor's rollback starts again, in its order, before the port of `d` serves again
+// when the change `gate` waits for fails: the services stopped to make room for it (up to the
+// one that served this port), or the unit itself on its previous file (an in-place update).
+std::vector<RollbackStart> RollbackOf(const Observed& o, const std::vector<Action>& actions,
+                                      const Disruption& d, const Action& gate) {
+  std::vector<RollbackStart> out;
+  const Action& from = actions[static_cast<size_t>(d.from_step - 1)];
+  const std::string service = gate.address.substr(gate.address.find('/') + 1);
+  if (from.kind == ActionKind::kStop && from.for_service == service) {
+    for (int i = 0; i < d.from_step; ++i) {
+      const Action& stop = actions[static_cast<size_t>(i)];
+      if (stop.kind != ActionKind::kStop || stop.for_service != service) continue;
+      out.push_back({stop.unit, Recorded(o, stop.unit), stop.port ? stop.timeout_ms : 0});
+    }
+    return out;
+  }
+  // An in-place update: the executor restores the unit file it replaced and restarts it.
+  if (from.kind == ActionKind::kRestart && from.unit == gate.unit) {
+    bool rewritten = std::any_of(actions.begin(), actions.begin() + d.from_step, [&](auto& a) {
+      return a.kind == ActionKind::kWriteUnit && a.unit == gate.unit &&
+             a.reason != Reason::kUnitMissing;
+    });
+    if (rewritten) out.push_back({gate.unit, Recorded(o, gate.unit), gate.timeout_ms});
+  }
+  return out;
+}
+
+}  // namespace
+
+uint64_t MedianMs(std::vector<uint64_t> ms) {
+  if (ms.empty()) return 0;
+  std::sort(ms.begin(), ms.end());
+  size_t mid = ms.size() / 2;
+  if (ms.size() % 2 == 1) return ms[mid];
+  return ms[mid - 1] + (ms[mid] - ms[mid - 1]) / 2;
+}
+
+void EstimateDarkWindows(const Observed& observed, Plan* plan) {
+  const std::vector<Action>& actions = plan->actions;
+  for (Disruption& d : plan->disruptions) {
+    if (d.until_step <= 0 || d.from_step <= 0 || d.until_step > static_cast<int>(actions.size()) ||
+        d.from_step > d.until_step)
+      continue;
+    const Action& gate = actions[static_cast<size_t>(d.until_step - 1)];
+    if (gate.kind != ActionKind::kWaitHealthy) continue;  // ends without a gate: no estimate
+    DarkEstimate e;
+    e.gate_unit = gate.unit;
+    e.samples_ms = Recorded(observed, gate.unit);
+    if (!e.samples_ms.empty()) e.expected_ms = MedianMs(e.samples_ms);
+    e.gate_timeout_ms = gate.timeout_ms;
+    e.rollback = RollbackOf(observed, actions, d, gate);
+    e.worst_ms = gate.timeout_ms;
+    for (const RollbackStart& r : e.rollback)
+      e.worst_ms += r.samples_ms.empty()
+                        ? r.timeout_ms
+                        : *std::max_element(r.samples_ms.begin(), r.samples_ms.end());
+    d.estimate = std::move(e);
+  }
+}
+
+}  // namespace berth
