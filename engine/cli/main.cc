@@ -28,6 +28,9 @@ int main(int argc, char** argv) {
   CLI::App app{"berth: declarative model serving on GPU hosts"};
   app.set_version_flag("--version", std::string("berth ") + BERTH_VERSION);
   app.require_subcommand(1);
+  // Global flags (--log-level) are accepted after the subcommand too: every subcommand made
+  // below inherits this and hands what it does not know to the top level.
+  app.fallthrough();
 
   std::string validate_path;
   auto* validate =
