@@ -66,16 +66,20 @@ bool TookAServiceDown(ActionKind k) {
          k == ActionKind::kWaitHealthy;
 }
 
-int CountUp(const Desired& d, const Observed& o, int* wanted) {
-  int up = 0;
-  *wanted = 0;
+// How many of the services the manifest wants running run, and which (into `r`).
+void CountUp(const Desired& d, const Observed& o, RunReport* r) {
+  r->services_up = 0;
+  r->services_wanted = 0;
+  r->service_up.clear();
+  r->observed = true;
   for (const auto& [n, s] : d.services) {
     if (s.state != ServiceState::kRunning) continue;
-    ++*wanted;
+    ++r->services_wanted;
     const ObservedUnit* u = o.FindUnit(s.UnitName());
-    if (u && u->IsActive()) ++up;
+    bool up = u && u->IsActive();
+    r->service_up[n] = up;
+    if (up) ++r->services_up;
   }
-  return up;
 }
 
 std::string Plural(size_t n, const char* word) {
@@ -93,7 +97,7 @@ class Pass {
     if (!LoadInputs() || HostExcluded() || !Connect() || !LoadState() || !Observe() ||
         !MakeOrCheckPlan() || !SavePlan())
       return rep_;
-    rep_.services_up = CountUp(desired_, observed_, &rep_.services_wanted);
+    CountUp(desired_, observed_, &rep_);
     if (o_.apply) Learn(observed_);
     if (plan_.blocked())
       return End(Outcome::kBlocked, 3, Status::FailedPrecondition(plan_.problems[0].message), true);
@@ -465,7 +469,7 @@ class Pass {
     }
     Learn(*after);
     after->state = state_.ToObserved();
-    rep_.services_up = CountUp(desired_, *after, &rep_.services_wanted);
+    CountUp(desired_, *after, &rep_);
     Plan left = MakePlan(desired_, *after);
     if (!left.empty()) {
       std::ostringstream text;
