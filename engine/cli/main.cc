@@ -141,6 +141,15 @@ int main(int argc, char** argv) {
                  "re-resolve pinned models too: all, or the models named");
   lock->add_option("models", lock_cmd.models, "with --update: only these models");
 
+  std::string history_state, history_format = "text";
+  size_t history_limit = 20;
+  auto* history =
+      app.add_subcommand("history", "what past applies did: when, manifest, outcome, actions");
+  history->add_option("--state-dir", history_state, "berth's records (default /var/lib/berth)");
+  history->add_option("-o,--output", history_format, "text or json")->capture_default_str();
+  history->add_option("-n,--limit", history_limit, "how many applies, newest first")
+      ->capture_default_str();
+
   std::string log_level;
   app.add_option("--log-level", log_level,
                  "operator logs on stderr: trace, debug, info, warn, error, off (default: "
@@ -192,6 +201,8 @@ int main(int argc, char** argv) {
   }
   if (*observe)
     return berth::RunObserve(observe_path, observe_format, observe_host, std::cout, std::cerr);
+  if (*history)
+    return berth::RunHistory(history_state, history_format, history_limit, std::cout, std::cerr);
   if (*render)
     return berth::RunRender(render_path, render_observed, render_service, std::cout, std::cerr);
   return berth::kExitError;
