@@ -139,10 +139,11 @@ Status ReadUnits(const ordered_json& j, Observed* o) {
   BERTH_RETURN_IF_ERROR(ExpectArray(items, "units.items"));
   for (size_t i = 0; items && i < items->size(); ++i) {
     Reader ru((*items)[i], "units.items[" + std::to_string(i) + "]");
-    BERTH_RETURN_IF_ERROR(ru.Keys(
-        {"name", "load_state", "active_state", "sub_state", "fragment_path", "content_hash",
-         "managed", "spec_hash", "content", "main_pid", "need_daemon_reload", "drop_in_paths",
-         "unit_file_state", "invocation_id", "n_restarts", "result", "exec_main_status"}));
+    BERTH_RETURN_IF_ERROR(
+        ru.Keys({"name", "load_state", "active_state", "sub_state", "fragment_path", "content_hash",
+                 "managed", "spec_hash", "content", "content_note", "main_pid",
+                 "need_daemon_reload", "drop_in_paths", "unit_file_state", "invocation_id",
+                 "n_restarts", "result", "exec_main_status"}));
     ObservedUnit u;
     BERTH_RETURN_IF_ERROR(ru.Get("name", &u.name));
     BERTH_RETURN_IF_ERROR(ru.Get("load_state", &u.load_state));
@@ -153,6 +154,11 @@ Status ReadUnits(const ordered_json& j, Observed* o) {
     BERTH_RETURN_IF_ERROR(ru.Get("managed", &u.managed));
     BERTH_RETURN_IF_ERROR(ru.Get("spec_hash", &u.spec_hash));
     BERTH_RETURN_IF_ERROR(ru.Get("content", &u.content));
+    BERTH_RETURN_IF_ERROR(ru.Get("content_note", &u.content_note));
+    // An observation that does not say (an older berth kept only its own units' text, or a
+    // file written by hand): an empty text of someone else's file is not known to be empty.
+    if (!ru.Child("content_note") && u.content.empty() && !u.managed && u.HasFile())
+      u.content_note = "this observation does not carry the file's text";
     u.lineage = u.managed ? UnitLineage(u.content) : "";  // derived, never a second source
     BERTH_RETURN_IF_ERROR(ru.Get("main_pid", &u.main_pid));
     BERTH_RETURN_IF_ERROR(ru.Get("need_daemon_reload", &u.need_daemon_reload));
@@ -331,6 +337,7 @@ std::string ObservedToJson(const Observed& o) {
                      {"managed", u.managed},
                      {"spec_hash", u.spec_hash},
                      {"content", u.content},
+                     {"content_note", u.content_note},
                      {"main_pid", u.main_pid},
                      {"need_daemon_reload", u.need_daemon_reload},
                      {"drop_in_paths", u.drop_in_paths},
@@ -390,7 +397,9 @@ std::string ObservedToJson(const Observed& o) {
   }
   if (!o.state.start_times_ms.empty()) j["berth_state"]["start_times_ms"] = o.state.start_times_ms;
   if (!o.warnings.empty()) j["warnings"] = o.warnings;
-  return j.dump(2) + "\n";
+  // A hand edit may leave bytes that are not UTF-8 in berth's own unit file: U+FFFD in the
+  // JSON (the hash keeps the file's identity), never an exception.
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 Result<Observed> ObservedFromJson(const std::string& text, const std::string& source) {
