@@ -131,6 +131,15 @@ Status ReadGpus(const ordered_json& j, Observed* o) {
   return Status::Ok();
 }
 
+// The content_note of a unit whose JSON does not say: an empty text of someone else's file is
+// not known to be empty (an older berth kept only its own units' text; a hand-written
+// observation leaves it out). The writer leaves the key out exactly when it is this.
+std::string DefaultContentNote(const ObservedUnit& u) {
+  return u.content.empty() && !u.managed && u.HasFile()
+             ? "this observation does not carry the file's text"
+             : "";
+}
+
 Status ReadUnits(const ordered_json& j, Observed* o) {
   Reader rd(j, "units");
   BERTH_RETURN_IF_ERROR(rd.Keys({"known", "items"}));
@@ -154,11 +163,10 @@ Status ReadUnits(const ordered_json& j, Observed* o) {
     BERTH_RETURN_IF_ERROR(ru.Get("managed", &u.managed));
     BERTH_RETURN_IF_ERROR(ru.Get("spec_hash", &u.spec_hash));
     BERTH_RETURN_IF_ERROR(ru.Get("content", &u.content));
-    BERTH_RETURN_IF_ERROR(ru.Get("content_note", &u.content_note));
-    // An observation that does not say (an older berth kept only its own units' text, or a
-    // file written by hand): an empty text of someone else's file is not known to be empty.
-    if (!ru.Child("content_note") && u.content.empty() && !u.managed && u.HasFile())
-      u.content_note = "this observation does not carry the file's text";
+    if (ru.Child("content_note"))
+      BERTH_RETURN_IF_ERROR(ru.Get("content_note", &u.content_note));
+    else
+      u.content_note = DefaultContentNote(u);
     u.lineage = u.managed ? UnitLineage(u.content) : "";  // derived, never a second source
     BERTH_RETURN_IF_ERROR(ru.Get("main_pid", &u.main_pid));
     BERTH_RETURN_IF_ERROR(ru.Get("need_daemon_reload", &u.need_daemon_reload));
@@ -327,7 +335,7 @@ std::string ObservedToJson(const Observed& o) {
   }
   j["gpus"] = {{"known", o.gpus_known}, {"error", o.gpu_error}, {"devices", std::move(devices)}};
   ordered_json units = ordered_json::array();
-  for (const auto& u : o.units)
+  for (const auto& u : o.units) {
     units.push_back({{"name", u.name},
                      {"load_state", u.load_state},
                      {"active_state", u.active_state},
@@ -337,7 +345,6 @@ std::string ObservedToJson(const Observed& o) {
                      {"managed", u.managed},
                      {"spec_hash", u.spec_hash},
                      {"content", u.content},
-                     {"content_note", u.content_note},
                      {"main_pid", u.main_pid},
                      {"need_daemon_reload", u.need_daemon_reload},
                      {"drop_in_paths", u.drop_in_paths},
@@ -346,6 +353,8 @@ std::string ObservedToJson(const Observed& o) {
                      {"n_restarts", u.n_restarts},
                      {"result", u.result},
                      {"exec_main_status", u.exec_main_status}});
+    if (u.content_note != DefaultContentNote(u)) units.back()["content_note"] = u.content_note;
+  }
   j["units"] = {{"known", o.units_known}, {"items", std::move(units)}};
   ordered_json ports = ordered_json::array();
   for (const auto& p : o.ports)

@@ -21,7 +21,9 @@
 //                        "sub_state": "running", "fragment_path": "/etc/systemd/system/x.service",
 //                        "content_hash": "<sha256>", "managed": true, "spec_hash": "<sha256>",
 //                        "content": "...",           // berth's units; others up to 64 KiB
-//                        "content_note": "",         // why content is not the file's text
+//                        "content_note": "...",      // why content is not the file's text;
+//                                                    // absent: "" unless the unit is not
+//                                                    // berth's, has a file and no content
 //                        "main_pid": 1, "need_daemon_reload": false,
 //                        "drop_in_paths": [], "unit_file_state": "enabled",
 //                        "invocation_id": "<hex>", "n_restarts": 0, "result": "success",
