@@ -121,11 +121,11 @@ std::string PlanToText(const Plan& plan, const Desired& desired, const PlanTextO
     std::string step = std::to_string(i + 1);
     out << std::string(step.size() < 3 ? 3 - step.size() : 0, ' ') << step << "  "
         << ActionSymbol(a) << " " << Pad(ActionKindName(a.kind), 14) << Pad(a.address, width)
-        << a.detail << "\n";
+        << EscapeControl(a.detail) << "\n";
     if (ShowsDiff(a, options)) AppendIndented(UnitFileDiff(a), out);
   }
   for (const auto& n : plan.notes)
-    out << "     = " << Pad("keep", 14) << Pad(n.address, width) << n.detail << "\n";
+    out << "     = " << Pad("keep", 14) << Pad(n.address, width) << EscapeControl(n.detail) << "\n";
   out << "\n";
   for (const ParallelGroup& g : ParallelStarts(plan)) {
     out << "together: ";
@@ -162,13 +162,13 @@ std::string PlanToText(const Plan& plan, const Desired& desired, const PlanTextO
         << FormatBytes(plan.disk_free) << " free, reserve " << FormatSize(plan.disk_reserve)
         << "\n";
   }
-  for (const auto& w : plan.warnings) out << "warning: " << w << "\n";
+  for (const auto& w : plan.warnings) out << "warning: " << EscapeControl(w) << "\n";
   if (plan.blocked()) {
     out << "\nBLOCKED: this plan cannot run; nothing will be changed.\n";
     for (const auto& p : plan.problems) {
       out << "  ";
       if (p.step > 0) out << "step " << p.step << ", ";
-      out << p.resource << ": " << p.message << "\n";
+      out << p.resource << ": " << EscapeControl(p.message) << "\n";
     }
   }
   if (!plan.actions.empty()) out << "\n" << PlanSummary(plan) << "\n";

@@ -147,6 +147,18 @@ TEST_F(PlanDiffTest, AHandEditOfBerthsUnitShowsWhatIsUndoneButNotTheLineage) {
   EXPECT_THAT(text, Not(HasSubstr("berth-lineage"))) << "stamped at write: never a change";
 }
 
+// A hand edit of berth's own file is untrusted text too: its values reach the one-line detail.
+TEST_F(PlanDiffTest, AnEscapeInAHandEditIsEscapedInTheDetailAndTheDiff) {
+  ASSERT_EQ(Pass("kimi", true).outcome, Outcome::kApplied) << err.str();
+  ObservedUnit& u = world.host.Unit("vllm-kimi.service");
+  u.content.replace(u.content.find("Restart=on-failure\n"), 19, "Restart=always\x1b[8m\n");
+  u.content_hash = Sha256Hex(u.content);
+  ASSERT_EQ(Pass("kimi", false).outcome, Outcome::kPlanned) << err.str();
+  EXPECT_THAT(out.str(), HasSubstr("Restart changed: always\\x1b[8m → on-failure"));
+  EXPECT_THAT(out.str(), HasSubstr("\n       -Restart=always\\x1b[8m\n"));
+  EXPECT_EQ(out.str().find('\x1b'), std::string::npos);
+}
+
 TEST_F(PlanDiffTest, AnOrdinaryChangeKeepsItsOneLineDetailUnlessDiffIsAsked) {
   ASSERT_EQ(Pass("kimi", true).outcome, Outcome::kApplied) << err.str();
   ASSERT_EQ(Pass("longer", false).outcome, Outcome::kPlanned) << err.str();
