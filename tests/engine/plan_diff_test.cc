@@ -270,7 +270,12 @@ TEST(PlanText, TheSummaryCountsEveryActionAndSaysWhenThePlanCannotRun) {
                act(ActionKind::kStop, "service/d"),      act(ActionKind::kDisable, "unit/d")};
   p.disk_needed = 1'500'000'000;
   p.disk_known = false;
-  p.disruptions = {{8000, 5, 0, "service/d", "state: absent", ""}};
+  Disruption dark;
+  dark.port = 8000;
+  dark.from_step = 5;
+  dark.service = "service/d";
+  dark.reason = "state: absent";
+  p.disruptions = {dark};
   std::string text = PlanToText(p, Desired{});
   EXPECT_THAT(text, HasSubstr("\nPlan: 2 models to download (at least 1.5 GB), 1 to remove, 1 unit "
                               "file to remove, 1 service to stop, 1 unit to disable at boot; port "
