@@ -21,7 +21,7 @@ struct PlanTextOptions {
 std::string PlanToText(const Plan& plan, const Desired& desired,
                        const PlanTextOptions& options = {});
 
-/// The JSON form (format_version 1), documented in engine/output/PLAN_JSON.md.
+/// The JSON form (format_version 1), documented in docs/plan-json.md.
 std::string PlanToJson(const Plan& plan, const Desired& desired);
 
 /// A dark window's estimate in words, for its disruption line: "about 42s (last 3 starts of
