@@ -51,7 +51,9 @@ or only the listed ones; others get 403 GatedRepo). --gate-api: the metadata API
 a path-only Location naming NEW; a mis-cased repo id answers 307 to the canonical id.
 
 Control API (API port, never faulted, never logged, no auth):
-  GET  /_fake/log[?since=SEQ]   request log (JSON list, entries with seq > SEQ)
+  GET  /_fake/log[?since=SEQ][&wait=SECS]
+                                request log (JSON list, entries with seq > SEQ), once no request
+                                is being answered (waits up to SECS, default 2)
   GET  /_fake/violations        log entries that carry a "violation"
   GET  /_fake/faults            active faults with their remaining counts
   POST /_fake/faults            a fault list, or {"faults": [...], "replace": true|false}; appends
@@ -740,7 +742,13 @@ class Handler(BaseHTTPRequestHandler):
         hub = self.hub
         p = self.rawpath
         if p in ("/_fake/log", "/_fake/violations") and self.method == "GET":
-            hub.wait_idle()
+            # ?wait=SECS: how long to wait for requests still being answered (a client killed
+            # mid-download: its connections end when the server next writes to them).
+            try:
+                wait = min(max(float(self.params.get("wait", ["2"])[0]), 0.0), 120.0)
+            except ValueError:
+                wait = 2.0
+            hub.wait_idle(wait)
         if p == "/_fake/log" and self.method == "GET":
             since = int(self.params.get("since", ["0"])[0])
             with hub.lock:

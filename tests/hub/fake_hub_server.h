@@ -76,18 +76,21 @@ class FakeHubServer {
         "import sys,urllib.request as u\n"
         "r=u.Request(sys.argv[1],data=(sys.argv[3].encode() if sys.argv[3] else None),"
         "method=sys.argv[2],headers={'Content-Type':'application/json'})\n"
-        "sys.stdout.write(u.urlopen(r,timeout=10).read().decode())\n";
+        "sys.stdout.write(u.urlopen(r,timeout=130).read().decode())\n";
     CommandResult r = RunCommand({"/usr/bin/python3", "-c", py, api_ + path, method, body});
     return r.output;
   }
   void Reset() const { Control("POST", "/_fake/reset"); }
   void Fault(const std::string& json) const { Control("POST", "/_fake/faults", json); }
-  nlohmann::json Log() const { return nlohmann::json::parse(Control("GET", "/_fake/log")); }
+  /// The request log once no request is being answered (waiting up to `wait_s` for that).
+  nlohmann::json Log(int wait_s = 2) const {
+    return nlohmann::json::parse(Control("GET", "/_fake/log?wait=" + std::to_string(wait_s)));
+  }
   nlohmann::json Info() const { return nlohmann::json::parse(Control("GET", "/_fake/info")); }
-  /// Bytes the CDN sent since the last Reset.
-  uint64_t CdnBytes() const {
+  /// Bytes the CDN sent since the last Reset, once every request ended (up to `wait_s`).
+  uint64_t CdnBytes(int wait_s = 2) const {
     uint64_t n = 0;
-    for (const auto& e : Log())
+    for (const auto& e : Log(wait_s))
       if (e.value("port", "") == "cdn") n += e.value("bytes_sent", uint64_t{0});
     return n;
   }

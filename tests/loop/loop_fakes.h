@@ -2,7 +2,9 @@
 // that remembers what it was told.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -20,6 +22,14 @@ class FakeNotifier : public Notifier {
   void Notify(const std::string& assignments) override {
     std::lock_guard<std::mutex> lock(mu_);
     messages_.push_back(assignments);
+    arrived_.notify_all();
+  }
+  /// Waits until `m` has come `n` times (true), or `deadline` passed (false): tests wait for
+  /// the event, not for a time that a loaded machine may not keep.
+  bool WaitFor(const std::string& m, int n, std::chrono::milliseconds deadline) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return arrived_.wait_for(
+        lock, deadline, [&] { return std::count(messages_.begin(), messages_.end(), m) >= n; });
   }
   std::chrono::microseconds WatchdogTimeout() override { return watchdog_; }
   std::vector<std::string> messages() {
@@ -36,6 +46,7 @@ class FakeNotifier : public Notifier {
  private:
   std::chrono::microseconds watchdog_;
   std::mutex mu_;
+  std::condition_variable arrived_;
   std::vector<std::string> messages_;
 };
 
