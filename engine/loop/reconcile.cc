@@ -123,6 +123,7 @@ class Loop {
     double seconds = std::chrono::duration<double>(d_.clock->Now() - start).count();
     metrics_.Record(report, start_unix, seconds);
     if (!o_.metrics_path.empty()) {
+      if (d_.bench_records) metrics_.bench = d_.bench_records();
       Status s = d_.write_file ? d_.write_file(o_.metrics_path, MetricsText(metrics_))
                                : WriteFileAtomically(o_.metrics_path, MetricsText(metrics_));
       if (!s.ok()) Log("metrics: " + s.message());
