@@ -58,6 +58,7 @@ SIGTERM and SIGINT: exit 0 at once.
 import json
 import os
 import signal
+import socket
 import struct
 import sys
 import threading
@@ -273,6 +274,12 @@ def make_handler(state):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
         server_version = "fake-vllm/0.0.0"
+
+        def setup(self):
+            super().setup()
+            # Like uvicorn (asyncio) under vLLM: every event leaves at once, not held back by
+            # Nagle's algorithm until the client acknowledges the last one.
+            self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
         def log_message(self, fmt, *args):  # one line per request, to stderr
             sys.stderr.write("fake-vllm: %s %s\n" % (self.address_string(), fmt % args))
