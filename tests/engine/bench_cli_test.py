@@ -139,7 +139,7 @@ services:
 
     def test_1_rates_at_1_32_128_then_a_second_model_and_compare(self):
         r = self.berth("vllm-kimi", "-f", self.manifest, "--concurrency", "1,32,128",
-                       "--duration", "3s", "--max-tokens", "32", "-o", "json")
+                       "--duration", "4s", "--max-tokens", "32", "-o", "json")
         self.assertEqual(r.returncode, 0, r.stderr)
         record = json.loads(r.stdout)
         self.assertEqual([l["concurrency"] for l in record["levels"]], [1, 32, 128])
@@ -149,7 +149,7 @@ services:
         self.check_rates(record, KIMI)
 
         r = self.berth("vllm-minimax", "-f", self.manifest, "--concurrency", "1,32",
-                       "--duration", "3s", "--max-tokens", "32", "--chat")
+                       "--duration", "4s", "--max-tokens", "32", "--chat")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("berth bench vllm-minimax: MiniMaxAI/MiniMax-M2.5@bbbbbbbbbbbb served as "
                       "'minimax'", r.stdout)
