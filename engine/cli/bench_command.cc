@@ -24,12 +24,11 @@ Result<std::vector<int>> ParseLevels(const std::string& text) {
   size_t pos = 0;
   while (pos <= text.size()) {
     size_t comma = text.find(',', pos);
-    std::string part = text.substr(pos, comma == std::string::npos ? std::string::npos
-                                                                    : comma - pos);
+    std::string part =
+        text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
     int v = 0;
     auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
-    if (part.empty() || ec != std::errc() || end != part.data() + part.size() || v < 1 ||
-        v > 10000)
+    if (part.empty() || ec != std::errc() || end != part.data() + part.size() || v < 1 || v > 10000)
       return Status::InvalidArgument("--concurrency: '" + part +
                                      "' is not a number of streams from 1 to 10000 (give a "
                                      "comma-separated list such as 1,32,128)");
@@ -92,8 +91,8 @@ int RunCompare(const BenchCommand& cmd, const std::string& state_dir, std::ostre
   auto columns = LatestPerKey(*records, cmd.services);
   if (columns.empty() && !cmd.services.empty() && cmd.format == "text") {
     err << "berth bench --compare: no benchmark of " << cmd.services[0]
-        << (cmd.services.size() > 1 ? " (or the other services named)" : "") << " in "
-        << state_dir << "/bench.json; run berth bench SERVICE -f MANIFEST first\n";
+        << (cmd.services.size() > 1 ? " (or the other services named)" : "") << " in " << state_dir
+        << "/bench.json; run berth bench SERVICE -f MANIFEST first\n";
     return kExitError;
   }
   out << (cmd.format == "json" ? BenchCompareJson(columns) : BenchCompareText(columns));
@@ -160,15 +159,14 @@ int RunBench(const BenchCommand& cmd, std::ostream& out, std::ostream& err) {
     rec.commit = ModelCommit(desired, m->second, state_dir);
   }
   std::string host = cmd.host.empty() ? ConnectHost(svc.bind) : cmd.host;
-  std::string endpoint =
-      (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
-      std::to_string(*svc.port);
+  std::string endpoint = (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
+                         std::to_string(*svc.port);
 
   CurlHealthProbe probe;
   HealthResult health = probe.Probe(host, *svc.port, svc.health.path, rec.served_name);
   if (!health.healthy) {
-    err << "berth bench: " << name << " is not healthy, so nothing was measured: "
-        << health.detail << "\nStart it with berth apply -f " << cmd.manifest_path
+    err << "berth bench: " << name << " is not healthy, so nothing was measured: " << health.detail
+        << "\nStart it with berth apply -f " << cmd.manifest_path
         << ", or wait until it is healthy, then run berth bench again.\n";
     return kExitError;
   }

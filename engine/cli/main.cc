@@ -160,8 +160,7 @@ int main(int argc, char** argv) {
                   "print the recorded results side by side: one column per service, model and "
                   "commit");
   bench->add_flag("!--no-save", bench_cmd.save, "do not record the results in the state dir");
-  bench->add_option("--state-dir", bench_cmd.state_dir,
-                    "berth's records (default /var/lib/berth)");
+  bench->add_option("--state-dir", bench_cmd.state_dir, "berth's records (default /var/lib/berth)");
 
   std::string log_level;
   app.add_option("--log-level", log_level,

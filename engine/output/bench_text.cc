@@ -46,9 +46,9 @@ std::string BenchHeaderText(const BenchRecord& r, const std::string& endpoint) {
   out << "berth bench " << r.service << ": "
       << (r.repo_id.empty() ? std::string("(no model repo)") : r.repo_id) << "@"
       << ShortCommit(r.commit) << " served as '" << r.served_name << "' on " << endpoint << "\n";
-  out << (r.chat ? "chat completions" : "completions") << ", streamed; prompt "
-      << r.prompt_tokens << " words, max " << r.max_tokens << " tokens; "
-      << Printf("%g", r.duration_s) << " s per concurrency\n";
+  out << (r.chat ? "chat completions" : "completions") << ", streamed; prompt " << r.prompt_tokens
+      << " words, max " << r.max_tokens << " tokens; " << Printf("%g", r.duration_s)
+      << " s per concurrency\n";
   return out.str();
 }
 
@@ -60,10 +60,10 @@ std::string BenchLevelsText(const BenchRecord& r) {
   for (size_t i = 0; i < 8; ++i) out << (i ? "  " : "") << Pad(cols[i], widths[i], i > 0);
   out << "\n";
   for (const auto& l : r.levels) {
-    std::string cells[] = {std::to_string(l.concurrency), std::to_string(l.requests),
-                           std::to_string(l.errors),      FormatTps(l.output_tps),
+    std::string cells[] = {std::to_string(l.concurrency),  std::to_string(l.requests),
+                           std::to_string(l.errors),       FormatTps(l.output_tps),
                            FormatLatencyMs(l.ttft_p50_ms), FormatLatencyMs(l.ttft_p99_ms),
-                           FormatLatencyMs(l.itl_p50_ms), FormatLatencyMs(l.itl_p99_ms)};
+                           FormatLatencyMs(l.itl_p50_ms),  FormatLatencyMs(l.itl_p99_ms)};
     for (size_t i = 0; i < 8; ++i) out << (i ? "  " : "") << Pad(cells[i], widths[i], true);
     out << "\n";
   }
@@ -118,8 +118,8 @@ std::string BenchCompareText(const std::vector<BenchRecord>& columns) {
   for (const auto& cells : rows) {
     std::string line;
     for (size_t i = 0; i < cells.size(); ++i)
-      line += (i ? "   " : "") + Pad(cells[i], width[i], /*right=*/i > 0 && rows.size() > 4 &&
-                                                           &cells - &rows[0] >= 4);
+      line += (i ? "   " : "") +
+              Pad(cells[i], width[i], /*right=*/i > 0 && rows.size() > 4 && &cells - &rows[0] >= 4);
     while (!line.empty() && line.back() == ' ') line.pop_back();
     out << line << "\n";
   }

@@ -23,12 +23,12 @@ constexpr int kFormatVersion = 1;
 using nlohmann::json;
 
 json LevelJson(const BenchLevel& l) {
-  return {{"concurrency", l.concurrency},     {"requests", l.requests},
-          {"errors", l.errors},               {"output_tokens", l.output_tokens},
-          {"seconds", l.seconds},             {"output_tokens_per_second", l.output_tps},
-          {"ttft_p50_ms", l.ttft_p50_ms},     {"ttft_p90_ms", l.ttft_p90_ms},
-          {"ttft_p99_ms", l.ttft_p99_ms},     {"itl_p50_ms", l.itl_p50_ms},
-          {"itl_p90_ms", l.itl_p90_ms},       {"itl_p99_ms", l.itl_p99_ms},
+  return {{"concurrency", l.concurrency}, {"requests", l.requests},
+          {"errors", l.errors},           {"output_tokens", l.output_tokens},
+          {"seconds", l.seconds},         {"output_tokens_per_second", l.output_tps},
+          {"ttft_p50_ms", l.ttft_p50_ms}, {"ttft_p90_ms", l.ttft_p90_ms},
+          {"ttft_p99_ms", l.ttft_p99_ms}, {"itl_p50_ms", l.itl_p50_ms},
+          {"itl_p90_ms", l.itl_p90_ms},   {"itl_p99_ms", l.itl_p99_ms},
           {"first_error", l.first_error}};
 }
 
@@ -125,8 +125,9 @@ Result<std::vector<BenchRecord>> BenchRecordsFromJson(const std::string& text,
                                                       const std::string& source) {
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object())
-    return Status::InvalidArgument(source + " is damaged (not a JSON object); move it aside to "
-                                            "start a new benchmark history");
+    return Status::InvalidArgument(source +
+                                   " is damaged (not a JSON object); move it aside to "
+                                   "start a new benchmark history");
   std::vector<BenchRecord> out;
   try {
     int version = j.at("version").get<int>();
@@ -171,8 +172,8 @@ std::vector<BenchRecord> LatestPerKey(const std::vector<BenchRecord>& records,
   std::map<std::string, size_t> newest;  // key -> index in records
   for (size_t i = 0; i < records.size(); ++i) {
     const auto& r = records[i];
-    if (!services.empty() && std::find(services.begin(), services.end(), r.service) ==
-                                 services.end())
+    if (!services.empty() &&
+        std::find(services.begin(), services.end(), r.service) == services.end())
       continue;
     newest[r.Key()] = i;  // records are oldest first: the last one wins
   }

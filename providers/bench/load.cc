@@ -50,10 +50,10 @@ class Reservoir {
 /// does not answer it from the last one).
 std::string MadeUpPrompt(uint64_t request, int words) {
   static constexpr const char* kWords[] = {
-      "river", "stone", "light", "north", "garden", "window", "silver", "market", "engine",
-      "paper", "cloud",  "forest", "bridge", "winter", "signal", "harbor", "lantern", "copper",
-      "meadow", "tower", "velvet", "orbit", "canyon", "ember", "falcon", "glacier", "island",
-      "jungle", "kettle", "ladder", "marble", "nectar"};
+      "river",   "stone",   "light",  "north",  "garden", "window", "silver", "market",
+      "engine",  "paper",   "cloud",  "forest", "bridge", "winter", "signal", "harbor",
+      "lantern", "copper",  "meadow", "tower",  "velvet", "orbit",  "canyon", "ember",
+      "falcon",  "glacier", "island", "jungle", "kettle", "ladder", "marble", "nectar"};
   std::string p = "Request " + std::to_string(request) + ":";
   uint64_t x = request * 6364136223846793005ULL + 1442695040888963407ULL;
   for (int i = 1; i < words; ++i) {
@@ -65,7 +65,8 @@ std::string MadeUpPrompt(uint64_t request, int words) {
 }
 
 std::string RequestBody(const LoadSpec& spec, uint64_t request) {
-  std::string prompt = spec.prompt.empty() ? MadeUpPrompt(request, spec.prompt_tokens) : spec.prompt;
+  std::string prompt =
+      spec.prompt.empty() ? MadeUpPrompt(request, spec.prompt_tokens) : spec.prompt;
   nlohmann::json j = {{"model", spec.model},
                       {"max_tokens", spec.max_tokens},
                       {"stream", true},
@@ -124,8 +125,7 @@ struct Run {
   uint64_t next_request = 0;
   LoadResult result;
   Reservoir ttft, itl;
-  Run(const LoadSpec& s, Clock* c)
-      : spec(s), clock(c), ttft(s.max_samples), itl(s.max_samples) {}
+  Run(const LoadSpec& s, Clock* c) : spec(s), clock(c), ttft(s.max_samples), itl(s.max_samples) {}
 
   void Error(const std::string& what) {
     ++result.errors;
@@ -240,8 +240,7 @@ Result<LoadResult> RunLoad(const LoadSpec& spec, const std::atomic<bool>* stop, 
                                    std::to_string(spec.concurrency));
   if (spec.max_tokens < 1 || spec.prompt_tokens < 1)
     return Status::InvalidArgument("max tokens and prompt tokens must be at least 1");
-  if (spec.duration.count() <= 0)
-    return Status::InvalidArgument("the duration must be positive");
+  if (spec.duration.count() <= 0) return Status::InvalidArgument("the duration must be positive");
   CurlGlobalInit();
   Run run(spec, clock ? clock : &RealClock());
   run.result.concurrency = spec.concurrency;
@@ -320,10 +319,9 @@ Result<LoadResult> RunLoad(const LoadSpec& spec, const std::atomic<bool>* stop, 
       stopped = true;
       break;
     }
-    auto wait = std::min<Clock::TimePoint::duration>(run.deadline - now,
-                                                     std::chrono::milliseconds(50));
-    int wait_ms =
-        static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(wait).count());
+    auto wait =
+        std::min<Clock::TimePoint::duration>(run.deadline - now, std::chrono::milliseconds(50));
+    int wait_ms = static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(wait).count());
     curl_multi_poll(multi.get(), nullptr, 0, std::max(wait_ms, 1), nullptr);
   }
   Clock::TimePoint end = stopped ? run.clock->Now() : run.deadline;

@@ -18,13 +18,13 @@ namespace berth {
 struct LoadSpec {
   std::string host = "127.0.0.1";
   int port = 0;
-  std::string model;          // the served name (the request's "model")
-  bool chat = false;          // /v1/chat/completions (messages) instead of /v1/completions
-  std::string prompt;         // "" = a made-up prompt of prompt_tokens words, new per request
-  int prompt_tokens = 128;    // the made-up prompt's length in words (about one token each)
-  int max_tokens = 256;       // per request
-  bool ignore_eos = true;     // ask vLLM/SGLang to generate max_tokens whatever the text
-  int concurrency = 1;        // streams kept in flight
+  std::string model;        // the served name (the request's "model")
+  bool chat = false;        // /v1/chat/completions (messages) instead of /v1/completions
+  std::string prompt;       // "" = a made-up prompt of prompt_tokens words, new per request
+  int prompt_tokens = 128;  // the made-up prompt's length in words (about one token each)
+  int max_tokens = 256;     // per request
+  bool ignore_eos = true;   // ask vLLM/SGLang to generate max_tokens whatever the text
+  int concurrency = 1;      // streams kept in flight
   std::chrono::milliseconds duration{10000};          // how long to measure
   std::chrono::milliseconds request_timeout{300000};  // one request, connect to last byte
   std::chrono::milliseconds connect_timeout{5000};

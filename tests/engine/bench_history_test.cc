@@ -60,12 +60,12 @@ TEST_F(BenchHistoryTest, RecordsRoundTripOldestFirst) {
   auto none = h.Load();
   ASSERT_TRUE(none.ok());
   EXPECT_TRUE(none->empty());
-  BenchRecord kimi = Record("vllm-kimi-k25", "moonshotai/Kimi-K2.5", std::string(40, 'a'),
-                            {{1, 61}, {128, 1239}});
+  BenchRecord kimi =
+      Record("vllm-kimi-k25", "moonshotai/Kimi-K2.5", std::string(40, 'a'), {{1, 61}, {128, 1239}});
   kimi.levels[0].first_error = "POST http://127.0.0.1:8000/v1/completions: HTTP 500: boom";
   ASSERT_TRUE(h.Append(kimi).ok());
-  ASSERT_TRUE(h.Append(Record("vllm-minimax-m25", "MiniMaxAI/MiniMax-M2.5",
-                              std::string(40, 'b'), {{1, 84}}))
+  ASSERT_TRUE(h.Append(Record("vllm-minimax-m25", "MiniMaxAI/MiniMax-M2.5", std::string(40, 'b'),
+                              {{1, 84}}))
                   .ok());
   auto loaded = h.Load();
   ASSERT_TRUE(loaded.ok()) << loaded.status().message();
@@ -107,10 +107,8 @@ TEST_F(BenchHistoryTest, ADamagedFileIsAnErrorNamingIt) {
 
 TEST(BenchCompare, TheNewestRecordOfEachModelSideBySide) {
   std::vector<BenchRecord> records = {
-      Record("vllm-kimi-k25", "moonshotai/Kimi-K2.5", std::string(40, 'a'),
-             {{1, 50}, {128, 1000}}),
-      Record("vllm-kimi-k25", "moonshotai/Kimi-K2.5", std::string(40, 'a'),
-             {{1, 61}, {128, 1239}}),
+      Record("vllm-kimi-k25", "moonshotai/Kimi-K2.5", std::string(40, 'a'), {{1, 50}, {128, 1000}}),
+      Record("vllm-kimi-k25", "moonshotai/Kimi-K2.5", std::string(40, 'a'), {{1, 61}, {128, 1239}}),
       Record("vllm-minimax-m25", "MiniMaxAI/MiniMax-M2.5", std::string(40, 'b'),
              {{1, 84}, {32, 2541}})};
   auto columns = LatestPerKey(records, {});
@@ -144,8 +142,8 @@ TEST(BenchCompare, TheNewestRecordOfEachModelSideBySide) {
 }
 
 TEST(BenchText, ARunsTableAndItsFirstError) {
-  BenchRecord r = Record("vllm-kimi-k25", "moonshotai/Kimi-K2.5", std::string(40, 'a'),
-                         {{1, 61}, {128, 1239}});
+  BenchRecord r =
+      Record("vllm-kimi-k25", "moonshotai/Kimi-K2.5", std::string(40, 'a'), {{1, 61}, {128, 1239}});
   r.levels[1].errors = 2;
   r.levels[1].first_error = "POST http://127.0.0.1:8000/v1/completions: HTTP 500: boom";
   EXPECT_EQ(BenchHeaderText(r, "127.0.0.1:8000"),

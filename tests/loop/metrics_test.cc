@@ -155,26 +155,43 @@ TEST(Metrics, TheLastBenchFiguresOfEachModelWithLabels) {
             "# HELP berth_bench_timestamp_seconds When the last berth bench of this service, "
             "model and commit started, in unix seconds.\n"
             "# TYPE berth_bench_timestamp_seconds gauge\n"
-            "berth_bench_timestamp_seconds{" + labels + "} 1796119200\n"
-            "# HELP berth_bench_output_tokens_per_second Output tokens per second berth bench "
-            "measured at this concurrency.\n"
-            "# TYPE berth_bench_output_tokens_per_second gauge\n"
-            "berth_bench_output_tokens_per_second{" + labels + ",concurrency=\"32\"} 2541.250\n"
-            "# HELP berth_bench_ttft_seconds Time to first token berth bench measured, by "
-            "quantile.\n"
-            "# TYPE berth_bench_ttft_seconds gauge\n"
-            "berth_bench_ttft_seconds{" + labels + ",concurrency=\"32\",quantile=\"0.5\"} 0.120000\n"
-            "berth_bench_ttft_seconds{" + labels + ",concurrency=\"32\",quantile=\"0.9\"} 0.150000\n"
-            "berth_bench_ttft_seconds{" + labels + ",concurrency=\"32\",quantile=\"0.99\"} 1.250000\n"
-            "# HELP berth_bench_itl_seconds Inter-token latency berth bench measured, by "
-            "quantile.\n"
-            "# TYPE berth_bench_itl_seconds gauge\n"
-            "berth_bench_itl_seconds{" + labels + ",concurrency=\"32\",quantile=\"0.5\"} 0.012500\n"
-            "berth_bench_itl_seconds{" + labels + ",concurrency=\"32\",quantile=\"0.9\"} 0.013000\n"
-            "berth_bench_itl_seconds{" + labels + ",concurrency=\"32\",quantile=\"0.99\"} 0.020000\n"
-            "# HELP berth_bench_errors Requests that failed in the last berth bench.\n"
-            "# TYPE berth_bench_errors gauge\n"
-            "berth_bench_errors{" + labels + ",concurrency=\"32\"} 1\n");
+            "berth_bench_timestamp_seconds{" +
+                labels +
+                "} 1796119200\n"
+                "# HELP berth_bench_output_tokens_per_second Output tokens per second berth bench "
+                "measured at this concurrency.\n"
+                "# TYPE berth_bench_output_tokens_per_second gauge\n"
+                "berth_bench_output_tokens_per_second{" +
+                labels +
+                ",concurrency=\"32\"} 2541.250\n"
+                "# HELP berth_bench_ttft_seconds Time to first token berth bench measured, by "
+                "quantile.\n"
+                "# TYPE berth_bench_ttft_seconds gauge\n"
+                "berth_bench_ttft_seconds{" +
+                labels +
+                ",concurrency=\"32\",quantile=\"0.5\"} 0.120000\n"
+                "berth_bench_ttft_seconds{" +
+                labels +
+                ",concurrency=\"32\",quantile=\"0.9\"} 0.150000\n"
+                "berth_bench_ttft_seconds{" +
+                labels +
+                ",concurrency=\"32\",quantile=\"0.99\"} 1.250000\n"
+                "# HELP berth_bench_itl_seconds Inter-token latency berth bench measured, by "
+                "quantile.\n"
+                "# TYPE berth_bench_itl_seconds gauge\n"
+                "berth_bench_itl_seconds{" +
+                labels +
+                ",concurrency=\"32\",quantile=\"0.5\"} 0.012500\n"
+                "berth_bench_itl_seconds{" +
+                labels +
+                ",concurrency=\"32\",quantile=\"0.9\"} 0.013000\n"
+                "berth_bench_itl_seconds{" +
+                labels +
+                ",concurrency=\"32\",quantile=\"0.99\"} 0.020000\n"
+                "# HELP berth_bench_errors Requests that failed in the last berth bench.\n"
+                "# TYPE berth_bench_errors gauge\n"
+                "berth_bench_errors{" +
+                labels + ",concurrency=\"32\"} 1\n");
   EXPECT_NE(MetricsText(m).find("berth_bench_errors{"), std::string::npos);
   r.service = "a\"b\\c\nd";
   EXPECT_NE(BenchMetricsText({r}).find("service=\"a\\\"b\\\\c\\nd\""), std::string::npos);

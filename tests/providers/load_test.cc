@@ -145,7 +145,8 @@ TEST(RunLoad, AnErrorStatusIsCountedWithTheServersMessage) {
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->errors, 1u);
   EXPECT_EQ(r->requests, 0u);
-  EXPECT_THAT(r->first_error, HasSubstr("/v1/completions: HTTP 404: The model `m` does not exist."));
+  EXPECT_THAT(r->first_error,
+              HasSubstr("/v1/completions: HTTP 404: The model `m` does not exist."));
 }
 
 TEST(RunLoad, StopsAfterMaxErrors) {

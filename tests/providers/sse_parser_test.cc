@@ -44,7 +44,8 @@ std::vector<std::string> Split(const std::string& text, std::mt19937* rng) {
 
 TEST(SseParser, ReadsAStreamedCompletion) {
   SseParser p;
-  auto events = Events(&p, {"data: {\"a\":1}\n\ndata: {\"a\":2}\n\n: keep-alive\n\ndata: [DONE]\n\n"});
+  auto events =
+      Events(&p, {"data: {\"a\":1}\n\ndata: {\"a\":2}\n\n: keep-alive\n\ndata: [DONE]\n\n"});
   EXPECT_THAT(events, ElementsAre("{\"a\":1}", "{\"a\":2}", "[DONE]"));
   EXPECT_EQ(p.buffered(), 0u);
 }
@@ -142,7 +143,8 @@ TEST(InterpretEvent, CompletionChunksChatDeltasAndUsage) {
   EXPECT_FALSE(e.has_usage);
   e = InterpretEvent(R"({"choices":[{"delta":{"role":"assistant","content":""}}]})");
   EXPECT_EQ(e.content_deltas, 0u);  // a role announcement carries no token
-  e = InterpretEvent(R"({"choices":[{"delta":{"content":"x"}},{"delta":{"reasoning_content":"y"}}]})");
+  e = InterpretEvent(
+      R"({"choices":[{"delta":{"content":"x"}},{"delta":{"reasoning_content":"y"}}]})");
   EXPECT_EQ(e.content_deltas, 2u);
   e = InterpretEvent(R"({"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":17}})");
   EXPECT_TRUE(e.has_usage);
