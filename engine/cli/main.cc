@@ -162,7 +162,8 @@ int main(int argc, char** argv) {
   bench->add_flag("--compare", bench_cmd.compare,
                   "print the recorded results side by side: one column per service, model and "
                   "commit");
-  bench->add_flag("!--no-save", bench_cmd.save, "do not record the results in the state dir");
+  bool bench_no_save = false;
+  bench->add_flag("--no-save", bench_no_save, "do not record the results in the state dir");
   bench->add_option("--state-dir", bench_cmd.state_dir, "berth's records (default /var/lib/berth)");
 
   std::string history_state, history_format = "text";
@@ -226,6 +227,7 @@ int main(int argc, char** argv) {
   if (*bench) {
     InstallStopHandlers();
     bench_cmd.stop = &g_stop;
+    bench_cmd.save = !bench_no_save;
     return berth::RunBench(bench_cmd, std::cout, std::cerr);
   }
   if (*observe)
