@@ -99,6 +99,26 @@ struct LockCommand {
 /// with a stale one) are resolved; with it, every named model (or all). Prints what moved.
 int RunLock(const LockCommand& cmd, std::ostream& out, std::ostream& err);
 
+struct BenchCommand {
+  std::string manifest_path;                // -f: where SERVICE is declared (its port, model)
+  std::vector<std::string> services;        // the service to measure; with --compare, a filter
+  std::string concurrency = "1,32,128";     // --concurrency: streams, one level after another
+  std::string duration = "30s";             // --duration: per level
+  int prompt_tokens = 128;                  // --prompt-tokens: a made-up prompt of this many words
+  int max_tokens = 256;                     // --max-tokens: per request
+  bool chat = false;                        // --chat: /v1/chat/completions
+  std::string host;                         // --host: connect here ("" = from the service's bind)
+  std::string format = "text";              // -o text|json
+  bool compare = false;                     // --compare: the stored results side by side
+  bool save = true;                         // --no-save: do not record the results
+  std::string state_dir;                    // "" = $BERTH_STATE_DIR or /var/lib/berth
+  const std::atomic<bool>* stop = nullptr;  // SIGINT/SIGTERM: end the level being measured
+};
+/// `berth bench SERVICE`: checks the service is healthy, measures it at each concurrency with
+/// streamed completions, prints the figures and records them in the state directory.
+/// `berth bench --compare`: the newest record of each service, model and commit side by side.
+int RunBench(const BenchCommand& cmd, std::ostream& out, std::ostream& err);
+
 int RunValidate(const std::string& manifest_path, std::ostream& out, std::ostream& err);
 int RunPlan(const PlanCommand& cmd, std::ostream& out, std::ostream& err);
 /// Prints the unit files berth would write (all services, or only `service`).

@@ -147,6 +147,31 @@ int main(int argc, char** argv) {
                  "re-resolve pinned models too: all, or the models named");
   lock->add_option("models", lock_cmd.models, "with --update: only these models");
 
+  berth::BenchCommand bench_cmd;
+  auto* bench = app.add_subcommand(
+      "bench", "measure a service with streamed completions (tok/s, TTFT, ITL); --compare");
+  bench->add_option("service", bench_cmd.services,
+                    "the service to measure (with --compare: only these services)");
+  bench->add_option("-f,--file", bench_cmd.manifest_path, "manifest that declares the service");
+  bench->add_option("--concurrency", bench_cmd.concurrency, "streams, one level after another")
+      ->capture_default_str();
+  bench->add_option("--duration", bench_cmd.duration, "how long to measure each level")
+      ->capture_default_str();
+  bench->add_option("--prompt-tokens", bench_cmd.prompt_tokens, "made-up prompt length, in words")
+      ->capture_default_str();
+  bench->add_option("--max-tokens", bench_cmd.max_tokens, "output tokens per request")
+      ->capture_default_str();
+  bench->add_flag("--chat", bench_cmd.chat, "use /v1/chat/completions (default /v1/completions)");
+  bench->add_option("--host", bench_cmd.host,
+                    "connect to this address (default: from the service's bind, loopback)");
+  bench->add_option("-o,--output", bench_cmd.format, "text or json")->capture_default_str();
+  bench->add_flag("--compare", bench_cmd.compare,
+                  "print the recorded results side by side: one column per service, model and "
+                  "commit");
+  bool bench_no_save = false;
+  bench->add_flag("--no-save", bench_no_save, "do not record the results in the state dir");
+  bench->add_option("--state-dir", bench_cmd.state_dir, "berth's records (default /var/lib/berth)");
+
   std::string history_state, history_format = "text";
   size_t history_limit = 20;
   auto* history =
@@ -204,6 +229,12 @@ int main(int argc, char** argv) {
     reconcile_cmd.reload = signals.reload;
     reconcile_cmd.wake_fd = signals.wake_fd;
     return berth::RunReconcile(reconcile_cmd, std::cout, std::cerr);
+  }
+  if (*bench) {
+    InstallStopHandlers();
+    bench_cmd.stop = &g_stop;
+    bench_cmd.save = !bench_no_save;
+    return berth::RunBench(bench_cmd, std::cout, std::cerr);
   }
   if (*observe)
     return berth::RunObserve(observe_path, observe_format, observe_host, std::cout, std::cerr);

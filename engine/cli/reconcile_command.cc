@@ -11,6 +11,7 @@
 #include "engine/loop/manifest_probe.h"
 #include "engine/loop/notifier.h"
 #include "engine/loop/reconcile.h"
+#include "engine/state/bench_history.h"
 
 namespace berth {
 
@@ -64,6 +65,10 @@ int RunReconcile(const ReconcileCommand& cmd, std::ostream& out, std::ostream& e
     RunReport r = Reconciler(LiveReconcilerDeps(&live, &say, &clock)).Run(ro);
     if (!cmd.once && r.outcome != Outcome::kNoChanges) out << pass_out.str() << std::flush;
     return r;
+  };
+  deps.bench_records = [&ro] {
+    auto records = BenchHistory(ro.state_dir).Load();
+    return records.ok() ? LatestPerKey(*records, {}) : std::vector<BenchRecord>{};
   };
   deps.manifest_fingerprint = [&] { return ManifestFingerprint(cmd.manifest_path); };
   deps.clock = &clock;

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <sstream>
 
 namespace berth {
@@ -16,6 +17,14 @@ std::string Number(double v, int decimals) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
   return buf;
+}
+
+/// "2026-12-01T10:33:34Z" as unix seconds; 0 when it does not read as that.
+double UnixTime(const std::string& rfc3339) {
+  std::tm tm{};
+  const char* end = strptime(rfc3339.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  if (!end || *end != '\0') return 0;
+  return static_cast<double>(timegm(&tm));
 }
 
 void Metric(std::ostream& out, const char* name, const char* type, const char* help) {
@@ -121,6 +130,57 @@ std::string MetricsText(const LoopMetrics& m) {
          "1 while the manifest's change is held: it failed after taking a service down, and "
          "berth waits for the manifest to change or for berth apply --retry.");
   out << "berth_change_held " << (m.change_held ? 1 : 0) << "\n";
+  out << BenchMetricsText(m.bench);
+  return out.str();
+}
+
+std::string BenchMetricsText(const std::vector<BenchRecord>& records) {
+  if (records.empty()) return "";
+  std::ostringstream out;
+  auto labels = [](const BenchRecord& r) {
+    return "service=\"" + LabelValue(r.service) + "\",model=\"" +
+           LabelValue(r.repo_id.empty() ? r.served_name : r.repo_id) + "\",commit=\"" +
+           LabelValue(r.commit) + "\"";
+  };
+  Metric(out, "berth_bench_timestamp_seconds", "gauge",
+         "When the last berth bench of this service, model and commit started, in unix seconds.");
+  for (const auto& r : records)
+    out << "berth_bench_timestamp_seconds{" << labels(r) << "} " << Number(UnixTime(r.time), 0)
+        << "\n";
+  Metric(out, "berth_bench_output_tokens_per_second", "gauge",
+         "Output tokens per second berth bench measured at this concurrency.");
+  for (const auto& r : records)
+    for (const auto& l : r.levels)
+      out << "berth_bench_output_tokens_per_second{" << labels(r) << ",concurrency=\""
+          << l.concurrency << "\"} " << Number(l.output_tps, 3) << "\n";
+  struct Latency {
+    const char* name;
+    const char* help;
+    double BenchLevel::*p50;
+    double BenchLevel::*p90;
+    double BenchLevel::*p99;
+  };
+  const Latency latencies[] = {
+      {"berth_bench_ttft_seconds", "Time to first token berth bench measured, by quantile.",
+       &BenchLevel::ttft_p50_ms, &BenchLevel::ttft_p90_ms, &BenchLevel::ttft_p99_ms},
+      {"berth_bench_itl_seconds", "Inter-token latency berth bench measured, by quantile.",
+       &BenchLevel::itl_p50_ms, &BenchLevel::itl_p90_ms, &BenchLevel::itl_p99_ms}};
+  for (const auto& lat : latencies) {
+    Metric(out, lat.name, "gauge", lat.help);
+    for (const auto& r : records)
+      for (const auto& l : r.levels) {
+        std::pair<const char*, double> qs[] = {
+            {"0.5", l.*lat.p50}, {"0.9", l.*lat.p90}, {"0.99", l.*lat.p99}};
+        for (const auto& [q, ms] : qs)
+          out << lat.name << "{" << labels(r) << ",concurrency=\"" << l.concurrency
+              << "\",quantile=\"" << q << "\"} " << Number(ms / 1000, 6) << "\n";
+      }
+  }
+  Metric(out, "berth_bench_errors", "gauge", "Requests that failed in the last berth bench.");
+  for (const auto& r : records)
+    for (const auto& l : r.levels)
+      out << "berth_bench_errors{" << labels(r) << ",concurrency=\"" << l.concurrency << "\"} "
+          << l.errors << "\n";
   return out.str();
 }
 

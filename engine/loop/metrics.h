@@ -10,6 +10,7 @@
 #include "engine/apply/reconciler.h"
 #include "engine/core/atomic_file.h"
 #include "engine/core/status.h"
+#include "engine/state/bench_history.h"
 
 namespace berth {
 
@@ -31,6 +32,9 @@ struct LoopMetrics {
   std::map<std::string, bool> service_up;  // service name -> running
   bool up = true;            // false once the loop is stopping: the last file it writes says so
   bool change_held = false;  // the last pass found this manifest's change held after a failure
+  /// The newest `berth bench` record of each service, model and commit (LatestPerKey), read
+  /// from the state directory before each write; exported as berth_bench_* gauges.
+  std::vector<BenchRecord> bench;
 
   /// Folds one pass in: its report, when it started (unix seconds) and how long it took.
   void Record(const RunReport& report, double started_unix, double duration_s);
@@ -42,5 +46,8 @@ const char* FailureKind(Outcome outcome);
 
 /// The textfile: HELP and TYPE lines, then the samples; ends with a newline.
 std::string MetricsText(const LoopMetrics& m);
+/// The berth_bench_* part of it: per record and concurrency, with labels service, model (the
+/// repo), commit and concurrency. "" when there is no record.
+std::string BenchMetricsText(const std::vector<BenchRecord>& records);
 
 }  // namespace berth

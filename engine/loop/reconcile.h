@@ -14,6 +14,7 @@
 #include "engine/core/status.h"
 #include "engine/loop/notifier.h"
 #include "engine/loop/schedule.h"
+#include "engine/state/bench_history.h"
 
 namespace berth {
 
@@ -33,6 +34,8 @@ struct LoopDeps {
   const std::atomic<bool>* stop = nullptr;            // SIGINT/SIGTERM: stop after this pass
   std::atomic<bool>* reload = nullptr;                // SIGHUP: run now; cleared when a pass starts
   std::ostream* log = nullptr;                        // one status line per pass; null: none
+  /// berth bench's newest records (LatestPerKey), exported with the metrics; null: none.
+  std::function<std::vector<BenchRecord>()> bench_records;
   /// Writes the metrics file; null: WriteFileAtomically.
   std::function<Status(const std::string& path, const std::string& text)> write_file;
 };

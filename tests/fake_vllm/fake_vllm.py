@@ -23,7 +23,21 @@ Then it serves HTTP on --host/--port (default 0.0.0.0:8000):
   GET /health      200, empty body (503 with FAKE_VLLM_FAIL_HEALTH)
   GET /v1/models   {"object": "list", "data": [{"id": NAME, ...}]}
   GET /version     {"version": "0.0.0-fake"}
-  POST /v1/completions  a small OpenAI-style completion naming the model (404 for another model)
+  POST /v1/completions       a small OpenAI-style completion naming the model (404 for another
+                             model); with "stream": true, server-sent events (see below)
+  POST /v1/chat/completions  the same as a chat completion (choices[].message / .delta)
+
+Streaming ("stream": true): max_tokens (default 16) chunks of one token each (" tok0", " tok1",
+...), in HTTP/1.1 chunked encoding; the last names finish_reason "length"; with
+"stream_options": {"include_usage": true} a final chunk with empty choices and usage; then
+`data: [DONE]`. Tokens are paced on absolute schedules (fake_stream.py), so the rates a client
+measures are known in advance:
+  --tokens-per-second R                  per stream, token i is due i/R s after the request
+                                         (default 0: as fast as the server can write)
+  --max-aggregate-tokens-per-second A    all streams together at most A tokens/s (default 0: none)
+Failing completions on demand (smoke gates, error counts): --fail-completions, or
+FAKE_VLLM_FAIL_COMPLETIONS=1, or FAKE_VLLM_FAIL_COMPLETIONS_FILE=PATH (fail while PATH exists):
+completions and chat completions answer 500 with an OpenAI error; health and models stay fine.
 
 Environment switches for tests:
   FAKE_VLLM_STARTUP_DELAY=SECS  sleep (float) before listening, like loading weights
@@ -35,6 +49,8 @@ Environment switches for tests:
                                 .bin file first.
   FAKE_VLLM_FAIL_HEALTH=1       /health answers 503 forever
   FAKE_VLLM_EXIT_AFTER=SECS     exit with status 1 that long after the start (crash loops)
+  FAKE_VLLM_TOKENS_PER_SECOND=R, FAKE_VLLM_MAX_AGGREGATE_TOKENS_PER_SECOND=A
+                                the pacing flags' defaults (for units berth renders)
 
 SIGTERM and SIGINT: exit 0 at once.
 """
@@ -42,11 +58,16 @@ SIGTERM and SIGINT: exit 0 at once.
 import json
 import os
 import signal
+import socket
 import struct
 import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+sys.dont_write_bytecode = True  # no __pycache__ beside the sources when a unit runs us
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fake_stream  # noqa: E402
 
 # flag -> destination; flags that take one value.
 VALUE_FLAGS = {
@@ -72,10 +93,15 @@ VALUE_FLAGS = {
     "-ngl": "n_gpu_layers",
     "--ctx-size": "max_model_len",
     "-c": "max_model_len",
+    # fake_vllm's own
+    "--tokens-per-second": "tokens_per_second",
+    "--max-aggregate-tokens-per-second": "max_aggregate_tokens_per_second",
 }
-SWITCH_FLAGS = {"--enable-expert-parallel": "enable_expert_parallel"}
+SWITCH_FLAGS = {"--enable-expert-parallel": "enable_expert_parallel",
+                "--fail-completions": "fail_completions"}
 INT_OPTIONS = ("port", "tensor_parallel_size", "pipeline_parallel_size", "max_model_len",
                "n_gpu_layers")
+RATE_OPTIONS = ("tokens_per_second", "max_aggregate_tokens_per_second")
 
 
 class UsageError(Exception):
@@ -86,7 +112,11 @@ def parse_args(args):
     """Returns (options dict, unknown flags list). Like parse_known_args: unknown flags (and a
     value that follows them) are kept aside, not rejected."""
     opts = {"host": "0.0.0.0", "port": 8000, "tensor_parallel_size": 1,
-            "pipeline_parallel_size": 1, "enable_expert_parallel": False}
+            "pipeline_parallel_size": 1, "enable_expert_parallel": False,
+            "fail_completions": False,
+            "tokens_per_second": os.environ.get("FAKE_VLLM_TOKENS_PER_SECOND") or "0",
+            "max_aggregate_tokens_per_second":
+                os.environ.get("FAKE_VLLM_MAX_AGGREGATE_TOKENS_PER_SECOND") or "0"}
     unknown = []
     positionals = []
     i = 0
@@ -130,6 +160,13 @@ def parse_args(args):
                 opts[key] = int(opts[key])
             except ValueError:
                 raise UsageError("%s must be an integer, got %r" % (key, opts[key]))
+    for key in RATE_OPTIONS:
+        try:
+            opts[key] = float(opts[key])
+        except ValueError:
+            raise UsageError("%s must be a number, got %r" % (key, opts[key]))
+        if not opts[key] >= 0 or opts[key] == float("inf"):
+            raise UsageError("%s must be 0 or a positive number, got %r" % (key, opts[key]))
     if "gpu_memory_utilization" in opts:
         try:
             opts["gpu_memory_utilization"] = float(opts["gpu_memory_utilization"])
@@ -238,6 +275,12 @@ def make_handler(state):
         protocol_version = "HTTP/1.1"
         server_version = "fake-vllm/0.0.0"
 
+        def setup(self):
+            super().setup()
+            # Like uvicorn (asyncio) under vLLM: every event leaves at once, not held back by
+            # Nagle's algorithm until the client acknowledges the last one.
+            self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
         def log_message(self, fmt, *args):  # one line per request, to stderr
             sys.stderr.write("fake-vllm: %s %s\n" % (self.address_string(), fmt % args))
 
@@ -273,13 +316,20 @@ def make_handler(state):
             else:
                 self.not_found()
 
+        def failing(self):
+            if state["fail_completions"]:
+                return True
+            path = state["fail_file"]
+            return bool(path) and os.path.lexists(path)
+
         def do_POST(self):
             path = self.path.split("?", 1)[0]
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length > 0 else b""
-            if path != "/v1/completions":
+            if path not in ("/v1/completions", "/v1/chat/completions"):
                 self.not_found()
                 return
+            chat = path == "/v1/chat/completions"
             try:
                 request = json.loads(body.decode("utf-8") or "{}")
                 if not isinstance(request, dict):
@@ -294,23 +344,56 @@ def make_handler(state):
                                  "message": "The model `%s` does not exist." % model,
                                  "type": "NotFoundError", "code": 404})
                 return
+            if self.failing():
+                self.reply(500, {"object": "error",
+                                 "message": "completion failed (fake_vllm told to fail)",
+                                 "type": "InternalServerError", "code": 500})
+                return
             with state["lock"]:
                 state["requests"] += 1
                 n = state["requests"]
-            prompt = request.get("prompt", "")
+            ident = ("chatcmpl-fake-%d" if chat else "cmpl-fake-%d") % n
+            if request.get("stream") is True:
+                self.stream(ident, model, chat, request)
+                return
+            prompt_tokens = fake_stream.prompt_tokens(request, chat)
             text = " fake completion from %s" % model
+            if chat:
+                choice = {"index": 0, "message": {"role": "assistant", "content": text},
+                          "logprobs": None, "finish_reason": "length"}
+            else:
+                choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": "length"}
             self.reply(200, {
-                "id": "cmpl-fake-%d" % n, "object": "text_completion",
-                "created": int(time.time()), "model": model,
-                "choices": [{"index": 0, "text": text, "logprobs": None,
-                             "finish_reason": "length"}],
-                "usage": {"prompt_tokens": len(str(prompt).split()),
+                "id": ident, "object": "chat.completion" if chat else "text_completion",
+                "created": int(time.time()), "model": model, "choices": [choice],
+                "usage": {"prompt_tokens": prompt_tokens,
                           "completion_tokens": len(text.split()),
-                          "total_tokens": len(str(prompt).split()) + len(text.split())}})
+                          "total_tokens": prompt_tokens + len(text.split())}})
+
+        def stream(self, ident, model, chat, request):
+            """Server-sent events in chunked encoding, each written when the pacer says."""
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            try:
+                for event in fake_stream.stream_events(state["pacer"], ident, model, chat,
+                                                       request):
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
+                self.wfile.write(b"0\r\n\r\n")
+            except (BrokenPipeError, ConnectionResetError):
+                self.close_connection = True  # the client went away (a benchmark's end)
 
         do_HEAD = do_GET
 
     return Handler
+
+
+class Server(ThreadingHTTPServer):
+    # A benchmark opens a hundred connections at once: the default backlog of 5 would make
+    # most of them retry their SYN a second later.
+    request_queue_size = 1024
 
 
 def on_signal(signum, frame):
@@ -362,9 +445,14 @@ def main():
         "fail_health": bool(os.environ.get("FAKE_VLLM_FAIL_HEALTH")),
         "requests": 0,
         "lock": threading.Lock(),
+        "fail_completions": opts["fail_completions"] or
+            bool(os.environ.get("FAKE_VLLM_FAIL_COMPLETIONS")),
+        "fail_file": os.environ.get("FAKE_VLLM_FAIL_COMPLETIONS_FILE") or "",
+        "pacer": fake_stream.Pacer(opts["tokens_per_second"],
+                                   opts["max_aggregate_tokens_per_second"]),
     }
     try:
-        server = ThreadingHTTPServer((opts["host"], opts["port"]), make_handler(state))
+        server = Server((opts["host"], opts["port"]), make_handler(state))
     except OSError as e:
         log("cannot listen on %s:%d: %s" % (opts["host"], opts["port"], e))
         return 1

@@ -39,7 +39,9 @@ def request(port, method, path, body=None, timeout=2.0):
         conn.close()
 
 
-class FakeVllmTest(unittest.TestCase):
+class FakeVllmFixture(unittest.TestCase):
+    """Starts fake_vllm.py processes and stops them after each test (no tests of its own)."""
+
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="fake-vllm-test-")
         self.model = make_model.make_model(os.path.join(self.tmp, "model"), shards=2)
@@ -92,6 +94,8 @@ class FakeVllmTest(unittest.TestCase):
         proc.wait(timeout)
         return proc.returncode, proc.stderr.read().decode("utf-8", "replace")
 
+
+class FakeVllmTest(FakeVllmFixture):
     def test_serves_health_models_and_completions(self):
         p, port = self.serve(["--max-model-len", "1234", "--tensor-parallel-size", "2"])
         self.assertEqual(request(port, "GET", "/health"), (200, b""))

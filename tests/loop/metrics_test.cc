@@ -136,5 +136,74 @@ TEST(Metrics, FileIsReplacedAtomicallyWorldReadableAndNoTemporaryIsLeft) {
   fs::remove_all(dir);
 }
 
+TEST(Metrics, TheLastBenchFiguresOfEachModelWithLabels) {
+  BenchRecord r;
+  r.time = "2026-12-01T10:00:00Z";
+  r.service = "vllm-minimax-m25";
+  r.served_name = "minimax";
+  r.repo_id = "MiniMaxAI/MiniMax-M2.5";
+  r.commit = "abc";
+  BenchLevel l;
+  l.concurrency = 32;
+  l.output_tps = 2541.25;
+  l.ttft_p50_ms = 120;
+  l.ttft_p90_ms = 150;
+  l.ttft_p99_ms = 1250;
+  l.itl_p50_ms = 12.5;
+  l.itl_p90_ms = 13;
+  l.itl_p99_ms = 20;
+  l.errors = 1;
+  r.levels.push_back(l);
+  LoopMetrics m;
+  EXPECT_EQ(MetricsText(m).find("berth_bench"), std::string::npos);
+  m.bench.push_back(r);
+  std::string labels =
+      "service=\"vllm-minimax-m25\",model=\"MiniMaxAI/MiniMax-M2.5\",commit=\"abc\"";
+  EXPECT_EQ(BenchMetricsText(m.bench),
+            "# HELP berth_bench_timestamp_seconds When the last berth bench of this service, "
+            "model and commit started, in unix seconds.\n"
+            "# TYPE berth_bench_timestamp_seconds gauge\n"
+            "berth_bench_timestamp_seconds{" +
+                labels +
+                "} 1796119200\n"
+                "# HELP berth_bench_output_tokens_per_second Output tokens per second berth bench "
+                "measured at this concurrency.\n"
+                "# TYPE berth_bench_output_tokens_per_second gauge\n"
+                "berth_bench_output_tokens_per_second{" +
+                labels +
+                ",concurrency=\"32\"} 2541.250\n"
+                "# HELP berth_bench_ttft_seconds Time to first token berth bench measured, by "
+                "quantile.\n"
+                "# TYPE berth_bench_ttft_seconds gauge\n"
+                "berth_bench_ttft_seconds{" +
+                labels +
+                ",concurrency=\"32\",quantile=\"0.5\"} 0.120000\n"
+                "berth_bench_ttft_seconds{" +
+                labels +
+                ",concurrency=\"32\",quantile=\"0.9\"} 0.150000\n"
+                "berth_bench_ttft_seconds{" +
+                labels +
+                ",concurrency=\"32\",quantile=\"0.99\"} 1.250000\n"
+                "# HELP berth_bench_itl_seconds Inter-token latency berth bench measured, by "
+                "quantile.\n"
+                "# TYPE berth_bench_itl_seconds gauge\n"
+                "berth_bench_itl_seconds{" +
+                labels +
+                ",concurrency=\"32\",quantile=\"0.5\"} 0.012500\n"
+                "berth_bench_itl_seconds{" +
+                labels +
+                ",concurrency=\"32\",quantile=\"0.9\"} 0.013000\n"
+                "berth_bench_itl_seconds{" +
+                labels +
+                ",concurrency=\"32\",quantile=\"0.99\"} 0.020000\n"
+                "# HELP berth_bench_errors Requests that failed in the last berth bench.\n"
+                "# TYPE berth_bench_errors gauge\n"
+                "berth_bench_errors{" +
+                labels + ",concurrency=\"32\"} 1\n");
+  EXPECT_NE(MetricsText(m).find("berth_bench_errors{"), std::string::npos);
+  r.service = "a\"b\\c\nd";
+  EXPECT_NE(BenchMetricsText({r}).find("service=\"a\\\"b\\\\c\\nd\""), std::string::npos);
+}
+
 }  // namespace
 }  // namespace berth::testing

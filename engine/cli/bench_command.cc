@@ -1,0 +1,219 @@
+// berth bench: the service's port, served name and model from the manifest, a health check,
+// then the load generator (providers/bench) at each concurrency; results into the state dir.
+#include <charconv>
+#include <fstream>
+#include <set>
+
+#include "engine/apply/reconciler.h"
+#include "engine/cli/cli_support.h"
+#include "engine/cli/commands.h"
+#include "engine/core/hf_cache.h"
+#include "engine/core/units.h"
+#include "engine/output/bench_text.h"
+#include "engine/state/bench_history.h"
+#include "engine/state/state.h"
+#include "providers/bench/load.h"
+#include "providers/health/health_probe.h"
+
+namespace berth {
+namespace {
+
+/// "1,32,128" -> {1, 32, 128}; an error names the bad part.
+Result<std::vector<int>> ParseLevels(const std::string& text) {
+  std::vector<int> out;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t comma = text.find(',', pos);
+    std::string part =
+        text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    int v = 0;
+    auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
+    if (part.empty() || ec != std::errc() || end != part.data() + part.size() || v < 1 || v > 10000)
+      return Status::InvalidArgument("--concurrency: '" + part +
+                                     "' is not a number of streams from 1 to 10000 (give a "
+                                     "comma-separated list such as 1,32,128)");
+    out.push_back(v);
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return out;
+}
+
+/// Where to connect for a server bound to `bind`.
+std::string ConnectHost(const std::string& bind) {
+  if (bind.empty() || bind == "0.0.0.0") return "127.0.0.1";
+  if (bind == "::") return "::1";
+  return bind;
+}
+
+/// The commit the service's model runs at, as far as berth can tell without asking the server:
+/// a pinned revision, berth.lock, what berth last downloaded, or the store's ref.
+std::string ModelCommit(const Desired& d, const ModelSpec& m, const std::string& state_dir) {
+  if (IsCommit(m.revision)) return m.revision;
+  if (const LockEntry* pin = d.PinFor(m)) return pin->commit;
+  auto state = StateDir(state_dir).Load();
+  if (state.ok()) {
+    auto it = state->applied.find("model/" + m.name);
+    if (it != state->applied.end() && IsCommit(it->second)) return it->second;
+  }
+  std::string store = d.host.store.empty() ? DefaultStorePath() : d.host.store;
+  std::ifstream ref(store + "/" + RepoFolderName(m.repo_id) + "/refs/" + m.revision);
+  std::string commit;
+  if (ref && std::getline(ref, commit) && IsCommit(commit)) return commit;
+  return "";
+}
+
+BenchLevel ToLevel(const LoadResult& r) {
+  BenchLevel l;
+  l.concurrency = r.concurrency;
+  l.requests = r.requests;
+  l.errors = r.errors;
+  l.output_tokens = r.output_tokens;
+  l.seconds = r.seconds;
+  l.output_tps = r.output_tps;
+  l.ttft_p50_ms = r.ttft_p50_ms;
+  l.ttft_p90_ms = r.ttft_p90_ms;
+  l.ttft_p99_ms = r.ttft_p99_ms;
+  l.itl_p50_ms = r.itl_p50_ms;
+  l.itl_p90_ms = r.itl_p90_ms;
+  l.itl_p99_ms = r.itl_p99_ms;
+  l.first_error = r.first_error;
+  return l;
+}
+
+int RunCompare(const BenchCommand& cmd, const std::string& state_dir, std::ostream& out,
+               std::ostream& err) {
+  auto records = BenchHistory(state_dir).Load();
+  if (!records.ok()) {
+    err << "berth bench --compare: " << records.status().message() << "\n";
+    return kExitError;
+  }
+  auto columns = LatestPerKey(*records, cmd.services);
+  if (columns.empty() && !cmd.services.empty() && cmd.format == "text") {
+    err << "berth bench --compare: no benchmark of " << cmd.services[0]
+        << (cmd.services.size() > 1 ? " (or the other services named)" : "") << " in " << state_dir
+        << "/bench.json; run berth bench SERVICE -f MANIFEST first\n";
+    return kExitError;
+  }
+  out << (cmd.format == "json" ? BenchCompareJson(columns) : BenchCompareText(columns));
+  return kExitOk;
+}
+
+}  // namespace
+
+int RunBench(const BenchCommand& cmd, std::ostream& out, std::ostream& err) {
+  if (cmd.format != "text" && cmd.format != "json") {
+    err << "berth bench: unknown output format '" << cmd.format << "' (use text or json)\n";
+    return kExitError;
+  }
+  std::string state_dir = cmd.state_dir.empty() ? DefaultStateDir() : cmd.state_dir;
+  if (cmd.compare) return RunCompare(cmd, state_dir, out, err);
+
+  if (cmd.services.size() != 1 || cmd.manifest_path.empty()) {
+    err << "berth bench: give one SERVICE and the manifest that declares it (-f MANIFEST), or "
+           "--compare to see recorded results\n";
+    return kExitError;
+  }
+  auto levels = ParseLevels(cmd.concurrency);
+  std::optional<uint64_t> duration_ms = ParseDurationMs(cmd.duration);
+  if (!levels.ok() || !duration_ms || *duration_ms == 0 || cmd.prompt_tokens < 1 ||
+      cmd.max_tokens < 1) {
+    err << "berth bench: "
+        << (!levels.ok() ? levels.status().message()
+            : !duration_ms || *duration_ms == 0
+                ? "--duration: '" + cmd.duration + "' is not a duration such as 30s or 2m"
+                : std::string("--prompt-tokens and --max-tokens must be at least 1"))
+        << "\n";
+    return kExitError;
+  }
+  Desired desired;
+  if (!LoadManifestOrExplain(cmd.manifest_path, &desired, err)) return kExitError;
+  const std::string& name = cmd.services[0];
+  auto it = desired.services.find(name);
+  if (it == desired.services.end()) {
+    std::string names;
+    for (const auto& [n, s] : desired.services) names += (names.empty() ? "" : ", ") + n;
+    err << "berth bench: " << cmd.manifest_path << " declares no service '" << name
+        << "' (it declares: " << (names.empty() ? "none" : names) << ")\n";
+    return kExitError;
+  }
+  const ServiceSpec& svc = it->second;
+  if (!svc.has_engine || !svc.port) {
+    err << "berth bench: " << name << " has " << (svc.has_engine ? "no port" : "no engine")
+        << " in " << cmd.manifest_path
+        << ", so berth does not know where it serves or under which model name; declare its "
+           "engine and port to benchmark it\n";
+    return kExitError;
+  }
+  BenchRecord rec;
+  rec.service = name;
+  rec.served_name = svc.ServedName();
+  rec.engine = EngineName(svc.engine);
+  rec.chat = cmd.chat;
+  rec.prompt_tokens = cmd.prompt_tokens;
+  rec.max_tokens = cmd.max_tokens;
+  rec.duration_s = static_cast<double>(*duration_ms) / 1000.0;
+  if (auto m = desired.models.find(svc.model); m != desired.models.end()) {
+    rec.model = m->first;
+    rec.repo_id = m->second.repo_id;
+    rec.commit = ModelCommit(desired, m->second, state_dir);
+  }
+  std::string host = cmd.host.empty() ? ConnectHost(svc.bind) : cmd.host;
+  std::string endpoint = (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
+                         std::to_string(*svc.port);
+
+  CurlHealthProbe probe;
+  HealthResult health = probe.Probe(host, *svc.port, svc.health.path, rec.served_name);
+  if (!health.healthy) {
+    err << "berth bench: " << name << " is not healthy, so nothing was measured: " << health.detail
+        << "\nStart it with berth apply -f " << cmd.manifest_path
+        << ", or wait until it is healthy, then run berth bench again.\n";
+    return kExitError;
+  }
+
+  rec.time = NowRfc3339();
+  if (cmd.format == "text") out << BenchHeaderText(rec, endpoint) << std::flush;
+  bool all_failed = false;
+  for (int c : *levels) {
+    err << "berth bench: " << c << " stream" << (c == 1 ? "" : "s") << " for " << cmd.duration
+        << "...\n";
+    LoadSpec spec;
+    spec.host = host;
+    spec.port = *svc.port;
+    spec.model = rec.served_name;
+    spec.chat = cmd.chat;
+    spec.prompt_tokens = cmd.prompt_tokens;
+    spec.max_tokens = cmd.max_tokens;
+    spec.concurrency = c;
+    spec.duration = std::chrono::milliseconds(*duration_ms);
+    auto r = RunLoad(spec, cmd.stop);
+    if (!r.ok()) {
+      err << "berth bench: " << r.status().message() << "\n";
+      return kExitError;
+    }
+    rec.levels.push_back(ToLevel(*r));
+    all_failed = all_failed || (r->errors > 0 && r->output_tokens == 0);
+    if (cmd.stop && cmd.stop->load()) break;
+  }
+  if (cmd.format == "json")
+    out << BenchRecordToJson(rec);
+  else
+    out << "\n" << BenchLevelsText(rec);
+  int code = all_failed ? kExitFailed : kExitOk;
+  if (cmd.save && !(cmd.stop && cmd.stop->load())) {
+    Status saved = BenchHistory(state_dir).Append(rec);
+    if (!saved.ok()) {
+      err << "berth bench: the figures above were not recorded: " << saved.message()
+          << " (use --state-dir DIR, or --no-save)\n";
+      return kExitError;
+    }
+    if (cmd.format == "text")
+      out << "recorded in " << BenchHistory(state_dir).path()
+          << "; berth bench --compare shows it beside the others\n";
+  }
+  if (all_failed)
+    err << "berth bench: every request of a level failed; see the first error above\n";
+  return code;
+}
+
+}  // namespace berth

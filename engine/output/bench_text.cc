@@ -1,0 +1,136 @@
+#include "engine/output/bench_text.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+namespace berth {
+namespace {
+
+std::string Printf(const char* fmt, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, fmt, v);
+  return buf;
+}
+
+std::string Pad(const std::string& s, size_t width, bool right) {
+  if (s.size() >= width) return s;
+  return right ? std::string(width - s.size(), ' ') + s : s + std::string(width - s.size(), ' ');
+}
+
+std::string ShortCommit(const std::string& commit) {
+  return commit.empty() ? "(commit unknown)" : commit.substr(0, 12);
+}
+
+const BenchLevel* FindLevel(const BenchRecord& r, int concurrency) {
+  for (const auto& l : r.levels)
+    if (l.concurrency == concurrency) return &l;
+  return nullptr;
+}
+
+}  // namespace
+
+std::string FormatLatencyMs(double ms) {
+  if (ms >= 1000) return Printf("%.2f s", ms / 1000);
+  if (ms >= 100) return Printf("%.0f ms", ms);
+  if (ms >= 10) return Printf("%.1f ms", ms);
+  return Printf("%.2f ms", ms);
+}
+
+std::string FormatTps(double tps) { return Printf(tps >= 1000 ? "%.0f" : "%.1f", tps); }
+
+std::string BenchHeaderText(const BenchRecord& r, const std::string& endpoint) {
+  std::ostringstream out;
+  out << "berth bench " << r.service << ": "
+      << (r.repo_id.empty() ? std::string("(no model repo)") : r.repo_id) << "@"
+      << ShortCommit(r.commit) << " served as '" << r.served_name << "' on " << endpoint << "\n";
+  out << (r.chat ? "chat completions" : "completions") << ", streamed; prompt " << r.prompt_tokens
+      << " words, max " << r.max_tokens << " tokens; " << Printf("%g", r.duration_s)
+      << " s per concurrency\n";
+  return out.str();
+}
+
+std::string BenchLevelsText(const BenchRecord& r) {
+  std::ostringstream out;
+  const char* cols[] = {"concurrency", "requests", "errors",  "output tok/s",
+                        "TTFT p50",    "TTFT p99", "ITL p50", "ITL p99"};
+  const size_t widths[] = {11, 9, 7, 13, 10, 10, 9, 9};
+  for (size_t i = 0; i < 8; ++i) out << (i ? "  " : "") << Pad(cols[i], widths[i], i > 0);
+  out << "\n";
+  for (const auto& l : r.levels) {
+    std::string cells[] = {std::to_string(l.concurrency),  std::to_string(l.requests),
+                           std::to_string(l.errors),       FormatTps(l.output_tps),
+                           FormatLatencyMs(l.ttft_p50_ms), FormatLatencyMs(l.ttft_p99_ms),
+                           FormatLatencyMs(l.itl_p50_ms),  FormatLatencyMs(l.itl_p99_ms)};
+    for (size_t i = 0; i < 8; ++i) out << (i ? "  " : "") << Pad(cells[i], widths[i], true);
+    out << "\n";
+  }
+  for (const auto& l : r.levels)
+    if (!l.first_error.empty())
+      out << "concurrency " << l.concurrency << ": " << l.errors << " failed request"
+          << (l.errors == 1 ? "" : "s") << "; the first: " << l.first_error << "\n";
+  return out.str();
+}
+
+std::string BenchCompareText(const std::vector<BenchRecord>& columns) {
+  if (columns.empty())
+    return "no benchmark recorded yet: run berth bench SERVICE -f MANIFEST first\n";
+  std::set<int> levels;
+  for (const auto& r : columns)
+    for (const auto& l : r.levels) levels.insert(l.concurrency);
+  std::vector<std::vector<std::string>> rows;
+  auto row = [&](const std::string& label, auto cell) {
+    std::vector<std::string> cells{label};
+    for (const auto& r : columns) cells.push_back(cell(r));
+    rows.push_back(std::move(cells));
+  };
+  row("service", [](const BenchRecord& r) { return r.service; });
+  row("model", [](const BenchRecord& r) { return r.repo_id.empty() ? r.served_name : r.repo_id; });
+  row("commit", [](const BenchRecord& r) { return ShortCommit(r.commit); });
+  row("measured", [](const BenchRecord& r) { return r.time; });
+  auto figure = [&](const std::string& label, int c, double BenchLevel::*field, bool tps) {
+    row(label + " @" + std::to_string(c), [&](const BenchRecord& r) -> std::string {
+      const BenchLevel* l = FindLevel(r, c);
+      if (!l) return "-";
+      return tps ? FormatTps(l->*field) : FormatLatencyMs(l->*field);
+    });
+  };
+  for (int c : levels) figure("output tok/s", c, &BenchLevel::output_tps, true);
+  for (int c : levels) {
+    figure("TTFT p50", c, &BenchLevel::ttft_p50_ms, false);
+    figure("TTFT p99", c, &BenchLevel::ttft_p99_ms, false);
+  }
+  for (int c : levels) {
+    figure("ITL p50", c, &BenchLevel::itl_p50_ms, false);
+    figure("ITL p99", c, &BenchLevel::itl_p99_ms, false);
+  }
+  for (int c : levels)
+    row("errors @" + std::to_string(c), [&](const BenchRecord& r) -> std::string {
+      const BenchLevel* l = FindLevel(r, c);
+      return l ? std::to_string(l->errors) : "-";
+    });
+  std::vector<size_t> width(columns.size() + 1, 0);
+  for (const auto& cells : rows)
+    for (size_t i = 0; i < cells.size(); ++i) width[i] = std::max(width[i], cells[i].size());
+  std::ostringstream out;
+  for (const auto& cells : rows) {
+    std::string line;
+    for (size_t i = 0; i < cells.size(); ++i)
+      line += (i ? "   " : "") +
+              Pad(cells[i], width[i], /*right=*/i > 0 && rows.size() > 4 && &cells - &rows[0] >= 4);
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out << line << "\n";
+  }
+  return out.str();
+}
+
+std::string BenchCompareJson(const std::vector<BenchRecord>& columns) {
+  nlohmann::json cols = nlohmann::json::array();
+  for (const auto& r : columns)
+    cols.push_back(nlohmann::json::parse(BenchRecordToJson(r), nullptr, false));
+  return nlohmann::json{{"columns", cols}}.dump(2) + "\n";
+}
+
+}  // namespace berth

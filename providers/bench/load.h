@@ -1,0 +1,68 @@
+// A load generator for OpenAI-compatible model servers (vLLM, SGLang, llama-server): N streams
+// of streamed completions kept busy for a while, measured as an operator benchmarks a model
+// (output tokens per second, time to first token, inter-token latency). `berth bench` and a
+// switch's throughput gate call it. One thread, libcurl multi, every answer untrusted.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/core/clock.h"
+#include "engine/core/status.h"
+
+namespace berth {
+
+struct LoadSpec {
+  std::string host = "127.0.0.1";
+  int port = 0;
+  std::string model;        // the served name (the request's "model")
+  bool chat = false;        // /v1/chat/completions (messages) instead of /v1/completions
+  std::string prompt;       // "" = a made-up prompt of prompt_tokens words, new per request
+  int prompt_tokens = 128;  // the made-up prompt's length in words (about one token each)
+  int max_tokens = 256;     // per request
+  bool ignore_eos = true;   // ask vLLM/SGLang to generate max_tokens whatever the text
+  int concurrency = 1;      // streams kept in flight
+  std::chrono::milliseconds duration{10000};          // how long to measure
+  std::chrono::milliseconds request_timeout{300000};  // one request, connect to last byte
+  std::chrono::milliseconds connect_timeout{5000};
+  /// Stop early once this many requests failed (a dead server is not hammered for the whole
+  /// duration); 0: never.
+  int max_errors = 100;
+  /// The longest event (and line) accepted from the server; the answer of an error status is
+  /// kept up to 4 KiB.
+  size_t max_event_bytes = size_t{1} << 20;
+  /// Latency samples kept (reservoir sampling beyond it), per kind.
+  size_t max_samples = 200000;
+};
+
+/// What a run measured. Tokens are counted when they arrive within the measured time: a request
+/// still streaming at the end adds the tokens it got so far and is then cancelled (not an
+/// error). A finished request counts usage.completion_tokens when the server sent usage, else
+/// its content deltas.
+struct LoadResult {
+  int concurrency = 0;
+  uint64_t requests = 0;       // finished with [DONE] within the measured time
+  uint64_t errors = 0;         // failed: transport, HTTP status, malformed or broken stream
+  uint64_t cancelled = 0;      // still streaming at the end
+  uint64_t output_tokens = 0;  // within the measured time
+  double seconds = 0;          // the measured time (the duration, or less when stopped)
+  double output_tps = 0;       // output_tokens / seconds
+  double ttft_p50_ms = 0, ttft_p90_ms = 0, ttft_p99_ms = 0;  // request start to first token
+  double itl_p50_ms = 0, itl_p90_ms = 0, itl_p99_ms = 0;     // between a stream's tokens
+  std::string first_error;  // the first failure, as the operator should read it; "" = none
+};
+
+/// Keeps `spec.concurrency` streamed requests in flight for `spec.duration` (or until `stop`
+/// becomes true) and measures them. Time comes from `clock` (null: the real clock); it must be
+/// a real clock, as the server's answers take real time. An error only when nothing could be
+/// measured (invalid spec, libcurl refused); failed requests are counted in the result.
+Result<LoadResult> RunLoad(const LoadSpec& spec, const std::atomic<bool>* stop = nullptr,
+                           Clock* clock = nullptr);
+
+/// The value at `q` (0..1) of `samples` (nearest rank; sorts them); 0 when empty.
+double Percentile(std::vector<double>* samples, double q);
+
+}  // namespace berth

@@ -1,0 +1,224 @@
+"""`berth bench` against the fake vLLM started directly (no systemd): the figures it reports are
+the fake's configured rates within 5% at 1, 32 and 128 streams; results are recorded in the state
+directory and `--compare` shows two models side by side; -o json; refusals.
+
+Usage: python3 bench_cli_test.py BERTH_BINARY  (CTest passes build/berth)
+"""
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+FAKE = os.path.join(ROOT, "tests", "fake_vllm", "fake_vllm.py")
+MAKE_MODEL = os.path.join(ROOT, "tests", "fake_vllm", "make_model.py")
+BERTH = None  # set from argv
+COMMIT_A = "a" * 40
+COMMIT_B = "b" * 40
+
+# The fakes' pacing: what berth bench must report.
+KIMI = {"per_stream": 40.0, "cap": 2000.0}  # 1: 40, 32: 1280, 128: 2000 (capped)
+MINIMAX = {"per_stream": 60.0, "cap": 900.0}  # 1: 60, 32: 900 (capped)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_listening(port, proc):
+    """Returns once the fake accepts connections (it listens after loading the model)."""
+    deadline = time.monotonic() + 20
+    while True:
+        if proc.poll() is not None:
+            raise AssertionError("fake vLLM on port %d exited with %d" % (port, proc.returncode))
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise AssertionError("fake vLLM did not listen on port %d" % port)
+            time.sleep(0.05)
+
+
+def expected(rates, concurrency):
+    return min(rates["per_stream"] * concurrency, rates["cap"])
+
+
+class BenchCliTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="berth-bench-test-")
+        cls.state = os.path.join(cls.tmp, "state")
+        cls.procs = []
+        model = os.path.join(cls.tmp, "model")
+        subprocess.run(["/usr/bin/python3", MAKE_MODEL, model], check=True,
+                       stdout=subprocess.DEVNULL)
+        cls.ports = {"kimi": free_port(), "minimax": free_port()}
+        for name, rates in (("kimi", KIMI), ("minimax", MINIMAX)):
+            log = open(os.path.join(cls.tmp, name + ".log"), "wb")
+            p = subprocess.Popen(
+                ["/usr/bin/python3", FAKE, "serve", model, "--host", "127.0.0.1",
+                 "--port", str(cls.ports[name]), "--served-model-name", name,
+                 "--tokens-per-second", str(rates["per_stream"]),
+                 "--max-aggregate-tokens-per-second", str(rates["cap"])],
+                stdout=subprocess.DEVNULL, stderr=log)
+            log.close()
+            cls.procs.append(p)
+        cls.manifest = os.path.join(cls.tmp, "berth.yaml")
+        with open(cls.manifest, "w") as f:
+            f.write("""berth: 1
+host:
+  store: %(store)s
+models:
+  kimi-k25:
+    source: hf://moonshotai/Kimi-K2.5
+    revision: %(a)s
+    size: 1GB
+  minimax-m25:
+    source: hf://MiniMaxAI/MiniMax-M2.5
+    revision: %(b)s
+    size: 1GB
+services:
+  vllm-kimi:
+    model: kimi-k25
+    engine: vllm
+    gpus: [0]
+    port: %(kimi)d
+    bind: 127.0.0.1
+    vllm: {served_model_name: kimi}
+  vllm-minimax:
+    model: minimax-m25
+    engine: vllm
+    gpus: [1]
+    port: %(minimax)d
+    bind: 127.0.0.1
+    vllm: {served_model_name: minimax}
+  vllm-down:
+    model: minimax-m25
+    engine: vllm
+    gpus: [2]
+    port: %(down)d
+""" % {"store": os.path.join(cls.tmp, "store"), "a": COMMIT_A, "b": COMMIT_B,
+       "kimi": cls.ports["kimi"], "minimax": cls.ports["minimax"], "down": free_port()})
+        for proc, port in zip(cls.procs, cls.ports.values()):
+            wait_listening(port, proc)
+
+    @classmethod
+    def tearDownClass(cls):
+        for p in cls.procs:
+            p.kill()
+            p.wait()
+        shutil.rmtree(cls.tmp)
+
+    def berth(self, *args):
+        return subprocess.run([BERTH, "bench", "--state-dir", self.state] + list(args),
+                              capture_output=True, text=True, timeout=120)
+
+    def check_rates(self, record, rates):
+        for level in record["levels"]:
+            want = expected(rates, level["concurrency"])
+            got = level["output_tokens_per_second"]
+            self.assertLess(abs(got - want) / want, 0.05,
+                            "%s at concurrency %d: %.1f tok/s, configured %.1f"
+                            % (record["service"], level["concurrency"], got, want))
+            self.assertEqual(level["errors"], 0, level["first_error"])
+            self.assertGreater(level["requests"], 0)
+            # The first token is due one token interval after the request (fake_stream.py).
+            per_stream = min(rates["per_stream"], rates["cap"] / level["concurrency"])
+            self.assertGreater(level["itl_p50_ms"], 0)
+            self.assertLess(level["ttft_p50_ms"], 1000 * 4 / per_stream + 200)
+
+    def test_1_rates_at_1_32_128_then_a_second_model_and_compare(self):
+        r = self.berth("vllm-kimi", "-f", self.manifest, "--concurrency", "1,32,128",
+                       "--duration", "4s", "--max-tokens", "32", "-o", "json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        record = json.loads(r.stdout)
+        self.assertEqual([l["concurrency"] for l in record["levels"]], [1, 32, 128])
+        self.assertEqual((record["service"], record["served_name"], record["repo_id"],
+                          record["commit"]), ("vllm-kimi", "kimi", "moonshotai/Kimi-K2.5",
+                                              COMMIT_A))
+        self.check_rates(record, KIMI)
+
+        r = self.berth("vllm-minimax", "-f", self.manifest, "--concurrency", "1,32",
+                       "--duration", "4s", "--max-tokens", "32", "--chat")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("berth bench vllm-minimax: MiniMaxAI/MiniMax-M2.5@bbbbbbbbbbbb served as "
+                      "'minimax'", r.stdout)
+        self.assertIn("output tok/s", r.stdout)
+        self.assertIn("recorded in " + os.path.join(self.state, "bench.json"), r.stdout)
+
+        with open(os.path.join(self.state, "bench.json")) as f:
+            stored = json.load(f)
+        self.assertEqual([rec["service"] for rec in stored["records"]],
+                         ["vllm-kimi", "vllm-minimax"])
+        self.check_rates(stored["records"][1], MINIMAX)
+
+        r = self.berth("--compare")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = r.stdout.splitlines()
+        self.assertRegex(lines[0], r"^service\s+vllm-kimi\s+vllm-minimax$")
+        self.assertRegex(lines[1], r"^model\s+moonshotai/Kimi-K2\.5\s+MiniMaxAI/MiniMax-M2\.5$")
+        self.assertRegex(lines[2], r"^commit\s+aaaaaaaaaaaa\s+bbbbbbbbbbbb$")
+        rows = {l.split("  ")[0]: l.split() for l in lines}
+        self.assertEqual(len(rows["output tok/s @1"]), 5)  # label (3 words), two figures
+        self.assertEqual(rows["output tok/s @128"][-1], "-")  # minimax was not run at 128
+        self.assertIn("TTFT p99 @32", rows)
+
+        r = self.berth("--compare", "vllm-minimax", "-o", "json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        columns = json.loads(r.stdout)["columns"]
+        self.assertEqual([c["service"] for c in columns], ["vllm-minimax"])
+        self.assertTrue(columns[0]["chat"])
+
+    def test_2_refuses_a_service_that_is_not_healthy(self):
+        r = self.berth("vllm-down", "-f", self.manifest, "--duration", "1s")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("vllm-down is not healthy, so nothing was measured", r.stderr)
+        self.assertIn("connection refused", r.stderr)
+
+    def test_3_refuses_an_unknown_service_and_bad_flags(self):
+        r = self.berth("vllm-nope", "-f", self.manifest)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("declares no service 'vllm-nope' (it declares: vllm-down, vllm-kimi, "
+                      "vllm-minimax)", r.stderr)
+        r = self.berth("vllm-kimi", "-f", self.manifest, "--concurrency", "1,x")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("--concurrency: 'x' is not a number of streams", r.stderr)
+        r = self.berth("vllm-kimi")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("give one SERVICE and the manifest", r.stderr)
+
+    def test_4_failed_requests_are_counted_and_exit_4(self):
+        flagged = os.path.join(self.tmp, "fail-model")
+        subprocess.run(["/usr/bin/python3", MAKE_MODEL, flagged], check=True,
+                       stdout=subprocess.DEVNULL)
+        port = free_port()
+        p = subprocess.Popen(["/usr/bin/python3", FAKE, "serve", flagged, "--host", "127.0.0.1",
+                              "--port", str(port), "--served-model-name", "broken",
+                              "--fail-completions"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.addCleanup(lambda: (p.kill(), p.wait()))
+        manifest = os.path.join(self.tmp, "broken.yaml")
+        with open(manifest, "w") as f:
+            f.write("berth: 1\nmodels:\n  m:\n    source: hf://org/m\n    size: 1GB\n"
+                    "services:\n  vllm-broken:\n    model: m\n    engine: vllm\n    gpus: [0]\n"
+                    "    port: %d\n    vllm: {served_model_name: broken}\n" % port)
+        wait_listening(port, p)
+        r = self.berth("vllm-broken", "-f", manifest, "--concurrency", "2", "--duration", "1s",
+                       "--no-save")
+        self.assertEqual(r.returncode, 4, r.stderr)
+        self.assertIn("HTTP 500: completion failed (fake_vllm told to fail)", r.stdout)
+
+
+if __name__ == "__main__":
+    BERTH = os.path.abspath(sys.argv.pop(1))
+    unittest.main()

@@ -1,0 +1,165 @@
+// berth bench's records in the state directory (bench.json) and the comparison view.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "engine/output/bench_text.h"
+#include "engine/state/bench_history.h"
+
+namespace berth {
+namespace {
+
+using ::testing::HasSubstr;
+
+BenchRecord Record(const std::string& service, const std::string& repo, const std::string& commit,
+                   std::vector<std::pair<int, double>> tps) {
+  BenchRecord r;
+  r.time = "2026-12-01T10:00:00Z";
+  r.service = service;
+  r.served_name = service.substr(5);
+  r.model = service.substr(5);
+  r.repo_id = repo;
+  r.commit = commit;
+  r.engine = "vllm";
+  r.prompt_tokens = 128;
+  r.max_tokens = 256;
+  r.duration_s = 30;
+  for (auto [c, t] : tps) {
+    BenchLevel l;
+    l.concurrency = c;
+    l.requests = 10;
+    l.output_tokens = static_cast<uint64_t>(t * 30);
+    l.seconds = 30;
+    l.output_tps = t;
+    l.ttft_p50_ms = 120;
+    l.ttft_p90_ms = 180;
+    l.ttft_p99_ms = 1250;
+    l.itl_p50_ms = 1000 / t * c;
+    l.itl_p90_ms = l.itl_p50_ms;
+    l.itl_p99_ms = l.itl_p50_ms * 2;
+    r.levels.push_back(l);
+  }
+  return r;
+}
+
+class BenchHistoryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("berth-bench-history-" + std::to_string(std::random_device{}()));
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::filesystem::path dir_;
+};
+
+TEST_F(BenchHistoryTest, RecordsRoundTripOldestFirst) {
+  BenchHistory h(dir_.string());
+  auto none = h.Load();
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
+  BenchRecord kimi =
+      Record("vllm-kimi-k25", "moonshotai/Kimi-K2.5", std::string(40, 'a'), {{1, 61}, {128, 1239}});
+  kimi.levels[0].first_error = "POST http://127.0.0.1:8000/v1/completions: HTTP 500: boom";
+  ASSERT_TRUE(h.Append(kimi).ok());
+  ASSERT_TRUE(h.Append(Record("vllm-minimax-m25", "MiniMaxAI/MiniMax-M2.5", std::string(40, 'b'),
+                              {{1, 84}}))
+                  .ok());
+  auto loaded = h.Load();
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  ASSERT_EQ(loaded->size(), 2u);
+  EXPECT_EQ(BenchRecordToJson((*loaded)[0]), BenchRecordToJson(kimi));
+  EXPECT_EQ((*loaded)[1].service, "vllm-minimax-m25");
+}
+
+TEST_F(BenchHistoryTest, KeepsTheNewestRecordsOnly) {
+  BenchHistory h(dir_.string());
+  for (size_t i = 0; i < kBenchRecordsKept + 3; ++i)
+    ASSERT_TRUE(h.Append(Record("vllm-s" + std::to_string(i), "o/m", "", {{1, 1}})).ok());
+  auto loaded = h.Load();
+  ASSERT_TRUE(loaded.ok());
+  ASSERT_EQ(loaded->size(), kBenchRecordsKept);
+  EXPECT_EQ(loaded->front().service, "vllm-s3");
+}
+
+TEST_F(BenchHistoryTest, ADamagedFileIsAnErrorNamingIt) {
+  std::filesystem::create_directories(dir_);
+  BenchHistory h(dir_.string());
+  const char* damaged[] = {
+      "{not json", R"({"version": 2, "records": []})",
+      R"({"version": 1, "records": [{"service": "x"}]})",
+      R"({"version": 1, "records": [{"time":"t","service":"s","served_name":"s","model":"m",
+          "repo_id":"o/m","commit":"","engine":"vllm","chat":false,"prompt_tokens":1,
+          "max_tokens":1,"duration_seconds":1,"levels":[{"concurrency":1,"requests":1,
+          "errors":0,"output_tokens":1,"seconds":1,"output_tokens_per_second":-5,
+          "ttft_p50_ms":0,"ttft_p90_ms":0,"ttft_p99_ms":0,"itl_p50_ms":0,"itl_p90_ms":0,
+          "itl_p99_ms":0,"first_error":""}]}]})"};
+  for (const char* text : damaged) {
+    std::ofstream(h.path()) << text;
+    auto r = h.Load();
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_THAT(r.status().message(), HasSubstr(h.path()));
+    EXPECT_FALSE(h.Append(Record("vllm-x", "o/m", "", {{1, 1}})).ok());  // never overwritten
+  }
+}
+
+TEST(BenchCompare, TheNewestRecordOfEachModelSideBySide) {
+  std::vector<BenchRecord> records = {
+      Record("vllm-kimi-k25", "moonshotai/Kimi-K2.5", std::string(40, 'a'), {{1, 50}, {128, 1000}}),
+      Record("vllm-kimi-k25", "moonshotai/Kimi-K2.5", std::string(40, 'a'), {{1, 61}, {128, 1239}}),
+      Record("vllm-minimax-m25", "MiniMaxAI/MiniMax-M2.5", std::string(40, 'b'),
+             {{1, 84}, {32, 2541}})};
+  auto columns = LatestPerKey(records, {});
+  ASSERT_EQ(columns.size(), 2u);
+  EXPECT_EQ(columns[0].levels[0].output_tps, 61);
+  EXPECT_EQ(BenchCompareText(columns),
+            "service             vllm-kimi-k25          vllm-minimax-m25\n"
+            "model               moonshotai/Kimi-K2.5   MiniMaxAI/MiniMax-M2.5\n"
+            "commit              aaaaaaaaaaaa           bbbbbbbbbbbb\n"
+            "measured            2026-12-01T10:00:00Z   2026-12-01T10:00:00Z\n"
+            "output tok/s @1                     61.0                     84.0\n"
+            "output tok/s @32                       -                     2541\n"
+            "output tok/s @128                   1239                        -\n"
+            "TTFT p50 @1                       120 ms                   120 ms\n"
+            "TTFT p99 @1                       1.25 s                   1.25 s\n"
+            "TTFT p50 @32                           -                   120 ms\n"
+            "TTFT p99 @32                           -                   1.25 s\n"
+            "TTFT p50 @128                     120 ms                        -\n"
+            "TTFT p99 @128                     1.25 s                        -\n"
+            "ITL p50 @1                       16.4 ms                  11.9 ms\n"
+            "ITL p99 @1                       32.8 ms                  23.8 ms\n"
+            "ITL p50 @32                            -                  12.6 ms\n"
+            "ITL p99 @32                            -                  25.2 ms\n"
+            "ITL p50 @128                      103 ms                        -\n"
+            "ITL p99 @128                      207 ms                        -\n"
+            "errors @1                              0                        0\n"
+            "errors @32                             -                        0\n"
+            "errors @128                            0                        -\n");
+  EXPECT_EQ(LatestPerKey(records, {"vllm-minimax-m25"}).size(), 1u);
+  EXPECT_THAT(BenchCompareText({}), HasSubstr("no benchmark recorded yet"));
+}
+
+TEST(BenchText, ARunsTableAndItsFirstError) {
+  BenchRecord r =
+      Record("vllm-kimi-k25", "moonshotai/Kimi-K2.5", std::string(40, 'a'), {{1, 61}, {128, 1239}});
+  r.levels[1].errors = 2;
+  r.levels[1].first_error = "POST http://127.0.0.1:8000/v1/completions: HTTP 500: boom";
+  EXPECT_EQ(BenchHeaderText(r, "127.0.0.1:8000"),
+            "berth bench vllm-kimi-k25: moonshotai/Kimi-K2.5@aaaaaaaaaaaa served as 'kimi-k25' "
+            "on 127.0.0.1:8000\n"
+            "completions, streamed; prompt 128 words, max 256 tokens; 30 s per concurrency\n");
+  EXPECT_EQ(BenchLevelsText(r),
+            "concurrency   requests   errors   output tok/s    TTFT p50    TTFT p99    ITL p50"
+            "    ITL p99\n"
+            "          1         10        0           61.0      120 ms      1.25 s    16.4 ms"
+            "    32.8 ms\n"
+            "        128         10        2           1239      120 ms      1.25 s     103 ms"
+            "     207 ms\n"
+            "concurrency 128: 2 failed requests; the first: POST "
+            "http://127.0.0.1:8000/v1/completions: HTTP 500: boom\n");
+}
+
+}  // namespace
+}  // namespace berth

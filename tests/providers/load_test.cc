@@ -1,0 +1,241 @@
+// The load generator against servers on loopback that answer canned bytes: what it counts, and
+// what a broken or hostile server makes of a run (an error with a reason, never a crash or an
+// unbounded buffer). Runs against the real fake vLLM are in tests/bench_cli (berth bench).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "providers/bench/load.h"
+
+namespace berth {
+namespace {
+
+using ::testing::HasSubstr;
+using namespace std::chrono_literals;
+
+/// Accepts connections on 127.0.0.1; the Nth connection gets answers[N] (after reading its
+/// request), then is closed. Connections beyond the list are held open without an answer.
+class CannedServer {
+ public:
+  explicit CannedServer(std::vector<std::string> answers) : answers_(std::move(answers)) {
+    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+    listen(fd_, 64);
+    socklen_t len = sizeof(addr);
+    getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~CannedServer() {
+    stop_ = true;
+    thread_.join();
+    for (int fd : held_) close(fd);
+    close(fd_);
+  }
+  int port() const { return port_; }
+  int connections() const { return accepted_.load(); }
+
+ private:
+  static void ReadRequest(int fd) {
+    std::string in;
+    char buf[4096];
+    size_t need = std::string::npos;
+    while (need == std::string::npos || in.size() < need) {
+      ssize_t n = recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) return;
+      in.append(buf, static_cast<size_t>(n));
+      size_t end = in.find("\r\n\r\n");
+      if (end != std::string::npos && need == std::string::npos) {
+        size_t cl = in.find("Content-Length: ");
+        size_t length = cl == std::string::npos ? 0 : std::stoul(in.substr(cl + 16));
+        need = end + 4 + length;
+      }
+    }
+  }
+  void Serve() {
+    while (!stop_) {
+      pollfd p{fd_, POLLIN, 0};
+      if (poll(&p, 1, 20) <= 0) continue;
+      int c = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (c < 0) continue;
+      size_t i = static_cast<size_t>(accepted_++);
+      if (i >= answers_.size()) {
+        held_.push_back(c);
+        continue;
+      }
+      ReadRequest(c);
+      const std::string& a = answers_[i];
+      for (size_t off = 0; off < a.size();) {
+        ssize_t n = send(c, a.data() + off, a.size() - off, MSG_NOSIGNAL);
+        if (n <= 0) break;
+        off += static_cast<size_t>(n);
+      }
+      close(c);
+    }
+  }
+  std::vector<std::string> answers_;
+  int fd_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> accepted_{0};
+  std::vector<int> held_;
+  std::thread thread_;
+};
+
+std::string Sse(const std::string& body) {
+  return "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n" + body;
+}
+
+std::string Chunk(const std::string& text) {
+  return "data: {\"choices\":[{\"index\":0,\"text\":\"" + text + "\"}]}\n\n";
+}
+
+LoadSpec Spec(int port, int concurrency = 1) {
+  LoadSpec s;
+  s.port = port;
+  s.model = "m";
+  s.concurrency = concurrency;
+  s.duration = 600ms;
+  s.max_tokens = 8;
+  return s;
+}
+
+TEST(RunLoad, CountsUsageOfFinishedRequestsAndDeltasOfCancelledOnes) {
+  // Two streams: the first connection finishes (3 deltas, usage says 5); the next two are held.
+  CannedServer server({Sse(Chunk("a") + Chunk("b") + Chunk("c") +
+                           "data: {\"choices\":[],\"usage\":{\"completion_tokens\":5}}\n\n"
+                           "data: [DONE]\n\n")});
+  auto r = RunLoad(Spec(server.port(), 2));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->requests, 1u);
+  EXPECT_EQ(r->errors, 0u);
+  EXPECT_EQ(r->cancelled, 2u);  // the second stream's and the replacement request
+  EXPECT_EQ(r->output_tokens, 5u);
+  EXPECT_EQ(r->first_error, "");
+  EXPECT_NEAR(r->seconds, 0.6, 1e-9);
+  EXPECT_NEAR(r->output_tps, 5 / 0.6, 1e-9);
+  EXPECT_EQ(server.connections(), 3);
+}
+
+TEST(RunLoad, CountsContentDeltasWithoutUsage) {
+  CannedServer server({Sse(Chunk("a") + Chunk("b") + "data: [DONE]\n\n")});
+  auto r = RunLoad(Spec(server.port()));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->requests, 1u);
+  EXPECT_EQ(r->output_tokens, 2u);
+  EXPECT_GE(r->itl_p50_ms, 0.0);
+}
+
+TEST(RunLoad, AnErrorStatusIsCountedWithTheServersMessage) {
+  std::string body = R"({"object":"error","message":"The model `m` does not exist."})";
+  CannedServer server({"HTTP/1.1 404 Not Found\r\nContent-Length: " + std::to_string(body.size()) +
+                       "\r\nConnection: close\r\n\r\n" + body});
+  auto r = RunLoad(Spec(server.port()));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->errors, 1u);
+  EXPECT_EQ(r->requests, 0u);
+  EXPECT_THAT(r->first_error,
+              HasSubstr("/v1/completions: HTTP 404: The model `m` does not exist."));
+}
+
+TEST(RunLoad, StopsAfterMaxErrors) {
+  std::string answer = "HTTP/1.1 500 Oops\r\nContent-Length: 4\r\nConnection: close\r\n\r\nboom";
+  CannedServer server(std::vector<std::string>(50, answer));
+  LoadSpec spec = Spec(server.port());
+  spec.max_errors = 3;
+  spec.duration = 60s;
+  auto r = RunLoad(spec);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->errors, 3u);
+  EXPECT_THAT(r->first_error, HasSubstr("HTTP 500: 'boom'"));
+  EXPECT_LT(r->seconds, 60.0);
+}
+
+TEST(RunLoad, MalformedAndBrokenStreamsAreErrors) {
+  CannedServer server({Sse("data: {not json\n\n"),
+                       Sse(Chunk("a") + "data: {\"error\":{\"message\":\"engine died\"}}\n\n"),
+                       Sse(Chunk("a") + Chunk("b")),  // closed without [DONE]
+                       Sse("data: " + std::string(5000, 'x'))});
+  LoadSpec spec = Spec(server.port());
+  spec.max_event_bytes = 1024;
+  auto r = RunLoad(spec);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->errors, 4u);
+  EXPECT_EQ(r->requests, 0u);
+  EXPECT_EQ(r->output_tokens, 0u);
+  EXPECT_THAT(r->first_error, HasSubstr("not a JSON object: '{not json'"));
+}
+
+TEST(RunLoad, AHostileServerCannotGrowAnUnboundedLine) {
+  // 64 MiB without a line end: the reader gives up at its limit, the run goes on.
+  CannedServer server({Sse("data: " + std::string(size_t{64} << 20, 'y'))});
+  LoadSpec spec = Spec(server.port());
+  spec.max_event_bytes = 4096;
+  auto r = RunLoad(spec);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->errors, 1u);
+  EXPECT_THAT(r->first_error, HasSubstr("longer than 4096 bytes"));
+}
+
+TEST(RunLoad, NothingListeningIsAnErrorSayingSo) {
+  // A bound socket that does not listen: connections to its port are refused.
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  LoadSpec spec = Spec(ntohs(addr.sin_port));
+  spec.max_errors = 2;
+  spec.duration = 60s;
+  auto r = RunLoad(spec);
+  close(fd);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->errors, 2u);
+  EXPECT_THAT(r->first_error, HasSubstr("connection refused"));
+}
+
+TEST(RunLoad, StopEndsTheRunEarly) {
+  CannedServer server({});
+  std::atomic<bool> stop{true};
+  LoadSpec spec = Spec(server.port());
+  spec.duration = 60s;
+  auto r = RunLoad(spec, &stop);
+  ASSERT_TRUE(r.ok());
+  EXPECT_LT(r->seconds, 60.0);
+  EXPECT_EQ(r->cancelled, 1u);
+}
+
+TEST(RunLoad, RefusesAnInvalidSpec) {
+  LoadSpec spec;
+  EXPECT_THAT(RunLoad(spec).status().message(), HasSubstr("needs a port"));
+  spec.port = 8000;
+  EXPECT_THAT(RunLoad(spec).status().message(), HasSubstr("served model name"));
+  spec.model = "m";
+  spec.concurrency = 0;
+  EXPECT_THAT(RunLoad(spec).status().message(), HasSubstr("concurrency must be 1 to 10000"));
+}
+
+TEST(Percentile, NearestRank) {
+  std::vector<double> v = {5, 1, 4, 2, 3, 6, 7, 8, 9, 10};
+  EXPECT_EQ(Percentile(&v, 0.5), 5);
+  EXPECT_EQ(Percentile(&v, 0.9), 9);
+  EXPECT_EQ(Percentile(&v, 0.99), 10);
+  std::vector<double> none;
+  EXPECT_EQ(Percentile(&none, 0.5), 0);
+}
+
+}  // namespace
+}  // namespace berth

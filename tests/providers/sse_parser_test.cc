@@ -1,0 +1,172 @@
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "providers/bench/sse.h"
+
+namespace berth {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+/// Feeds `pieces` one after another; returns the events (or stops at the first failure).
+std::vector<std::string> Events(SseParser* p, const std::vector<std::string>& pieces,
+                                bool* ok = nullptr) {
+  std::vector<std::string> out;
+  bool all = true;
+  for (const auto& piece : pieces) {
+    all = p->Feed(piece, [&](std::string_view e) {
+      out.emplace_back(e);
+      return true;
+    });
+    if (!all) break;
+  }
+  if (ok) *ok = all;
+  return out;
+}
+
+std::vector<std::string> Split(const std::string& text, std::mt19937* rng) {
+  std::vector<std::string> pieces;
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t n = std::uniform_int_distribution<size_t>(0, 7)(*rng) == 0
+                   ? 0
+                   : std::uniform_int_distribution<size_t>(1, 40)(*rng);
+    pieces.push_back(text.substr(i, n));
+    i += n;
+  }
+  return pieces;
+}
+
+TEST(SseParser, ReadsAStreamedCompletion) {
+  SseParser p;
+  auto events =
+      Events(&p, {"data: {\"a\":1}\n\ndata: {\"a\":2}\n\n: keep-alive\n\ndata: [DONE]\n\n"});
+  EXPECT_THAT(events, ElementsAre("{\"a\":1}", "{\"a\":2}", "[DONE]"));
+  EXPECT_EQ(p.buffered(), 0u);
+}
+
+TEST(SseParser, JoinsDataLinesAndIgnoresOtherFields) {
+  SseParser p;
+  auto events = Events(&p, {"event: x\nid: 7\ndata:one\ndata: two\nretry: 5\n\n", "data\n\n"});
+  // "data" alone is an empty data line: an event with empty data is not dispatched.
+  EXPECT_THAT(events, ElementsAre("one\ntwo"));
+}
+
+TEST(SseParser, EveryLineEndingAndAnIncompleteLastEvent) {
+  SseParser p;
+  auto events = Events(&p, {"data: a\r\n\r\ndata: b\r\rdata: c\n\ndata: d"});
+  EXPECT_THAT(events, ElementsAre("a", "b", "c"));
+  EXPECT_EQ(p.buffered(), 7u);  // "data: d" waits for its line end
+}
+
+TEST(SseParser, CrLfSplitBetweenChunksEndsOneLine) {
+  SseParser p;
+  auto events = Events(&p, {"data: a\r", "\n", "\r", "\n", "data: b\n\n"});
+  EXPECT_THAT(events, ElementsAre("a", "b"));
+}
+
+TEST(SseParser, RandomSplitsGiveTheSameEvents) {
+  std::string stream;
+  std::vector<std::string> want;
+  std::mt19937 rng(42);
+  const char* ends[] = {"\n", "\r\n", "\r"};
+  for (int i = 0; i < 200; ++i) {
+    std::string data = "{\"choices\":[{\"text\":\" tok" + std::to_string(i) + "\"}]}";
+    const char* end = ends[i % 3];
+    stream += (i % 5 == 0 ? std::string(": ping") + end : "") + "data: " + data + end + end;
+    want.push_back(data);
+  }
+  stream += "data: [DONE]\n\n";
+  want.push_back("[DONE]");
+  for (int round = 0; round < 300; ++round) {
+    SseParser p;
+    bool ok = false;
+    auto got = Events(&p, Split(stream, &rng), &ok);
+    ASSERT_TRUE(ok);
+    ASSERT_EQ(got, want) << "round " << round;
+  }
+}
+
+TEST(SseParser, RandomBytesNeverThrowAndStayBounded) {
+  std::mt19937 rng(7);
+  const std::string alphabet = "data: {}[]\"\\\r\n:xyz0";
+  for (int round = 0; round < 500; ++round) {
+    std::string junk;
+    size_t n = std::uniform_int_distribution<size_t>(0, 600)(rng);
+    for (size_t i = 0; i < n; ++i)
+      junk += round % 2 ? alphabet[rng() % alphabet.size()] : static_cast<char>(rng() & 0xff);
+    SseParser p(64);
+    for (const auto& piece : Split(junk, &rng)) {
+      bool ok = p.Feed(piece, [](std::string_view e) {
+        InterpretEvent(e);  // whatever it is, no exception
+        return true;
+      });
+      ASSERT_LE(p.buffered(), 2 * 64u);
+      if (!ok) break;
+    }
+  }
+}
+
+TEST(SseParser, ALineLongerThanTheLimitFails) {
+  SseParser p(16);
+  bool ok = true;
+  auto events = Events(&p, {"data: 0123456789", "abcdefghij"}, &ok);
+  EXPECT_FALSE(ok);
+  EXPECT_THAT(p.error(), HasSubstr("longer than 16 bytes"));
+  EXPECT_FALSE(p.Feed("\n\n", [](std::string_view) { return true; }));  // stays broken
+}
+
+TEST(SseParser, AnEventOfManyShortLinesLongerThanTheLimitFails) {
+  SseParser p(16);
+  bool ok = true;
+  Events(&p, {"data: 12345\ndata: 12345\ndata: 12345\n"}, &ok);
+  EXPECT_FALSE(ok);
+  EXPECT_THAT(p.error(), HasSubstr("an event longer than 16 bytes"));
+}
+
+TEST(SseParser, TheCallbackStopsTheFeed) {
+  SseParser p;
+  int seen = 0;
+  EXPECT_FALSE(p.Feed("data: a\n\ndata: b\n\n", [&](std::string_view) { return ++seen < 1; }));
+  EXPECT_EQ(seen, 1);
+}
+
+TEST(InterpretEvent, CompletionChunksChatDeltasAndUsage) {
+  StreamEvent e = InterpretEvent(R"({"choices":[{"index":0,"text":" hi","finish_reason":null}]})");
+  EXPECT_EQ(e.kind, StreamEvent::Kind::kChunk);
+  EXPECT_EQ(e.content_deltas, 1u);
+  EXPECT_FALSE(e.has_usage);
+  e = InterpretEvent(R"({"choices":[{"delta":{"role":"assistant","content":""}}]})");
+  EXPECT_EQ(e.content_deltas, 0u);  // a role announcement carries no token
+  e = InterpretEvent(
+      R"({"choices":[{"delta":{"content":"x"}},{"delta":{"reasoning_content":"y"}}]})");
+  EXPECT_EQ(e.content_deltas, 2u);
+  e = InterpretEvent(R"({"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":17}})");
+  EXPECT_TRUE(e.has_usage);
+  EXPECT_EQ(e.completion_tokens, 17u);
+  e = InterpretEvent(R"({"choices":[],"usage":{"completion_tokens":-4}})");
+  EXPECT_FALSE(e.has_usage);
+  e = InterpretEvent(R"({"choices":"nope","usage":null})");
+  EXPECT_EQ(e.kind, StreamEvent::Kind::kChunk);
+  EXPECT_EQ(e.content_deltas, 0u);
+  EXPECT_EQ(InterpretEvent("[DONE]").kind, StreamEvent::Kind::kDone);
+}
+
+TEST(InterpretEvent, ErrorsAndMalformedEvents) {
+  StreamEvent e = InterpretEvent(R"({"error":{"message":"out of KV cache","code":500}})");
+  EXPECT_EQ(e.kind, StreamEvent::Kind::kError);
+  EXPECT_THAT(e.error, HasSubstr("out of KV cache"));
+  e = InterpretEvent("{\"choices\": [");
+  EXPECT_EQ(e.kind, StreamEvent::Kind::kMalformed);
+  EXPECT_THAT(e.error, HasSubstr("not a JSON object"));
+  EXPECT_EQ(InterpretEvent("[1,2]").kind, StreamEvent::Kind::kMalformed);
+  EXPECT_EQ(InterpretEvent(std::string(100000, '[')).kind, StreamEvent::Kind::kMalformed);
+}
+
+}  // namespace
+}  // namespace berth
