@@ -76,6 +76,7 @@ struct ObservedUnit {
   uint32_t n_restarts = 0;      // automatic restarts (Restart=)
   std::string result;           // success | exit-code | signal | timeout | ...
   int exec_main_status = 0;     // exit status or signal of the main process
+  uint64_t active_enter_usec = 0;  // when it last became active, unix µs (0: never, unknown)
 
   bool IsActive() const {
     return active_state == "active" || active_state == "activating" || active_state == "reloading";

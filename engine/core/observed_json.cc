@@ -152,7 +152,7 @@ Status ReadUnits(const ordered_json& j, Observed* o) {
         ru.Keys({"name", "load_state", "active_state", "sub_state", "fragment_path", "content_hash",
                  "managed", "spec_hash", "content", "content_note", "main_pid",
                  "need_daemon_reload", "drop_in_paths", "unit_file_state", "invocation_id",
-                 "n_restarts", "result", "exec_main_status"}));
+                 "n_restarts", "result", "exec_main_status", "active_enter_usec"}));
     ObservedUnit u;
     BERTH_RETURN_IF_ERROR(ru.Get("name", &u.name));
     BERTH_RETURN_IF_ERROR(ru.Get("load_state", &u.load_state));
@@ -176,6 +176,7 @@ Status ReadUnits(const ordered_json& j, Observed* o) {
     BERTH_RETURN_IF_ERROR(ru.Get("n_restarts", &u.n_restarts));
     BERTH_RETURN_IF_ERROR(ru.Get("result", &u.result));
     BERTH_RETURN_IF_ERROR(ru.Get("exec_main_status", &u.exec_main_status));
+    BERTH_RETURN_IF_ERROR(ru.Get("active_enter_usec", &u.active_enter_usec));
     o->units.push_back(std::move(u));
   }
   return Status::Ok();
@@ -354,6 +355,8 @@ std::string ObservedToJson(const Observed& o) {
                      {"result", u.result},
                      {"exec_main_status", u.exec_main_status}});
     if (u.content_note != DefaultContentNote(u)) units.back()["content_note"] = u.content_note;
+    // Only when known, so observations of hosts seen before it existed stay byte for byte.
+    if (u.active_enter_usec) units.back()["active_enter_usec"] = u.active_enter_usec;
   }
   j["units"] = {{"known", o.units_known}, {"items", std::move(units)}};
   ordered_json ports = ordered_json::array();

@@ -147,6 +147,8 @@ int ReadOne(sd_bus_message* m, const std::string& k, UnitProperties* p) {
     r = sd_bus_message_read(m, "v", "u", &p->n_restarts);
   else if (k == "ExecMainStatus")
     r = sd_bus_message_read(m, "v", "i", &p->exec_main_status);
+  else if (k == "ActiveEnterTimestamp")
+    r = sd_bus_message_read(m, "v", "t", &p->active_enter_usec);
   else if (k == "DropInPaths") {
     if ((r = sd_bus_message_enter_container(m, 'v', "as")) < 0) return r;
     char** strv = nullptr;
@@ -178,15 +180,17 @@ int ReadOne(sd_bus_message* m, const std::string& k, UnitProperties* p) {
 }
 
 // The properties berth reads beyond what ListUnitsByNames returns: asked one by one (a GetAll
-// of .Service alone returns some 300 properties; berth needs 9 in all).
+// of .Service alone returns some 300 properties; berth needs 10 in all).
 struct WantedProperty {
   const char* iface;
   const char* name;
 };
 constexpr WantedProperty kWanted[] = {
-    {kUnitIface, "FragmentPath"},  {kUnitIface, "DropInPaths"},  {kUnitIface, "NeedDaemonReload"},
-    {kUnitIface, "UnitFileState"}, {kUnitIface, "InvocationID"}, {kServiceIface, "MainPID"},
-    {kServiceIface, "NRestarts"},  {kServiceIface, "Result"},    {kServiceIface, "ExecMainStatus"}};
+    {kUnitIface, "FragmentPath"},      {kUnitIface, "DropInPaths"},
+    {kUnitIface, "NeedDaemonReload"},  {kUnitIface, "UnitFileState"},
+    {kUnitIface, "InvocationID"},      {kServiceIface, "MainPID"},
+    {kServiceIface, "NRestarts"},      {kServiceIface, "Result"},
+    {kServiceIface, "ExecMainStatus"}, {kUnitIface, "ActiveEnterTimestamp"}};
 
 Result<std::vector<UnitProperties>> SdBusManager::GetUnits(const std::vector<std::string>& names) {
   std::vector<UnitProperties> out(names.size());

@@ -26,6 +26,7 @@ struct UnitProperties {
   uint32_t n_restarts = 0;
   std::string result;
   int32_t exec_main_status = 0;
+  uint64_t active_enter_usec = 0;  // when it last became active, unix µs (0: never)
 };
 
 class SystemdManager {
