@@ -8,8 +8,8 @@ set(CPACK_PACKAGE_VENDOR "the berth authors")
 set(CPACK_PACKAGE_CONTACT "${BERTH_PACKAGE_MAINTAINER}")
 set(CPACK_DEBIAN_PACKAGE_MAINTAINER "${BERTH_PACKAGE_MAINTAINER}")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "declarative model serving on GPU hosts")
-set(CPACK_DEBIAN_PACKAGE_DESCRIPTION "declarative model serving on GPU hosts
-Manifests in git say which models must be on disk and which model servers
+# The synopsis is CPACK_PACKAGE_DESCRIPTION_SUMMARY; this is the extended description.
+set(CPACK_DEBIAN_PACKAGE_DESCRIPTION "Manifests in git say which models must be on disk and which model servers
 (vLLM, SGLang, llama.cpp server, any command) must run on which GPUs and
 ports. berth observes the host, plans the change in a safe order with a
 reason for every step, checks that it fits (disk, GPU memory, ports) before

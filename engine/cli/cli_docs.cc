@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cstdint>
 #include <cstdio>
+#include <map>
 #include <ostream>
 #include <set>
 #include <string>
@@ -15,9 +16,9 @@ namespace berth {
 namespace {
 
 // Options and positionals whose value is a path: completion offers file names after them.
-const std::set<std::string> kPathValues = {"file",    "observed",     "out",          "state-dir",
-                                           "store",   "metrics",      "journal-dir",  "nvml-library",
-                                           "plan"};
+const std::set<std::string> kPathValues = {"file",        "observed",     "out",
+                                           "state-dir",   "store",        "metrics",
+                                           "journal-dir", "nvml-library", "plan"};
 
 // Options and positionals whose value is one of a few words.
 std::string ValueWords(const std::string& name) {
@@ -41,7 +42,7 @@ std::vector<const CLI::Option*> Options(const CLI::App& app) {
   });
 }
 
-bool IsFlag(const CLI::Option* opt) { return opt->get_type_size_max() == 0; }
+bool IsFlag(const CLI::Option* opt) { return opt->get_type_size() == 0; }
 
 // The option's name without dashes: its first long name, else its short name, else (a
 // positional) its positional name.
@@ -52,15 +53,24 @@ std::string Key(const CLI::Option* opt) {
 }
 
 std::string Upper(std::string s) {
-  for (char& c : s) c = c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  for (char& c : s)
+    c = c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return s;
 }
 
-// What the value is called in the synopsis: the positional's name, the option's name for text,
-// else CLI11's type (INT, UINT, FLOAT).
+// What the value is called in the synopsis: FILE, DIR, PATH or ADDRESS for the options that
+// take one, else the positional's or the option's name for text, else CLI11's type (INT, UINT,
+// FLOAT).
 std::string Placeholder(const CLI::Option* opt) {
+  static const std::map<std::string, std::string> kNamed = {
+      {"file", "FILE"},     {"observed", "FILE"}, {"out", "FILE"},        {"metrics", "FILE"},
+      {"state-dir", "DIR"}, {"store", "DIR"},     {"journal-dir", "DIR"}, {"nvml-library", "PATH"},
+      {"bus", "ADDRESS"},   {"output", "FORMAT"}, {"log-level", "LEVEL"}};
   std::string type = opt->get_type_name();
-  if (!opt->nonpositional() || type.empty() || type.rfind("TEXT", 0) == 0) type = Upper(Key(opt));
+  if (auto named = kNamed.find(Key(opt)); named != kNamed.end() && opt->nonpositional())
+    type = named->second;
+  else if (!opt->nonpositional() || type.empty() || type.rfind("TEXT", 0) == 0)
+    type = Upper(Key(opt));
   if (opt->get_expected_max() > 1) type += "...";
   return type;
 }
@@ -130,7 +140,8 @@ void WriteCommand(const CLI::App& cmd, std::ostream& out) {
   out << ".B berth " << Roff(cmd.get_name()) << "\n";
   std::vector<const CLI::Option*> options = Options(cmd);
   std::string synopsis;
-  for (const CLI::Option* opt : options) synopsis += (synopsis.empty() ? "" : " ") + SynopsisItem(opt);
+  for (const CLI::Option* opt : options)
+    synopsis += (synopsis.empty() ? "" : " ") + SynopsisItem(opt);
   if (!synopsis.empty()) out << synopsis << "\n";
   out << ".PP\n" << Roff(cmd.get_description()) << ".\n";
   WriteOptionList(options, out);
@@ -207,8 +218,8 @@ prefix
 void WriteManPage(const CLI::App& app, std::string_view version, std::ostream& out) {
   out << ".\\\" berth(1), written by `berth __man` from berth's command tree; do not edit.\n";
   out << ".TH BERTH 1 \"\" \"berth " << Roff(std::string(version)) << "\" \"User Commands\"\n";
-  out << ".SH NAME\nberth \\- " << Roff(app.get_description().substr(app.get_description().find(':') + 2))
-      << "\n";
+  out << ".SH NAME\nberth \\- "
+      << Roff(app.get_description().substr(app.get_description().find(':') + 2)) << "\n";
   out << ".SH SYNOPSIS\n.B berth\n[\\fIGLOBAL OPTIONS\\fR] \\fICOMMAND\\fR [\\fIOPTIONS\\fR]\n";
   out << kHeadSections;
   out << ".SH COMMANDS\n";
@@ -257,8 +268,10 @@ void WriteBashCompletion(const CLI::App& app, std::ostream& out) {
     for (const CLI::Option* opt : Options(*cmd)) {
       if (!opt->nonpositional()) {
         std::string key = Key(opt);
-        if (kPathValues.count(key)) positional = "files";
-        else if (!ValueWords(key).empty()) positional = ValueWords(key);
+        if (kPathValues.count(key))
+          positional = "files";
+        else if (!ValueWords(key).empty())
+          positional = ValueWords(key);
         continue;
       }
       std::string all;
@@ -271,7 +284,7 @@ void WriteBashCompletion(const CLI::App& app, std::ostream& out) {
       if (kPathValues.count(key)) {
         path_opts += (path_opts.empty() ? "" : "|") + all;
       } else if (!ValueWords(key).empty()) {
-        word_cases += "          " + all + ") values='" + ValueWords(key) + "' ;;\n";
+        word_cases += "        " + all + ") values='" + ValueWords(key) + "' ;;\n";
       } else {
         value_opts += (value_opts.empty() ? "" : "|") + all;
       }

@@ -36,7 +36,7 @@ unit=$(find "$work" -name berth.service | head -1)
 grep -q '^ExecStart=/usr/bin/berth reconcile ' "$unit" || problem "berth.service does not run /usr/bin/berth: $(grep ExecStart= "$unit")"
 
 echo "== lintian $deb"
-report=$(lintian --info --display-info "$deb" 2>&1) || true
+report=$(lintian --display-info "$deb" 2>&1) || true
 echo "${report:-(nothing to report)}"
 if grep -q '^E: ' <<<"$report"; then
   problem "lintian reports errors (E:) on $deb"
