@@ -42,7 +42,7 @@ std::vector<const CLI::Option*> Options(const CLI::App& app) {
   });
 }
 
-bool IsFlag(const CLI::Option* opt) { return opt->get_type_size() == 0; }
+bool IsFlag(const CLI::Option* opt) { return opt->get_expected_max() == 0; }
 
 // The option's name without dashes: its first long name, else its short name, else (a
 // positional) its positional name.

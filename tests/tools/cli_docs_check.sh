@@ -22,7 +22,7 @@ for cmd in "${commands[@]}"; do
     problem "the bash completion does not recognise '$cmd' as a command"
   mapfile -t options < <("$berth" "$cmd" --help | grep -oE '^ +(-[a-zA-Z],)?--[a-z][a-z-]*' | grep -oE -- '--[a-z][a-z-]*' | grep -vx -- '--help')
   for opt in "${options[@]}"; do
-    grep -qF -- "\\-\\-${opt#--}" <<<"$section" || problem "berth(1) section 'berth $cmd' lacks $opt"
+    grep -qF -- "\\fB${opt//-/\\-}\\fR" <<<"$section" || problem "berth(1) section 'berth $cmd' lacks $opt"
     grep -qE -- "(^|[ '|])$opt([ '|)]|$)" <<<"$block" || problem "the bash completion of '$cmd' lacks $opt"
   done
 done
@@ -58,6 +58,7 @@ expect "debug" berth --log-level d
 expect "bash" berth completion ''
 expect "--once" berth reconcile --onc
 expect "" berth apply --lock-timeout ''
+expect "--retry" berth apply --yes --re
 mkdir -p "${TMPDIR:-/tmp}/berth-cli-docs-$$" && touch "${TMPDIR:-/tmp}/berth-cli-docs-$$/plan.json"
 expect "${TMPDIR:-/tmp}/berth-cli-docs-$$/plan.json" berth apply -f "${TMPDIR:-/tmp}/berth-cli-docs-$$/pl"
 rm -rf "${TMPDIR:-/tmp}/berth-cli-docs-$$"

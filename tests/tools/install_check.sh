@@ -22,7 +22,9 @@ check_prefix() {  # check_prefix PREFIX
   [[ -x $root$prefix/bin/berth ]] || problem "--prefix $prefix: $prefix/bin/berth is not executable"
   local units
   case $prefix in
-    /usr) units=$(find "$root/lib/systemd/system" "$root/usr/lib/systemd/system" -maxdepth 0 2>/dev/null | head -1) ;;
+    /usr)  # the distribution's unit directory: /lib/systemd/system on Debian 12
+      units=$root/usr/lib/systemd/system
+      [[ -d $root/lib/systemd/system ]] && units=$root/lib/systemd/system ;;
     *) units=$root$prefix/lib/systemd/system ;;
   esac
   for u in berth.service berth-reconcile.service berth-reconcile.timer; do
