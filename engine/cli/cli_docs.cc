@@ -224,7 +224,7 @@ void WriteManPage(const CLI::App& app, std::string_view version, std::ostream& o
   out << kHeadSections;
   out << ".SH COMMANDS\n";
   for (const CLI::App* cmd : Commands(app)) WriteCommand(*cmd, out);
-  out << ".SH GLOBAL OPTIONS\n";
+  out << ".SH GLOBAL OPTIONS\nThese go before or after the command.\n";
   std::vector<const CLI::Option*> global = Options(app);
   if (app.get_version_ptr() != nullptr) global.push_back(app.get_version_ptr());
   if (app.get_help_ptr() != nullptr) global.push_back(app.get_help_ptr());

@@ -100,6 +100,10 @@ int RunLock(const LockCommand& cmd, std::ostream& out, std::ostream& err);
 int RunValidate(const std::string& manifest_path, std::ostream& out, std::ostream& err);
 int RunPlan(const PlanCommand& cmd, std::ostream& out, std::ostream& err);
 /// Prints the unit files berth would write (all services, or only `service`).
+/// `berth history`: past applies from the state directory, newest first (text) or the last
+/// `limit` as JSON (history.json's format).
+int RunHistory(const std::string& state_dir, const std::string& format, size_t limit,
+               std::ostream& out, std::ostream& err);
 int RunRender(const std::string& manifest_path, const std::string& observed_path,
               const std::string& service, std::ostream& out, std::ostream& err);
 

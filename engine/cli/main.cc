@@ -30,6 +30,9 @@ int main(int argc, char** argv) {
   CLI::App app{"berth: declarative model serving on GPU hosts"};
   app.set_version_flag("--version", std::string("berth ") + kBerthBuildVersion);
   app.require_subcommand(1);
+  // Global flags (--log-level) are accepted after the subcommand too: every subcommand made
+  // below inherits this and hands what it does not know to the top level.
+  app.fallthrough();
 
   std::string validate_path;
   auto* validate =
@@ -140,6 +143,15 @@ int main(int argc, char** argv) {
                  "re-resolve pinned models too: all, or the models named");
   lock->add_option("models", lock_cmd.models, "with --update: only these models");
 
+  std::string history_state, history_format = "text";
+  size_t history_limit = 20;
+  auto* history =
+      app.add_subcommand("history", "what past applies did: when, manifest, outcome, actions");
+  history->add_option("--state-dir", history_state, "berth's records (default /var/lib/berth)");
+  history->add_option("-o,--output", history_format, "text or json")->capture_default_str();
+  history->add_option("-n,--limit", history_limit, "how many applies, newest first")
+      ->capture_default_str();
+
   // Written from this tree at build time: berth(1) and the bash completion (engine/cli/cli_docs.h).
   auto* man = app.add_subcommand("__man", "print the berth(1) man page");
   man->group("");  // hidden
@@ -209,6 +221,8 @@ int main(int argc, char** argv) {
   }
   if (*observe)
     return berth::RunObserve(observe_path, observe_format, observe_host, std::cout, std::cerr);
+  if (*history)
+    return berth::RunHistory(history_state, history_format, history_limit, std::cout, std::cerr);
   if (*render)
     return berth::RunRender(render_path, render_observed, render_service, std::cout, std::cerr);
   return berth::kExitError;

@@ -33,6 +33,24 @@ TEST(ObservedJson, TheSeedObservationRoundTripsByteForByte) {
   EXPECT_EQ(ObservedToJson(*o), text);
 }
 
+// docs/observed-json.md shows a document with every section: it must be what berth reads.
+TEST(ObservedJsonDoc, TheDocumentedExampleIsValidInput) {
+  std::string path = std::string(BERTH_SOURCE_DIR) + "/docs/observed-json.md";
+  std::string doc = ReadFile(path);
+  size_t begin = doc.find("```json\n");
+  ASSERT_NE(begin, std::string::npos) << path << " has no ```json example";
+  begin += 8;
+  size_t end = doc.find("```", begin);
+  ASSERT_NE(end, std::string::npos);
+  Result<Observed> o = ObservedFromJson(doc.substr(begin, end - begin), path);
+  ASSERT_TRUE(o.ok()) << o.status().message();
+  EXPECT_EQ(o->hostname, "gpu-01");
+  ASSERT_NE(o->FindUnit("chat.service"), nullptr);
+  EXPECT_EQ(o->ports.size(), 1u);
+  EXPECT_EQ(o->state.start_times_ms.at("chat.service").size(), 3u);
+  EXPECT_EQ(o->state.learned.count("vllm-kimi-k25.service"), 1u);
+}
+
 TEST(ObservedJson, EverySectionRoundTrips) {
   Observed o;
   o.hostname = "h";
