@@ -28,6 +28,7 @@ struct ApplyCommand {
   std::string saved_plan;     // berth apply FILE: exactly this plan
   bool yes = false;           // do not ask
   bool retry = false;         // run a change held after it failed (see HeldChange)
+  bool diff = false;          // --diff: every write-unit shows its diff, not only adopt/drift
   HostAccess host;
   std::string state_dir;                    // "" = $BERTH_STATE_DIR or /var/lib/berth
   int lock_timeout_s = 0;                   // wait this long for another apply to finish
@@ -41,6 +42,7 @@ struct PlanCommand {
   HostAccess host;              // when observing this host
   std::string format = "text";  // -o text|json
   bool detailed_exitcode = false;
+  bool diff = false;      // --diff: every write-unit shows its diff, not only adopt/drift
   std::string out_path;   // --out: save the plan for berth apply FILE
   std::string state_dir;  // when observing this host
 };

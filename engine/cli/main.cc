@@ -51,6 +51,9 @@ int main(int argc, char** argv) {
   plan->add_option("--state-dir", plan_cmd.state_dir, "berth's records (default /var/lib/berth)");
   plan->add_flag("--detailed-exitcode", plan_cmd.detailed_exitcode,
                  "exit 0 nothing to do, 1 error, 2 changes, 3 blocked");
+  plan->add_flag("--diff", plan_cmd.diff,
+                 "show every unit file change as a unified diff (adopted and hand-edited units "
+                 "always show theirs)");
 
   std::string render_path, render_observed, render_service;
   auto* render = app.add_subcommand("render", "print the unit files berth would write");
@@ -68,6 +71,9 @@ int main(int argc, char** argv) {
   apply->add_option("--max-age", apply_cmd.max_age_s,
                     "refuse a saved plan older than this many seconds (default: any age)");
   apply->add_flag("-y,--yes", apply_cmd.yes, "do not ask for confirmation");
+  apply->add_flag("--diff", apply_cmd.diff,
+                  "show every unit file change as a unified diff (adopted and hand-edited units "
+                  "always show theirs)");
   apply->add_flag("--retry", apply_cmd.retry,
                   "run this manifest's change again although its last apply failed after taking "
                   "a service down (otherwise berth holds it until the manifest changes)");

@@ -15,6 +15,7 @@ namespace berth {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 namespace fs = std::filesystem;
 
 class CliTest : public ::testing::Test {
@@ -148,6 +149,22 @@ TEST_F(CliTest, TextAndJsonPlansFromOneObservationAgree) {
     EXPECT_THAT(text, HasSubstr(said));
     EXPECT_THAT(doc["warnings"].dump(), HasSubstr(said));
   }
+}
+
+// berth plan --diff: the new unit's whole text under its step; without it, the one-line detail.
+TEST_F(CliTest, PlanDiffShowsTheNewUnitFileUnderItsStep) {
+  PlanCommand cmd;
+  cmd.manifest_path = seed_ + "berth.yaml";
+  cmd.observed_path = seed_ + "observed.json";
+  cmd.diff = true;
+  ASSERT_EQ(RunPlan(cmd, out_, err_), kExitOk) << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("new unit file in /etc/systemd/system\n"
+                                    "       --- /dev/null\n"
+                                    "       +++ b/vllm-minimax-m25.service\n"
+                                    "       @@ -0,0 +1,24 @@\n"
+                                    "       +# Managed by berth"));
+  EXPECT_EQ(Plan(seed_ + "berth.yaml", seed_ + "observed.json", false), kExitOk);
+  EXPECT_THAT(out_.str(), Not(HasSubstr("+++ b/vllm-minimax-m25.service")));
 }
 
 }  // namespace

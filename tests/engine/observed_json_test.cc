@@ -67,6 +67,7 @@ TEST(ObservedJson, EverySectionRoundTrips) {
                      "",
                      "h2",
                      "[Service]\n",
+                     "",
                      42,
                      true,
                      {"/etc/x.d/a.conf"},
@@ -137,6 +138,43 @@ TEST(ObservedJson, WrongTypesAndVersionsAreRefused) {
   auto not_json = ObservedFromJson("{", "h");
   ASSERT_FALSE(not_json.ok());
   EXPECT_THAT(not_json.status().message(), HasSubstr("h: not valid JSON"));
+}
+
+// A hand-written unit's text travels with the observation (the diff an adopt shows is made
+// from it); so does the reason a text is missing, and an empty hand-written file stays empty.
+TEST(ObservedJson, HandWrittenUnitTextAndWhyItIsMissingRoundTrip) {
+  Observed o;
+  auto unit = [&](const std::string& name, const std::string& content, const std::string& note) {
+    ObservedUnit u;
+    u.name = name;
+    u.load_state = "loaded";
+    u.fragment_path = "/etc/systemd/system/" + name;
+    u.content_hash = "h";
+    u.content = content;
+    u.content_note = note;
+    o.units.push_back(u);
+  };
+  unit("hand.service", "[Service]\nExecStart=/opt/x\x1b[2J\n", "");
+  unit("big.service", "", "the file is larger than 64 KiB (70000 bytes)");
+  unit("empty.service", "", "");
+  std::string once = ObservedToJson(o);
+  Result<Observed> back = ObservedFromJson(once, "t");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(ObservedToJson(*back), once);
+  EXPECT_EQ(back->FindUnit("hand.service")->content, o.units[0].content);
+  EXPECT_EQ(back->FindUnit("big.service")->content_note, o.units[1].content_note);
+  EXPECT_EQ(back->FindUnit("empty.service")->content_note, "");
+}
+
+// An observation that does not carry a hand-written unit's text (an older berth's, or written
+// by hand) does not pass for an empty file.
+TEST(ObservedJson, AHandWrittenUnitWithoutItsTextIsNotTakenForAnEmptyFile) {
+  auto o = ObservedFromJson(R"({"format_version": 1, "units": {"items": [
+      {"name": "x.service", "fragment_path": "/etc/systemd/system/x.service",
+       "content_hash": "h", "managed": false}]}})",
+                            "h");
+  ASSERT_TRUE(o.ok()) << o.status().message();
+  EXPECT_EQ(o->units[0].content_note, "this observation does not carry the file's text");
 }
 
 }  // namespace
