@@ -24,10 +24,12 @@ std::string GpuList(const std::vector<int>& gpus) {
     while (j + 1 < g.size() && g[j + 1] == g[j] + 1) ++j;
     if (!out.empty()) out += ",";
     out += std::to_string(g[i]);
+    // Appended, not out += "-" + std::to_string(...): g++ 12 -O3 warns falsely on the
+    // temporary (-Wrestrict, GCC bug 105329).
     if (j > i + 1)
-      out += "-" + std::to_string(g[j]);
+      out.append("-").append(std::to_string(g[j]));
     else if (j == i + 1)
-      out += "," + std::to_string(g[j]);
+      out.append(",").append(std::to_string(g[j]));
     i = j + 1;
   }
   return out;

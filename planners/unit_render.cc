@@ -10,7 +10,9 @@ namespace {
 
 std::string JoinInts(const std::vector<int>& v, const char* sep) {
   std::string out;
-  for (size_t i = 0; i < v.size(); ++i) out += (i ? sep : "") + std::to_string(v[i]);
+  // Appended, not (i ? sep : "") + std::to_string(...): g++ 12 -O3 warns falsely on the
+  // temporary (-Wrestrict, GCC bug 105329).
+  for (size_t i = 0; i < v.size(); ++i) out.append(i ? sep : "").append(std::to_string(v[i]));
   return out;
 }
 

@@ -5,6 +5,8 @@
 #include <atomic>
 #include <iostream>
 
+#include "engine/cli/berth_build_version.h"
+#include "engine/cli/cli_docs.h"
 #include "engine/cli/commands.h"
 #include "engine/core/log.h"
 #include "engine/loop/signals.h"
@@ -26,7 +28,7 @@ void InstallStopHandlers() {
 
 int main(int argc, char** argv) {
   CLI::App app{"berth: declarative model serving on GPU hosts"};
-  app.set_version_flag("--version", std::string("berth ") + BERTH_VERSION);
+  app.set_version_flag("--version", std::string("berth ") + kBerthBuildVersion);
   app.require_subcommand(1);
   // Global flags (--log-level) are accepted after the subcommand too: every subcommand made
   // below inherits this and hands what it does not know to the top level.
@@ -181,6 +183,16 @@ int main(int argc, char** argv) {
   history->add_option("-n,--limit", history_limit, "how many applies, newest first")
       ->capture_default_str();
 
+  // Written from this tree at build time: berth(1) and the bash completion (engine/cli/cli_docs.h).
+  auto* man = app.add_subcommand("__man", "print the berth(1) man page");
+  man->group("");  // hidden
+  std::string completion_shell;
+  auto* completion = app.add_subcommand(
+      "completion", "print a shell completion script (source <(berth completion bash))");
+  completion->add_option("shell", completion_shell, "the shell: bash")
+      ->required()
+      ->check(CLI::IsMember({"bash"}));
+
   std::string log_level;
   app.add_option("--log-level", log_level,
                  "operator logs on stderr: trace, debug, info, warn, error, off (default: "
@@ -193,6 +205,14 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : berth::kExitError;
   }
   berth::InitLogging(log_level);
+  if (*man) {
+    berth::WriteManPage(app, BERTH_VERSION, std::cout);
+    return berth::kExitOk;
+  }
+  if (*completion) {
+    berth::WriteBashCompletion(app, std::cout);
+    return berth::kExitOk;
+  }
   if (*validate) return berth::RunValidate(validate_path, std::cout, std::cerr);
   if (*plan) return berth::RunPlan(plan_cmd, std::cout, std::cerr);
   if (*lock) {

@@ -86,8 +86,11 @@ bool IsBlobName(std::string_view name) { return IsSha256Name(name) || IsGitSha1N
 
 Result<HfSource> ParseHfSource(std::string_view source) {
   auto bad = [&](const std::string& why) {
-    return Status::InvalidArgument("'" + std::string(source) + "' is not a model source: " + why +
-                                   "; write hf://org/name or hf://org/name@revision");
+    // Appended, not "'" + std::string(source): g++ 12 -O3 warns falsely (-Wrestrict, GCC bug
+    // 105329) on inserting a one-character literal.
+    std::string text = "'";
+    text.append(source).append("' is not a model source: ").append(why);
+    return Status::InvalidArgument(text + "; write hf://org/name or hf://org/name@revision");
   };
   if (source.substr(0, kScheme.size()) != kScheme) return bad("it does not start with hf://");
   std::string_view rest = source.substr(kScheme.size());
@@ -128,7 +131,9 @@ std::optional<std::string> RepoIdFromFolderName(std::string_view folder) {
     return std::nullopt;
   // As huggingface_hub's scan_cache_dir: every "--" of the rest is a "/".
   std::string id(folder.substr(kModelsPrefix.size()));
-  for (size_t pos = 0; (pos = id.find("--", pos)) != std::string::npos;) id.replace(pos, 2, "/");
+  // replace(pos, 2, 1, '/'), not replace(pos, 2, "/"): g++ 12 -O3 warns falsely (-Wrestrict,
+  // GCC bug 105329) on replacing with a one-character literal.
+  for (size_t pos = 0; (pos = id.find("--", pos)) != std::string::npos;) id.replace(pos, 2, 1, '/');
   return id;
 }
 

@@ -92,7 +92,9 @@ std::vector<Edit> EditScript(const std::vector<std::string_view>& a,
 std::string Range(char sign, size_t start, size_t count) {
   std::string s(1, sign);
   s += std::to_string(count == 0 ? start : start + 1);
-  if (count != 1) s += "," + std::to_string(count);
+  // Appended, not s += "," + std::to_string(...): g++ 12 -O3 warns falsely on the temporary
+  // (-Wrestrict, GCC bug 105329).
+  if (count != 1) s.append(",").append(std::to_string(count));
   return s;
 }
 
