@@ -30,6 +30,8 @@ class UnitFiles;
 class HealthProbe;
 class JournalReader;
 class ModelStore;
+class SmokeClient;
+class CommandRunner;
 
 /// The seams to one host, bound to a manifest (its unit directory, its store). Only `observer`
 /// is needed to plan; applying needs them all (journal may be null).
@@ -40,6 +42,8 @@ struct HostSeams {
   HealthProbe* health = nullptr;
   ModelStore* models = nullptr;
   JournalReader* journal = nullptr;
+  SmokeClient* smoke = nullptr;       // smoke gates (a plan without one needs none)
+  CommandRunner* commands = nullptr;  // preflight commands (likewise)
   std::string systemd_error;  // why systemd is not reachable, when `systemd` is null
 };
 

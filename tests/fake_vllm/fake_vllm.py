@@ -35,6 +35,7 @@ Environment switches for tests:
                                 .bin file first.
   FAKE_VLLM_FAIL_HEALTH=1       /health answers 503 forever
   FAKE_VLLM_EXIT_AFTER=SECS     exit with status 1 that long after the start (crash loops)
+  FAKE_VLLM_EMPTY_COMPLETIONS=1 /v1/completions answers 200 with empty text (a failing smoke gate)
 
 SIGTERM and SIGINT: exit 0 at once.
 """
@@ -298,7 +299,7 @@ def make_handler(state):
                 state["requests"] += 1
                 n = state["requests"]
             prompt = request.get("prompt", "")
-            text = " fake completion from %s" % model
+            text = "" if state["empty_completions"] else " fake completion from %s" % model
             self.reply(200, {
                 "id": "cmpl-fake-%d" % n, "object": "text_completion",
                 "created": int(time.time()), "model": model,
@@ -360,6 +361,7 @@ def main():
         "max_model_len": int(max_len),
         "created": int(time.time()),
         "fail_health": bool(os.environ.get("FAKE_VLLM_FAIL_HEALTH")),
+        "empty_completions": bool(os.environ.get("FAKE_VLLM_EMPTY_COMPLETIONS")),
         "requests": 0,
         "lock": threading.Lock(),
     }

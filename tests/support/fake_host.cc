@@ -218,6 +218,8 @@ void FakeHost::Apply(const Plan& plan, const Desired& d) {
         Start(a.unit, d);
         break;
       case ActionKind::kWaitHealthy:
+      case ActionKind::kPreflight:
+      case ActionKind::kSmoke:
         break;
       case ActionKind::kEnable:
         SetUnitFileState(a.unit, "enabled");
