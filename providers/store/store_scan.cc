@@ -238,6 +238,7 @@ class RepoScan {
       }
     }
     if (any) rev->weights_bytes = weights;
+    if (!rev->complete) return;  // read once the download is done: the planner asks no sooner
     ModelConfig config;
     auto it = snap.files.find("config.json");  // present and a regular file (Walk saw to it)
     if (it == snap.files.end()) {

@@ -33,6 +33,27 @@ TEST(ObservedJson, TheSeedObservationRoundTripsByteForByte) {
   EXPECT_EQ(ObservedToJson(*o), text);
 }
 
+TEST(ObservedJson, AModelsConfigAndWeightsRoundTrip) {
+  Observed o;
+  o.hostname = "h";
+  ObservedRevision good{"c", {"main"}, true, 30, 30};
+  good.config = ModelConfig{{"MiniMaxM2ForCausalLM"}, ""};
+  good.weights_bytes = 230'000'000'000;
+  ObservedRevision bad{"d", {}, true, 3, 3};
+  bad.config = ModelConfig{{}, "is not JSON"};
+  o.store = {"/m", true, 10, 5, {{"a/b", {good, bad}}}};
+  std::string text = ObservedToJson(o);
+  Result<Observed> back = ObservedFromJson(text, "test");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  const auto& revs = back->store.repos[0].revisions;
+  ASSERT_TRUE(revs[0].config.has_value());
+  EXPECT_EQ(revs[0].config->architectures, std::vector<std::string>{"MiniMaxM2ForCausalLM"});
+  EXPECT_EQ(revs[0].weights_bytes, 230'000'000'000u);
+  EXPECT_EQ(revs[1].config->problem, "is not JSON");
+  EXPECT_FALSE(revs[1].weights_bytes.has_value());
+  EXPECT_EQ(ObservedToJson(*back), text);
+}
+
 TEST(ObservedJson, EverySectionRoundTrips) {
   Observed o;
   o.hostname = "h";
