@@ -36,10 +36,10 @@ TEST(ObservedJson, TheSeedObservationRoundTripsByteForByte) {
 TEST(ObservedJson, AModelsConfigAndWeightsRoundTrip) {
   Observed o;
   o.hostname = "h";
-  ObservedRevision good{"c", {"main"}, true, 30, 30};
+  ObservedRevision good{"c", {"main"}, true, 30, 30, std::nullopt, std::nullopt};
   good.config = ModelConfig{{"MiniMaxM2ForCausalLM"}, ""};
   good.weights_bytes = 230'000'000'000;
-  ObservedRevision bad{"d", {}, true, 3, 3};
+  ObservedRevision bad{"d", {}, true, 3, 3, std::nullopt, std::nullopt};
   bad.config = ModelConfig{{}, "is not JSON"};
   o.store = {"/m", true, 10, 5, {{"a/b", {good, bad}}}};
   std::string text = ObservedToJson(o);
@@ -57,7 +57,7 @@ TEST(ObservedJson, AModelsConfigAndWeightsRoundTrip) {
 TEST(ObservedJson, EverySectionRoundTrips) {
   Observed o;
   o.hostname = "h";
-  o.store = {"/m", true, 10, 5, {{"a/b", {{"c", {"main"}, false, 3, 9}}}}};
+  o.store = {"/m", true, 10, 5, {{"a/b", {{"c", {"main"}, false, 3, 9, std::nullopt, std::nullopt}}}}};
   o.gpus_known = false;
   o.gpu_error = "NVML not found";
   o.units.push_back({"x.service",
