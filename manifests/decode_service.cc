@@ -11,10 +11,9 @@ namespace berth::manifests {
 namespace {
 
 constexpr std::string_view kServiceKeys[] = {
-    "model",      "engine",   "state",      "gpus",         "port",     "bind",
-    "executable", "vllm",     "sglang",     "llama_server", "command",  "args",
-    "env",        "env_file", "gpu_memory", "health",       "strategy", "adopt",
-    "preflight",  "gates"};
+    "model",      "engine", "state",        "gpus",    "port",      "bind", "executable",
+    "vllm",       "sglang", "llama_server", "command", "args",      "env",  "env_file",
+    "gpu_memory", "health", "strategy",     "adopt",   "preflight", "gates"};
 constexpr std::string_view kEngines[] = {"vllm", "sglang", "llama-server", "command"};
 constexpr std::string_view kStates[] = {"running", "stopped", "absent"};
 constexpr std::string_view kStrategies[] = {"auto", "stop-first", "start-first"};

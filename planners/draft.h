@@ -32,7 +32,7 @@ struct ResolvedModel {
   std::optional<uint64_t> weights_bytes;
   std::string weights_source;  // "in the store", "on the Hub"
 
-  bool used = false;                          // a service wanted running serves it
+  bool used = false;  // a service wanted running serves it
 };
 
 /// A start, restart or stop the sequence must place.

@@ -29,7 +29,9 @@ std::string Share(const ServiceSpec& s) {
   double f = s.engine == EngineKind::kSglang ? s.sglang.mem_fraction_static
                                              : s.vllm.gpu_memory_utilization;
   std::snprintf(buf, sizeof buf, "%g", f);
-  return std::string(s.engine == EngineKind::kSglang ? "mem_fraction_static " : "gpu_memory_utilization ") + buf;
+  return std::string(s.engine == EngineKind::kSglang ? "mem_fraction_static "
+                                                     : "gpu_memory_utilization ") +
+         buf;
 }
 
 }  // namespace

@@ -475,16 +475,17 @@ std::optional<Status> Executor::ProbeOnce(const Action& a, std::string* last) {
 }
 
 Status Executor::Preflight(const Action& a) {
-  if (!d_.commands) return Status::Internal("no command runner to run the preflight of " + a.address);
+  if (!d_.commands)
+    return Status::Internal("no command runner to run the preflight of " + a.address);
   std::string cmd;
   for (const auto& x : a.argv) cmd += (cmd.empty() ? "" : " ") + x;
   CommandResult c = d_.commands->Run(a.argv, a.timeout_ms);
   if (c.ok()) return Status::Ok();
-  std::string what = !c.started   ? c.error
-                     : c.timed_out ? "did not finish within " + FormatDurationMs(a.timeout_ms) +
-                                         " and was killed"
-                     : c.signal    ? "was killed by signal " + std::to_string(c.signal)
-                                   : "exited with status " + std::to_string(c.exit_status);
+  std::string what =
+      !c.started    ? c.error
+      : c.timed_out ? "did not finish within " + FormatDurationMs(a.timeout_ms) + " and was killed"
+      : c.signal    ? "was killed by signal " + std::to_string(c.signal)
+                    : "exited with status " + std::to_string(c.exit_status);
   // Its last lines, at most 15.
   std::vector<std::string> lines;
   for (size_t from = 0; from < c.output_tail.size();) {
@@ -499,7 +500,8 @@ Status Executor::Preflight(const Action& a) {
       "the preflight of " + a.address + " failed: " + cmd + " " + what + " after " +
       FormatDurationMs(c.elapsed_ms) +
       "; nothing was stopped or started (it runs before anything goes dark). Fix what it "
-      "reports, or change the service's preflight: command" + tail);
+      "reports, or change the service's preflight: command" +
+      tail);
 }
 
 Status Executor::Smoke(const Action& a) {

@@ -36,11 +36,11 @@ struct ExecutorDeps {
   SystemdManager* systemd = nullptr;
   UnitFiles* unit_files = nullptr;
   HealthProbe* health = nullptr;
-  JournalReader* journal = nullptr;  // adds a failing unit's last lines to errors; may be null
-  Clock* clock = nullptr;            // null = RealClock()
-  std::ostream* progress = nullptr;  // one line per action; null = silent
-  ModelStore* models = nullptr;      // downloads and removals of models
-  SmokeClient* smoke = nullptr;      // smoke gates; needed only by a plan that has one
+  JournalReader* journal = nullptr;   // adds a failing unit's last lines to errors; may be null
+  Clock* clock = nullptr;             // null = RealClock()
+  std::ostream* progress = nullptr;   // one line per action; null = silent
+  ModelStore* models = nullptr;       // downloads and removals of models
+  SmokeClient* smoke = nullptr;       // smoke gates; needed only by a plan that has one
   CommandRunner* commands = nullptr;  // preflight commands; needed only by a plan that has one
   /// The state lineage stamped into every unit file written ("# berth-lineage:"), so that
   /// another state directory takes the unit as foreign. "" writes the content as planned.

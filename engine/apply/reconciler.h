@@ -44,7 +44,7 @@ struct HostSeams {
   JournalReader* journal = nullptr;
   SmokeClient* smoke = nullptr;       // smoke gates (a plan without one needs none)
   CommandRunner* commands = nullptr;  // preflight commands (likewise)
-  std::string systemd_error;  // why systemd is not reachable, when `systemd` is null
+  std::string systemd_error;          // why systemd is not reachable, when `systemd` is null
 };
 
 struct ReconcilerDeps {

@@ -87,8 +87,8 @@ struct HealthSpec {
 /// `preflight:` the service's own check (an engine's architecture check, say), run at apply
 /// time without a shell after the downloads and before anything goes dark; it must exit 0.
 struct PreflightSpec {
-  std::vector<std::string> command;      // argv; the first is an absolute path
-  uint64_t timeout_ms = 5 * 60 * 1000;   // killed past it (and the apply fails)
+  std::vector<std::string> command;     // argv; the first is an absolute path
+  uint64_t timeout_ms = 5 * 60 * 1000;  // killed past it (and the apply fails)
 };
 
 /// `gates: {smoke: ...}`: one request after the health gate must return non-empty text.

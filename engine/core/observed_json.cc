@@ -54,8 +54,8 @@ Status ExpectArray(const ordered_json* j, const std::string& path) {
 
 Status ReadRevision(const ordered_json& j, const std::string& path, ObservedRevision* r) {
   Reader rd(j, path);
-  BERTH_RETURN_IF_ERROR(rd.Keys({"commit", "refs", "complete", "bytes_present", "bytes_total",
-                                 "config", "weights_bytes"}));
+  BERTH_RETURN_IF_ERROR(rd.Keys(
+      {"commit", "refs", "complete", "bytes_present", "bytes_total", "config", "weights_bytes"}));
   BERTH_RETURN_IF_ERROR(rd.Get("commit", &r->commit));
   BERTH_RETURN_IF_ERROR(rd.Get("refs", &r->refs));
   BERTH_RETURN_IF_ERROR(rd.Get("complete", &r->complete));
@@ -312,8 +312,7 @@ std::string ObservedToJson(const Observed& o) {
                          {"bytes_present", v.bytes_present}};
       if (v.bytes_total) jv["bytes_total"] = *v.bytes_total;
       if (v.config)
-        jv["config"] = {{"architectures", v.config->architectures},
-                        {"problem", v.config->problem}};
+        jv["config"] = {{"architectures", v.config->architectures}, {"problem", v.config->problem}};
       if (v.weights_bytes) jv["weights_bytes"] = *v.weights_bytes;
       revs.push_back(std::move(jv));
     }

@@ -96,9 +96,9 @@ struct Action {
   std::vector<int> gpus;     // start / restart: the GPUs the service runs on (side by side starts)
   std::vector<std::string> argv;  // preflight: the command, run without a shell (timeout_ms)
   // smoke: POST http://127.0.0.1:<port>/v1/<api> for served_name within timeout_ms.
-  std::string api;       // "completions" or "chat/completions"
-  std::string prompt;    // the prompt (the user message for chat)
-  int max_tokens = 0;    // the request's max_tokens
+  std::string api;     // "completions" or "chat/completions"
+  std::string prompt;  // the prompt (the user message for chat)
+  int max_tokens = 0;  // the request's max_tokens
   // A stop for another service also carries the stopped service's own health gate in
   // health_path, port, served_name, timeout_ms and interval_ms: a rollback that starts it again
   // waits for it (port 0: berth knows none).

@@ -37,9 +37,7 @@ std::string Snippet(const std::string& text, size_t max = 200) {
   return s;
 }
 
-bool Blank(const std::string& s) {
-  return s.find_first_not_of(" \t\r\n") == std::string::npos;
-}
+bool Blank(const std::string& s) { return s.find_first_not_of(" \t\r\n") == std::string::npos; }
 
 }  // namespace
 
@@ -89,8 +87,10 @@ SmokeResult CurlSmokeClient::Send(const std::string& host, int port, const Smoke
   }
   bool chat = req.api == "chat";
   std::string url = "http://" + (host.find(':') != std::string::npos ? "[" + host + "]" : host) +
-                    ":" + std::to_string(port) + (chat ? "/v1/chat/completions" : "/v1/completions");
-  nlohmann::json payload = {{"model", req.model}, {"max_tokens", req.max_tokens}, {"stream", false}};
+                    ":" + std::to_string(port) +
+                    (chat ? "/v1/chat/completions" : "/v1/completions");
+  nlohmann::json payload = {
+      {"model", req.model}, {"max_tokens", req.max_tokens}, {"stream", false}};
   if (chat)
     payload["messages"] = nlohmann::json::array({{{"role", "user"}, {"content", req.prompt}}});
   else
@@ -117,9 +117,9 @@ SmokeResult CurlSmokeClient::Send(const std::string& host, int port, const Smoke
   curl_easy_setopt(c, CURLOPT_USERAGENT, "berth-smoke/" BERTH_VERSION);
   auto t0 = std::chrono::steady_clock::now();
   CURLcode code = curl_easy_perform(c);
-  r.elapsed_ms = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                           std::chrono::steady_clock::now() - t0)
-                                           .count());
+  r.elapsed_ms = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+          .count());
   curl_slist_free_all(headers);
   r.http_status = static_cast<int>(ResponseStatus(c));
   const std::string where = "POST " + url;

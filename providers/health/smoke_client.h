@@ -17,10 +17,10 @@ struct SmokeRequest {
 
 /// The outcome of one request. Never an error: a server that does not answer fails the gate.
 struct SmokeResult {
-  bool ok = false;        // HTTP 200 and non-empty text
-  int http_status = 0;    // 0 if no answer
-  std::string text;       // what the model returned (cut to 200 characters)
-  std::string detail;     // why not ok, for the operator: what came back
+  bool ok = false;      // HTTP 200 and non-empty text
+  int http_status = 0;  // 0 if no answer
+  std::string text;     // what the model returned (cut to 200 characters)
+  std::string detail;   // why not ok, for the operator: what came back
   uint64_t elapsed_ms = 0;
 };
 

@@ -232,7 +232,8 @@ class RepoScan {
     bool any = false;
     for (const auto& [path, size] : snap.files) {
       constexpr std::string_view kExt = ".safetensors";
-      if (path.size() > kExt.size() && path.compare(path.size() - kExt.size(), kExt.size(), kExt) == 0) {
+      if (path.size() > kExt.size() &&
+          path.compare(path.size() - kExt.size(), kExt.size(), kExt) == 0) {
         weights += size;
         any = true;
       }

@@ -65,10 +65,10 @@ class GatesE2eTest : public SandboxSuite {
     return p.ok() ? (*p)[0].active_state : "?";
   }
   std::string Get(const std::string& path) {
-    CommandResult r = RunCommand(
-        {"/usr/bin/python3", "-c",
-         "import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:" +
-             std::to_string(port_) + path + "', timeout=5).read().decode())"});
+    CommandResult r =
+        RunCommand({"/usr/bin/python3", "-c",
+                    "import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:" +
+                        std::to_string(port_) + path + "', timeout=5).read().decode())"});
     return r.ok() ? r.output : "ERROR: " + r.output + r.error;
   }
 
@@ -80,9 +80,10 @@ class GatesE2eTest : public SandboxSuite {
 
 TEST_F(GatesE2eTest, APassingPreflightAndSmokeGateSwitchThePort) {
   ASSERT_EQ(Apply(Manifest(false)), kExitOk) << out_.str() << err_.str();
-  std::string m = Manifest(true,
-                           "    preflight: {command: [/bin/true], timeout: 10s}\n"
-                           "    gates: {smoke: {prompt: Say hello., max_tokens: 4, timeout: 10s}}\n");
+  std::string m =
+      Manifest(true,
+               "    preflight: {command: [/bin/true], timeout: 10s}\n"
+               "    gates: {smoke: {prompt: Say hello., max_tokens: 4, timeout: 10s}}\n");
   ASSERT_EQ(Apply(m), kExitOk) << out_.str() << err_.str();
   EXPECT_THAT(out_.str(), HasSubstr("> preflight     service/svc-new"));
   EXPECT_THAT(out_.str(), HasSubstr("> smoke         service/svc-new"));
@@ -94,9 +95,10 @@ TEST_F(GatesE2eTest, APassingPreflightAndSmokeGateSwitchThePort) {
 
 TEST_F(GatesE2eTest, AFailingSmokeGateIsRolledBackAndTheOldServiceServesAgain) {
   ASSERT_EQ(Apply(Manifest(false)), kExitOk) << out_.str() << err_.str();
-  std::string m = Manifest(true,
-                           "    env: {FAKE_VLLM_EMPTY_COMPLETIONS: \"1\"}\n"
-                           "    gates: {smoke: {prompt: Say hello., max_tokens: 4, timeout: 10s}}\n");
+  std::string m =
+      Manifest(true,
+               "    env: {FAKE_VLLM_EMPTY_COMPLETIONS: \"1\"}\n"
+               "    gates: {smoke: {prompt: Say hello., max_tokens: 4, timeout: 10s}}\n");
   ASSERT_EQ(Apply(m), kExitFailed) << out_.str() << err_.str();
   EXPECT_THAT(err_.str(), HasSubstr("the smoke gate of svc-new.service failed after"));
   EXPECT_THAT(err_.str(), HasSubstr("/v1/completions: HTTP 200 with empty text"));

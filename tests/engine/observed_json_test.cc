@@ -57,7 +57,8 @@ TEST(ObservedJson, AModelsConfigAndWeightsRoundTrip) {
 TEST(ObservedJson, EverySectionRoundTrips) {
   Observed o;
   o.hostname = "h";
-  o.store = {"/m", true, 10, 5, {{"a/b", {{"c", {"main"}, false, 3, 9, std::nullopt, std::nullopt}}}}};
+  o.store = {
+      "/m", true, 10, 5, {{"a/b", {{"c", {"main"}, false, 3, 9, std::nullopt, std::nullopt}}}}};
   o.gpus_known = false;
   o.gpu_error = "NVML not found";
   o.units.push_back({"x.service",

@@ -12,9 +12,8 @@ TEST(PosixCommandRunner, ExitStatusAndTheTailOfWhatItPrinted) {
   PosixCommandRunner run;
   CommandResult ok = run.Run({"/bin/true"}, 10'000);
   EXPECT_TRUE(ok.ok());
-  CommandResult r =
-      run.Run({"/bin/sh", "-c", "echo to stdout; echo 'unsupported architecture' >&2; exit 3"},
-              10'000);
+  CommandResult r = run.Run(
+      {"/bin/sh", "-c", "echo to stdout; echo 'unsupported architecture' >&2; exit 3"}, 10'000);
   EXPECT_TRUE(r.started);
   EXPECT_FALSE(r.ok());
   EXPECT_EQ(r.exit_status, 3);

@@ -246,7 +246,8 @@ TEST(CurlSmokeClient, AnErrorStatusOrAMalformedAnswerFailsWithTheBody) {
   CurlSmokeClient client;
   SmokeResult r = client.Send("127.0.0.1", server.port(), SmokeRequest{});
   EXPECT_FALSE(r.ok);
-  EXPECT_THAT(r.detail, HasSubstr("HTTP 500 (expected 200): '{\"message\":\"CUDA out of memory\"}'"));
+  EXPECT_THAT(r.detail,
+              HasSubstr("HTTP 500 (expected 200): '{\"message\":\"CUDA out of memory\"}'"));
   std::string text, error;
   EXPECT_FALSE(SmokeAnswerText("not json", "completions", &text, &error));
   EXPECT_EQ(error, "not JSON");
