@@ -3,6 +3,7 @@
 
 #include "engine/core/hash.h"
 #include "engine/core/hf_cache.h"
+#include "engine/core/unit_marker.h"
 #include "planners/draft.h"
 #include "planners/planner.h"
 #include "planners/unit_render.h"
@@ -102,6 +103,10 @@ UnitFileChange PlanUnitFile(const Desired& d, const Observed& o, const ServiceSp
   w.unit = want.name;
   w.unit_content = want.content;
   bool has_file = u && u->HasFile();
+  if (has_file) {
+    w.unit_old_content = WithoutLineage(u->content);
+    w.unit_old_note = u->content_note;
+  }
   if (!has_file) {
     w.reason = Reason::kUnitMissing;
     w.detail = "new unit file in " + d.host.unit_dir;

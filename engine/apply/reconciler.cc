@@ -14,6 +14,7 @@
 #include "engine/core/atomic_file.h"
 #include "engine/core/log.h"
 #include "engine/core/unit_marker.h"
+#include "engine/state/history.h"
 #include "engine/state/state.h"
 #include "manifests/loader.h"
 #include "planners/planner.h"
@@ -67,16 +68,20 @@ bool TookAServiceDown(ActionKind k) {
          IsGate(k);
 }
 
-int CountUp(const Desired& d, const Observed& o, int* wanted) {
-  int up = 0;
-  *wanted = 0;
+// How many of the services the manifest wants running run, and which (into `r`).
+void CountUp(const Desired& d, const Observed& o, RunReport* r) {
+  r->services_up = 0;
+  r->services_wanted = 0;
+  r->service_up.clear();
+  r->observed = true;
   for (const auto& [n, s] : d.services) {
     if (s.state != ServiceState::kRunning) continue;
-    ++*wanted;
+    ++r->services_wanted;
     const ObservedUnit* u = o.FindUnit(s.UnitName());
-    if (u && u->IsActive()) ++up;
+    bool up = u && u->IsActive();
+    r->service_up[n] = up;
+    if (up) ++r->services_up;
   }
-  return up;
 }
 
 std::string Plural(size_t n, const char* word) {
@@ -94,7 +99,7 @@ class Pass {
     if (!LoadInputs() || HostExcluded() || !Connect() || !LoadState() || !Observe() ||
         !MakeOrCheckPlan() || !SavePlan())
       return rep_;
-    rep_.services_up = CountUp(desired_, observed_, &rep_.services_wanted);
+    CountUp(desired_, observed_, &rep_);
     if (o_.apply) Learn(observed_);
     if (plan_.blocked())
       return End(Outcome::kBlocked, 3, Status::FailedPrecondition(plan_.problems[0].message), true);
@@ -363,6 +368,8 @@ class Pass {
       Status s = dir_->Save(state_);
       if (!s.ok()) spdlog::warn("could not record {}@{} as berth's: {}", repo, commit, s.message());
     };
+    std::string started = NowRfc3339();
+    Clock::TimePoint began = clock_.Now();
     rep_.exec = Executor(deps).Run(plan_);
     const ExecResult& ex = rep_.exec;
 
@@ -390,6 +397,7 @@ class Pass {
       (void)dir_->ClearJournal();
     else
       (void)dir_->SaveJournal(journal);
+    RecordHistory(started, began, ex, st.manifest_git_commit);
 
     if (ex.interrupted) {
       say_.Error("berth apply: " + ex.status.message());
@@ -409,6 +417,25 @@ class Pass {
       return Fail(Outcome::kFailed, 4, ex.status, terminal);
     }
     return true;
+  }
+
+  // One entry in history.json (berth history): when, which manifest, what, how it ended.
+  void RecordHistory(const std::string& started, Clock::TimePoint began, const ExecResult& ex,
+                     const std::string& git_commit) {
+    HistoryEntry e;
+    e.started = started;
+    e.duration_ms = static_cast<uint64_t>(std::max<int64_t>(
+        0, std::chrono::duration_cast<std::chrono::milliseconds>(clock_.Now() - began).count()));
+    e.manifest_digest = desired_.digest;
+    e.manifest_git_commit = git_commit;
+    e.outcome = ex.interrupted ? "interrupted" : ex.status.ok() ? "applied" : "failed";
+    e.message = ex.status.ok() ? "" : ex.status.message();
+    for (const Action& a : plan_.actions)
+      e.actions.push_back(std::string(ActionKindName(a.kind)) + " " + a.address);
+    e.steps_done = ex.steps_done;
+    e.rolled_back = ex.rolled_back;
+    Status s = AppendHistory(dir_->dir(), e);
+    if (!s.ok()) spdlog::warn("could not record this apply in the history: {}", s.message());
   }
 
   // Remembers what the running state-only services hold (their ports and GPU memory), so that
@@ -468,7 +495,7 @@ class Pass {
     }
     Learn(*after);
     after->state = state_.ToObserved();
-    rep_.services_up = CountUp(desired_, *after, &rep_.services_wanted);
+    CountUp(desired_, *after, &rep_);
     Plan left = MakePlan(desired_, *after);
     if (!left.empty()) {
       std::ostringstream text;

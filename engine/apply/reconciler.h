@@ -13,6 +13,7 @@
 #include <chrono>
 #include <functional>
 #include <istream>
+#include <map>
 #include <string>
 
 #include "engine/apply/executor.h"
@@ -104,6 +105,10 @@ struct RunReport {
   std::string manifest_digest;
   int services_up = 0;  // services wanted running that run after this pass
   int services_wanted = 0;
+  /// Each service the manifest wants running (by name) and whether it ran when last observed;
+  /// empty, with `observed` false, when the pass ended before it observed the host.
+  std::map<std::string, bool> service_up;
+  bool observed = false;
 };
 
 class Reconciler {

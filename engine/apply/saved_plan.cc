@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "engine/core/hash.h"
+#include "engine/core/units.h"
 
 namespace berth {
 namespace {
@@ -276,8 +277,10 @@ std::vector<std::string> StaleReasons(const SavedPlan& saved, const std::string&
                   std::to_string(saved.state_serial) + " then, " + std::to_string(serial) +
                   " now)");
   if (max_age_s > 0 && now_unix - saved.created_unix > max_age_s)
-    why.push_back("it is " + std::to_string((now_unix - saved.created_unix) / 60) +
-                  " minutes old, more than --max-age allows");
+    why.push_back("it was made " +
+                  FormatDurationMs(static_cast<uint64_t>(now_unix - saved.created_unix) * 1000) +
+                  " ago, and --max-age allows " +
+                  FormatDurationMs(static_cast<uint64_t>(max_age_s) * 1000));
   std::map<std::string, std::string> current = Fingerprint(saved.plan, now);
   for (const auto& [address, digest] : saved.fingerprints) {
     if (address == "host") continue;

@@ -10,6 +10,7 @@ namespace berth {
 
 int RunApply(const ApplyCommand& cmd, std::istream& in, std::ostream& out, std::ostream& err) {
   Reporter say(out, err, PlanFormat::kText, ::isatty(1) == 1);
+  say.set_diffs(cmd.diff);
   LiveHost live(cmd.host);
   ReconcileOptions o;
   o.manifest_path = cmd.manifest_path;

@@ -28,6 +28,7 @@ struct ApplyCommand {
   std::string saved_plan;     // berth apply FILE: exactly this plan
   bool yes = false;           // do not ask
   bool retry = false;         // run a change held after it failed (see HeldChange)
+  bool diff = false;          // --diff: every write-unit shows its diff, not only adopt/drift
   HostAccess host;
   std::string state_dir;                    // "" = $BERTH_STATE_DIR or /var/lib/berth
   int lock_timeout_s = 0;                   // wait this long for another apply to finish
@@ -41,6 +42,7 @@ struct PlanCommand {
   HostAccess host;              // when observing this host
   std::string format = "text";  // -o text|json
   bool detailed_exitcode = false;
+  bool diff = false;      // --diff: every write-unit shows its diff, not only adopt/drift
   std::string out_path;   // --out: save the plan for berth apply FILE
   std::string state_dir;  // when observing this host
 };
@@ -100,6 +102,10 @@ int RunLock(const LockCommand& cmd, std::ostream& out, std::ostream& err);
 int RunValidate(const std::string& manifest_path, std::ostream& out, std::ostream& err);
 int RunPlan(const PlanCommand& cmd, std::ostream& out, std::ostream& err);
 /// Prints the unit files berth would write (all services, or only `service`).
+/// `berth history`: past applies from the state directory, newest first (text) or the last
+/// `limit` as JSON (history.json's format).
+int RunHistory(const std::string& state_dir, const std::string& format, size_t limit,
+               std::ostream& out, std::ostream& err);
 int RunRender(const std::string& manifest_path, const std::string& observed_path,
               const std::string& service, std::ostream& out, std::ostream& err);
 

@@ -28,6 +28,9 @@ int main(int argc, char** argv) {
   CLI::App app{"berth: declarative model serving on GPU hosts"};
   app.set_version_flag("--version", std::string("berth ") + BERTH_VERSION);
   app.require_subcommand(1);
+  // Global flags (--log-level) are accepted after the subcommand too: every subcommand made
+  // below inherits this and hands what it does not know to the top level.
+  app.fallthrough();
 
   std::string validate_path;
   auto* validate =
@@ -46,6 +49,9 @@ int main(int argc, char** argv) {
   plan->add_option("--state-dir", plan_cmd.state_dir, "berth's records (default /var/lib/berth)");
   plan->add_flag("--detailed-exitcode", plan_cmd.detailed_exitcode,
                  "exit 0 nothing to do, 1 error, 2 changes, 3 blocked");
+  plan->add_flag("--diff", plan_cmd.diff,
+                 "show every unit file change as a unified diff (adopted and hand-edited units "
+                 "always show theirs)");
 
   std::string render_path, render_observed, render_service;
   auto* render = app.add_subcommand("render", "print the unit files berth would write");
@@ -63,6 +69,9 @@ int main(int argc, char** argv) {
   apply->add_option("--max-age", apply_cmd.max_age_s,
                     "refuse a saved plan older than this many seconds (default: any age)");
   apply->add_flag("-y,--yes", apply_cmd.yes, "do not ask for confirmation");
+  apply->add_flag("--diff", apply_cmd.diff,
+                  "show every unit file change as a unified diff (adopted and hand-edited units "
+                  "always show theirs)");
   apply->add_flag("--retry", apply_cmd.retry,
                   "run this manifest's change again although its last apply failed after taking "
                   "a service down (otherwise berth holds it until the manifest changes)");
@@ -138,6 +147,15 @@ int main(int argc, char** argv) {
                  "re-resolve pinned models too: all, or the models named");
   lock->add_option("models", lock_cmd.models, "with --update: only these models");
 
+  std::string history_state, history_format = "text";
+  size_t history_limit = 20;
+  auto* history =
+      app.add_subcommand("history", "what past applies did: when, manifest, outcome, actions");
+  history->add_option("--state-dir", history_state, "berth's records (default /var/lib/berth)");
+  history->add_option("-o,--output", history_format, "text or json")->capture_default_str();
+  history->add_option("-n,--limit", history_limit, "how many applies, newest first")
+      ->capture_default_str();
+
   std::string log_level;
   app.add_option("--log-level", log_level,
                  "operator logs on stderr: trace, debug, info, warn, error, off (default: "
@@ -189,6 +207,8 @@ int main(int argc, char** argv) {
   }
   if (*observe)
     return berth::RunObserve(observe_path, observe_format, observe_host, std::cout, std::cerr);
+  if (*history)
+    return berth::RunHistory(history_state, history_format, history_limit, std::cout, std::cerr);
   if (*render)
     return berth::RunRender(render_path, render_observed, render_service, std::cout, std::cerr);
   return berth::kExitError;

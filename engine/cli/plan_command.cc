@@ -13,6 +13,7 @@ int RunPlan(const PlanCommand& cmd, std::ostream& out, std::ostream& err) {
     return kExitError;
   }
   Reporter say(out, err, cmd.format == "json" ? PlanFormat::kJson : PlanFormat::kText);
+  say.set_diffs(cmd.diff);
   ReconcileOptions o;
   o.manifest_path = cmd.manifest_path;
   o.apply = false;

@@ -1,3 +1,4 @@
+#include "engine/apply/live_host.h"
 #include "engine/cli/cli_support.h"
 #include "engine/cli/commands.h"
 #include "engine/core/hf_cache.h"
@@ -24,6 +25,17 @@ int RunRender(const std::string& manifest_path, const std::string& observed_path
       return kExitError;
     }
     observed = std::move(r).value();
+  } else {
+    // This host, as plan sees it: the store's refs and the Hub resolve each revision to the
+    // commit the unit will name. Nothing is changed; what cannot be observed is only a warning.
+    LiveHost live{HostAccess{}};
+    Result<HostSeams> seams = live.Connect(desired);
+    Result<Observed> r = seams.ok() ? seams->observer->Observe(desired) : seams.status();
+    if (r.ok())
+      observed = std::move(r).value();
+    else
+      err << "berth render: could not observe this host (" << r.status().message()
+          << "); revisions are not resolved to commits\n";
   }
   // The plan renders every unit with the commits it resolved; show exactly those.
   Plan plan = MakePlan(desired, observed);
@@ -39,9 +51,19 @@ int RunRender(const std::string& manifest_path, const std::string& observed_path
       const ModelSpec& m = desired.models.at(s.model);
       std::string commit = m.revision;
       if (const HubInfo* h = observed.FindHub(m.repo_id, m.revision)) commit = h->commit;
+      if (const LockEntry* pin = desired.PinFor(m)) commit = pin->commit;
       for (const auto& a : plan.actions)
         if (a.kind == ActionKind::kDownload && a.repo_id == m.repo_id && !a.commit.empty())
           commit = a.commit;
+      if (const ObservedRepo* repo = observed.FindRepo(m.repo_id); repo && !IsCommit(commit))
+        for (const auto& rev : repo->revisions)
+          for (const auto& ref : rev.refs)
+            if (ref == m.revision) commit = rev.commit;
+      if (!IsCommit(commit))
+        err << "berth render: model/" << s.model << ": revision '" << m.revision
+            << "' is not resolved to a commit here (not in the store, not in berth.lock, the Hub "
+               "not asked); the unit berth writes names the commit apply resolves, shown here as '"
+            << m.revision << "'\n";
       ctx.model_repo = m.repo_id;
       ctx.snapshot_path = SnapshotPath(ctx.store, m.repo_id, commit);
     }

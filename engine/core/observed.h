@@ -56,6 +56,9 @@ struct ObservedGpu {
   std::vector<GpuProcess> processes;
 };
 
+/// The largest unit file not written by berth whose text the observation keeps.
+inline constexpr uint64_t kMaxForeignUnitBytes = 64 * 1024;
+
 struct ObservedUnit {
   std::string name;          // "vllm-kimi-k25.service"
   std::string load_state;    // loaded | not-found | masked | error
@@ -66,7 +69,13 @@ struct ObservedUnit {
   bool managed = false;      // the file carries berth's marker (written by some berth)
   std::string lineage;       // the state lineage stamped in berth's header; "" if none
   std::string spec_hash;     // from the marker: hash of the content berth wrote
-  std::string content;       // the file's text, when berth manages it (for change details)
+  /// The file's text: always for berth's units (change details, drift), for others up to
+  /// kMaxForeignUnitBytes (the diff a reviewer is shown when berth replaces it). Untrusted:
+  /// escape it before printing it on a terminal (EscapeControl).
+  std::string content;
+  /// Why `content` is not the file's text although the unit has a file ("larger than 64 KiB
+  /// ..."); "" when it is, or when there is no file.
+  std::string content_note;
   int main_pid = 0;
   bool need_daemon_reload = false;
   std::vector<std::string> drop_in_paths;  // drop-ins change a unit behind its file's back

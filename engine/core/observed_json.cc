@@ -145,6 +145,15 @@ Status ReadGpus(const ordered_json& j, Observed* o) {
   return Status::Ok();
 }
 
+// The content_note of a unit whose JSON does not say: an empty text of someone else's file is
+// not known to be empty (an older berth kept only its own units' text; a hand-written
+// observation leaves it out). The writer leaves the key out exactly when it is this.
+std::string DefaultContentNote(const ObservedUnit& u) {
+  return u.content.empty() && !u.managed && u.HasFile()
+             ? "this observation does not carry the file's text"
+             : "";
+}
+
 Status ReadUnits(const ordered_json& j, Observed* o) {
   Reader rd(j, "units");
   BERTH_RETURN_IF_ERROR(rd.Keys({"known", "items"}));
@@ -153,10 +162,11 @@ Status ReadUnits(const ordered_json& j, Observed* o) {
   BERTH_RETURN_IF_ERROR(ExpectArray(items, "units.items"));
   for (size_t i = 0; items && i < items->size(); ++i) {
     Reader ru((*items)[i], "units.items[" + std::to_string(i) + "]");
-    BERTH_RETURN_IF_ERROR(ru.Keys(
-        {"name", "load_state", "active_state", "sub_state", "fragment_path", "content_hash",
-         "managed", "spec_hash", "content", "main_pid", "need_daemon_reload", "drop_in_paths",
-         "unit_file_state", "invocation_id", "n_restarts", "result", "exec_main_status"}));
+    BERTH_RETURN_IF_ERROR(
+        ru.Keys({"name", "load_state", "active_state", "sub_state", "fragment_path", "content_hash",
+                 "managed", "spec_hash", "content", "content_note", "main_pid",
+                 "need_daemon_reload", "drop_in_paths", "unit_file_state", "invocation_id",
+                 "n_restarts", "result", "exec_main_status"}));
     ObservedUnit u;
     BERTH_RETURN_IF_ERROR(ru.Get("name", &u.name));
     BERTH_RETURN_IF_ERROR(ru.Get("load_state", &u.load_state));
@@ -167,6 +177,10 @@ Status ReadUnits(const ordered_json& j, Observed* o) {
     BERTH_RETURN_IF_ERROR(ru.Get("managed", &u.managed));
     BERTH_RETURN_IF_ERROR(ru.Get("spec_hash", &u.spec_hash));
     BERTH_RETURN_IF_ERROR(ru.Get("content", &u.content));
+    if (ru.Child("content_note"))
+      BERTH_RETURN_IF_ERROR(ru.Get("content_note", &u.content_note));
+    else
+      u.content_note = DefaultContentNote(u);
     u.lineage = u.managed ? UnitLineage(u.content) : "";  // derived, never a second source
     BERTH_RETURN_IF_ERROR(ru.Get("main_pid", &u.main_pid));
     BERTH_RETURN_IF_ERROR(ru.Get("need_daemon_reload", &u.need_daemon_reload));
@@ -338,7 +352,7 @@ std::string ObservedToJson(const Observed& o) {
   }
   j["gpus"] = {{"known", o.gpus_known}, {"error", o.gpu_error}, {"devices", std::move(devices)}};
   ordered_json units = ordered_json::array();
-  for (const auto& u : o.units)
+  for (const auto& u : o.units) {
     units.push_back({{"name", u.name},
                      {"load_state", u.load_state},
                      {"active_state", u.active_state},
@@ -356,6 +370,8 @@ std::string ObservedToJson(const Observed& o) {
                      {"n_restarts", u.n_restarts},
                      {"result", u.result},
                      {"exec_main_status", u.exec_main_status}});
+    if (u.content_note != DefaultContentNote(u)) units.back()["content_note"] = u.content_note;
+  }
   j["units"] = {{"known", o.units_known}, {"items", std::move(units)}};
   ordered_json ports = ordered_json::array();
   for (const auto& p : o.ports)
@@ -407,7 +423,9 @@ std::string ObservedToJson(const Observed& o) {
   }
   if (!o.state.start_times_ms.empty()) j["berth_state"]["start_times_ms"] = o.state.start_times_ms;
   if (!o.warnings.empty()) j["warnings"] = o.warnings;
-  return j.dump(2) + "\n";
+  // A hand edit may leave bytes that are not UTF-8 in berth's own unit file: U+FFFD in the
+  // JSON (the hash keeps the file's identity), never an exception.
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 Result<Observed> ObservedFromJson(const std::string& text, const std::string& source) {

@@ -20,10 +20,15 @@
 //             "items": [{"name": "x.service", "load_state": "loaded", "active_state": "active",
 //                        "sub_state": "running", "fragment_path": "/etc/systemd/system/x.service",
 //                        "content_hash": "<sha256>", "managed": true, "spec_hash": "<sha256>",
-//                        "content": "...", "main_pid": 1, "need_daemon_reload": false,
+//                        "content": "...",   // berth's units; others up to 64 KiB, UTF-8
+//                        "main_pid": 1, "need_daemon_reload": false,
 //                        "drop_in_paths": [], "unit_file_state": "enabled",
 //                        "invocation_id": "<hex>", "n_restarts": 0, "result": "success",
-//                        "exec_main_status": 0}]},
+//                        "exec_main_status": 0,
+//                        "content_note": "..."}]},  // why content is not the file's text;
+//                               // left out when it is "", except for a unit that is not
+//                               // berth's and has a file but no content (a file that is empty):
+//                               // there, left out reads as "not in this observation"
 //   "ports": {"known": true,
 //             "listening": [{"port": 8000, "address": "0.0.0.0", "pid": 1, "process": "vllm",
 //                            "unit": "x.service"}]},

@@ -83,9 +83,14 @@ struct Action {
   // What the executor needs (filled according to kind).
   std::string unit;          // unit name for unit and service actions
   std::string unit_content;  // write-unit: the file to write
-  std::string repo_id;       // download / remove-model
-  std::string revision;      // download: as asked
-  std::string commit;        // download / remove-model; "" if to be resolved at apply
+  // write-unit, for the reviewer's diff only: the executor never reads them and a saved plan
+  // does not carry them. The file it replaces as observed, without berth's lineage line ("" for
+  // a new unit), or why that text is not known ("the file is larger than 64 KiB ...").
+  std::string unit_old_content;
+  std::string unit_old_note;
+  std::string repo_id;   // download / remove-model
+  std::string revision;  // download: as asked
+  std::string commit;    // download / remove-model; "" if to be resolved at apply
   std::vector<std::string> include, exclude;
   std::string health_path;   // wait-healthy
   int port = 0;              // wait-healthy

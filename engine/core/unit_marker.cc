@@ -69,9 +69,10 @@ std::string UnitLineage(const std::string& content) {
   return v;
 }
 
-std::string StampLineage(const std::string& content, const std::string& lineage) {
-  if (lineage.empty() || !IsBerthUnit(content)) return content;
-  size_t end = HeaderEnd(content);
+namespace {
+
+// The header lines of berth's unit `content` but its lineage.
+std::string HeaderWithoutLineage(const std::string& content, size_t end) {
   std::string header;
   size_t pos = 0;
   while (pos < end) {
@@ -81,8 +82,23 @@ std::string StampLineage(const std::string& content, const std::string& lineage)
     if (!line.starts_with(kLineageKey)) header.append(line);
     pos = next;
   }
+  return header;
+}
+
+}  // namespace
+
+std::string StampLineage(const std::string& content, const std::string& lineage) {
+  if (lineage.empty() || !IsBerthUnit(content)) return content;
+  size_t end = HeaderEnd(content);
+  std::string header = HeaderWithoutLineage(content, end);
   if (!header.empty() && header.back() != '\n') header += '\n';
   return header + kLineageKey + lineage + "\n" + content.substr(end);
+}
+
+std::string WithoutLineage(const std::string& content) {
+  if (!IsBerthUnit(content)) return content;
+  size_t end = HeaderEnd(content);
+  return HeaderWithoutLineage(content, end) + content.substr(end);
 }
 
 }  // namespace berth

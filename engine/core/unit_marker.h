@@ -27,5 +27,9 @@ std::string UnitLineage(const std::string& content);
 /// `content` with its header's lineage line set to `lineage` (added after the other header
 /// lines, or replaced). Content without berth's marker, or an empty lineage, is returned as is.
 std::string StampLineage(const std::string& content, const std::string& lineage);
+/// `content` without its header's lineage line: what a plan's unit content is compared with
+/// when a reviewer is shown the change (the lineage is stamped at write, never a change).
+/// Content without berth's marker is returned as is.
+std::string WithoutLineage(const std::string& content);
 
 }  // namespace berth

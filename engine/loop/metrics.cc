@@ -22,6 +22,20 @@ void Metric(std::ostream& out, const char* name, const char* type, const char* h
   out << "# HELP " << name << " " << help << "\n# TYPE " << name << " " << type << "\n";
 }
 
+// A label value as the text format wants it: backslash, double quote and newline escaped.
+std::string LabelValue(const std::string& v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\' || c == '"')
+      out += std::string("\\") + c;
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
+  }
+  return out;
+}
+
 }  // namespace
 
 const char* FailureKind(Outcome outcome) {
@@ -53,8 +67,11 @@ void LoopMetrics::Record(const RunReport& report, double started_unix, double du
   last_run_timestamp = started_unix;
   run_duration = duration_s;
   bytes_downloaded += report.exec.bytes_downloaded;
-  services_up = report.services_up;
-  services_wanted = report.services_wanted;
+  if (report.observed) {
+    services_up = report.services_up;
+    services_wanted = report.services_wanted;
+    service_up = report.service_up;
+  }
   change_held = report.outcome == Outcome::kHeld;
   const char* kind = FailureKind(report.outcome);
   if (!kind) {
@@ -69,8 +86,8 @@ void LoopMetrics::Record(const RunReport& report, double started_unix, double du
 
 std::string MetricsText(const LoopMetrics& m) {
   std::ostringstream out;
-  Metric(out, "berth_up", "gauge", "1 while the berth reconcile loop runs.");
-  out << "berth_up 1\n";
+  Metric(out, "berth_up", "gauge", "1 while the berth reconcile loop runs; 0 once it stopped.");
+  out << "berth_up " << (m.up ? 1 : 0) << "\n";
   Metric(out, "berth_last_run_timestamp_seconds", "gauge",
          "When the last reconcile pass started, in unix seconds.");
   out << "berth_last_run_timestamp_seconds " << Number(m.last_run_timestamp, 3) << "\n";
@@ -93,6 +110,13 @@ std::string MetricsText(const LoopMetrics& m) {
   out << "berth_services_up " << m.services_up << "\n";
   Metric(out, "berth_services_wanted", "gauge", "Services the manifest wants running.");
   out << "berth_services_wanted " << m.services_wanted << "\n";
+  if (!m.service_up.empty()) {
+    Metric(out, "berth_service_up", "gauge",
+           "1 when the service (a unit the manifest wants running) ran at the last pass.");
+    for (const auto& [name, up] : m.service_up)
+      out << "berth_service_up{service=\"" << LabelValue(name) << "\",unit=\""
+          << LabelValue(name + ".service") << "\"} " << (up ? 1 : 0) << "\n";
+  }
   Metric(out, "berth_change_held", "gauge",
          "1 while the manifest's change is held: it failed after taking a service down, and "
          "berth waits for the manifest to change or for berth apply --retry.");

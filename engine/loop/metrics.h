@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include "engine/apply/reconciler.h"
@@ -23,8 +24,12 @@ struct LoopMetrics {
   uint64_t pending_changes = 0;       // actions of the last plan not applied; 0 after a success
   std::array<uint64_t, kFailureKinds.size()> failures{};  // by kFailureKinds
   uint64_t bytes_downloaded = 0;                          // since the loop started
+  /// As of the last pass that observed the host (a pass that ended before, e.g. on a busy lock
+  /// or an invalid manifest, leaves them as they were rather than reporting nothing up).
   int services_up = 0;
   int services_wanted = 0;
+  std::map<std::string, bool> service_up;  // service name -> running
+  bool up = true;            // false once the loop is stopping: the last file it writes says so
   bool change_held = false;  // the last pass found this manifest's change held after a failure
 
   /// Folds one pass in: its report, when it started (unix seconds) and how long it took.

@@ -94,6 +94,9 @@ class Loop {
         Log(std::string(WakeName(w)) + ": running a pass now");
     }
     Notify("STOPPING=1");
+    // The textfile outlives the process: the last one says the loop is down.
+    metrics_.up = false;
+    WriteMetrics();
     return exit_code;
   }
 
@@ -122,12 +125,15 @@ class Loop {
     }
     double seconds = std::chrono::duration<double>(d_.clock->Now() - start).count();
     metrics_.Record(report, start_unix, seconds);
-    if (!o_.metrics_path.empty()) {
-      Status s = d_.write_file ? d_.write_file(o_.metrics_path, MetricsText(metrics_))
-                               : WriteFileAtomically(o_.metrics_path, MetricsText(metrics_));
-      if (!s.ok()) Log("metrics: " + s.message());
-    }
+    WriteMetrics();
     return report;
+  }
+
+  void WriteMetrics() {
+    if (o_.metrics_path.empty()) return;
+    Status s = d_.write_file ? d_.write_file(o_.metrics_path, MetricsText(metrics_))
+                             : WriteFileAtomically(o_.metrics_path, MetricsText(metrics_));
+    if (!s.ok()) Log("metrics: " + s.message());
   }
 
   // Sleeps in slices: until the deadline, the next manifest check or the next watchdog ping,

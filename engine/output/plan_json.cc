@@ -92,6 +92,10 @@ std::string PlanToJson(const Plan& plan, const Desired& desired) {
         break;
       case ActionKind::kDaemonReload:
         break;
+      case ActionKind::kWriteUnit:
+        c["unit"] = a.unit;
+        c["diff"] = UnitFileDiff(a);
+        break;
       default:
         c["unit"] = a.unit;
     }
@@ -136,7 +140,9 @@ std::string PlanToJson(const Plan& plan, const Desired& desired) {
                         {"sizes_known", plan.disk_known}}},
                       {"problems", std::move(problems)}};
   j["warnings"] = plan.warnings;
-  return j.dump(2) + "\n";
+  // A unit file's diff carries text berth did not write: bytes that are not UTF-8 (which the
+  // observation does not keep, but a hand edit of berth's own file may hold) become U+FFFD.
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace berth

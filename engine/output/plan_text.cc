@@ -1,6 +1,8 @@
 #include <algorithm>
 #include <sstream>
+#include <string_view>
 
+#include "engine/core/unified_diff.h"
 #include "engine/core/units.h"
 #include "engine/output/plan_output.h"
 
@@ -42,6 +44,25 @@ std::string Seconds(uint64_t ms) {
   return FormatDurationMs(ms < 1000 ? ms : (ms + 500) / 1000 * 1000);
 }
 
+// Whether a write-unit shows its diff: always when it replaces a file someone else wrote or
+// edited (the reviewer must see what is lost), every one with --diff.
+bool ShowsDiff(const Action& a, const PlanTextOptions& options) {
+  if (a.kind != ActionKind::kWriteUnit) return false;
+  return options.diffs || a.reason == Reason::kUnitAdopted || a.reason == Reason::kUnitDrift;
+}
+
+// `text` indented under its action, escaped: the old side is not berth's text.
+void AppendIndented(const std::string& text, std::ostringstream& out) {
+  std::string safe = EscapeControl(text);
+  size_t pos = 0;
+  while (pos < safe.size()) {
+    size_t eol = safe.find('\n', pos);
+    size_t end = eol == std::string::npos ? safe.size() : eol;
+    out << "       " << std::string_view(safe).substr(pos, end - pos) << "\n";
+    pos = end + 1;
+  }
+}
+
 }  // namespace
 
 std::string DarkEstimateText(const DarkEstimate& e) {
@@ -75,7 +96,15 @@ std::string DarkEstimateText(const DarkEstimate& e) {
   return out + ", if berth rolls back)";
 }
 
-std::string PlanToText(const Plan& plan, const Desired& desired) {
+std::string UnitFileDiff(const Action& a) {
+  if (a.kind != ActionKind::kWriteUnit) return "";
+  if (!a.unit_old_note.empty()) return "(no diff: " + a.unit_old_note + ")\n";
+  bool fresh = a.reason == Reason::kUnitMissing;
+  return UnifiedDiff(a.unit_old_content, a.unit_content, fresh ? "/dev/null" : "a/" + a.unit,
+                     "b/" + a.unit);
+}
+
+std::string PlanToText(const Plan& plan, const Desired& desired, const PlanTextOptions& options) {
   std::ostringstream out;
   if (!plan.host_matches) {
     out << "Nothing to do on " << plan.host << ": " << plan.skip_reason << "\n";
@@ -94,10 +123,11 @@ std::string PlanToText(const Plan& plan, const Desired& desired) {
     std::string step = std::to_string(i + 1);
     out << std::string(step.size() < 3 ? 3 - step.size() : 0, ' ') << step << "  "
         << ActionSymbol(a) << " " << Pad(ActionKindName(a.kind), 14) << Pad(a.address, width)
-        << a.detail << "\n";
+        << EscapeControl(a.detail) << "\n";
+    if (ShowsDiff(a, options)) AppendIndented(UnitFileDiff(a), out);
   }
   for (const auto& n : plan.notes)
-    out << "     = " << Pad("keep", 14) << Pad(n.address, width) << n.detail << "\n";
+    out << "     = " << Pad("keep", 14) << Pad(n.address, width) << EscapeControl(n.detail) << "\n";
   out << "\n";
   for (const ParallelGroup& g : ParallelStarts(plan)) {
     out << "together: ";
@@ -134,15 +164,16 @@ std::string PlanToText(const Plan& plan, const Desired& desired) {
         << FormatBytes(plan.disk_free) << " free, reserve " << FormatSize(plan.disk_reserve)
         << "\n";
   }
-  for (const auto& w : plan.warnings) out << "warning: " << w << "\n";
+  for (const auto& w : plan.warnings) out << "warning: " << EscapeControl(w) << "\n";
   if (plan.blocked()) {
     out << "\nBLOCKED: this plan cannot run; nothing will be changed.\n";
     for (const auto& p : plan.problems) {
       out << "  ";
       if (p.step > 0) out << "step " << p.step << ", ";
-      out << p.resource << ": " << p.message << "\n";
+      out << p.resource << ": " << EscapeControl(p.message) << "\n";
     }
   }
+  if (!plan.actions.empty()) out << "\n" << PlanSummary(plan) << "\n";
   return out.str();
 }
 

@@ -5,7 +5,10 @@
 namespace berth {
 
 void Reporter::ShowPlan(const Plan& plan, const Desired& desired) {
-  out_ << (format_ == PlanFormat::kJson ? PlanToJson(plan, desired) : PlanToText(plan, desired))
+  PlanTextOptions text;
+  text.diffs = diffs_;
+  out_ << (format_ == PlanFormat::kJson ? PlanToJson(plan, desired)
+                                        : PlanToText(plan, desired, text))
        << std::flush;
 }
 

@@ -22,6 +22,9 @@ class Reporter {
 
   /// The plan, in the chosen format.
   void ShowPlan(const Plan& plan, const Desired& desired);
+  /// Text plans show every write-unit's diff (`--diff`); default false: only adopted and
+  /// drifted units show theirs. JSON always carries them.
+  void set_diffs(bool on) { diffs_ = on; }
   /// A line for the reader ("Saved to plan.json; ..."): `out` for text, `err` for JSON.
   void Info(const std::string& line);
   /// What went wrong and what to do: always `err`.
@@ -36,6 +39,7 @@ class Reporter {
   std::ostream& err_;
   PlanFormat format_;
   bool tty_;
+  bool diffs_ = false;
 };
 
 }  // namespace berth

@@ -137,11 +137,29 @@ Result<std::string> CacheLayout::ReadRef(const std::string& revision) const {
     return Status::InvalidArgument("'" + revision.substr(0, 80) + "' is not a revision");
   std::string path = paths_.RefPath(revision);
   Result<std::string> text = ReadSmall(path);
+  if (!text.ok() && text.status().code() == Status::Code::kNotFound)
+    if (auto full = CommitWithPrefix(revision)) return *full;
   if (!text.ok()) return text.status();
   std::string commit = *text;
   if (!commit.empty() && commit.back() == '\n') commit.pop_back();  // written by hand
   if (!IsCommit(commit)) return Status::InvalidArgument(path + " does not hold a commit");
   return commit;
+}
+
+std::optional<std::string> CacheLayout::CommitWithPrefix(const std::string& prefix) const {
+  // As git does: 7 to 39 lowercase hex digits that start exactly one commit of the store.
+  if (prefix.size() < 7 || prefix.size() >= 40 ||
+      prefix.find_first_not_of("0123456789abcdef") != std::string::npos)
+    return std::nullopt;
+  std::error_code ec;
+  std::optional<std::string> found;
+  for (const auto& entry : std::filesystem::directory_iterator(paths_.SnapshotsDir(), ec)) {
+    std::string name = entry.path().filename().string();
+    if (!IsCommit(name) || name.compare(0, prefix.size(), prefix) != 0) continue;
+    if (found) return std::nullopt;  // ambiguous: the caller says the ref is missing
+    found = name;
+  }
+  return found;
 }
 
 Result<SnapshotRecord> CacheLayout::ReadRecord(const std::string& commit) const {

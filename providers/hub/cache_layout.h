@@ -3,6 +3,7 @@
 // snapshot record) and berth's chunk map beside a partial blob.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,9 +40,14 @@ class CacheLayout {
   /// when all its files are there.
   Status Publish(const RepoSnapshot& snap, const std::vector<HubFileEntry>& files) const;
 
-  /// The commit refs/<revision> names (a commit revision is its own answer). NotFound when the
-  /// ref is missing; InvalidArgument when it holds no commit.
+  /// The commit refs/<revision> names (a commit revision is its own answer; without such a ref,
+  /// a short commit of 7 or more hex digits that starts exactly one snapshot of the store, as
+  /// berth prints them). NotFound when the ref is missing; InvalidArgument when it holds no
+  /// commit.
   Result<std::string> ReadRef(const std::string& revision) const;
+  /// The one snapshot commit of the store that starts with `prefix` (7-39 lowercase hex);
+  /// nullopt when none or several do.
+  std::optional<std::string> CommitWithPrefix(const std::string& prefix) const;
   /// berth's record of the snapshot at `commit`. NotFound when there is none; InvalidArgument
   /// (saying which file) when it is damaged or of another commit.
   Result<SnapshotRecord> ReadRecord(const std::string& commit) const;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "engine/core/hash.h"
+#include "engine/core/unified_diff.h"
 #include "engine/core/unit_marker.h"
 
 namespace berth {
@@ -43,11 +44,19 @@ Result<std::vector<ObservedUnit>> ObserveUnits(SystemdManager& systemd, const Un
         u.spec_hash = UnitSpecHash(text);
         u.lineage = UnitLineage(text);
         u.content = text;
+      } else if (text.size() > kMaxForeignUnitBytes) {
+        u.content_note =
+            "the file is larger than 64 KiB (" + std::to_string(text.size()) + " bytes)";
+      } else if (!IsUtf8(text)) {
+        u.content_note = "the file is not UTF-8 text";
+      } else {
+        u.content = text;  // someone else's: what an adopt would replace, for the diff
       }
     } else if (p.load_state != "not-found" && !p.fragment_path.empty()) {
       // A unit from another directory (/usr/lib/systemd/system, /run/...): berth's unit
       // directory has no file of that name, so it is not berth's.
       u.content_hash = "elsewhere:" + p.fragment_path;
+      u.content_note = "the file is " + p.fragment_path + ", outside berth's unit directory";
     }
     if (u.load_state == "not-found" && !u.content_hash.empty() && u.fragment_path.empty())
       u.fragment_path = files.PathOf(p.name);

@@ -15,6 +15,7 @@ namespace berth {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 namespace fs = std::filesystem;
 
 class CliTest : public ::testing::Test {
@@ -150,6 +151,22 @@ TEST_F(CliTest, TextAndJsonPlansFromOneObservationAgree) {
   }
 }
 
+// berth plan --diff: the new unit's whole text under its step; without it, the one-line detail.
+TEST_F(CliTest, PlanDiffShowsTheNewUnitFileUnderItsStep) {
+  PlanCommand cmd;
+  cmd.manifest_path = seed_ + "berth.yaml";
+  cmd.observed_path = seed_ + "observed.json";
+  cmd.diff = true;
+  ASSERT_EQ(RunPlan(cmd, out_, err_), kExitOk) << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("new unit file in /etc/systemd/system\n"
+                                    "       --- /dev/null\n"
+                                    "       +++ b/vllm-minimax-m25.service\n"
+                                    "       @@ -0,0 +1,24 @@\n"
+                                    "       +# Managed by berth"));
+  EXPECT_EQ(Plan(seed_ + "berth.yaml", seed_ + "observed.json", false), kExitOk);
+  EXPECT_THAT(out_.str(), Not(HasSubstr("+++ b/vllm-minimax-m25.service")));
+}
+
 }  // namespace
 }  // namespace berth
 
@@ -222,6 +239,28 @@ TEST(ManifestProbe, ALockFileBesideTheManifestIsPartOfTheFingerprint) {
   EXPECT_NE(ManifestFingerprint(dir.string()), before_dir);
   EXPECT_NE(ManifestFingerprint((dir / "berth.yaml").string()), before_file);
   fs::remove_all(dir);
+}
+
+// `berth render` without --observed reads this host's store, so the unit names the commit the
+// store's ref points at, as apply would write it; unresolved, it says so instead of guessing.
+TEST_F(CliTest, RenderWithoutAnObservationResolvesTheRevisionFromTheStore) {
+  const std::string commit = "0123456789abcdef0123456789abcdef01234567";
+  fs::create_directories(dir_ / "store/models--org--m/refs");
+  fs::create_directories(dir_ / "store/models--org--m/snapshots" / commit);
+  Write("store/models--org--m/refs/main", commit);
+  std::string manifest =
+      Write("berth.yaml", "berth: 1\nhost: {store: " + (dir_ / "store").string() +
+                              ", unit_dir: " + dir_.string() +
+                              "}\nmodels:\n  m: {source: hf://org/m}\n"
+                              "  other: {source: hf://org/other}\nservices:\n"
+                              "  a: {model: m, engine: vllm, gpus: [0], port: 8000}\n"
+                              "  b: {model: other, engine: vllm, gpus: [1], port: 8001}\n");
+  ::setenv("HF_HUB_OFFLINE", "1", 1);
+  EXPECT_EQ(RunRender(manifest, "", "", out_, err_), kExitOk) << err_.str();
+  ::unsetenv("HF_HUB_OFFLINE");
+  EXPECT_THAT(out_.str(), HasSubstr("models--org--m/snapshots/" + commit + "\""));
+  EXPECT_THAT(err_.str(), HasSubstr("model/other: revision 'main' is not resolved to a commit"));
+  EXPECT_THAT(err_.str(), ::testing::Not(HasSubstr("model/m:")));
 }
 
 }  // namespace

@@ -31,7 +31,8 @@ TEST_P(GoldenTest, PlanMatchesTheGoldenFile) {
   PlanCommand cmd;
   cmd.manifest_path = "manifests/examples/" + example + "/berth.yaml";
   cmd.observed_path = "manifests/examples/" + example + "/observed.json";
-  cmd.format = format == "txt" ? "text" : format;
+  cmd.format = format == "json" ? "json" : "text";
+  cmd.diff = format == "diff.txt";  // berth plan --diff: every unit file's diff
   std::ostringstream out, err;
   int rc = RunPlan(cmd, out, err);
   EXPECT_EQ(rc, kExitOk) << err.str();
@@ -117,12 +118,12 @@ TEST(PlanText, ADarkWindowsEstimateSaysWhatItIsMadeOf) {
 
 INSTANTIATE_TEST_SUITE_P(Examples, GoldenTest,
                          ::testing::Combine(::testing::Values("blackwell-8x", "single-gpu"),
-                                            ::testing::Values("txt", "json")),
+                                            ::testing::Values("txt", "diff.txt", "json")),
                          [](const auto& param_info) {
                            std::string n =
                                std::get<0>(param_info.param) + "_" + std::get<1>(param_info.param);
                            for (char& c : n)
-                             if (c == '-') c = '_';
+                             if (c == '-' || c == '.') c = '_';
                            return n;
                          });
 

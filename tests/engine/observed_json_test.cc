@@ -54,6 +54,24 @@ TEST(ObservedJson, AModelsConfigAndWeightsRoundTrip) {
   EXPECT_EQ(ObservedToJson(*back), text);
 }
 
+// docs/observed-json.md shows a document with every section: it must be what berth reads.
+TEST(ObservedJsonDoc, TheDocumentedExampleIsValidInput) {
+  std::string path = std::string(BERTH_SOURCE_DIR) + "/docs/observed-json.md";
+  std::string doc = ReadFile(path);
+  size_t begin = doc.find("```json\n");
+  ASSERT_NE(begin, std::string::npos) << path << " has no ```json example";
+  begin += 8;
+  size_t end = doc.find("```", begin);
+  ASSERT_NE(end, std::string::npos);
+  Result<Observed> o = ObservedFromJson(doc.substr(begin, end - begin), path);
+  ASSERT_TRUE(o.ok()) << o.status().message();
+  EXPECT_EQ(o->hostname, "gpu-01");
+  ASSERT_NE(o->FindUnit("chat.service"), nullptr);
+  EXPECT_EQ(o->ports.size(), 1u);
+  EXPECT_EQ(o->state.start_times_ms.at("chat.service").size(), 3u);
+  EXPECT_EQ(o->state.learned.count("vllm-kimi-k25.service"), 1u);
+}
+
 TEST(ObservedJson, EverySectionRoundTrips) {
   Observed o;
   o.hostname = "h";
@@ -71,6 +89,7 @@ TEST(ObservedJson, EverySectionRoundTrips) {
                      "",
                      "h2",
                      "[Service]\n",
+                     "",
                      42,
                      true,
                      {"/etc/x.d/a.conf"},
@@ -141,6 +160,43 @@ TEST(ObservedJson, WrongTypesAndVersionsAreRefused) {
   auto not_json = ObservedFromJson("{", "h");
   ASSERT_FALSE(not_json.ok());
   EXPECT_THAT(not_json.status().message(), HasSubstr("h: not valid JSON"));
+}
+
+// A hand-written unit's text travels with the observation (the diff an adopt shows is made
+// from it); so does the reason a text is missing, and an empty hand-written file stays empty.
+TEST(ObservedJson, HandWrittenUnitTextAndWhyItIsMissingRoundTrip) {
+  Observed o;
+  auto unit = [&](const std::string& name, const std::string& content, const std::string& note) {
+    ObservedUnit u;
+    u.name = name;
+    u.load_state = "loaded";
+    u.fragment_path = "/etc/systemd/system/" + name;
+    u.content_hash = "h";
+    u.content = content;
+    u.content_note = note;
+    o.units.push_back(u);
+  };
+  unit("hand.service", "[Service]\nExecStart=/opt/x\x1b[2J\n", "");
+  unit("big.service", "", "the file is larger than 64 KiB (70000 bytes)");
+  unit("empty.service", "", "");
+  std::string once = ObservedToJson(o);
+  Result<Observed> back = ObservedFromJson(once, "t");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(ObservedToJson(*back), once);
+  EXPECT_EQ(back->FindUnit("hand.service")->content, o.units[0].content);
+  EXPECT_EQ(back->FindUnit("big.service")->content_note, o.units[1].content_note);
+  EXPECT_EQ(back->FindUnit("empty.service")->content_note, "");
+}
+
+// An observation that does not carry a hand-written unit's text (an older berth's, or written
+// by hand) does not pass for an empty file.
+TEST(ObservedJson, AHandWrittenUnitWithoutItsTextIsNotTakenForAnEmptyFile) {
+  auto o = ObservedFromJson(R"({"format_version": 1, "units": {"items": [
+      {"name": "x.service", "fragment_path": "/etc/systemd/system/x.service",
+       "content_hash": "h", "managed": false}]}})",
+                            "h");
+  ASSERT_TRUE(o.ok()) << o.status().message();
+  EXPECT_EQ(o->units[0].content_note, "this observation does not carry the file's text");
 }
 
 }  // namespace

@@ -53,5 +53,13 @@ TEST(UnitMarker, ALineageThatIsNotShortLowercaseHexIsNone) {
   EXPECT_EQ(UnitLineage("# berth-lineage: " + kLineage + "\n[Unit]\n"), "");
 }
 
+TEST(UnitMarker, WithoutLineageUndoesTheStampAndNothingElse) {
+  EXPECT_EQ(WithoutLineage(StampLineage(kUnit, kLineage)), kUnit);
+  EXPECT_EQ(WithoutLineage(kUnit), kUnit);
+  // A hand-written file is shown as it is, even a line that looks like berth's.
+  std::string hand = "# berth-lineage: " + kLineage + "\n[Unit]\n";
+  EXPECT_EQ(WithoutLineage(hand), hand);
+}
+
 }  // namespace
 }  // namespace berth

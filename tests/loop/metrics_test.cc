@@ -20,6 +20,8 @@ RunReport Pass(Outcome o, size_t actions, uint64_t bytes, int up, int wanted) {
   r.exec.bytes_downloaded = bytes;
   r.services_up = up;
   r.services_wanted = wanted;
+  r.observed = true;
+  for (int i = 0; i < wanted; ++i) r.service_up["svc-" + std::to_string(i)] = i < up;
   return r;
 }
 
@@ -29,7 +31,7 @@ TEST(Metrics, TextAfterAnAppliedPassThenAFailedOne) {
   m.Record(Pass(Outcome::kFailed, 2, 1'000, 2, 3), 1700000300.5, 31.25);
   EXPECT_EQ(
       MetricsText(m),
-      "# HELP berth_up 1 while the berth reconcile loop runs.\n"
+      "# HELP berth_up 1 while the berth reconcile loop runs; 0 once it stopped.\n"
       "# TYPE berth_up gauge\n"
       "berth_up 1\n"
       "# HELP berth_last_run_timestamp_seconds When the last reconcile pass started, in "
@@ -67,6 +69,12 @@ TEST(Metrics, TextAfterAnAppliedPassThenAFailedOne) {
       "# HELP berth_services_wanted Services the manifest wants running.\n"
       "# TYPE berth_services_wanted gauge\n"
       "berth_services_wanted 3\n"
+      "# HELP berth_service_up 1 when the service (a unit the manifest wants running) ran at "
+      "the last pass.\n"
+      "# TYPE berth_service_up gauge\n"
+      "berth_service_up{service=\"svc-0\",unit=\"svc-0.service\"} 1\n"
+      "berth_service_up{service=\"svc-1\",unit=\"svc-1.service\"} 1\n"
+      "berth_service_up{service=\"svc-2\",unit=\"svc-2.service\"} 0\n"
       "# HELP berth_change_held 1 while the manifest's change is held: it failed after taking "
       "a service down, and berth waits for the manifest to change or for berth apply "
       "--retry.\n"

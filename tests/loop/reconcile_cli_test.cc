@@ -157,6 +157,8 @@ TEST_F(ReconcileCli, DaemonIsReadyAfterAPassRunsAgainOnSighupAndOnAnEditAndStops
   std::string text = ReadFile(log);
   EXPECT_THAT(text, HasSubstr("SIGHUP: running a pass now"));
   EXPECT_THAT(text, HasSubstr("manifest changed: running a pass now"));
+  // The textfile outlives the daemon: once it stopped, it says so.
+  EXPECT_THAT(ReadFile(metrics), HasSubstr("\nberth_up 0\n"));
 }
 
 }  // namespace

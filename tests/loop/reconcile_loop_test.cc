@@ -29,6 +29,8 @@ RunReport Report(Outcome o, int exit_code, std::string message = "", bool termin
   if (!message.empty()) r.status = Status::Unavailable(message);
   r.services_up = o == Outcome::kNoChanges || o == Outcome::kApplied ? 2 : 1;
   r.services_wanted = 2;
+  r.observed = o != Outcome::kError;  // an error pass (a busy lock) never saw the host
+  r.service_up = {{"svc-a", r.services_up == 2}, {"svc-b", true}};
   return r;
 }
 RunReport Converged() { return Report(Outcome::kNoChanges, 0); }
@@ -239,7 +241,10 @@ TEST(ReconcileLoop, MetricsAreWrittenAfterEveryPass) {
     return Status::Ok();
   };
   EXPECT_EQ(h.Run(), 0);
-  ASSERT_EQ(written.size(), 2u);
+  ASSERT_EQ(written.size(), 3u) << "one file per pass, and a last one as the loop stops";
+  EXPECT_THAT(written[0], HasSubstr("\nberth_up 1\n"));
+  EXPECT_THAT(written[0],
+              HasSubstr("\nberth_service_up{service=\"svc-a\",unit=\"svc-a.service\"} 1\n"));
   EXPECT_THAT(written[0], HasSubstr("\nberth_pending_changes 0\n"));
   EXPECT_THAT(written[0], HasSubstr("\nberth_last_success_timestamp_seconds 1700000000.000\n"));
   EXPECT_THAT(written[1], HasSubstr("\nberth_last_run_timestamp_seconds 1700000300.000\n"));
@@ -248,6 +253,26 @@ TEST(ReconcileLoop, MetricsAreWrittenAfterEveryPass) {
   EXPECT_THAT(written[1], HasSubstr("\nberth_failures_total{kind=\"failed\"} 1\n"));
   EXPECT_THAT(written[1], HasSubstr("\nberth_bytes_downloaded_total 1500\n"));
   EXPECT_THAT(written[1], HasSubstr("\nberth_services_up 1\n"));
+  EXPECT_THAT(written[1],
+              HasSubstr("\nberth_service_up{service=\"svc-a\",unit=\"svc-a.service\"} 0\n"));
+  // Stopped (SIGTERM): the file that stays behind says berth is down, the rest as last seen.
+  EXPECT_THAT(written[2], HasSubstr("\nberth_up 0\n"));
+  EXPECT_THAT(written[2], HasSubstr("\nberth_services_up 1\n"));
+}
+
+TEST(ReconcileLoop, APassThatNeverSawTheHostLeavesTheServiceFiguresAsLastSeen) {
+  LoopHarness h({Converged(), Errored()});
+  h.options.metrics_path = "/nowhere/berth.prom";
+  std::vector<std::string> written;
+  h.deps.write_file = [&](const std::string&, const std::string& text) {
+    written.push_back(text);
+    return Status::Ok();
+  };
+  h.Run();
+  ASSERT_GE(written.size(), 2u);
+  // The lock was busy: nothing was observed, so the services still count as up (not 0).
+  EXPECT_THAT(written[1], HasSubstr("\nberth_services_up 2\n"));
+  EXPECT_THAT(written[1], HasSubstr("\nberth_failures_total{kind=\"error\"} 1\n"));
 }
 
 TEST(ReconcileLoop, AMetricsWriteFailureIsLoggedAndTheLoopGoesOn) {

@@ -27,13 +27,19 @@ def schema_errors(validator, path):
 
 
 def undocumented(schema, where="#"):
-    """Properties without a description or a default: editors complete from both."""
+    """Properties without a description, or without a default where their description does not
+    say what leaving them out means ("Default: ..." or "Required ..."): editors complete from
+    both, and a default the program does not apply would be a lie (docs/manifest.md is made from
+    them)."""
     missing = []
     if isinstance(schema, dict):
         for name, prop in schema.get("properties", {}).items():
-            for field in ("description", "default"):
-                if field not in prop:
-                    missing.append(f"{where}/properties/{name} has no {field}")
+            desc = prop.get("description", "")
+            if not desc:
+                missing.append(f"{where}/properties/{name} has no description")
+            if "default" not in prop and "Default:" not in desc and "Required" not in desc:
+                missing.append(f"{where}/properties/{name} has no default, and its description "
+                               "does not say what leaving it out means")
         for key, value in schema.items():
             if key not in ("allOf", "if", "then", "else", "not"):  # rules, not properties
                 missing += undocumented(value, f"{where}/{key}")

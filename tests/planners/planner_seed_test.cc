@@ -242,9 +242,37 @@ TEST_F(PlannerTest, AForeignUnitOfTheSameNameIsNotOverwrittenWithoutAdopt) {
   EXPECT_THAT(p.problems[0].message, HasSubstr("adopt: true"));
   for (const auto& a : p.actions) EXPECT_NE(a.kind, ActionKind::kWriteUnit);
   d.services["svc"].adopt = true;
+  o.units.back().content = "[Service]\nExecStart=/opt/by-hand\n";
   p = PlanNow();
   EXPECT_FALSE(p.blocked());
   EXPECT_EQ(Steps(p)[0], "write-unit unit/svc.service unit_adopted");
+  // What it replaces travels with it, for the reviewer's diff.
+  EXPECT_EQ(p.actions[0].unit_old_content, "[Service]\nExecStart=/opt/by-hand\n");
+  EXPECT_EQ(p.actions[0].unit_old_note, "");
+}
+
+// Another state directory's berth unit is foreign too: its lineage line, stamped at write, is
+// not shown as a change; a file whose text the observation lacks says why.
+TEST_F(PlannerTest, AnAdoptedUnitCarriesItsOldTextWithoutTheLineageOrWhyItHasNone) {
+  Gpus(1, GiB(141));
+  Model("a", "org/a");
+  InStore("org/a", Commit("a"), 1000);
+  ForeignService("svc.service", {}, 0, 0, false);
+  ObservedUnit& u = o.units.back();
+  u.content = "# Managed by berth 0.1.0\n# berth-spec-hash: 1\n# berth-lineage: ffff\n[Unit]\n";
+  u.managed = true;
+  u.lineage = "ffff";
+  Vllm("svc", "a", {0}, 8000).adopt = true;
+  Plan p = PlanNow();
+  ASSERT_EQ(Steps(p)[0], "write-unit unit/svc.service unit_adopted") << Problems(p);
+  EXPECT_EQ(p.actions[0].unit_old_content,
+            "# Managed by berth 0.1.0\n# berth-spec-hash: 1\n[Unit]\n");
+  u.managed = false;
+  u.lineage.clear();
+  u.content.clear();
+  u.content_note = "the file is larger than 64 KiB (70000 bytes)";
+  p = PlanNow();
+  EXPECT_EQ(p.actions[0].unit_old_note, "the file is larger than 64 KiB (70000 bytes)");
 }
 
 TEST_F(PlannerTest, AModelDroppedWithKeepFalseIsRemovedLastAfterItsServiceStops) {

@@ -81,6 +81,24 @@ TEST(CacheLayout, APublishedSnapshotReadsBackAsTheStoreScanAndVerifySeeIt) {
   EXPECT_EQ(scanned->repos[0].revisions[0].bytes_total, 8u);
 }
 
+TEST(CacheLayout, AShortCommitAsBerthPrintsItNamesTheOneSnapshotItStarts) {
+  testing::TempDir store;
+  CacheLayout layout(store.path(), "org/tiny");
+  ASSERT_TRUE(layout.MakeDirs().ok());
+  ASSERT_TRUE(layout.BeginSnapshot(kCommit).ok());
+  EXPECT_EQ(*layout.ReadRef("0123456"), kCommit);
+  EXPECT_EQ(*layout.ReadRef("0123456789abcdef"), kCommit);
+  // Too short, not hex, or no snapshot: the ref is missing, as before.
+  EXPECT_EQ(layout.ReadRef("012345").status().code(), Status::Code::kNotFound);
+  EXPECT_EQ(layout.ReadRef("fedcba9").status().code(), Status::Code::kNotFound);
+  // Two snapshots start the same way: ambiguous, so no answer rather than a guess.
+  ASSERT_TRUE(layout.BeginSnapshot("0123456789abcdef0123456789abcdef0123456f").ok());
+  EXPECT_EQ(layout.ReadRef("0123456").status().code(), Status::Code::kNotFound);
+  // A ref of that name wins, as git's does.
+  store.Write("models--org--tiny/refs/0123456", kCommit);
+  EXPECT_EQ(*layout.ReadRef("0123456"), kCommit);
+}
+
 TEST(CacheLayout, MissingAndDamagedRefsAndRecordsSaySo) {
   testing::TempDir store;
   CacheLayout layout(store.path(), "org/tiny");
