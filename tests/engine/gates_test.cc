@@ -194,6 +194,8 @@ TEST_F(GatesTest, ThePlanShowsThePreflightAndTheSmokeGate) {
   EXPECT_THAT(out.str(), HasSubstr("run /opt/vllm/bin/check-arch MiniMaxM2ForCausalLM (timeout "
                                    "2m): must exit 0 before anything is stopped"));
   EXPECT_THAT(out.str(), HasSubstr("> smoke         service/vllm-minimax"));
+  EXPECT_THAT(out.str(), HasSubstr("1 preflight command to run"));
+  EXPECT_THAT(out.str(), HasSubstr("1 smoke gate"));
   EXPECT_THAT(out.str(), HasSubstr("POST /v1/completions for 'vllm-minimax' (prompt 'Say "
                                    "hello.', max_tokens 8) must return text within 30s"));
 }
