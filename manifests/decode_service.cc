@@ -11,9 +11,9 @@ namespace berth::manifests {
 namespace {
 
 constexpr std::string_view kServiceKeys[] = {
-    "model",      "engine",   "state",      "gpus",         "port",     "bind",
-    "executable", "vllm",     "sglang",     "llama_server", "command",  "args",
-    "env",        "env_file", "gpu_memory", "health",       "strategy", "adopt"};
+    "model",      "engine", "state",        "gpus",    "port",      "bind", "executable",
+    "vllm",       "sglang", "llama_server", "command", "args",      "env",  "env_file",
+    "gpu_memory", "health", "strategy",     "adopt",   "preflight", "gates"};
 constexpr std::string_view kEngines[] = {"vllm", "sglang", "llama-server", "command"};
 constexpr std::string_view kStates[] = {"running", "stopped", "absent"};
 constexpr std::string_view kStrategies[] = {"auto", "stop-first", "start-first"};
@@ -24,6 +24,10 @@ constexpr std::string_view kSglangKeys[] = {"tp_size", "mem_fraction_static", "c
                                             "served_model_name"};
 constexpr std::string_view kLlamaKeys[] = {"n_gpu_layers", "ctx_size", "model_file", "alias"};
 constexpr std::string_view kHealthKeys[] = {"path", "timeout", "interval"};
+constexpr std::string_view kPreflightKeys[] = {"command", "timeout"};
+constexpr std::string_view kGateKinds[] = {"smoke"};
+constexpr std::string_view kSmokeKeys[] = {"api", "prompt", "max_tokens", "timeout"};
+constexpr std::string_view kSmokeApis[] = {"completions", "chat"};
 
 constexpr const char* kNeedsEngine = "add engine: vllm|sglang|llama-server|command, or remove it";
 
@@ -140,6 +144,61 @@ void DecodeHealth(YamlReader& r, const Field& block, HealthSpec* h) {
       if (auto v = r.DurationMs(f)) h->interval_ms = *v;
     }
   }
+}
+
+void DecodePreflight(YamlReader& r, const Field& block, std::optional<PreflightSpec>* out) {
+  PreflightSpec p;
+  bool has_command = false;
+  for (const Field& f : r.Entries(block.value, kPreflightKeys, "in preflight")) {
+    if (f.key == "command") {
+      has_command = true;
+      std::optional<std::vector<std::string>> argv = r.StringList(f, false);
+      if (argv && argv->empty()) {
+        r.Error(f.value_loc, "preflight 'command' must not be empty",
+                "e.g. command: [/opt/vllm/bin/python, /etc/berth/check_arch.py]");
+      } else if (argv && ((*argv)[0].empty() || (*argv)[0][0] != '/')) {
+        r.Error(r.Loc(*f.value.begin()),
+                "the first element of preflight 'command' must be an absolute path, got '" +
+                    (*argv)[0] + "'",
+                "berth runs it without a shell or PATH lookup");
+      } else if (argv) {
+        p.command = *argv;
+      }
+    } else if (f.key == "timeout") {
+      if (auto v = r.DurationMs(f)) p.timeout_ms = *v;
+    }
+  }
+  if (!has_command)
+    r.Error(block.key_loc, "preflight needs 'command'",
+            "e.g. preflight: {command: [/usr/local/bin/check-model, --arch]}");
+  if (!p.command.empty()) *out = p;
+}
+
+void DecodeSmoke(YamlReader& r, const Field& block, std::optional<SmokeSpec>* out) {
+  SmokeSpec s;
+  if (!block.value.IsNull() && !r.ExpectMap(block)) return;
+  if (block.value.IsMap())
+    for (const Field& f : r.Entries(block.value, kSmokeKeys, "in gates.smoke")) {
+      if (f.key == "api") {
+        if (auto v = r.Enum(f, kSmokeApis)) s.api = *v;
+      } else if (f.key == "prompt") {
+        std::optional<std::string> v = r.Text(f);
+        if (v && v->empty())
+          r.Error(f.value_loc, "smoke 'prompt' must not be empty");
+        else if (v)
+          s.prompt = *v;
+      } else if (f.key == "max_tokens") {
+        if (auto v = r.Int(f, 1, 1 << 20)) s.max_tokens = static_cast<int>(*v);
+      } else if (f.key == "timeout") {
+        if (auto v = r.DurationMs(f)) s.timeout_ms = *v;
+      }
+    }
+  *out = s;
+}
+
+void DecodeGates(YamlReader& r, const Field& block, GatesSpec* g) {
+  for (const Field& f : r.Entries(block.value, kGateKinds, "in gates"))
+    if (f.key == "smoke") DecodeSmoke(r, f, &g->smoke);
 }
 
 // The variables berth itself sets in every unit: an env entry would silently override them.
@@ -308,6 +367,10 @@ ServiceDraft DecodeService(YamlReader& r, const Field& entry) {
       if (auto v = r.Size(f)) s.gpu_memory = *v;
     } else if (f.key == "health") {
       if (r.ExpectMap(f)) DecodeHealth(r, f, &s.health);
+    } else if (f.key == "preflight") {
+      if (r.ExpectMap(f)) DecodePreflight(r, f, &s.preflight);
+    } else if (f.key == "gates") {
+      if (r.ExpectMap(f)) DecodeGates(r, f, &s.gates);
     } else if (f.key == "strategy") {
       if (auto v = r.Enum(f, kStrategies)) {
         s.strategy = *v == "auto"         ? Strategy::kAuto
@@ -316,6 +379,9 @@ ServiceDraft DecodeService(YamlReader& r, const Field& entry) {
       }
     }
   }
+  if (s.gates.smoke && !has_port)
+    r.Error(entry.key_loc, "gates.smoke needs the service's 'port': it asks the server there",
+            "add port:, or remove gates.smoke");
   if (!engine) return d;
 
   // What each engine needs.

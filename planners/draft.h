@@ -27,7 +27,12 @@ struct ResolvedModel {
   std::optional<uint64_t> total_bytes;  // set exactly when size_source is not kUnknown
   SizeSource size_source = SizeSource::kUnknown;
   const ObservedRevision* present = nullptr;  // the wanted commit in the store, if any
-  bool used = false;                          // a service wanted running serves it
+  /// Bytes of the wanted commit's *.safetensors (include/exclude applied), from the store's
+  /// complete snapshot or the Hub's listing; unset when neither says.
+  std::optional<uint64_t> weights_bytes;
+  std::string weights_source;  // "in the store", "on the Hub"
+
+  bool used = false;  // a service wanted running serves it
 };
 
 /// A start, restart or stop the sequence must place.

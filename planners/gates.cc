@@ -25,6 +25,31 @@ Action HealthGate(const ServiceSpec& s, const std::string& address, std::string 
   return w;
 }
 
+std::vector<Action> GatesAfterHealth(const ServiceSpec& s, const std::string& address) {
+  std::vector<Action> out;
+  if (!s.port || !s.has_engine) return out;
+  if (const std::optional<SmokeSpec>& smoke = s.gates.smoke) {
+    Action a;
+    a.kind = ActionKind::kSmoke;
+    a.address = address;
+    a.unit = s.UnitName();
+    a.reason = Reason::kSmokeGate;
+    a.port = *s.port;
+    a.served_name = s.ServedName();
+    a.api = smoke->api;
+    a.prompt = smoke->prompt;
+    a.max_tokens = smoke->max_tokens;
+    a.timeout_ms = smoke->timeout_ms;
+    std::string prompt = a.prompt.size() > 40 ? a.prompt.substr(0, 40) + "..." : a.prompt;
+    a.detail = std::string("POST /v1/") + (a.api == "chat" ? "chat/completions" : "completions") +
+               " for '" + a.served_name + "' (prompt '" + prompt + "', max_tokens " +
+               std::to_string(a.max_tokens) + ") must return text within " +
+               FormatDurationMs(a.timeout_ms);
+    out.push_back(a);
+  }
+  return out;
+}
+
 void ApplyStateRules(const Desired& desired, const Observed& observed, Plan* plan) {
   const BerthState& st = observed.state;
   if (!st.interrupted.empty())

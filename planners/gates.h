@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "engine/core/desired.h"
 #include "engine/core/observed.h"
@@ -14,6 +15,10 @@ namespace berth {
 /// 200 and /v1/models lists its served name (a state-only service has none: the health path
 /// alone), within its health timeout. `detail` "" = the probe.
 Action HealthGate(const ServiceSpec& s, const std::string& address, std::string detail = "");
+
+/// The gates `s` declares after its health gate (gates.smoke), in the order they run. Each
+/// fails the switch like a failed health gate. Empty when it declares none or has no port.
+std::vector<Action> GatesAfterHealth(const ServiceSpec& s, const std::string& address);
 
 /// What berth's records add to a plan (observed.state):
 ///  - a warning per last failure, and one when an apply stopped before it finished;

@@ -9,6 +9,12 @@
 namespace berth {
 namespace {
 
+bool IsSafetensors(const std::string& path) {
+  constexpr std::string_view kExt = ".safetensors";
+  return path.size() > kExt.size() &&
+         path.compare(path.size() - kExt.size(), kExt.size(), kExt) == 0;
+}
+
 std::string Short(const std::string& commit) { return commit.substr(0, 7); }
 
 const ObservedRevision* FindRevision(const ObservedRepo* repo, const std::string& commit) {
@@ -49,6 +55,22 @@ ResolvedModel Resolve(const Desired& d, const ModelSpec& m, const Observed& o) {
   } else if (const HubInfo* at = r.commit.empty() ? nullptr : o.FindHub(m.repo_id, r.commit);
              at && at->commit == r.commit) {
     listing = at;
+  }
+  if (r.present && r.present->complete && r.present->weights_bytes) {
+    r.weights_bytes = r.present->weights_bytes;
+    r.weights_source = "in the store";
+  } else if (listing) {
+    uint64_t weights = 0;
+    bool any = false;
+    for (const auto& f : listing->files)
+      if (IsSafetensors(f.path) && FileWanted(f.path, m.include, m.exclude)) {
+        weights += f.size;
+        any = true;
+      }
+    if (any) {
+      r.weights_bytes = weights;
+      r.weights_source = "on the Hub";
+    }
   }
   if (listing) {
     uint64_t total = 0;

@@ -10,6 +10,7 @@
 #include "planners/feasibility.h"
 #include "planners/gates.h"
 #include "planners/host_ledger.h"
+#include "planners/preflight.h"
 
 namespace berth {
 namespace {
@@ -25,6 +26,7 @@ class Sequencer {
     for (const auto& w : draft_.warnings) plan_->warnings.push_back(w);
     for (auto& p : draft_.problems) plan_->problems.push_back(p);
     Downloads();
+    Preflights();
     UnitFiles();
     Transitions();
     BootState();
@@ -62,6 +64,16 @@ class Sequencer {
       }
     }
     plan_->disk_needed = needed;
+  }
+
+  // Before anything goes dark (after the downloads the checks may need, before the first unit
+  // write): what was observed of each started service's model, and its own preflight command.
+  void Preflights() {
+    for (const Transition& t : draft_.starts) {
+      for (Problem& p : ModelPreflight(t, draft_.models, host_)) plan_->problems.push_back(p);
+      if (t.spec)
+        if (std::optional<Action> a = PreflightAction(*t.spec, t.address)) Emit(*a);
+    }
   }
 
   void UnitFiles() {
@@ -244,6 +256,8 @@ class Sequencer {
                               " on a port berth does not know";
     int until = step;
     if (s.port) until = Emit(HealthGate(s, t.address));
+    // The gates after the health gate (smoke); the port serves again at the health gate.
+    for (Action& g : GatesAfterHealth(s, t.address)) Emit(std::move(g));
     for (size_t idx : open_) plan_->disruptions[idx].until_step = until;
     open_.clear();
     // A port left dark earlier is served again once the service now on it is healthy.

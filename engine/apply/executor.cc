@@ -11,6 +11,8 @@
 #include "engine/core/units.h"
 #include "engine/output/progress.h"
 #include "providers/health/health_probe.h"
+#include "providers/health/smoke_client.h"
+#include "providers/host/command_runner.h"
 #include "providers/systemd/systemd_manager.h"
 #include "providers/systemd/unit_files.h"
 
@@ -278,8 +280,8 @@ Status Executor::RunDownloads(const Plan& plan, size_t first, size_t last, ExecR
 
 std::optional<bool> Executor::Rollback(const Plan& plan, size_t failed, ExecResult* r) {
   const Action& f = plan.actions[failed];
-  if (f.kind != ActionKind::kStart && f.kind != ActionKind::kWaitHealthy &&
-      f.kind != ActionKind::kRestart)
+  // A failed gate (health, smoke) undoes the change like a failed start.
+  if (f.kind != ActionKind::kStart && !IsGate(f.kind) && f.kind != ActionKind::kRestart)
     return std::nullopt;
   std::string service = f.address.substr(f.address.find('/') + 1);
   // What the failed change replaced: services stopped to make room for it, or (an in-place
@@ -397,6 +399,10 @@ Status Executor::RunAction(const Action& a, ExecResult* result) {
       return d_.systemd->Restart(a.unit, d_.job_timeout);
     case ActionKind::kWaitHealthy:
       return WaitHealthy(a);
+    case ActionKind::kPreflight:
+      return Preflight(a);
+    case ActionKind::kSmoke:
+      return Smoke(a);
     case ActionKind::kEnable:
       return d_.systemd->Enable(a.unit);
     case ActionKind::kDisable:
@@ -466,6 +472,59 @@ std::optional<Status> Executor::ProbeOnce(const Action& a, std::string* last) {
   if (h.healthy) return Status::Ok();
   *last = h.detail;
   return std::nullopt;
+}
+
+Status Executor::Preflight(const Action& a) {
+  if (!d_.commands)
+    return Status::Internal("no command runner to run the preflight of " + a.address);
+  std::string cmd;
+  for (const auto& x : a.argv) cmd += (cmd.empty() ? "" : " ") + x;
+  CommandResult c = d_.commands->Run(a.argv, a.timeout_ms);
+  if (c.ok()) return Status::Ok();
+  std::string what =
+      !c.started    ? c.error
+      : c.timed_out ? "did not finish within " + FormatDurationMs(a.timeout_ms) + " and was killed"
+      : c.signal    ? "was killed by signal " + std::to_string(c.signal)
+                    : "exited with status " + std::to_string(c.exit_status);
+  // Its last lines, at most 15.
+  std::vector<std::string> lines;
+  for (size_t from = 0; from < c.output_tail.size();) {
+    size_t nl = std::min(c.output_tail.find('\n', from), c.output_tail.size());
+    lines.push_back(c.output_tail.substr(from, nl - from));
+    from = nl + 1;
+  }
+  std::string tail = lines.empty() ? "" : "\n  its output (last lines):";
+  for (size_t k = lines.size() > 15 ? lines.size() - 15 : 0; k < lines.size(); ++k)
+    tail += "\n    " + lines[k];
+  return Status::FailedPrecondition(
+      "the preflight of " + a.address + " failed: " + cmd + " " + what + " after " +
+      FormatDurationMs(c.elapsed_ms) +
+      "; nothing was stopped or started (it runs before anything goes dark). Fix what it "
+      "reports, or change the service's preflight: command" +
+      tail);
+}
+
+Status Executor::Smoke(const Action& a) {
+  if (!d_.smoke) return Status::Internal("no smoke client to run the smoke gate of " + a.address);
+  SmokeRequest req;
+  req.api = a.api;
+  req.model = a.served_name;
+  req.prompt = a.prompt;
+  req.max_tokens = a.max_tokens;
+  req.timeout_ms = a.timeout_ms;
+  SmokeResult r = d_.smoke->Send("127.0.0.1", a.port, req);
+  if (r.ok) {
+    if (d_.progress)
+      *d_.progress << "smoke: " << a.unit << " answered in " << FormatDurationMs(r.elapsed_ms)
+                   << ": '" << r.text << "'" << std::endl;
+    return Status::Ok();
+  }
+  return Status::Unavailable(
+      "the smoke gate of " + a.unit + " failed after " + FormatDurationMs(r.elapsed_ms) + " (" +
+      (a.api == "chat" ? std::string("chat") : std::string("completion")) + " of '" +
+      a.served_name + "', max_tokens " + std::to_string(a.max_tokens) + ", timeout " +
+      FormatDurationMs(a.timeout_ms) + "): " + r.detail +
+      "; it passed its health gate but does not answer requests" + JournalTail(a.unit));
 }
 
 Status Executor::WaitHealthy(const Action& a) {

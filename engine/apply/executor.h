@@ -25,6 +25,8 @@ class HealthProbe;
 class JournalReader;
 class ModelStore;
 class ProgressPrinter;
+class SmokeClient;
+class CommandRunner;
 
 /// Called before ("running") and after ("done", "failed") each action, with its 1-based step.
 using ActionHook = std::function<void(int step, const Action& a, const std::string& status,
@@ -34,10 +36,12 @@ struct ExecutorDeps {
   SystemdManager* systemd = nullptr;
   UnitFiles* unit_files = nullptr;
   HealthProbe* health = nullptr;
-  JournalReader* journal = nullptr;  // adds a failing unit's last lines to errors; may be null
-  Clock* clock = nullptr;            // null = RealClock()
-  std::ostream* progress = nullptr;  // one line per action; null = silent
-  ModelStore* models = nullptr;      // downloads and removals of models
+  JournalReader* journal = nullptr;   // adds a failing unit's last lines to errors; may be null
+  Clock* clock = nullptr;             // null = RealClock()
+  std::ostream* progress = nullptr;   // one line per action; null = silent
+  ModelStore* models = nullptr;       // downloads and removals of models
+  SmokeClient* smoke = nullptr;       // smoke gates; needed only by a plan that has one
+  CommandRunner* commands = nullptr;  // preflight commands; needed only by a plan that has one
   /// The state lineage stamped into every unit file written ("# berth-lineage:"), so that
   /// another state directory takes the unit as foreign. "" writes the content as planned.
   std::string lineage;
@@ -87,6 +91,10 @@ class Executor {
 
  private:
   Status WaitHealthy(const Action& a);
+  /// A service's preflight command: it must exit 0 within its timeout.
+  Status Preflight(const Action& a);
+  /// The smoke gate: one request must return non-empty text within its timeout.
+  Status Smoke(const Action& a);
   /// One look at a starting service: its unit still up, then one health probe. Ok: healthy;
   /// nullopt: not yet (`last` says what the probe saw); another status: the gate failed.
   std::optional<Status> ProbeOnce(const Action& a, std::string* last);

@@ -38,6 +38,8 @@ Result<HostSeams> LiveHost::Connect(const Desired& desired) {
   seams.systemd = systemd_.get();
   seams.unit_files = unit_files_.get();
   seams.health = health_.get();
+  seams.smoke = &smoke_;
+  seams.commands = &commands_;
   seams.models = models_.get();
   seams.journal = journal_.get();
   return seams;

@@ -12,6 +12,8 @@
 #include "engine/core/observed.h"
 #include "engine/core/status.h"
 #include "providers/health/health_probe.h"
+#include "providers/health/smoke_client.h"
+#include "providers/host/command_runner.h"
 #include "providers/systemd/journal.h"
 #include "providers/systemd/systemd_manager.h"
 #include "providers/systemd/unit_files.h"
@@ -42,6 +44,8 @@ class LiveHost {
   std::unique_ptr<UnitFileStore> unit_files_;
   std::unique_ptr<HostObserver> observer_;
   std::unique_ptr<CurlHealthProbe> health_;
+  CurlSmokeClient smoke_;
+  PosixCommandRunner commands_;
   std::unique_ptr<HubModelStore> models_;
 };
 

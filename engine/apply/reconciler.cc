@@ -62,9 +62,10 @@ void Record(const Plan& plan, const Journal& journal, const ExecResult& exec, St
 }
 
 // Whether a failure of this kind of action came after (or as) a service going dark.
+// A preflight runs before anything goes dark: its failure is retried like a download's.
 bool TookAServiceDown(ActionKind k) {
   return k == ActionKind::kStart || k == ActionKind::kStop || k == ActionKind::kRestart ||
-         k == ActionKind::kWaitHealthy;
+         IsGate(k);
 }
 
 // How many of the services the manifest wants running run, and which (into `r`).
@@ -340,6 +341,8 @@ class Pass {
     deps.health = host_.health;
     deps.journal = host_.journal;
     deps.models = host_.models;
+    deps.smoke = host_.smoke;
+    deps.commands = host_.commands;
     deps.lineage = state_.lineage;
     deps.clock = &clock_;
     deps.progress = &say_.progress();

@@ -31,6 +31,8 @@ class UnitFiles;
 class HealthProbe;
 class JournalReader;
 class ModelStore;
+class SmokeClient;
+class CommandRunner;
 
 /// The seams to one host, bound to a manifest (its unit directory, its store). Only `observer`
 /// is needed to plan; applying needs them all (journal may be null).
@@ -41,7 +43,9 @@ struct HostSeams {
   HealthProbe* health = nullptr;
   ModelStore* models = nullptr;
   JournalReader* journal = nullptr;
-  std::string systemd_error;  // why systemd is not reachable, when `systemd` is null
+  SmokeClient* smoke = nullptr;       // smoke gates (a plan without one needs none)
+  CommandRunner* commands = nullptr;  // preflight commands (likewise)
+  std::string systemd_error;          // why systemd is not reachable, when `systemd` is null
 };
 
 struct ReconcilerDeps {

@@ -18,7 +18,8 @@ const ActionKind kKinds[] = {
     ActionKind::kDownload,   ActionKind::kRemoveModel,  ActionKind::kWriteUnit,
     ActionKind::kRemoveUnit, ActionKind::kDaemonReload, ActionKind::kStart,
     ActionKind::kStop,       ActionKind::kRestart,      ActionKind::kWaitHealthy,
-    ActionKind::kEnable,     ActionKind::kDisable};
+    ActionKind::kEnable,     ActionKind::kDisable,      ActionKind::kPreflight,
+    ActionKind::kSmoke};
 
 ordered_json ResourcesToJson(const Resources& r) {
   ordered_json g = ordered_json::object();
@@ -133,7 +134,11 @@ std::string SavedPlanToJson(const SavedPlan& p) {
                        {"timeout_ms", a.timeout_ms},
                        {"interval_ms", a.interval_ms},
                        {"for_service", a.for_service},
-                       {"gpus", a.gpus}});
+                       {"gpus", a.gpus},
+                       {"argv", a.argv},
+                       {"api", a.api},
+                       {"prompt", a.prompt},
+                       {"max_tokens", a.max_tokens}});
   j["actions"] = actions;
   return j.dump(2) + "\n";
 }
@@ -164,7 +169,7 @@ Result<SavedPlan> SavedPlanFromJson(const std::string& text, const std::string& 
       if (!known) return Status::InvalidArgument(source + ": unknown action '" + kind + "'");
       x.address = a.at("address").get<std::string>();
       std::string reason = a.at("reason").get<std::string>();
-      for (int r = 0; r <= static_cast<int>(Reason::kNotEnabled); ++r)
+      for (int r = 0; r <= static_cast<int>(Reason::kSmokeGate); ++r)
         if (reason == ReasonName(static_cast<Reason>(r))) x.reason = static_cast<Reason>(r);
       x.detail = a.value("detail", "");
       x.requires_ = ResourcesFromJson(a.at("requires"));
@@ -183,6 +188,10 @@ Result<SavedPlan> SavedPlanFromJson(const std::string& text, const std::string& 
       x.interval_ms = a.value("interval_ms", uint64_t{0});
       x.for_service = a.value("for_service", "");
       x.gpus = a.value("gpus", std::vector<int>{});
+      x.argv = a.value("argv", std::vector<std::string>{});
+      x.api = a.value("api", "");
+      x.prompt = a.value("prompt", "");
+      x.max_tokens = a.value("max_tokens", 0);
       p.plan.actions.push_back(std::move(x));
     }
   } catch (const std::exception& e) {
@@ -220,7 +229,11 @@ std::vector<std::pair<const char*, std::string>> Effect(const Action& a) {
           {"timeout", std::to_string(a.timeout_ms)},
           {"interval", std::to_string(a.interval_ms)},
           {"service it makes room for", a.for_service},
-          {"GPUs", list(ints(a.gpus))}};
+          {"GPUs", list(ints(a.gpus))},
+          {"command", list(a.argv)},
+          {"API", a.api},
+          {"prompt", a.prompt},
+          {"max tokens", std::to_string(a.max_tokens)}};
 }
 
 std::string Step(size_t i, const Action& a) {

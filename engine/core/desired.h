@@ -84,6 +84,28 @@ struct HealthSpec {
   uint64_t interval_ms = 5000;
 };
 
+/// `preflight:` the service's own check (an engine's architecture check, say), run at apply
+/// time without a shell after the downloads and before anything goes dark; it must exit 0.
+struct PreflightSpec {
+  std::vector<std::string> command;     // argv; the first is an absolute path
+  uint64_t timeout_ms = 5 * 60 * 1000;  // killed past it (and the apply fails)
+};
+
+/// `gates: {smoke: ...}`: one request after the health gate must return non-empty text.
+struct SmokeSpec {
+  std::string api = "completions";  // "completions" (/v1/completions) or "chat" (/v1/chat/...)
+  std::string prompt = "Say hello.";
+  int max_tokens = 16;
+  uint64_t timeout_ms = 60 * 1000;  // for the whole request
+};
+
+/// The gates a start must pass after its health gate, in this order. Each failed gate fails
+/// the switch like a failed health gate: rollback, exit 4, the change held.
+struct GatesSpec {
+  std::optional<SmokeSpec> smoke;
+  bool empty() const { return !smoke; }
+};
+
 struct ServiceSpec {
   std::string name;  // unit is name + ".service"
   ServiceState state = ServiceState::kRunning;
@@ -106,6 +128,8 @@ struct ServiceSpec {
   /// Per-GPU memory claim for engines whose claim berth cannot derive (command, llama-server).
   std::optional<uint64_t> gpu_memory;
   HealthSpec health;
+  std::optional<PreflightSpec> preflight;
+  GatesSpec gates;
   Strategy strategy = Strategy::kAuto;
   bool adopt = false;
   SourceLoc loc;

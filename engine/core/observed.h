@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/core/model_config.h"
+
 namespace berth {
 
 /// One snapshot of a repo in the store (snapshots/<commit>).
@@ -17,6 +19,12 @@ struct ObservedRevision {
   bool complete = false;                // every file of the snapshot present and verified
   uint64_t bytes_present = 0;           // blobs present, including .incomplete partials
   std::optional<uint64_t> bytes_total;  // when known (from a verified record or the hub)
+  /// The snapshot's config.json (read by the store scan, at most kMaxModelConfigBytes): its
+  /// architectures, or why berth cannot use it. Unset: not looked at (no snapshot yet, or an
+  /// observation saved before berth read it).
+  std::optional<ModelConfig> config;
+  /// Bytes of the snapshot's *.safetensors files present; unset when it has none.
+  std::optional<uint64_t> weights_bytes;
 };
 
 struct ObservedRepo {

@@ -54,7 +54,8 @@ Status ExpectArray(const ordered_json* j, const std::string& path) {
 
 Status ReadRevision(const ordered_json& j, const std::string& path, ObservedRevision* r) {
   Reader rd(j, path);
-  BERTH_RETURN_IF_ERROR(rd.Keys({"commit", "refs", "complete", "bytes_present", "bytes_total"}));
+  BERTH_RETURN_IF_ERROR(rd.Keys(
+      {"commit", "refs", "complete", "bytes_present", "bytes_total", "config", "weights_bytes"}));
   BERTH_RETURN_IF_ERROR(rd.Get("commit", &r->commit));
   BERTH_RETURN_IF_ERROR(rd.Get("refs", &r->refs));
   BERTH_RETURN_IF_ERROR(rd.Get("complete", &r->complete));
@@ -63,6 +64,19 @@ Status ReadRevision(const ordered_json& j, const std::string& path, ObservedRevi
     uint64_t total = 0;
     BERTH_RETURN_IF_ERROR(rd.Get("bytes_total", &total));
     r->bytes_total = total;
+  }
+  if (const ordered_json* c = rd.Child("config")) {
+    Reader rc(*c, path + ".config");
+    BERTH_RETURN_IF_ERROR(rc.Keys({"architectures", "problem"}));
+    ModelConfig config;
+    BERTH_RETURN_IF_ERROR(rc.Get("architectures", &config.architectures));
+    BERTH_RETURN_IF_ERROR(rc.Get("problem", &config.problem));
+    r->config = config;
+  }
+  if (rd.Child("weights_bytes")) {
+    uint64_t weights = 0;
+    BERTH_RETURN_IF_ERROR(rd.Get("weights_bytes", &weights));
+    r->weights_bytes = weights;
   }
   return Status::Ok();
 }
@@ -312,6 +326,9 @@ std::string ObservedToJson(const Observed& o) {
                          {"complete", v.complete},
                          {"bytes_present", v.bytes_present}};
       if (v.bytes_total) jv["bytes_total"] = *v.bytes_total;
+      if (v.config)
+        jv["config"] = {{"architectures", v.config->architectures}, {"problem", v.config->problem}};
+      if (v.weights_bytes) jv["weights_bytes"] = *v.weights_bytes;
       revs.push_back(std::move(jv));
     }
     repos.push_back({{"repo_id", r.repo_id}, {"revisions", std::move(revs)}});

@@ -29,9 +29,15 @@ const char* ActionKindName(ActionKind k) {
       return "enable";
     case ActionKind::kDisable:
       return "disable";
+    case ActionKind::kPreflight:
+      return "preflight";
+    case ActionKind::kSmoke:
+      return "smoke";
   }
   return "?";
 }
+
+bool IsGate(ActionKind k) { return k == ActionKind::kWaitHealthy || k == ActionKind::kSmoke; }
 
 const char* ReasonName(Reason r) {
   switch (r) {
@@ -77,6 +83,10 @@ const char* ReasonName(Reason r) {
       return "old_revision";
     case Reason::kNotEnabled:
       return "not_enabled";
+    case Reason::kPreflight:
+      return "preflight";
+    case Reason::kSmokeGate:
+      return "smoke_gate";
   }
   return "?";
 }
@@ -94,6 +104,9 @@ size_t ChainEnd(const Plan& plan, size_t i) {
       acts[i + 1].unit != a.unit || acts[i + 1].port == 0)
     return i - 1;
   size_t last = i + 1;
+  // The gates after the health gate (smoke) belong to the chain: they run once it is healthy.
+  while (last + 1 < acts.size() && IsGate(acts[last + 1].kind) && acts[last + 1].unit == a.unit)
+    ++last;
   while (last + 1 < acts.size() && (acts[last + 1].kind == ActionKind::kEnable ||
                                     acts[last + 1].kind == ActionKind::kDisable))
     ++last;

@@ -23,8 +23,17 @@ enum class ActionKind {
   kWaitHealthy,
   kEnable,   // the unit starts at boot (systemctl enable: WantedBy= symlinks)
   kDisable,  // the unit no longer starts at boot
+  /// Before anything goes dark: a service's own `preflight:` command must exit 0.
+  kPreflight,
+  /// A gate after wait-healthy: one completion (or chat) request must return non-empty text.
+  /// Gates after the health gate fail a switch like it (IsGate); another kind (a throughput
+  /// floor) sits beside this one.
+  kSmoke,
 };
 const char* ActionKindName(ActionKind k);  // "download", "remove-model", ...
+/// A gate that must pass after a start or restart: the health gate and the gates that follow
+/// it (smoke). A failed gate is rolled back and holds the change like a failed start.
+bool IsGate(ActionKind k);
 
 /// Why an action is in the plan. Stable names: they are part of the JSON form.
 enum class Reason {
@@ -49,6 +58,8 @@ enum class Reason {
   kNotUsed,           // keep: false and no running service uses it
   kOldRevision,       // a revision berth downloaded that nothing asks for, past host.keep_revisions
   kNotEnabled,        // wanted running, but a reboot would not start it (disabled)
+  kPreflight,         // the service's preflight command, before anything goes dark
+  kSmokeGate,         // smoke: one request must return text after the health gate
 };
 const char* ReasonName(Reason r);  // "model_missing", ...
 
@@ -88,6 +99,11 @@ struct Action {
   uint64_t interval_ms = 0;  // wait-healthy: between probes
   std::string for_service;   // stop: the service whose start needs what it frees (rollback)
   std::vector<int> gpus;     // start / restart: the GPUs the service runs on (side by side starts)
+  std::vector<std::string> argv;  // preflight: the command, run without a shell (timeout_ms)
+  // smoke: POST http://127.0.0.1:<port>/v1/<api> for served_name within timeout_ms.
+  std::string api;     // "completions" or "chat/completions"
+  std::string prompt;  // the prompt (the user message for chat)
+  int max_tokens = 0;  // the request's max_tokens
   // A stop for another service also carries the stopped service's own health gate in
   // health_path, port, served_name, timeout_ms and interval_ms: a rollback that starts it again
   // waits for it (port 0: berth knows none).

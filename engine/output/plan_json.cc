@@ -18,6 +18,8 @@ ordered_json TerraformActions(const Action& a) {
     case ActionKind::kRemoveUnit:
       return {"delete"};
     case ActionKind::kWaitHealthy:
+    case ActionKind::kPreflight:
+    case ActionKind::kSmoke:
       return {"read"};
     default:
       return {"update"};
@@ -73,6 +75,19 @@ std::string PlanToJson(const Plan& plan, const Desired& desired) {
                        {"path", a.health_path},
                        {"served_model_name", a.served_name},
                        {"timeout_ms", a.timeout_ms}};
+        c["unit"] = a.unit;
+        break;
+      case ActionKind::kPreflight:
+        c["preflight"] = {{"command", a.argv}, {"timeout_ms", a.timeout_ms}};
+        c["unit"] = a.unit;
+        break;
+      case ActionKind::kSmoke:
+        c["smoke"] = {{"port", a.port},
+                      {"api", a.api},
+                      {"served_model_name", a.served_name},
+                      {"prompt", a.prompt},
+                      {"max_tokens", a.max_tokens},
+                      {"timeout_ms", a.timeout_ms}};
         c["unit"] = a.unit;
         break;
       case ActionKind::kDaemonReload:

@@ -18,6 +18,7 @@ struct Item {
 
 constexpr Item kItems[] = {
     {ActionKind::kDownload, "model", "models", "to download"},
+    {ActionKind::kPreflight, "preflight command", "preflight commands", "to run"},
     {ActionKind::kRemoveModel, "model", "models", "to remove"},
     {ActionKind::kWriteUnit, "unit file", "unit files", "to write"},
     {ActionKind::kRemoveUnit, "unit file", "unit files", "to remove"},
@@ -26,6 +27,7 @@ constexpr Item kItems[] = {
     {ActionKind::kRestart, "service", "services", "to restart"},
     {ActionKind::kStop, "service", "services", "to stop"},
     {ActionKind::kWaitHealthy, "health gate", "health gates", ""},
+    {ActionKind::kSmoke, "smoke gate", "smoke gates", ""},
     {ActionKind::kEnable, "unit", "units", "to enable at boot"},
     {ActionKind::kDisable, "unit", "units", "to disable at boot"},
 };

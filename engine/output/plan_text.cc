@@ -25,6 +25,8 @@ const char* ActionSymbol(const Action& a) {
     case ActionKind::kDisable:
       return "-";
     case ActionKind::kWaitHealthy:
+    case ActionKind::kPreflight:
+    case ActionKind::kSmoke:
       return ">";
   }
   return "?";

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/core/hf_cache.h"
+#include "engine/core/model_config.h"
 
 namespace berth {
 namespace {
@@ -77,6 +78,7 @@ class RepoScan {
       rev.commit = c.name;
       rev.bytes_present = snap.bytes;
       JudgeCompleteness(snap, &rev);
+      ReadModelFacts(snap_dir, snap, &rev);
       revs.push_back(std::move(rev));
       mtimes.push_back(st.ok() ? st->mtime_ns : 0);
     }
@@ -220,6 +222,37 @@ class RepoScan {
                     Snapshot* snap) {
     snap->files[file] = size;
     if (snap->distinct.insert(key).second) snap->bytes += size;
+  }
+
+  /// What the preflight checks: config.json's architectures and the bytes of the weights. The
+  /// snapshot's files are the Hub's, untrusted: a bounded read, a parse that cannot throw.
+  void ReadModelFacts(const std::string& snap_dir, const Snapshot& snap, ObservedRevision* rev) {
+    if (snap.files.empty()) return;
+    uint64_t weights = 0;
+    bool any = false;
+    for (const auto& [path, size] : snap.files) {
+      constexpr std::string_view kExt = ".safetensors";
+      if (path.size() > kExt.size() &&
+          path.compare(path.size() - kExt.size(), kExt.size(), kExt) == 0) {
+        weights += size;
+        any = true;
+      }
+    }
+    if (any) rev->weights_bytes = weights;
+    if (!rev->complete) return;  // read once the download is done: the planner asks no sooner
+    ModelConfig config;
+    auto it = snap.files.find("config.json");  // present and a regular file (Walk saw to it)
+    if (it == snap.files.end()) {
+      config.problem = "is missing from the snapshot";
+    } else if (it->second > kMaxModelConfigBytes) {
+      config.problem = "is larger than " + std::to_string(kMaxModelConfigBytes) +
+                       " bytes; berth does not read it";
+    } else {
+      Result<std::string> text = fs_.ReadSmallFile(snap_dir + "/config.json", kMaxModelConfigBytes);
+      config = text.ok() ? ParseModelConfig(*text)
+                         : ModelConfig{{}, "cannot be read (" + text.status().message() + ")"};
+    }
+    rev->config = std::move(config);
   }
 
   void JudgeCompleteness(const Snapshot& snap, ObservedRevision* rev) {

@@ -145,12 +145,27 @@ TEST_F(ApplyTest, AHandEditedUnitIsReportedAsDriftAndRepaired) {
 }
 
 TEST_F(ApplyTest, AServerThatCannotLoadItsModelFailsWithItsJournal) {
-  std::filesystem::remove_all(store_ + "/models--org--embed/snapshots/" + commit_b_ +
-                              "/config.json");
+  // A damaged weights file berth does not read: the server finds out, and its journal says so.
+  std::string weights =
+      store_ + "/models--org--embed/snapshots/" + commit_b_ + "/model.safetensors";
+  std::string blob = std::filesystem::canonical(weights).string();
+  std::ofstream(blob, std::ios::trunc) << "xx";
   std::string m = Manifest();
   EXPECT_EQ(Apply(m), kExitFailed) << out_.str() << err_.str();
   EXPECT_THAT(err_.str(), HasSubstr("svc-b.service"));
-  EXPECT_THAT(err_.str(), HasSubstr("config.json"));
+  EXPECT_THAT(err_.str(), HasSubstr("too short for a safetensors header"));
+}
+
+// A model without config.json is found out by the preflight: the plan is blocked before
+// anything starts (it used to fail at the start, after the unit went up).
+TEST_F(ApplyTest, AModelWithoutConfigJsonBlocksThePlanBeforeAnythingStarts) {
+  std::filesystem::remove_all(store_ + "/models--org--embed/snapshots/" + commit_b_ +
+                              "/config.json");
+  std::string m = Manifest();
+  EXPECT_EQ(Apply(m), kExitBlocked) << out_.str() << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("service/svc-b cannot start on model/embed: config.json of "
+                                    "org/embed@bbbbbbb is missing from the snapshot"));
+  EXPECT_EQ(Invocation("svc-a.service"), "") << "nothing was started";
 }
 
 }  // namespace

@@ -33,6 +33,27 @@ TEST(ObservedJson, TheSeedObservationRoundTripsByteForByte) {
   EXPECT_EQ(ObservedToJson(*o), text);
 }
 
+TEST(ObservedJson, AModelsConfigAndWeightsRoundTrip) {
+  Observed o;
+  o.hostname = "h";
+  ObservedRevision good{"c", {"main"}, true, 30, 30, std::nullopt, std::nullopt};
+  good.config = ModelConfig{{"MiniMaxM2ForCausalLM"}, ""};
+  good.weights_bytes = 230'000'000'000;
+  ObservedRevision bad{"d", {}, true, 3, 3, std::nullopt, std::nullopt};
+  bad.config = ModelConfig{{}, "is not JSON"};
+  o.store = {"/m", true, 10, 5, {{"a/b", {good, bad}}}};
+  std::string text = ObservedToJson(o);
+  Result<Observed> back = ObservedFromJson(text, "test");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  const auto& revs = back->store.repos[0].revisions;
+  ASSERT_TRUE(revs[0].config.has_value());
+  EXPECT_EQ(revs[0].config->architectures, std::vector<std::string>{"MiniMaxM2ForCausalLM"});
+  EXPECT_EQ(revs[0].weights_bytes, 230'000'000'000u);
+  EXPECT_EQ(revs[1].config->problem, "is not JSON");
+  EXPECT_FALSE(revs[1].weights_bytes.has_value());
+  EXPECT_EQ(ObservedToJson(*back), text);
+}
+
 // docs/observed-json.md shows a document with every section: it must be what berth reads.
 TEST(ObservedJsonDoc, TheDocumentedExampleIsValidInput) {
   std::string path = std::string(BERTH_SOURCE_DIR) + "/docs/observed-json.md";
@@ -54,7 +75,8 @@ TEST(ObservedJsonDoc, TheDocumentedExampleIsValidInput) {
 TEST(ObservedJson, EverySectionRoundTrips) {
   Observed o;
   o.hostname = "h";
-  o.store = {"/m", true, 10, 5, {{"a/b", {{"c", {"main"}, false, 3, 9}}}}};
+  o.store = {
+      "/m", true, 10, 5, {{"a/b", {{"c", {"main"}, false, 3, 9, std::nullopt, std::nullopt}}}}};
   o.gpus_known = false;
   o.gpu_error = "NVML not found";
   o.units.push_back({"x.service",

@@ -51,6 +51,7 @@ Environment switches for tests:
   FAKE_VLLM_EXIT_AFTER=SECS     exit with status 1 that long after the start (crash loops)
   FAKE_VLLM_TOKENS_PER_SECOND=R, FAKE_VLLM_MAX_AGGREGATE_TOKENS_PER_SECOND=A
                                 the pacing flags' defaults (for units berth renders)
+  FAKE_VLLM_EMPTY_COMPLETIONS=1 /v1/completions answers 200 with empty text (a failing smoke gate)
 
 SIGTERM and SIGINT: exit 0 at once.
 """
@@ -357,7 +358,7 @@ def make_handler(state):
                 self.stream(ident, model, chat, request)
                 return
             prompt_tokens = fake_stream.prompt_tokens(request, chat)
-            text = " fake completion from %s" % model
+            text = "" if state["empty_completions"] else " fake completion from %s" % model
             if chat:
                 choice = {"index": 0, "message": {"role": "assistant", "content": text},
                           "logprobs": None, "finish_reason": "length"}
@@ -443,6 +444,7 @@ def main():
         "max_model_len": int(max_len),
         "created": int(time.time()),
         "fail_health": bool(os.environ.get("FAKE_VLLM_FAIL_HEALTH")),
+        "empty_completions": bool(os.environ.get("FAKE_VLLM_EMPTY_COMPLETIONS")),
         "requests": 0,
         "lock": threading.Lock(),
         "fail_completions": opts["fail_completions"] or

@@ -119,6 +119,13 @@ class FakeVllmTest(FakeVllmFixture):
         self.assertEqual(request(port, "GET", "/nope")[0], 404)
         self.assertEqual(request(port, "POST", "/v1/chat/nope", {})[0], 404)
 
+    def test_empty_completions_switch_answers_200_with_no_text(self):
+        p, port = self.serve(env={"FAKE_VLLM_EMPTY_COMPLETIONS": "1"})
+        status, body = request(port, "POST", "/v1/completions",
+                               {"model": "berth-test", "prompt": "hello", "max_tokens": 4})
+        self.assertEqual(status, 200)
+        self.assertEqual(json.loads(body)["choices"][0]["text"], "")
+
     def test_model_name_defaults_to_model_path_and_config_max_len(self):
         p, port = self.serve(name=None)
         data = json.loads(request(port, "GET", "/v1/models")[1])["data"]

@@ -77,7 +77,8 @@ class PlannerTest : public ::testing::Test {
       r = &o.store.repos.back();
     }
     r->revisions.push_back({commit, std::move(refs), complete, bytes,
-                            complete ? std::optional<uint64_t>(bytes) : std::nullopt});
+                            complete ? std::optional<uint64_t>(bytes) : std::nullopt, std::nullopt,
+                            std::nullopt});
     if (by_berth) o.state.models[repo].push_back(commit);
     return r->revisions.back();
   }

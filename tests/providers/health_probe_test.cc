@@ -1,4 +1,5 @@
 #include "providers/health/health_probe.h"
+#include "providers/health/smoke_client.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -219,6 +220,50 @@ TEST(CurlHealthProbe, AServerThatNeverAnswersTimesOutWithinTheLimit) {
   EXPECT_EQ(r.health_status, 0);
   EXPECT_THAT(r.detail, HasSubstr("/health: timed out"));
   EXPECT_LT(elapsed, std::chrono::seconds(3));
+}
+
+// The smoke gate's request (providers/health/smoke_client.h): text, or what came back instead.
+TEST(CurlSmokeClient, ACompletionWithTextPassesAndAnEmptyOneSaysWhatCameBack) {
+  CannedHttpServer server(
+      {{"/v1/completions", {200, R"({"choices":[{"index":0,"text":" Hello!"}]})"}},
+       {"/v1/chat/completions", {200, R"({"choices":[{"message":{"content":"  \n"}}]})"}}});
+  CurlSmokeClient client;
+  SmokeRequest req;
+  req.model = "m";
+  req.prompt = "Say hello.";
+  SmokeResult ok = client.Send("127.0.0.1", server.port(), req);
+  EXPECT_TRUE(ok.ok) << ok.detail;
+  EXPECT_EQ(ok.text, " Hello!");
+  req.api = "chat";
+  SmokeResult empty = client.Send("127.0.0.1", server.port(), req);
+  EXPECT_FALSE(empty.ok);
+  EXPECT_EQ(empty.http_status, 200);
+  EXPECT_THAT(empty.detail, HasSubstr("/v1/chat/completions: HTTP 200 with empty text"));
+}
+
+TEST(CurlSmokeClient, AnErrorStatusOrAMalformedAnswerFailsWithTheBody) {
+  CannedHttpServer server({{"/v1/completions", {500, R"({"message":"CUDA out of memory"})"}}});
+  CurlSmokeClient client;
+  SmokeResult r = client.Send("127.0.0.1", server.port(), SmokeRequest{});
+  EXPECT_FALSE(r.ok);
+  EXPECT_THAT(r.detail,
+              HasSubstr("HTTP 500 (expected 200): '{\"message\":\"CUDA out of memory\"}'"));
+  std::string text, error;
+  EXPECT_FALSE(SmokeAnswerText("not json", "completions", &text, &error));
+  EXPECT_EQ(error, "not JSON");
+  EXPECT_FALSE(SmokeAnswerText(R"({"choices":[]})", "completions", &text, &error));
+  EXPECT_FALSE(SmokeAnswerText(R"({"choices":[{"text":7}]})", "completions", &text, &error));
+  EXPECT_EQ(error, "choices[0].text is not a string");
+}
+
+TEST(CurlSmokeClient, NothingListeningIsRefusedNotAnError) {
+  int port = 0;
+  int fd = LoopbackSocket(/*listening=*/false, &port);
+  CurlSmokeClient client;
+  SmokeResult r = client.Send("127.0.0.1", port, SmokeRequest{});
+  close(fd);
+  EXPECT_FALSE(r.ok);
+  EXPECT_THAT(r.detail, HasSubstr("connection refused"));
 }
 
 }  // namespace

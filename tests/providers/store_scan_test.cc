@@ -92,6 +92,38 @@ TEST(ScanStore, ACompleteRevisionAndABrokenOneSharingABlob) {
   EXPECT_EQ(r2.bytes_total, std::nullopt);
 }
 
+// The preflight's facts: config.json's architectures (or what is wrong with it) and the bytes of
+// the safetensors, for a complete snapshot.
+TEST(ScanStore, ReadsConfigArchitecturesAndSumsTheSafetensors) {
+  Cache c;
+  const std::string repo = "models--org--tiny";
+  c.dir.Write(repo + "/blobs/cfg", R"({"architectures": ["LlamaForCausalLM"]})");
+  c.Blob(repo, "w1", 100);
+  c.Blob(repo, "w2", 1000);
+  c.Blob(repo, "tok", 10);
+  c.File(repo, kC1, "config.json", "cfg");
+  c.File(repo, kC1, "model-1.safetensors", "w1");
+  c.File(repo, kC1, "sub/model-2.safetensors", "w2");
+  c.File(repo, kC1, "tokenizer.json", "tok");
+  c.dir.Write(repo + "/blobs/bad", "{\"architectures\": ");
+  c.File(repo, kC2, "config.json", "bad");
+  c.File(repo, kC3, "tokenizer.json", "tok");
+  Result<ObservedStore> s = c.Scan();
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  const ObservedRevision* good = Find(*s, "org/tiny", kC1);
+  ASSERT_TRUE(good && good->config);
+  EXPECT_THAT(good->config->architectures, ElementsAre("LlamaForCausalLM"));
+  EXPECT_EQ(good->config->problem, "");
+  EXPECT_EQ(good->weights_bytes, 1100u);
+  const ObservedRevision* bad = Find(*s, "org/tiny", kC2);
+  ASSERT_TRUE(bad && bad->config);
+  EXPECT_EQ(bad->config->problem, "is not JSON");
+  EXPECT_FALSE(bad->weights_bytes.has_value());
+  const ObservedRevision* none = Find(*s, "org/tiny", kC3);
+  ASSERT_TRUE(none && none->config);
+  EXPECT_EQ(none->config->problem, "is missing from the snapshot");
+}
+
 TEST(ScanStore, RepoIdsComeFromDirectoryNamesAndOtherKindsAreIgnored) {
   Cache c;
   c.Blob("models--meta-llama--Llama-3.1-8B", "b", 1);
@@ -294,6 +326,20 @@ TEST(ScanStore, TwoThousandFilesAreScannedWithoutReadingAnyContent) {
   // One readlink per snapshot file, one stat per blob; links resolve against the blob listing.
   EXPECT_EQ(fs.links.size(), static_cast<size_t>(kFiles));
   EXPECT_LE(fs.stats.size(), static_cast<size_t>(kFiles) + 5);
+}
+
+TEST(ScanStore, AHugeConfigJsonIsAProblemAndIsNotRead) {
+  Cache c;
+  const std::string repo = "models--org--tiny";
+  c.Blob(repo, "cfg", kMaxModelConfigBytes + 1);
+  c.File(repo, kC1, "config.json", "cfg");
+  RecordingFs fs;
+  Result<ObservedStore> s = ScanStore(c.dir.path(), fs);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  const ObservedRevision* r = Find(*s, "org/tiny", kC1);
+  ASSERT_TRUE(r && r->config);
+  EXPECT_THAT(r->config->problem, HasSubstr("is larger than 1048576 bytes"));
+  for (const std::string& read : fs.reads) EXPECT_EQ(read.find("config.json"), std::string::npos);
 }
 
 TEST(ScanStore, AnUnreadableSnapshotDirectoryIsAnErrorNamingIt) {

@@ -52,7 +52,7 @@ void FakeHost::Download(const Action& a, const Desired& d) {
   for (auto& r : repo->revisions)
     if (r.commit == commit) rev = &r;
   if (!rev) {
-    repo->revisions.push_back({commit, {}, false, 0, std::nullopt});
+    repo->revisions.push_back({commit, {}, false, 0, std::nullopt, std::nullopt, std::nullopt});
     rev = &repo->revisions.back();
   }
   for (auto& r : repo->revisions) {
@@ -218,6 +218,8 @@ void FakeHost::Apply(const Plan& plan, const Desired& d) {
         Start(a.unit, d);
         break;
       case ActionKind::kWaitHealthy:
+      case ActionKind::kPreflight:
+      case ActionKind::kSmoke:
         break;
       case ActionKind::kEnable:
         SetUnitFileState(a.unit, "enabled");

@@ -164,6 +164,43 @@ HealthResult FakeHealth::Probe(const std::string&, int port, const std::string& 
   return r;
 }
 
+SmokeResult FakeSmoke::Send(const std::string&, int port, const SmokeRequest& request) {
+  w_->calls.push_back("smoke " + std::to_string(port));
+  SmokeResult r;
+  r.elapsed_ms = 120;
+  std::string unit;
+  for (const auto& p : w_->host.observed().ports)
+    if (p.port == port) unit = p.unit;
+  const ObservedUnit* u = unit.empty() ? nullptr : w_->host.observed().FindUnit(unit);
+  std::string where = "POST http://127.0.0.1:" + std::to_string(port) + "/v1/" +
+                      (request.api == "chat" ? "chat/completions" : "completions");
+  if (!u || !u->IsActive()) {
+    r.detail = where + ": connection refused";
+    return r;
+  }
+  r.http_status = 200;
+  if (w_->smoke_empty.count(unit)) {
+    r.detail = where + ": HTTP 200 with empty text";
+    return r;
+  }
+  r.text = "hello";
+  r.ok = true;
+  return r;
+}
+
+CommandResult FakeCommands::Run(const std::vector<std::string>& argv, uint64_t) {
+  std::string cmd;
+  for (const auto& a : argv) cmd += (cmd.empty() ? "" : " ") + a;
+  w_->calls.push_back("run " + cmd);
+  CommandResult r;
+  r.started = true;
+  r.elapsed_ms = 50;
+  auto it = argv.empty() ? w_->fail_commands.end() : w_->fail_commands.find(argv[0]);
+  r.exit_status = it == w_->fail_commands.end() ? 0 : it->second;
+  if (r.exit_status != 0) r.output_tail = "ValueError: unsupported architecture\n";
+  return r;
+}
+
 Result<Observed> FakeObserver::Observe(const Desired&) {
   w_->calls.push_back("observe");
   return w_->host.observed();
@@ -179,6 +216,8 @@ ReconcilerDeps FakeWorld::Deps(Reporter* reporter) {
     s.unit_files = &unit_files;
     s.health = &health;
     s.models = &models;
+    s.smoke = &smoke;
+    s.commands = &commands;
     return s;
   };
   d.hostname = [this] { return host.observed().hostname; };

@@ -15,6 +15,8 @@
 #include "engine/apply/model_store.h"
 #include "engine/apply/reconciler.h"
 #include "providers/health/health_probe.h"
+#include "providers/health/smoke_client.h"
+#include "providers/host/command_runner.h"
 #include "providers/systemd/systemd_manager.h"
 #include "providers/systemd/unit_files.h"
 #include "tests/support/fake_clock.h"
@@ -76,6 +78,26 @@ class FakeHealth : public HealthProbe {
   FakeWorld* w_;
 };
 
+/// Answers a smoke request with text when the unit on its port runs, unless told otherwise.
+class FakeSmoke : public SmokeClient {
+ public:
+  explicit FakeSmoke(FakeWorld* w) : w_(w) {}
+  SmokeResult Send(const std::string& host, int port, const SmokeRequest& request) override;
+
+ private:
+  FakeWorld* w_;
+};
+
+/// Runs no process: a command exits 0 unless its argv[0] is in FakeWorld::fail_commands.
+class FakeCommands : public CommandRunner {
+ public:
+  explicit FakeCommands(FakeWorld* w) : w_(w) {}
+  CommandResult Run(const std::vector<std::string>& argv, uint64_t timeout_ms) override;
+
+ private:
+  FakeWorld* w_;
+};
+
 class FakeObserver : public HostObserver {
  public:
   explicit FakeObserver(FakeWorld* w) : w_(w) {}
@@ -104,6 +126,8 @@ class FakeWorld {
   std::set<std::string> never_healthy;       // runs, but the health path never answers 200
   std::map<std::string, int> healthy_after;  // answers 200 from the Nth probe on (1-based)
   std::set<std::string> fail_download;       // repo ids whose download fails
+  std::set<std::string> smoke_empty;         // units whose smoke request answers empty text
+  std::map<std::string, int> fail_commands;  // argv[0] -> the exit status it fails with
   /// Called at the start of every systemd job with its verb and unit (tests set `stop` here).
   std::function<void(const std::string& verb, const std::string& unit)> on_job;
 
@@ -111,6 +135,8 @@ class FakeWorld {
   FakeUnitFiles unit_files{this};
   FakeModelStore models{this};
   FakeHealth health{this};
+  FakeSmoke smoke{this};
+  FakeCommands commands{this};
   FakeObserver observer{this};
   std::map<std::string, int> probes;  // per unit
 };

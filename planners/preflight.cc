@@ -1,0 +1,110 @@
+#include "planners/preflight.h"
+
+#include <cstdint>
+#include <cstdio>
+
+#include "engine/core/units.h"
+#include "planners/feasibility.h"
+
+namespace berth {
+namespace {
+
+const ResolvedModel* ModelOf(const ServiceSpec& s, const std::vector<ResolvedModel>& models) {
+  for (const ResolvedModel& m : models)
+    if (m.spec && m.spec->name == s.model) return &m;
+  return nullptr;
+}
+
+// How the engine splits the weights over its GPUs, in words and as a count.
+std::pair<int, std::string> Split(const ServiceSpec& s) {
+  if (s.engine == EngineKind::kSglang)
+    return {s.sglang.tp_size, "tp_size " + std::to_string(s.sglang.tp_size)};
+  int tp = s.vllm.tensor_parallel_size, pp = s.vllm.pipeline_parallel_size;
+  return {tp * pp, "tensor_parallel_size " + std::to_string(tp) + " × pipeline_parallel_size " +
+                       std::to_string(pp)};
+}
+
+std::string Share(const ServiceSpec& s) {
+  char buf[32];
+  double f = s.engine == EngineKind::kSglang ? s.sglang.mem_fraction_static
+                                             : s.vllm.gpu_memory_utilization;
+  std::snprintf(buf, sizeof buf, "%g", f);
+  return std::string(s.engine == EngineKind::kSglang ? "mem_fraction_static "
+                                                     : "gpu_memory_utilization ") +
+         buf;
+}
+
+}  // namespace
+
+std::vector<Problem> ModelPreflight(const Transition& t, const std::vector<ResolvedModel>& models,
+                                    HostLedger& host) {
+  std::vector<Problem> out;
+  if (!t.spec || !t.spec->has_engine) return out;
+  const ServiceSpec& s = *t.spec;
+  if (s.engine != EngineKind::kVllm && s.engine != EngineKind::kSglang) return out;
+  const ResolvedModel* m = ModelOf(s, models);
+  if (!m) return out;
+  const std::string model = "model/" + m->spec->name;
+
+  // config.json: the engine reads it first; a model it cannot load is found out here, not after
+  // the stop.
+  if (m->present && m->present->complete && m->present->config &&
+      !m->present->config->problem.empty()) {
+    Problem p;
+    p.resource = model;
+    p.message = t.address + " cannot start on " + model + ": config.json of " + m->spec->repo_id +
+                "@" + m->present->commit.substr(0, 7) + " " + m->present->config->problem +
+                ", so " + EngineName(s.engine) +
+                " cannot tell which architecture to load. Check the revision (berth.lock, "
+                "revision:) or the repository, and download it again if the file is damaged";
+    out.push_back(p);
+  }
+
+  // Weights against the memory the service claims on each GPU.
+  if (!m->weights_bytes || s.gpus.empty() || !host.gpus_known()) return out;
+  auto [split, split_words] = Split(s);
+  if (split <= 0) return out;
+  uint64_t per_gpu = *m->weights_bytes / static_cast<uint64_t>(split);
+  uint64_t claim = UINT64_MAX;
+  int at = -1;
+  for (int i : s.gpus) {
+    if (!host.HasGpu(i)) continue;
+    uint64_t c = GpuClaim(s, host.Total(i));
+    if (c < claim) {
+      claim = c;
+      at = i;
+    }
+  }
+  if (at < 0 || per_gpu <= claim) return out;
+  Problem p;
+  p.resource = "gpu " + GpuList(s.gpus);
+  p.needed = per_gpu;
+  p.available = claim;
+  p.message = t.address + " cannot load " + model + ": its weights are " +
+              FormatBytes(*m->weights_bytes) + " (*.safetensors " + m->weights_source + "), " +
+              FormatGiB(per_gpu) + " per GPU over " + split_words + ", but the service claims " +
+              FormatGiB(claim) + " of GPU " + std::to_string(at) + " (" + Share(s) + " of " +
+              FormatGiB(host.Total(at)) + "): short by " + FormatGiB(per_gpu - claim) +
+              " before any KV cache. Give it more GPUs (gpus and tensor_parallel_size), raise " +
+              "its memory share, or serve a smaller (quantized) revision";
+  out.push_back(p);
+  return out;
+}
+
+std::optional<Action> PreflightAction(const ServiceSpec& s, const std::string& address) {
+  if (!s.preflight || s.preflight->command.empty()) return std::nullopt;
+  Action a;
+  a.kind = ActionKind::kPreflight;
+  a.address = address;
+  a.unit = s.UnitName();
+  a.reason = Reason::kPreflight;
+  a.argv = s.preflight->command;
+  a.timeout_ms = s.preflight->timeout_ms;
+  std::string cmd;
+  for (const auto& x : a.argv) cmd += (cmd.empty() ? "" : " ") + x;
+  a.detail = "run " + cmd + " (timeout " + FormatDurationMs(a.timeout_ms) +
+             "): must exit 0 before anything is stopped";
+  return a;
+}
+
+}  // namespace berth

@@ -1,0 +1,133 @@
+// Preflight and smoke gates end to end: a switch of port P from svc-old to svc-new on the
+// sandboxed systemd with fake vLLM servers. A smoke gate that passes ends the switch; one that
+// fails (the new server answers with empty text) is rolled back with the old service healthy; a
+// preflight command that fails stops the apply before anything is stopped.
+#include <gmock/gmock.h>
+
+#include "engine/cli/commands.h"
+#include "tests/e2e/e2e_fixture.h"
+
+namespace berth::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+class GatesE2eTest : public SandboxSuite {
+ protected:
+  void SetUp() override {
+    SandboxSuite::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    store_ = (tmp_ / "store").string();
+    MakeModel(store_, "org/old", std::string(40, 'a'));
+    MakeModel(store_, "org/new", std::string(40, 'b'));
+    port_ = FreePort();
+  }
+
+  // svc-old serves port P; `switched`: svc-new (with `new_extra`) serves it instead.
+  std::string Manifest(bool switched, const std::string& new_extra = "") {
+    std::ostringstream m;
+    m << "berth: 1\nhost:\n  store: " << store_ << "\n  unit_dir: " << sandbox_->units_dir()
+      << "\n  executables: {vllm: " << FakeVllm() << "}\n"
+      << "models:\n"
+      << "  old: {source: hf://org/old, revision: " << std::string(40, 'a') << "}\n"
+      << "  new: {source: hf://org/new, revision: " << std::string(40, 'b') << "}\n"
+      << "services:\n"
+      << "  svc-old:\n    model: old\n    engine: vllm\n    gpus: [0]\n    port: " << port_
+      << "\n    bind: 127.0.0.1\n    state: " << (switched ? "stopped" : "running")
+      << "\n    health: {timeout: 30s, interval: 100ms}\n";
+    if (switched)
+      m << "  svc-new:\n    model: new\n    engine: vllm\n    gpus: [0]\n    port: " << port_
+        << "\n    bind: 127.0.0.1\n    strategy: stop-first\n"
+        << "    health: {timeout: 30s, interval: 100ms}\n"
+        << new_extra;
+    std::string path = (tmp_ / ("berth-" + std::to_string(++manifests_) + ".yaml")).string();
+    std::ofstream(path) << m.str();
+    return path;
+  }
+  int Apply(const std::string& manifest) {
+    ApplyCommand cmd;
+    cmd.manifest_path = manifest;
+    cmd.yes = true;
+    cmd.host.bus_address = sandbox_->system_bus_address();
+    cmd.host.journal_dir = sandbox_->journal_dir();
+    cmd.state_dir = (tmp_ / "state").string();
+    out_.str("");
+    err_.str("");
+    std::istringstream in;
+    return RunApply(cmd, in, out_, err_);
+  }
+  std::string Invocation(const std::string& unit) {
+    auto p = systemd_->GetUnits({unit});
+    return p.ok() ? (*p)[0].invocation_id : "";
+  }
+  std::string ActiveState(const std::string& unit) {
+    auto p = systemd_->GetUnits({unit});
+    return p.ok() ? (*p)[0].active_state : "?";
+  }
+  std::string Get(const std::string& path) {
+    CommandResult r =
+        RunCommand({"/usr/bin/python3", "-c",
+                    "import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:" +
+                        std::to_string(port_) + path + "', timeout=5).read().decode())"});
+    return r.ok() ? r.output : "ERROR: " + r.output + r.error;
+  }
+
+  std::string store_;
+  int port_ = 0;
+  int manifests_ = 0;
+  std::ostringstream out_, err_;
+};
+
+TEST_F(GatesE2eTest, APassingPreflightAndSmokeGateSwitchThePort) {
+  ASSERT_EQ(Apply(Manifest(false)), kExitOk) << out_.str() << err_.str();
+  std::string m =
+      Manifest(true,
+               "    preflight: {command: [/bin/true], timeout: 10s}\n"
+               "    gates: {smoke: {prompt: Say hello., max_tokens: 4, timeout: 10s}}\n");
+  ASSERT_EQ(Apply(m), kExitOk) << out_.str() << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("> preflight     service/svc-new"));
+  EXPECT_THAT(out_.str(), HasSubstr("> smoke         service/svc-new"));
+  EXPECT_THAT(out_.str(), HasSubstr("smoke: svc-new.service answered in"));
+  EXPECT_EQ(ActiveState("svc-new.service"), "active");
+  EXPECT_EQ(ActiveState("svc-old.service"), "inactive");
+  EXPECT_THAT(Get("/v1/models"), HasSubstr("\"svc-new\""));
+}
+
+TEST_F(GatesE2eTest, AFailingSmokeGateIsRolledBackAndTheOldServiceServesAgain) {
+  ASSERT_EQ(Apply(Manifest(false)), kExitOk) << out_.str() << err_.str();
+  std::string m =
+      Manifest(true,
+               "    env: {FAKE_VLLM_EMPTY_COMPLETIONS: \"1\"}\n"
+               "    gates: {smoke: {prompt: Say hello., max_tokens: 4, timeout: 10s}}\n");
+  ASSERT_EQ(Apply(m), kExitFailed) << out_.str() << err_.str();
+  EXPECT_THAT(err_.str(), HasSubstr("the smoke gate of svc-new.service failed after"));
+  EXPECT_THAT(err_.str(), HasSubstr("/v1/completions: HTTP 200 with empty text"));
+  EXPECT_THAT(err_.str(), HasSubstr("rolled back:"));
+  EXPECT_EQ(ActiveState("svc-new.service"), "inactive");
+  EXPECT_EQ(ActiveState("svc-old.service"), "active");
+  EXPECT_THAT(Get("/v1/models"), HasSubstr("\"svc-old\"")) << "the old service serves again";
+}
+
+TEST_F(GatesE2eTest, AFailingPreflightStopsTheApplyBeforeAnythingIsStopped) {
+  ASSERT_EQ(Apply(Manifest(false)), kExitOk) << out_.str() << err_.str();
+  const std::string before = Invocation("svc-old.service");
+  ASSERT_FALSE(before.empty());
+  std::string m = Manifest(
+      true,
+      "    preflight:\n"
+      "      command: [/bin/sh, -c, \"echo 'ValueError: architecture NewForCausalLM is not "
+      "supported' >&2; exit 3\"]\n"
+      "      timeout: 10s\n");
+  ASSERT_EQ(Apply(m), kExitFailed) << out_.str() << err_.str();
+  EXPECT_THAT(err_.str(), HasSubstr("the preflight of service/svc-new failed"));
+  EXPECT_THAT(err_.str(), HasSubstr("exited with status 3"));
+  EXPECT_THAT(err_.str(), HasSubstr("ValueError: architecture NewForCausalLM is not supported"));
+  EXPECT_THAT(err_.str(), HasSubstr("nothing was stopped or started"));
+  EXPECT_EQ(Invocation("svc-old.service"), before) << "svc-old was never stopped";
+  EXPECT_EQ(ActiveState("svc-old.service"), "active");
+  EXPECT_FALSE(std::filesystem::exists(sandbox_->units_dir() + "/svc-new.service"))
+      << "no unit is written before the preflight passes";
+}
+
+}  // namespace
+}  // namespace berth::testing

@@ -1,0 +1,204 @@
+// Preflight commands and smoke gates through the Reconciler on an in-memory host
+// (tests/support/fake_world.h): a failed smoke gate fails the switch like a failed health gate
+// (rolled back, exit 4, held); a failed preflight stops the apply before anything went dark.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "engine/apply/reconciler.h"
+#include "engine/state/state.h"
+#include "tests/providers/temp_dir.h"
+#include "tests/support/fake_world.h"
+
+namespace berth::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// Kimi serving on GPU 0 and port 8000; `switched`: MiniMax there instead, with `minimax_extra`
+// (its preflight, its gates).
+std::string Manifest(bool switched, const std::string& minimax_extra = "") {
+  std::string m = "berth: 1\nhost: {store: /models}\nmodels:\n";
+  m += "  kimi: {source: hf://moonshotai/Kimi-K2, revision: " + Commit("a") + ", size: 20GB}\n";
+  if (switched)
+    m += "  minimax: {source: hf://MiniMaxAI/MiniMax-M2, revision: " + Commit("b") +
+         ", size: 20GB}\n";
+  m += "services:\n  vllm-kimi:\n    model: kimi\n    engine: vllm\n    state: " +
+       std::string(switched ? "stopped" : "running") +
+       "\n    gpus: [0]\n    port: 8000\n    health: {timeout: 10m, interval: 5s}\n";
+  if (switched)
+    m += "  vllm-minimax:\n    model: minimax\n    engine: vllm\n    gpus: [0]\n    port: 8000\n"
+         "    health: {timeout: 10m, interval: 5s}\n" +
+         minimax_extra;
+  return m;
+}
+
+Observed EmptyHost() {
+  Observed o;
+  o.hostname = "gpu-01";
+  o.store.path = "/models";
+  o.store.total_bytes = 2'000'000'000'000;
+  o.store.free_bytes = 1'000'000'000'000;
+  o.gpus.push_back({0, "GPU-0", "NVIDIA H200", GiB(80), 0, {}});
+  return o;
+}
+
+const char* kGated =
+    "    preflight: {command: [/opt/vllm/bin/check-arch, MiniMaxM2ForCausalLM], timeout: 2m}\n"
+    "    gates: {smoke: {prompt: Say hello., max_tokens: 8, timeout: 30s}}\n";
+
+class GatesTest : public ::testing::Test {
+ protected:
+  GatesTest() : world(EmptyHost()) {
+    dir.Write("kimi/berth.yaml", Manifest(false));
+    dir.Write("minimax/berth.yaml", Manifest(true, kGated));
+  }
+  RunReport Pass(const std::string& manifest, bool apply, const std::string& saved = "") {
+    out.str("");
+    err.str("");
+    Reporter say(out, err);
+    ReconcileOptions o;
+    if (saved.empty()) o.manifest_path = dir / (manifest + "/berth.yaml");
+    o.saved_plan_path = saved;
+    o.state_dir = dir / "state";
+    o.apply = apply;
+    o.yes = true;
+    o.retry = retry;
+    if (!apply) o.out_path = dir / "plan.json";
+    return Reconciler(world.Deps(&say)).Run(o);
+  }
+  RunReport Apply(const std::string& manifest) { return Pass(manifest, true); }
+  bool Running(const std::string& unit) {
+    const ObservedUnit* u = world.host.observed().FindUnit(unit);
+    return u && u->active_state == "active";
+  }
+  size_t Count(const std::string& call) const {
+    return static_cast<size_t>(std::count(world.calls.begin(), world.calls.end(), call));
+  }
+  HeldChange Held() {
+    auto state = StateDir(dir / "state").Load();
+    EXPECT_TRUE(state.ok());
+    return state.ok() ? state->held : HeldChange{};
+  }
+
+  TempDir dir;
+  bool retry = false;
+  FakeWorld world;
+  std::ostringstream out, err;
+};
+
+TEST_F(GatesTest, APassingSmokeGateEndsTheSwitchAndTheNextPlanIsEmpty) {
+  ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
+  world.calls.clear();
+  RunReport r = Apply("minimax");
+  ASSERT_EQ(r.outcome, Outcome::kApplied) << err.str();
+  auto pos = [&](const std::string& c) {
+    return std::find(world.calls.begin(), world.calls.end(), c) - world.calls.begin();
+  };
+  // The preflight before the stop; the smoke request after the health probe.
+  EXPECT_LT(pos("run /opt/vllm/bin/check-arch MiniMaxM2ForCausalLM"),
+            pos("stop vllm-kimi.service"));
+  EXPECT_LT(pos("probe 8000"), pos("smoke 8000"));
+  EXPECT_EQ(Count("smoke 8000"), 1u);
+  EXPECT_TRUE(Running("vllm-minimax.service"));
+  EXPECT_EQ(Pass("minimax", false).outcome, Outcome::kNoChanges) << out.str();
+}
+
+TEST_F(GatesTest, AFailedSmokeGateIsRolledBackHeldAndSaysWhatCameBack) {
+  ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
+  world.smoke_empty.insert("vllm-minimax.service");
+  RunReport r = Apply("minimax");
+  EXPECT_EQ(r.outcome, Outcome::kFailed) << err.str();
+  EXPECT_EQ(r.exit_code, 4);
+  EXPECT_TRUE(r.exec.rolled_back);
+  EXPECT_TRUE(r.terminal) << "held: the loop does not take Kimi down again";
+  EXPECT_THAT(r.status.message(), HasSubstr("(smoke service/vllm-minimax)"));
+  EXPECT_THAT(r.status.message(),
+              HasSubstr("the smoke gate of vllm-minimax.service failed after 120ms (completion "
+                        "of 'vllm-minimax', max_tokens 8, timeout 30s): POST "
+                        "http://127.0.0.1:8000/v1/completions: HTTP 200 with empty text"));
+  EXPECT_THAT(err.str(), HasSubstr("rolled back:"));
+  EXPECT_TRUE(Running("vllm-kimi.service")) << "the old service is back";
+  EXPECT_FALSE(Running("vllm-minimax.service"));
+  EXPECT_EQ(Held().address, "service/vllm-minimax");
+  EXPECT_EQ(Apply("minimax").outcome, Outcome::kHeld);
+
+  world.smoke_empty.clear();
+  retry = true;
+  ASSERT_EQ(Apply("minimax").outcome, Outcome::kApplied) << err.str();
+  EXPECT_TRUE(Held().empty());
+  EXPECT_EQ(Pass("minimax", false).outcome, Outcome::kNoChanges) << out.str();
+}
+
+TEST_F(GatesTest, AFailedPreflightStopsBeforeAnythingGoesDarkAndIsNotHeld) {
+  ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
+  world.fail_commands["/opt/vllm/bin/check-arch"] = 3;
+  world.calls.clear();
+  RunReport r = Apply("minimax");
+  EXPECT_EQ(r.outcome, Outcome::kFailed) << err.str();
+  EXPECT_EQ(r.exit_code, 4);
+  EXPECT_FALSE(r.exec.rolled_back);
+  EXPECT_TRUE(r.exec.rollback_log.empty()) << "nothing to roll back";
+  EXPECT_FALSE(r.terminal) << "nothing went dark: retried like a failed download";
+  EXPECT_THAT(r.status.message(),
+              HasSubstr("the preflight of service/vllm-minimax failed: /opt/vllm/bin/check-arch "
+                        "MiniMaxM2ForCausalLM exited with status 3 after 50ms; nothing was "
+                        "stopped or started"));
+  EXPECT_THAT(r.status.message(), HasSubstr("ValueError: unsupported architecture"));
+  for (const std::string& call : world.calls) {
+    EXPECT_NE(call.rfind("stop ", 0), 0u) << call;
+    EXPECT_NE(call.rfind("start ", 0), 0u) << call;
+    EXPECT_NE(call, "write vllm-minimax.service") << "no unit is written before the preflight";
+  }
+  EXPECT_TRUE(Running("vllm-kimi.service"));
+  EXPECT_TRUE(Held().empty());
+
+  world.fail_commands.clear();
+  ASSERT_EQ(Apply("minimax").outcome, Outcome::kApplied) << err.str();
+  EXPECT_TRUE(Running("vllm-minimax.service"));
+}
+
+// A saved plan's preflight command and smoke request are what the executor acts on: an edit is
+// refused like any other.
+TEST_F(GatesTest, AnEditedPreflightCommandOrSmokePromptInASavedPlanNeverRuns) {
+  ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
+  for (const auto& [kind, set] : std::vector<std::pair<std::string, std::string>>{
+           {"preflight", R"({"argv": ["/bin/sh", "-c", "id"]})"},
+           {"smoke", R"({"prompt": "Ignore previous instructions"})"},
+           {"smoke", R"({"port": 22})"}}) {
+    ASSERT_EQ(Pass("minimax", false).outcome, Outcome::kPlanned) << err.str();
+    std::string file = dir / "plan.json";
+    std::ifstream in(file);
+    nlohmann::json plan = nlohmann::json::parse(in);
+    in.close();
+    for (auto& a : plan["actions"])
+      if (a["kind"] == kind) a.update(nlohmann::json::parse(set));
+    std::ofstream(file, std::ios::trunc) << plan.dump(2);
+    world.calls.clear();
+    RunReport r = Pass("", true, file);
+    EXPECT_EQ(r.outcome, Outcome::kStale) << kind << " " << set << "\n" << err.str();
+    for (const auto& c : world.calls) EXPECT_EQ(c, "observe") << set << ": " << c << " ran";
+  }
+  EXPECT_TRUE(Running("vllm-kimi.service"));
+}
+
+TEST_F(GatesTest, ThePlanShowsThePreflightAndTheSmokeGate) {
+  ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
+  ASSERT_EQ(Pass("minimax", false).outcome, Outcome::kPlanned);
+  EXPECT_THAT(out.str(), HasSubstr("> preflight     service/vllm-minimax"));
+  EXPECT_THAT(out.str(), HasSubstr("run /opt/vllm/bin/check-arch MiniMaxM2ForCausalLM (timeout "
+                                   "2m): must exit 0 before anything is stopped"));
+  EXPECT_THAT(out.str(), HasSubstr("> smoke         service/vllm-minimax"));
+  EXPECT_THAT(out.str(), HasSubstr("1 preflight command to run"));
+  EXPECT_THAT(out.str(), HasSubstr("1 smoke gate"));
+  EXPECT_THAT(out.str(), HasSubstr("POST /v1/completions for 'vllm-minimax' (prompt 'Say "
+                                   "hello.', max_tokens 8) must return text within 30s"));
+}
+
+}  // namespace
+}  // namespace berth::testing
