@@ -25,7 +25,9 @@ constexpr std::string_view kSglangKeys[] = {"tp_size", "mem_fraction_static", "c
 constexpr std::string_view kLlamaKeys[] = {"n_gpu_layers", "ctx_size", "model_file", "alias"};
 constexpr std::string_view kHealthKeys[] = {"path", "timeout", "interval"};
 constexpr std::string_view kPreflightKeys[] = {"command", "timeout"};
-constexpr std::string_view kGateKinds[] = {"smoke"};
+constexpr std::string_view kGateKinds[] = {"smoke", "floor"};
+constexpr std::string_view kFloorKeys[] = {"concurrency", "duration",   "output_tps",   "ttft_p50",
+                                           "ttft_p99",    "max_tokens", "prompt_tokens"};
 constexpr std::string_view kSmokeKeys[] = {"api", "prompt", "max_tokens", "timeout"};
 constexpr std::string_view kSmokeApis[] = {"completions", "chat"};
 
@@ -196,9 +198,50 @@ void DecodeSmoke(YamlReader& r, const Field& block, std::optional<SmokeSpec>* ou
   *out = s;
 }
 
+void DecodeFloor(YamlReader& r, const Field& block, std::optional<FloorSpec>* out) {
+  FloorSpec s;
+  if (!r.ExpectMap(block)) return;
+  for (const Field& f : r.Entries(block.value, kFloorKeys, "in gates.floor")) {
+    if (f.key == "concurrency") {
+      if (auto v = r.Int(f, 1, 4096)) s.concurrency = static_cast<int>(*v);
+    } else if (f.key == "duration") {
+      if (auto v = r.DurationMs(f)) {
+        if (*v < 1000 || *v > 3600 * 1000)
+          r.Error(f.value_loc, "floor 'duration' must be between 1s and 1h");
+        else
+          s.duration_ms = *v;
+      }
+    } else if (f.key == "output_tps") {
+      if (auto v = r.Number(f)) {
+        if (*v <= 0)
+          r.Error(f.value_loc, "floor 'output_tps' must be above 0 (output tokens per second)");
+        else
+          s.output_tps = *v;
+      }
+    } else if (f.key == "ttft_p50") {
+      if (auto v = r.DurationMs(f)) s.ttft_p50_ms = *v;
+    } else if (f.key == "ttft_p99") {
+      if (auto v = r.DurationMs(f)) s.ttft_p99_ms = *v;
+    } else if (f.key == "max_tokens") {
+      if (auto v = r.Int(f, 1, 1 << 20)) s.max_tokens = static_cast<int>(*v);
+    } else if (f.key == "prompt_tokens") {
+      if (auto v = r.Int(f, 1, 1 << 20)) s.prompt_tokens = static_cast<int>(*v);
+    }
+  }
+  if (s.output_tps <= 0 && s.ttft_p50_ms == 0 && s.ttft_p99_ms == 0) {
+    r.Error(
+        block.key_loc, "gates.floor sets no limit",
+        "add output_tps, ttft_p50 or ttft_p99, e.g. floor: {concurrency: 32, output_tps: 1000}");
+    return;
+  }
+  *out = s;
+}
+
 void DecodeGates(YamlReader& r, const Field& block, GatesSpec* g) {
-  for (const Field& f : r.Entries(block.value, kGateKinds, "in gates"))
+  for (const Field& f : r.Entries(block.value, kGateKinds, "in gates")) {
     if (f.key == "smoke") DecodeSmoke(r, f, &g->smoke);
+    if (f.key == "floor") DecodeFloor(r, f, &g->floor);
+  }
 }
 
 // The variables berth itself sets in every unit: an env entry would silently override them.
@@ -217,13 +260,19 @@ bool EnvFileOk(YamlReader& r, const Field& f, const std::string& path) {
   return true;
 }
 
-// HF_TOKEN, OPENAI_API_KEY, DB_PASSWORD, ...: names that carry credentials by convention.
+// HF_TOKEN, OPENAI_API_KEY, DB_PASSWORD, ...: names that carry credentials by convention. A part
+// counts as a whole word between '_' (or the ends), so MAX_TOKENS_PER_SECOND is no secret.
 bool LooksSecret(const std::string& key) {
   std::string k;
   for (char c : key) k += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  for (const char* part :
-       {"TOKEN", "SECRET", "PASSWORD", "PASSWD", "API_KEY", "APIKEY", "PRIVATE_KEY", "CREDENTIAL"})
-    if (k.find(part) != std::string::npos) return true;
+  for (std::string part : {"TOKEN", "SECRET", "PASSWORD", "PASSWD", "API_KEY", "APIKEY",
+                           "PRIVATE_KEY", "CREDENTIAL", "CREDENTIALS", "SECRETS"})
+    for (size_t at = k.find(part); at != std::string::npos; at = k.find(part, at + 1)) {
+      bool starts = at == 0 || k[at - 1] == '_';
+      size_t end = at + part.size();
+      bool ends = end == k.size() || k[end] == '_';
+      if (starts && ends) return true;
+    }
   return false;
 }
 
@@ -379,6 +428,9 @@ ServiceDraft DecodeService(YamlReader& r, const Field& entry) {
       }
     }
   }
+  if (s.gates.floor && !has_port)
+    r.Error(entry.key_loc, "gates.floor needs the service's 'port': it measures the server there",
+            "add port:, or remove gates.floor");
   if (s.gates.smoke && !has_port)
     r.Error(entry.key_loc, "gates.smoke needs the service's 'port': it asks the server there",
             "add port:, or remove gates.smoke");

@@ -2,14 +2,10 @@
 
 #include <cstdio>
 
+#include "engine/core/units.h"
+
 namespace berth {
 namespace {
-
-std::string FormatDouble(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
 
 const char* DefaultExecutable(EngineKind e) {
   switch (e) {

@@ -47,6 +47,31 @@ std::vector<Action> GatesAfterHealth(const ServiceSpec& s, const std::string& ad
                FormatDurationMs(a.timeout_ms);
     out.push_back(a);
   }
+  if (const std::optional<FloorSpec>& floor = s.gates.floor) {
+    Action a;
+    a.kind = ActionKind::kFloor;
+    a.address = address;
+    a.unit = s.UnitName();
+    a.reason = Reason::kFloorGate;
+    a.port = *s.port;
+    a.served_name = s.ServedName();
+    a.concurrency = floor->concurrency;
+    a.timeout_ms = floor->duration_ms;
+    a.max_tokens = floor->max_tokens;
+    a.prompt_tokens = floor->prompt_tokens;
+    a.min_output_tps = floor->output_tps;
+    a.max_ttft_p50_ms = floor->ttft_p50_ms;
+    a.max_ttft_p99_ms = floor->ttft_p99_ms;
+    std::string want;
+    auto add = [&](const std::string& w) { want += (want.empty() ? "" : ", ") + w; };
+    if (a.min_output_tps > 0) add("at least " + FormatDouble(a.min_output_tps) + " output tok/s");
+    if (a.max_ttft_p50_ms) add("TTFT p50 at most " + FormatDurationMs(a.max_ttft_p50_ms));
+    if (a.max_ttft_p99_ms) add("TTFT p99 at most " + FormatDurationMs(a.max_ttft_p99_ms));
+    a.detail = std::to_string(a.concurrency) + " streamed requests for " +
+               FormatDurationMs(a.timeout_ms) + " (max_tokens " + std::to_string(a.max_tokens) +
+               "): " + want;
+    out.push_back(a);
+  }
   return out;
 }
 

@@ -10,6 +10,7 @@
 #include "engine/core/unit_marker.h"
 #include "engine/core/units.h"
 #include "engine/output/progress.h"
+#include "providers/bench/load.h"
 #include "providers/health/health_probe.h"
 #include "providers/health/smoke_client.h"
 #include "providers/host/command_runner.h"
@@ -401,6 +402,8 @@ Status Executor::RunAction(const Action& a, ExecResult* result) {
       return WaitHealthy(a);
     case ActionKind::kPreflight:
       return Preflight(a);
+    case ActionKind::kFloor:
+      return Floor(a);
     case ActionKind::kSmoke:
       return Smoke(a);
     case ActionKind::kEnable:
@@ -502,6 +505,46 @@ Status Executor::Preflight(const Action& a) {
       "; nothing was stopped or started (it runs before anything goes dark). Fix what it "
       "reports, or change the service's preflight: command" +
       tail);
+}
+
+Status Executor::Floor(const Action& a) {
+  if (!d_.load) return Status::Internal("no load generator to run the floor gate of " + a.address);
+  LoadSpec spec;
+  spec.port = a.port;
+  spec.model = a.served_name;
+  spec.concurrency = a.concurrency;
+  spec.duration = std::chrono::milliseconds(a.timeout_ms);
+  spec.max_tokens = a.max_tokens;
+  spec.prompt_tokens = a.prompt_tokens;
+  Result<LoadFigures> r = d_.load(spec, d_.stop);
+  if (!r.ok()) return r.status().WithContext("the floor gate of " + a.unit + " could not run");
+  const LoadFigures& m = *r;
+  std::string figures = FormatDouble(m.output_tps) + " output tok/s at concurrency " +
+                        std::to_string(m.concurrency) + " over " + FormatDouble(m.seconds) +
+                        " s, TTFT p50 " + FormatDouble(m.ttft_p50_ms) + " ms, p99 " +
+                        FormatDouble(m.ttft_p99_ms) + " ms, " + std::to_string(m.requests) +
+                        " requests, " + std::to_string(m.errors) + " errors";
+  std::vector<std::string> short_of;
+  if (a.min_output_tps > 0 && m.output_tps < a.min_output_tps)
+    short_of.push_back("output " + FormatDouble(m.output_tps) + " tok/s is below the floor of " +
+                       FormatDouble(a.min_output_tps));
+  if (a.max_ttft_p50_ms && m.ttft_p50_ms > static_cast<double>(a.max_ttft_p50_ms))
+    short_of.push_back("TTFT p50 " + FormatDouble(m.ttft_p50_ms) + " ms is above " +
+                       std::to_string(a.max_ttft_p50_ms) + " ms");
+  if (a.max_ttft_p99_ms && m.ttft_p99_ms > static_cast<double>(a.max_ttft_p99_ms))
+    short_of.push_back("TTFT p99 " + FormatDouble(m.ttft_p99_ms) + " ms is above " +
+                       std::to_string(a.max_ttft_p99_ms) + " ms");
+  if (m.output_tokens == 0) short_of.push_back("no output token came back");
+  if (short_of.empty()) {
+    if (d_.progress) *d_.progress << "floor: " << a.unit << " passed: " << figures << std::endl;
+    return Status::Ok();
+  }
+  std::string why;
+  for (const auto& s : short_of) why += (why.empty() ? "" : "; ") + s;
+  return Status::Unavailable("the floor gate of " + a.unit + " failed: " + why + " (measured " +
+                             figures +
+                             (m.first_error.empty() ? "" : "; first error: " + m.first_error) +
+                             "); it serves, but slower than the manifest's floor");
 }
 
 Status Executor::Smoke(const Action& a) {

@@ -16,6 +16,7 @@
 #include "engine/core/clock.h"
 #include "engine/core/plan.h"
 #include "engine/core/status.h"
+#include "providers/bench/load.h"
 
 namespace berth {
 
@@ -41,6 +42,7 @@ struct ExecutorDeps {
   std::ostream* progress = nullptr;   // one line per action; null = silent
   ModelStore* models = nullptr;       // downloads and removals of models
   SmokeClient* smoke = nullptr;       // smoke gates; needed only by a plan that has one
+  LoadRunner load;                    // throughput floors; likewise
   CommandRunner* commands = nullptr;  // preflight commands; needed only by a plan that has one
   /// The state lineage stamped into every unit file written ("# berth-lineage:"), so that
   /// another state directory takes the unit as foreign. "" writes the content as planned.
@@ -93,6 +95,8 @@ class Executor {
   Status WaitHealthy(const Action& a);
   /// A service's preflight command: it must exit 0 within its timeout.
   Status Preflight(const Action& a);
+  /// The throughput floor: a bounded load, its figures against the floor's limits.
+  Status Floor(const Action& a);
   /// The smoke gate: one request must return non-empty text within its timeout.
   Status Smoke(const Action& a);
   /// One look at a starting service: its unit still up, then one health probe. Ok: healthy;

@@ -39,6 +39,9 @@ Result<HostSeams> LiveHost::Connect(const Desired& desired) {
   seams.unit_files = unit_files_.get();
   seams.health = health_.get();
   seams.smoke = &smoke_;
+  seams.load = [](const LoadSpec& spec, const std::atomic<bool>* stop) {
+    return RunLoad(spec, stop);
+  };
   seams.commands = &commands_;
   seams.models = models_.get();
   seams.journal = journal_.get();

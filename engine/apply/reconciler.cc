@@ -342,6 +342,7 @@ class Pass {
     deps.journal = host_.journal;
     deps.models = host_.models;
     deps.smoke = host_.smoke;
+    deps.load = host_.load;
     deps.commands = host_.commands;
     deps.lineage = state_.lineage;
     deps.clock = &clock_;

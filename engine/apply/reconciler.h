@@ -44,6 +44,7 @@ struct HostSeams {
   ModelStore* models = nullptr;
   JournalReader* journal = nullptr;
   SmokeClient* smoke = nullptr;       // smoke gates (a plan without one needs none)
+  LoadRunner load;                    // throughput floors (likewise)
   CommandRunner* commands = nullptr;  // preflight commands (likewise)
   std::string systemd_error;          // why systemd is not reachable, when `systemd` is null
 };

@@ -19,7 +19,7 @@ const ActionKind kKinds[] = {
     ActionKind::kRemoveUnit, ActionKind::kDaemonReload, ActionKind::kStart,
     ActionKind::kStop,       ActionKind::kRestart,      ActionKind::kWaitHealthy,
     ActionKind::kEnable,     ActionKind::kDisable,      ActionKind::kPreflight,
-    ActionKind::kSmoke};
+    ActionKind::kSmoke,      ActionKind::kFloor};
 
 ordered_json ResourcesToJson(const Resources& r) {
   ordered_json g = ordered_json::object();
@@ -138,7 +138,12 @@ std::string SavedPlanToJson(const SavedPlan& p) {
                        {"argv", a.argv},
                        {"api", a.api},
                        {"prompt", a.prompt},
-                       {"max_tokens", a.max_tokens}});
+                       {"max_tokens", a.max_tokens},
+                       {"concurrency", a.concurrency},
+                       {"prompt_tokens", a.prompt_tokens},
+                       {"min_output_tps", a.min_output_tps},
+                       {"max_ttft_p50_ms", a.max_ttft_p50_ms},
+                       {"max_ttft_p99_ms", a.max_ttft_p99_ms}});
   j["actions"] = actions;
   return j.dump(2) + "\n";
 }
@@ -169,7 +174,7 @@ Result<SavedPlan> SavedPlanFromJson(const std::string& text, const std::string& 
       if (!known) return Status::InvalidArgument(source + ": unknown action '" + kind + "'");
       x.address = a.at("address").get<std::string>();
       std::string reason = a.at("reason").get<std::string>();
-      for (int r = 0; r <= static_cast<int>(Reason::kSmokeGate); ++r)
+      for (int r = 0; r <= static_cast<int>(Reason::kFloorGate); ++r)
         if (reason == ReasonName(static_cast<Reason>(r))) x.reason = static_cast<Reason>(r);
       x.detail = a.value("detail", "");
       x.requires_ = ResourcesFromJson(a.at("requires"));
@@ -192,6 +197,11 @@ Result<SavedPlan> SavedPlanFromJson(const std::string& text, const std::string& 
       x.api = a.value("api", "");
       x.prompt = a.value("prompt", "");
       x.max_tokens = a.value("max_tokens", 0);
+      x.concurrency = a.value("concurrency", 0);
+      x.prompt_tokens = a.value("prompt_tokens", 0);
+      x.min_output_tps = a.value("min_output_tps", 0.0);
+      x.max_ttft_p50_ms = a.value("max_ttft_p50_ms", uint64_t{0});
+      x.max_ttft_p99_ms = a.value("max_ttft_p99_ms", uint64_t{0});
       p.plan.actions.push_back(std::move(x));
     }
   } catch (const std::exception& e) {
@@ -233,7 +243,12 @@ std::vector<std::pair<const char*, std::string>> Effect(const Action& a) {
           {"command", list(a.argv)},
           {"API", a.api},
           {"prompt", a.prompt},
-          {"max tokens", std::to_string(a.max_tokens)}};
+          {"max tokens", std::to_string(a.max_tokens)},
+          {"concurrency", std::to_string(a.concurrency)},
+          {"prompt tokens", std::to_string(a.prompt_tokens)},
+          {"minimum output tok/s", std::to_string(a.min_output_tps)},
+          {"TTFT p50 limit", std::to_string(a.max_ttft_p50_ms)},
+          {"TTFT p99 limit", std::to_string(a.max_ttft_p99_ms)}};
 }
 
 std::string Step(size_t i, const Action& a) {

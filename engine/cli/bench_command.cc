@@ -63,7 +63,7 @@ std::string ModelCommit(const Desired& d, const ModelSpec& m, const std::string&
   return "";
 }
 
-BenchLevel ToLevel(const LoadResult& r) {
+BenchLevel ToLevel(const LoadFigures& r) {
   BenchLevel l;
   l.concurrency = r.concurrency;
   l.requests = r.requests;

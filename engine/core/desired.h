@@ -99,11 +99,26 @@ struct SmokeSpec {
   uint64_t timeout_ms = 60 * 1000;  // for the whole request
 };
 
+/// `gates: {floor: ...}`: a throughput floor measured for a bounded time after the health gate
+/// (and the smoke gate): `concurrency` streamed requests kept in flight for `duration_ms`; the
+/// output tokens per second must reach `output_tps` and the time to first token stay under
+/// `ttft_p50_ms` / `ttft_p99_ms` (0: not checked). At least one of the three is set.
+struct FloorSpec {
+  int concurrency = 1;
+  uint64_t duration_ms = 20 * 1000;
+  double output_tps = 0;
+  uint64_t ttft_p50_ms = 0;
+  uint64_t ttft_p99_ms = 0;
+  int max_tokens = 256;
+  int prompt_tokens = 128;
+};
+
 /// The gates a start must pass after its health gate, in this order. Each failed gate fails
 /// the switch like a failed health gate: rollback, exit 4, the change held.
 struct GatesSpec {
   std::optional<SmokeSpec> smoke;
-  bool empty() const { return !smoke; }
+  std::optional<FloorSpec> floor;
+  bool empty() const { return !smoke && !floor; }
 };
 
 struct ServiceSpec {

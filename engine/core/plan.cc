@@ -33,11 +33,15 @@ const char* ActionKindName(ActionKind k) {
       return "preflight";
     case ActionKind::kSmoke:
       return "smoke";
+    case ActionKind::kFloor:
+      return "floor";
   }
   return "?";
 }
 
-bool IsGate(ActionKind k) { return k == ActionKind::kWaitHealthy || k == ActionKind::kSmoke; }
+bool IsGate(ActionKind k) {
+  return k == ActionKind::kWaitHealthy || k == ActionKind::kSmoke || k == ActionKind::kFloor;
+}
 
 const char* ReasonName(Reason r) {
   switch (r) {
@@ -87,6 +91,8 @@ const char* ReasonName(Reason r) {
       return "preflight";
     case Reason::kSmokeGate:
       return "smoke_gate";
+    case Reason::kFloorGate:
+      return "floor_gate";
   }
   return "?";
 }

@@ -29,6 +29,8 @@ enum class ActionKind {
   /// Gates after the health gate fail a switch like it (IsGate); another kind (a throughput
   /// floor) sits beside this one.
   kSmoke,
+  /// A gate after the smoke gate: a throughput floor measured for a bounded time.
+  kFloor,
 };
 const char* ActionKindName(ActionKind k);  // "download", "remove-model", ...
 /// A gate that must pass after a start or restart: the health gate and the gates that follow
@@ -60,6 +62,7 @@ enum class Reason {
   kNotEnabled,        // wanted running, but a reboot would not start it (disabled)
   kPreflight,         // the service's preflight command, before anything goes dark
   kSmokeGate,         // smoke: one request must return text after the health gate
+  kFloorGate,         // floor: throughput and time to first token measured after it
 };
 const char* ReasonName(Reason r);  // "model_missing", ...
 
@@ -103,7 +106,14 @@ struct Action {
   // smoke: POST http://127.0.0.1:<port>/v1/<api> for served_name within timeout_ms.
   std::string api;     // "completions" or "chat/completions"
   std::string prompt;  // the prompt (the user message for chat)
-  int max_tokens = 0;  // the request's max_tokens
+  int max_tokens = 0;  // the request's max_tokens (smoke, floor)
+  // floor: `concurrency` streams for timeout_ms (the measured time), prompts of prompt_tokens
+  // words; output tok/s at least min_output_tps, TTFT p50/p99 at most the maxima (0: unchecked).
+  int concurrency = 0;
+  int prompt_tokens = 0;
+  double min_output_tps = 0;
+  uint64_t max_ttft_p50_ms = 0;
+  uint64_t max_ttft_p99_ms = 0;
   // A stop for another service also carries the stopped service's own health gate in
   // health_path, port, served_name, timeout_ms and interval_ms: a rollback that starts it again
   // waits for it (port 0: berth knows none).

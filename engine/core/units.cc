@@ -188,4 +188,10 @@ std::string FormatDurationMs(uint64_t ms) {
   return out;
 }
 
+std::string FormatDouble(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
 }  // namespace berth

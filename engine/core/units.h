@@ -34,5 +34,7 @@ std::string FormatSize(uint64_t bytes);
 std::string FormatGiB(uint64_t bytes);
 /// "30m", "1h30m", "45s", "500ms".
 std::string FormatDurationMs(uint64_t ms);
+/// A number as printf's %g writes it: "0.9", "1264.3", "40".
+std::string FormatDouble(double v);
 
 }  // namespace berth

@@ -20,6 +20,7 @@ ordered_json TerraformActions(const Action& a) {
     case ActionKind::kWaitHealthy:
     case ActionKind::kPreflight:
     case ActionKind::kSmoke:
+    case ActionKind::kFloor:
       return {"read"};
     default:
       return {"update"};
@@ -88,6 +89,18 @@ std::string PlanToJson(const Plan& plan, const Desired& desired) {
                       {"prompt", a.prompt},
                       {"max_tokens", a.max_tokens},
                       {"timeout_ms", a.timeout_ms}};
+        c["unit"] = a.unit;
+        break;
+      case ActionKind::kFloor:
+        c["floor"] = {{"port", a.port},
+                      {"served_model_name", a.served_name},
+                      {"concurrency", a.concurrency},
+                      {"duration_ms", a.timeout_ms},
+                      {"max_tokens", a.max_tokens},
+                      {"prompt_tokens", a.prompt_tokens},
+                      {"min_output_tokens_per_second", a.min_output_tps},
+                      {"max_ttft_p50_ms", a.max_ttft_p50_ms},
+                      {"max_ttft_p99_ms", a.max_ttft_p99_ms}};
         c["unit"] = a.unit;
         break;
       case ActionKind::kDaemonReload:

@@ -28,6 +28,7 @@ constexpr Item kItems[] = {
     {ActionKind::kStop, "service", "services", "to stop"},
     {ActionKind::kWaitHealthy, "health gate", "health gates", ""},
     {ActionKind::kSmoke, "smoke gate", "smoke gates", ""},
+    {ActionKind::kFloor, "throughput floor", "throughput floors", ""},
     {ActionKind::kEnable, "unit", "units", "to enable at boot"},
     {ActionKind::kDisable, "unit", "units", "to disable at boot"},
 };

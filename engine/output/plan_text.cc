@@ -27,6 +27,7 @@ const char* ActionSymbol(const Action& a) {
     case ActionKind::kWaitHealthy:
     case ActionKind::kPreflight:
     case ActionKind::kSmoke:
+    case ActionKind::kFloor:
       return ">";
   }
   return "?";

@@ -12,7 +12,7 @@
 
 namespace berth {
 
-/// One concurrency level of a run (LoadResult, as stored).
+/// One concurrency level of a run (LoadFigures, as stored).
 struct BenchLevel {
   int concurrency = 0;
   uint64_t requests = 0;

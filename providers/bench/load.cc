@@ -123,7 +123,7 @@ struct Run {
   std::string url;
   Clock::TimePoint deadline{};
   uint64_t next_request = 0;
-  LoadResult result;
+  LoadFigures result;
   Reservoir ttft, itl;
   Run(const LoadSpec& s, Clock* c) : spec(s), clock(c), ttft(s.max_samples), itl(s.max_samples) {}
 
@@ -229,7 +229,7 @@ double Percentile(std::vector<double>* samples, double q) {
   return (*samples)[std::min(i, samples->size() - 1)];
 }
 
-Result<LoadResult> RunLoad(const LoadSpec& spec, const std::atomic<bool>* stop, Clock* clock) {
+Result<LoadFigures> RunLoad(const LoadSpec& spec, const std::atomic<bool>* stop, Clock* clock) {
   if (spec.port <= 0 || spec.port > 65535)
     return Status::InvalidArgument("the load generator needs a port, got " +
                                    std::to_string(spec.port));
@@ -332,7 +332,7 @@ Result<LoadResult> RunLoad(const LoadSpec& spec, const std::atomic<bool>* stop, 
   }
   cleanup();
 
-  LoadResult& r = run.result;
+  LoadFigures& r = run.result;
   r.seconds = std::chrono::duration<double>(end - start).count();
   r.output_tps = r.seconds > 0 ? static_cast<double>(r.output_tokens) / r.seconds : 0;
   r.ttft_p50_ms = Percentile(run.ttft.samples(), 0.50);

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -42,7 +43,7 @@ struct LoadSpec {
 /// still streaming at the end adds the tokens it got so far and is then cancelled (not an
 /// error). A finished request counts usage.completion_tokens when the server sent usage, else
 /// its content deltas.
-struct LoadResult {
+struct LoadFigures {
   int concurrency = 0;
   uint64_t requests = 0;       // finished with [DONE] within the measured time
   uint64_t errors = 0;         // failed: transport, HTTP status, malformed or broken stream
@@ -59,8 +60,12 @@ struct LoadResult {
 /// becomes true) and measures them. Time comes from `clock` (null: the real clock); it must be
 /// a real clock, as the server's answers take real time. An error only when nothing could be
 /// measured (invalid spec, libcurl refused); failed requests are counted in the result.
-Result<LoadResult> RunLoad(const LoadSpec& spec, const std::atomic<bool>* stop = nullptr,
-                           Clock* clock = nullptr);
+Result<LoadFigures> RunLoad(const LoadSpec& spec, const std::atomic<bool>* stop = nullptr,
+                            Clock* clock = nullptr);
+
+/// How an executor runs a load (RunLoad in production; tests give canned figures).
+using LoadRunner =
+    std::function<Result<LoadFigures>(const LoadSpec& spec, const std::atomic<bool>* stop)>;
 
 /// The value at `q` (0..1) of `samples` (nearest rank; sorts them); 0 when empty.
 double Percentile(std::vector<double>* samples, double q);

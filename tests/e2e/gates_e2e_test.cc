@@ -108,6 +108,34 @@ TEST_F(GatesE2eTest, AFailingSmokeGateIsRolledBackAndTheOldServiceServesAgain) {
   EXPECT_THAT(Get("/v1/models"), HasSubstr("\"svc-old\"")) << "the old service serves again";
 }
 
+// The throughput floor with berth's own load generator against the fake vLLM, which streams
+// 50 tokens a second per stream and 100 in all: 4 streams for 2 s measure about 100 tok/s.
+TEST_F(GatesE2eTest, AServiceBelowItsThroughputFloorIsRolledBackWithTheFigures) {
+  ASSERT_EQ(Apply(Manifest(false)), kExitOk) << out_.str() << err_.str();
+  const std::string paced =
+      "    env: {FAKE_VLLM_TOKENS_PER_SECOND: \"50\", "
+      "FAKE_VLLM_MAX_AGGREGATE_TOKENS_PER_SECOND: \"100\"}\n";
+  std::string slow = Manifest(true, paced +
+                                        "    gates: {floor: {concurrency: 4, duration: 2s, "
+                                        "output_tps: 1000, max_tokens: 32}}\n");
+  ASSERT_EQ(Apply(slow), kExitFailed) << out_.str() << err_.str();
+  EXPECT_THAT(err_.str(), HasSubstr("the floor gate of svc-new.service failed: output "));
+  EXPECT_THAT(err_.str(), HasSubstr("tok/s is below the floor of 1000"));
+  EXPECT_THAT(err_.str(), HasSubstr("at concurrency 4 over "));
+  EXPECT_THAT(err_.str(), HasSubstr("rolled back:"));
+  EXPECT_EQ(ActiveState("svc-new.service"), "inactive");
+  EXPECT_EQ(ActiveState("svc-old.service"), "active");
+  EXPECT_THAT(Get("/v1/models"), HasSubstr("\"svc-old\"")) << "the old service serves again";
+
+  // A floor the server meets (about 100 tok/s against 50) ends the switch.
+  std::string met = Manifest(true, paced +
+                                       "    gates: {floor: {concurrency: 4, duration: 2s, "
+                                       "output_tps: 50, max_tokens: 32}}\n");
+  ASSERT_EQ(Apply(met), kExitOk) << out_.str() << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("floor: svc-new.service passed: "));
+  EXPECT_EQ(ActiveState("svc-new.service"), "active");
+}
+
 TEST_F(GatesE2eTest, AFailingPreflightStopsTheApplyBeforeAnythingIsStopped) {
   ASSERT_EQ(Apply(Manifest(false)), kExitOk) << out_.str() << err_.str();
   const std::string before = Invocation("svc-old.service");

@@ -52,11 +52,17 @@ const char* kGated =
     "    preflight: {command: [/opt/vllm/bin/check-arch, MiniMaxM2ForCausalLM], timeout: 2m}\n"
     "    gates: {smoke: {prompt: Say hello., max_tokens: 8, timeout: 30s}}\n";
 
+const char* kFloored =
+    "    gates:\n"
+    "      smoke: {prompt: Say hello.}\n"
+    "      floor: {concurrency: 32, duration: 30s, output_tps: 2000, ttft_p99: 2s}\n";
+
 class GatesTest : public ::testing::Test {
  protected:
   GatesTest() : world(EmptyHost()) {
     dir.Write("kimi/berth.yaml", Manifest(false));
     dir.Write("minimax/berth.yaml", Manifest(true, kGated));
+    dir.Write("floored/berth.yaml", Manifest(true, kFloored));
   }
   RunReport Pass(const std::string& manifest, bool apply, const std::string& saved = "") {
     out.str("");
@@ -198,6 +204,61 @@ TEST_F(GatesTest, ThePlanShowsThePreflightAndTheSmokeGate) {
   EXPECT_THAT(out.str(), HasSubstr("1 smoke gate"));
   EXPECT_THAT(out.str(), HasSubstr("POST /v1/completions for 'vllm-minimax' (prompt 'Say "
                                    "hello.', max_tokens 8) must return text within 30s"));
+}
+
+TEST_F(GatesTest, AThroughputFloorRunsAfterTheSmokeGateAndAPassingOneEndsTheSwitch) {
+  ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
+  world.load_figures[8000].output_tps = 2400;
+  world.load_figures[8000].output_tokens = 72000;
+  world.load_figures[8000].ttft_p99_ms = 900;
+  world.calls.clear();
+  RunReport plan = Pass("floored", false);
+  EXPECT_THAT(out.str(), HasSubstr("floor         service/vllm-minimax"));
+  EXPECT_THAT(out.str(), HasSubstr("32 streamed requests for 30s (max_tokens 256): at least 2000 "
+                                   "output tok/s, TTFT p99 at most 2s"));
+  ASSERT_EQ(Apply("floored").outcome, Outcome::kApplied) << err.str();
+  auto pos = [&](const std::string& c) {
+    return std::find(world.calls.begin(), world.calls.end(), c) - world.calls.begin();
+  };
+  EXPECT_LT(pos("smoke 8000"), pos("load 8000"));
+  EXPECT_EQ(Count("load 8000"), 1u);
+  EXPECT_TRUE(Running("vllm-minimax.service"));
+  EXPECT_EQ(Pass("floored", false).outcome, Outcome::kNoChanges) << out.str();
+}
+
+TEST_F(GatesTest, AServiceBelowItsFloorIsRolledBackHeldAndTheFiguresAreInTheMessage) {
+  ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
+  LoadFigures slow;
+  slow.concurrency = 32;
+  slow.seconds = 30;
+  slow.output_tps = 1239.5;
+  slow.output_tokens = 37185;
+  slow.requests = 140;
+  slow.ttft_p50_ms = 410;
+  slow.ttft_p99_ms = 2600;
+  world.load_figures[8000] = slow;
+  RunReport r = Apply("floored");
+  EXPECT_EQ(r.outcome, Outcome::kFailed) << err.str();
+  EXPECT_EQ(r.exit_code, 4);
+  EXPECT_TRUE(r.exec.rolled_back);
+  EXPECT_TRUE(r.terminal) << "held, like a failed health gate";
+  EXPECT_THAT(r.status.message(), HasSubstr("(floor service/vllm-minimax)"));
+  EXPECT_THAT(r.status.message(),
+              HasSubstr("the floor gate of vllm-minimax.service failed: output 1239.5 tok/s is "
+                        "below the floor of 2000; TTFT p99 2600 ms is above 2000 ms (measured "
+                        "1239.5 output tok/s at concurrency 32 over 30 s, TTFT p50 410 ms, p99 "
+                        "2600 ms, 140 requests, 0 errors)"));
+  EXPECT_TRUE(Running("vllm-kimi.service")) << "the old service is back";
+  EXPECT_FALSE(Running("vllm-minimax.service"));
+  EXPECT_EQ(Held().address, "service/vllm-minimax");
+}
+
+TEST_F(GatesTest, AFloorWithoutALimitIsRefusedWhereItIsWritten) {
+  dir.Write("nolimit/berth.yaml", Manifest(true, "    gates: {floor: {concurrency: 8}}\n"));
+  RunReport r = Pass("nolimit", false);
+  EXPECT_EQ(r.outcome, Outcome::kInvalid);
+  EXPECT_THAT(err.str(), HasSubstr("gates.floor sets no limit"));
+  EXPECT_THAT(err.str(), HasSubstr("berth.yaml:"));
 }
 
 }  // namespace

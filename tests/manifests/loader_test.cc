@@ -245,5 +245,22 @@ TEST(Secrets, AreRefusedInEnvAndPointedToEnvFile) {
             "files (put it in a file readable only by root and name it with env_file:)");
 }
 
+TEST(Secrets, AreWholeWordsOfTheNameNotAnyPartOfIt) {
+  auto refused = [](const std::string& name) {
+    LoadResult r = LoadManifestTexts(
+        {{"m.yaml",
+          "berth: 1\nmodels:\n  m: {source: hf://o/m}\nservices:\n  s:\n    model: m\n"
+          "    engine: vllm\n    gpus: [0]\n    port: 8000\n    env: {" +
+              name + ": x}\n"}});
+    return !r.diagnostics.empty();
+  };
+  for (const char* secret : {"HF_TOKEN", "TOKEN", "OPENAI_API_KEY", "DB_PASSWORD", "AWS_SECRET",
+                             "MY_SECRET_VALUE", "hf_token", "GCP_CREDENTIALS", "PRIVATE_KEY"})
+    EXPECT_TRUE(refused(secret)) << secret;
+  for (const char* plain : {"MAX_TOKENS_PER_SECOND", "VLLM_MAX_TOKENS", "TOKENIZERS_PARALLELISM",
+                            "SECRETARY", "KEYBOARD"})
+    EXPECT_FALSE(refused(plain)) << plain;
+}
+
 }  // namespace
 }  // namespace berth

@@ -220,6 +220,7 @@ void FakeHost::Apply(const Plan& plan, const Desired& d) {
       case ActionKind::kWaitHealthy:
       case ActionKind::kPreflight:
       case ActionKind::kSmoke:
+      case ActionKind::kFloor:
         break;
       case ActionKind::kEnable:
         SetUnitFileState(a.unit, "enabled");

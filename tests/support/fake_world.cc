@@ -218,6 +218,21 @@ ReconcilerDeps FakeWorld::Deps(Reporter* reporter) {
     s.models = &models;
     s.smoke = &smoke;
     s.commands = &commands;
+    s.load = [this](const LoadSpec& spec, const std::atomic<bool>*) -> Result<LoadFigures> {
+      calls.push_back("load " + std::to_string(spec.port));
+      clock.Advance(spec.duration);
+      auto it = load_figures.find(spec.port);
+      if (it != load_figures.end()) return it->second;
+      LoadFigures f;
+      f.concurrency = spec.concurrency;
+      f.seconds = std::chrono::duration<double>(spec.duration).count();
+      f.output_tps = 1000;
+      f.output_tokens = static_cast<uint64_t>(1000 * f.seconds);
+      f.requests = 10;
+      f.ttft_p50_ms = 50;
+      f.ttft_p99_ms = 80;
+      return f;
+    };
     return s;
   };
   d.hostname = [this] { return host.observed().hostname; };

@@ -127,6 +127,9 @@ class FakeWorld {
   std::map<std::string, int> healthy_after;  // answers 200 from the Nth probe on (1-based)
   std::set<std::string> fail_download;       // repo ids whose download fails
   std::set<std::string> smoke_empty;         // units whose smoke request answers empty text
+  /// What a throughput floor's load measures, by port (default: 1000 tok/s, TTFT 50/80 ms;
+  /// recorded as "load PORT" in calls).
+  std::map<int, LoadFigures> load_figures;
   std::map<std::string, int> fail_commands;  // argv[0] -> the exit status it fails with
   /// Called at the start of every systemd job with its verb and unit (tests set `stop` here).
   std::function<void(const std::string& verb, const std::string& unit)> on_job;
