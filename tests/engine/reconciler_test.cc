@@ -22,6 +22,7 @@
 #include "engine/core/unit_marker.h"
 #include "engine/loop/reconcile.h"
 #include "engine/state/state.h"
+#include "tests/engine/reconciler_fixture.h"
 #include "tests/providers/temp_dir.h"
 #include "tests/support/fake_world.h"
 
@@ -31,98 +32,6 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-const std::string kKimi = Commit("a");
-const std::string kMiniMax = Commit("b");
-
-// Kimi serving on GPU 0 and port 8000; `switched`: MiniMax there instead, Kimi stopped (its
-// weights kept).
-std::string Manifest(bool switched, const std::string& kimi_extra = "") {
-  std::string kimi_state = switched ? "stopped" : "running";
-  std::string m = "berth: 1\nhost: {store: /models}\nmodels:\n";
-  m += "  kimi: {source: hf://moonshotai/Kimi-K2, revision: " + kKimi + ", size: 20GB}\n";
-  if (switched)
-    m += "  minimax: {source: hf://MiniMaxAI/MiniMax-M2, revision: " + kMiniMax + ", size: 20GB}\n";
-  m += "services:\n"
-       "  vllm-kimi:\n"
-       "    model: kimi\n"
-       "    engine: vllm\n"
-       "    state: " +
-       kimi_state +
-       "\n"
-       "    gpus: [0]\n"
-       "    port: 8000\n"
-       "    vllm: {gpu_memory_utilization: 0.9}\n"
-       "    health: {timeout: 10m, interval: 5s}\n" +
-       kimi_extra;
-  if (switched)
-    m += "  vllm-minimax:\n"
-         "    model: minimax\n"
-         "    engine: vllm\n"
-         "    gpus: [0]\n"
-         "    port: 8000\n"
-         "    vllm: {gpu_memory_utilization: 0.9}\n"
-         "    health: {timeout: 10m, interval: 5s}\n";
-  return m;
-}
-
-Observed EmptyHost() {
-  Observed o;
-  o.hostname = "gpu-01";
-  o.store.path = "/models";
-  o.store.exists = true;
-  o.store.total_bytes = 2'000'000'000'000;
-  o.store.free_bytes = 1'000'000'000'000;
-  o.gpus.push_back({0, "GPU-0", "NVIDIA H200", GiB(80), 0, {}});
-  return o;
-}
-
-class ReconcilerTest : public ::testing::Test {
- protected:
-  ReconcilerTest() : world(EmptyHost()) {
-    dir.Write("kimi/berth.yaml", Manifest(false));
-    dir.Write("minimax/berth.yaml", Manifest(true));
-    dir.Write("none/berth.yaml", "berth: 1\nhost: {store: /models}\nservices: {}\n");
-    dir.Write("kimi-longer/berth.yaml",
-              Manifest(false, "    args: [\"--max-num-seqs\", \"64\"]\n"));
-  }
-
-  // One pass through the Reconciler, as `berth apply --yes` (apply) or `berth plan` runs it.
-  RunReport Pass(const std::string& manifest, bool apply, PlanFormat format = PlanFormat::kText,
-                 const std::string& state = "state") {
-    out.str("");
-    err.str("");
-    Reporter say(out, err, format);
-    ReconcileOptions o;
-    o.manifest_path = dir / (manifest + "/berth.yaml");
-    o.state_dir = dir / state;
-    o.apply = apply;
-    o.yes = true;
-    o.retry = retry;
-    o.stop = &stop;
-    return Reconciler(world.Deps(&say)).Run(o);
-  }
-  RunReport Apply(const std::string& manifest) { return Pass(manifest, true); }
-  RunReport Plan(const std::string& manifest) { return Pass(manifest, false); }
-
-  const ObservedUnit* Unit(const std::string& name) { return world.host.observed().FindUnit(name); }
-  bool Running(const std::string& name) {
-    const ObservedUnit* u = Unit(name);
-    return u && u->active_state == "active";
-  }
-  bool JournalLeft() { return std::filesystem::exists(dir / "state/journal.json"); }
-  int64_t SecondsSlept() { return world.clock.Elapsed().count() / 1000; }
-
-  size_t Count(const std::string& call) const {
-    return static_cast<size_t>(std::count(world.calls.begin(), world.calls.end(), call));
-  }
-
-  TempDir dir;
-  bool retry = false;  // berth apply --retry
-  FakeWorld world;
-  std::atomic<bool> stop{false};
-  std::ostringstream out, err;
-};
 
 TEST_F(ReconcilerTest, FreshHostConvergesAndTheNextPlanIsEmpty) {
   RunReport r = Apply("kimi");
@@ -763,73 +672,5 @@ TEST_F(ReconcilerTest, TextAndJsonPlansOfTheSameInputsListTheSameActions) {
 }
 
 // Boot state: after a switch a reboot brings up the new service, not the old one.
-TEST_F(ReconcilerTest, ASwitchEnablesTheNewServiceAndDisablesTheOldOnceTheNewIsHealthy) {
-  ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
-  EXPECT_THAT(world.calls, ::testing::Contains("enable vllm-kimi.service"));
-  EXPECT_EQ(Unit("vllm-kimi.service")->unit_file_state, "enabled");
-  world.calls.clear();
-
-  RunReport r = Apply("minimax");
-  ASSERT_EQ(r.outcome, Outcome::kApplied) << err.str();
-  auto pos = [&](const std::string& c) {
-    auto it = std::find(world.calls.begin(), world.calls.end(), c);
-    EXPECT_NE(it, world.calls.end()) << c << " not called";
-    return it - world.calls.begin();
-  };
-  EXPECT_LT(pos("stop vllm-kimi.service"), pos("start vllm-minimax.service"));
-  EXPECT_LT(pos("probe 8000"), pos("enable vllm-minimax.service")) << "enabled once healthy";
-  EXPECT_LT(pos("enable vllm-minimax.service"), pos("disable vllm-kimi.service"));
-  EXPECT_EQ(Unit("vllm-minimax.service")->unit_file_state, "enabled");
-  EXPECT_EQ(Unit("vllm-kimi.service")->unit_file_state, "disabled");
-  EXPECT_THAT(out.str(), HasSubstr("+ enable        unit/vllm-minimax.service"));
-  EXPECT_THAT(out.str(), HasSubstr("- disable       unit/vllm-kimi.service"));
-  EXPECT_EQ(Plan("minimax").outcome, Outcome::kNoChanges) << out.str();
-}
-
-TEST_F(ReconcilerTest, AFailedSwitchIsRolledBackWithTheBootStateUntouched) {
-  ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
-  world.calls.clear();
-  world.never_healthy.insert("vllm-minimax.service");
-  RunReport r = Apply("minimax");
-  ASSERT_EQ(r.outcome, Outcome::kFailed);
-  EXPECT_TRUE(r.exec.rolled_back);
-  EXPECT_THAT(world.calls, Not(::testing::Contains("enable vllm-minimax.service")));
-  EXPECT_THAT(world.calls, Not(::testing::Contains("disable vllm-kimi.service")));
-  EXPECT_EQ(Unit("vllm-kimi.service")->unit_file_state, "enabled") << "a reboot brings Kimi back";
-  EXPECT_EQ(Unit("vllm-minimax.service")->unit_file_state, "disabled");
-
-  world.never_healthy.clear();
-  retry = true;  // the change is held after its failure: the operator retries it
-  ASSERT_EQ(Apply("minimax").outcome, Outcome::kApplied) << err.str();
-  EXPECT_EQ(Unit("vllm-minimax.service")->unit_file_state, "enabled");
-  EXPECT_EQ(Unit("vllm-kimi.service")->unit_file_state, "disabled");
-  EXPECT_EQ(Plan("minimax").outcome, Outcome::kNoChanges) << out.str();
-}
-
-TEST_F(ReconcilerTest, AMaskedUnitIsNotEnabledAndThePlanSaysWhy) {
-  ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
-  world.host.SetUnitFileState("vllm-kimi.service", "masked");
-  world.calls.clear();
-  RunReport r = Apply("kimi");
-  EXPECT_EQ(r.outcome, Outcome::kNoChanges) << out.str();
-  EXPECT_THAT(world.calls, Not(::testing::Contains("enable vllm-kimi.service")));
-  Plan("kimi");
-  EXPECT_THAT(out.str(), HasSubstr("unit/vllm-kimi.service  masked: berth does not change its "
-                                   "boot state"));
-}
-
-TEST_F(ReconcilerTest, AnEnableSystemdRefusesFailsTheStepAndSaysWhy) {
-  ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
-  // Disabled by hand, then masked behind berth's back between plan and enable.
-  world.host.SetUnitFileState("vllm-kimi.service", "disabled");
-  world.on_job = [&](const std::string& verb, const std::string& unit) {
-    if (verb == "enable") world.host.SetUnitFileState(unit, "masked");
-  };
-  RunReport r = Apply("kimi");
-  EXPECT_EQ(r.outcome, Outcome::kFailed);
-  EXPECT_THAT(r.status.message(), HasSubstr("step 1 (enable unit/vllm-kimi.service)"));
-  EXPECT_THAT(r.status.message(), HasSubstr("masked"));
-}
-
 }  // namespace
 }  // namespace berth::testing

@@ -1,0 +1,113 @@
+// The fixture of the Reconciler tests on an in-memory host (tests/support/fake_world.h): Kimi
+// on GPU 0 and port 8000, the manifests that switch it to MiniMax, and one pass through the
+// Reconciler as `berth apply --yes` or `berth plan` runs it.
+#pragma once
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <sstream>
+#include <string>
+
+#include "engine/apply/reconciler.h"
+#include "tests/providers/temp_dir.h"
+#include "tests/support/fake_world.h"
+
+namespace berth::testing {
+
+inline const std::string kKimi = Commit("a");
+inline const std::string kMiniMax = Commit("b");
+
+// Kimi serving on GPU 0 and port 8000; `switched`: MiniMax there instead, Kimi stopped (its
+// weights kept).
+inline std::string Manifest(bool switched, const std::string& kimi_extra = "") {
+  std::string kimi_state = switched ? "stopped" : "running";
+  std::string m = "berth: 1\nhost: {store: /models}\nmodels:\n";
+  m += "  kimi: {source: hf://moonshotai/Kimi-K2, revision: " + kKimi + ", size: 20GB}\n";
+  if (switched)
+    m += "  minimax: {source: hf://MiniMaxAI/MiniMax-M2, revision: " + kMiniMax + ", size: 20GB}\n";
+  m += "services:\n"
+       "  vllm-kimi:\n"
+       "    model: kimi\n"
+       "    engine: vllm\n"
+       "    state: " +
+       kimi_state +
+       "\n"
+       "    gpus: [0]\n"
+       "    port: 8000\n"
+       "    vllm: {gpu_memory_utilization: 0.9}\n"
+       "    health: {timeout: 10m, interval: 5s}\n" +
+       kimi_extra;
+  if (switched)
+    m += "  vllm-minimax:\n"
+         "    model: minimax\n"
+         "    engine: vllm\n"
+         "    gpus: [0]\n"
+         "    port: 8000\n"
+         "    vllm: {gpu_memory_utilization: 0.9}\n"
+         "    health: {timeout: 10m, interval: 5s}\n";
+  return m;
+}
+
+inline Observed EmptyHost() {
+  Observed o;
+  o.hostname = "gpu-01";
+  o.store.path = "/models";
+  o.store.exists = true;
+  o.store.total_bytes = 2'000'000'000'000;
+  o.store.free_bytes = 1'000'000'000'000;
+  o.gpus.push_back({0, "GPU-0", "NVIDIA H200", GiB(80), 0, {}});
+  return o;
+}
+
+class ReconcilerTest : public ::testing::Test {
+ protected:
+  ReconcilerTest() : world(EmptyHost()) {
+    dir.Write("kimi/berth.yaml", Manifest(false));
+    dir.Write("minimax/berth.yaml", Manifest(true));
+    dir.Write("none/berth.yaml", "berth: 1\nhost: {store: /models}\nservices: {}\n");
+    dir.Write("kimi-longer/berth.yaml",
+              Manifest(false, "    args: [\"--max-num-seqs\", \"64\"]\n"));
+  }
+
+  // One pass through the Reconciler, as `berth apply --yes` (apply) or `berth plan` runs it.
+  RunReport Pass(const std::string& manifest, bool apply, PlanFormat format = PlanFormat::kText,
+                 const std::string& state = "state") {
+    out.str("");
+    err.str("");
+    Reporter say(out, err, format);
+    ReconcileOptions o;
+    o.manifest_path = dir / (manifest + "/berth.yaml");
+    o.state_dir = dir / state;
+    o.apply = apply;
+    o.yes = true;
+    o.retry = retry;
+    o.stop = &stop;
+    return Reconciler(world.Deps(&say)).Run(o);
+  }
+  RunReport Apply(const std::string& manifest) { return Pass(manifest, true); }
+  RunReport Plan(const std::string& manifest) { return Pass(manifest, false); }
+
+  const ObservedUnit* Unit(const std::string& name) { return world.host.observed().FindUnit(name); }
+  bool Running(const std::string& name) {
+    const ObservedUnit* u = Unit(name);
+    return u && u->active_state == "active";
+  }
+  bool JournalLeft() { return std::filesystem::exists(dir / "state/journal.json"); }
+  int64_t SecondsSlept() { return world.clock.Elapsed().count() / 1000; }
+
+  size_t Count(const std::string& call) const {
+    return static_cast<size_t>(std::count(world.calls.begin(), world.calls.end(), call));
+  }
+
+  TempDir dir;
+  bool retry = false;  // berth apply --retry
+  FakeWorld world;
+  std::atomic<bool> stop{false};
+  std::ostringstream out, err;
+};
+
+}  // namespace berth::testing
