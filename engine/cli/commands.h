@@ -122,6 +122,17 @@ int RunBench(const BenchCommand& cmd, std::ostream& out, std::ostream& err);
 int RunValidate(const std::string& manifest_path, std::ostream& out, std::ostream& err);
 int RunPlan(const PlanCommand& cmd, std::ostream& out, std::ostream& err);
 /// Prints the unit files berth would write (all services, or only `service`).
+/// `berth status`: per service its state, model and commit, health, since when, its last
+/// start and bench figures; per model its revisions in the store and who uses them.
+struct StatusCommand {
+  std::string manifest_path;
+  std::string state_dir;  // "" = $BERTH_STATE_DIR or /var/lib/berth
+  std::string format = "text";
+  bool probe = true;  // ask each running service's health path now
+  HostAccess host;
+};
+int RunStatus(const StatusCommand& cmd, std::ostream& out, std::ostream& err);
+
 /// `berth history`: past applies from the state directory, newest first (text) or the last
 /// `limit` as JSON (history.json's format).
 int RunHistory(const std::string& state_dir, const std::string& format, size_t limit,

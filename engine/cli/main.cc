@@ -174,6 +174,18 @@ int main(int argc, char** argv) {
   bench->add_flag("--no-save", bench_no_save, "do not record the results in the state dir");
   bench->add_option("--state-dir", bench_cmd.state_dir, "berth's records (default /var/lib/berth)");
 
+  berth::StatusCommand status_cmd;
+  auto* status = app.add_subcommand(
+      "status", "what runs now: services (state, model, commit, health, since) and models");
+  status->add_option("-f,--file", status_cmd.manifest_path, "manifest file or folder")->required();
+  status->add_option("--state-dir", status_cmd.state_dir,
+                     "berth's records (default /var/lib/berth)");
+  status->add_option("-o,--output", status_cmd.format, "text or json")->capture_default_str();
+  status->add_option("--bus", status_cmd.host.bus_address, "D-Bus address of systemd's bus");
+  status->add_option("--nvml-library", status_cmd.host.nvml_library, "NVML library to load");
+  bool status_no_probe = false;
+  status->add_flag("--no-probe", status_no_probe, "do not ask the services' health paths");
+
   std::string history_state, history_format = "text";
   size_t history_limit = 20;
   auto* history =
@@ -258,6 +270,10 @@ int main(int argc, char** argv) {
   }
   if (*observe)
     return berth::RunObserve(observe_path, observe_format, observe_host, std::cout, std::cerr);
+  if (*status) {
+    status_cmd.probe = !status_no_probe;
+    return berth::RunStatus(status_cmd, std::cout, std::cerr);
+  }
   if (*history)
     return berth::RunHistory(history_state, history_format, history_limit, std::cout, std::cerr);
   if (*render)
