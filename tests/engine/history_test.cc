@@ -9,6 +9,7 @@
 
 #include "engine/apply/reconciler.h"
 #include "engine/cli/commands.h"
+#include "tests/engine/reconciler_fixture.h"
 #include "tests/providers/temp_dir.h"
 #include "tests/support/fake_world.h"
 
@@ -18,20 +19,9 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-Observed OneGpu() {
-  Observed o;
-  o.hostname = "gpu-01";
-  o.store.path = "/models";
-  o.store.exists = true;
-  o.store.total_bytes = 2'000'000'000'000;
-  o.store.free_bytes = 1'000'000'000'000;
-  o.gpus.push_back({0, "GPU-0", "NVIDIA H200", GiB(80), 0, {}});
-  return o;
-}
-
 class HistoryTest : public ::testing::Test {
  protected:
-  HistoryTest() : world(OneGpu()) {
+  HistoryTest() : world(EmptyHost()) {
     dir.Write(
         "m/berth.yaml",
         "berth: 1\nhost: {store: /models}\nmodels:\n  chat: {source: hf://org/chat, revision: " +
