@@ -1,0 +1,75 @@
+// etcd v3 through its JSON gateway (POST /v3/kv/range, /v3/kv/put, /v3/kv/txn,
+// /v3/kv/deleterange, /v3/lease/grant, /v3/lease/keepalive, /v3/lease/revoke,
+// /v3/auth/authenticate) over libcurl: the fleet's coordination store. Keys and values are bytes
+// (base64 on the wire, done here). Everything etcd answers is untrusted: a malformed answer is an
+// error naming the endpoint and the call, never an exception.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/core/status.h"
+
+namespace berth {
+
+struct EtcdOptions {
+  /// "http://host:port", "https://host:port" or "unix:///path/to/socket" (plain HTTP over a
+  /// unix socket). Tried in order: a request that cannot reach one endpoint goes to the next.
+  std::vector<std::string> endpoints;
+  std::string ca_file;    // https: the CA that signs the server's certificate ("" = system CAs)
+  std::string cert_file;  // https: a client certificate and its key (both or neither)
+  std::string key_file;
+  /// With auth enabled in etcd: a token from /v3/auth/authenticate, sent as the Authorization
+  /// header, fetched again when etcd says it expired. "" = no auth.
+  std::string username;
+  std::string password;
+  std::chrono::milliseconds timeout{std::chrono::seconds(5)};  // per request, connect included
+};
+
+/// One key as etcd stores it.
+struct EtcdKv {
+  std::string key;
+  std::string value;
+  int64_t create_revision = 0;
+  int64_t mod_revision = 0;
+  int64_t version = 0;
+  int64_t lease = 0;  // 0: none
+};
+
+/// The calls berth makes. Errors: Status::Unavailable when no endpoint answered (the message
+/// names each endpoint and why), PermissionDenied for auth failures, Internal for an answer
+/// that is not what etcd sends (the endpoint and the call named).
+class Etcd {
+ public:
+  virtual ~Etcd() = default;
+  /// Every key that starts with `prefix` (sorted by key), at most `limit` (0: no limit).
+  virtual Result<std::vector<EtcdKv>> Range(const std::string& prefix, int64_t limit = 0) = 0;
+  /// One key, nullopt when absent.
+  virtual Result<std::optional<EtcdKv>> Get(const std::string& key) = 0;
+  /// Puts `value` at `key`, attached to `lease` (0: none).
+  virtual Status Put(const std::string& key, const std::string& value, int64_t lease = 0) = 0;
+  /// In one transaction: creates `key` (attached to `lease`) only if it does not exist. True:
+  /// created; false: it existed, and `*existing` (when not null) is what it holds.
+  virtual Result<bool> CreateIfAbsent(const std::string& key, const std::string& value,
+                                      int64_t lease, EtcdKv* existing = nullptr) = 0;
+  /// In one transaction: deletes `key` only while it is attached to `lease`. True: deleted.
+  virtual Result<bool> DeleteIfLease(const std::string& key, int64_t lease) = 0;
+  virtual Status Delete(const std::string& key) = 0;
+  /// A new lease of `ttl`; its ID.
+  virtual Result<int64_t> GrantLease(std::chrono::seconds ttl) = 0;
+  /// Renews `lease` once: the seconds it has left, 0 when it no longer exists (expired or
+  /// revoked: everything attached to it is gone).
+  virtual Result<int64_t> KeepAlive(int64_t lease) = 0;
+  /// Ends `lease` now; its keys are deleted. A lease that no longer exists is not an error.
+  virtual Status Revoke(int64_t lease) = 0;
+};
+
+/// The client for `options` (checked here: at least one endpoint, each a well-formed URL of an
+/// allowed scheme, cert and key both or neither). Connects lazily, on the first call.
+Result<std::unique_ptr<Etcd>> ConnectEtcd(const EtcdOptions& options);
+
+}  // namespace berth
