@@ -1,0 +1,239 @@
+// The only user of libcurl for etcd: CURLcode becomes an operator-facing detail here.
+#include "providers/etcd/etcd_transport.h"
+
+#include <curl/curl.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "providers/http/curl_easy.h"
+#include "providers/http/curl_global.h"
+
+namespace berth {
+namespace {
+
+struct Body {
+  std::string text;
+  bool truncated = false;
+};
+
+size_t WriteBody(char* data, size_t size, size_t nmemb, void* user) {
+  auto* body = static_cast<Body*>(user);
+  size_t n = size * nmemb;
+  if (body->text.size() + n > EtcdTransport::kMaxBodyBytes) {
+    body->truncated = true;
+    return 0;  // makes curl stop with CURLE_WRITE_ERROR
+  }
+  body->text.append(data, n);
+  return n;
+}
+
+std::string UrlPart(CURLU* url, CURLUPart part) {
+  char* value = nullptr;
+  if (curl_url_get(url, part, &value, 0) != CURLUE_OK || !value) return "";
+  std::string s(value);
+  curl_free(value);
+  return s;
+}
+
+std::string TransportError(CURLcode code, long os_errno, const char* errbuf,
+                           const EtcdEndpoint& endpoint, long timeout_ms) {
+  std::string detail = errbuf[0] ? errbuf : curl_easy_strerror(code);
+  switch (code) {
+    case CURLE_COULDNT_CONNECT:
+      if (!endpoint.unix_path.empty())
+        return "cannot connect to socket " + endpoint.unix_path + " (" +
+               (os_errno ? std::strerror(static_cast<int>(os_errno)) : detail) +
+               "; is etcd running and listening there?)";
+      if (os_errno != 0 && os_errno != ECONNREFUSED)
+        return std::string("cannot connect (") + std::strerror(static_cast<int>(os_errno)) + ")";
+      return "connection refused (is etcd running and listening on this address?)";
+    case CURLE_OPERATION_TIMEDOUT:
+      return "no answer within " + std::to_string(timeout_ms) + " ms (" + detail + ")";
+    case CURLE_COULDNT_RESOLVE_HOST:
+      return "cannot resolve the host (" + detail + ")";
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_CIPHER:
+      return "TLS failed (" + detail + "; check ca_file, cert_file and key_file)";
+    case CURLE_GOT_NOTHING:
+    case CURLE_RECV_ERROR:
+    case CURLE_SEND_ERROR:
+      return "the connection closed without an answer (" + detail + ")";
+    default:
+      return detail;
+  }
+}
+
+}  // namespace
+
+Result<EtcdEndpoint> ParseEtcdEndpoint(const std::string& text) {
+  EtcdEndpoint e;
+  e.name = text;
+  auto bad = [&](const std::string& why) {
+    return Status::InvalidArgument("etcd endpoint '" + text + "': " + why +
+                                   " (expected http://host:port, https://host:port or "
+                                   "unix:///path/to/socket)");
+  };
+  if (text.rfind("unix://", 0) == 0) {
+    e.unix_path = text.substr(7);
+    if (e.unix_path.empty() || e.unix_path[0] != '/') return bad("the socket path is not absolute");
+    if (e.unix_path.find('\0') != std::string::npos) return bad("the socket path holds a NUL");
+    e.base_url = "http://localhost";
+    return e;
+  }
+  std::unique_ptr<CURLU, decltype(&curl_url_cleanup)> url(curl_url(), &curl_url_cleanup);
+  if (!url) return Status::Internal("etcd: cannot parse endpoints (curl_url: out of memory?)");
+  if (curl_url_set(url.get(), CURLUPART_URL, text.c_str(), 0) != CURLUE_OK)
+    return bad("not a URL with a scheme and a host");
+  std::string scheme = UrlPart(url.get(), CURLUPART_SCHEME);
+  if (scheme != "http" && scheme != "https") return bad("scheme '" + scheme + "' is not allowed");
+  e.https = scheme == "https";
+  if (UrlPart(url.get(), CURLUPART_HOST).empty()) return bad("no host");
+  if (!UrlPart(url.get(), CURLUPART_USER).empty()) return bad("credentials in the URL");
+  if (!UrlPart(url.get(), CURLUPART_QUERY).empty() ||
+      !UrlPart(url.get(), CURLUPART_FRAGMENT).empty())
+    return bad("a query or fragment");
+  std::string path = UrlPart(url.get(), CURLUPART_PATH);
+  while (!path.empty() && path.back() == '/') path.pop_back();
+  curl_url_set(url.get(), CURLUPART_PATH, nullptr, 0);
+  std::string origin = UrlPart(url.get(), CURLUPART_URL);
+  while (!origin.empty() && origin.back() == '/') origin.pop_back();
+  e.base_url = origin + path;
+  return e;
+}
+
+struct EtcdTransport::Attempt {
+  bool answered = false;
+  bool sent = false;      // bytes of the request went out: it may have been applied
+  bool too_long = false;  // the answer passed kMaxBodyBytes
+  EtcdHttpAnswer answer;
+  std::string error;
+};
+
+EtcdTransport::EtcdTransport(std::vector<EtcdEndpoint> endpoints, const EtcdOptions& options)
+    : endpoints_(std::move(endpoints)), options_(options) {
+  CurlGlobalInit();
+}
+
+EtcdTransport::~EtcdTransport() {
+  for (void* easy : idle_) curl_easy_cleanup(easy);
+}
+
+void* EtcdTransport::TakeHandle() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!idle_.empty()) {
+      void* easy = idle_.back();
+      idle_.pop_back();
+      return easy;
+    }
+  }
+  return curl_easy_init();
+}
+
+void EtcdTransport::GiveBack(void* easy) {
+  std::lock_guard<std::mutex> lock(mu_);
+  idle_.push_back(easy);
+}
+
+EtcdTransport::Attempt EtcdTransport::PostOnce(void* easy, const EtcdEndpoint& endpoint,
+                                               const std::string& path, const std::string& body,
+                                               const std::string& token) {
+  Attempt a;
+  a.answer.endpoint = endpoint.name;
+  Body received;
+  char errbuf[CURL_ERROR_SIZE] = {0};
+  long timeout_ms = static_cast<long>(options_.timeout.count());
+  std::string url = endpoint.base_url + path;
+  std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> headers(nullptr,
+                                                                      &curl_slist_free_all);
+  curl_slist* list = curl_slist_append(nullptr, "Content-Type: application/json");
+  if (list && !token.empty()) {
+    curl_slist* more = curl_slist_append(list, ("Authorization: " + token).c_str());
+    if (more) list = more;
+  }
+  headers.reset(list);
+
+  curl_easy_reset(easy);  // keeps the connection cache
+  curl_easy_setopt(easy, CURLOPT_URL, url.c_str());
+  RestrictToHttp(easy);
+  if (!endpoint.unix_path.empty())
+    curl_easy_setopt(easy, CURLOPT_UNIX_SOCKET_PATH, endpoint.unix_path.c_str());
+  curl_easy_setopt(easy, CURLOPT_NOPROXY, "*");
+  curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 0L);
+  curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
+  curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, timeout_ms);
+  curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, errbuf);
+  curl_easy_setopt(easy, CURLOPT_HTTPHEADER, headers.get());
+  curl_easy_setopt(easy, CURLOPT_POSTFIELDS, body.c_str());
+  curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
+  curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, &WriteBody);
+  curl_easy_setopt(easy, CURLOPT_WRITEDATA, &received);
+  curl_easy_setopt(easy, CURLOPT_USERAGENT, "berth-etcd/" BERTH_VERSION);
+  if (endpoint.https) {
+    if (!options_.ca_file.empty()) curl_easy_setopt(easy, CURLOPT_CAINFO, options_.ca_file.c_str());
+    if (!options_.cert_file.empty())
+      curl_easy_setopt(easy, CURLOPT_SSLCERT, options_.cert_file.c_str());
+    if (!options_.key_file.empty())
+      curl_easy_setopt(easy, CURLOPT_SSLKEY, options_.key_file.c_str());
+  }
+  CURLcode code = curl_easy_perform(easy);
+  curl_off_t request_size = 0;
+  curl_easy_getinfo(easy, CURLINFO_REQUEST_SIZE, &request_size);
+  a.sent = request_size > 0;
+  a.answer.status = ResponseStatus(easy);
+  a.answer.body = std::move(received.text);
+  if (received.truncated) {
+    a.too_long = true;
+    a.error = "the answer is longer than " + std::to_string(kMaxBodyBytes) + " bytes";
+  } else if (code != CURLE_OK) {
+    long os_errno = 0;
+    curl_easy_getinfo(easy, CURLINFO_OS_ERRNO, &os_errno);
+    a.error = TransportError(code, os_errno, errbuf, endpoint, timeout_ms);
+  } else {
+    a.answered = true;
+  }
+  return a;
+}
+
+Result<EtcdHttpAnswer> EtcdTransport::Post(const std::string& path, const std::string& body,
+                                           const std::string& token, const std::string& call) {
+  void* easy = TakeHandle();
+  if (!easy) return Status::Internal("etcd " + call + ": curl_easy_init failed (out of memory?)");
+  std::string tried;
+  size_t first = preferred_.load();
+  for (size_t i = 0; i < endpoints_.size(); ++i) {
+    size_t index = (first + i) % endpoints_.size();
+    const EtcdEndpoint& endpoint = endpoints_[index];
+    Attempt a = PostOnce(easy, endpoint, path, body, token);
+    if (a.answered) {
+      preferred_.store(index);
+      GiveBack(easy);
+      return std::move(a.answer);
+    }
+    if (a.too_long) {
+      GiveBack(easy);
+      return Status::Internal("etcd " + endpoint.name + " " + call + ": " + a.error +
+                              " (not an etcd answer: is this endpoint etcd's client URL?)");
+    }
+    tried += (tried.empty() ? "" : "; ") + endpoint.name + ": " + a.error;
+    if (a.sent && a.answer.status == 0) {
+      // Sent, no answer: it may have been applied there; not repeated elsewhere.
+      preferred_.store((index + 1) % endpoints_.size());
+      GiveBack(easy);
+      return Status::Unavailable("etcd " + call + ": " + tried +
+                                 " (the request may or may not have been applied; berth " +
+                                 "retries it; if this lasts, check that etcd runs there)");
+    }
+  }
+  GiveBack(easy);
+  return Status::Unavailable("etcd " + call + ": no endpoint answered: " + tried +
+                             " (check that etcd runs and that the endpoints are right; berth "
+                             "retries)");
+}
+
+}  // namespace berth

@@ -1,0 +1,188 @@
+#include "providers/etcd/etcd_wire.h"
+
+#include <charconv>
+
+#include "providers/etcd/base64.h"
+
+namespace berth::etcd_wire {
+namespace {
+
+using nlohmann::json;
+
+std::string Str(int64_t n) { return std::to_string(n); }
+
+/// Bytes field `field` of `object` (base64); absent → "". "" or what is wrong.
+std::string ReadBytes(const json& object, const char* field, std::string* out) {
+  out->clear();
+  auto it = object.find(field);
+  if (it == object.end()) return "";
+  if (!it->is_string()) return std::string("\"") + field + "\" is not a string";
+  if (!Base64Decode(it->get_ref<const std::string&>(), out))
+    return std::string("\"") + field + "\" is not base64";
+  return "";
+}
+
+std::string ReadKv(const json& j, EtcdKv* kv) {
+  if (!j.is_object()) return "a kvs[] entry is not an object";
+  for (auto [field, out] : {std::pair{"key", &kv->key}, std::pair{"value", &kv->value}}) {
+    if (std::string e = ReadBytes(j, field, out); !e.empty()) return "kvs[]: " + e;
+  }
+  if (kv->key.empty()) return "a kvs[] entry has no key";
+  for (auto [field, out] : {std::pair{"create_revision", &kv->create_revision},
+                            std::pair{"mod_revision", &kv->mod_revision},
+                            std::pair{"version", &kv->version}, std::pair{"lease", &kv->lease}}) {
+    if (std::string e = ReadInt64(j, field, out); !e.empty()) return "kvs[]: " + e;
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string RangeEnd(std::string_view prefix) {
+  std::string end(prefix);
+  while (!end.empty() && static_cast<unsigned char>(end.back()) == 0xff) end.pop_back();
+  if (end.empty()) return std::string(1, '\0');
+  end.back() = static_cast<char>(static_cast<unsigned char>(end.back()) + 1);
+  return end;
+}
+
+json RangeBody(const std::string& key, const std::string& range_end, int64_t limit) {
+  json body = {{"key", Base64Encode(key)}};
+  if (!range_end.empty()) body["range_end"] = Base64Encode(range_end);
+  if (limit > 0) body["limit"] = Str(limit);
+  return body;
+}
+
+json PutBody(const std::string& key, const std::string& value, int64_t lease) {
+  json body = {{"key", Base64Encode(key)}, {"value", Base64Encode(value)}};
+  if (lease != 0) body["lease"] = Str(lease);
+  return body;
+}
+
+json DeleteBody(const std::string& key) { return {{"key", Base64Encode(key)}}; }
+
+json CreateIfAbsentBody(const std::string& key, const std::string& value, int64_t lease) {
+  json compare = {{"key", Base64Encode(key)},
+                  {"target", "CREATE"},
+                  {"result", "EQUAL"},
+                  {"create_revision", "0"}};
+  return {{"compare", json::array({compare})},
+          {"success", json::array({{{"request_put", PutBody(key, value, lease)}}})},
+          {"failure", json::array({{{"request_range", RangeBody(key, "", 0)}}})}};
+}
+
+json DeleteIfLeaseBody(const std::string& key, int64_t lease) {
+  json compare = {
+      {"key", Base64Encode(key)}, {"target", "LEASE"}, {"result", "EQUAL"}, {"lease", Str(lease)}};
+  return {{"compare", json::array({compare})},
+          {"success", json::array({{{"request_delete_range", DeleteBody(key)}}})}};
+}
+
+json GrantBody(int64_t ttl_seconds) { return {{"TTL", Str(ttl_seconds)}}; }
+
+json LeaseIdBody(int64_t lease) { return {{"ID", Str(lease)}}; }
+
+json AuthenticateBody(const std::string& name, const std::string& password) {
+  return {{"name", name}, {"password", password}};
+}
+
+std::string ReadInt64(const json& object, const char* field, int64_t* out) {
+  *out = 0;
+  auto it = object.find(field);
+  if (it == object.end()) return "";
+  if (it->is_number_integer()) {
+    if (it->is_number_unsigned() && it->get<uint64_t>() > uint64_t{INT64_MAX})
+      return std::string("\"") + field + "\" is out of range";
+    *out = it->get<int64_t>();
+    return "";
+  }
+  if (it->is_string()) {
+    const std::string& s = it->get_ref<const std::string&>();
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+    if (ec == std::errc() && end == s.data() + s.size() && !s.empty()) return "";
+    *out = 0;
+    return std::string("\"") + field + "\" is not a 64-bit integer: '" + s.substr(0, 40) + "'";
+  }
+  return std::string("\"") + field + "\" is not an integer";
+}
+
+std::string ReadKvs(const json& answer, std::vector<EtcdKv>* kvs) {
+  kvs->clear();
+  if (!answer.is_object()) return "the answer is not a JSON object";
+  auto it = answer.find("kvs");
+  if (it == answer.end()) return "";
+  if (!it->is_array()) return "\"kvs\" is not an array";
+  for (const json& j : *it) {
+    EtcdKv kv;
+    if (std::string e = ReadKv(j, &kv); !e.empty()) return e;
+    kvs->push_back(std::move(kv));
+  }
+  return "";
+}
+
+std::string ReadTxn(const json& answer, bool* succeeded, std::vector<EtcdKv>* kvs) {
+  *succeeded = false;
+  kvs->clear();
+  if (!answer.is_object()) return "the answer is not a JSON object";
+  if (!answer.contains("header")) return "no \"header\" (not an etcd answer?)";
+  if (auto it = answer.find("succeeded"); it != answer.end()) {
+    if (!it->is_boolean()) return "\"succeeded\" is not a boolean";
+    *succeeded = it->get<bool>();
+  }
+  auto it = answer.find("responses");
+  if (it == answer.end()) return "";
+  if (!it->is_array()) return "\"responses\" is not an array";
+  for (const json& r : *it) {
+    if (!r.is_object()) return "a responses[] entry is not an object";
+    if (auto range = r.find("response_range"); range != r.end()) return ReadKvs(*range, kvs);
+  }
+  return "";
+}
+
+std::string ReadGrant(const json& answer, int64_t* id) {
+  if (!answer.is_object()) return "the answer is not a JSON object";
+  if (std::string e = ReadInt64(answer, "ID", id); !e.empty()) return e;
+  if (*id == 0) return "no lease \"ID\"";
+  int64_t ttl = 0;
+  return ReadInt64(answer, "TTL", &ttl);
+}
+
+std::string ReadKeepAlive(const json& message, int64_t* ttl) {
+  *ttl = 0;
+  if (!message.is_object()) return "the answer is not a JSON object";
+  auto it = message.find("result");
+  if (it == message.end() || !it->is_object()) return "no \"result\" object";
+  if (std::string e = ReadInt64(*it, "TTL", ttl); !e.empty()) return e;
+  if (*ttl < 0) return "a negative \"TTL\"";
+  return "";
+}
+
+std::string ReadToken(const json& answer, std::string* token) {
+  token->clear();
+  if (!answer.is_object()) return "the answer is not a JSON object";
+  auto it = answer.find("token");
+  if (it == answer.end() || !it->is_string() || it->get_ref<const std::string&>().empty())
+    return "no \"token\" string";
+  *token = it->get<std::string>();
+  return "";
+}
+
+bool ReadError(const json& answer, EtcdError* error) {
+  if (!answer.is_object()) return false;
+  auto it = answer.find("error");
+  if (it == answer.end()) return false;
+  const json& where = it->is_object() ? *it : answer;
+  auto code = where.find(it->is_object() ? "grpc_code" : "code");
+  error->grpc_code = code != where.end() && code->is_number_integer() ? code->get<int>() : 0;
+  auto message = where.find("message");
+  if (message != where.end() && message->is_string()) {
+    error->message = message->get<std::string>();
+  } else if (it->is_string()) {
+    error->message = it->get<std::string>();
+  } else {
+    error->message = "(no message)";
+  }
+  return true;
+}
+
+}  // namespace berth::etcd_wire
