@@ -1,0 +1,377 @@
+// The etcd client against a real etcd (tests/support/etcd_server.h): keys and values as bytes,
+// prefix ranges, transactions under contention, leases, failover, unix sockets, auth, and etcd
+// going away and coming back.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <thread>
+
+#include "providers/etcd/etcd.h"
+#include "tests/support/etcd_server.h"
+
+namespace berth {
+namespace {
+
+using testing::EtcdServer;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+/// Polls `done` every 50 ms until it holds or `limit` passes; whether it held.
+bool WaitFor(const std::function<bool()>& done,
+             std::chrono::milliseconds limit = std::chrono::seconds(20)) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return true;
+}
+
+std::unique_ptr<Etcd> Connect(EtcdOptions options) {
+  Result<std::unique_ptr<Etcd>> etcd = ConnectEtcd(options);
+  EXPECT_TRUE(etcd.ok()) << etcd.status().message();
+  return etcd.ok() ? std::move(*etcd) : nullptr;
+}
+
+std::unique_ptr<Etcd> Connect(const std::string& endpoint) {
+  EtcdOptions options;
+  options.endpoints = {endpoint};
+  return Connect(options);
+}
+
+/// A port nothing listens on (bound, never listening, for as long as it lives).
+class DeadPort {
+ public:
+  DeadPort();
+  ~DeadPort();
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+};
+
+DeadPort::DeadPort() {
+  fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  if (bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
+    port_ = ntohs(addr.sin_port);
+}
+
+DeadPort::~DeadPort() { close(fd_); }
+
+class EtcdClientTest : public ::testing::Test {
+ protected:
+  void StartEtcd(EtcdServer::Options options = {}) {
+    server_ = std::make_unique<EtcdServer>(options);
+    std::string error;
+    ASSERT_TRUE(server_->Start(&error)) << error;
+    etcd_ = Connect(server_->client_url());
+    ASSERT_NE(etcd_, nullptr);
+  }
+  std::optional<EtcdKv> MustGet(Etcd& etcd, const std::string& key) {
+    Result<std::optional<EtcdKv>> kv = etcd.Get(key);
+    EXPECT_TRUE(kv.ok()) << kv.status().message();
+    return kv.ok() ? *kv : std::nullopt;
+  }
+  bool Gone(const std::string& key) {
+    Result<std::optional<EtcdKv>> kv = etcd_->Get(key);
+    return kv.ok() && !kv->has_value();
+  }
+
+  std::unique_ptr<EtcdServer> server_;
+  std::unique_ptr<Etcd> etcd_;
+};
+
+TEST_F(EtcdClientTest, BinaryKeysAndValuesComeBackByteForByteAndRangeIsByPrefix) {
+  BERTH_REQUIRE_ETCD();
+  StartEtcd();
+  const std::string value("\0\x01\xff\n\"{}", 7);
+  const std::string in_prefix[] = {std::string("p\xff", 2), std::string("p\xff\0", 3),
+                                   std::string("p\xff\x7f", 3), std::string("p\xff\xff\xff", 4)};
+  for (const std::string& key : in_prefix) ASSERT_TRUE(etcd_->Put(key, value + key).ok());
+  for (const char* other : {"p", "p\xfe", "q", "o\xff"}) ASSERT_TRUE(etcd_->Put(other, "x").ok());
+
+  Result<std::vector<EtcdKv>> kvs = etcd_->Range(std::string("p\xff", 2));
+  ASSERT_TRUE(kvs.ok()) << kvs.status().message();
+  ASSERT_EQ(kvs->size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {  // sorted by key, as bytes
+    EXPECT_EQ((*kvs)[i].key, in_prefix[i]);
+    EXPECT_EQ((*kvs)[i].value, value + in_prefix[i]);
+    EXPECT_GT((*kvs)[i].create_revision, 0);
+    EXPECT_EQ((*kvs)[i].version, 1);
+  }
+  Result<std::vector<EtcdKv>> two = etcd_->Range(std::string("p\xff", 2), 2);
+  ASSERT_TRUE(two.ok());
+  EXPECT_EQ(two->size(), 2u);
+  Result<std::vector<EtcdKv>> all = etcd_->Range("");
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->size(), 8u);
+  Result<std::vector<EtcdKv>> none = etcd_->Range("nothing/");
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
+
+  std::optional<EtcdKv> got = MustGet(*etcd_, in_prefix[1]);
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->value, value + in_prefix[1]);
+  ASSERT_TRUE(etcd_->Put(in_prefix[1], "").ok());
+  got = MustGet(*etcd_, in_prefix[1]);
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->value, "");
+  EXPECT_EQ(got->version, 2);
+  EXPECT_GT(got->mod_revision, got->create_revision);
+  ASSERT_TRUE(etcd_->Delete(in_prefix[1]).ok());
+  EXPECT_FALSE(MustGet(*etcd_, in_prefix[1]).has_value());
+  EXPECT_TRUE(etcd_->Delete("never-there").ok());
+}
+
+TEST_F(EtcdClientTest, CreateIfAbsentFromEightThreadsCreatesExactlyOnce) {
+  BERTH_REQUIRE_ETCD();
+  StartEtcd();
+  constexpr int kThreads = 8;
+  std::atomic<int> created{0};
+  std::vector<std::thread> threads;
+  std::vector<std::string> errors(kThreads), seen(kThreads);
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] {
+      EtcdKv existing;
+      Result<bool> r =
+          etcd_->CreateIfAbsent("fleet/slot", "host-" + std::to_string(i), 0, &existing);
+      if (!r.ok()) {
+        errors[i] = r.status().message();
+      } else if (*r) {
+        ++created;
+        seen[i] = "host-" + std::to_string(i);
+      } else {
+        seen[i] = existing.value;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& e : errors) EXPECT_EQ(e, "");
+  EXPECT_EQ(created.load(), 1);
+  std::optional<EtcdKv> winner = MustGet(*etcd_, "fleet/slot");
+  ASSERT_TRUE(winner.has_value());
+  for (const auto& s : seen) EXPECT_EQ(s, winner->value);  // the losers saw the winner's value
+  EXPECT_EQ(winner->version, 1);
+}
+
+TEST_F(EtcdClientTest, AKeyOnAnExpiredLeaseDisappears) {
+  BERTH_REQUIRE_ETCD();
+  StartEtcd();
+  Result<int64_t> lease = etcd_->GrantLease(std::chrono::seconds(2));
+  ASSERT_TRUE(lease.ok()) << lease.status().message();
+  ASSERT_TRUE(etcd_->Put("fleet/host-a", "dark", *lease).ok());
+  std::optional<EtcdKv> kv = MustGet(*etcd_, "fleet/host-a");
+  ASSERT_TRUE(kv.has_value());
+  EXPECT_EQ(kv->lease, *lease);
+  EXPECT_TRUE(WaitFor([&] { return Gone("fleet/host-a"); }));
+  Result<int64_t> ttl = etcd_->KeepAlive(*lease);
+  ASSERT_TRUE(ttl.ok()) << ttl.status().message();
+  EXPECT_EQ(*ttl, 0);
+}
+
+TEST_F(EtcdClientTest, KeepAliveHoldsAKeyWhileAnUnrenewedTwinExpires) {
+  BERTH_REQUIRE_ETCD();
+  StartEtcd();
+  Result<int64_t> kept = etcd_->GrantLease(std::chrono::seconds(2));
+  Result<int64_t> left = etcd_->GrantLease(std::chrono::seconds(2));
+  ASSERT_TRUE(kept.ok() && left.ok());
+  ASSERT_TRUE(etcd_->Put("kept", "1", *kept).ok());
+  ASSERT_TRUE(etcd_->Put("left", "1", *left).ok());
+  Result<int64_t> ttl = etcd_->KeepAlive(*kept);
+  ASSERT_TRUE(ttl.ok()) << ttl.status().message();
+  EXPECT_EQ(*ttl, 2);
+  // Renewed all along, "kept" outlives "left", which had the same TTL and started later.
+  EXPECT_TRUE(WaitFor([&] {
+    Result<int64_t> renewed = etcd_->KeepAlive(*kept);
+    EXPECT_TRUE(renewed.ok() && *renewed == 2);
+    return Gone("left");
+  }));
+  EXPECT_TRUE(MustGet(*etcd_, "kept").has_value());
+}
+
+TEST_F(EtcdClientTest, RevokeDeletesTheLeaseKeysAndKeepAliveThenSaysZero) {
+  BERTH_REQUIRE_ETCD();
+  StartEtcd();
+  Result<int64_t> lease = etcd_->GrantLease(std::chrono::seconds(60));
+  ASSERT_TRUE(lease.ok());
+  ASSERT_TRUE(etcd_->Put("a", "1", *lease).ok());
+  ASSERT_TRUE(etcd_->Put("b", "1", *lease).ok());
+  ASSERT_TRUE(etcd_->Put("c", "1").ok());
+  Status revoked = etcd_->Revoke(*lease);
+  ASSERT_TRUE(revoked.ok()) << revoked.message();
+  EXPECT_TRUE(Gone("a"));
+  EXPECT_TRUE(Gone("b"));
+  EXPECT_FALSE(Gone("c"));
+  Result<int64_t> ttl = etcd_->KeepAlive(*lease);
+  ASSERT_TRUE(ttl.ok()) << ttl.status().message();
+  EXPECT_EQ(*ttl, 0);
+  Status again = etcd_->Revoke(*lease);
+  EXPECT_TRUE(again.ok()) << again.message();
+  // A key cannot be put on a lease that is gone.
+  Status put = etcd_->Put("d", "1", *lease);
+  EXPECT_FALSE(put.ok());
+  EXPECT_THAT(put.message(), HasSubstr("lease not found"));
+}
+
+TEST_F(EtcdClientTest, DeleteIfLeaseDeletesOnlyWithTheRightLease) {
+  BERTH_REQUIRE_ETCD();
+  StartEtcd();
+  Result<int64_t> mine = etcd_->GrantLease(std::chrono::seconds(60));
+  Result<int64_t> other = etcd_->GrantLease(std::chrono::seconds(60));
+  ASSERT_TRUE(mine.ok() && other.ok());
+  EtcdKv existing;
+  Result<bool> created = etcd_->CreateIfAbsent("slot", "me", *mine, &existing);
+  ASSERT_TRUE(created.ok() && *created);
+  created = etcd_->CreateIfAbsent("slot", "them", *other, &existing);
+  ASSERT_TRUE(created.ok());
+  EXPECT_FALSE(*created);
+  EXPECT_EQ(existing.value, "me");
+  EXPECT_EQ(existing.lease, *mine);
+
+  Result<bool> deleted = etcd_->DeleteIfLease("slot", *other);
+  ASSERT_TRUE(deleted.ok()) << deleted.status().message();
+  EXPECT_FALSE(*deleted);
+  EXPECT_FALSE(Gone("slot"));
+  deleted = etcd_->DeleteIfLease("slot", *mine);
+  ASSERT_TRUE(deleted.ok());
+  EXPECT_TRUE(*deleted);
+  EXPECT_TRUE(Gone("slot"));
+  deleted = etcd_->DeleteIfLease("slot", *mine);
+  ASSERT_TRUE(deleted.ok());
+  EXPECT_FALSE(*deleted);
+}
+
+TEST_F(EtcdClientTest, UnreachableEndpointsAreUnavailableEachNamedWithWhy) {
+  DeadPort a, b;
+  EtcdOptions options;
+  options.endpoints = {a.url(), b.url(), "unix:///nonexistent/etcd.sock"};
+  options.timeout = std::chrono::seconds(2);
+  std::unique_ptr<Etcd> etcd = Connect(options);
+  ASSERT_NE(etcd, nullptr);
+  Status put = etcd->Put("k", "v");
+  EXPECT_EQ(put.code(), Status::Code::kUnavailable);
+  EXPECT_THAT(put.message(), HasSubstr(a.url() + ": connection refused"));
+  EXPECT_THAT(put.message(), HasSubstr(b.url() + ": connection refused"));
+  EXPECT_THAT(put.message(), HasSubstr("unix:///nonexistent/etcd.sock: cannot connect to socket"));
+  EXPECT_THAT(put.message(), HasSubstr("put"));
+  Result<int64_t> lease = etcd->GrantLease(std::chrono::seconds(5));
+  EXPECT_EQ(lease.status().code(), Status::Code::kUnavailable);
+}
+
+TEST_F(EtcdClientTest, ADeadFirstEndpointFailsOverToTheLiveSecond) {
+  BERTH_REQUIRE_ETCD();
+  StartEtcd();
+  DeadPort dead;
+  EtcdOptions options;
+  options.endpoints = {dead.url(), server_->client_url()};
+  std::unique_ptr<Etcd> etcd = Connect(options);
+  ASSERT_NE(etcd, nullptr);
+  Status put = etcd->Put("k", "v");
+  ASSERT_TRUE(put.ok()) << put.message();
+  for (int i = 0; i < 3; ++i) {
+    std::optional<EtcdKv> kv = MustGet(*etcd, "k");
+    ASSERT_TRUE(kv.has_value());
+    EXPECT_EQ(kv->value, "v");
+  }
+}
+
+TEST_F(EtcdClientTest, AUnixSocketEndpointWorks) {
+  BERTH_REQUIRE_ETCD();
+  EtcdServer::Options options;
+  options.unix_socket = true;
+  StartEtcd(options);
+  std::unique_ptr<Etcd> etcd = Connect(server_->unix_endpoint());
+  ASSERT_NE(etcd, nullptr);
+  Status put = etcd->Put("over/socket", "yes");
+  ASSERT_TRUE(put.ok()) << put.message();
+  std::optional<EtcdKv> kv = MustGet(*etcd_, "over/socket");  // seen through TCP too
+  ASSERT_TRUE(kv.has_value());
+  EXPECT_EQ(kv->value, "yes");
+  Result<int64_t> lease = etcd->GrantLease(std::chrono::seconds(30));
+  ASSERT_TRUE(lease.ok()) << lease.status().message();
+  Result<int64_t> ttl = etcd->KeepAlive(*lease);
+  ASSERT_TRUE(ttl.ok());
+  EXPECT_EQ(*ttl, 30);
+}
+
+TEST_F(EtcdClientTest, AuthWorksWithTheRightPasswordAndIsRefusedWithAWrongOne) {
+  BERTH_REQUIRE_ETCD();
+  StartEtcd();
+  std::string error;
+  ASSERT_TRUE(server_->EnableAuth("s3cret-pw", &error)) << error;
+
+  EtcdOptions options;
+  options.endpoints = {server_->client_url()};
+  options.username = "root";
+  options.password = "s3cret-pw";
+  std::unique_ptr<Etcd> right = Connect(options);
+  ASSERT_NE(right, nullptr);
+  Status put = right->Put("guarded", "1");
+  ASSERT_TRUE(put.ok()) << put.message();
+  ASSERT_TRUE(MustGet(*right, "guarded").has_value());
+
+  options.password = "wrong-pw";
+  std::unique_ptr<Etcd> wrong = Connect(options);
+  Status refused = wrong->Put("guarded", "2");
+  EXPECT_EQ(refused.code(), Status::Code::kPermissionDenied);
+  EXPECT_THAT(refused.message(), HasSubstr("'root'"));
+  EXPECT_THAT(refused.message(), Not(HasSubstr("wrong-pw")));
+
+  Status anonymous = etcd_->Put("guarded", "3");  // no user at all
+  EXPECT_EQ(anonymous.code(), Status::Code::kPermissionDenied);
+  EXPECT_THAT(anonymous.message(), HasSubstr("auth enabled"));
+
+  // etcd's simple tokens die with the process: after a restart the client authenticates again.
+  ASSERT_TRUE(server_->Stop());
+  ASSERT_TRUE(server_->Start(&error)) << error;
+  std::optional<EtcdKv> kv = MustGet(*right, "guarded");
+  ASSERT_TRUE(kv.has_value());
+  EXPECT_EQ(kv->value, "1");
+}
+
+TEST_F(EtcdClientTest, CallsFailWhileEtcdIsDownAndWorkAfterItIsBack) {
+  BERTH_REQUIRE_ETCD();
+  StartEtcd();
+  Result<int64_t> lease = etcd_->GrantLease(std::chrono::seconds(60));
+  ASSERT_TRUE(lease.ok());
+  ASSERT_TRUE(etcd_->Put("before", "1").ok());
+  ASSERT_TRUE(server_->Stop());
+
+  Status put = etcd_->Put("during", "1");
+  EXPECT_EQ(put.code(), Status::Code::kUnavailable);
+  EXPECT_THAT(put.message(), HasSubstr(server_->client_url()));
+  Result<int64_t> ttl = etcd_->KeepAlive(*lease);
+  EXPECT_EQ(ttl.status().code(), Status::Code::kUnavailable);
+  Result<bool> created = etcd_->CreateIfAbsent("slot", "me", 0);
+  EXPECT_EQ(created.status().code(), Status::Code::kUnavailable);
+
+  std::string error;
+  ASSERT_TRUE(server_->Start(&error)) << error;
+  Status after = etcd_->Put("after", "1");
+  ASSERT_TRUE(after.ok()) << after.message();
+  EXPECT_TRUE(MustGet(*etcd_, "before").has_value());
+  EXPECT_FALSE(MustGet(*etcd_, "during").has_value());
+  ttl = etcd_->KeepAlive(*lease);  // leases survive a restart
+  ASSERT_TRUE(ttl.ok()) << ttl.status().message();
+  EXPECT_EQ(*ttl, 60);
+
+  server_->Kill();
+  EXPECT_EQ(etcd_->Put("killed", "1").code(), Status::Code::kUnavailable);
+  ASSERT_TRUE(server_->Start(&error)) << error;
+  EXPECT_TRUE(etcd_->Put("killed", "1").ok());
+}
+
+}  // namespace
+}  // namespace berth
