@@ -23,6 +23,7 @@ constexpr int kGrpcUnauthenticated = 16;
 
 std::string Snippet(const std::string& text) {
   constexpr size_t kMax = 120;
+  if (text.empty()) return "(empty)";
   std::string s = text.size() > kMax ? text.substr(0, kMax) + "..." : text;
   for (char& c : s)
     if (static_cast<unsigned char>(c) < 0x20) c = ' ';
@@ -249,7 +250,7 @@ class GatewayEtcd : public Etcd {
         e.grpc_code == kGrpcResourceExhausted) {
       return Status::Unavailable(where +
                                  " (etcd cannot serve now: no leader, overloaded or "
-                                 "timed out; berth retries)");
+                                 "timed out; if this lasts, check etcd's health)");
     }
     return Status::Internal(where + " (grpc code " + std::to_string(e.grpc_code) + ")");
   }

@@ -37,7 +37,7 @@ std::string UrlPart(CURLU* url, CURLUPart part) {
 }
 
 std::string TransportError(CURLcode code, long os_errno, const char* errbuf,
-                           const EtcdEndpoint& endpoint, long timeout_ms) {
+                           const EtcdEndpoint& endpoint, long timeout_ms, bool sent) {
   std::string detail = errbuf[0] ? errbuf : curl_easy_strerror(code);
   switch (code) {
     case CURLE_COULDNT_CONNECT:
@@ -61,6 +61,9 @@ std::string TransportError(CURLcode code, long os_errno, const char* errbuf,
     case CURLE_GOT_NOTHING:
     case CURLE_RECV_ERROR:
     case CURLE_SEND_ERROR:
+      if (endpoint.https && !sent)
+        return "TLS failed: the server closed the connection during the handshake (" + detail +
+               "; does etcd require a client certificate? check cert_file and key_file)";
       return "the connection closed without an answer (" + detail + ")";
     default:
       return detail;
@@ -193,7 +196,7 @@ EtcdTransport::Attempt EtcdTransport::PostOnce(void* easy, const EtcdEndpoint& e
   } else if (code != CURLE_OK) {
     long os_errno = 0;
     curl_easy_getinfo(easy, CURLINFO_OS_ERRNO, &os_errno);
-    a.error = TransportError(code, os_errno, errbuf, endpoint, timeout_ms);
+    a.error = TransportError(code, os_errno, errbuf, endpoint, timeout_ms, a.sent);
   } else {
     a.answered = true;
   }
@@ -226,14 +229,13 @@ Result<EtcdHttpAnswer> EtcdTransport::Post(const std::string& path, const std::s
       preferred_.store((index + 1) % endpoints_.size());
       GiveBack(easy);
       return Status::Unavailable("etcd " + call + ": " + tried +
-                                 " (the request may or may not have been applied; berth " +
-                                 "retries it; if this lasts, check that etcd runs there)");
+                                 " (the request may or may not have been applied; if this "
+                                 "lasts, check that etcd runs there)");
     }
   }
   GiveBack(easy);
   return Status::Unavailable("etcd " + call + ": no endpoint answered: " + tried +
-                             " (check that etcd runs and that the endpoints are right; berth "
-                             "retries)");
+                             " (check that etcd runs and that the endpoints are right)");
 }
 
 }  // namespace berth

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <iostream>
 #include <thread>
 
 #include "providers/etcd/etcd.h"
@@ -18,6 +19,7 @@
 namespace berth {
 namespace {
 
+using ::testing::AllOf;
 using testing::EtcdServer;
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -304,6 +306,38 @@ TEST_F(EtcdClientTest, AUnixSocketEndpointWorks) {
   Result<int64_t> ttl = etcd->KeepAlive(*lease);
   ASSERT_TRUE(ttl.ok());
   EXPECT_EQ(*ttl, 30);
+}
+
+TEST_F(EtcdClientTest, HttpsWithTheCaAndAClientCertificateWorksAndWithoutThemFails) {
+  BERTH_REQUIRE_ETCD();
+  EtcdServer::Options tls;
+  tls.tls = true;
+  StartEtcd(tls);
+  EtcdOptions options;
+  options.endpoints = {server_->client_url()};
+  options.ca_file = server_->ca_file();
+  options.cert_file = server_->client_cert_file();
+  options.key_file = server_->client_key_file();
+  std::unique_ptr<Etcd> etcd = Connect(options);
+  ASSERT_NE(etcd, nullptr);
+  Status put = etcd->Put("over/tls", "yes");
+  ASSERT_TRUE(put.ok()) << put.message();
+  std::optional<EtcdKv> kv = MustGet(*etcd, "over/tls");
+  ASSERT_TRUE(kv.has_value());
+  EXPECT_EQ(kv->value, "yes");
+
+  // The system CAs do not know the test CA.
+  Status untrusted = etcd_->Put("over/tls", "no");
+  EXPECT_EQ(untrusted.code(), Status::Code::kUnavailable);
+  EXPECT_THAT(untrusted.message(),
+              AllOf(HasSubstr(server_->client_url()), HasSubstr("TLS"), HasSubstr("ca_file")));
+  // etcd wants a client certificate.
+  options.cert_file = options.key_file = "";
+  std::unique_ptr<Etcd> anonymous = Connect(options);
+  Status refused = anonymous->Put("over/tls", "no");
+  EXPECT_EQ(refused.code(), Status::Code::kUnavailable);
+  EXPECT_THAT(refused.message(), AllOf(HasSubstr(server_->client_url()), HasSubstr("TLS"),
+                                       HasSubstr("client certificate")));
 }
 
 TEST_F(EtcdClientTest, AuthWorksWithTheRightPasswordAndIsRefusedWithAWrongOne) {

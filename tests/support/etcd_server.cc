@@ -98,6 +98,36 @@ int Exchange(int port, const std::string& method, const std::string& path, const
   return status;
 }
 
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+/// Runs argv (searched in PATH), stdin /dev/null, stdout and stderr to `log_path`; its exit
+/// status, -1 when it could not run or was killed.
+int RunQuietly(const std::vector<std::string>& args, const std::string& log_path) {
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    int null = open("/dev/null", O_RDONLY);
+    if (fd < 0 || null < 0) _exit(127);
+    dup2(null, 0);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    execvp(argv[0], argv.data());
+    _exit(127);
+  }
+  int status = 0;
+  if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
+  return WEXITSTATUS(status);
+}
+
 }  // namespace
 
 bool EtcdServer::Available(std::string* why) {
@@ -125,25 +155,55 @@ EtcdServer::~EtcdServer() {
 }
 
 std::string EtcdServer::client_url() const {
-  return "http://127.0.0.1:" + std::to_string(client_port_);
+  return (options_.tls ? "https" : "http") + std::string("://127.0.0.1:") +
+         std::to_string(client_port_);
 }
 
 std::string EtcdServer::socket_path() const {
   return dir_ + "/etcd.sock:" + std::to_string(client_port_);
 }
 
-std::string EtcdServer::log() const {
-  std::ifstream in(dir_ + "/etcd.log", std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+std::string EtcdServer::log() const { return ReadAll(dir_ + "/etcd.log"); }
 
 void EtcdServer::PickPorts() {
   client_port_ = FreePort();
   do {
     peer_port_ = FreePort();
   } while (peer_port_ == client_port_);
+  do {
+    metrics_port_ = FreePort();
+  } while (metrics_port_ == client_port_ || metrics_port_ == peer_port_);
+}
+
+bool EtcdServer::MakeCertificates(std::string* error) {
+  const std::string ec = "ec_paramgen_curve:prime256v1";
+  auto make = [&](const std::string& name, const std::string& subject,
+                  std::vector<std::string> extra) {
+    std::vector<std::string> args = {"openssl", "req",
+                                     "-x509",   "-newkey",
+                                     "ec",      "-pkeyopt",
+                                     ec,        "-nodes",
+                                     "-days",   "2",
+                                     "-subj",   subject,
+                                     "-keyout", dir_ + "/" + name + ".key",
+                                     "-out",    dir_ + "/" + name + ".pem"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    int status = RunQuietly(args, dir_ + "/openssl.log");
+    if (status != 0) {
+      *error =
+          "openssl req for " + name + " failed (status " + std::to_string(status) +
+          "; is the openssl command installed?): " + Tail(ReadAll(dir_ + "/openssl.log"), 2000);
+      return false;
+    }
+    return true;
+  };
+  const std::string ca = dir_ + "/ca.pem", ca_key = dir_ + "/ca.key";
+  return make("ca", "/CN=berth-test-ca", {}) &&
+         make("server", "/CN=127.0.0.1",
+              {"-CA", ca, "-CAkey", ca_key, "-addext", "subjectAltName=IP:127.0.0.1", "-addext",
+               "extendedKeyUsage=serverAuth,clientAuth"}) &&
+         make("client", "/CN=root",
+              {"-CA", ca, "-CAkey", ca_key, "-addext", "extendedKeyUsage=clientAuth"});
 }
 
 bool EtcdServer::Start(std::string* error) {
@@ -160,6 +220,7 @@ bool EtcdServer::Start(std::string* error) {
     }
     dir_ = tmpl;
     PickPorts();
+    if (options_.tls && !MakeCertificates(error)) return false;
   }
   for (int attempt = 1;; ++attempt) {
     bool port_taken = false;
@@ -179,15 +240,23 @@ bool EtcdServer::StartOnce(std::string* error, bool* port_taken) {
     // etcd 3.4 makes the socket file "NAME:PORT" in its working directory.
     listen_client += ",unix://etcd.sock:" + std::to_string(client_port_);
   }
-  std::vector<std::string> args = {Binary(options_),
-                                   "--name=berth-test",
-                                   "--data-dir=" + dir_ + "/data",
-                                   "--listen-client-urls=" + listen_client,
-                                   "--advertise-client-urls=" + client,
-                                   "--listen-peer-urls=" + peer,
-                                   "--initial-advertise-peer-urls=" + peer,
-                                   "--initial-cluster=berth-test=" + peer,
-                                   "--initial-cluster-state=new"};
+  std::vector<std::string> args = {
+      Binary(options_),
+      "--name=berth-test",
+      "--data-dir=" + dir_ + "/data",
+      "--listen-client-urls=" + listen_client,
+      "--advertise-client-urls=" + client,
+      "--listen-peer-urls=" + peer,
+      "--initial-advertise-peer-urls=" + peer,
+      "--initial-cluster=berth-test=" + peer,
+      "--initial-cluster-state=new",
+      "--listen-metrics-urls=http://127.0.0.1:" + std::to_string(metrics_port_)};
+  if (options_.tls) {
+    for (std::string flag :
+         {"--cert-file=" + dir_ + "/server.pem", "--key-file=" + dir_ + "/server.key",
+          std::string("--client-cert-auth=true"), "--trusted-ca-file=" + dir_ + "/ca.pem"})
+      args.push_back(flag);
+  }
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -228,7 +297,7 @@ bool EtcdServer::StartOnce(std::string* error, bool* port_taken) {
       return false;
     }
     std::string answer;
-    if (Exchange(client_port_, "GET", "/health", "", &answer) == 200 &&
+    if (Exchange(metrics_port_, "GET", "/health", "", &answer) == 200 &&
         answer.find("\"true\"") != std::string::npos &&
         (!options_.unix_socket || access(socket_path().c_str(), F_OK) == 0))
       return true;

@@ -16,6 +16,10 @@ class EtcdServer {
   struct Options {
     /// Also listen on a unix socket (socket_path(), unix_endpoint()) (default off).
     bool unix_socket = false;
+    /// Serve clients over https only, with a certificate of a test CA (made with the openssl
+    /// command) and client certificates required: ca_file(), client_cert_file(),
+    /// client_key_file() (default off).
+    bool tls = false;
     /// The etcd binary: $BERTH_ETCD_BINARY, else /usr/bin/etcd (the default "").
     std::string binary;
   };
@@ -42,12 +46,16 @@ class EtcdServer {
   void Kill();
   bool running() const { return pid_ > 0; }
 
-  /// "http://127.0.0.1:PORT".
+  /// "http://127.0.0.1:PORT" ("https://..." with Options::tls).
   std::string client_url() const;
   /// "unix://" + socket_path() (only with Options::unix_socket).
   std::string unix_endpoint() const { return "unix://" + socket_path(); }
   /// The socket file etcd makes in its working dir: DIR/etcd.sock:PORT.
   std::string socket_path() const;
+  /// With Options::tls: the test CA, and a client certificate it signed and its key.
+  std::string ca_file() const { return dir_ + "/ca.pem"; }
+  std::string client_cert_file() const { return dir_ + "/client.pem"; }
+  std::string client_key_file() const { return dir_ + "/client.key"; }
   /// What etcd wrote so far.
   std::string log() const;
 
@@ -55,12 +63,13 @@ class EtcdServer {
   /// gateway. False and `error` on failure.
   bool EnableAuth(const std::string& password, std::string* error);
 
-  /// POSTs `body` to `path` on the client port (a plain HTTP/1.0 exchange, no auth):
-  /// the status (0 when no answer) and `*answer` the body.
+  /// POSTs `body` to `path` on the client port (a plain HTTP/1.0 exchange, no auth, not with
+  /// Options::tls): the status (0 when no answer) and `*answer` the body.
   int Post(const std::string& path, const std::string& body, std::string* answer) const;
 
  private:
   bool StartOnce(std::string* error, bool* port_taken);
+  bool MakeCertificates(std::string* error);
   void PickPorts();
   void Reap(int signal);
 
@@ -68,6 +77,7 @@ class EtcdServer {
   std::string dir_;
   int client_port_ = 0;
   int peer_port_ = 0;
+  int metrics_port_ = 0;  // plain http: /health, whatever the client side speaks
   pid_t pid_ = 0;
 };
 
