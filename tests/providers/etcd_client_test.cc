@@ -289,6 +289,32 @@ TEST_F(EtcdClientTest, ADeadFirstEndpointFailsOverToTheLiveSecond) {
   }
 }
 
+TEST_F(EtcdClientTest, AfterAFailoverTheLastGoodEndpointStaysFirst) {
+  BERTH_REQUIRE_ETCD();
+  // Two separate one-member clusters, so that each key shows which endpoint took it.
+  EtcdServer first, second;
+  std::string error;
+  ASSERT_TRUE(first.Start(&error)) << error;
+  ASSERT_TRUE(second.Start(&error)) << error;
+  EtcdOptions options;
+  options.endpoints = {first.client_url(), second.client_url()};
+  std::unique_ptr<Etcd> etcd = Connect(options);
+  std::unique_ptr<Etcd> only_first = Connect(first.client_url());
+  std::unique_ptr<Etcd> only_second = Connect(second.client_url());
+  ASSERT_TRUE(etcd->Put("k0", "1").ok());
+  EXPECT_TRUE(MustGet(*only_first, "k0").has_value());
+
+  ASSERT_TRUE(first.Stop());
+  Status put = etcd->Put("k1", "1");
+  ASSERT_TRUE(put.ok()) << put.message();
+  EXPECT_TRUE(MustGet(*only_second, "k1").has_value());
+
+  ASSERT_TRUE(first.Start(&error)) << error;
+  ASSERT_TRUE(etcd->Put("k2", "1").ok());
+  EXPECT_TRUE(MustGet(*only_second, "k2").has_value());
+  EXPECT_FALSE(MustGet(*only_first, "k2").has_value());
+}
+
 TEST_F(EtcdClientTest, AUnixSocketEndpointWorks) {
   BERTH_REQUIRE_ETCD();
   EtcdServer::Options options;

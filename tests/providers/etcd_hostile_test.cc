@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "providers/etcd/etcd.h"
+#include "tests/support/etcd_server.h"
 
 namespace berth {
 namespace {
@@ -110,6 +111,16 @@ std::unique_ptr<Etcd> Connect(const HostileServer& server, const std::string& us
   Result<std::unique_ptr<Etcd>> etcd = ConnectEtcd(options);
   EXPECT_TRUE(etcd.ok()) << etcd.status().message();
   return std::move(*etcd);
+}
+
+/// Options with `endpoints` and, when given, a client certificate and key.
+EtcdOptions Options(std::vector<std::string> endpoints, std::string cert = "",
+                    std::string key = "") {
+  EtcdOptions options;
+  options.endpoints = std::move(endpoints);
+  options.cert_file = std::move(cert);
+  options.key_file = std::move(key);
+  return options;
 }
 
 const char* kHeader = R"("header":{"revision":"2"})";
@@ -217,14 +228,33 @@ TEST(EtcdHostileTest, AHangUpIsUnavailableAndABadTokenAnswerIsInternal) {
   EXPECT_THAT(auth.message(), AllOf(HasSubstr("authenticate"), HasSubstr("no \"token\"")));
 }
 
-/// Options with `endpoints` and, when given, a client certificate and key.
-EtcdOptions Options(std::vector<std::string> endpoints, std::string cert = "",
-                    std::string key = "") {
+TEST(EtcdHostileTest, ARequestSentWithoutAnswerIsNotRepeatedElsewhereButTheNextOneMovesOn) {
+  BERTH_REQUIRE_ETCD();
+  testing::EtcdServer etcd_server;
+  std::string error;
+  ASSERT_TRUE(etcd_server.Start(&error)) << error;
+  HostileServer hang_up({{"/v3/kv/put", {0, "", /*hang_up=*/true}}});
   EtcdOptions options;
-  options.endpoints = std::move(endpoints);
-  options.cert_file = std::move(cert);
-  options.key_file = std::move(key);
-  return options;
+  options.endpoints = {hang_up.url(), etcd_server.client_url()};
+  Result<std::unique_ptr<Etcd>> etcd = ConnectEtcd(options);
+  ASSERT_TRUE(etcd.ok());
+  Result<std::unique_ptr<Etcd>> direct = ConnectEtcd(Options({etcd_server.client_url()}));
+  ASSERT_TRUE(direct.ok());
+
+  // The put reached the first endpoint, which hung up: it may have been applied there, so it
+  // is not sent to the second one.
+  Status put = (*etcd)->Put("slot", "me");
+  EXPECT_EQ(put.code(), Status::Code::kUnavailable);
+  EXPECT_THAT(put.message(),
+              AllOf(HasSubstr(hang_up.url()), HasSubstr("may or may not have been applied")));
+  Result<std::optional<EtcdKv>> kv = (*direct)->Get("slot");
+  ASSERT_TRUE(kv.ok());
+  EXPECT_FALSE(kv->has_value());
+  // The next request starts at the second endpoint.
+  put = (*etcd)->Put("slot", "me");
+  ASSERT_TRUE(put.ok()) << put.message();
+  kv = (*direct)->Get("slot");
+  ASSERT_TRUE(kv.ok() && kv->has_value());
 }
 
 TEST(EtcdConfigTest, ConnectEtcdNamesWhatIsWrong) {
