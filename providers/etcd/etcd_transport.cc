@@ -62,7 +62,7 @@ std::string TransportError(CURLcode code, long os_errno, const char* errbuf,
     case CURLE_RECV_ERROR:
     case CURLE_SEND_ERROR:
       if (endpoint.https && !sent)
-        return "TLS failed: the server closed the connection during the handshake (" + detail +
+        return "TLS failed: etcd refused or closed the handshake (" + detail +
                "; does etcd require a client certificate? check cert_file and key_file)";
       return "the connection closed without an answer (" + detail + ")";
     default:
@@ -188,6 +188,9 @@ EtcdTransport::Attempt EtcdTransport::PostOnce(void* easy, const EtcdEndpoint& e
   curl_off_t request_size = 0;
   curl_easy_getinfo(easy, CURLINFO_REQUEST_SIZE, &request_size);
   a.sent = request_size > 0;
+  // With TLS 1.3 the client may send its request before the server has checked the client's
+  // certificate; a TLS alert back means the server refused the handshake and never read it.
+  if (endpoint.https && std::strstr(errbuf, " alert ") != nullptr) a.sent = false;
   a.answer.status = ResponseStatus(easy);
   a.answer.body = std::move(received.text);
   if (received.truncated) {
