@@ -42,7 +42,10 @@ struct EtcdKv {
 
 /// The calls berth makes. Errors: Status::Unavailable when no endpoint answered (the message
 /// names each endpoint and why), PermissionDenied for auth failures, Internal for an answer
-/// that is not what etcd sends (the endpoint and the call named).
+/// that is not what etcd sends (the endpoint and the call named). Errors etcd itself states
+/// keep their kind: NotFound for a lease that no longer exists (Put or CreateIfAbsent
+/// attached to an expired lease), InvalidArgument (a request over etcd's size limit),
+/// FailedPrecondition.
 class Etcd {
  public:
   virtual ~Etcd() = default;

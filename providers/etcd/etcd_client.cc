@@ -13,6 +13,7 @@ namespace {
 using nlohmann::json;
 
 // gRPC status codes etcd puts in its error answers.
+constexpr int kGrpcInvalidArgument = 3;
 constexpr int kGrpcNotFound = 5;
 constexpr int kGrpcPermissionDenied = 7;
 constexpr int kGrpcResourceExhausted = 8;
@@ -246,13 +247,26 @@ class GatewayEtcd : public Etcd {
           where + (auth ? " (user '" + options_.username + "' lacks the permission)"
                         : " (etcd has auth enabled: give berth a user name and password)"));
     }
+    if (e.grpc_code == kGrpcResourceExhausted &&
+        e.message.find("larger than max") != std::string::npos) {
+      return Status::InvalidArgument(where + " (the request is over etcd's size limit)");
+    }
     if (e.grpc_code == kGrpcUnavailable || e.grpc_code == kGrpcDeadlineExceeded ||
         e.grpc_code == kGrpcResourceExhausted) {
       return Status::Unavailable(where +
                                  " (etcd cannot serve now: no leader, overloaded or "
                                  "timed out; if this lasts, check etcd's health)");
     }
-    return Status::Internal(where + " (grpc code " + std::to_string(e.grpc_code) + ")");
+    switch (e.grpc_code) {
+      case kGrpcNotFound:  // a lease that expired or was revoked
+        return Status::NotFound(where);
+      case kGrpcInvalidArgument:  // e.g. a request over etcd's size limit
+        return Status::InvalidArgument(where);
+      case kGrpcFailedPrecondition:
+        return Status::FailedPrecondition(where);
+      default:
+        return Status::Internal(where + " (grpc code " + std::to_string(e.grpc_code) + ")");
+    }
   }
 
   const EtcdOptions options_;

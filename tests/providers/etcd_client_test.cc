@@ -137,6 +137,18 @@ TEST_F(EtcdClientTest, BinaryKeysAndValuesComeBackByteForByteAndRangeIsByPrefix)
   EXPECT_TRUE(etcd_->Delete("never-there").ok());
 }
 
+TEST_F(EtcdClientTest, AValueOverEtcdsRequestLimitIsInvalidNotRetryable) {
+  BERTH_REQUIRE_ETCD();
+  StartEtcd();
+  // etcd takes 1.5 MiB by default; its gRPC layer refuses messages over 2 MiB before that.
+  for (size_t size : {size_t{1700} << 10, size_t{2} << 20}) {
+    Status put = etcd_->Put("big", std::string(size, 'x'));
+    EXPECT_EQ(put.code(), Status::Code::kInvalidArgument) << put.message();
+    EXPECT_THAT(put.message(), AllOf(HasSubstr(server_->client_url()), HasSubstr("put")));
+    EXPECT_TRUE(Gone("big"));
+  }
+}
+
 TEST_F(EtcdClientTest, CreateIfAbsentFromEightThreadsCreatesExactlyOnce) {
   BERTH_REQUIRE_ETCD();
   StartEtcd();
@@ -223,8 +235,11 @@ TEST_F(EtcdClientTest, RevokeDeletesTheLeaseKeysAndKeepAliveThenSaysZero) {
   EXPECT_TRUE(again.ok()) << again.message();
   // A key cannot be put on a lease that is gone.
   Status put = etcd_->Put("d", "1", *lease);
-  EXPECT_FALSE(put.ok());
+  EXPECT_EQ(put.code(), Status::Code::kNotFound);
   EXPECT_THAT(put.message(), HasSubstr("lease not found"));
+  Result<bool> created = etcd_->CreateIfAbsent("d", "1", *lease);
+  EXPECT_EQ(created.status().code(), Status::Code::kNotFound);
+  EXPECT_TRUE(Gone("d"));
 }
 
 TEST_F(EtcdClientTest, DeleteIfLeaseDeletesOnlyWithTheRightLease) {
