@@ -87,6 +87,7 @@ Result<EtcdEndpoint> ParseEtcdEndpoint(const std::string& text) {
     e.base_url = "http://localhost";
     return e;
   }
+  CurlGlobalInit();
   std::unique_ptr<CURLU, decltype(&curl_url_cleanup)> url(curl_url(), &curl_url_cleanup);
   if (!url) return Status::Internal("etcd: cannot parse endpoints (curl_url: out of memory?)");
   if (curl_url_set(url.get(), CURLUPART_URL, text.c_str(), 0) != CURLUE_OK)

@@ -38,7 +38,8 @@ class EtcdServer {
 
   /// Starts etcd and waits (up to 30 s) until /health says true. The first Start() makes the
   /// dir and picks the ports (again, if etcd lost a race for them); later ones reuse both.
-  /// False and `error` (with the log's tail) on failure.
+  /// False and `error` (with the log's tail) on failure. etcd is killed when the thread that
+  /// started it ends (PR_SET_PDEATHSIG), so start it from the test's own thread.
   bool Start(std::string* error);
   /// SIGTERM, then waits for it to exit (SIGKILL after 10 s). True when it exited by itself.
   bool Stop();
