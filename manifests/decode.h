@@ -22,6 +22,8 @@ struct FilePart {
   std::string file;
   bool has_host = false;
   HostSpec host;
+  bool has_fleet = false;
+  FleetSpec fleet;
   std::map<std::string, std::string> executables;  // host.executables
   std::vector<ModelSpec> models;                   // in source order
   std::vector<ServiceDraft> services;              // in source order

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "manifests/decode.h"
+#include "manifests/decode_fleet.h"
 #include "manifests/decode_service.h"
 #include "manifests/names.h"
 #include "manifests/yaml_parse.h"
@@ -11,7 +12,7 @@
 namespace berth::manifests {
 namespace {
 
-constexpr std::string_view kTopKeys[] = {"berth", "host", "models", "services"};
+constexpr std::string_view kTopKeys[] = {"berth", "host", "fleet", "models", "services"};
 constexpr std::string_view kHostKeys[] = {"match",       "store", "reserve",       "unit_dir",
                                           "executables", "gpus",  "keep_revisions"};
 constexpr std::string_view kGpuInventoryKeys[] = {"count", "memory"};
@@ -131,7 +132,7 @@ void DecodeRoot(YamlReader& r, const YAML::Node& root, FilePart* part) {
   }
   if (!root.IsMap()) {
     r.Error(r.Loc(root), "expected a map at the top level, got " + YamlReader::Describe(root),
-            "a manifest maps berth, host, models and services");
+            "a manifest maps berth, host, fleet, models and services");
     return;
   }
   bool has_version = false;
@@ -145,6 +146,9 @@ void DecodeRoot(YamlReader& r, const YAML::Node& root, FilePart* part) {
       }
     } else if (f.key == "host") {
       DecodeHost(r, f, part);
+    } else if (f.key == "fleet") {
+      part->has_fleet = true;
+      DecodeFleet(r, f, &part->fleet);
     } else if (f.key == "models") {
       if (!r.ExpectMap(f)) continue;
       for (const Field& m : r.NamedEntries(f.value, "in models", "model")) {

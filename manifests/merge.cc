@@ -39,6 +39,7 @@ Desired MergeParts(std::vector<FilePart> parts, std::vector<Diagnostic>* diagnos
   std::map<std::string, int> file_index;
   std::vector<ServiceDraft> services;  // every service kept, in file and source order
   const FilePart* host_part = nullptr;
+  const FilePart* fleet_part = nullptr;
   for (FilePart& part : parts) {
     file_index.emplace(part.file, static_cast<int>(file_index.size()));
     if (part.has_host) {
@@ -50,6 +51,16 @@ Desired MergeParts(std::vector<FilePart> parts, std::vector<Diagnostic>* diagnos
         host_part = &part;
         desired.host = part.host;
         desired.executables = part.executables;
+      }
+    }
+    if (part.has_fleet) {
+      if (fleet_part != nullptr) {
+        Add(diagnostics, part.fleet.loc,
+            "fleet is defined twice, first at " + fleet_part->fleet.loc.ToString(),
+            "keep fleet in one file");
+      } else {
+        fleet_part = &part;
+        desired.fleet = part.fleet;
       }
     }
     for (ModelSpec& model : part.models) {

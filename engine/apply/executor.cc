@@ -10,6 +10,7 @@
 #include "engine/core/unit_marker.h"
 #include "engine/core/units.h"
 #include "engine/output/progress.h"
+#include "planners/fleet.h"
 #include "providers/bench/load.h"
 #include "providers/health/health_probe.h"
 #include "providers/health/smoke_client.h"
@@ -44,6 +45,8 @@ ExecResult Executor::Run(const Plan& plan) {
   step_started_.assign(n, d_.clock->Now());
   std::vector<ParallelGroup> groups = ParallelStarts(plan);
   auto group = groups.begin();
+  // The first step that takes a service down; SIZE_MAX: none (or its turn was taken).
+  size_t first_dark = FirstDisruptiveStep(plan).value_or(SIZE_MAX);
   for (size_t i = 0; i < n; ++i) {
     step_started_[i] = d_.clock->Now();
     if (d_.stop && d_.stop->load()) {
@@ -72,7 +75,19 @@ ExecResult Executor::Run(const Plan& plan) {
     }
     // Services on disjoint GPUs and ports come up side by side.
     while (group != groups.end() && group->last < i) ++group;
-    if (group != groups.end() && group->first == i) {
+    bool grouped = group != groups.end() && group->first == i;
+    // The fleet's turn, before the first step that takes a service down.
+    if (d_.before_disruption && first_dark >= i && first_dark <= (grouped ? group->last : i)) {
+      first_dark = SIZE_MAX;
+      Status s = d_.before_disruption();
+      if (!s.ok()) {
+        r.status = s;
+        r.turn_refused = true;
+        r.interrupted = d_.stop && d_.stop->load();
+        return r;
+      }
+    }
+    if (grouped) {
       Status s = RunGroup(plan, *group, &r);
       if (!s.ok()) {
         r.status = s;

@@ -53,7 +53,11 @@ struct ExecutorDeps {
   /// several may run at once), so berth records the revision as its own even if it dies next.
   std::function<void(const std::string& repo_id, const std::string& commit)> on_downloaded;
   const std::atomic<bool>* stop = nullptr;  // checked between actions
-  bool rollback = true;                     // undo a failed replacement
+  /// Called once, just before the first step that takes a service down (FirstDisruptiveStep):
+  /// the fleet's turn (engine/apply/fleet_turn.h). Not ok: the run ends there, nothing went
+  /// dark (ExecResult::turn_refused). Null: no one to ask.
+  std::function<Status()> before_disruption;
+  bool rollback = true;  // undo a failed replacement
   /// Fault injection for crash tests: SIGKILL this process just before this step (0: never).
   /// Set from $BERTH_FAULT_KILL_AT_STEP by the apply command.
   int kill_at_step = 0;
@@ -67,6 +71,9 @@ struct ExecResult {
   int failed_step = 0;  // 1-based; 0 when every step succeeded
   int steps_done = 0;
   bool interrupted = false;  // stopped between actions on request (SIGINT/SIGTERM)
+  /// before_disruption said no: the steps before the first disruptive one ran, nothing went
+  /// dark, and the change is retried (not held).
+  bool turn_refused = false;
   /// A change of a running service failed: what it replaced runs again (the old unit file is
   /// back for an in-place update) and passed its health gate (when berth knows one).
   bool rolled_back = false;

@@ -58,6 +58,7 @@ ReconcilerDeps LiveReconcilerDeps(LiveHost* host, Reporter* reporter, Clock* clo
   ReconcilerDeps d;
   d.connect = [host](const Desired& desired) { return host->Connect(desired); };
   d.hostname = LocalHostname;
+  d.connect_etcd = ConnectFleetEtcd;
   d.clock = clock;
   d.reporter = reporter;
   return d;

@@ -96,6 +96,13 @@ class Pass {
       : d_(d), o_(o), say_(*d.reporter), clock_(d.clock ? *d.clock : RealClock()) {}
 
   RunReport Run() {
+    RunSteps();
+    ReportToFleet();
+    return rep_;
+  }
+
+ private:
+  RunReport RunSteps() {
     if (!LoadInputs() || HostExcluded() || !Connect() || !LoadState() || !Observe() ||
         !MakeOrCheckPlan() || !SavePlan())
       return rep_;
@@ -109,7 +116,6 @@ class Pass {
     return Converged();
   }
 
- private:
   RunReport End(Outcome o, int code, Status s = Status::Ok(), bool terminal = false) {
     rep_.outcome = o;
     rep_.exit_code = code;
@@ -369,9 +375,11 @@ class Pass {
       Status s = dir_->Save(state_);
       if (!s.ok()) spdlog::warn("could not record {}@{} as berth's: {}", repo, commit, s.message());
     };
+    if (Fleet()) deps.before_disruption = [this] { return fleet_->Take(); };
     std::string started = NowRfc3339();
     Clock::TimePoint began = clock_.Now();
     rep_.exec = Executor(deps).Run(plan_);
+    if (fleet_) fleet_->Release();  // after the gates passed, or the rollback
     const ExecResult& ex = rep_.exec;
 
     State st = state_;
@@ -403,6 +411,12 @@ class Pass {
     if (ex.interrupted) {
       say_.Error("berth apply: " + ex.status.message());
       return Fail(Outcome::kInterrupted, 1, ex.status);
+    }
+    if (ex.turn_refused) {
+      say_.Error("berth apply: " + ex.status.message());
+      say_.Error(std::to_string(ex.steps_done) + " of " + std::to_string(plan_.actions.size()) +
+                 " steps were done (none took a service down); berth plan shows what is left");
+      return Fail(Outcome::kError, 1, ex.status);
     }
     if (!ex.status.ok()) {
       say_.Error("berth apply: " + ex.status.message());
@@ -510,6 +524,51 @@ class Pass {
     return End(Outcome::kApplied, 0);
   }
 
+  // The fleet of a manifest with `fleet:`, made on first use; null without one.
+  FleetPass* Fleet() {
+    if (!desired_.fleet.enabled()) return nullptr;
+    if (!fleet_) {
+      FleetTurnOptions fo;
+      fo.host = d_.hostname ? d_.hostname() : "";
+      fo.digest = desired_.digest;
+      fo.clock = &clock_;
+      fo.stop = o_.stop;
+      fo.poll = d_.fleet_poll;
+      fo.say = [this](const std::string& line) { say_.progress() << line << std::endl; };
+      fleet_ = std::make_unique<FleetPass>(desired_.fleet, d_.connect_etcd, fo);
+    }
+    return fleet_.get();
+  }
+
+  // An apply of a fleet's manifest tells the fleet where this host stands, every pass: the next
+  // wave starts once its predecessors report converged, and a failure stops the rollout.
+  void ReportToFleet() {
+    if (!o_.apply || !rep_.plan.host_matches || !Fleet()) return;
+    FleetReport r;
+    r.message = rep_.status.ok() ? "" : rep_.status.message();
+    switch (rep_.outcome) {
+      case Outcome::kNoChanges:
+      case Outcome::kApplied:
+        r.state = kFleetConverged;
+        break;
+      case Outcome::kHeld:
+        r.state = kFleetFailed;
+        break;
+      case Outcome::kFailed:
+        r.state = state_.held.digest == desired_.digest ? kFleetFailed : kFleetError;
+        break;
+      case Outcome::kBlocked:
+        r.state = kFleetBlocked;
+        break;
+      default:
+        r.state = rep_.exec.turn_refused ? kFleetWaiting : kFleetError;
+    }
+    r.services_up = rep_.services_up;
+    r.services_wanted = rep_.services_wanted;
+    r.start_to_healthy_ms = rep_.exec.start_to_healthy_ms;
+    fleet_->Publish(r);
+  }
+
   const ReconcilerDeps& d_;
   const ReconcileOptions& o_;
   Reporter& say_;
@@ -527,6 +586,7 @@ class Pass {
   std::string in_progress_;  // who applies right now, when planning without the lock
   Observed observed_;
   Plan plan_;
+  std::unique_ptr<FleetPass> fleet_;
 };
 
 }  // namespace

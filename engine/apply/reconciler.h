@@ -17,6 +17,7 @@
 #include <string>
 
 #include "engine/apply/executor.h"
+#include "engine/apply/fleet_turn.h"
 #include "engine/core/clock.h"
 #include "engine/core/desired.h"
 #include "engine/core/plan.h"
@@ -57,6 +58,10 @@ struct ReconcilerDeps {
   std::function<std::string()> hostname;
   Clock* clock = nullptr;        // null: RealClock()
   Reporter* reporter = nullptr;  // required
+  /// The etcd of a manifest with `fleet:` (null: such a manifest never takes a service down).
+  EtcdConnector connect_etcd;
+  /// Between two looks at the fleet while waiting for a turn.
+  std::chrono::milliseconds fleet_poll{1000};
 };
 
 struct ReconcileOptions {

@@ -135,6 +135,9 @@ int RunStatus(const StatusCommand& cmd, std::ostream& out, std::ostream& err);
 
 /// `berth history`: past applies from the state directory, newest first (text) or the last
 /// `limit` as JSON (history.json's format).
+/// berth fleet status -f PATH: every host of the manifest's fleet, from etcd.
+int RunFleetStatus(const std::string& manifest_path, const std::string& format, std::ostream& out,
+                   std::ostream& err);
 int RunHistory(const std::string& state_dir, const std::string& format, size_t limit,
                std::ostream& out, std::ostream& err);
 int RunRender(const std::string& manifest_path, const std::string& observed_path,

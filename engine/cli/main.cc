@@ -195,6 +195,14 @@ int main(int argc, char** argv) {
   history->add_option("-n,--limit", history_limit, "how many applies, newest first")
       ->capture_default_str();
 
+  std::string fleet_manifest, fleet_format = "text";
+  auto* fleet = app.add_subcommand("fleet", "the fleet of hosts that share a manifest (etcd)");
+  fleet->require_subcommand(1);
+  auto* fleet_status = fleet->add_subcommand(
+      "status", "every host of the manifest's fleet: wave, state, manifest, who holds a slot");
+  fleet_status->add_option("-f,--file", fleet_manifest, "manifest file or folder")->required();
+  fleet_status->add_option("-o,--output", fleet_format, "text or json")->capture_default_str();
+
   // Written from this tree at build time: berth(1) and the bash completion (engine/cli/cli_docs.h).
   auto* man = app.add_subcommand("__man", "print the berth(1) man page");
   man->group("");  // hidden
@@ -274,6 +282,8 @@ int main(int argc, char** argv) {
     status_cmd.probe = !status_no_probe;
     return berth::RunStatus(status_cmd, std::cout, std::cerr);
   }
+  if (*fleet_status)
+    return berth::RunFleetStatus(fleet_manifest, fleet_format, std::cout, std::cerr);
   if (*history)
     return berth::RunHistory(history_state, history_format, history_limit, std::cout, std::cerr);
   if (*render)

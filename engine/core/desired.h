@@ -36,6 +36,30 @@ struct HostSpec {
   SourceLoc loc;
 };
 
+/// One wave of a fleet rollout: the hosts (globs on the host name) that go in it.
+struct FleetWave {
+  std::string name;
+  std::vector<std::string> hosts;
+  SourceLoc loc;
+};
+
+/// `fleet:`: this host is one of many that share the manifest, coordinated through etcd so that
+/// at most `max_unavailable` hosts are in a dark window at once, wave after wave.
+struct FleetSpec {
+  std::string name;                          // "" = no fleet: the host acts alone
+  std::vector<std::string> endpoints;        // http://, https://, unix:///path
+  std::string ca_file, cert_file, key_file;  // TLS (absolute paths)
+  std::string username, password_file;       // etcd auth; the password is read from the file
+  std::string prefix = "/berth/fleets/";     // keys live under <prefix><name>/
+  int max_unavailable = 1;
+  uint64_t lease_ttl_ms = 30000;         // the slot's lease: a dead host's slot frees after it
+  uint64_t wait_ms = 30ULL * 60 * 1000;  // how long a pass waits for its turn before failing
+  uint64_t request_timeout_ms = 5000;    // each etcd request
+  std::vector<FleetWave> waves;          // empty: one wave of every host
+  SourceLoc loc;
+  bool enabled() const { return !name.empty(); }
+};
+
 struct ModelSpec {
   std::string name;               // manifest key, e.g. "minimax-m25"
   std::string repo_id;            // "MiniMaxAI/MiniMax-M2.5" (from source hf://...)
@@ -166,6 +190,7 @@ struct LockEntry {
 struct Desired {
   int version = 1;
   HostSpec host;
+  FleetSpec fleet;
   std::map<std::string, std::string> executables;  // engine name -> path (host level)
   std::map<std::string, ModelSpec> models;
   std::map<std::string, ServiceSpec> services;

@@ -5,6 +5,7 @@
 #include "engine/core/unified_diff.h"
 #include "engine/core/units.h"
 #include "engine/output/plan_output.h"
+#include "planners/fleet.h"
 
 namespace berth {
 
@@ -159,6 +160,19 @@ std::string PlanToText(const Plan& plan, const Desired& desired, const PlanTextO
   }
   if (plan.disruptions.empty() && !plan.actions.empty())
     out << "disruption: none (no port goes dark)\n";
+  if (desired.fleet.enabled()) {
+    std::optional<size_t> turn = FirstDisruptiveStep(plan);
+    const FleetSpec& f = desired.fleet;
+    out << "fleet " << f.name << ": ";
+    if (turn) {
+      std::string wave = WaveName(f, WaveIndex(f, plan.host));
+      out << "step " << (*turn + 1) << " waits for this host's turn (at most " << f.max_unavailable
+          << " host" << (f.max_unavailable == 1 ? "" : "s") << " dark at once"
+          << (wave.empty() ? "" : "; wave " + wave) << "); the steps before it do not\n";
+    } else {
+      out << "nothing here goes dark; no turn needed\n";
+    }
+  }
   if (downloads) {
     out << "disk: " << FormatBytes(plan.disk_needed) << " to download"
         << (plan.disk_known ? "" : " (at least: some sizes are unknown)") << ", "

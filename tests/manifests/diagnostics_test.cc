@@ -454,7 +454,7 @@ TEST(Diagnostics, TheBerthVersionIsRequiredInEveryFile) {
               ElementsAre("berth.yaml:1:8: expected an integer for 'berth', got a string"));
   EXPECT_THAT(Problems("- berth: 1\n"),
               ElementsAre("berth.yaml:1:1: expected a map at the top level, got a list (a "
-                          "manifest maps berth, host, models and services)"));
+                          "manifest maps berth, host, fleet, models and services)"));
 }
 
 TEST(Diagnostics, BrokenYamlIsOneDiagnosticAndOtherFilesAreStillChecked) {

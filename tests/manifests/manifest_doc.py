@@ -6,7 +6,8 @@ schema (what editors complete from, what schema_check.py holds to the validator)
   manifest_doc.py --schema manifests/schema.json --doc docs/manifest.md --check  # CTest
 
 Each table sits between "<!-- keys: PATH -->" and "<!-- end keys -->" in the doc, PATH being a
-dotted path into the schema ("host", "services.<name>", "services.<name>.vllm"). Standard
+dotted path into the schema ("host", "services.<name>", "services.<name>.vllm"; "<item>" for
+the items of a list: "fleet.waves.<item>"). Standard
 library only.
 """
 import argparse
@@ -24,6 +25,8 @@ def node_at(schema, path):
             continue
         if part == "<name>":
             node = node["additionalProperties"]
+        elif part == "<item>":
+            node = node["items"]
         else:
             node = node["properties"][part]
     return node

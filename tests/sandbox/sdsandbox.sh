@@ -2,7 +2,10 @@
 # sdsandbox.sh - boot a REAL systemd as PID 1 of private namespaces, for tests
 # that must talk to systemd over D-Bus on hosts where systemd is not PID 1.
 #
-#   sdsandbox.sh start NAME [--minimal] [--no-dbus] [--multi-user] [--keep-units] [--timeout SECS]
+#   sdsandbox.sh start NAME [--minimal] [--no-dbus] [--multi-user] [--keep-units]
+#                  [--private-network] [--timeout SECS]
+#                  # --private-network: a network namespace of its own (systemd brings up
+#                  # its loopback), so several sandboxes serve the same port, as hosts do
 #                  # --multi-user: the boot target also wants multi-user.target, so units
 #                  # enabled with WantedBy=multi-user.target start at boot, as on a host
 #                  # --keep-units: boot over the units dir a stopped sandbox NAME left (a reboot:
@@ -39,6 +42,7 @@
 #     multi-user.target pulls in nothing of the host: every distro unit in a .wants dir is
 #     masked (deny by default) and the host's /etc/systemd/system is not visible, so only
 #     targets and the units enabled in the sandbox's own units dir start.
+#  9. `start --private-network` (see above); `exec` then enters that network namespace too.
 #
 # Host side layout (SDSB_BASE defaults to /tmp/sdsandbox; tests pass their own):
 #   $SDSB_BASE/NAME/units/    bind-mounted over /etc/systemd/system inside;
@@ -185,10 +189,10 @@ exec env -i container=sdsandbox TERM=dumb "$SDSB_SYSTEMD" --system --unit=sdsand
 
 cmd_start() {
   local name=$1; shift; check_name "$name"
-  local minimal=0 dbus=1 multi_user=0 keep_units=0 timeout=30
+  local minimal=0 dbus=1 multi_user=0 keep_units=0 timeout=30 net=""
   while (($#)); do case $1 in
     --minimal) minimal=1;; --no-dbus) dbus=0;; --timeout) timeout=$2; shift;;
-    --multi-user) multi_user=1;; --keep-units) keep_units=1;;
+    --multi-user) multi_user=1;; --keep-units) keep_units=1;; --private-network) net=--net;;
     *) die "unknown option $1";; esac; shift; done
   [[ $minimal == 1 && $multi_user == 1 ]] && die "--multi-user needs basic.target: not with --minimal"
   [[ $EUID == 0 ]] || die "must run as root"
@@ -220,7 +224,7 @@ cmd_start() {
   # does not fork and $! is the unshare process itself.
   ( exec </dev/null >>"$dir/console.log" 2>&1
     export SDSB_DIR=$dir SDSB_CG=$cg SDSB_STAGE2=$STAGE2 SDSB_SYSTEMD=$SYSTEMD_BIN
-    exec setsid unshare --pid --fork --kill-child=KILL --mount --uts --ipc --propagation private --mount-proc \
+    exec setsid unshare --pid --fork --kill-child=KILL --mount --uts --ipc $net --propagation private --mount-proc \
          /bin/sh -c "$STAGE1" ) &
   local upid=$! pid="" i
   for ((i = 0; i < 500; i++)); do
@@ -311,7 +315,10 @@ cmd_env() { check_name "$1"; cat "$SDSB_BASE/$1/env"; }
 
 cmd_exec() {     # fully inside: sandbox mount ns (its /run, /etc/systemd/system), pid ns...
   local name=$1; shift; check_name "$name"
-  exec nsenter -t "$(cat "$SDSB_BASE/$name/pid")" -m -p -u -i -C -- "$@"
+  local pid; pid=$(cat "$SDSB_BASE/$name/pid")
+  local net=()   # its own network namespace, when it has one (--private-network)
+  [[ $(readlink "/proc/$pid/ns/net") == "$(readlink /proc/self/ns/net)" ]] || net=(-n)
+  exec nsenter -t "$pid" -m -p -u -i -C "${net[@]}" -- "$@"
 }
 
 cmd_pidns_exec() {  # only the pid ns: host file system view, but PID 1 can see our PID,

@@ -436,6 +436,7 @@ std::unique_ptr<SystemdSandbox> SystemdSandbox::Start(const std::string& name,
   if (!options.dbus) argv.push_back("--no-dbus");
   if (options.multi_user) argv.push_back("--multi-user");
   if (options.keep_units) argv.push_back("--keep-units");
+  if (options.private_network) argv.push_back("--private-network");
   argv.push_back("--timeout");
   argv.push_back(std::to_string(options.timeout_s));
 

@@ -45,6 +45,9 @@ class SystemdSandbox {
     /// --keep-units: boot over the units dir that a stopped sandbox of the same name left (it
     /// must have been stopped with keep_artifacts): a reboot of that host (default off).
     bool keep_units = false;
+    /// --private-network: a network namespace of its own, so that several sandboxes serve the
+    /// same port like separate hosts (default off). Reach it with NetnsPath() (setns) or Exec.
+    bool private_network = false;
     int timeout_s = 30;  ///< boot timeout in seconds (default 30)
   };
 
@@ -88,6 +91,8 @@ class SystemdSandbox {
   const std::string& name() const { return name_; }
   /// Host PID of the sandbox's PID 1 (systemd).
   pid_t pid() const { return pid_; }
+  /// "/proc/PID/ns/net": its network namespace (the host's unless private_network).
+  std::string netns_path() const { return "/proc/" + std::to_string(pid_) + "/ns/net"; }
   /// $SDSB_BASE/NAME: units/, env, console.log, journal/ (after Stop).
   const std::string& dir() const { return dir_; }
   /// Host path of the sandbox's /etc/systemd/system: write unit files here.

@@ -1,0 +1,115 @@
+// A host's turn to go dark in its fleet (manifest `fleet:`), through etcd:
+//
+//   <prefix><fleet>/hosts/<host>   this host's FleetReport (no lease: it outlives the process)
+//   <prefix><fleet>/slots/<n>      n < max_unavailable: a FleetSlot on the holder's lease
+//
+// Take() waits until the rules allow this host to go dark (planners/fleet.h: no host failed
+// this manifest, every earlier wave converged on it), then creates a free slot key in a
+// transaction that succeeds only while that key does not exist, on a lease kept alive from a
+// thread. Release() revokes the lease, which deletes the slot; a host killed mid-switch loses
+// its slot when the lease expires. etcd unreachable: Take() fails, nothing goes dark.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/core/clock.h"
+#include "engine/core/desired.h"
+#include "engine/core/fleet_report.h"
+#include "engine/core/status.h"
+#include "providers/etcd/etcd.h"
+
+namespace berth {
+
+struct FleetTurnOptions {
+  std::string host;
+  std::string digest;                           // the manifest's
+  Clock* clock = nullptr;                       // null: RealClock()
+  const std::atomic<bool>* stop = nullptr;      // SIGINT/SIGTERM: stop waiting
+  std::function<void(const std::string&)> say;  // one line per change of what it waits for
+  std::chrono::milliseconds poll{1000};         // between two looks while waiting
+};
+
+/// Keys of fleet `f`.
+std::string FleetKey(const FleetSpec& f, const std::string& rest);
+
+/// Every host's report in fleet `f`; reports berth cannot read are left out with a warning in
+/// `warnings` (when not null).
+Result<std::vector<FleetReport>> ReadFleetReports(Etcd& etcd, const FleetSpec& f,
+                                                  std::vector<std::string>* warnings = nullptr);
+
+/// The etcd client for `fleet` (its password read from password_file, trailing newline cut).
+Result<std::unique_ptr<Etcd>> ConnectFleetEtcd(const FleetSpec& fleet);
+
+class FleetTurn {
+ public:
+  FleetTurn(const FleetSpec& fleet, Etcd* etcd, FleetTurnOptions options);
+  ~FleetTurn();  // Release()
+  FleetTurn(const FleetTurn&) = delete;
+  FleetTurn& operator=(const FleetTurn&) = delete;
+
+  /// Blocks until this host holds a slot (Ok), at most fleet.wait. Errors, after which nothing
+  /// may go dark: Unavailable when etcd cannot be reached, the wait ran out or a stop was asked
+  /// (retry later); FailedPrecondition when the rollout of this manifest stopped (a host failed
+  /// it). Publishes "waiting" and "switching" reports as it goes. Idempotent once held.
+  Status Take();
+  /// Gives the slot back (revokes the lease) and stops the keep-alive. Idempotent.
+  void Release();
+  bool holding() const { return holding_; }
+  /// Whether the lease was lost while holding (etcd unreachable longer than its TTL, or
+  /// expired): another host may have gone dark meanwhile.
+  bool lease_lost() const { return lease_lost_.load(); }
+
+  /// Writes this host's report (host, wave and updated_unix are filled in here).
+  Status Publish(FleetReport report);
+
+ private:
+  Status TrySlot(bool* got, std::string* why);
+  void KeepAliveLoop();
+  void StopKeepAlive();
+
+  const FleetSpec& fleet_;
+  Etcd* etcd_;
+  FleetTurnOptions o_;
+  Clock& clock_;
+  int64_t lease_ = 0;
+  bool holding_ = false;
+  std::string slot_key_;
+  std::atomic<bool> lease_lost_{false};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_keepalive_ = false;
+  std::thread keepalive_;
+};
+
+using EtcdConnector = std::function<Result<std::unique_ptr<Etcd>>(const FleetSpec&)>;
+
+/// One pass's dealings with its fleet: connects to etcd when first needed, takes the turn
+/// before the first disruptive step and publishes the host's report at the end.
+class FleetPass {
+ public:
+  FleetPass(const FleetSpec& fleet, EtcdConnector connect, FleetTurnOptions options);
+  ~FleetPass();
+  /// FleetTurn::Take, connecting first (a connection error is Unavailable: nothing goes dark).
+  Status Take();
+  void Release();
+  /// Publishes `report` (host, wave, digest, time filled in); a failure is logged, not fatal.
+  void Publish(FleetReport report);
+
+ private:
+  Status Connect();
+  const FleetSpec& fleet_;
+  EtcdConnector connect_;
+  FleetTurnOptions options_;
+  std::unique_ptr<Etcd> etcd_;
+  std::unique_ptr<FleetTurn> turn_;
+};
+
+}  // namespace berth

@@ -1,0 +1,57 @@
+// What each host of a fleet publishes in etcd about itself (<prefix><fleet>/hosts/<host>), and
+// what a slot holds (<prefix><fleet>/slots/<n>). Values: the rules are in planners/fleet.h,
+// the etcd calls in engine/apply/fleet_turn.h. Read back from etcd, they are untrusted: the
+// parsers bound and check every field and never throw.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "engine/core/status.h"
+
+namespace berth {
+
+/// Where a host stands with the manifest it runs (FleetReport::state).
+inline constexpr const char* kFleetConverged = "converged";  // applied, gates passed, no changes
+inline constexpr const char* kFleetFailed = "failed";    // a switch of this manifest failed: stops
+                                                         // the rollout until the manifest changes
+inline constexpr const char* kFleetWaiting = "waiting";  // waits for its turn to go dark
+inline constexpr const char* kFleetSwitching = "switching";  // holds a slot, going dark now
+inline constexpr const char* kFleetError =
+    "error";  // the pass ended early (retried): not converged
+inline constexpr const char* kFleetBlocked = "blocked";  // its plan cannot run here
+bool IsFleetState(const std::string& s);
+
+struct FleetReport {
+  std::string host;
+  std::string wave;    // the wave it is in ("" without waves)
+  std::string digest;  // the manifest's digest (sha256 hex)
+  std::string state;   // one of the kFleet* above
+  std::string message;
+  int64_t updated_unix = 0;
+  int services_up = 0;
+  int services_wanted = 0;
+  /// unit -> ms from its start to its health gate passing, in this host's last switch.
+  std::map<std::string, uint64_t> start_to_healthy_ms;
+  std::string berth_version;
+};
+
+std::string FleetReportToJson(const FleetReport& r);
+/// Parses a report read from etcd at `where` (its key, for messages).
+Result<FleetReport> FleetReportFromJson(const std::string& text, const std::string& where);
+
+/// Who holds a slot.
+struct FleetSlot {
+  std::string host;
+  std::string digest;
+  int64_t since_unix = 0;
+};
+std::string FleetSlotToJson(const FleetSlot& s);
+Result<FleetSlot> FleetSlotFromJson(const std::string& text, const std::string& where);
+
+/// "hosts/" keys carry host names: what berth accepts as one (a DNS-like name, 1-253 bytes of
+/// letters, digits, '.', '-', '_').
+bool IsFleetHostName(const std::string& s);
+
+}  // namespace berth

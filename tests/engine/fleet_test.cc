@@ -1,0 +1,415 @@
+// The fleet's rules (planners/fleet.h), a host's turn through an in-memory etcd
+// (engine/apply/fleet_turn.h), and the Reconciler taking that turn before anything goes dark.
+// The same against a real etcd and sandboxed systemd is tests/e2e/fleet_e2e_test.cc.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "engine/apply/fleet_turn.h"
+#include "engine/output/fleet_view.h"
+#include "planners/fleet.h"
+#include "tests/engine/reconciler_fixture.h"
+#include "tests/support/fake_etcd.h"
+
+namespace berth::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+FleetSpec Fleet(int max_unavailable = 1, bool waves = false) {
+  FleetSpec f;
+  f.name = "prod";
+  f.endpoints = {"http://etcd-1:2379"};
+  f.max_unavailable = max_unavailable;
+  f.lease_ttl_ms = 3000;
+  f.wait_ms = 60000;
+  if (waves) f.waves = {{"canary", {"gpu-01"}, {}}, {"rest", {"gpu-*"}, {}}};
+  return f;
+}
+
+const std::string kDigest = std::string(64, 'd');
+const std::string kOldDigest = std::string(64, 'e');
+
+FleetReport Report(const std::string& host, const std::string& state,
+                   const std::string& digest = kDigest) {
+  FleetReport r;
+  r.host = host;
+  r.state = state;
+  r.digest = digest;
+  r.updated_unix = 1'700'000'000;
+  return r;
+}
+
+TEST(FleetRules, AHostIsInTheFirstWaveThatMatchesItAndAfterAllWavesWhenNoneDoes) {
+  FleetSpec f = Fleet(1, true);
+  EXPECT_EQ(WaveIndex(f, "gpu-01"), 0u);
+  EXPECT_EQ(WaveIndex(f, "gpu-02"), 1u);
+  EXPECT_EQ(WaveIndex(f, "cpu-01"), 2u);
+  EXPECT_EQ(WaveName(f, 2), "(after all waves)");
+  EXPECT_EQ(WaveIndex(Fleet(), "anything"), 0u);
+}
+
+TEST(FleetRules, ALaterWaveWaitsUntilEveryHostOfTheEarlierOnesConvergedOnThisManifest) {
+  FleetSpec f = Fleet(1, true);
+  // Nobody of the canary wave reported: wait.
+  auto v = MayGoDark(f, "gpu-02", kDigest, {});
+  EXPECT_EQ(v.kind, FleetTurnVerdict::kWait);
+  EXPECT_THAT(v.why, HasSubstr("wave canary goes first, and no host of it has reported"));
+  // The canary converged on the old manifest only: wait.
+  v = MayGoDark(f, "gpu-02", kDigest, {Report("gpu-01", kFleetConverged, kOldDigest)});
+  EXPECT_EQ(v.kind, FleetTurnVerdict::kWait);
+  EXPECT_THAT(v.why, HasSubstr("gpu-01 runs manifest eeeeeeeeeeee (converged), not dddd"));
+  // Switching now: wait.
+  v = MayGoDark(f, "gpu-02", kDigest, {Report("gpu-01", kFleetSwitching)});
+  EXPECT_EQ(v.kind, FleetTurnVerdict::kWait);
+  // Converged on this one: go. The canary itself never waits for a wave.
+  v = MayGoDark(f, "gpu-02", kDigest, {Report("gpu-01", kFleetConverged)});
+  EXPECT_EQ(v.kind, FleetTurnVerdict::kGo);
+  EXPECT_EQ(MayGoDark(f, "gpu-01", kDigest, {}).kind, FleetTurnVerdict::kGo);
+  // Hosts of the same wave do not wait for each other (the slots bound them).
+  EXPECT_EQ(MayGoDark(f, "gpu-03", kDigest,
+                      {Report("gpu-01", kFleetConverged), Report("gpu-02", kFleetSwitching)})
+                .kind,
+            FleetTurnVerdict::kGo);
+}
+
+TEST(FleetRules, AHostThatFailedThisManifestStopsTheRolloutButNotTheNextManifest) {
+  FleetSpec f = Fleet();
+  auto v = MayGoDark(f, "gpu-02", kDigest, {Report("gpu-01", kFleetFailed)});
+  EXPECT_EQ(v.kind, FleetTurnVerdict::kStop);
+  EXPECT_THAT(v.why, HasSubstr("failed on gpu-01"));
+  EXPECT_THAT(v.why, HasSubstr("until the manifest changes"));
+  EXPECT_EQ(MayGoDark(f, "gpu-02", kDigest, {Report("gpu-01", kFleetFailed, kOldDigest)}).kind,
+            FleetTurnVerdict::kGo);
+}
+
+TEST(FleetRules, TheFirstDisruptiveStepIsTheFirstStopOrRestart) {
+  Plan p;
+  for (ActionKind k : {ActionKind::kDownload, ActionKind::kWriteUnit, ActionKind::kDaemonReload,
+                       ActionKind::kStop, ActionKind::kStart, ActionKind::kWaitHealthy}) {
+    Action a;
+    a.kind = k;
+    p.actions.push_back(a);
+  }
+  EXPECT_EQ(FirstDisruptiveStep(p), std::optional<size_t>(3));
+  p.actions.resize(3);
+  EXPECT_EQ(FirstDisruptiveStep(p), std::nullopt);
+}
+
+TEST(FleetReportJson, ReportsRoundTripAndHostileOnesAreRefusedWithTheirKey) {
+  FleetReport r = Report("gpu-01", kFleetConverged);
+  r.start_to_healthy_ms["a.service"] = 1234;
+  auto back = FleetReportFromJson(FleetReportToJson(r), "k");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->start_to_healthy_ms["a.service"], 1234u);
+  for (const char* bad :
+       {"", "[]", "{\"host\": \"../../etc\", \"digest\": \"dd\", \"state\": \"converged\"}",
+        "{\"host\": \"h\", \"digest\": \"dd\", \"state\": \"owned\"}",
+        "{\"host\": \"h\", \"digest\": \"zz\", \"state\": \"converged\"}",
+        "{\"host\": \"h\", \"digest\": \"dd\", \"state\": \"converged\", \"services_up\": -1}",
+        "{\"host\": 7}"}) {
+    auto p = FleetReportFromJson(bad, "/berth/fleets/prod/hosts/h");
+    EXPECT_FALSE(p.ok()) << bad;
+    if (!p.ok()) {
+      EXPECT_THAT(p.status().message(), HasSubstr("/berth/fleets/prod/hosts/h"));
+    }
+  }
+  // Control bytes in a message never reach the terminal.
+  auto esc = FleetReportFromJson(
+      "{\"host\": \"h\", \"digest\": \"dd\", \"state\": \"failed\", \"message\": \"a\\u001b[2Jb\"}",
+      "k");
+  ASSERT_TRUE(esc.ok());
+  EXPECT_EQ(esc->message, "a [2Jb");
+}
+
+class FleetTurnTest : public ::testing::Test {
+ protected:
+  FleetTurnOptions Options(const std::string& host, Clock* c = nullptr) {
+    FleetTurnOptions o;
+    o.host = host;
+    o.digest = kDigest;
+    o.clock = c ? c : &clock;
+    o.poll = std::chrono::milliseconds(1000);
+    return o;
+  }
+  FakeEtcd etcd;
+  FakeClock clock;
+};
+
+TEST_F(FleetTurnTest, NoMoreHostsHoldASlotAtOnceThanMaxUnavailableAndEachGetsItsTurn) {
+  FleetSpec f = Fleet(2);
+  std::atomic<int> dark{0}, most{0}, turns{0};
+  std::vector<std::thread> hosts;
+  for (int h = 0; h < 6; ++h) {
+    hosts.emplace_back([&, h] {
+      FleetTurnOptions o = Options("gpu-0" + std::to_string(h), &RealClock());
+      o.poll = std::chrono::milliseconds(1);
+      FleetTurn turn(f, &etcd, o);
+      Status s = turn.Take();
+      if (!s.ok()) return;
+      int now = ++dark;
+      for (int m = most.load(); now > m && !most.compare_exchange_weak(m, now);) {
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      --dark;
+      ++turns;
+      turn.Release();
+    });
+  }
+  for (auto& t : hosts) t.join();
+  EXPECT_EQ(turns.load(), 6);
+  EXPECT_LE(most.load(), 2);
+  EXPECT_LE(etcd.max_slots_held(), 2);
+  EXPECT_GE(etcd.max_slots_held(), 1);
+  for (const auto& [k, v] : etcd.kv()) EXPECT_EQ(k.find("/slots/"), std::string::npos) << k;
+}
+
+TEST_F(FleetTurnTest, AHostWaitsWhileTheSlotIsHeldAndGoesOnceItsLeaseExpires) {
+  FleetSpec f = Fleet(1);
+  FleetTurn first(f, &etcd, Options("gpu-01"));
+  ASSERT_TRUE(first.Take().ok());
+  int64_t lease = etcd.kv().at("/berth/fleets/prod/slots/0").lease;
+  // gpu-01 is killed -9 mid-switch: nothing releases; its lease expires after the TTL.
+  clock.on_sleep = [&](std::chrono::milliseconds elapsed) {
+    if (elapsed >= std::chrono::seconds(5)) etcd.Expire(lease);
+  };
+  std::vector<std::string> said;
+  FleetTurnOptions o = Options("gpu-02");
+  o.say = [&](const std::string& l) { said.push_back(l); };
+  FleetTurn second(f, &etcd, o);
+  ASSERT_TRUE(second.Take().ok());
+  EXPECT_TRUE(second.holding());
+  EXPECT_GE(clock.Elapsed(), std::chrono::seconds(5));
+  ASSERT_FALSE(said.empty());
+  EXPECT_THAT(said[0], HasSubstr("waiting: all 1 slot is held (max_unavailable 1): by gpu-01"));
+  auto report = FleetReportFromJson(etcd.kv().at("/berth/fleets/prod/hosts/gpu-02").value, "k");
+  ASSERT_TRUE(report.ok());
+  EXPECT_EQ(report->state, kFleetSwitching);
+}
+
+TEST_F(FleetTurnTest, ALeaseThatExpiredWhileWaitingIsReplacedAndTheTurnStillComes) {
+  FleetSpec f = Fleet(1);
+  FleetTurn first(f, &etcd, Options("gpu-01"));
+  ASSERT_TRUE(first.Take().ok());
+  int64_t held = etcd.kv().at("/berth/fleets/prod/slots/0").lease;
+  FleetTurn second(f, &etcd, Options("gpu-02"));
+  // The second host's lease (the next one granted) expires first, then the holder's.
+  clock.on_sleep = [&](std::chrono::milliseconds elapsed) {
+    if (elapsed >= std::chrono::seconds(2)) etcd.Expire(held + 1);
+    if (elapsed >= std::chrono::seconds(6)) etcd.Expire(held);
+  };
+  ASSERT_TRUE(second.Take().ok());
+  int64_t now = etcd.kv().at("/berth/fleets/prod/slots/0").lease;
+  EXPECT_GT(now, held + 1);  // a new lease, not the expired one
+}
+
+TEST_F(FleetTurnTest, WithEtcdUnreachableNoTurnIsGivenAndTheErrorSaysNothingWentDark) {
+  etcd.SetDown(true);
+  FleetSpec f = Fleet();
+  FleetTurn turn(f, &etcd, Options("gpu-01"));
+  Status s = turn.Take();
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), Status::Code::kUnavailable);
+  EXPECT_THAT(s.message(), HasSubstr("etcd cannot be reached"));
+  EXPECT_THAT(s.message(), HasSubstr("no service was taken down"));
+  EXPECT_FALSE(turn.holding());
+}
+
+TEST_F(FleetTurnTest, WaitingLongerThanFleetWaitFailsWithWhatItWaitedFor) {
+  FleetSpec f = Fleet(1, true);
+  f.wait_ms = 10000;
+  FleetTurn turn(f, &etcd, Options("gpu-02"));
+  Status s = turn.Take();
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), Status::Code::kUnavailable);
+  EXPECT_THAT(s.message(), HasSubstr("waited 10s (fleet.wait) for a turn: wave canary goes first"));
+  EXPECT_EQ(clock.Elapsed(), std::chrono::seconds(10));
+}
+
+TEST_F(FleetTurnTest, ASlotLeftByAnEarlierBerthOfThisHostIsTakenOver) {
+  FleetSpec f = Fleet(1);
+  auto old_lease = etcd.GrantLease(std::chrono::seconds(30));
+  ASSERT_TRUE(etcd.Put("/berth/fleets/prod/slots/0",
+                       FleetSlotToJson({"gpu-01", kDigest, 1'700'000'000}), *old_lease)
+                  .ok());
+  FleetTurn turn(f, &etcd, Options("gpu-01"));
+  ASSERT_TRUE(turn.Take().ok());
+  EXPECT_NE(etcd.kv().at("/berth/fleets/prod/slots/0").lease, *old_lease);
+  turn.Release();
+  EXPECT_EQ(etcd.kv().count("/berth/fleets/prod/slots/0"), 0u);
+}
+
+TEST_F(FleetTurnTest, UnreadableReportsAreLeftOutWithAWarningNamingTheKey) {
+  FleetSpec f = Fleet();
+  ASSERT_TRUE(etcd.Put("/berth/fleets/prod/hosts/gpu-09", "{not json").ok());
+  ASSERT_TRUE(etcd.Put("/berth/fleets/prod/hosts/gpu-08",
+                       FleetReportToJson(Report("gpu-07", kFleetConverged)))
+                  .ok());
+  std::vector<std::string> warnings;
+  auto reports = ReadFleetReports(etcd, f, &warnings);
+  ASSERT_TRUE(reports.ok());
+  EXPECT_TRUE(reports->empty());
+  ASSERT_EQ(warnings.size(), 2u);
+  EXPECT_THAT(warnings[0], HasSubstr("hosts/gpu-08 names another host, gpu-07"));
+  EXPECT_THAT(warnings[1], HasSubstr("hosts/gpu-09"));
+}
+
+TEST(FleetViewTest, TheTextShowsEachHostsWaveStateAndWhoHoldsTheSlot) {
+  FleetSpec f = Fleet(1, true);
+  std::vector<FleetReport> reports = {Report("gpu-02", kFleetSwitching),
+                                      Report("gpu-01", kFleetConverged),
+                                      Report("gpu-03", kFleetWaiting, kOldDigest)};
+  reports[2].message = "wave canary goes first";
+  FleetView v = MakeFleetView(f, kDigest, reports,
+                              {{"/berth/fleets/prod/slots/0", {"gpu-02", kDigest, 1'700'000'000}}},
+                              {}, 1'700'000'030);
+  std::string text = FleetViewText(v);
+  EXPECT_THAT(text, HasSubstr("fleet prod: 3 hosts reported, 1 converged on this manifest"));
+  EXPECT_THAT(text, HasSubstr("1 of 1 slot held"));
+  // Canary first, then by name.
+  EXPECT_LT(text.find("gpu-01"), text.find("gpu-02"));
+  EXPECT_THAT(text, HasSubstr("switching *"));
+  EXPECT_THAT(text, HasSubstr("eeeeeeeeeeee (other)"));
+  EXPECT_THAT(text, HasSubstr("* /berth/fleets/prod/slots/0 held by gpu-02 since 30s ago"));
+  std::string json = FleetViewJson(v);
+  EXPECT_THAT(json, HasSubstr("\"holds_slot\": true"));
+}
+
+// The Reconciler: MiniMax replaces Kimi on GPU 0 (stop Kimi, start MiniMax), in fleet "prod".
+class FleetReconcilerTest : public ReconcilerTest {
+ protected:
+  FleetReconcilerTest() {
+    std::string fleet =
+        "fleet:\n  name: prod\n  etcd: {endpoints: [\"http://etcd-1:2379\"]}\n"
+        "  wait: 1m\n  waves:\n    - {name: canary, hosts: [gpu-00]}\n"
+        "    - {name: rest, hosts: [\"gpu-*\"]}\n";
+    dir.Write("fleet-kimi/berth.yaml", Manifest(false) + fleet);
+    dir.Write("fleet-minimax/berth.yaml", Manifest(true) + fleet);
+  }
+  RunReport FleetApply(const std::string& manifest) {
+    out.str("");
+    err.str("");
+    Reporter say(out, err, PlanFormat::kText);
+    ReconcileOptions o;
+    o.manifest_path = dir / (manifest + "/berth.yaml");
+    o.state_dir = dir / "state";
+    o.apply = true;
+    o.yes = true;
+    o.stop = &stop;
+    ReconcilerDeps d = world.Deps(&say);
+    d.hostname = [] { return std::string("gpu-01"); };
+    d.connect_etcd = [this](const FleetSpec&) -> Result<std::unique_ptr<Etcd>> {
+      return std::unique_ptr<Etcd>(std::make_unique<EtcdView>(&etcd));
+    };
+    return Reconciler(d).Run(o);
+  }
+  std::optional<FleetReport> Published(const std::string& host) {
+    auto kv = etcd.kv();
+    auto it = kv.find("/berth/fleets/prod/hosts/" + host);
+    if (it == kv.end()) return std::nullopt;
+    auto r = FleetReportFromJson(it->second.value, it->first);
+    return r.ok() ? std::optional<FleetReport>(*r) : std::nullopt;
+  }
+  // The pass owns its client; they all share this one etcd.
+  struct EtcdView : Etcd {
+    explicit EtcdView(FakeEtcd* fake) : e(fake) {}
+    Result<std::vector<EtcdKv>> Range(const std::string& p, int64_t l) override {
+      return e->Range(p, l);
+    }
+    Result<std::optional<EtcdKv>> Get(const std::string& k) override { return e->Get(k); }
+    Status Put(const std::string& k, const std::string& v, int64_t l) override {
+      return e->Put(k, v, l);
+    }
+    Result<bool> CreateIfAbsent(const std::string& k, const std::string& v, int64_t l,
+                                EtcdKv* x) override {
+      return e->CreateIfAbsent(k, v, l, x);
+    }
+    Result<bool> DeleteIfLease(const std::string& k, int64_t l) override {
+      return e->DeleteIfLease(k, l);
+    }
+    Status Delete(const std::string& k) override { return e->Delete(k); }
+    Result<int64_t> GrantLease(std::chrono::seconds t) override { return e->GrantLease(t); }
+    Result<int64_t> KeepAlive(int64_t l) override { return e->KeepAlive(l); }
+    Status Revoke(int64_t l) override { return e->Revoke(l); }
+    FakeEtcd* e;
+  };
+  FakeEtcd etcd;
+};
+
+TEST_F(FleetReconcilerTest, WithEtcdDownTheDownloadRunsButNothingGoesDarkUntilEtcdIsBack) {
+  ASSERT_EQ(FleetApply("fleet-kimi").exit_code, 0) << err.str();
+  ASSERT_EQ(Published("gpu-01")->state, kFleetConverged);
+  // gpu-00, the canary, converged on the MiniMax manifest already.
+  std::string digest = Plan("fleet-minimax").manifest_digest;
+  FleetReport canary = Report("gpu-00", kFleetConverged, digest);
+  ASSERT_TRUE(etcd.Put("/berth/fleets/prod/hosts/gpu-00", FleetReportToJson(canary)).ok());
+
+  etcd.SetDown(true);
+  RunReport r = FleetApply("fleet-minimax");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_FALSE(r.terminal);
+  EXPECT_THAT(err.str(), HasSubstr("etcd cannot be reached"));
+  EXPECT_THAT(err.str(), HasSubstr("none took a service down"));
+  EXPECT_EQ(Count("download MiniMaxAI/MiniMax-M2"), 1u);
+  EXPECT_EQ(Count("stop vllm-kimi.service"), 0u);
+  EXPECT_TRUE(Running("vllm-kimi.service"));
+
+  etcd.SetDown(false);
+  r = FleetApply("fleet-minimax");
+  EXPECT_EQ(r.exit_code, 0) << err.str();
+  EXPECT_EQ(Count("stop vllm-kimi.service"), 1u);
+  EXPECT_TRUE(Running("vllm-minimax.service"));
+  EXPECT_EQ(Published("gpu-01")->state, kFleetConverged);
+  EXPECT_EQ(Published("gpu-01")->digest, digest);
+  EXPECT_EQ(etcd.max_slots_held(), 1);
+  for (const auto& [k, v] : etcd.kv()) EXPECT_EQ(k.find("/slots/"), std::string::npos) << k;
+}
+
+TEST_F(FleetReconcilerTest, TheRestWaitsForTheCanaryAndAFailedCanaryStopsTheRollout) {
+  ASSERT_EQ(FleetApply("fleet-kimi").exit_code, 0) << err.str();
+  std::string digest = Plan("fleet-minimax").manifest_digest;
+  // The canary is still switching: gpu-01 waits its whole fleet.wait, then fails (retried).
+  ASSERT_TRUE(etcd.Put("/berth/fleets/prod/hosts/gpu-00",
+                       FleetReportToJson(Report("gpu-00", kFleetSwitching, digest)))
+                  .ok());
+  RunReport r = FleetApply("fleet-minimax");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(err.str(), HasSubstr("waited 60s (fleet.wait) for a turn: wave canary goes first: "
+                                   "gpu-00 is switching at this manifest"));
+  EXPECT_EQ(Count("stop vllm-kimi.service"), 0u);
+  EXPECT_EQ(Published("gpu-01")->state, kFleetWaiting);
+  // The canary failed: gpu-01 stops at once and says who failed.
+  ASSERT_TRUE(etcd.Put("/berth/fleets/prod/hosts/gpu-00",
+                       FleetReportToJson(Report("gpu-00", kFleetFailed, digest)))
+                  .ok());
+  r = FleetApply("fleet-minimax");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(err.str(), HasSubstr("stopped: it failed on gpu-00"));
+  EXPECT_EQ(Count("stop vllm-kimi.service"), 0u);
+  EXPECT_TRUE(Running("vllm-kimi.service"));
+}
+
+TEST_F(FleetReconcilerTest, AFailedSwitchIsPublishedAsFailedAndGivesTheSlotBack) {
+  ASSERT_EQ(FleetApply("fleet-kimi").exit_code, 0) << err.str();
+  std::string digest = Plan("fleet-minimax").manifest_digest;
+  ASSERT_TRUE(etcd.Put("/berth/fleets/prod/hosts/gpu-00",
+                       FleetReportToJson(Report("gpu-00", kFleetConverged, digest)))
+                  .ok());
+  world.never_healthy.insert("vllm-minimax.service");
+  RunReport r = FleetApply("fleet-minimax");
+  EXPECT_EQ(r.exit_code, 4);
+  EXPECT_TRUE(Running("vllm-kimi.service"));  // rolled back
+  auto mine = Published("gpu-01");
+  ASSERT_TRUE(mine);
+  EXPECT_EQ(mine->state, kFleetFailed);
+  EXPECT_EQ(mine->digest, digest);
+  for (const auto& [k, v] : etcd.kv()) EXPECT_EQ(k.find("/slots/"), std::string::npos) << k;
+  // What the next host of the fleet then concludes.
+  FleetSpec f = Fleet(1, true);
+  f.waves[0].hosts = {"gpu-00", "gpu-01"};
+  EXPECT_EQ(MayGoDark(f, "gpu-05", digest, {*mine}).kind, FleetTurnVerdict::kStop);
+}
+
+}  // namespace
+}  // namespace berth::testing
