@@ -22,6 +22,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -41,6 +42,9 @@ NOT_RUN = {
         "builds the tree this test is part of: berth, the test binaries and this test exist "
         "because it ran; instead the build directory must hold a ninja build with berth",
         "test -f build/build.ninja && test -x build/berth"),
+    "ctest --test-dir build --output-on-failure -j2": (
+        "runs every test of the build, this one among them; instead it lists them (-N)",
+        "ctest --test-dir build --output-on-failure -j2 -N >/dev/null"),
     "sudo apt install ./berth_*.deb": (
         "installs the package into this machine's /usr (the CI host does it); instead the glob "
         "must name exactly one .deb that dpkg-deb reads",
@@ -82,9 +86,10 @@ BENCH = [
     (r"^berth bench --compare$", None),
 ]
 HOST = [
-    (r"^berth observe -o json > host\.json$", "python3 -c 'import json; json.load(open(\"host.json\"))'"),
+    (r"^berth observe .*> host\.json$", "python3 -c 'import json; json.load(open(\"host.json\"))'"),
     (r"^berth plan -f manifests/ --observed host\.json .*--out plan\.json", "test -s plan.json"),
-    (r"^berth apply plan\.json\b", None),
+    (r"^berth apply plan\.json\b", "python3 -c \"import urllib.request, os; urllib.request."
+     "urlopen('http://127.0.0.1:%s/health' % os.environ['PORT'], timeout=5)\""),
     (r"^berth --log-level debug plan -f m$", None),
     (r"^berth plan -f m --log-level debug$", None),
 ]
@@ -246,8 +251,15 @@ class Runner:
             script = "%s\nrc=$?; [ $rc -eq 0 ] || exit $rc\n%s" % (script, check)
         print("RUN   %s: %s" % (cmd.where(), cmd.text))
         t0 = time.monotonic()
-        r = subprocess.run(["bash", "-c", script], cwd=cwd, env=env, capture_output=True,
-                           text=True, timeout=300)
+        # Its own process group, killed whole when it runs too long: nothing it started stays.
+        p = subprocess.Popen(["bash", "-c", script], cwd=cwd, env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            out, err = p.communicate(timeout=300)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            out, err = p.communicate()
+        r = subprocess.CompletedProcess(p.args, p.returncode, out, err)
         if r.returncode not in exits:
             self.fail(cmd, "exit %d (wanted %s) in %.1fs\n--- stdout\n%s--- stderr\n%s"
                       % (r.returncode, "/".join(map(str, exits)), time.monotonic() - t0,
@@ -369,12 +381,13 @@ class Runner:
             hub = start(["python3", os.path.join(self.source, "tests/fake_hub/fake_hub.py"),
                          "--repos", repos], work, stdout=subprocess.PIPE)
             api = json.loads(hub.stdout.readline())["api"]
+            port = free_port()
             write(os.path.join(work, "manifests", "berth.yaml"), HOST_MANIFEST % {
                 "store": os.path.join(work, "store"), "units": sb.units,
                 "vllm": os.path.join(self.source, "tests/fake_vllm/fake_vllm.py"),
-                "port": free_port()})
+                "port": port})
             os.symlink("manifests/berth.yaml", os.path.join(work, "m"))
-            env = dict(self.env, HF_ENDPOINT=api, DBUS_SYSTEM_BUS_ADDRESS=sb.bus)
+            env = dict(self.env, HF_ENDPOINT=api, DBUS_SYSTEM_BUS_ADDRESS=sb.bus, PORT=str(port))
             for cmd, check in claimed:
                 exits = (2,) if "--detailed-exitcode" in cmd.text else (0,)
                 r = self.run(cmd, work, env, check, exits)
@@ -488,6 +501,11 @@ def wait_listening(port, proc):
 def main(argv):
     if len(argv) not in (3, 5) or (len(argv) == 5 and argv[3] != "--readme"):
         raise SystemExit(__doc__)
+    if os.environ.get("BERTH_README_COMMANDS"):
+        # A README command ran the tests again (ctest): this test must not run itself.
+        raise SystemExit("readme_commands.py runs inside itself (a README command ran ctest?); "
+                         "stopped so that it does not recurse")
+    os.environ["BERTH_README_COMMANDS"] = "1"
     source, build = os.path.abspath(argv[1]), os.path.abspath(argv[2])
     path = argv[4] if len(argv) == 5 else os.path.join(source, "README.md")
     with open(path) as f:
