@@ -4,7 +4,7 @@
 # build and runs lintian on it (.ci/package).
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME berth)
-set(CPACK_PACKAGE_VENDOR "the berth authors")
+set(CPACK_PACKAGE_VENDOR "The berth authors")
 set(CPACK_PACKAGE_CONTACT "${BERTH_PACKAGE_MAINTAINER}")
 set(CPACK_DEBIAN_PACKAGE_MAINTAINER "${BERTH_PACKAGE_MAINTAINER}")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "declarative model serving on GPU hosts")

@@ -35,12 +35,19 @@ int RunStatus(const StatusCommand& cmd, std::ostream& out, std::ostream& err) {
   Result<std::vector<BenchRecord>> bench = BenchHistory(dir).Load();
   if (!bench.ok()) err << "berth status: " << bench.status().message() << "\n";
 
-  // Each running service with a port is asked now, as its health gate would ask it.
+  // Each running service with a port is asked now, as its health gate would ask it. One the
+  // manifest wants running whose unit is not running fails without asking: whatever answers on
+  // its port now is not it.
   std::map<std::string, std::string> health;
   if (cmd.probe) {
     CurlHealthProbe probe;
     for (const auto& [name, s] : desired.services) {
       const ObservedUnit* u = observed->FindUnit(s.UnitName());
+      if (s.port && s.state == ServiceState::kRunning && (!u || !u->IsActive())) {
+        health[name] = "unhealthy: not running (" + s.UnitName() + " is " +
+                       (u ? u->active_state : std::string("not-found")) + ")";
+        continue;
+      }
       if (!s.port || !u || !u->IsActive()) continue;
       HealthResult h =
           probe.Probe("127.0.0.1", *s.port, s.health.path, s.has_engine ? s.ServedName() : "");

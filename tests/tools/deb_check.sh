@@ -23,6 +23,9 @@ for u in berth.service berth-reconcile.service berth-reconcile.timer; do
 done
 grep -v '^d' <<<"$listing" | awk '$2 != "root/root" {print}' | grep -q . && problem "files not owned by root/root"
 
+maintainer=$(dpkg-deb -f "$deb" Maintainer)
+[[ $maintainer == "berth developers <berth-dev@lists.berth.dev>" ]] || problem "Maintainer is '$maintainer'"
+
 depends=$(dpkg-deb -f "$deb" Depends)
 echo "Depends: $depends"
 for lib in libc6 libstdc++6 libyaml-cpp libcurl libsystemd0 libspdlog libfmt; do
@@ -33,6 +36,9 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 dpkg-deb -x "$deb" "$work"
 unit=$(find "$work" -name berth.service | head -1)
+copyright=$work/usr/share/doc/berth/copyright
+grep -qx 'License: Apache-2.0' "$copyright" || problem "its copyright file does not say License: Apache-2.0"
+grep -q '/usr/share/common-licenses/Apache-2.0' "$copyright" || problem "its copyright file does not point at /usr/share/common-licenses/Apache-2.0"
 grep -q '^ExecStart=/usr/bin/berth reconcile ' "$unit" || problem "berth.service does not run /usr/bin/berth: $(grep ExecStart= "$unit")"
 
 echo "== lintian $deb"
