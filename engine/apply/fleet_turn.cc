@@ -86,6 +86,10 @@ Status FleetTurn::Publish(FleetReport report) {
   report.host = o_.host;
   report.wave = WaveName(fleet_, WaveIndex(fleet_, o_.host));
   report.updated_unix = static_cast<int64_t>(clock_.UnixNow());
+  if (report.state == kFleetWaiting || report.state == kFleetSwitching) {
+    report.services_up = o_.services_up;
+    report.services_wanted = o_.services_wanted;
+  }
   if (report.digest.empty()) report.digest = o_.digest;
   if (report.berth_version.empty()) report.berth_version = BERTH_VERSION;
   return etcd_->Put(FleetKey(fleet_, "hosts/" + o_.host), FleetReportToJson(report));

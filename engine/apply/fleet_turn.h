@@ -35,6 +35,7 @@ struct FleetTurnOptions {
   const std::atomic<bool>* stop = nullptr;      // SIGINT/SIGTERM: stop waiting
   std::function<void(const std::string&)> say;  // one line per change of what it waits for
   std::chrono::milliseconds poll{1000};         // between two looks while waiting
+  int services_up = 0, services_wanted = 0;     // as observed before the plan, for the reports
 };
 
 /// Keys of fleet `f`.

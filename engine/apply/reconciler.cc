@@ -534,6 +534,8 @@ class Pass {
       fo.clock = &clock_;
       fo.stop = o_.stop;
       fo.poll = d_.fleet_poll;
+      fo.services_up = rep_.services_up;
+      fo.services_wanted = rep_.services_wanted;
       fo.say = [this](const std::string& line) { say_.progress() << line << std::endl; };
       fleet_ = std::make_unique<FleetPass>(desired_.fleet, d_.connect_etcd, fo);
     }

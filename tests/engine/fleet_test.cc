@@ -366,6 +366,14 @@ TEST_F(FleetReconcilerTest, WithEtcdDownTheDownloadRunsButNothingGoesDarkUntilEt
   for (const auto& [k, v] : etcd.kv()) EXPECT_EQ(k.find("/slots/"), std::string::npos) << k;
 }
 
+TEST_F(FleetReconcilerTest, ThePlanSaysWhichStepWaitsForTheHostsTurn) {
+  ASSERT_EQ(FleetApply("fleet-kimi").exit_code, 0) << err.str();
+  EXPECT_THAT(out.str(), HasSubstr("fleet prod: nothing here goes dark; no turn needed"));
+  Plan("fleet-minimax");
+  EXPECT_THAT(out.str(), HasSubstr("fleet prod: step 4 waits for this host's turn (at most 1 "
+                                   "host dark at once; wave rest); the steps before it do not"));
+}
+
 TEST_F(FleetReconcilerTest, TheRestWaitsForTheCanaryAndAFailedCanaryStopsTheRollout) {
   ASSERT_EQ(FleetApply("fleet-kimi").exit_code, 0) << err.str();
   std::string digest = Plan("fleet-minimax").manifest_digest;

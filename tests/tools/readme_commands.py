@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -92,6 +93,11 @@ HOST = [
      "urlopen('http://127.0.0.1:%s/health' % os.environ['PORT'], timeout=5)\""),
     (r"^berth --log-level debug plan -f m$", None),
     (r"^berth plan -f m --log-level debug$", None),
+]
+
+FLEET = [
+    (r"^berth validate -f manifests/examples/fleet$", None),
+    (r"^berth fleet status -f manifests/examples/fleet$", None),
 ]
 
 STARTERS = re.compile(r"^(\$ )?(berth|build/berth|\.ci/\S+|cmake|ctest|cpack|sudo|cd|source|"
@@ -202,7 +208,7 @@ class Runner:
     # --- synopses and fragments ----------------------------------------------------------
     def berth_help(self, sub):
         if sub not in self.help:
-            args = [self.berth] + ([sub] if sub else []) + ["--help"]
+            args = [self.berth] + sub.split() + ["--help"]
             r = subprocess.run(args, capture_output=True, text=True, timeout=30)
             self.help[sub] = r.stdout + r.stderr if r.returncode == 0 else None
         return self.help[sub]
@@ -213,9 +219,17 @@ class Runner:
             return
         top = self.berth_help("")
         subs = set(re.findall(r"^\s{2,}([a-z]+)\s", top, re.M))
-        sub = next((w for w in words[1:] if w in subs), "")
+        at = next((i for i, w in enumerate(words) if i > 0 and w in subs), 0)
+        sub = words[at] if at else ""
         if not sub and not words[1].startswith("-"):
             return  # prose that starts with berth's name (a log line), not a command
+        # A command with subcommands of its own (berth fleet status): the deepest one named.
+        while at + 1 < len(words) and self.berth_help(sub) is not None:
+            nested = set(re.findall(r"^\s{2,}([a-z]+)\s", self.berth_help(sub), re.M))
+            if words[at + 1] not in nested or "SUBCOMMAND" not in self.berth_help(sub):
+                break
+            at += 1
+            sub += " " + words[at]
         flags = set()
         for w in words[1:]:
             for f in re.findall(r"(?<![\w-])(--?[A-Za-z][\w-]*)", w):
@@ -400,6 +414,54 @@ class Runner:
             sb.stop()
 
 
+    def fleet(self, claimed):
+        """The checkout, and Debian's etcd on 127.0.0.1:2379, the example's endpoint."""
+        root = os.path.join(self.tmp, "fleet")
+        os.makedirs(root)
+        for name in os.listdir(self.source):
+            if name not in ("build", ".git"):
+                os.symlink(os.path.join(self.source, name), os.path.join(root, name))
+        etcd = shutil.which("etcd")
+        if not etcd:
+            self.failures.append("no etcd here (.ci/setup installs etcd-server)")
+            print("FAIL  no etcd here")
+            return
+        with socket.socket() as s:
+            busy = s.connect_ex(("127.0.0.1", 2379)) == 0
+        proc = None
+        if busy:
+            print("      127.0.0.1:2379 answers already: the fleet commands ask that etcd")
+        else:
+            peer = free_port()
+            proc = start([etcd, "--data-dir", os.path.join(root, "etcd-data"),
+                          "--listen-client-urls", "http://127.0.0.1:2379",
+                          "--advertise-client-urls", "http://127.0.0.1:2379",
+                          "--listen-peer-urls", "http://127.0.0.1:%d" % peer,
+                          "--initial-advertise-peer-urls", "http://127.0.0.1:%d" % peer,
+                          "--initial-cluster", "default=http://127.0.0.1:%d" % peer], root)
+        try:
+            deadline = time.monotonic() + 30
+            while True:  # etcd listens a moment before it serves
+                try:
+                    urllib.request.urlopen("http://127.0.0.1:2379/health", timeout=1).read()
+                    break
+                except OSError:
+                    if time.monotonic() > deadline or (proc and proc.poll() is not None):
+                        self.failures.append("etcd on 127.0.0.1:2379 does not serve")
+                        print("FAIL  etcd on 127.0.0.1:2379 does not serve")
+                        return
+                    time.sleep(0.1)
+            for cmd, check in claimed:
+                r = self.run(cmd, root, self.env, check)
+                if r and "fleet status" in cmd.text and not r.stdout.startswith(
+                        "fleet prod-llm: "):
+                    self.fail(cmd, "does not print the fleet's line:\n" + r.stdout)
+        finally:
+            if proc:
+                proc.terminate()
+                proc.wait()
+
+
 BENCH_MANIFEST = """berth: 1
 host:
   store: %(store)s
@@ -515,7 +577,7 @@ def main(argv):
     print("%s: %d commands" % (path, len(commands)))
     try:
         scenarios = [("checkout", CHECKOUT, runner.checkout), ("bench", BENCH, runner.bench),
-                     ("host", HOST, runner.host)]
+                     ("host", HOST, runner.host), ("fleet", FLEET, runner.fleet)]
         claimed_all = set()
         for name, scenario, fn in scenarios:
             claimed = runner.claim(commands, scenario)
