@@ -134,9 +134,11 @@ void WriteOptionList(const std::vector<const CLI::Option*>& options, std::ostrea
   }
 }
 
-void WriteCommand(const CLI::App& cmd, std::ostream& out) {
-  out << ".SS \"berth " << Roff(cmd.get_name()) << "\"\n";
-  out << ".B berth " << Roff(cmd.get_name()) << "\n";
+// `cmd`'s section, then one per subcommand of it ("berth fleet status").
+void WriteCommand(const CLI::App& cmd, std::ostream& out, const std::string& parent = "") {
+  std::string name = parent + cmd.get_name();
+  out << ".SS \"berth " << Roff(name) << "\"\n";
+  out << ".B berth " << Roff(name) << "\n";
   std::vector<const CLI::Option*> options = Options(cmd);
   std::string synopsis;
   for (const CLI::Option* opt : options)
@@ -144,6 +146,7 @@ void WriteCommand(const CLI::App& cmd, std::ostream& out) {
   if (!synopsis.empty()) out << synopsis << "\n";
   out << ".PP\n" << Roff(cmd.get_description()) << ".\n";
   WriteOptionList(options, out);
+  for (const CLI::App* sub : Commands(cmd)) WriteCommand(*sub, out, name + " ");
 }
 
 const char* const kHeadSections = R"(.SH DESCRIPTION
@@ -264,7 +267,14 @@ void WriteBashCompletion(const CLI::App& app, std::ostream& out) {
   for (const CLI::App* cmd : commands) {
     std::string opts = "--help", path_opts, word_cases, value_opts;
     std::string positional;
-    for (const CLI::Option* opt : Options(*cmd)) {
+    // A command with subcommands of its own (fleet status): their names come first, and
+    // their options are offered after them.
+    std::vector<const CLI::Option*> options = Options(*cmd);
+    for (const CLI::App* sub : Commands(*cmd)) {
+      positional += (positional.empty() ? "" : " ") + sub->get_name();
+      for (const CLI::Option* opt : Options(*sub)) options.push_back(opt);
+    }
+    for (const CLI::Option* opt : options) {
       if (!opt->nonpositional()) {
         std::string key = Key(opt);
         if (kPathValues.count(key))

@@ -26,6 +26,23 @@ for cmd in "${commands[@]}"; do
     grep -qE -- "(^|[ '|])$opt([ '|)]|$)" <<<"$block" || problem "the bash completion of '$cmd' lacks $opt"
   done
 done
+# Commands with subcommands of their own (berth fleet status): a section each, with its options,
+# and the completion offers their names and options under the parent.
+for cmd in "${commands[@]}"; do
+  mapfile -t subs < <("$berth" "$cmd" --help | awk '/^Subcommands:|^SUBCOMMANDS:/{s=1; next} s && /^  [a-z]/{print $1} s && /^$/{s=0}')
+  block=$(awk -v head="    $cmd)" '$0 == head {s=1; next} s && /;;$/ && /esac/{exit} s' <<<"$completion")
+  for sub in "${subs[@]}"; do
+    section=$(awk -v head=".SS \"berth $cmd $sub\"" '$0 == head {s=1; next} s && /^\.S[SH] /{exit} s' <<<"$man_page")
+    [[ -n $section ]] || problem "berth(1) has no section .SS \"berth $cmd $sub\""
+    grep -qE "positional='([a-z ]* )?$sub( [a-z ]*)?'" <<<"$block" ||
+      problem "the bash completion of '$cmd' does not offer '$sub'"
+    mapfile -t options < <("$berth" "$cmd" "$sub" --help | grep -oE '^ +(-[a-zA-Z],)?--[a-z][a-z-]*' | grep -oE -- '--[a-z][a-z-]*' | grep -vx -- '--help')
+    for opt in "${options[@]}"; do
+      grep -qF -- "\\fB${opt//-/\\-}\\fR" <<<"$section" || problem "berth(1) section 'berth $cmd $sub' lacks $opt"
+      grep -qE -- "(^|[ '|])$opt([ '|)]|$)" <<<"$block" || problem "the bash completion of '$cmd $sub' lacks $opt"
+    done
+  done
+done
 grep -q '^\.SS "berth __man"' <<<"$man_page" && problem "berth(1) shows the hidden command __man"
 
 # The page formats without a warning, as lintian's manpage check runs man.
