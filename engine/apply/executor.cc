@@ -418,7 +418,7 @@ Status Executor::RunAction(const Action& a, ExecResult* result) {
     case ActionKind::kPreflight:
       return Preflight(a);
     case ActionKind::kFloor:
-      return Floor(a);
+      return Floor(a, result);
     case ActionKind::kSmoke:
       return Smoke(a);
     case ActionKind::kEnable:
@@ -522,7 +522,7 @@ Status Executor::Preflight(const Action& a) {
       tail);
 }
 
-Status Executor::Floor(const Action& a) {
+Status Executor::Floor(const Action& a, ExecResult* result) {
   if (!d_.load) return Status::Internal("no load generator to run the floor gate of " + a.address);
   LoadSpec spec;
   spec.port = a.port;
@@ -539,6 +539,7 @@ Status Executor::Floor(const Action& a) {
                         " s, TTFT p50 " + FormatDouble(m.ttft_p50_ms) + " ms, p99 " +
                         FormatDouble(m.ttft_p99_ms) + " ms, " + std::to_string(m.requests) +
                         " requests, " + std::to_string(m.errors) + " errors";
+  if (result) result->floor_figures[a.unit] = figures;
   std::vector<std::string> short_of;
   if (a.min_output_tps > 0 && m.output_tps < a.min_output_tps)
     short_of.push_back("output " + FormatDouble(m.output_tps) + " tok/s is below the floor of " +

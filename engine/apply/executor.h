@@ -85,6 +85,8 @@ struct ExecResult {
   /// passing, for each unit this run saw healthy that way (a rollback's start of the service
   /// it brings back too). What the state records (BerthState::start_times_ms).
   std::map<std::string, uint64_t> start_to_healthy_ms;
+  /// unit -> what its throughput floor measured in this run ("1239.5 output tok/s at ...").
+  std::map<std::string, std::string> floor_figures;
   std::vector<std::pair<std::string, std::string>> downloaded;  // repo_id, commit
   uint64_t bytes_downloaded = 0;
 };
@@ -103,7 +105,7 @@ class Executor {
   /// A service's preflight command: it must exit 0 within its timeout.
   Status Preflight(const Action& a);
   /// The throughput floor: a bounded load, its figures against the floor's limits.
-  Status Floor(const Action& a);
+  Status Floor(const Action& a, ExecResult* result);
   /// The smoke gate: one request must return non-empty text within its timeout.
   Status Smoke(const Action& a);
   /// One look at a starting service: its unit still up, then one health probe. Ok: healthy;

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "engine/core/log.h"
+#include "engine/core/unified_diff.h"
 #include "planners/fleet.h"
 
 namespace berth {
@@ -38,7 +39,8 @@ Result<std::vector<FleetReport>> ReadFleetReports(Etcd& etcd, const FleetSpec& f
   for (const EtcdKv& kv : *kvs) {
     auto r = FleetReportFromJson(kv.value, kv.key);
     if (r.ok() && prefix + r->host != kv.key)
-      r = Status::Internal("the fleet report at " + kv.key + " names another host, " + r->host);
+      r = Status::Internal("the fleet report at " + EscapeControl(kv.key) +
+                           " names another host, " + r->host);
     if (r.ok())
       out.push_back(std::move(r).value());
     else if (warnings)
@@ -92,7 +94,20 @@ Status FleetTurn::Publish(FleetReport report) {
   }
   if (report.digest.empty()) report.digest = o_.digest;
   if (report.berth_version.empty()) report.berth_version = BERTH_VERSION;
-  return etcd_->Put(FleetKey(fleet_, "hosts/" + o_.host), FleetReportToJson(report));
+  std::string key = FleetKey(fleet_, "hosts/" + o_.host);
+  if (report.state == kFleetConverged && report.start_to_healthy_ms.empty() &&
+      report.floor_figures.empty()) {
+    // A pass with nothing to do keeps the figures of the switch that converged on this manifest.
+    auto last = etcd_->Get(key);
+    if (last.ok() && last->has_value()) {
+      auto before = FleetReportFromJson((*last)->value, key);
+      if (before.ok() && before->digest == report.digest) {
+        report.start_to_healthy_ms = before->start_to_healthy_ms;
+        report.floor_figures = before->floor_figures;
+      }
+    }
+  }
+  return etcd_->Put(key, FleetReportToJson(report));
 }
 
 Status FleetTurn::TrySlot(bool* got, std::string* why) {

@@ -568,6 +568,7 @@ class Pass {
     r.services_up = rep_.services_up;
     r.services_wanted = rep_.services_wanted;
     r.start_to_healthy_ms = rep_.exec.start_to_healthy_ms;
+    r.floor_figures = rep_.exec.floor_figures;
     fleet_->Publish(r);
   }
 

@@ -2,6 +2,7 @@
 #include "engine/apply/fleet_turn.h"
 #include "engine/cli/commands.h"
 #include "engine/core/clock.h"
+#include "engine/core/unified_diff.h"
 #include "engine/output/fleet_view.h"
 #include "manifests/loader.h"
 
@@ -42,7 +43,7 @@ int RunFleetStatus(const std::string& manifest_path, const std::string& format, 
   for (const EtcdKv& kv : *slot_kvs) {
     auto s = FleetSlotFromJson(kv.value, kv.key);
     if (s.ok())
-      slots.push_back({kv.key, *s});
+      slots.push_back({EscapeControl(kv.key), *s});
     else
       warnings.push_back(s.status().message());
   }

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/core/unified_diff.h"
+
 namespace berth {
 namespace {
 
@@ -52,11 +54,13 @@ std::string FleetReportToJson(const FleetReport& r) {
             {"services_up", r.services_up},
             {"services_wanted", r.services_wanted},
             {"start_to_healthy_ms", r.start_to_healthy_ms},
+            {"floor_figures", r.floor_figures},
             {"berth_version", r.berth_version}};
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-Result<FleetReport> FleetReportFromJson(const std::string& text, const std::string& where) {
+Result<FleetReport> FleetReportFromJson(const std::string& text, const std::string& key) {
+  std::string where = EscapeControl(key);  // etcd keys are any bytes
   auto bad = [&](const std::string& why) {
     return Status::Internal("the fleet report at " + where + " is not one berth writes: " + why);
   };
@@ -101,6 +105,14 @@ Result<FleetReport> FleetReportFromJson(const std::string& text, const std::stri
       r.start_to_healthy_ms[Clean(unit)] = ms.get<uint64_t>();
     }
   }
+  if (auto it = j.find("floor_figures"); it != j.end()) {
+    if (!it->is_object() || it->size() > 1000) return bad("bad 'floor_figures'");
+    for (auto& [unit, figures] : it->items()) {
+      if (!figures.is_string() || unit.size() > 256 || figures.get<std::string>().size() > kMaxText)
+        return bad("bad 'floor_figures'");
+      r.floor_figures[Clean(unit)] = Clean(figures.get<std::string>());
+    }
+  }
   return r;
 }
 
@@ -109,7 +121,8 @@ std::string FleetSlotToJson(const FleetSlot& s) {
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-Result<FleetSlot> FleetSlotFromJson(const std::string& text, const std::string& where) {
+Result<FleetSlot> FleetSlotFromJson(const std::string& text, const std::string& key) {
+  std::string where = EscapeControl(key);  // etcd keys are any bytes
   auto bad = [&](const std::string& why) {
     return Status::Internal("the fleet slot at " + where + " is not one berth writes: " + why);
   };

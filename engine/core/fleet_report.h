@@ -34,6 +34,8 @@ struct FleetReport {
   int services_wanted = 0;
   /// unit -> ms from its start to its health gate passing, in this host's last switch.
   std::map<std::string, uint64_t> start_to_healthy_ms;
+  /// unit -> what its throughput floor gate measured in that switch.
+  std::map<std::string, std::string> floor_figures;
   std::string berth_version;
 };
 

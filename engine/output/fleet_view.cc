@@ -106,6 +106,7 @@ std::string FleetViewJson(const FleetView& v) {
                      {"services_up", r.services_up},
                      {"services_wanted", r.services_wanted},
                      {"start_to_healthy_ms", r.start_to_healthy_ms},
+                     {"floor_figures", r.floor_figures},
                      {"berth_version", r.berth_version},
                      {"holds_slot", Holds(v, r.host)}});
   }

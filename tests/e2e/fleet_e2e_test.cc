@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <future>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -23,32 +24,45 @@ namespace {
 using ::testing::HasSubstr;
 using Steady = std::chrono::steady_clock;
 
-/// When a host's port did not answer /health 200, as a prober inside its namespace saw it.
+/// When a host was certainly dark, as a prober inside its namespace saw it: from the end of the
+/// first probe that failed to the start of the last one before it answered again (a probe
+/// reflects the port at some moment of its own span; a busy machine stretches probes, and this
+/// keeps the window to what was surely dark).
 struct DarkSpan {
   Steady::time_point from, until;
 };
 
-/// GET /health over a plain socket (in the calling thread's network namespace).
-bool Healthy(int port) {
+enum class Probe { kUp, kDown, kUnknown };
+
+/// GET /health over a plain socket (in the calling thread's network namespace): up (200), down
+/// (refused, reset, or another status), or unknown (no answer in time: a starved machine).
+Probe Check(int port) {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return false;
+  if (fd < 0) return Probe::kUnknown;
   timeval tv{2, 0};
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_port = htons(static_cast<uint16_t>(port));
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bool ok = false;
+  Probe result = Probe::kDown;
   if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
     const char req[] = "GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
     if (::send(fd, req, sizeof req - 1, MSG_NOSIGNAL) == static_cast<ssize_t>(sizeof req - 1)) {
       char buf[64] = {};
       ssize_t n = ::recv(fd, buf, sizeof buf - 1, 0);
-      ok = n > 12 && std::string(buf, static_cast<size_t>(n)).find(" 200 ") != std::string::npos;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        result = Probe::kUnknown;
+      else if (n > 12 &&
+               std::string(buf, static_cast<size_t>(n)).find(" 200 ") != std::string::npos)
+        result = Probe::kUp;
     }
+  } else if (errno == ETIMEDOUT) {
+    result = Probe::kUnknown;
   }
   ::close(fd);
-  return ok;
+  return result;
 }
 
 /// Probes one host from a thread that joined its network namespace (setns is per thread).
@@ -66,23 +80,25 @@ class Prober {
       ::close(fd);
       joined.set_value("");
       bool dark = false;
-      Steady::time_point since;
+      Steady::time_point first_fail_end, last_fail_start;
       while (!stop_) {
-        bool up = Healthy(port);
-        auto now = Steady::now();
-        if (!up && !dark) {
+        auto start = Steady::now();
+        Probe p = Check(port);
+        auto end = Steady::now();
+        if (p == Probe::kDown) {
+          if (!dark) first_fail_end = end;
           dark = true;
-          since = now;
-        } else if (up && dark) {
+          last_fail_start = start;
+        } else if (p == Probe::kUp && dark) {
           dark = false;
           std::lock_guard<std::mutex> l(mu_);
-          spans_.push_back({since, now});
+          spans_.push_back({first_fail_end, last_fail_start});
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
       }
       if (dark) {
         std::lock_guard<std::mutex> l(mu_);
-        spans_.push_back({since, Steady::now()});
+        spans_.push_back({first_fail_end, last_fail_start});
       }
     });
     error_ = joined.get_future().get();

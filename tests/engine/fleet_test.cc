@@ -250,7 +250,12 @@ TEST_F(FleetTurnTest, UnreadableReportsAreLeftOutWithAWarningNamingTheKey) {
   auto reports = ReadFleetReports(etcd, f, &warnings);
   ASSERT_TRUE(reports.ok());
   EXPECT_TRUE(reports->empty());
-  ASSERT_EQ(warnings.size(), 2u);
+  ASSERT_TRUE(etcd.Put("/berth/fleets/prod/hosts/x\x1b[2Jy", "{}").ok());
+  warnings.clear();
+  reports = ReadFleetReports(etcd, f, &warnings);
+  ASSERT_EQ(warnings.size(), 3u);
+  // A key is any bytes: it never reaches the terminal raw.
+  EXPECT_THAT(warnings[2], HasSubstr("hosts/x\\x1b[2Jy"));
   EXPECT_THAT(warnings[0], HasSubstr("hosts/gpu-08 names another host, gpu-07"));
   EXPECT_THAT(warnings[1], HasSubstr("hosts/gpu-09"));
 }
@@ -286,6 +291,10 @@ class FleetReconcilerTest : public ReconcilerTest {
         "    - {name: rest, hosts: [\"gpu-*\"]}\n";
     dir.Write("fleet-kimi/berth.yaml", Manifest(false) + fleet);
     dir.Write("fleet-minimax/berth.yaml", Manifest(true) + fleet);
+    dir.Write("fleet-floor/berth.yaml",
+              Manifest(true) +
+                  "    gates:\n      floor: {concurrency: 4, duration: 10s, output_tps: 10}\n" +
+                  fleet);
   }
   RunReport FleetApply(const std::string& manifest) {
     out.str("");
@@ -364,6 +373,27 @@ TEST_F(FleetReconcilerTest, WithEtcdDownTheDownloadRunsButNothingGoesDarkUntilEt
   EXPECT_EQ(Published("gpu-01")->digest, digest);
   EXPECT_EQ(etcd.max_slots_held(), 1);
   for (const auto& [k, v] : etcd.kv()) EXPECT_EQ(k.find("/slots/"), std::string::npos) << k;
+}
+
+TEST_F(FleetReconcilerTest, TheReportCarriesTheGateFiguresAndKeepsThemWhileNothingChanges) {
+  ASSERT_EQ(FleetApply("fleet-kimi").exit_code, 0) << err.str();
+  std::string digest = Plan("fleet-floor").manifest_digest;
+  ASSERT_TRUE(etcd.Put("/berth/fleets/prod/hosts/gpu-00",
+                       FleetReportToJson(Report("gpu-00", kFleetConverged, digest)))
+                  .ok());
+  ASSERT_EQ(FleetApply("fleet-floor").exit_code, 0) << err.str();
+  for (int pass = 0; pass < 2; ++pass) {  // the switch, then a pass with nothing to do
+    auto mine = Published("gpu-01");
+    ASSERT_TRUE(mine);
+    EXPECT_EQ(mine->state, kFleetConverged);
+    EXPECT_THAT(mine->floor_figures["vllm-minimax.service"],
+                HasSubstr("1000 output tok/s at concurrency 4"));
+    EXPECT_EQ(mine->start_to_healthy_ms.count("vllm-minimax.service"), 1u);
+    EXPECT_EQ(mine->services_up, 1);
+    if (pass == 0) {
+      ASSERT_EQ(FleetApply("fleet-floor").outcome, Outcome::kNoChanges);
+    }
+  }
 }
 
 TEST_F(FleetReconcilerTest, ThePlanSaysWhichStepWaitsForTheHostsTurn) {
