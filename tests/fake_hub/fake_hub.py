@@ -59,7 +59,8 @@ Control API (API port, never faulted, never logged, no auth):
   POST /_fake/faults            a fault list, or {"faults": [...], "replace": true|false}; appends
                                 unless replace; answers the active list. 400 on a bad fault.
   DELETE /_fake/faults          clear faults
-  POST /_fake/reset             clear faults and log (seq restarts at 1)
+  POST /_fake/reset             clear faults and log (seq restarts at 1), once the requests being
+                                answered are done (up to 2 s)
   POST /_fake/reload            rescan --repos
   GET  /_fake/info              {"api", "cdn", "repos": {id: {branches, tags, revisions:
                                 {REVDIR: {commit, files: {path: {size, lfs, sha256, oid, etag}}}}}}}
@@ -780,6 +781,9 @@ class Handler(BaseHTTPRequestHandler):
                 hub.faults = new if replace else hub.faults + new
             self.send_json(200, hub.faults_view())
         if p == "/_fake/reset" and self.method == "POST":
+            # A request still being answered (its client already has the body) would be logged
+            # after the reset, into the next test's log: let it finish first.
+            hub.wait_idle(2.0)
             with hub.lock:
                 hub.faults = []
                 hub.log = []
