@@ -296,13 +296,18 @@ class Runner:
         return claimed
 
     # --- scenarios -----------------------------------------------------------------------
+    def link_checkout(self, name):
+        """A folder under the scratch dir whose entries link to the source tree's (no build)."""
+        root = os.path.join(self.tmp, name)
+        os.makedirs(root)
+        for entry in os.listdir(self.source):
+            if entry not in ("build", ".git"):
+                os.symlink(os.path.join(self.source, entry), os.path.join(root, entry))
+        return root
+
     def checkout(self, claimed):
         """The repository's root: .ci, manifests and this build as build/."""
-        root = os.path.join(self.tmp, "checkout")
-        os.makedirs(root)
-        for name in os.listdir(self.source):
-            if name not in ("build", ".git"):
-                os.symlink(os.path.join(self.source, name), os.path.join(root, name))
+        root = self.link_checkout("checkout")
         os.symlink(self.build, os.path.join(root, "build"))
         debs_before = set(f for f in os.listdir(self.build) if f.endswith(".deb"))
         env = dict(self.env, MANPAGER="cat", PAGER="cat", MANWIDTH="100",
@@ -416,11 +421,7 @@ class Runner:
 
     def fleet(self, claimed):
         """The checkout, and Debian's etcd on 127.0.0.1:2379, the example's endpoint."""
-        root = os.path.join(self.tmp, "fleet")
-        os.makedirs(root)
-        for name in os.listdir(self.source):
-            if name not in ("build", ".git"):
-                os.symlink(os.path.join(self.source, name), os.path.join(root, name))
+        root = self.link_checkout("fleet")
         etcd = shutil.which("etcd")
         if not etcd:
             self.failures.append("no etcd here (.ci/setup installs etcd-server)")
