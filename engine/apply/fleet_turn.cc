@@ -49,6 +49,18 @@ Result<std::vector<FleetReport>> ReadFleetReports(Etcd& etcd, const FleetSpec& f
   return out;
 }
 
+Status ForgetFleetHost(Etcd& etcd, const FleetSpec& f, const std::string& host) {
+  if (!IsFleetHostName(host))
+    return Status::InvalidArgument("'" + EscapeControl(host) +
+                                   "' is not a host name (letters, digits, '.', '-', '_')");
+  std::string key = FleetKey(f, "hosts/" + host);
+  auto before = etcd.Get(key);
+  if (!before.ok()) return before.status();
+  if (!before->has_value())
+    return Status::NotFound("fleet " + f.name + " has no report of " + host + " (" + key + ")");
+  return etcd.Delete(key);
+}
+
 Result<std::unique_ptr<Etcd>> ConnectFleetEtcd(const FleetSpec& fleet) {
   EtcdOptions o;
   o.endpoints = fleet.endpoints;

@@ -46,6 +46,11 @@ std::string FleetKey(const FleetSpec& f, const std::string& rest);
 Result<std::vector<FleetReport>> ReadFleetReports(Etcd& etcd, const FleetSpec& f,
                                                   std::vector<std::string>* warnings = nullptr);
 
+/// Deletes `host`'s report from fleet `f` (a host that left the fleet, whose stale report keeps
+/// a later wave waiting). Its slot, if it holds one, is left to its lease. NotFound when there
+/// is no such report.
+Status ForgetFleetHost(Etcd& etcd, const FleetSpec& f, const std::string& host);
+
 /// The etcd client for `fleet` (its password read from password_file, trailing newline cut).
 Result<std::unique_ptr<Etcd>> ConnectFleetEtcd(const FleetSpec& fleet);
 

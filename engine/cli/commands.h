@@ -138,6 +138,9 @@ int RunStatus(const StatusCommand& cmd, std::ostream& out, std::ostream& err);
 /// berth fleet status -f PATH: every host of the manifest's fleet, from etcd.
 int RunFleetStatus(const std::string& manifest_path, const std::string& format, std::ostream& out,
                    std::ostream& err);
+/// berth fleet forget -f PATH HOST: deletes a host's report (a host that left the fleet).
+int RunFleetForget(const std::string& manifest_path, const std::string& host, std::ostream& out,
+                   std::ostream& err);
 int RunHistory(const std::string& state_dir, const std::string& format, size_t limit,
                std::ostream& out, std::ostream& err);
 int RunRender(const std::string& manifest_path, const std::string& observed_path,

@@ -54,4 +54,28 @@ int RunFleetStatus(const std::string& manifest_path, const std::string& format, 
   return kExitOk;
 }
 
+int RunFleetForget(const std::string& manifest_path, const std::string& host, std::ostream& out,
+                   std::ostream& err) {
+  LoadResult loaded = LoadManifests(manifest_path);
+  if (!loaded.ok()) {
+    for (const auto& d : loaded.diagnostics) err << d.ToString() << "\n";
+    err << "berth fleet forget: " << manifest_path << " is not a valid manifest\n";
+    return kExitError;
+  }
+  const FleetSpec& fleet = loaded.desired.fleet;
+  if (!fleet.enabled()) {
+    err << "berth fleet forget: " << manifest_path << " has no fleet: section\n";
+    return kExitError;
+  }
+  auto etcd = ConnectFleetEtcd(fleet);
+  Status s = etcd.ok() ? ForgetFleetHost(**etcd, fleet, host) : etcd.status();
+  if (!s.ok()) {
+    err << "berth fleet forget: " << s.message() << "; nothing was deleted\n";
+    return kExitError;
+  }
+  out << "fleet " << fleet.name << ": forgot " << host
+      << "; the waves no longer wait for it (it reports again on its next apply)\n";
+  return kExitOk;
+}
+
 }  // namespace berth

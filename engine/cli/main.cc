@@ -202,6 +202,12 @@ int main(int argc, char** argv) {
       "status", "every host of the manifest's fleet: wave, state, manifest, who holds a slot");
   fleet_status->add_option("-f,--file", fleet_manifest, "manifest file or folder")->required();
   fleet_status->add_option("-o,--output", fleet_format, "text or json")->capture_default_str();
+  std::string forget_manifest, forget_host;
+  auto* fleet_forget = fleet->add_subcommand(
+      "forget", "delete the report of a host that left the fleet (a later wave waits for it)");
+  fleet_forget->add_option("-f,--file", forget_manifest, "manifest file or folder")->required();
+  fleet_forget->add_option("host", forget_host, "the host's name, as fleet status shows it")
+      ->required();
 
   // Written from this tree at build time: berth(1) and the bash completion (engine/cli/cli_docs.h).
   auto* man = app.add_subcommand("__man", "print the berth(1) man page");
@@ -282,6 +288,8 @@ int main(int argc, char** argv) {
     status_cmd.probe = !status_no_probe;
     return berth::RunStatus(status_cmd, std::cout, std::cerr);
   }
+  if (*fleet_forget)
+    return berth::RunFleetForget(forget_manifest, forget_host, std::cout, std::cerr);
   if (*fleet_status)
     return berth::RunFleetStatus(fleet_manifest, fleet_format, std::cout, std::cerr);
   if (*history)

@@ -354,6 +354,15 @@ TEST_F(FleetE2eTest, AKilledSlotHolderFreesItsSlotWhenTheLeaseExpiresAndEtcdDown
   CommandResult after = Apply(2, v2);
   EXPECT_TRUE(after.ok()) << after.output << after.error;
   EXPECT_NE(Invocation(2), inv);
+
+  // fleet-3 leaves the fleet: its report goes, the others stay.
+  CommandResult forgot = Berth(0, {"fleet", "forget", "-f", v2, "fleet-3"});
+  EXPECT_TRUE(forgot.ok()) << forgot.output << forgot.error;
+  EXPECT_THAT(forgot.output, HasSubstr("fleet e2e: forgot fleet-3"));
+  nlohmann::json left = FleetStatus(v2);
+  ASSERT_EQ(left["hosts"].size(), 2u) << left.dump(2);
+  EXPECT_EQ(left["hosts"][0]["host"], "fleet-1");
+  EXPECT_EQ(left["hosts"][1]["host"], "fleet-2");
 }
 
 }  // namespace

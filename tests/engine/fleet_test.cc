@@ -260,6 +260,30 @@ TEST_F(FleetTurnTest, UnreadableReportsAreLeftOutWithAWarningNamingTheKey) {
   EXPECT_THAT(warnings[1], HasSubstr("hosts/gpu-09"));
 }
 
+TEST_F(FleetTurnTest, ForgettingAHostDeletesItsReportAndNothingElse) {
+  FleetSpec f = Fleet(1, true);
+  f.waves[0].hosts = {"gpu-01", "gpu-09"};
+  ASSERT_TRUE(etcd.Put("/berth/fleets/prod/hosts/gpu-01",
+                       FleetReportToJson(Report("gpu-01", kFleetConverged, kOldDigest)))
+                  .ok());
+  ASSERT_TRUE(etcd.Put("/berth/fleets/prod/hosts/gpu-09",
+                       FleetReportToJson(Report("gpu-09", kFleetConverged)))
+                  .ok());
+  // gpu-01 left the fleet: its old report keeps gpu-02 waiting until it is forgotten.
+  auto reports = ReadFleetReports(etcd, f);
+  ASSERT_TRUE(reports.ok());
+  EXPECT_EQ(MayGoDark(f, "gpu-02", kDigest, *reports).kind, FleetTurnVerdict::kWait);
+  ASSERT_TRUE(ForgetFleetHost(etcd, f, "gpu-01").ok());
+  reports = ReadFleetReports(etcd, f);
+  ASSERT_TRUE(reports.ok());
+  EXPECT_EQ(MayGoDark(f, "gpu-02", kDigest, *reports).kind, FleetTurnVerdict::kGo);
+  EXPECT_EQ(etcd.kv().count("/berth/fleets/prod/hosts/gpu-01"), 0u);
+  Status again = ForgetFleetHost(etcd, f, "gpu-01");
+  EXPECT_EQ(again.code(), Status::Code::kNotFound);
+  EXPECT_THAT(again.message(), HasSubstr("has no report of gpu-01"));
+  EXPECT_EQ(ForgetFleetHost(etcd, f, "../slots/0").code(), Status::Code::kInvalidArgument);
+}
+
 TEST(FleetViewTest, TheTextShowsEachHostsWaveStateAndWhoHoldsTheSlot) {
   FleetSpec f = Fleet(1, true);
   std::vector<FleetReport> reports = {Report("gpu-02", kFleetSwitching),
