@@ -192,13 +192,19 @@ std::optional<double> YamlReader::Number(const Field& f) {
     TypeError(f, "a number");
     return std::nullopt;
   }
+  // YAML's .nan and .inf are numbers to YAML but limits to nobody: a floor of .nan compares
+  // false with every figure and so checks nothing, and .inf can never be met.
   const std::string& s = f.value.Scalar();
   std::string_view bare = WithoutSign(s);
-  if (bare.size() > 1 && bare[0] == '.' && (bare[1] == 'n' || bare[1] == 'N')) return NAN;
-  if (bare.size() > 1 && bare[0] == '.' && (bare[1] == 'i' || bare[1] == 'I')) {
-    return s[0] == '-' ? -HUGE_VAL : HUGE_VAL;
+  double v = std::strtod(s.c_str(), nullptr);
+  bool special = bare.size() > 1 && bare[0] == '.' &&
+                 (bare[1] == 'n' || bare[1] == 'N' || bare[1] == 'i' || bare[1] == 'I');
+  if (special || !std::isfinite(v)) {
+    Error(f.value_loc, "'" + f.key + "' must be a finite number, got '" + s + "'",
+          ".nan and .inf are not limits; write the number itself");
+    return std::nullopt;
   }
-  return std::strtod(s.c_str(), nullptr);
+  return v;
 }
 
 std::optional<bool> YamlReader::Bool(const Field& f) {

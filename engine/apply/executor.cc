@@ -551,6 +551,12 @@ Status Executor::Floor(const Action& a, ExecResult* result) {
     short_of.push_back("TTFT p99 " + FormatDouble(m.ttft_p99_ms) + " ms is above " +
                        std::to_string(a.max_ttft_p99_ms) + " ms");
   if (m.output_tokens == 0) short_of.push_back("no output token came back");
+  // Tokens of a stream that never ends count for nothing: a server must finish answers.
+  if (m.requests == 0 && m.output_tokens > 0)
+    short_of.push_back("no request finished within the measured " + FormatDouble(m.seconds) +
+                       " s (" + std::to_string(m.cancelled) +
+                       " still streaming at the end); if its answers are that long, lengthen "
+                       "the floor's duration or lower its max_tokens");
   if (short_of.empty()) {
     if (d_.progress) *d_.progress << "floor: " << a.unit << " passed: " << figures << std::endl;
     return Status::Ok();

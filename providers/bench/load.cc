@@ -109,7 +109,8 @@ struct Stream {
   bool got_token = false;
   bool done = false;
   bool has_usage = false;
-  uint64_t deltas = 0;  // content deltas within the measured time
+  uint64_t deltas = 0;         // content deltas within the measured time
+  uint64_t content_bytes = 0;  // their bytes of text
   uint64_t usage_tokens = 0;
   long status = 0;
   std::string fail;        // why this stream's request broke off (set before aborting it)
@@ -153,6 +154,7 @@ bool OnEvent(Stream* s, std::string_view data, Clock::TimePoint now) {
   }
   if (e.content_deltas == 0 || now >= s->run->deadline) return true;
   s->deltas += e.content_deltas;
+  s->content_bytes += e.content_bytes;
   if (!s->got_token)
     s->run->ttft.Add(Ms(now - s->started));
   else
@@ -186,7 +188,7 @@ void Start(Run* run, Stream* s, CURLM* multi) {
   s->body = RequestBody(run->spec, request);
   s->parser = std::make_unique<SseParser>(run->spec.max_event_bytes);
   s->got_token = s->done = s->has_usage = false;
-  s->deltas = s->usage_tokens = 0;
+  s->deltas = s->content_bytes = s->usage_tokens = 0;
   s->status = 0;
   s->fail.clear();
   s->error_body.clear();
@@ -195,6 +197,19 @@ void Start(Run* run, Stream* s, CURLM* multi) {
   curl_easy_setopt(s->easy, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(s->body.size()));
   s->started = run->clock->Now();
   curl_multi_add_handle(multi, s->easy);
+}
+
+/// The output tokens a request is credited with: what arrived, not what the server claims.
+/// `usage` says how many tokens the text was (a chunk may hold several), but it is believed
+/// only between the content chunks that arrived and the smaller of the request's max_tokens and
+/// the bytes of text that arrived (a token is at least one byte of text): a usage of 2^64-1
+/// passed a floor of 1e8 tok/s once. No request is credited with more than it asked for.
+uint64_t CountedTokens(const Stream& s, const LoadSpec& spec) {
+  uint64_t asked = static_cast<uint64_t>(spec.max_tokens);
+  uint64_t arrived = std::min(s.deltas, asked);
+  if (!s.has_usage) return arrived;
+  uint64_t most = std::max(arrived, std::min(asked, s.content_bytes));
+  return std::clamp(s.usage_tokens, arrived, most);
 }
 
 /// Folds a finished request into the result.
@@ -215,7 +230,7 @@ void Finish(Run* run, Stream* s, CURLcode code) {
     run->Error("the stream ended without 'data: [DONE]' (the server closed it mid-answer)");
   } else {
     ++run->result.requests;
-    run->result.output_tokens += s->has_usage ? s->usage_tokens : s->deltas;
+    run->result.output_tokens += CountedTokens(*s, run->spec);
   }
 }
 
@@ -328,7 +343,7 @@ Result<LoadFigures> RunLoad(const LoadSpec& spec, const std::atomic<bool>* stop,
   // Every stream has a request attached: a finished one was replaced at once.
   for (const auto& s : streams) {
     ++run.result.cancelled;
-    run.result.output_tokens += s.deltas;
+    run.result.output_tokens += std::min(s.deltas, static_cast<uint64_t>(spec.max_tokens));
   }
   cleanup();
 

@@ -41,8 +41,9 @@ struct LoadSpec {
 
 /// What a run measured. Tokens are counted when they arrive within the measured time: a request
 /// still streaming at the end adds the tokens it got so far and is then cancelled (not an
-/// error). A finished request counts usage.completion_tokens when the server sent usage, else
-/// its content deltas.
+/// error). Tokens are counted from what arrived: a content chunk is a token, and a finished
+/// request's usage.completion_tokens is believed only up to the bytes of text that arrived and
+/// the request's max_tokens (see CountedTokens in load.cc). Nothing counts beyond max_tokens.
 struct LoadFigures {
   int concurrency = 0;
   uint64_t requests = 0;       // finished with [DONE] within the measured time

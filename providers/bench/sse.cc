@@ -6,9 +6,10 @@
 namespace berth {
 namespace {
 
-bool NonEmptyString(const nlohmann::json& obj, const char* key) {
+/// The length of obj[key] when it is a non-empty string, else 0.
+size_t StringBytes(const nlohmann::json& obj, const char* key) {
   auto it = obj.find(key);
-  return it != obj.end() && it->is_string() && !it->get_ref<const std::string&>().empty();
+  return it != obj.end() && it->is_string() ? it->get_ref<const std::string&>().size() : 0;
 }
 
 std::string Cut(std::string_view s, size_t max = 200) {
@@ -47,12 +48,13 @@ StreamEvent InterpretEvent(std::string_view data) {
   }
   e.kind = StreamEvent::Kind::kChunk;
   if (auto choices = j.find("choices"); choices != j.end() && choices->is_array()) {
-    for (const auto& c : *choices) {
-      if (!c.is_object()) continue;
-      bool content = NonEmptyString(c, "text");
-      if (auto delta = c.find("delta"); !content && delta != c.end() && delta->is_object())
-        content = NonEmptyString(*delta, "content") || NonEmptyString(*delta, "reasoning_content");
-      if (content) ++e.content_deltas;
+    if (!choices->empty() && (*choices)[0].is_object()) {
+      const nlohmann::json& c = (*choices)[0];
+      size_t bytes = StringBytes(c, "text");
+      if (auto delta = c.find("delta"); delta != c.end() && delta->is_object())
+        bytes += StringBytes(*delta, "content") + StringBytes(*delta, "reasoning_content");
+      e.content_deltas = bytes > 0 ? 1 : 0;
+      e.content_bytes = bytes;
     }
   }
   if (auto usage = j.find("usage"); usage != j.end() && usage->is_object()) {

@@ -54,9 +54,14 @@ struct StreamEvent {
     kMalformed,  // not JSON, or not an object; `error` says what is wrong
   };
   Kind kind = Kind::kMalformed;
-  /// Choices whose text (completions) or delta content or reasoning content (chat) is a
-  /// non-empty string: one output token each when the server sends a token per chunk.
+  /// 1 when the chunk's first choice carries text (completions) or delta content or reasoning
+  /// content (chat), else 0: one output token when the server sends a token per chunk. Only
+  /// the first choice counts: berth asks for one (n = 1), and a server that answers with a
+  /// thousand choices per chunk has not made a thousand tokens.
   uint32_t content_deltas = 0;
+  /// The bytes of that content: no server makes more tokens than it sent bytes of text, so it
+  /// bounds what `usage` may claim.
+  uint64_t content_bytes = 0;
   bool has_usage = false;          // "usage" with a numeric completion_tokens
   uint64_t completion_tokens = 0;  // from usage
   std::string error;

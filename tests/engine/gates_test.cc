@@ -211,6 +211,7 @@ TEST_F(GatesTest, AThroughputFloorRunsAfterTheSmokeGateAndAPassingOneEndsTheSwit
   world.load_figures[8000].output_tps = 2400;
   world.load_figures[8000].output_tokens = 72000;
   world.load_figures[8000].ttft_p99_ms = 900;
+  world.load_figures[8000].requests = 280;
   world.calls.clear();
   RunReport plan = Pass("floored", false);
   EXPECT_THAT(out.str(), HasSubstr("floor         service/vllm-minimax"));
@@ -251,6 +252,28 @@ TEST_F(GatesTest, AServiceBelowItsFloorIsRolledBackHeldAndTheFiguresAreInTheMess
   EXPECT_TRUE(Running("vllm-kimi.service")) << "the old service is back";
   EXPECT_FALSE(Running("vllm-minimax.service"));
   EXPECT_EQ(Held().address, "service/vllm-minimax");
+}
+
+// A server that streams fast but never finishes an answer has not served a request: tokens of
+// streams still open at the end do not carry a floor alone.
+TEST_F(GatesTest, AFloorWhereNoRequestFinishedFailsWhateverTheTokenRate) {
+  ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
+  LoadFigures endless;
+  endless.concurrency = 32;
+  endless.seconds = 30;
+  endless.output_tps = 8192;
+  endless.output_tokens = 8192 * 30;
+  endless.requests = 0;
+  endless.cancelled = 32;
+  endless.ttft_p99_ms = 100;
+  world.load_figures[8000] = endless;
+  RunReport r = Apply("floored");
+  EXPECT_EQ(r.outcome, Outcome::kFailed) << err.str();
+  EXPECT_TRUE(r.exec.rolled_back);
+  EXPECT_THAT(r.status.message(),
+              HasSubstr("no request finished within the measured 30 s (32 still streaming at "
+                        "the end)"));
+  EXPECT_TRUE(Running("vllm-kimi.service")) << "the old service is back";
 }
 
 TEST_F(GatesTest, AFloorWithoutALimitIsRefusedWhereItIsWritten) {

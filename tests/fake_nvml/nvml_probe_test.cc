@@ -309,7 +309,8 @@ TEST_F(NvidiaSmiTest, HungNvidiaSmiIsKilledAtTheTimeout) {
   auto took = std::chrono::steady_clock::now() - start;
   EXPECT_FALSE(o.known);
   EXPECT_THAT(o.error, HasSubstr("did not answer within 1 s and was killed"));
-  EXPECT_LT(took, std::chrono::seconds(5));
+  EXPECT_LT(took, std::chrono::seconds(30))
+      << "a hang guard (the fake hangs forever), not a speed test";
 }
 
 TEST_F(NvidiaSmiTest, NeitherLibraryNorNvidiaSmiSaysBoth) {

@@ -312,6 +312,13 @@ def make_handler(state):
                     "id": state["name"], "object": "model", "created": state["created"],
                     "owned_by": "fake-vllm", "root": state["model"],
                     "max_model_len": state["max_model_len"]}]})
+            elif path == "/_fake/stats":
+                # What the fake sent, for tests that compare a client's counts with it: tokens
+                # written to a client (content chunks), and streams it finished ([DONE] sent).
+                with state["lock"]:
+                    self.reply(200, {"requests": state["requests"],
+                                     "tokens_sent": state["tokens_sent"],
+                                     "streams_finished": state["streams_finished"]})
             elif path == "/version":
                 self.reply(200, {"version": "0.0.0-fake"})
             else:
@@ -382,7 +389,13 @@ def make_handler(state):
                 for event in fake_stream.stream_events(state["pacer"], ident, model, chat,
                                                        request):
                     self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
+                    self.wfile.flush()
+                    if event.startswith(b'data: {"id"') and b'"usage"' not in event:
+                        with state["lock"]:
+                            state["tokens_sent"] += 1
                 self.wfile.write(b"0\r\n\r\n")
+                with state["lock"]:
+                    state["streams_finished"] += 1
             except (BrokenPipeError, ConnectionResetError):
                 self.close_connection = True  # the client went away (a benchmark's end)
 
@@ -446,6 +459,8 @@ def main():
         "fail_health": bool(os.environ.get("FAKE_VLLM_FAIL_HEALTH")),
         "empty_completions": bool(os.environ.get("FAKE_VLLM_EMPTY_COMPLETIONS")),
         "requests": 0,
+        "tokens_sent": 0,
+        "streams_finished": 0,
         "lock": threading.Lock(),
         "fail_completions": opts["fail_completions"] or
             bool(os.environ.get("FAKE_VLLM_FAIL_COMPLETIONS")),

@@ -299,7 +299,7 @@ class FakeVllmTest(FakeVllmFixture):
         p.send_signal(signal.SIGTERM)
         code, _ = self.finish(p)
         self.assertEqual(code, 0)
-        self.assertLess(time.monotonic() - t0, 2.0)
+        self.assertLess(time.monotonic() - t0, 20.0)  # a hang guard, not a speed test
         with self.assertRaises(OSError):
             request(port, "GET", "/health", timeout=0.5)
 

@@ -139,6 +139,48 @@ services:
                           "berth.yaml:20:48: 'ctx_size' must be at least 1, got 99999999999"));
 }
 
+// .nan compares false with every figure: a floor of .nan would check nothing and pass.
+TEST(Diagnostics, NumbersMustBeFinite) {
+  EXPECT_THAT(Problems(R"(berth: 1
+models: {m: {source: hf://a/b}}
+services:
+  a:
+    model: m
+    engine: vllm
+    gpus: [0]
+    port: 8000
+    vllm: {gpu_memory_utilization: .NaN}
+    gates: {floor: {output_tps: .nan, concurrency: 1}}
+  b:
+    model: m
+    engine: vllm
+    gpus: [1]
+    port: 8001
+    gates: {floor: {output_tps: -.inf}}
+  c:
+    model: m
+    engine: vllm
+    gpus: [2]
+    port: 8002
+    vllm: {gpu_memory_utilization: .5}
+    gates: {floor: {output_tps: 1e400}}
+)"),
+              ElementsAre("berth.yaml:9:36: 'gpu_memory_utilization' must be a finite number, "
+                          "got '.NaN' (.nan and .inf are not limits; write the number itself)",
+                          "berth.yaml:10:13: gates.floor sets no limit (add output_tps, ttft_p50 "
+                          "or ttft_p99, e.g. floor: {concurrency: 32, output_tps: 1000})",
+                          "berth.yaml:10:33: 'output_tps' must be a finite number, got '.nan' "
+                          "(.nan and .inf are not limits; write the number itself)",
+                          "berth.yaml:16:13: gates.floor sets no limit (add output_tps, ttft_p50 "
+                          "or ttft_p99, e.g. floor: {concurrency: 32, output_tps: 1000})",
+                          "berth.yaml:16:33: 'output_tps' must be a finite number, got '-.inf' "
+                          "(.nan and .inf are not limits; write the number itself)",
+                          "berth.yaml:23:13: gates.floor sets no limit (add output_tps, ttft_p50 "
+                          "or ttft_p99, e.g. floor: {concurrency: 32, output_tps: 1000})",
+                          "berth.yaml:23:33: 'output_tps' must be a finite number, got '1e400' "
+                          "(.nan and .inf are not limits; write the number itself)"));
+}
+
 TEST(Diagnostics, BadSizesAndDurations) {
   EXPECT_THAT(Problems(R"(berth: 1
 host: {reserve: 12XB}
@@ -574,7 +616,7 @@ TEST(Robustness, AnAliasBombIsRefusedFast) {
   auto took = std::chrono::steady_clock::now() - start;
   ASSERT_EQ(problems.size(), 1u);
   EXPECT_THAT(problems[0], HasSubstr("YAML aliases expand to more than 16 MiB here"));
-  EXPECT_LT(took, std::chrono::seconds(5));
+  EXPECT_LT(took, std::chrono::seconds(30)) << "a hang guard, not a speed test";
 }
 
 TEST(Robustness, NestedAliasesAreCountedAsExpanded) {

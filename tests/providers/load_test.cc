@@ -25,7 +25,10 @@ using namespace std::chrono_literals;
 /// request), then is closed. Connections beyond the list are held open without an answer.
 class CannedServer {
  public:
-  explicit CannedServer(std::vector<std::string> answers) : answers_(std::move(answers)) {
+  /// keep_open: the connections that got their answer are held open instead of closed (a
+  /// stream that never ends).
+  explicit CannedServer(std::vector<std::string> answers, bool keep_open = false)
+      : answers_(std::move(answers)), keep_open_(keep_open) {
     fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
@@ -81,10 +84,14 @@ class CannedServer {
         if (n <= 0) break;
         off += static_cast<size_t>(n);
       }
-      close(c);
+      if (keep_open_)
+        held_.push_back(c);
+      else
+        close(c);
     }
   }
   std::vector<std::string> answers_;
+  bool keep_open_ = false;
   int fd_ = -1;
   int port_ = 0;
   std::atomic<bool> stop_{false};
@@ -113,7 +120,7 @@ LoadSpec Spec(int port, int concurrency = 1) {
 
 TEST(RunLoad, CountsUsageOfFinishedRequestsAndDeltasOfCancelledOnes) {
   // Two streams: the first connection finishes (3 deltas, usage says 5); the next two are held.
-  CannedServer server({Sse(Chunk("a") + Chunk("b") + Chunk("c") +
+  CannedServer server({Sse(Chunk("aa") + Chunk("bb") + Chunk("cc") +
                            "data: {\"choices\":[],\"usage\":{\"completion_tokens\":5}}\n\n"
                            "data: [DONE]\n\n")});
   auto r = RunLoad(Spec(server.port(), 2));
@@ -126,6 +133,50 @@ TEST(RunLoad, CountsUsageOfFinishedRequestsAndDeltasOfCancelledOnes) {
   EXPECT_NEAR(r->seconds, 0.6, 1e-9);
   EXPECT_NEAR(r->output_tps, 5 / 0.6, 1e-9);
   EXPECT_EQ(server.connections(), 3);
+}
+
+// A server's usage is believed only as far as what arrived bears it out: at most the bytes of
+// text that came and the request's max_tokens; at least the content chunks that came.
+TEST(RunLoad, CountsWhatArrivedNotWhatTheServerClaims) {
+  CannedServer server(
+      {Sse(Chunk("ab") + Chunk("cd") + Chunk("ef") +
+           "data: {\"choices\":[],\"usage\":{\"completion_tokens\":18446744073709551615}}\n\n"
+           "data: [DONE]\n\n"),
+       Sse(Chunk("abcdefghijklmnop") +
+           "data: {\"choices\":[],\"usage\":{\"completion_tokens\":1000000}}\n\n"
+           "data: [DONE]\n\n"),
+       Sse(Chunk("a") + Chunk("b") + Chunk("c") +
+           "data: {\"choices\":[],\"usage\":{\"completion_tokens\":0}}\n\n"
+           "data: [DONE]\n\n")});
+  auto r = RunLoad(Spec(server.port()));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->requests, 3u);
+  // 6 bytes of text (usage 2^64-1), then max_tokens 8 (usage 1e6, 16 bytes), then 3 chunks
+  // (usage 0).
+  EXPECT_EQ(r->output_tokens, 6u + 8u + 3u);
+}
+
+TEST(RunLoad, AChunkOfAThousandChoicesIsOneToken) {
+  std::string choices;
+  for (int i = 0; i < 1000; ++i)
+    choices += std::string(i ? "," : "") + "{\"index\":0,\"text\":\"x\"}";
+  CannedServer server({Sse("data: {\"choices\":[" + choices + "]}\n\ndata: [DONE]\n\n")});
+  auto r = RunLoad(Spec(server.port()));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->requests, 1u);
+  EXPECT_EQ(r->output_tokens, 1u);
+}
+
+TEST(RunLoad, AStreamThatNeverEndsIsCreditedAtMostItsMaxTokens) {
+  std::string many;
+  for (int i = 0; i < 100; ++i) many += Chunk("tok");
+  // 100 chunks, no [DONE], and the connection is held: the request is cancelled at the end.
+  CannedServer server({Sse(many)}, /*keep_open=*/true);
+  auto r = RunLoad(Spec(server.port()));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->requests, 0u);
+  EXPECT_EQ(r->cancelled, 1u);
+  EXPECT_EQ(r->output_tokens, 8u);  // its max_tokens
 }
 
 TEST(RunLoad, CountsContentDeltasWithoutUsage) {

@@ -143,9 +143,14 @@ TEST(InterpretEvent, CompletionChunksChatDeltasAndUsage) {
   EXPECT_FALSE(e.has_usage);
   e = InterpretEvent(R"({"choices":[{"delta":{"role":"assistant","content":""}}]})");
   EXPECT_EQ(e.content_deltas, 0u);  // a role announcement carries no token
+  e = InterpretEvent(R"({"choices":[{"delta":{"reasoning_content":"think"}}]})");
+  EXPECT_EQ(e.content_deltas, 1u);
+  EXPECT_EQ(e.content_bytes, 5u);
+  // berth asks for one choice (n = 1): more choices in a chunk make no more tokens.
   e = InterpretEvent(
       R"({"choices":[{"delta":{"content":"x"}},{"delta":{"reasoning_content":"y"}}]})");
-  EXPECT_EQ(e.content_deltas, 2u);
+  EXPECT_EQ(e.content_deltas, 1u);
+  EXPECT_EQ(e.content_bytes, 1u);
   e = InterpretEvent(R"({"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":17}})");
   EXPECT_TRUE(e.has_usage);
   EXPECT_EQ(e.completion_tokens, 17u);

@@ -3,7 +3,7 @@
 set -euo pipefail
 cd "${1:?source dir}"
 if ! command -v clang-format >/dev/null; then
-  echo "clang-format not found: run .ci/setup" >&2
+  echo "clang-format not found: run .ci/setup --tests" >&2
   exit 1
 fi
 files=$(git ls-files '*.cc' '*.h' 2>/dev/null || find engine manifests planners providers tests -name '*.cc' -o -name '*.h')

@@ -35,10 +35,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # Parts of `&&` chains (and inline commands) that are not run: why, and what runs instead to
 # show that the command parses and its parts exist ("" when nothing can stand in for it).
 NOT_RUN = {
-    "cmake -S . -B build -G Ninja": (
+    "cmake -S . -B build -G Ninja -DBUILD_TESTING=OFF": (
+        "configures the build directory this test runs from, without its tests; instead the "
+        "source tree is configured the same way into a scratch directory",
+        'cmake -S . -B "$SCRATCH/configure-berth" -G Ninja -DBUILD_TESTING=OFF >/dev/null'),
+    "cmake -S . -B build -G Ninja -DBUILD_TESTING=ON": (
         "configures the build directory this test runs from (it was made by this command); "
         "instead the source tree is configured the same way into a scratch directory",
-        'cmake -S . -B "$SCRATCH/configure" -G Ninja >/dev/null'),
+        'cmake -S . -B "$SCRATCH/configure" -G Ninja -DBUILD_TESTING=ON >/dev/null'),
     "cmake --build build": (
         "builds the tree this test is part of: berth, the test binaries and this test exist "
         "because it ran; instead the build directory must hold a ninja build with berth",
@@ -74,7 +78,7 @@ OUTPUT_BLOCKS = {
 # The check runs after the command in the same shell and must succeed too.
 CHECKOUT = [
     (r"^\.ci/setup && .* && build/berth plan ", None),
-    (r"^\.ci/setup && .* && ctest ", None),
+    (r"^\.ci/setup --tests && .* && ctest ", None),
     (r"^sudo cmake --install build\s*(#|$)", 'test -x "$DESTDIR/usr/local/bin/berth"'),
     (r"^sudo cmake --install build --prefix /usr\b", 'test -x "$DESTDIR/usr/bin/berth"'),
     (r"^man berth$", None),
