@@ -1,5 +1,7 @@
 #include "engine/output/bench_text.h"
 
+#include "engine/core/json_text.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -130,7 +132,7 @@ std::string BenchCompareJson(const std::vector<BenchRecord>& columns) {
   nlohmann::json cols = nlohmann::json::array();
   for (const auto& r : columns)
     cols.push_back(nlohmann::json::parse(BenchRecordToJson(r), nullptr, false));
-  return nlohmann::json{{"columns", cols}}.dump(2) + "\n";
+  return DumpJson(nlohmann::json{{"columns", cols}}, 2) + "\n";
 }
 
 }  // namespace berth

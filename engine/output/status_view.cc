@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "engine/core/hf_cache.h"
+#include "engine/core/json_text.h"
 #include "engine/core/units.h"
 
 namespace berth {
@@ -180,7 +181,7 @@ std::string StatusJson(const StatusView& v) {
   }
   ordered_json j = {{"format_version", 1}, {"host", v.host}, {"services", services},
                     {"models", models},    {"held", v.held}, {"warnings", v.warnings}};
-  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  return DumpJson(j, 2) + "\n";
 }
 
 }  // namespace berth

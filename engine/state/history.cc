@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "engine/core/atomic_file.h"
+#include "engine/core/json_text.h"
 #include "engine/core/units.h"
 
 namespace berth {
@@ -25,7 +26,7 @@ std::string HistoryToJson(const std::vector<HistoryEntry>& entries) {
                     {"steps_done", e.steps_done},
                     {"rolled_back", e.rolled_back}});
   ordered_json j = {{"format_version", 1}, {"applies", list}};
-  return j.dump(2) + "\n";
+  return DumpJson(j, 2) + "\n";
 }
 
 Result<std::vector<HistoryEntry>> HistoryFromJson(const std::string& text,
