@@ -315,7 +315,7 @@ std::optional<bool> Executor::Rollback(const Plan& plan, size_t failed, ExecResu
   if (replaced.empty() && !in_place) return std::nullopt;
   auto note = [&](const std::string& line) {
     r->rollback_log.push_back(line);
-    if (d_.progress) *d_.progress << "rollback: " << line << std::endl;
+    if (d_.progress) *d_.progress << "rollback: " << EscapeControl(line) << std::endl;
   };
   // The gate the failed change would have passed: how berth knows the service is back.
   const Action* own_gate = nullptr;
@@ -371,7 +371,7 @@ bool Executor::BackHealthy(const Action& gate, const std::string& unit, Clock::T
                            Clock::TimePoint started, ExecResult* r) {
   auto note = [&](const std::string& line) {
     r->rollback_log.push_back(line);
-    if (d_.progress) *d_.progress << "rollback: " << line << std::endl;
+    if (d_.progress) *d_.progress << "rollback: " << EscapeControl(line) << std::endl;
   };
   if (gate.port == 0) {
     note(unit + " runs again; berth knows no health check for it, so it did not wait for one");
@@ -582,7 +582,7 @@ Status Executor::Smoke(const Action& a) {
   if (r.ok) {
     if (d_.progress)
       *d_.progress << "smoke: " << a.unit << " answered in " << FormatDurationMs(r.elapsed_ms)
-                   << ": '" << r.text << "'" << std::endl;
+                   << ": '" << EscapeLine(r.text) << "'" << std::endl;
     return Status::Ok();
   }
   return Status::Unavailable(

@@ -6,8 +6,6 @@
 #include <string>
 #include <string_view>
 
-#include "engine/core/untrusted_text.h"  // EscapeControl, for the diffs' readers
-
 namespace berth {
 
 struct UnifiedDiffOptions {

@@ -75,6 +75,21 @@ TEST(EscapeLine, NewlinesAndEveryControlAreShownNotObeyed) {
   EXPECT_EQ(EscapeControl(once), once);
 }
 
+TEST(EscapeControl, TerminalControlsAreShownNotObeyed) {
+  EXPECT_EQ(EscapeControl("ExecStart=x\x1b]0;owned\x07\n"), "ExecStart=x\\x1b]0;owned\\x07\n");
+  EXPECT_EQ(EscapeControl("a\rb\tc\x7f\n"), "a\\x0db\tc\\x7f\n");
+  // C1 CSI, as UTF-8 and as a lone byte; a right-to-left override.
+  EXPECT_EQ(EscapeControl("\xc2\x9b"
+                          "2J \x9b \xe2\x80\xae"),
+            "\\xc2\\x9b2J \\x9b \\xe2\\x80\\xae");
+}
+
+TEST(EscapeControl, PrintableUtf8IsKept) {
+  EXPECT_EQ(EscapeControl("--port 8000 → 8001, café, 日本\n"), "--port 8000 → 8001, café, 日本\n");
+  // A sequence cut short is not UTF-8.
+  EXPECT_EQ(EscapeControl("\xe2\x86"), "\\xe2\\x86");
+}
+
 TEST(EscapeControl, KeepsLinesButNotCarriageReturns) {
   EXPECT_EQ(EscapeControl("line one\r\nline\ttwo\x1b[2J\n"), "line one\\x0d\nline\ttwo\\x1b[2J\n");
 }
