@@ -5,10 +5,9 @@
 namespace berth {
 namespace {
 
-using json = nlohmann::json;
-
-bool AllUtf8(const json& j) {
-  if (j.is_string()) return IsUtf8(j.get_ref<const std::string&>());
+template <typename Json>
+bool AllUtf8(const Json& j) {
+  if (j.is_string()) return IsUtf8(j.template get_ref<const std::string&>());
   if (j.is_object()) {
     for (auto it = j.begin(); it != j.end(); ++it)
       if (!IsUtf8(it.key()) || !AllUtf8(it.value())) return false;
@@ -21,29 +20,35 @@ bool AllUtf8(const json& j) {
   return true;
 }
 
-json Visible(const json& j) {
-  if (j.is_string()) return VisibleBytes(j.get_ref<const std::string&>());
+template <typename Json>
+Json Visible(const Json& j) {
+  if (j.is_string()) return VisibleBytes(j.template get_ref<const std::string&>());
   if (j.is_object()) {
-    json out = json::object();
+    Json out = Json::object();
     for (auto it = j.begin(); it != j.end(); ++it)
       out[VisibleBytes(it.key())] = Visible(it.value());
     return out;
   }
   if (j.is_array()) {
-    json out = json::array();
+    Json out = Json::array();
     for (const auto& value : j) out.push_back(Visible(value));
     return out;
   }
   return j;
 }
 
-}  // namespace
-
-std::string DumpJson(const json& j, int indent) {
+template <typename Json>
+std::string Dump(const Json& j, int indent) {
   // The copy is made only for a document that needs it; `replace` is never reached then, it
   // only makes sure dump() cannot throw.
-  if (AllUtf8(j)) return j.dump(indent, ' ', false, json::error_handler_t::replace);
-  return Visible(j).dump(indent, ' ', false, json::error_handler_t::replace);
+  if (AllUtf8(j)) return j.dump(indent, ' ', false, Json::error_handler_t::replace);
+  return Visible(j).dump(indent, ' ', false, Json::error_handler_t::replace);
 }
+
+}  // namespace
+
+std::string DumpJson(const nlohmann::json& j, int indent) { return Dump(j, indent); }
+
+std::string DumpJson(const nlohmann::ordered_json& j, int indent) { return Dump(j, indent); }
 
 }  // namespace berth

@@ -11,5 +11,7 @@ namespace berth {
 /// a string or key that is not UTF-8 is written with its stray bytes as "\xNN" (VisibleBytes),
 /// so a server's bad byte in a failure detail is kept visible and the file is still written.
 std::string DumpJson(const nlohmann::json& j, int indent = -1);
+/// The same for a document that keeps its keys in insertion order.
+std::string DumpJson(const nlohmann::ordered_json& j, int indent = -1);
 
 }  // namespace berth

@@ -135,5 +135,15 @@ TEST(DumpJson, AValidDocumentIsWrittenAsDumpWritesIt) {
   EXPECT_EQ(DumpJson(j, 2), j.dump(2));
 }
 
+// state.json, saved plans and the store's records keep their keys in the order berth wrote them.
+TEST(DumpJson, AnOrderedDocumentKeepsItsOrderCleanOrNot) {
+  nlohmann::ordered_json j;
+  j["zeta"] = 1;
+  j["alpha"] = "ok";
+  EXPECT_EQ(DumpJson(j), R"({"zeta":1,"alpha":"ok"})");
+  j["mid"] = "bad \xff";
+  EXPECT_EQ(DumpJson(j), R"({"zeta":1,"alpha":"ok","mid":"bad \\xff"})");
+}
+
 }  // namespace
 }  // namespace berth
