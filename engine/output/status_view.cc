@@ -6,6 +6,7 @@
 #include "engine/core/hf_cache.h"
 #include "engine/core/json_text.h"
 #include "engine/core/units.h"
+#include "engine/core/untrusted_text.h"
 
 namespace berth {
 namespace {
@@ -143,7 +144,9 @@ std::string StatusText(const StatusView& v, double now_unix) {
   }
   if (!v.held.empty()) out << "\nheld: " << v.held << "\n";
   for (const auto& w : v.warnings) out << "warning: " << w << "\n";
-  return out.str();
+  // What systemd, the state's records and the servers said is quoted above: none of it may
+  // steer the terminal.
+  return EscapeControl(out.str());
 }
 
 std::string StatusJson(const StatusView& v) {
