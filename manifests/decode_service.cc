@@ -131,12 +131,25 @@ void DecodeLlama(YamlReader& r, const Field& block, LlamaServerOptions* o) {
   }
 }
 
+// Whether `path` can go into an HTTP request line as it is: printable ASCII, no space.
+bool UrlPathBytes(const std::string& path) {
+  for (unsigned char c : path)
+    if (c <= 0x20 || c >= 0x7f) return false;
+  return true;
+}
+
 void DecodeHealth(YamlReader& r, const Field& block, HealthSpec* h) {
   for (const Field& f : r.Entries(block.value, kHealthKeys, "in health")) {
     if (f.key == "path") {
       std::optional<std::string> v = r.String(f);
       if (v && (v->empty() || (*v)[0] != '/')) {
         r.Error(f.value_loc, "health 'path' must start with '/', got '" + *v + "'");
+      } else if (v && !UrlPathBytes(*v)) {
+        // A CR or LF would end berth's request line early and add headers of the manifest's.
+        r.Error(f.value_loc,
+                "health 'path' must be printable ASCII without spaces or control characters "
+                "(percent-encode anything else), got '" +
+                    *v + "'");
       } else if (v) {
         h->path = *v;
       }

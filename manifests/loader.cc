@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <exception>
 #include <filesystem>
@@ -16,6 +17,7 @@
 
 #include "engine/core/hash.h"
 #include "engine/core/lock_file.h"
+#include "engine/core/untrusted_text.h"
 #include "manifests/decode.h"
 #include "manifests/merge.h"
 
@@ -33,9 +35,17 @@ bool IsManifestName(const fs::path& p) {
   return ext == ".yaml" || ext == ".yml";
 }
 
+// What a file of more than kMaxManifestFileBytes is told.
+std::string TooLarge(uint64_t size) {
+  return "larger than berth reads (" + std::to_string(size) + " bytes; at most " +
+         std::to_string(kMaxManifestFileBytes) +
+         " bytes, 4 MiB): a manifest is a few KiB, check that this is the file meant";
+}
+
 // Reads `file` into `bytes`; "" on success, else what went wrong. A FIFO, a device or a socket
 // is refused without blocking: the file is opened with O_NONBLOCK and checked with fstat before
-// any read.
+// any read. A file over kMaxManifestFileBytes is refused before it is read (and one that grows
+// past it while read).
 std::string ReadRegularFile(const std::string& file, std::string* bytes) {
   int fd = ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
   if (fd < 0) return std::string("cannot open file: ") + std::strerror(errno);
@@ -47,6 +57,8 @@ std::string ReadRegularFile(const std::string& file, std::string* bytes) {
     problem =
         "not a regular file (a manifest is a regular *.yaml or *.yml file, berth.lock a "
         "regular JSON file)";
+  } else if (static_cast<uint64_t>(st.st_size) > kMaxManifestFileBytes) {
+    problem = TooLarge(static_cast<uint64_t>(st.st_size));
   } else {
     char buf[65536];
     for (;;) {
@@ -58,6 +70,11 @@ std::string ReadRegularFile(const std::string& file, std::string* bytes) {
       }
       if (n == 0) break;
       bytes->append(buf, static_cast<size_t>(n));
+      if (bytes->size() > kMaxManifestFileBytes) {
+        problem = TooLarge(bytes->size()) + ", and it grew while read";
+        bytes->clear();
+        break;
+      }
     }
   }
   ::close(fd);
@@ -142,6 +159,10 @@ LoadResult LoadFiles(const Files& files, const LockText& lock,
   std::vector<manifests::FilePart> parts;
   std::string digest_input;
   for (const auto& [name, text] : files) {
+    if (text.size() > kMaxManifestFileBytes) {
+      diagnostics.push_back({SourceLoc{name, 0, 0}, TooLarge(text.size()), ""});
+      continue;
+    }
     parts.push_back(manifests::DecodeFile(name, text, &diagnostics));
     digest_input += name;
     digest_input += '\0';
@@ -171,7 +192,7 @@ LoadResult LoadFiles(const Files& files, const LockText& lock,
 std::string Diagnostic::ToString() const {
   std::string out = loc.ToString() + ": " + message;
   if (!hint.empty()) out += " (" + hint + ")";
-  return out;
+  return EscapeLine(out);
 }
 
 LoadResult LoadManifests(const std::string& path) {

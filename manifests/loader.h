@@ -2,6 +2,7 @@
 // validated Desired. The only user of yaml-cpp in berth.
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <utility>
@@ -11,11 +12,18 @@
 
 namespace berth {
 
+/// The largest manifest file (and berth.lock) berth reads: 4 MiB. A real manifest is a few KiB;
+/// the YAML parser holds about ten times a file's size, so a bigger one is refused before it is
+/// read, with a diagnostic naming it.
+inline constexpr size_t kMaxManifestFileBytes = 4 * 1024 * 1024;
+
 struct Diagnostic {
   SourceLoc loc;
-  std::string message;           // "unknown key 'gpu_memory_utilisation'"
-  std::string hint;              // "did you mean 'gpu_memory_utilization'?" or ""
-  std::string ToString() const;  // "berth.yaml:12:7: unknown key ... (did you mean ...?)"
+  std::string message;  // "unknown key 'gpu_memory_utilisation'"
+  std::string hint;     // "did you mean 'gpu_memory_utilization'?" or ""
+  /// "berth.yaml:12:7: unknown key ... (did you mean ...?)", on one line: controls and stray
+  /// bytes of a file name or a quoted value are shown as \xNN (EscapeLine).
+  std::string ToString() const;
 };
 
 struct LoadResult {

@@ -9,6 +9,7 @@
 #include "engine/apply/model_store.h"
 #include "engine/core/unit_marker.h"
 #include "engine/core/units.h"
+#include "engine/core/untrusted_text.h"
 #include "engine/output/progress.h"
 #include "planners/fleet.h"
 #include "providers/bench/load.h"
@@ -314,7 +315,7 @@ std::optional<bool> Executor::Rollback(const Plan& plan, size_t failed, ExecResu
   if (replaced.empty() && !in_place) return std::nullopt;
   auto note = [&](const std::string& line) {
     r->rollback_log.push_back(line);
-    if (d_.progress) *d_.progress << "rollback: " << line << std::endl;
+    if (d_.progress) *d_.progress << "rollback: " << EscapeControl(line) << std::endl;
   };
   // The gate the failed change would have passed: how berth knows the service is back.
   const Action* own_gate = nullptr;
@@ -370,7 +371,7 @@ bool Executor::BackHealthy(const Action& gate, const std::string& unit, Clock::T
                            Clock::TimePoint started, ExecResult* r) {
   auto note = [&](const std::string& line) {
     r->rollback_log.push_back(line);
-    if (d_.progress) *d_.progress << "rollback: " << line << std::endl;
+    if (d_.progress) *d_.progress << "rollback: " << EscapeControl(line) << std::endl;
   };
   if (gate.port == 0) {
     note(unit + " runs again; berth knows no health check for it, so it did not wait for one");
@@ -465,7 +466,8 @@ Status Executor::Download(const Action& a, ExecResult* result) {
 std::string Executor::JournalTail(const std::string& unit) {
   if (!d_.journal) return "";
   std::string out;
-  for (const auto& line : d_.journal->Tail(unit, 15)) out += "\n    " + line;
+  // The service's own lines: each stays one line, its controls and stray bytes shown as \xNN.
+  for (const auto& line : d_.journal->Tail(unit, 15)) out += "\n    " + EscapeLine(line);
   return out.empty() ? "" : "\n  last journal lines of " + unit + ":" + out;
 }
 
@@ -504,11 +506,16 @@ Status Executor::Preflight(const Action& a) {
       : c.timed_out ? "did not finish within " + FormatDurationMs(a.timeout_ms) + " and was killed"
       : c.signal    ? "was killed by signal " + std::to_string(c.signal)
                     : "exited with status " + std::to_string(c.exit_status);
-  // Its last lines, at most 15.
+  // Its last lines, at most 15, each one line with its controls and stray bytes shown as \xNN.
+  // The tail may begin inside a character the runner cut: those bytes are left out.
+  std::string_view output = c.output_tail;
+  for (int k = 0;
+       k < 3 && !output.empty() && (static_cast<unsigned char>(output[0]) & 0xc0) == 0x80; ++k)
+    output.remove_prefix(1);
   std::vector<std::string> lines;
-  for (size_t from = 0; from < c.output_tail.size();) {
-    size_t nl = std::min(c.output_tail.find('\n', from), c.output_tail.size());
-    lines.push_back(c.output_tail.substr(from, nl - from));
+  for (size_t from = 0; from < output.size();) {
+    size_t nl = std::min(output.find('\n', from), output.size());
+    lines.push_back(EscapeLine(output.substr(from, nl - from)));
     from = nl + 1;
   }
   std::string tail = lines.empty() ? "" : "\n  its output (last lines):";
@@ -581,7 +588,7 @@ Status Executor::Smoke(const Action& a) {
   if (r.ok) {
     if (d_.progress)
       *d_.progress << "smoke: " << a.unit << " answered in " << FormatDurationMs(r.elapsed_ms)
-                   << ": '" << r.text << "'" << std::endl;
+                   << ": '" << EscapeLine(r.text) << "'" << std::endl;
     return Status::Ok();
   }
   return Status::Unavailable(

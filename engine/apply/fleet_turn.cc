@@ -4,7 +4,7 @@
 #include <sstream>
 
 #include "engine/core/log.h"
-#include "engine/core/unified_diff.h"
+#include "engine/core/untrusted_text.h"
 #include "planners/fleet.h"
 
 namespace berth {

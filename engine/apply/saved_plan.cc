@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "engine/core/hash.h"
+#include "engine/core/json_text.h"
 #include "engine/core/units.h"
 
 namespace berth {
@@ -145,7 +146,7 @@ std::string SavedPlanToJson(const SavedPlan& p) {
                        {"max_ttft_p50_ms", a.max_ttft_p50_ms},
                        {"max_ttft_p99_ms", a.max_ttft_p99_ms}});
   j["actions"] = actions;
-  return j.dump(2) + "\n";
+  return DumpJson(j, 2) + "\n";
 }
 
 Result<SavedPlan> SavedPlanFromJson(const std::string& text, const std::string& source) {

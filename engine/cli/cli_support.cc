@@ -1,5 +1,6 @@
 #include "engine/cli/cli_support.h"
 
+#include "engine/core/untrusted_text.h"
 #include "manifests/loader.h"
 
 namespace berth {
@@ -9,7 +10,7 @@ bool LoadManifestOrExplain(const std::string& path, Desired* desired, std::ostre
   if (!r.ok()) {
     for (const auto& d : r.diagnostics) err << d.ToString() << "\n";
     err << r.diagnostics.size() << " problem" << (r.diagnostics.size() == 1 ? "" : "s") << " in "
-        << path << "; nothing was planned or changed\n";
+        << EscapeLine(path) << "; nothing was planned or changed\n";
     return false;
   }
   *desired = std::move(r.desired);

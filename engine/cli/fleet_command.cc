@@ -2,7 +2,7 @@
 #include "engine/apply/fleet_turn.h"
 #include "engine/cli/commands.h"
 #include "engine/core/clock.h"
-#include "engine/core/unified_diff.h"
+#include "engine/core/untrusted_text.h"
 #include "engine/output/fleet_view.h"
 #include "manifests/loader.h"
 

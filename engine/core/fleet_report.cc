@@ -2,7 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/core/unified_diff.h"
+#include "engine/core/json_text.h"
+#include "engine/core/untrusted_text.h"
 
 namespace berth {
 namespace {
@@ -21,7 +22,7 @@ bool IsHexDigest(const std::string& s) {
 // Control characters out (the text reaches an operator's terminal), and bounded.
 std::string Clean(const std::string& s) {
   std::string out;
-  for (unsigned char c : s.substr(0, kMaxText)) out += (c < 0x20 || c == 0x7f) ? ' ' : char(c);
+  for (unsigned char c : Utf8Prefix(s, kMaxText)) out += (c < 0x20 || c == 0x7f) ? ' ' : char(c);
   return out;
 }
 
@@ -56,7 +57,7 @@ std::string FleetReportToJson(const FleetReport& r) {
             {"start_to_healthy_ms", r.start_to_healthy_ms},
             {"floor_figures", r.floor_figures},
             {"berth_version", r.berth_version}};
-  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+  return DumpJson(j);
 }
 
 Result<FleetReport> FleetReportFromJson(const std::string& text, const std::string& key) {
@@ -118,7 +119,7 @@ Result<FleetReport> FleetReportFromJson(const std::string& text, const std::stri
 
 std::string FleetSlotToJson(const FleetSlot& s) {
   json j = {{"host", s.host}, {"digest", s.digest}, {"since_unix", s.since_unix}};
-  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+  return DumpJson(j);
 }
 
 Result<FleetSlot> FleetSlotFromJson(const std::string& text, const std::string& key) {

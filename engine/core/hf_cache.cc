@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
+#include "engine/core/json_text.h"
+
 namespace berth {
 namespace {
 
@@ -204,7 +206,7 @@ std::string SnapshotRecord::ToJson() const {
     listed.push_back({{"path", f.path}, {"size", f.size}, {"blob", f.blob}});
   record["files"] = std::move(listed);
   record["bytes_total"] = bytes_total;
-  return record.dump(1) + "\n";
+  return DumpJson(record, 1) + "\n";
 }
 
 Result<SnapshotRecord> SnapshotRecord::FromJson(std::string_view text) {

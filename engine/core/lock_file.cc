@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/core/hf_cache.h"
+#include "engine/core/json_text.h"
 
 namespace berth {
 
@@ -94,7 +95,7 @@ std::string SerializeLockFile(const std::map<std::string, LockEntry>& entries) {
                     {"commit", e.commit},
                     {"locked_at", e.locked_at}};
   json j = {{"format_version", kLockFormatVersion}, {"models", models}};
-  return j.dump(2) + "\n";
+  return DumpJson(j, 2) + "\n";
 }
 
 }  // namespace berth

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/core/untrusted_text.h"
+
 namespace berth {
 
 ModelConfig ParseModelConfig(std::string_view text) {
@@ -34,7 +36,8 @@ ModelConfig ParseModelConfig(std::string_view text) {
     }
     // A name, not a novel: bounded so a hostile file cannot fill the plan.
     const std::string& name = a.get_ref<const std::string&>();
-    c.architectures.push_back(name.size() > 200 ? name.substr(0, 200) + "..." : name);
+    c.architectures.push_back(name.size() > 200 ? std::string(Utf8Prefix(name, 200)) + "..."
+                                                : name);
     if (c.architectures.size() >= 16) break;
   }
   if (c.architectures.empty()) c.problem = "names no architectures (\"architectures\" is empty)";

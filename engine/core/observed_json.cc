@@ -3,6 +3,7 @@
 #include <charconv>
 #include <nlohmann/json.hpp>
 
+#include "engine/core/json_text.h"
 #include "engine/core/unit_marker.h"
 
 namespace berth {
@@ -302,7 +303,8 @@ Status ReadState(const ordered_json& j, BerthState* s) {
       std::vector<uint64_t>& ms = s->start_times_ms[it.key()];
       for (const auto& v : *it) {
         if (!v.is_number_unsigned())
-          return Status::InvalidArgument(p + ": '" + v.dump() + "' is not a count of milliseconds");
+          return Status::InvalidArgument(p + ": '" + DumpJson(v) +
+                                         "' is not a count of milliseconds");
         ms.push_back(v.get<uint64_t>());
       }
     }
@@ -426,9 +428,9 @@ std::string ObservedToJson(const Observed& o) {
   }
   if (!o.state.start_times_ms.empty()) j["berth_state"]["start_times_ms"] = o.state.start_times_ms;
   if (!o.warnings.empty()) j["warnings"] = o.warnings;
-  // A hand edit may leave bytes that are not UTF-8 in berth's own unit file: U+FFFD in the
+  // A hand edit may leave bytes that are not UTF-8 in berth's own unit file: "\xNN" in the
   // JSON (the hash keeps the file's identity), never an exception.
-  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  return DumpJson(j, 2) + "\n";
 }
 
 Result<Observed> ObservedFromJson(const std::string& text, const std::string& source) {

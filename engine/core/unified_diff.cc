@@ -1,7 +1,6 @@
 #include "engine/core/unified_diff.h"
 
 #include <algorithm>
-#include <cstdint>
 #include <vector>
 
 namespace berth {
@@ -121,35 +120,6 @@ void AppendHunk(const std::vector<Edit>& edits, size_t from, size_t to,
   }
 }
 
-void AppendEscaped(unsigned char c, std::string* out) {
-  static const char kHex[] = "0123456789abcdef";
-  *out += "\\x";
-  out->push_back(kHex[c >> 4]);
-  out->push_back(kHex[c & 0xf]);
-}
-
-// The length of the UTF-8 sequence at `s[i]` and its code point; 0 when it is not one.
-size_t Utf8At(std::string_view s, size_t i, uint32_t* cp) {
-  auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  unsigned char c = byte(i);
-  size_t len = c >= 0xc2 && c <= 0xdf   ? 2
-               : c >= 0xe0 && c <= 0xef ? 3
-               : c >= 0xf0 && c <= 0xf4 ? 4
-                                        : 0;
-  if (len == 0 || i + len > s.size()) return 0;
-  uint32_t v = c & (len == 2 ? 0x1f : len == 3 ? 0x0f : 0x07);
-  for (size_t k = 1; k < len; ++k) {
-    if ((byte(i + k) & 0xc0) != 0x80) return 0;
-    v = (v << 6) | (byte(i + k) & 0x3f);
-  }
-  // Overlong forms, surrogates and code points past U+10FFFF are not UTF-8.
-  if ((len == 3 && v < 0x800) || (len == 4 && (v < 0x10000 || v > 0x10ffff)) ||
-      (v >= 0xd800 && v <= 0xdfff))
-    return 0;
-  *cp = v;
-  return len;
-}
-
 }  // namespace
 
 std::string UnifiedDiff(std::string_view old_text, std::string_view new_text,
@@ -185,47 +155,6 @@ std::string UnifiedDiff(std::string_view old_text, std::string_view new_text,
     size_t to = std::min(edits.size(), j + context);
     AppendHunk(edits, from, to, a, b, &out);
     i = to;
-  }
-  return out;
-}
-
-bool IsUtf8(std::string_view text) {
-  for (size_t i = 0; i < text.size();) {
-    if (static_cast<unsigned char>(text[i]) < 0x80) {
-      ++i;
-      continue;
-    }
-    uint32_t cp = 0;
-    size_t len = Utf8At(text, i, &cp);
-    if (len == 0) return false;
-    i += len;
-  }
-  return true;
-}
-
-std::string EscapeControl(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (size_t i = 0; i < text.size();) {
-    unsigned char c = static_cast<unsigned char>(text[i]);
-    if (c == '\n' || c == '\t' || (c >= 0x20 && c < 0x7f)) {
-      out.push_back(static_cast<char>(c));
-      ++i;
-      continue;
-    }
-    uint32_t cp = 0;
-    size_t len = c >= 0x80 ? Utf8At(text, i, &cp) : 0;
-    // C1 controls, and the bidirectional overrides that make a line read other than it is.
-    bool hidden = (cp >= 0x80 && cp <= 0x9f) || (cp >= 0x202a && cp <= 0x202e) ||
-                  (cp >= 0x2066 && cp <= 0x2069);
-    if (len == 0 || hidden) {
-      for (size_t k = 0; k < std::max<size_t>(len, 1); ++k)
-        AppendEscaped(static_cast<unsigned char>(text[i + k]), &out);
-      i += std::max<size_t>(len, 1);
-      continue;
-    }
-    out.append(text.substr(i, len));
-    i += len;
   }
   return out;
 }

@@ -1,5 +1,5 @@
 // A line-based unified diff (as `diff -u` prints it) for showing a reviewer what a file change
-// does, and a guard that makes untrusted text safe to print on a terminal.
+// does. The terminal guard for text berth did not write is engine/core/untrusted_text.h.
 #pragma once
 
 #include <cstddef>
@@ -23,13 +23,5 @@ struct UnifiedDiffOptions {
 std::string UnifiedDiff(std::string_view old_text, std::string_view new_text,
                         std::string_view old_label, std::string_view new_label,
                         const UnifiedDiffOptions& options = {});
-
-/// `text` made safe to print on a terminal: control characters other than newline and tab
-/// (ESC, CR, BEL, DEL, the C1 controls) and bytes that are not UTF-8 are written as "\xNN", so
-/// a file cannot move the cursor, recolour or retitle the reader's terminal.
-std::string EscapeControl(std::string_view text);
-
-/// Whether `text` is UTF-8 (what JSON can carry as a string, byte for byte).
-bool IsUtf8(std::string_view text);
 
 }  // namespace berth

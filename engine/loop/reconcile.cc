@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "engine/core/units.h"
+#include "engine/core/untrusted_text.h"
 #include "engine/loop/metrics.h"
 
 namespace berth {
@@ -46,7 +47,7 @@ class PassWatchdog {
 std::string OneLine(std::string s) {
   std::replace(s.begin(), s.end(), '\n', ' ');
   constexpr size_t kMax = 200;
-  if (s.size() > kMax) s = s.substr(0, kMax - 3) + "...";
+  if (s.size() > kMax) s = std::string(Utf8Prefix(s, kMax - 3)) + "...";
   return s;
 }
 

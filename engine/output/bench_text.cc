@@ -6,6 +6,9 @@
 #include <set>
 #include <sstream>
 
+#include "engine/core/json_text.h"
+#include "engine/core/untrusted_text.h"
+
 namespace berth {
 namespace {
 
@@ -20,8 +23,9 @@ std::string Pad(const std::string& s, size_t width, bool right) {
   return right ? std::string(width - s.size(), ' ') + s : s + std::string(width - s.size(), ' ');
 }
 
+// bench.json's text (names, the store's commit, a server's error) is shown escaped, one line each.
 std::string ShortCommit(const std::string& commit) {
-  return commit.empty() ? "(commit unknown)" : commit.substr(0, 12);
+  return commit.empty() ? "(commit unknown)" : EscapeLine(Utf8Prefix(commit, 12));
 }
 
 const BenchLevel* FindLevel(const BenchRecord& r, int concurrency) {
@@ -43,9 +47,10 @@ std::string FormatTps(double tps) { return Printf(tps >= 1000 ? "%.0f" : "%.1f",
 
 std::string BenchHeaderText(const BenchRecord& r, const std::string& endpoint) {
   std::ostringstream out;
-  out << "berth bench " << r.service << ": "
-      << (r.repo_id.empty() ? std::string("(no model repo)") : r.repo_id) << "@"
-      << ShortCommit(r.commit) << " served as '" << r.served_name << "' on " << endpoint << "\n";
+  out << "berth bench " << EscapeLine(r.service) << ": "
+      << (r.repo_id.empty() ? std::string("(no model repo)") : EscapeLine(r.repo_id)) << "@"
+      << ShortCommit(r.commit) << " served as '" << EscapeLine(r.served_name) << "' on "
+      << EscapeLine(endpoint) << "\n";
   out << (r.chat ? "chat completions" : "completions") << ", streamed; prompt " << r.prompt_tokens
       << " words, max " << r.max_tokens << " tokens; " << Printf("%g", r.duration_s)
       << " s per concurrency\n";
@@ -70,7 +75,7 @@ std::string BenchLevelsText(const BenchRecord& r) {
   for (const auto& l : r.levels)
     if (!l.first_error.empty())
       out << "concurrency " << l.concurrency << ": " << l.errors << " failed request"
-          << (l.errors == 1 ? "" : "s") << "; the first: " << l.first_error << "\n";
+          << (l.errors == 1 ? "" : "s") << "; the first: " << EscapeLine(l.first_error) << "\n";
   return out.str();
 }
 
@@ -86,10 +91,12 @@ std::string BenchCompareText(const std::vector<BenchRecord>& columns) {
     for (const auto& r : columns) cells.push_back(cell(r));
     rows.push_back(std::move(cells));
   };
-  row("service", [](const BenchRecord& r) { return r.service; });
-  row("model", [](const BenchRecord& r) { return r.repo_id.empty() ? r.served_name : r.repo_id; });
+  row("service", [](const BenchRecord& r) { return EscapeLine(r.service); });
+  row("model", [](const BenchRecord& r) {
+    return EscapeLine(r.repo_id.empty() ? r.served_name : r.repo_id);
+  });
   row("commit", [](const BenchRecord& r) { return ShortCommit(r.commit); });
-  row("measured", [](const BenchRecord& r) { return r.time; });
+  row("measured", [](const BenchRecord& r) { return EscapeLine(r.time); });
   auto figure = [&](const std::string& label, int c, double BenchLevel::*field, bool tps) {
     row(label + " @" + std::to_string(c), [&](const BenchRecord& r) -> std::string {
       const BenchLevel* l = FindLevel(r, c);
@@ -130,7 +137,7 @@ std::string BenchCompareJson(const std::vector<BenchRecord>& columns) {
   nlohmann::json cols = nlohmann::json::array();
   for (const auto& r : columns)
     cols.push_back(nlohmann::json::parse(BenchRecordToJson(r), nullptr, false));
-  return nlohmann::json{{"columns", cols}}.dump(2) + "\n";
+  return DumpJson(nlohmann::json{{"columns", cols}}, 2) + "\n";
 }
 
 }  // namespace berth

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "engine/core/json_text.h"
 #include "planners/fleet.h"
 
 namespace berth {
@@ -124,7 +125,7 @@ std::string FleetViewJson(const FleetView& v) {
             {"hosts", hosts},
             {"slots", slots},
             {"warnings", v.warnings}};
-  return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+  return DumpJson(j, 2) + "\n";
 }
 
 }  // namespace berth

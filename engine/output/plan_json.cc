@@ -1,5 +1,6 @@
 #include <nlohmann/json.hpp>
 
+#include "engine/core/json_text.h"
 #include "engine/output/plan_output.h"
 
 namespace berth {
@@ -154,8 +155,8 @@ std::string PlanToJson(const Plan& plan, const Desired& desired) {
                       {"problems", std::move(problems)}};
   j["warnings"] = plan.warnings;
   // A unit file's diff carries text berth did not write: bytes that are not UTF-8 (which the
-  // observation does not keep, but a hand edit of berth's own file may hold) become U+FFFD.
-  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  // observation does not keep, but a hand edit of berth's own file may hold) become "\\xNN".
+  return DumpJson(j, 2) + "\n";
 }
 
 }  // namespace berth

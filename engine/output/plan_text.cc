@@ -4,6 +4,7 @@
 
 #include "engine/core/unified_diff.h"
 #include "engine/core/units.h"
+#include "engine/core/untrusted_text.h"
 #include "engine/output/plan_output.h"
 #include "planners/fleet.h"
 

@@ -1,5 +1,6 @@
 #include "engine/output/reporter.h"
 
+#include "engine/core/untrusted_text.h"
 #include "engine/output/plan_output.h"
 
 namespace berth {
@@ -12,8 +13,12 @@ void Reporter::ShowPlan(const Plan& plan, const Desired& desired) {
        << std::flush;
 }
 
-void Reporter::Info(const std::string& line) { progress() << line << "\n" << std::flush; }
+// Lines quote what berth did not write (a server's answer, a command's output, a file name): the
+// terminal sees its controls as \xNN, whatever the caller forgot.
+void Reporter::Info(const std::string& line) {
+  progress() << EscapeControl(line) << "\n" << std::flush;
+}
 
-void Reporter::Error(const std::string& line) { err_ << line << "\n" << std::flush; }
+void Reporter::Error(const std::string& line) { err_ << EscapeControl(line) << "\n" << std::flush; }
 
 }  // namespace berth

@@ -25,9 +25,10 @@ class Reporter {
   /// Text plans show every write-unit's diff (`--diff`); default false: only adopted and
   /// drifted units show theirs. JSON always carries them.
   void set_diffs(bool on) { diffs_ = on; }
-  /// A line for the reader ("Saved to plan.json; ..."): `out` for text, `err` for JSON.
+  /// A line for the reader ("Saved to plan.json; ..."): `out` for text, `err` for JSON. Its
+  /// control characters but newline and tab reach the terminal as \xNN (EscapeControl).
   void Info(const std::string& line);
-  /// What went wrong and what to do: always `err`.
+  /// What went wrong and what to do: always `err`, escaped as Info's.
   void Error(const std::string& line);
   /// Where the executor's per-action lines and download bars go.
   std::ostream& progress() { return format_ == PlanFormat::kJson ? err_ : out_; }

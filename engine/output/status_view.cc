@@ -4,7 +4,9 @@
 #include <sstream>
 
 #include "engine/core/hf_cache.h"
+#include "engine/core/json_text.h"
 #include "engine/core/units.h"
+#include "engine/core/untrusted_text.h"
 
 namespace berth {
 namespace {
@@ -142,7 +144,9 @@ std::string StatusText(const StatusView& v, double now_unix) {
   }
   if (!v.held.empty()) out << "\nheld: " << v.held << "\n";
   for (const auto& w : v.warnings) out << "warning: " << w << "\n";
-  return out.str();
+  // What systemd, the state's records and the servers said is quoted above: none of it may
+  // steer the terminal.
+  return EscapeControl(out.str());
 }
 
 std::string StatusJson(const StatusView& v) {
@@ -180,7 +184,7 @@ std::string StatusJson(const StatusView& v) {
   }
   ordered_json j = {{"format_version", 1}, {"host", v.host}, {"services", services},
                     {"models", models},    {"held", v.held}, {"warnings", v.warnings}};
-  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  return DumpJson(j, 2) + "\n";
 }
 
 }  // namespace berth

@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "engine/core/atomic_file.h"
+#include "engine/core/json_text.h"
 
 namespace berth {
 namespace {
@@ -113,12 +114,12 @@ class FileLock {
 
 }  // namespace
 
-std::string BenchRecordToJson(const BenchRecord& r) { return RecordJson(r).dump(2) + "\n"; }
+std::string BenchRecordToJson(const BenchRecord& r) { return DumpJson(RecordJson(r), 2) + "\n"; }
 
 std::string BenchRecordsToJson(const std::vector<BenchRecord>& records) {
   json all = json::array();
   for (const auto& r : records) all.push_back(RecordJson(r));
-  return json{{"version", kFormatVersion}, {"records", all}}.dump(2) + "\n";
+  return DumpJson(json{{"version", kFormatVersion}, {"records", all}}, 2) + "\n";
 }
 
 Result<std::vector<BenchRecord>> BenchRecordsFromJson(const std::string& text,

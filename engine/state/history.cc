@@ -6,7 +6,9 @@
 #include <sstream>
 
 #include "engine/core/atomic_file.h"
+#include "engine/core/json_text.h"
 #include "engine/core/units.h"
+#include "engine/core/untrusted_text.h"
 
 namespace berth {
 
@@ -25,7 +27,7 @@ std::string HistoryToJson(const std::vector<HistoryEntry>& entries) {
                     {"steps_done", e.steps_done},
                     {"rolled_back", e.rolled_back}});
   ordered_json j = {{"format_version", 1}, {"applies", list}};
-  return j.dump(2) + "\n";
+  return DumpJson(j, 2) + "\n";
 }
 
 Result<std::vector<HistoryEntry>> HistoryFromJson(const std::string& text,
@@ -108,16 +110,19 @@ std::string HistoryText(const std::vector<HistoryEntry>& entries, size_t limit) 
   std::ostringstream out;
   size_t shown = 0;
   for (auto it = entries.rbegin(); it != entries.rend() && shown < limit; ++it, ++shown) {
+    // history.json is a file on disk, and its messages quote servers: every field is shown
+    // escaped, the message keeping its lines.
     const HistoryEntry& e = *it;
-    out << e.started << "  " << e.outcome << (e.rolled_back ? " (rolled back)" : "") << " in "
-        << FormatDurationMs(e.duration_ms) << ", " << e.steps_done << " of " << e.actions.size()
-        << " steps; manifest "
-        << (e.manifest_git_commit.empty() ? "sha256:" + e.manifest_digest.substr(0, 12)
-                                          : "commit " + e.manifest_git_commit.substr(0, 12))
+    out << EscapeLine(e.started) << "  " << EscapeLine(e.outcome)
+        << (e.rolled_back ? " (rolled back)" : "") << " in " << FormatDurationMs(e.duration_ms)
+        << ", " << e.steps_done << " of " << e.actions.size() << " steps; manifest "
+        << EscapeLine(e.manifest_git_commit.empty()
+                          ? "sha256:" + std::string(Utf8Prefix(e.manifest_digest, 12))
+                          : "commit " + std::string(Utf8Prefix(e.manifest_git_commit, 12)))
         << "\n";
     for (size_t i = 0; i < e.actions.size(); ++i)
-      out << "    " << (i + 1) << ". " << e.actions[i] << "\n";
-    if (!e.message.empty()) out << "    " << e.message << "\n";
+      out << "    " << (i + 1) << ". " << EscapeLine(e.actions[i]) << "\n";
+    if (!e.message.empty()) out << "    " << EscapeControl(e.message) << "\n";
   }
   if (entries.size() > limit)
     out << "(" << (entries.size() - limit) << " older applies not shown; -n N shows more)\n";

@@ -1,6 +1,7 @@
 #include "engine/state/state.h"
 
 #include "engine/core/atomic_file.h"
+#include "engine/core/json_text.h"
 #include "engine/core/log.h"
 
 #include <fcntl.h>
@@ -55,7 +56,7 @@ std::vector<uint64_t> StartTimesFromJson(const std::string& unit, const ordered_
   std::vector<uint64_t> ms;
   for (const auto& v : j) {
     if (!v.is_number_unsigned())
-      throw std::invalid_argument("start_times_ms." + unit + ": '" + v.dump().substr(0, 20) +
+      throw std::invalid_argument("start_times_ms." + unit + ": '" + DumpJson(v).substr(0, 20) +
                                   "' is not a count of milliseconds");
     ms.push_back(v.get<uint64_t>());
   }
@@ -212,7 +213,7 @@ std::string StateToJson(const State& s) {
     j["learned"] = std::move(learned);
   }
   if (!s.start_times_ms.empty()) j["start_times_ms"] = s.start_times_ms;
-  return j.dump(2) + "\n";
+  return DumpJson(j, 2) + "\n";
 }
 
 Result<State> StateFromJson(const std::string& text, const std::string& source) {
@@ -270,7 +271,7 @@ std::string JournalToJson(const Journal& j) {
                        {"status", e.status},
                        {"message", e.message}});
   o["actions"] = entries;
-  return o.dump(2) + "\n";
+  return DumpJson(o, 2) + "\n";
 }
 
 Result<Journal> JournalFromJson(const std::string& text, const std::string& source) {

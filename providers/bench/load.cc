@@ -11,6 +11,8 @@
 #include <random>
 #include <vector>
 
+#include "engine/core/json_text.h"
+#include "engine/core/untrusted_text.h"
 #include "providers/bench/sse.h"
 #include "providers/http/curl_easy.h"
 #include "providers/http/curl_global.h"
@@ -76,7 +78,7 @@ std::string RequestBody(const LoadSpec& spec, uint64_t request) {
     j["messages"] = nlohmann::json::array({{{"role", "user"}, {"content", prompt}}});
   else
     j["prompt"] = prompt;
-  return j.dump();
+  return DumpJson(j);
 }
 
 /// The message of an OpenAI-style error answer, or a snippet of whatever came.
@@ -88,12 +90,9 @@ std::string ErrorAnswer(const std::string& body) {
     if (auto e = j.find("error"); !m && e != j.end() && e->is_object())
       if (auto it = e->find("message"); it != e->end() && it->is_string()) m = &*it;
     if (auto e = j.find("error"); !m && e != j.end() && e->is_string()) m = &*e;
-    if (m) return m->get<std::string>().substr(0, 300);
+    if (m) return Excerpt(m->get_ref<const std::string&>(), 300);
   }
-  std::string s = body.substr(0, 200);
-  for (char& c : s)
-    if (static_cast<unsigned char>(c) < 0x20) c = ' ';
-  return s.empty() ? "(empty answer)" : "'" + s + "'";
+  return body.empty() ? "(empty answer)" : "'" + Excerpt(body, 200) + "'";
 }
 
 struct Run;

@@ -3,6 +3,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/core/json_text.h"
+#include "engine/core/untrusted_text.h"
+
 namespace berth {
 namespace {
 
@@ -12,13 +15,7 @@ size_t StringBytes(const nlohmann::json& obj, const char* key) {
   return it != obj.end() && it->is_string() ? it->get_ref<const std::string&>().size() : 0;
 }
 
-std::string Cut(std::string_view s, size_t max = 200) {
-  std::string out(s.substr(0, max));
-  if (s.size() > max) out += "...";
-  for (char& c : out)
-    if (static_cast<unsigned char>(c) < 0x20) c = ' ';
-  return out;
-}
+std::string Cut(std::string_view s) { return Excerpt(s, 200); }
 
 }  // namespace
 
@@ -43,7 +40,7 @@ StreamEvent InterpretEvent(std::string_view data) {
       if (m != err->end() && m->is_string()) message = &*m;
     }
     e.error = "the server reported an error mid-stream: " +
-              (message ? Cut(message->get_ref<const std::string&>()) : Cut(err->dump()));
+              (message ? Cut(message->get_ref<const std::string&>()) : Cut(DumpJson(*err)));
     return e;
   }
   e.kind = StreamEvent::Kind::kChunk;

@@ -3,6 +3,8 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 
+#include "engine/core/json_text.h"
+#include "engine/core/untrusted_text.h"
 #include "providers/etcd/etcd.h"
 #include "providers/etcd/etcd_transport.h"
 #include "providers/etcd/etcd_wire.h"
@@ -23,12 +25,8 @@ constexpr int kGrpcDeadlineExceeded = 4;
 constexpr int kGrpcUnauthenticated = 16;
 
 std::string Snippet(const std::string& text) {
-  constexpr size_t kMax = 120;
   if (text.empty()) return "(empty)";
-  std::string s = text.size() > kMax ? text.substr(0, kMax) + "..." : text;
-  for (char& c : s)
-    if (static_cast<unsigned char>(c) < 0x20) c = ' ';
-  return s;
+  return Excerpt(text, 120);
 }
 
 /// An answer, parsed: the endpoint that gave it, its status and JSON (the first line of a
@@ -150,7 +148,7 @@ class GatewayEtcd : public Etcd {
  private:
   static Status Malformed(const Answer& a, const std::string& call, const std::string& what) {
     return Status::Internal("etcd " + a.endpoint + " " + call + ": unexpected answer (" + what +
-                            "): '" + Snippet(a.body.dump()) +
+                            "): '" + Snippet(DumpJson(a.body)) +
                             "' (is this endpoint etcd's client URL?)");
   }
 
@@ -193,7 +191,7 @@ class GatewayEtcd : public Etcd {
   /// Fetches a token for options_.username. Ok with no token when etcd has auth disabled.
   Status Authenticate() {
     const std::string body =
-        etcd_wire::AuthenticateBody(options_.username, options_.password).dump();
+        DumpJson(etcd_wire::AuthenticateBody(options_.username, options_.password));
     Result<Answer> a = PostOnce("/v3/auth/authenticate", "authenticate", body, "");
     if (!a.ok()) return a.status();
     std::string token;
@@ -222,7 +220,7 @@ class GatewayEtcd : public Etcd {
   /// `not_found_ok`, for the caller to read has_error).
   Result<Answer> Call(const std::string& path, const std::string& call, const json& request,
                       bool not_found_ok = false) {
-    const std::string body = request.dump();
+    const std::string body = DumpJson(request);
     bool auth = !options_.username.empty();
     if (auth) {
       bool need;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/core/untrusted_text.h"
 #include "providers/http/curl_easy.h"
 #include "providers/http/curl_global.h"
 
@@ -118,13 +119,7 @@ bool ModelIds(const std::string& text, std::vector<std::string>* ids, std::strin
   return true;
 }
 
-std::string Snippet(const std::string& text) {
-  constexpr size_t kMax = 80;
-  std::string s = text.size() > kMax ? text.substr(0, kMax) + "..." : text;
-  for (char& c : s)
-    if (c == '\n' || c == '\r') c = ' ';
-  return s;
-}
+std::string Snippet(const std::string& text) { return Excerpt(text, 80); }
 
 }  // namespace
 

@@ -7,6 +7,8 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "engine/core/json_text.h"
+#include "engine/core/untrusted_text.h"
 #include "providers/http/curl_easy.h"
 #include "providers/http/curl_global.h"
 
@@ -30,12 +32,9 @@ size_t WriteBody(char* data, size_t size, size_t nmemb, void* user) {
   return n;
 }
 
-std::string Snippet(const std::string& text, size_t max = 200) {
-  std::string s = text.size() > max ? text.substr(0, max) + "..." : text;
-  for (char& c : s)
-    if (c == '\n' || c == '\r') c = ' ';
-  return s;
-}
+// A server's text on one line, bounded, cut on a character boundary, every control and stray
+// byte shown as \xNN: it reaches the journal, state.json and the operator's terminal.
+std::string Snippet(const std::string& text) { return Excerpt(text, 200); }
 
 bool Blank(const std::string& s) { return s.find_first_not_of(" \t\r\n") == std::string::npos; }
 
@@ -95,7 +94,7 @@ SmokeResult CurlSmokeClient::Send(const std::string& host, int port, const Smoke
     payload["messages"] = nlohmann::json::array({{{"role", "user"}, {"content", req.prompt}}});
   else
     payload["prompt"] = req.prompt;
-  std::string post = payload.dump();
+  std::string post = DumpJson(payload);
   Body body;
   body.limit = options_.max_body_bytes;
   char errbuf[CURL_ERROR_SIZE] = {0};

@@ -4,20 +4,17 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/core/hf_cache.h"
+#include "engine/core/json_text.h"
+#include "engine/core/untrusted_text.h"
 
 namespace berth {
 namespace {
 
 /// `s` shortened for a message, so a hostile value cannot flood a log.
-std::string Quote(std::string_view s) {
-  std::string out;
-  for (char c : s.substr(0, 80)) out += static_cast<unsigned char>(c) < 0x20 ? '?' : c;
-  return "'" + out + (s.size() > 80 ? "...'" : "'");
-}
+std::string Quote(std::string_view s) { return "'" + Excerpt(s, 80) + "'"; }
 
 std::string Shown(const nlohmann::json& v) {
-  return v.is_string() ? Quote(v.get_ref<const std::string&>())
-                       : Quote(v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  return v.is_string() ? Quote(v.get_ref<const std::string&>()) : Quote(DumpJson(v));
 }
 
 }  // namespace

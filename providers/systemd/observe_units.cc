@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "engine/core/hash.h"
-#include "engine/core/unified_diff.h"
 #include "engine/core/unit_marker.h"
+#include "engine/core/untrusted_text.h"
 
 namespace berth {
 

@@ -1,8 +1,14 @@
 // Preflight and smoke gates end to end: a switch of port P from svc-old to svc-new on the
 // sandboxed systemd with fake vLLM servers. A smoke gate that passes ends the switch; one that
 // fails (the new server answers with empty text) is rolled back with the old service healthy; a
-// preflight command that fails stops the apply before anything is stopped.
+// preflight command that fails stops the apply before anything is stopped; a smoke reply holding
+// a byte that is not UTF-8 fails its gate like any other bad answer.
 #include <gmock/gmock.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
 
 #include "engine/cli/commands.h"
 #include "tests/e2e/e2e_fixture.h"
@@ -106,6 +112,64 @@ TEST_F(GatesE2eTest, AFailingSmokeGateIsRolledBackAndTheOldServiceServesAgain) {
   EXPECT_EQ(ActiveState("svc-new.service"), "inactive");
   EXPECT_EQ(ActiveState("svc-old.service"), "active");
   EXPECT_THAT(Get("/v1/models"), HasSubstr("\"svc-old\"")) << "the old service serves again";
+}
+
+// One byte that is not UTF-8 in a server's answer used to abort berth in the middle of the switch
+// (nlohmann's type_error.316 when the failure went into journal.json, exit 134) with the failing
+// new service up and nothing held. Now: the smoke gate fails with the byte shown as \xff, the
+// switch is rolled back, the change is held, every record berth wrote is JSON, and berth exits 4.
+TEST_F(GatesE2eTest, ASmokeReplyWithAByteThatIsNotUtf8FailsTheGateAndIsRolledBack) {
+  ASSERT_EQ(Apply(Manifest(false)), kExitOk) << out_.str() << err_.str();
+  const std::string state = (tmp_ / "state").string();
+  auto berth = [&](const std::string& manifest) {
+    return RunCommand(
+        {BERTH_BIN, "apply", "-f", manifest, "--yes", "--bus", sandbox_->system_bus_address(),
+         "--journal-dir", sandbox_->journal_dir(), "--state-dir", state},
+        {}, std::chrono::seconds(120));
+  };
+  const std::string smoke =
+      "    gates: {smoke: {prompt: Say hello., max_tokens: 4, timeout: 10s}}\n";
+  std::string m = Manifest(true, "    env: {FAKE_VLLM_BAD_BYTES: \"1\"}\n" + smoke);
+  CommandResult r = berth(m);
+  ASSERT_EQ(r.exit_code, kExitFailed) << r.output << r.error;
+  EXPECT_THAT(r.output, HasSubstr("the smoke gate of svc-new.service failed after"));
+  EXPECT_THAT(r.output, HasSubstr("a malformed answer (not JSON): '"));
+  EXPECT_THAT(r.output, HasSubstr("fake completion\\xff from svc-new"));
+  EXPECT_THAT(r.output, HasSubstr("rolled back:"));
+  EXPECT_EQ(r.output.find('\xff'), std::string::npos) << "the raw byte reached the terminal";
+  EXPECT_EQ(ActiveState("svc-new.service"), "inactive");
+  EXPECT_EQ(ActiveState("svc-old.service"), "active");
+  EXPECT_THAT(Get("/v1/models"), HasSubstr("\"svc-old\"")) << "the old service serves again";
+
+  // What berth recorded is JSON, and holds the failure with the byte visible.
+  for (const char* name : {"state.json", "history.json", "journal.json"}) {
+    const std::string path = state + "/" + name;
+    if (!std::filesystem::exists(path)) continue;
+    std::ifstream in(path);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_FALSE(nlohmann::json::parse(text, nullptr, false).is_discarded()) << path << text;
+  }
+  std::ifstream in(state + "/state.json");
+  nlohmann::json saved = nlohmann::json::parse(in, nullptr, false);
+  ASSERT_TRUE(saved.contains("held")) << saved.dump(2);
+  EXPECT_THAT(saved["held"].value("message", ""), HasSubstr("completion\\xff from"));
+
+  // Held: the same manifest is not tried again on its own.
+  r = berth(m);
+  EXPECT_EQ(r.exit_code, kExitBlocked) << r.output << r.error;
+  EXPECT_THAT(r.output, HasSubstr("not trying this change again"));
+  EXPECT_EQ(r.output.find('\xff'), std::string::npos);
+  EXPECT_EQ(ActiveState("svc-old.service"), "active");
+
+  // The same byte in a 500 answer's message.
+  m = Manifest(
+      true, "    env: {FAKE_VLLM_BAD_BYTES: \"1\", FAKE_VLLM_FAIL_COMPLETIONS: \"1\"}\n" + smoke);
+  r = berth(m);
+  ASSERT_EQ(r.exit_code, kExitFailed) << r.output << r.error;
+  EXPECT_THAT(r.output, HasSubstr("HTTP 500 (expected 200): '"));
+  EXPECT_THAT(r.output, HasSubstr("completion failed\\xff (fake_vllm told to fail)"));
+  EXPECT_EQ(ActiveState("svc-new.service"), "inactive");
+  EXPECT_EQ(ActiveState("svc-old.service"), "active");
 }
 
 // The throughput floor with berth's own load generator against the fake vLLM, which streams

@@ -1,7 +1,7 @@
 """`berth bench` against the fake vLLM started directly (no systemd): the figures it reports are
 checked against what the fake says it sent (counts, never the clock) at 1, 32 and 128 streams;
-results are recorded in the state
-directory and `--compare` shows two models side by side; -o json; refusals.
+results are recorded in the state directory and `--compare` shows two models side by side;
+-o json; refusals; a server whose stream holds a byte that is not UTF-8.
 
 Usage: python3 bench_cli_test.py BERTH_BINARY  (CTest passes build/berth)
 """
@@ -240,6 +240,57 @@ services:
         self.assertEqual(r.returncode, 4, r.stderr)
         self.assertIn("HTTP 500: completion failed (fake_vllm told to fail)", r.stdout)
 
+
+    def test_5_a_byte_that_is_not_utf8_in_the_stream_is_recorded_not_fatal(self):
+        """Every streamed token holds the byte 0xff: berth bench used to abort (exit 134) when
+        it printed -o json or saved its figures. Now each request fails with the byte shown as
+        \\xff, the figures are printed and recorded as JSON, and no raw byte reaches a terminal."""
+        model = os.path.join(self.tmp, "odd-model")
+        subprocess.run(["/usr/bin/python3", MAKE_MODEL, model], check=True,
+                       stdout=subprocess.DEVNULL)
+        port = free_port()
+        p = subprocess.Popen(["/usr/bin/python3", FAKE, "serve", model, "--host", "127.0.0.1",
+                              "--port", str(port), "--served-model-name", "odd", "--bad-bytes"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.addCleanup(lambda: (p.kill(), p.wait()))
+        manifest = os.path.join(self.tmp, "odd.yaml")
+        with open(manifest, "w") as f:
+            f.write("berth: 1\nmodels:\n  m:\n    source: hf://org/m\n    size: 1GB\n"
+                    "services:\n  vllm-odd:\n    model: m\n    engine: vllm\n    gpus: [0]\n"
+                    "    port: %d\n    vllm: {served_model_name: odd}\n" % port)
+        wait_listening(port, p)
+        state = os.path.join(self.tmp, "state-odd")
+
+        def bench(*args):
+            return subprocess.run([BERTH, "bench", "--state-dir", state] + list(args),
+                                  capture_output=True, timeout=120)
+
+        r = bench("vllm-odd", "-f", manifest, "--concurrency", "2", "--duration", "1s",
+                  "-o", "json")
+        self.assertEqual(r.returncode, 4, r.stderr)
+        level = json.loads(r.stdout)["levels"][0]
+        self.assertGreater(level["errors"], 0)
+        self.assertEqual(level["output_tokens"], 0)
+        self.assertIn("a streamed event is not a JSON object", level["first_error"])
+        self.assertIn(" tok0\\xff", level["first_error"])
+        with open(os.path.join(state, "bench.json"), "rb") as f:
+            stored = json.loads(f.read().decode("utf-8"))
+        self.assertEqual([rec["service"] for rec in stored["records"]], ["vllm-odd"])
+        self.assertIn(" tok0\\xff", stored["records"][0]["levels"][0]["first_error"])
+
+        r = bench("vllm-odd", "-f", manifest, "--concurrency", "1", "--duration", "1s")
+        self.assertEqual(r.returncode, 4, r.stderr)
+        self.assertIn(b"the first: POST ", r.stdout)
+        self.assertIn(b" tok0\\xff", r.stdout)
+        self.assertIn(b"recorded in ", r.stdout)
+        self.assertNotIn(b"\xff", r.stdout + r.stderr)
+
+        r = bench("--compare")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(b"vllm-odd", r.stdout)
+        r = bench("--compare", "-o", "json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(len(json.loads(r.stdout)["columns"]), 1)
 
 if __name__ == "__main__":
     BERTH = os.path.abspath(sys.argv.pop(1))

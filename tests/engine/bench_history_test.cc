@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
 
 #include "engine/output/bench_text.h"
@@ -159,6 +160,32 @@ TEST(BenchText, ARunsTableAndItsFirstError) {
             "     207 ms\n"
             "concurrency 128: 2 failed requests; the first: POST "
             "http://127.0.0.1:8000/v1/completions: HTTP 500: boom\n");
+}
+
+// bench.json is a file on disk and its first errors quote servers: a record holding a byte that is
+// not UTF-8 is still saved as JSON, and --compare and the run's table show controls as \xNN.
+TEST_F(BenchHistoryTest, ForeignBytesAreSavedAsJsonAndShownEscaped) {
+  BenchRecord r = Record("vllm-x\x1b[2J", "org/m\r\n", std::string(40, 'a'), {{1, 61}});
+  r.levels[0].errors = 1;
+  r.levels[0].first_error =
+      "HTTP 500: 'bad \xff\x1b]0;owned\x07 \xc2\x9b"
+      "31m'";
+  BenchHistory h(dir_.string());
+  ASSERT_TRUE(h.Append(r).ok());
+  auto loaded = h.Load();
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  ASSERT_EQ(loaded->size(), 1u);
+  EXPECT_EQ((*loaded)[0].levels[0].first_error,
+            "HTTP 500: 'bad \\xff\x1b]0;owned\x07 \xc2\x9b"
+            "31m'");
+  std::string shown = BenchCompareText(*loaded) + BenchHeaderText((*loaded)[0], "h:1") +
+                      BenchLevelsText((*loaded)[0]);
+  EXPECT_THAT(shown, HasSubstr("vllm-x\\x1b[2J"));
+  EXPECT_THAT(shown, HasSubstr("org/m\\x0d\\x0a"));
+  EXPECT_THAT(shown, HasSubstr("'bad \\xff\\x1b]0;owned\\x07 \\xc2\\x9b31m'"));
+  EXPECT_EQ(shown.find_first_of("\x1b\r\x07\xff"), std::string::npos) << shown;
+  EXPECT_EQ(shown.find("\xc2\x9b"), std::string::npos) << shown;
+  EXPECT_FALSE(nlohmann::json::parse(BenchCompareJson(*loaded), nullptr, false).is_discarded());
 }
 
 }  // namespace

@@ -86,6 +86,34 @@ TEST(History, ADamagedFileIsAnErrorNamingItNeverACrash) {
   }
 }
 
+// A failure's message quotes servers and commands: history.json is still JSON when it holds a
+// byte that is not UTF-8, and `berth history` shows terminal controls, CR, LF and C1 bytes as
+// \xNN instead of obeying them.
+TEST(History, ForeignBytesAreKeptAsJsonAndShownEscaped) {
+  TempDir dir;
+  HistoryEntry e;
+  e.started = "2026-12-01T10:00:00Z";
+  e.outcome = "failed";
+  e.actions = {"smoke service/chat\x1b[2J"};
+  e.message =
+      "the smoke gate failed: 'bad \xff\x1b]0;owned\x07\r\x9b"
+      "31m'\n  next line";
+  ASSERT_TRUE(AppendHistory(dir.path(), e).ok());
+  Result<std::vector<HistoryEntry>> h = ReadHistory(dir.path());
+  ASSERT_TRUE(h.ok()) << h.status().message();
+  EXPECT_EQ((*h)[0].message,
+            "the smoke gate failed: 'bad \\xff\x1b]0;owned\x07\r\\x9b31m'\n  next line");
+
+  std::ostringstream out, err;
+  ASSERT_EQ(RunHistory(dir.path(), "text", 20, out, err), kExitOk) << err.str();
+  EXPECT_THAT(out.str(), HasSubstr("1. smoke service/chat\\x1b[2J\n"));
+  EXPECT_THAT(out.str(), HasSubstr("'bad \\xff\\x1b]0;owned\\x07\\x0d\\x9b31m'\n  next line"));
+  EXPECT_EQ(out.str().find_first_of("\x1b\r\x07\x9b\xff"), std::string::npos) << out.str();
+  out.str("");
+  ASSERT_EQ(RunHistory(dir.path(), "json", 20, out, err), kExitOk) << err.str();
+  EXPECT_TRUE(HistoryFromJson(out.str(), "stdout").ok());
+}
+
 TEST(History, OnlyTheLastEntriesAreKept) {
   TempDir dir;
   for (size_t i = 0; i < kHistoryKept + 5; ++i) {

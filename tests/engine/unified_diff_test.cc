@@ -1,5 +1,4 @@
-// The unified diff a reviewer reads under a write-unit step, and the terminal guard for text
-// berth did not write.
+// The unified diff a reviewer reads under a write-unit step.
 #include "engine/core/unified_diff.h"
 
 #include <gtest/gtest.h>
@@ -177,21 +176,6 @@ TEST(UnifiedDiff, TwoLongDifferentTextsStillGiveADiffThatApplies) {
   std::string d = UnifiedDiff(a, b, "a/f", "b/f");
   EXPECT_NE(d.find("@@ -1,2402 +1,2402 @@"), std::string::npos) << d.substr(0, 200);
   EXPECT_EQ(ApplyPatch(a, d), b);
-}
-
-TEST(EscapeControl, TerminalControlsAreShownNotObeyed) {
-  EXPECT_EQ(EscapeControl("ExecStart=x\x1b]0;owned\x07\n"), "ExecStart=x\\x1b]0;owned\\x07\n");
-  EXPECT_EQ(EscapeControl("a\rb\tc\x7f\n"), "a\\x0db\tc\\x7f\n");
-  // C1 CSI, as UTF-8 and as a lone byte; a right-to-left override.
-  EXPECT_EQ(EscapeControl("\xc2\x9b"
-                          "2J \x9b \xe2\x80\xae"),
-            "\\xc2\\x9b2J \\x9b \\xe2\\x80\\xae");
-}
-
-TEST(EscapeControl, PrintableUtf8IsKept) {
-  EXPECT_EQ(EscapeControl("--port 8000 → 8001, café, 日本\n"), "--port 8000 → 8001, café, 日本\n");
-  // A sequence cut short is not UTF-8.
-  EXPECT_EQ(EscapeControl("\xe2\x86"), "\\xe2\\x86");
 }
 
 }  // namespace

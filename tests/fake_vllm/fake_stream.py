@@ -57,9 +57,15 @@ class StreamPacer:
             self.pacer.sleep(delay)
 
 
-def token_text(i):
-    """The i-th token's text (0-based): a short word, so clients can count content deltas."""
-    return " tok%d" % i
+# The byte 0xff as Python holds undecodable bytes (surrogateescape): sse() and fake_vllm's
+# replies write it as the raw byte, which is not UTF-8.
+BAD = b"\xff".decode("utf-8", "surrogateescape")
+
+
+def token_text(i, bad=""):
+    """The i-th token's text (0-based): a short word, so clients can count content deltas;
+    `bad` (BAD or "") is put in it."""
+    return " tok%d%s" % (i, bad)
 
 
 def prompt_tokens(request, chat):
@@ -88,15 +94,24 @@ def wants_usage(request):
     return isinstance(options, dict) and bool(options.get("include_usage"))
 
 
-def sse(obj):
+def dump_json(obj, raw=False, separators=None):
+    """`obj` as JSON bytes: \\u escapes for anything not ASCII, or with `raw` non-ASCII text as
+    UTF-8 and BAD as the byte 0xff itself."""
+    if not raw:
+        return json.dumps(obj, separators=separators).encode("utf-8")
+    return json.dumps(obj, separators=separators, ensure_ascii=False).encode(
+        "utf-8", "surrogateescape")
+
+
+def sse(obj, raw=False):
     """One server-sent event: `data: JSON` and a blank line."""
-    return b"data: " + json.dumps(obj, separators=(",", ":")).encode("utf-8") + b"\n\n"
+    return b"data: " + dump_json(obj, raw, (",", ":")) + b"\n\n"
 
 
 DONE = b"data: [DONE]\n\n"
 
 
-def chunk(ident, model, created, chat, text, finish, first):
+def chunk(ident, model, created, chat, text, finish, first, raw=False):
     """One streamed chunk in the OpenAI shape of /v1/completions or /v1/chat/completions."""
     if chat:
         delta = {"content": text}
@@ -108,7 +123,7 @@ def chunk(ident, model, created, chat, text, finish, first):
         choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": finish}
         kind = "text_completion"
     return sse({"id": ident, "object": kind, "created": created, "model": model,
-                "choices": [choice]})
+                "choices": [choice]}, raw)
 
 
 def usage_chunk(ident, model, created, chat, prompt, completion):
@@ -118,16 +133,17 @@ def usage_chunk(ident, model, created, chat, prompt, completion):
                           "total_tokens": prompt + completion}})
 
 
-def stream_events(pacer, ident, model, chat, request):
-    """The events of one streamed answer, each yielded when due: max_tokens chunks of one token,
-    the last with finish_reason "length", the usage chunk when asked, then [DONE]."""
+def stream_events(pacer, ident, model, chat, request, bad=""):
+    """The events of one streamed answer, each yielded when due: max_tokens chunks of one token
+    (each holding `bad`), the last with finish_reason "length", the usage chunk when asked, then
+    [DONE]."""
     created = int(time.time())
     n = max_tokens(request)
     paced = pacer.stream()
     for i in range(n):
         paced.wait_next()
-        yield chunk(ident, model, created, chat, token_text(i), "length" if i == n - 1 else None,
-                    i == 0)
+        yield chunk(ident, model, created, chat, token_text(i, bad),
+                    "length" if i == n - 1 else None, i == 0, raw=bool(bad))
     if wants_usage(request):
         yield usage_chunk(ident, model, created, chat, prompt_tokens(request, chat), n)
     yield DONE

@@ -52,6 +52,9 @@ Environment switches for tests:
   FAKE_VLLM_TOKENS_PER_SECOND=R, FAKE_VLLM_MAX_AGGREGATE_TOKENS_PER_SECOND=A
                                 the pacing flags' defaults (for units berth renders)
   FAKE_VLLM_EMPTY_COMPLETIONS=1 /v1/completions answers 200 with empty text (a failing smoke gate)
+  FAKE_VLLM_BAD_BYTES=1         (or --bad-bytes) every completion's text, every streamed token and
+                                the message of every failed completion holds the byte 0xff, which
+                                is not UTF-8, raw in the JSON (a server berth must survive)
 
 SIGTERM and SIGINT: exit 0 at once.
 """
@@ -99,7 +102,7 @@ VALUE_FLAGS = {
     "--max-aggregate-tokens-per-second": "max_aggregate_tokens_per_second",
 }
 SWITCH_FLAGS = {"--enable-expert-parallel": "enable_expert_parallel",
-                "--fail-completions": "fail_completions"}
+                "--fail-completions": "fail_completions", "--bad-bytes": "bad_bytes"}
 INT_OPTIONS = ("port", "tensor_parallel_size", "pipeline_parallel_size", "max_model_len",
                "n_gpu_layers")
 RATE_OPTIONS = ("tokens_per_second", "max_aggregate_tokens_per_second")
@@ -114,7 +117,7 @@ def parse_args(args):
     value that follows them) are kept aside, not rejected."""
     opts = {"host": "0.0.0.0", "port": 8000, "tensor_parallel_size": 1,
             "pipeline_parallel_size": 1, "enable_expert_parallel": False,
-            "fail_completions": False,
+            "fail_completions": False, "bad_bytes": False,
             "tokens_per_second": os.environ.get("FAKE_VLLM_TOKENS_PER_SECOND") or "0",
             "max_aggregate_tokens_per_second":
                 os.environ.get("FAKE_VLLM_MAX_AGGREGATE_TOKENS_PER_SECOND") or "0"}
@@ -286,7 +289,7 @@ def make_handler(state):
             sys.stderr.write("fake-vllm: %s %s\n" % (self.address_string(), fmt % args))
 
         def reply(self, code, body=None):
-            data = b"" if body is None else json.dumps(body).encode("utf-8")
+            data = b"" if body is None else fake_stream.dump_json(body, state["bad_bytes"])
             self.send_response(code)
             if body is not None:
                 self.send_header("Content-Type", "application/json")
@@ -352,9 +355,10 @@ def make_handler(state):
                                  "message": "The model `%s` does not exist." % model,
                                  "type": "NotFoundError", "code": 404})
                 return
+            bad = fake_stream.BAD if state["bad_bytes"] else ""
             if self.failing():
                 self.reply(500, {"object": "error",
-                                 "message": "completion failed (fake_vllm told to fail)",
+                                 "message": "completion failed%s (fake_vllm told to fail)" % bad,
                                  "type": "InternalServerError", "code": 500})
                 return
             with state["lock"]:
@@ -362,10 +366,10 @@ def make_handler(state):
                 n = state["requests"]
             ident = ("chatcmpl-fake-%d" if chat else "cmpl-fake-%d") % n
             if request.get("stream") is True:
-                self.stream(ident, model, chat, request)
+                self.stream(ident, model, chat, request, bad)
                 return
             prompt_tokens = fake_stream.prompt_tokens(request, chat)
-            text = "" if state["empty_completions"] else " fake completion from %s" % model
+            text = "" if state["empty_completions"] else " fake completion%s from %s" % (bad, model)
             if chat:
                 choice = {"index": 0, "message": {"role": "assistant", "content": text},
                           "logprobs": None, "finish_reason": "length"}
@@ -378,7 +382,7 @@ def make_handler(state):
                           "completion_tokens": len(text.split()),
                           "total_tokens": prompt_tokens + len(text.split())}})
 
-        def stream(self, ident, model, chat, request):
+        def stream(self, ident, model, chat, request, bad=""):
             """Server-sent events in chunked encoding, each written when the pacer says."""
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
@@ -387,7 +391,7 @@ def make_handler(state):
             self.end_headers()
             try:
                 for event in fake_stream.stream_events(state["pacer"], ident, model, chat,
-                                                       request):
+                                                       request, bad):
                     self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
                     self.wfile.flush()
                     if event.startswith(b'data: {"id"') and b'"usage"' not in event:
@@ -458,6 +462,7 @@ def main():
         "created": int(time.time()),
         "fail_health": bool(os.environ.get("FAKE_VLLM_FAIL_HEALTH")),
         "empty_completions": bool(os.environ.get("FAKE_VLLM_EMPTY_COMPLETIONS")),
+        "bad_bytes": opts["bad_bytes"] or bool(os.environ.get("FAKE_VLLM_BAD_BYTES")),
         "requests": 0,
         "tokens_sent": 0,
         "streams_finished": 0,

@@ -126,6 +126,24 @@ class FakeVllmTest(FakeVllmFixture):
         self.assertEqual(status, 200)
         self.assertEqual(json.loads(body)["choices"][0]["text"], "")
 
+    def test_bad_bytes_put_0xff_raw_in_completions_errors_and_streams(self):
+        p, port = self.serve(env={"FAKE_VLLM_BAD_BYTES": "1"})
+        status, body = request(port, "POST", "/v1/completions",
+                               {"model": "berth-test", "prompt": "hello", "max_tokens": 4})
+        self.assertEqual(status, 200)
+        self.assertIn(b" fake completion\xff from berth-test", body)
+        self.assertRaises(UnicodeDecodeError, body.decode, "utf-8")
+        status, body = request(port, "POST", "/v1/completions",
+                               {"model": "berth-test", "prompt": "hi", "max_tokens": 3,
+                                "stream": True})
+        self.assertEqual(status, 200)
+        self.assertEqual(body.count(b"\xff"), 3, body)
+        p, port = self.serve(["--bad-bytes", "--fail-completions"])
+        status, body = request(port, "POST", "/v1/chat/completions",
+                               {"model": "berth-test", "messages": []})
+        self.assertEqual(status, 500)
+        self.assertIn(b"completion failed\xff", body)
+
     def test_model_name_defaults_to_model_path_and_config_max_len(self):
         p, port = self.serve(name=None)
         data = json.loads(request(port, "GET", "/v1/models")[1])["data"]

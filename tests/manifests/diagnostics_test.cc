@@ -12,6 +12,7 @@
 namespace berth {
 namespace {
 
+using ::berth::testing::kBase;
 using ::berth::testing::Problems;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
@@ -481,6 +482,24 @@ services:
                           "snapshot, got '/abs.gguf' (e.g. model_file: "
                           "Q4_K_M/model-00001-of-00002.gguf)",
                           "berth.yaml:13:20: health 'path' must start with '/', got 'health'"));
+}
+
+// A CR/LF in the health path would end berth's probe request line early and add the manifest's
+// own headers; the value is shown escaped, on one line.
+TEST(Diagnostics, TheHealthPathMustBePrintableAscii) {
+  EXPECT_THAT(Problems(std::string(kBase) + R"(    health: {path: "/health\r\nHost: evil"}
+)"),
+              ElementsAre("berth.yaml:12:20: health 'path' must be printable ASCII without "
+                          "spaces or control characters (percent-encode anything else), got "
+                          "'/health\\x0d\\x0aHost: evil'"));
+  EXPECT_THAT(Problems(std::string(kBase) + "    health: {path: \"/a\\tb\"}\n"),
+              ElementsAre(HasSubstr("got '/a\\x09b'")));
+  EXPECT_THAT(Problems(std::string(kBase) + "    health: {path: \"/\\e[2J\"}\n"),
+              ElementsAre(HasSubstr("got '/\\x1b[2J'")));
+  EXPECT_THAT(Problems(std::string(kBase) + "    health: {path: \"/a b\"}\n"),
+              ElementsAre(HasSubstr("got '/a b'")));
+  EXPECT_THAT(Problems(std::string(kBase) + "    health: {path: \"/v1/health?probe=1\"}\n"),
+              IsEmpty());
 }
 
 TEST(Diagnostics, TheBerthVersionIsRequiredInEveryFile) {

@@ -183,6 +183,48 @@ TEST(Folder, AFifoIsRefusedWithoutBlocking) {
   }
 }
 
+// A 100 MB manifest took 985 MB of memory to parse: a file over 4 MiB is refused before it is
+// read, naming the file. The file is sparse, so the test writes nothing to disk.
+TEST(Folder, AFileOverFourMiBIsRefusedBeforeItIsRead) {
+  TempDir dir;
+  dir.Write("a.yaml", kBase);
+  const std::string big = dir.Write("b.yaml", "berth: 1\n");
+  fs::resize_file(big, 100u << 20);
+  for (const std::string& path : {dir.path(), big}) {
+    EXPECT_THAT(ToStrings(LoadManifests(path)),
+                ElementsAre(big + ": larger than berth reads (104857600 bytes; at most 4194304 "
+                                  "bytes, 4 MiB): a manifest is a few KiB, check that this is "
+                                  "the file meant"));
+  }
+  // The limit is on bytes, not on what they hold: one byte over it is refused, the limit itself
+  // is read (a comment, then the manifest).
+  const std::string over = dir.Write("c.yaml", std::string(kMaxManifestFileBytes + 1, '#'));
+  EXPECT_THAT(ToStrings(LoadManifests(over)),
+              ElementsAre(HasSubstr(over + ": larger than berth reads (4194305 bytes")));
+  std::string at = kBase;
+  at += "#" + std::string(kMaxManifestFileBytes - at.size() - 2, 'x') + "\n";
+  ASSERT_EQ(at.size(), kMaxManifestFileBytes);
+  EXPECT_THAT(ToStrings(LoadManifests(dir.Write("d.yaml", at))), IsEmpty());
+}
+
+TEST(Folder, AnInMemoryFileOverFourMiBIsRefusedToo) {
+  EXPECT_THAT(
+      ToStrings(LoadManifestTexts({{"big.yaml", std::string(kMaxManifestFileBytes + 1, '#')}})),
+      ElementsAre(HasSubstr("big.yaml: larger than berth reads (4194305 bytes")));
+}
+
+// A file name is text berth did not write: its controls reach the terminal as \xNN.
+TEST(Folder, AFileNameWithTerminalControlsIsShownEscaped) {
+  TempDir dir;
+  dir.Write("a\x1b[2J\r\x9b.yaml", "berth: 1\nservices: {s: {prot: 1}}\n");
+  std::vector<std::string> problems = ToStrings(LoadManifests(dir.path()));
+  ASSERT_FALSE(problems.empty());
+  for (const std::string& p : problems) {
+    EXPECT_THAT(p, HasSubstr("/a\\x1b[2J\\x0d\\x9b.yaml:"));
+    EXPECT_EQ(p.find_first_of("\x1b\r\n"), std::string::npos) << p;
+  }
+}
+
 // manifests/examples/<name>/ are manifests operators copy from: each folder must load cleanly.
 TEST(Examples, EveryShippedExampleLoadsWithoutProblems) {
   const fs::path examples = fs::path(BERTH_SOURCE_DIR) / "manifests" / "examples";

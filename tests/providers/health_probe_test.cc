@@ -16,6 +16,8 @@
 #include <thread>
 #include <vector>
 
+#include "engine/core/untrusted_text.h"
+
 namespace berth {
 namespace {
 
@@ -256,6 +258,33 @@ TEST(CurlSmokeClient, AnErrorStatusOrAMalformedAnswerFailsWithTheBody) {
   EXPECT_FALSE(SmokeAnswerText(R"({"choices":[]})", "completions", &text, &error));
   EXPECT_FALSE(SmokeAnswerText(R"({"choices":[{"text":7}]})", "completions", &text, &error));
   EXPECT_EQ(error, "choices[0].text is not a string");
+}
+
+// A server's answer is text berth did not write: the detail that reaches the journal, state.json
+// and the terminal is one line, cut on a character boundary, its controls and stray bytes \xNN.
+TEST(CurlSmokeClient, WhatAServerSaysIsCutOnACharacterAndShownEscaped) {
+  std::string long_text;
+  for (int i = 0; i < 100; ++i) long_text += "\xe6\x97\xa5";  // 日, three bytes each
+  CannedHttpServer server(
+      {{"/v1/completions",
+        {500,
+         "bad \xff byte\r\n\x1b[2J\x1b]0;owned\x07 \x9b"
+         "31m"}},
+       {"/v1/chat/completions",
+        {200, "{\"choices\":[{\"message\":{\"content\":\"x" + long_text + "\\u001b[2J\"}}]}"}}});
+  CurlSmokeClient client;
+  SmokeResult r = client.Send("127.0.0.1", server.port(), SmokeRequest{});
+  EXPECT_FALSE(r.ok);
+  EXPECT_THAT(r.detail, HasSubstr("HTTP 500 (expected 200): 'bad \\xff byte\\x0d\\x0a\\x1b[2J"
+                                  "\\x1b]0;owned\\x07 \\x9b31m'"));
+  EXPECT_TRUE(IsUtf8(r.detail));
+  SmokeRequest chat;
+  chat.api = "chat";
+  SmokeResult ok = client.Send("127.0.0.1", server.port(), chat);
+  ASSERT_TRUE(ok.ok) << ok.detail;
+  // 1 + 66 characters of three bytes fit in 200 bytes; the 67th would be cut in two.
+  EXPECT_EQ(ok.text, "x" + long_text.substr(0, 66 * 3) + "...");
+  EXPECT_TRUE(IsUtf8(ok.text));
 }
 
 TEST(CurlSmokeClient, NothingListeningIsRefusedNotAnError) {

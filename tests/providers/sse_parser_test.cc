@@ -173,5 +173,21 @@ TEST(InterpretEvent, ErrorsAndMalformedEvents) {
   EXPECT_EQ(InterpretEvent(std::string(100000, '[')).kind, StreamEvent::Kind::kMalformed);
 }
 
+// What a server streams is quoted in the first error, which bench.json, -o json and the terminal
+// carry: its stray bytes and controls are \xNN, and a cut never splits a character.
+TEST(InterpretEvent, AnEventsTextIsQuotedEscapedAndCutOnACharacter) {
+  StreamEvent e = InterpretEvent("{\"choices\":[{\"text\":\" tok0\xff\"}]}");
+  EXPECT_EQ(e.kind, StreamEvent::Kind::kMalformed);
+  EXPECT_THAT(e.error, HasSubstr(" tok0\\xff"));
+  e = InterpretEvent(R"({"error":{"message":"bad\r\n\u001b[2J"}})");
+  EXPECT_EQ(e.kind, StreamEvent::Kind::kError);
+  EXPECT_THAT(e.error, HasSubstr("mid-stream: bad\\x0d\\x0a\\x1b[2J"));
+  std::string long_text = "[";
+  for (int i = 0; i < 100; ++i) long_text += "\xc3\xa9";  // é, two bytes each
+  e = InterpretEvent(long_text);
+  EXPECT_EQ(e.kind, StreamEvent::Kind::kMalformed);
+  EXPECT_THAT(e.error, HasSubstr("'[" + long_text.substr(1, 198) + "...'"));
+}
+
 }  // namespace
 }  // namespace berth
