@@ -29,7 +29,8 @@ std::string Clean(const std::string& s) {
 
 bool IsFleetState(const std::string& s) {
   for (const char* k :
-       {kFleetConverged, kFleetFailed, kFleetWaiting, kFleetSwitching, kFleetError, kFleetBlocked})
+       {kFleetConverged, kFleetFailed, kFleetWaiting, kFleetSwitching, kFleetError, kFleetBlocked,
+        kFleetCrashLooping})
     if (s == k) return true;
   return false;
 }

@@ -49,6 +49,9 @@ Environment switches for tests:
                                 .bin file first.
   FAKE_VLLM_FAIL_HEALTH=1       /health answers 503 forever
   FAKE_VLLM_EXIT_AFTER=SECS     exit with status 1 that long after the start (crash loops)
+  FAKE_VLLM_EXIT_AFTER_HEALTHY=SECS, or --exit-after-healthy SECS
+                                exit with status 1 that long after the first 200 on /health
+                                (a server that passes its health gate, then crashes)
   FAKE_VLLM_TOKENS_PER_SECOND=R, FAKE_VLLM_MAX_AGGREGATE_TOKENS_PER_SECOND=A
                                 the pacing flags' defaults (for units berth renders)
   FAKE_VLLM_EMPTY_COMPLETIONS=1 /v1/completions answers 200 with empty text (a failing smoke gate)
@@ -97,12 +100,13 @@ VALUE_FLAGS = {
     # fake_vllm's own
     "--tokens-per-second": "tokens_per_second",
     "--max-aggregate-tokens-per-second": "max_aggregate_tokens_per_second",
+    "--exit-after-healthy": "exit_after_healthy",
 }
 SWITCH_FLAGS = {"--enable-expert-parallel": "enable_expert_parallel",
                 "--fail-completions": "fail_completions"}
 INT_OPTIONS = ("port", "tensor_parallel_size", "pipeline_parallel_size", "max_model_len",
                "n_gpu_layers")
-RATE_OPTIONS = ("tokens_per_second", "max_aggregate_tokens_per_second")
+RATE_OPTIONS = ("tokens_per_second", "max_aggregate_tokens_per_second", "exit_after_healthy")
 
 
 class UsageError(Exception):
@@ -117,7 +121,8 @@ def parse_args(args):
             "fail_completions": False,
             "tokens_per_second": os.environ.get("FAKE_VLLM_TOKENS_PER_SECOND") or "0",
             "max_aggregate_tokens_per_second":
-                os.environ.get("FAKE_VLLM_MAX_AGGREGATE_TOKENS_PER_SECOND") or "0"}
+                os.environ.get("FAKE_VLLM_MAX_AGGREGATE_TOKENS_PER_SECOND") or "0",
+            "exit_after_healthy": os.environ.get("FAKE_VLLM_EXIT_AFTER_HEALTHY") or "0"}
     unknown = []
     positionals = []
     i = 0
@@ -307,6 +312,7 @@ def make_handler(state):
                                      "code": 503})
                 else:
                     self.reply(200)
+                    healthy_once(state)
             elif path == "/v1/models":
                 self.reply(200, {"object": "list", "data": [{
                     "id": state["name"], "object": "model", "created": state["created"],
@@ -391,6 +397,23 @@ def make_handler(state):
     return Handler
 
 
+def healthy_once(state):
+    """After the first 200 on /health, with --exit-after-healthy S: exit with status 1 S seconds
+    later (a server that passes its gates, then crashes)."""
+    seconds = state["exit_after_healthy"]
+    with state["lock"]:
+        if not seconds or state["crash_armed"]:
+            return
+        state["crash_armed"] = True
+
+    def crash():
+        log("--exit-after-healthy %g: exiting with status 1" % seconds)
+        os._exit(1)
+    timer = threading.Timer(seconds, crash)
+    timer.daemon = True
+    timer.start()
+
+
 class Server(ThreadingHTTPServer):
     # A benchmark opens a hundred connections at once: the default backlog of 5 would make
     # most of them retry their SYN a second later.
@@ -450,6 +473,8 @@ def main():
         "fail_completions": opts["fail_completions"] or
             bool(os.environ.get("FAKE_VLLM_FAIL_COMPLETIONS")),
         "fail_file": os.environ.get("FAKE_VLLM_FAIL_COMPLETIONS_FILE") or "",
+        "exit_after_healthy": opts["exit_after_healthy"],
+        "crash_armed": False,
         "pacer": fake_stream.Pacer(opts["tokens_per_second"],
                                    opts["max_aggregate_tokens_per_second"]),
     }

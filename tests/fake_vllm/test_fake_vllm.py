@@ -293,6 +293,16 @@ class FakeVllmTest(FakeVllmFixture):
         self.assertEqual(code, 1)
         self.assertIn("FAKE_VLLM_EXIT_AFTER", err)
 
+    def test_exit_after_healthy_waits_for_a_200_on_health_then_exits_1(self):
+        # A long startup delay: the clock starts at the first healthy answer, not at the start.
+        p, port = self.serve(["--exit-after-healthy", "0.3"],
+                             env={"FAKE_VLLM_STARTUP_DELAY": "0.5"})
+        code, err = self.finish(p)
+        self.assertEqual(code, 1)
+        self.assertIn("--exit-after-healthy 0.3: exiting with status 1", err)
+        p, port = self.serve(env={"FAKE_VLLM_EXIT_AFTER_HEALTHY": "0.2"})
+        self.assertEqual(self.finish(p)[0], 1)
+
     def test_sigterm_exits_0_promptly(self):
         p, port = self.serve()
         t0 = time.monotonic()
