@@ -28,9 +28,8 @@ std::string Clean(const std::string& s) {
 }  // namespace
 
 bool IsFleetState(const std::string& s) {
-  for (const char* k :
-       {kFleetConverged, kFleetFailed, kFleetWaiting, kFleetSwitching, kFleetError, kFleetBlocked,
-        kFleetCrashLooping})
+  for (const char* k : {kFleetConverged, kFleetFailed, kFleetWaiting, kFleetSwitching, kFleetError,
+                        kFleetBlocked, kFleetCrashLooping})
     if (s == k) return true;
   return false;
 }

@@ -163,11 +163,11 @@ Status ReadUnits(const ordered_json& j, Observed* o) {
   for (size_t i = 0; items && i < items->size(); ++i) {
     Reader ru((*items)[i], "units.items[" + std::to_string(i) + "]");
     BERTH_RETURN_IF_ERROR(
-        ru.Keys({"name", "load_state", "active_state", "sub_state", "fragment_path", "content_hash",
-                 "managed", "spec_hash", "content", "content_note", "main_pid",
-                 "need_daemon_reload", "drop_in_paths", "unit_file_state", "invocation_id",
-                 "n_restarts", "result", "exec_main_status", "active_enter_usec",
-                 "crash_looping"}));
+        ru.Keys({"name",          "load_state",       "active_state",      "sub_state",
+                 "fragment_path", "content_hash",     "managed",           "spec_hash",
+                 "content",       "content_note",     "main_pid",          "need_daemon_reload",
+                 "drop_in_paths", "unit_file_state",  "invocation_id",     "n_restarts",
+                 "result",        "exec_main_status", "active_enter_usec", "crash_looping"}));
     ObservedUnit u;
     BERTH_RETURN_IF_ERROR(ru.Get("name", &u.name));
     BERTH_RETURN_IF_ERROR(ru.Get("load_state", &u.load_state));

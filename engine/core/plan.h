@@ -95,8 +95,8 @@ struct Action {
   std::string revision;  // download: as asked
   std::string commit;    // download / remove-model; "" if to be resolved at apply
   std::vector<std::string> include, exclude;
-  std::string health_path;   // wait-healthy
-  int port = 0;              // wait-healthy
+  std::string health_path;  // wait-healthy
+  int port = 0;             // wait-healthy
   /// wait-healthy, smoke, floor and a stop's rollback gate: the address the probe dials, the
   /// service's DialHost(); "" (a plan saved before it was recorded) dials DialAddress("").
   std::string host;

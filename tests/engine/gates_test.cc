@@ -264,11 +264,10 @@ TEST_F(GatesTest, AFloorWithoutALimitIsRefusedWhereItIsWritten) {
 // Every probe dials where the service listens: a server bound to 127.0.0.2 does not answer on
 // 127.0.0.1, so a gate that dialled 127.0.0.1 would fail it and roll it back.
 TEST_F(GatesTest, AServiceBoundToAnotherAddressIsProbedSmokedAndLoadedThere) {
-  dir.Write("bound-kimi/berth.yaml",
-            [] {
-              std::string m = Manifest(false);
-              return m.insert(m.find("    port: 8000\n"), "    bind: 127.0.0.2\n");
-            }());
+  dir.Write("bound-kimi/berth.yaml", [] {
+    std::string m = Manifest(false);
+    return m.insert(m.find("    port: 8000\n"), "    bind: 127.0.0.2\n");
+  }());
   ASSERT_EQ(Apply("bound-kimi").outcome, Outcome::kApplied) << err.str();
   std::string m = Manifest(true, std::string("    bind: 127.0.0.2\n") + kFloored);
   m.insert(m.find("    port: 8000\n"), "    bind: 127.0.0.2\n");  // vllm-kimi's, for the rollback
@@ -276,6 +275,7 @@ TEST_F(GatesTest, AServiceBoundToAnotherAddressIsProbedSmokedAndLoadedThere) {
   world.load_figures[8000].output_tps = 2400;
   world.load_figures[8000].output_tokens = 72000;
   world.dialed.clear();
+  world.calls.clear();
   RunReport r = Apply("bound");
   ASSERT_EQ(r.outcome, Outcome::kApplied) << err.str();
   EXPECT_TRUE(Running("vllm-minimax.service"));

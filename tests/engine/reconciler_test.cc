@@ -121,13 +121,23 @@ TEST_F(ReconcilerTest, CrashLoopFailsFastWithoutWaitingForTheTimeout) {
   EXPECT_EQ(world.probes["vllm-kimi.service"], 0) << "no health probe of a crash-looping unit";
   EXPECT_LT(SecondsSlept(), 1);
 
-  // systemd gives up after StartLimitBurst: the unit ends failed. Fixed, it converges.
+  // systemd gives up after StartLimitBurst: the unit ends failed. berth does not start it
+  // again on its own (ACrashLoopSystemdGaveUpOnIsNotStartedAgainUntilResetOrChanged).
   world.host.Stop("vllm-kimi.service");
   world.host.Unit("vllm-kimi.service").active_state = "failed";
   world.crash_loop.clear();
+  RunReport gave_up = Plan("kimi");
+  EXPECT_THAT(gave_up.plan.actions,
+              Not(::testing::Contains(::testing::Field(&Action::kind, ActionKind::kStart))))
+      << out.str();
+  EXPECT_EQ(gave_up.crash_looping.count("vllm-kimi"), 1u);
+  // Fixed, and its failure cleared (systemctl reset-failed): it converges.
+  world.host.Unit("vllm-kimi.service").active_state = "inactive";
+  world.host.Unit("vllm-kimi.service").n_restarts = 0;
+  world.host.Unit("vllm-kimi.service").result = "success";
   RunReport again = Plan("kimi");
   ASSERT_EQ(again.plan.actions.size(), 3u) << out.str();  // start, gate, enable
-  EXPECT_EQ(again.plan.actions[0].reason, Reason::kFailed);
+  EXPECT_EQ(again.plan.actions[0].reason, Reason::kNotRunning);
   retry = true;
   ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
   EXPECT_EQ(Plan("kimi").outcome, Outcome::kNoChanges) << out.str();
@@ -171,9 +181,15 @@ TEST_F(ReconcilerTest, AServiceThatCrashLoopsAfterItsGatesIsCrashLoopingNotConve
   std::string text = MetricsText(m);
   EXPECT_THAT(text, HasSubstr("\nberth_services_up 0\n"));
   EXPECT_THAT(text, HasSubstr("\nberth_services_crash_looping 1\n"));
-  EXPECT_THAT(text, HasSubstr("\nberth_service_up{service=\"vllm-kimi\",unit=\"vllm-kimi.service\"} 0\n"));
-  EXPECT_THAT(text, HasSubstr("\nberth_service_crash_looping{service=\"vllm-kimi\",unit=\"vllm-kimi.service\"} 1\n"));
-  EXPECT_THAT(text, HasSubstr("\nberth_service_restarts{service=\"vllm-kimi\",unit=\"vllm-kimi.service\"} 3\n"));
+  EXPECT_THAT(
+      text, HasSubstr("\nberth_service_up{service=\"vllm-kimi\",unit=\"vllm-kimi.service\"} 0\n"));
+  EXPECT_THAT(
+      text,
+      HasSubstr(
+          "\nberth_service_crash_looping{service=\"vllm-kimi\",unit=\"vllm-kimi.service\"} 1\n"));
+  EXPECT_THAT(
+      text,
+      HasSubstr("\nberth_service_restarts{service=\"vllm-kimi\",unit=\"vllm-kimi.service\"} 3\n"));
 
   // Between two crashes it runs: still crash-looping until it has run 10 minutes since.
   u.active_state = "active";
@@ -220,8 +236,8 @@ TEST_F(ReconcilerTest, ACrashLoopSystemdGaveUpOnIsNotStartedAgainUntilResetOrCha
 
   // A change of the service (its unit) is a new try.
   RunReport changed = Plan("kimi-longer");
-  EXPECT_THAT(changed.plan.actions, ::testing::Contains(::testing::Field(
-                                        &Action::kind, ActionKind::kStart)))
+  EXPECT_THAT(changed.plan.actions,
+              ::testing::Contains(::testing::Field(&Action::kind, ActionKind::kStart)))
       << out.str();
 
   // systemctl reset-failed: inactive, counters cleared. berth starts it, and it converges.

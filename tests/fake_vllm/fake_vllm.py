@@ -50,8 +50,8 @@ Environment switches for tests:
   FAKE_VLLM_FAIL_HEALTH=1       /health answers 503 forever
   FAKE_VLLM_EXIT_AFTER=SECS     exit with status 1 that long after the start (crash loops)
   FAKE_VLLM_EXIT_AFTER_HEALTHY=SECS, or --exit-after-healthy SECS
-                                exit with status 1 that long after the first 200 on /health
-                                (a server that passes its health gate, then crashes)
+                                exit with status 1 that long after it starts serving (after
+                                FAKE_VLLM_STARTUP_DELAY): it passes a health gate, then crashes
   FAKE_VLLM_TOKENS_PER_SECOND=R, FAKE_VLLM_MAX_AGGREGATE_TOKENS_PER_SECOND=A
                                 the pacing flags' defaults (for units berth renders)
   FAKE_VLLM_EMPTY_COMPLETIONS=1 /v1/completions answers 200 with empty text (a failing smoke gate)
@@ -312,7 +312,6 @@ def make_handler(state):
                                      "code": 503})
                 else:
                     self.reply(200)
-                    healthy_once(state)
             elif path == "/v1/models":
                 self.reply(200, {"object": "list", "data": [{
                     "id": state["name"], "object": "model", "created": state["created"],
@@ -397,14 +396,12 @@ def make_handler(state):
     return Handler
 
 
-def healthy_once(state):
-    """After the first 200 on /health, with --exit-after-healthy S: exit with status 1 S seconds
-    later (a server that passes its gates, then crashes)."""
-    seconds = state["exit_after_healthy"]
-    with state["lock"]:
-        if not seconds or state["crash_armed"]:
-            return
-        state["crash_armed"] = True
+def crash_after_healthy(seconds):
+    """With --exit-after-healthy S: exit with status 1 S seconds after it started serving (from
+    then on /health answers 200): a server that passes its health gate, then crashes. A
+    restarted one crashes again, whether or not anyone asked it anything."""
+    if not seconds or os.environ.get("FAKE_VLLM_FAIL_HEALTH"):
+        return
 
     def crash():
         log("--exit-after-healthy %g: exiting with status 1" % seconds)
@@ -473,8 +470,6 @@ def main():
         "fail_completions": opts["fail_completions"] or
             bool(os.environ.get("FAKE_VLLM_FAIL_COMPLETIONS")),
         "fail_file": os.environ.get("FAKE_VLLM_FAIL_COMPLETIONS_FILE") or "",
-        "exit_after_healthy": opts["exit_after_healthy"],
-        "crash_armed": False,
         "pacer": fake_stream.Pacer(opts["tokens_per_second"],
                                    opts["max_aggregate_tokens_per_second"]),
     }
@@ -487,6 +482,7 @@ def main():
     log("serving %s as %r on http://%s:%d (tp=%d pp=%d)" % (
         opts["model"], state["name"], opts["host"], opts["port"],
         opts["tensor_parallel_size"], opts["pipeline_parallel_size"]))
+    crash_after_healthy(opts["exit_after_healthy"])
     server.serve_forever(poll_interval=0.1)
     return 0
 

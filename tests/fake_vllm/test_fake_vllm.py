@@ -293,8 +293,9 @@ class FakeVllmTest(FakeVllmFixture):
         self.assertEqual(code, 1)
         self.assertIn("FAKE_VLLM_EXIT_AFTER", err)
 
-    def test_exit_after_healthy_waits_for_a_200_on_health_then_exits_1(self):
-        # A long startup delay: the clock starts at the first healthy answer, not at the start.
+    def test_exit_after_healthy_serves_first_then_exits_1(self):
+        # A startup delay longer than the crash's: the clock starts once it serves (serve()
+        # waits for a 200 on /health, and fails if the process exited before).
         p, port = self.serve(["--exit-after-healthy", "0.3"],
                              env={"FAKE_VLLM_STARTUP_DELAY": "0.5"})
         code, err = self.finish(p)

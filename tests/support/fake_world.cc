@@ -146,8 +146,8 @@ namespace {
 std::string Listener(const Observed& o, const std::string& host, int port) {
   std::string unit;
   for (const auto& p : o.ports)
-    if (p.port == port && (p.address.empty() || p.address == "0.0.0.0" || p.address == "::" ||
-                           p.address == host))
+    if (p.port == port &&
+        (p.address.empty() || p.address == "0.0.0.0" || p.address == "::" || p.address == host))
       unit = p.unit;
   return unit;
 }
