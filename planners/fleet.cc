@@ -44,9 +44,11 @@ std::optional<size_t> FirstDisruptiveStep(const Plan& plan) {
 FleetTurnVerdict MayGoDark(const FleetSpec& fleet, const std::string& host,
                            const std::string& digest, const std::vector<FleetReport>& reports) {
   for (const FleetReport& r : reports) {
-    if (r.host == host || r.digest != digest || r.state != kFleetFailed) continue;
+    bool looping = r.state == kFleetCrashLooping;
+    if (r.host == host || r.digest != digest || (r.state != kFleetFailed && !looping)) continue;
     return {FleetTurnVerdict::kStop,
-            "the rollout of manifest " + Short(digest) + " stopped: it failed on " + r.host +
+            "the rollout of manifest " + Short(digest) +
+                " stopped: " + (looping ? "a service crash-loops" : "it failed") + " on " + r.host +
                 (r.message.empty() ? "" : " (" + r.message + ")") + "; no host of fleet " +
                 fleet.name + " takes a service down for it until the manifest changes"};
   }

@@ -14,6 +14,7 @@ Action HealthGate(const ServiceSpec& s, const std::string& address, std::string 
   w.reason = Reason::kHealthGate;
   w.health_path = s.health.path;
   w.port = s.port.value_or(0);
+  w.host = s.DialHost();
   // A state-only service's served name is not known: its health path alone says it serves.
   w.served_name = s.has_engine ? s.ServedName() : "";
   w.timeout_ms = s.health.timeout_ms;
@@ -35,6 +36,7 @@ std::vector<Action> GatesAfterHealth(const ServiceSpec& s, const std::string& ad
     a.unit = s.UnitName();
     a.reason = Reason::kSmokeGate;
     a.port = *s.port;
+    a.host = s.DialHost();
     a.served_name = s.ServedName();
     a.api = smoke->api;
     a.prompt = smoke->prompt;
@@ -54,6 +56,7 @@ std::vector<Action> GatesAfterHealth(const ServiceSpec& s, const std::string& ad
     a.unit = s.UnitName();
     a.reason = Reason::kFloorGate;
     a.port = *s.port;
+    a.host = s.DialHost();
     a.served_name = s.ServedName();
     a.concurrency = floor->concurrency;
     a.timeout_ms = floor->duration_ms;

@@ -153,6 +153,7 @@ class Sequencer {
     if (for_spec && t.spec && t.spec->port) {
       Action gate = HealthGate(*t.spec, t.address, "");
       a.port = gate.port;
+      a.host = gate.host;
       a.health_path = gate.health_path;
       a.served_name = gate.served_name;
       a.timeout_ms = gate.timeout_ms;

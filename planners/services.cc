@@ -281,6 +281,27 @@ void DiffServices(const Desired& d, const Observed& o, const std::string& berth_
     }
 
     if (s.state == ServiceState::kRunning) {
+      // A crash loop (ObservedUnit::crash_looping) is the service's own failure, and systemd's
+      // Restart= and StartLimitBurst= are the operator's policy for it: berth does not add
+      // restarts of its own (each reloads the model), and counts the service as down. Once
+      // systemd gave up, berth holds the start until the unit changes (a new manifest) or the
+      // operator clears the failure (systemctl reset-failed).
+      bool looping = u && u->crash_looping;
+      std::string journal = looping ? "; journalctl -u " + u->name + " says why" : "";
+      if (looping && u->GaveUp() && !change.written && !change.restart) {
+        draft->warnings.push_back(
+            address + " crash-looped: " + CrashLoopDetail(*u) +
+            ". berth does not start it again on its own (each start reloads its model)" + journal +
+            ". Fix the cause, then change the service in the manifest or run "
+            "systemctl reset-failed " +
+            u->name + ", and berth starts it again");
+        continue;
+      }
+      if (looping && !u->GaveUp())
+        draft->warnings.push_back(address + " is crash-looping: " + CrashLoopDetail(*u) +
+                                  "; berth counts it as down and leaves its restarts to "
+                                  "systemd (Restart=)" +
+                                  journal);
       if (!active) {
         bool failed = u && u->active_state == "failed";
         std::string why = failed ? "failed; starting again" : "not running";
@@ -296,7 +317,8 @@ void DiffServices(const Desired& d, const Observed& o, const std::string& berth_
             ActionKind::kRestart, s.UnitName(), address,
             change.model_only ? Reason::kModelUpdated : Reason::kConfigChanged, change.detail, &s));
       } else {
-        draft->notes.push_back({address, "running, unit up to date"});
+        draft->notes.push_back(
+            {address, looping ? "crash-looping, unit up to date" : "running, unit up to date"});
       }
     } else if (active) {
       draft->stops.push_back(Make(ActionKind::kStop, s.UnitName(), address, Reason::kWantedStopped,

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "engine/apply/model_store.h"
+#include "engine/core/desired.h"
 #include "engine/core/unit_marker.h"
 #include "engine/core/units.h"
 #include "engine/core/untrusted_text.h"
@@ -352,6 +353,7 @@ std::optional<bool> Executor::Rollback(const Plan& plan, size_t failed, ExecResu
     gate.kind = ActionKind::kWaitHealthy;
     gate.unit = stop.unit;
     gate.port = stop.port;
+    gate.host = stop.host;
     gate.health_path = stop.health_path;
     gate.served_name = stop.served_name;
     gate.timeout_ms = stop.timeout_ms;
@@ -488,7 +490,7 @@ std::optional<Status> Executor::ProbeOnce(const Action& a, std::string* last) {
         std::to_string(p.exec_main_status) +
         ") and systemd is restarting it instead of it becoming healthy" + JournalTail(a.unit));
   }
-  HealthResult h = d_.health->Probe("127.0.0.1", a.port, a.health_path, a.served_name);
+  HealthResult h = d_.health->Probe(DialAddress(a.host), a.port, a.health_path, a.served_name);
   if (h.healthy) return Status::Ok();
   *last = h.detail;
   return std::nullopt;
@@ -532,6 +534,7 @@ Status Executor::Preflight(const Action& a) {
 Status Executor::Floor(const Action& a, ExecResult* result) {
   if (!d_.load) return Status::Internal("no load generator to run the floor gate of " + a.address);
   LoadSpec spec;
+  spec.host = DialAddress(a.host);
   spec.port = a.port;
   spec.model = a.served_name;
   spec.concurrency = a.concurrency;
@@ -584,7 +587,7 @@ Status Executor::Smoke(const Action& a) {
   req.prompt = a.prompt;
   req.max_tokens = a.max_tokens;
   req.timeout_ms = a.timeout_ms;
-  SmokeResult r = d_.smoke->Send("127.0.0.1", a.port, req);
+  SmokeResult r = d_.smoke->Send(DialAddress(a.host), a.port, req);
   if (r.ok) {
     if (d_.progress)
       *d_.progress << "smoke: " << a.unit << " answered in " << FormatDurationMs(r.elapsed_ms)

@@ -73,13 +73,17 @@ void CountUp(const Desired& d, const Observed& o, RunReport* r) {
   r->services_up = 0;
   r->services_wanted = 0;
   r->service_up.clear();
+  r->crash_looping.clear();
+  r->restarts.clear();
   r->observed = true;
   for (const auto& [n, s] : d.services) {
     if (s.state != ServiceState::kRunning) continue;
     ++r->services_wanted;
     const ObservedUnit* u = o.FindUnit(s.UnitName());
-    bool up = u && u->IsActive();
+    bool up = u && u->IsUp();  // a crash-looping unit is not up, even while it runs
     r->service_up[n] = up;
+    r->restarts[n] = u ? u->n_restarts : 0;
+    if (u && u->crash_looping) r->crash_looping[n] = CrashLoopDetail(*u);
     if (up) ++r->services_up;
   }
 }
@@ -107,6 +111,10 @@ class Pass {
         !MakeOrCheckPlan() || !SavePlan())
       return rep_;
     CountUp(desired_, observed_, &rep_);
+    // A plan that still has this held change to make (an apply would refuse it; so would the
+    // loop): metrics and status show it held, whichever command made the pass.
+    const HeldChange& held = observed_.state.held;
+    rep_.change_held = !held.empty() && held.digest == desired_.digest && !plan_.empty();
     if (o_.apply) Learn(observed_);
     if (plan_.blocked())
       return End(Outcome::kBlocked, 3, Status::FailedPrecondition(plan_.problems[0].message), true);
@@ -401,6 +409,7 @@ class Pass {
     Status ss = dir_->Save(st);
     if (!ss.ok()) say_.Error("berth apply: could not record the state: " + ss.message());
     state_ = st;
+    rep_.change_held = st.held.digest == desired_.digest;  // a success clears it
     journal.finished = !ex.interrupted;
     if (journal.finished)
       (void)dir_->ClearJournal();
@@ -427,8 +436,7 @@ class Pass {
       say_.Error(std::to_string(ex.steps_done) + " of " + std::to_string(plan_.actions.size()) +
                  " steps were done; berth plan shows what is left");
       // Held (it failed after taking a service down): the loop waits for the manifest to change.
-      bool terminal =
-          ex.status.code() == Status::Code::kPermissionDenied || st.held.digest == desired_.digest;
+      bool terminal = ex.status.code() == Status::Code::kPermissionDenied || rep_.change_held;
       return Fail(Outcome::kFailed, 4, ex.status, terminal);
     }
     return true;
@@ -551,7 +559,8 @@ class Pass {
     switch (rep_.outcome) {
       case Outcome::kNoChanges:
       case Outcome::kApplied:
-        r.state = kFleetConverged;
+        r.state = rep_.crash_looping.empty() ? kFleetConverged : kFleetCrashLooping;
+        r.message = CrashLoopSummary(rep_);
         break;
       case Outcome::kHeld:
         r.state = kFleetFailed;
@@ -620,6 +629,13 @@ const char* OutcomeName(Outcome o) {
       return "held";
   }
   return "?";
+}
+
+std::string CrashLoopSummary(const RunReport& report) {
+  std::string out;
+  for (const auto& [name, detail] : report.crash_looping)
+    out += (out.empty() ? "crash-looping: " : "; ") + name + " (" + detail + ")";
+  return out;
 }
 
 std::string DefaultStateDir() {

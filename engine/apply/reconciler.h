@@ -114,8 +114,20 @@ struct RunReport {
   /// Each service the manifest wants running (by name) and whether it ran when last observed;
   /// empty, with `observed` false, when the pass ended before it observed the host.
   std::map<std::string, bool> service_up;
+  /// Of those, the ones whose unit crash-loops (ObservedUnit::crash_looping; never counted up),
+  /// each with CrashLoopDetail's words ("restarted 3 times by systemd, now ...").
+  std::map<std::string, std::string> crash_looping;
+  /// Each service wanted running and its unit's automatic restarts (systemd's NRestarts).
+  std::map<std::string, uint32_t> restarts;
   bool observed = false;
+  /// This manifest's change is held after this pass (HeldChange): the pass found it held, or
+  /// its apply failed after taking a service down. False when berth's state was not read.
+  bool change_held = false;
 };
+
+/// "crash-looping: x (restarted 3 times by systemd, now activating/auto-restart); y (...)" for
+/// the report's crash-looping services; "" when none.
+std::string CrashLoopSummary(const RunReport& report);
 
 class Reconciler {
  public:

@@ -6,6 +6,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "engine/core/desired.h"
 #include "engine/core/hash.h"
 #include "engine/core/json_text.h"
 #include "engine/core/units.h"
@@ -131,6 +132,7 @@ std::string SavedPlanToJson(const SavedPlan& p) {
                        {"exclude", a.exclude},
                        {"health_path", a.health_path},
                        {"port", a.port},
+                       {"host", a.host},
                        {"served_name", a.served_name},
                        {"timeout_ms", a.timeout_ms},
                        {"interval_ms", a.interval_ms},
@@ -189,6 +191,7 @@ Result<SavedPlan> SavedPlanFromJson(const std::string& text, const std::string& 
       x.exclude = a.value("exclude", std::vector<std::string>{});
       x.health_path = a.value("health_path", "");
       x.port = a.value("port", 0);
+      x.host = a.value("host", "");
       x.served_name = a.value("served_name", "");
       x.timeout_ms = a.value("timeout_ms", uint64_t{0});
       x.interval_ms = a.value("interval_ms", uint64_t{0});
@@ -236,6 +239,7 @@ std::vector<std::pair<const char*, std::string>> Effect(const Action& a) {
           {"exclude", list(a.exclude)},
           {"health path", a.health_path},
           {"port", std::to_string(a.port)},
+          {"address probed", DialAddress(a.host)},  // "" (saved before it was kept) is the default
           {"served name", a.served_name},
           {"timeout", std::to_string(a.timeout_ms)},
           {"interval", std::to_string(a.interval_ms)},

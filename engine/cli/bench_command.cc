@@ -39,13 +39,6 @@ Result<std::vector<int>> ParseLevels(const std::string& text) {
   return out;
 }
 
-/// Where to connect for a server bound to `bind`.
-std::string ConnectHost(const std::string& bind) {
-  if (bind.empty() || bind == "0.0.0.0") return "127.0.0.1";
-  if (bind == "::") return "::1";
-  return bind;
-}
-
 /// The commit the service's model runs at, as far as berth can tell without asking the server:
 /// a pinned revision, berth.lock, what berth last downloaded, or the store's ref.
 std::string ModelCommit(const Desired& d, const ModelSpec& m, const std::string& state_dir) {
@@ -158,7 +151,7 @@ int RunBench(const BenchCommand& cmd, std::ostream& out, std::ostream& err) {
     rec.repo_id = m->second.repo_id;
     rec.commit = ModelCommit(desired, m->second, state_dir);
   }
-  std::string host = cmd.host.empty() ? ConnectHost(svc.bind) : cmd.host;
+  std::string host = cmd.host.empty() ? svc.DialHost() : cmd.host;
   std::string endpoint = (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
                          std::to_string(*svc.port);
 

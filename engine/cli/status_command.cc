@@ -49,8 +49,12 @@ int RunStatus(const StatusCommand& cmd, std::ostream& out, std::ostream& err) {
         continue;
       }
       if (!s.port || !u || !u->IsActive()) continue;
+      if (u->crash_looping) {  // an answer between two crashes would say nothing of it
+        health[name] = "unhealthy: crash-looping (" + CrashLoopDetail(*u) + ")";
+        continue;
+      }
       HealthResult h =
-          probe.Probe("127.0.0.1", *s.port, s.health.path, s.has_engine ? s.ServedName() : "");
+          probe.Probe(s.DialHost(), *s.port, s.health.path, s.has_engine ? s.ServedName() : "");
       health[name] = h.healthy ? "healthy" : "unhealthy: " + h.detail;
     }
   }

@@ -1,5 +1,10 @@
 #include "engine/core/desired.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <cstring>
+
 #include "engine/core/hf_cache.h"
 
 namespace berth {
@@ -46,6 +51,21 @@ const char* StrategyName(Strategy s) {
   }
   return "?";
 }
+
+std::string DialAddress(const std::string& bind) {
+  std::string a = bind;
+  if (a.size() >= 2 && a.front() == '[' && a.back() == ']') a = a.substr(1, a.size() - 2);
+  if (a.empty()) return "127.0.0.1";
+  in_addr v4{};
+  if (inet_pton(AF_INET, a.c_str(), &v4) == 1)
+    return v4.s_addr == htonl(INADDR_ANY) ? "127.0.0.1" : a;
+  in6_addr v6{};
+  if (inet_pton(AF_INET6, a.c_str(), &v6) == 1)
+    return std::memcmp(&v6, &in6addr_any, sizeof v6) == 0 ? "::1" : a;
+  return a;  // a name ("localhost"): resolved when dialled
+}
+
+std::string ServiceSpec::DialHost() const { return DialAddress(bind); }
 
 std::string ServiceSpec::ServedName() const {
   switch (engine) {

@@ -176,7 +176,15 @@ struct ServiceSpec {
   std::string UnitName() const { return name + ".service"; }
   /// The name clients ask for in /v1/models.
   std::string ServedName() const;
+  /// Where berth's probes (health, smoke, floor, berth status, berth bench) reach it:
+  /// DialAddress(bind).
+  std::string DialHost() const;
 };
+
+/// The address to dial for a server bound to `bind`: 127.0.0.1 for an unspecified IPv4
+/// address (0.0.0.0) or "", ::1 for an unspecified IPv6 one (::), the address itself otherwise
+/// (brackets around an IPv6 literal dropped: URLs add them). The one place this is decided.
+std::string DialAddress(const std::string& bind);
 
 /// One entry of berth.lock: the commit a model's (non-commit) revision was resolved to when it
 /// was locked. The lock sits beside the manifests and is trusted like them.

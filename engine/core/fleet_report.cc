@@ -29,8 +29,8 @@ std::string Clean(const std::string& s) {
 }  // namespace
 
 bool IsFleetState(const std::string& s) {
-  for (const char* k :
-       {kFleetConverged, kFleetFailed, kFleetWaiting, kFleetSwitching, kFleetError, kFleetBlocked})
+  for (const char* k : {kFleetConverged, kFleetFailed, kFleetWaiting, kFleetSwitching, kFleetError,
+                        kFleetBlocked, kFleetCrashLooping})
     if (s == k) return true;
   return false;
 }

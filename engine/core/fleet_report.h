@@ -21,6 +21,9 @@ inline constexpr const char* kFleetSwitching = "switching";  // holds a slot, go
 inline constexpr const char* kFleetError =
     "error";  // the pass ended early (retried): not converged
 inline constexpr const char* kFleetBlocked = "blocked";  // its plan cannot run here
+/// Nothing left to do, but a service it wants running crash-loops (systemd keeps restarting it,
+/// or gave up): not converged; like failed, it stops the rollout of its manifest.
+inline constexpr const char* kFleetCrashLooping = "crash-looping";
 bool IsFleetState(const std::string& s);
 
 struct FleetReport {

@@ -1,8 +1,31 @@
 #include "engine/core/observed.h"
 
 #include <algorithm>
+#include <string>
 
 namespace berth {
+
+bool IsCrashLooping(const ObservedUnit& u, uint64_t now_usec) {
+  if (u.load_state == "not-found") return false;
+  if (u.sub_state.rfind("auto-restart", 0) == 0) return true;  // also auto-restart-queued
+  if (u.active_state == "failed") return u.GaveUp();
+  if (u.n_restarts == 0 || !u.IsActive()) return false;
+  if (u.active_state == "activating") return true;  // starting again after a crash
+  if (now_usec == 0 || u.active_enter_usec == 0) return false;
+  return now_usec < u.active_enter_usec + kCrashLoopSettleUsec;
+}
+
+void MarkCrashLoops(std::vector<ObservedUnit>* units, uint64_t now_usec) {
+  for (ObservedUnit& u : *units) u.crash_looping = IsCrashLooping(u, now_usec);
+}
+
+std::string CrashLoopDetail(const ObservedUnit& u) {
+  std::string out = "restarted " + std::to_string(u.n_restarts) +
+                    (u.n_restarts == 1 ? " time" : " times") + " by systemd";
+  if (u.active_state == "failed")
+    return out + ", then systemd gave up (" + (u.result.empty() ? "failed" : u.result) + ")";
+  return out + ", now " + u.active_state + "/" + u.sub_state;
+}
 
 const ObservedUnit* Observed::FindUnit(const std::string& name) const {
   for (const auto& u : units)

@@ -85,12 +85,39 @@ struct ObservedUnit {
   std::string result;           // success | exit-code | signal | timeout | ...
   int exec_main_status = 0;     // exit status or signal of the main process
   uint64_t active_enter_usec = 0;  // when it last became active, unix µs (0: never, unknown)
+  /// systemd keeps restarting it, or gave up on it (IsCrashLooping, decided when observed):
+  /// it does not count as up, whatever active_state says.
+  bool crash_looping = false;
 
   bool IsActive() const {
     return active_state == "active" || active_state == "activating" || active_state == "reloading";
   }
   bool HasFile() const { return !fragment_path.empty() && !content_hash.empty(); }
+  /// Active and not crash-looping: what berth counts as a service up.
+  bool IsUp() const { return IsActive() && !crash_looping; }
+  /// Failed after systemd gave up restarting it (Result=start-limit-hit, or failed after
+  /// automatic restarts): a crash loop that systemd ended.
+  bool GaveUp() const {
+    return active_state == "failed" && (result == "start-limit-hit" || n_restarts > 0);
+  }
 };
+
+/// How long a unit must stay active after systemd restarted it on its own before it counts as
+/// up again: 10 minutes, longer than a large model takes to load and crash once more.
+inline constexpr uint64_t kCrashLoopSettleUsec = 10ull * 60 * 1000 * 1000;
+
+/// Whether systemd keeps restarting `u` (its Restart=) or gave up on it, at `now_usec` (unix µs
+/// of the observation; 0: unknown). Crash-looping: waiting for its automatic restart
+/// (SubState auto-restart), or, after automatic restarts since it was last started on request
+/// (NRestarts > 0: systemd counts them from 0 again on a start asked for), starting again,
+/// failed (GaveUp), or active for less than kCrashLoopSettleUsec (ActiveEnterTimestamp). A unit
+/// with restarts that has run steadily since, or whose start time is not known, is not.
+bool IsCrashLooping(const ObservedUnit& u, uint64_t now_usec);
+/// Sets crash_looping on every unit of `units` (IsCrashLooping at `now_usec`).
+void MarkCrashLoops(std::vector<ObservedUnit>* units, uint64_t now_usec);
+/// "restarted 3 times by systemd, now activating/auto-restart" or "... systemd gave up
+/// (start-limit-hit)": what an operator reads after "crash-looping: ".
+std::string CrashLoopDetail(const ObservedUnit& u);
 
 struct ListeningPort {
   int port = 0;

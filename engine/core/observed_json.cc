@@ -164,10 +164,11 @@ Status ReadUnits(const ordered_json& j, Observed* o) {
   for (size_t i = 0; items && i < items->size(); ++i) {
     Reader ru((*items)[i], "units.items[" + std::to_string(i) + "]");
     BERTH_RETURN_IF_ERROR(
-        ru.Keys({"name", "load_state", "active_state", "sub_state", "fragment_path", "content_hash",
-                 "managed", "spec_hash", "content", "content_note", "main_pid",
-                 "need_daemon_reload", "drop_in_paths", "unit_file_state", "invocation_id",
-                 "n_restarts", "result", "exec_main_status", "active_enter_usec"}));
+        ru.Keys({"name",          "load_state",       "active_state",      "sub_state",
+                 "fragment_path", "content_hash",     "managed",           "spec_hash",
+                 "content",       "content_note",     "main_pid",          "need_daemon_reload",
+                 "drop_in_paths", "unit_file_state",  "invocation_id",     "n_restarts",
+                 "result",        "exec_main_status", "active_enter_usec", "crash_looping"}));
     ObservedUnit u;
     BERTH_RETURN_IF_ERROR(ru.Get("name", &u.name));
     BERTH_RETURN_IF_ERROR(ru.Get("load_state", &u.load_state));
@@ -192,6 +193,7 @@ Status ReadUnits(const ordered_json& j, Observed* o) {
     BERTH_RETURN_IF_ERROR(ru.Get("result", &u.result));
     BERTH_RETURN_IF_ERROR(ru.Get("exec_main_status", &u.exec_main_status));
     BERTH_RETURN_IF_ERROR(ru.Get("active_enter_usec", &u.active_enter_usec));
+    BERTH_RETURN_IF_ERROR(ru.Get("crash_looping", &u.crash_looping));
     o->units.push_back(std::move(u));
   }
   return Status::Ok();
@@ -376,6 +378,7 @@ std::string ObservedToJson(const Observed& o) {
     if (u.content_note != DefaultContentNote(u)) units.back()["content_note"] = u.content_note;
     // Only when known, so observations of hosts seen before it existed stay byte for byte.
     if (u.active_enter_usec) units.back()["active_enter_usec"] = u.active_enter_usec;
+    if (u.crash_looping) units.back()["crash_looping"] = true;
   }
   j["units"] = {{"known", o.units_known}, {"items", std::move(units)}};
   ordered_json ports = ordered_json::array();

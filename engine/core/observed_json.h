@@ -25,6 +25,8 @@
 //                        "drop_in_paths": [], "unit_file_state": "enabled",
 //                        "invocation_id": "<hex>", "n_restarts": 0, "result": "success",
 //                        "exec_main_status": 0,
+//                        "active_enter_usec": N,  // unix µs; left out when unknown
+//                        "crash_looping": true,   // left out when false (IsCrashLooping)
 //                        "content_note": "..."}]},  // why content is not the file's text;
 //                               // left out when it is "", except for a unit that is not
 //                               // berth's and has a file but no content (a file that is empty):

@@ -95,15 +95,18 @@ struct Action {
   std::string revision;  // download: as asked
   std::string commit;    // download / remove-model; "" if to be resolved at apply
   std::vector<std::string> include, exclude;
-  std::string health_path;   // wait-healthy
-  int port = 0;              // wait-healthy
+  std::string health_path;  // wait-healthy
+  int port = 0;             // wait-healthy
+  /// wait-healthy, smoke, floor and a stop's rollback gate: the address the probe dials, the
+  /// service's DialHost(); "" (a plan saved before it was recorded) dials DialAddress("").
+  std::string host;
   std::string served_name;   // wait-healthy
   uint64_t timeout_ms = 0;   // wait-healthy
   uint64_t interval_ms = 0;  // wait-healthy: between probes
   std::string for_service;   // stop: the service whose start needs what it frees (rollback)
   std::vector<int> gpus;     // start / restart: the GPUs the service runs on (side by side starts)
   std::vector<std::string> argv;  // preflight: the command, run without a shell (timeout_ms)
-  // smoke: POST http://127.0.0.1:<port>/v1/<api> for served_name within timeout_ms.
+  // smoke: POST http://<host>:<port>/v1/<api> for served_name within timeout_ms.
   std::string api;     // "completions" or "chat/completions"
   std::string prompt;  // the prompt (the user message for chat)
   int max_tokens = 0;  // the request's max_tokens (smoke, floor)

@@ -80,8 +80,10 @@ void LoopMetrics::Record(const RunReport& report, double started_unix, double du
     services_up = report.services_up;
     services_wanted = report.services_wanted;
     service_up = report.service_up;
+    crash_looping = report.crash_looping;
+    restarts = report.restarts;
+    change_held = report.change_held;
   }
-  change_held = report.outcome == Outcome::kHeld;
   const char* kind = FailureKind(report.outcome);
   if (!kind) {
     last_success_timestamp = started_unix;
@@ -125,6 +127,25 @@ std::string MetricsText(const LoopMetrics& m) {
     for (const auto& [name, up] : m.service_up)
       out << "berth_service_up{service=\"" << LabelValue(name) << "\",unit=\""
           << LabelValue(name + ".service") << "\"} " << (up ? 1 : 0) << "\n";
+  }
+  Metric(out, "berth_services_crash_looping", "gauge",
+         "Services the manifest wants running whose unit systemd keeps restarting, or gave up on "
+         "(not counted in berth_services_up).");
+  out << "berth_services_crash_looping " << m.crash_looping.size() << "\n";
+  if (!m.restarts.empty()) {
+    Metric(out, "berth_service_crash_looping", "gauge",
+           "1 when systemd keeps restarting the service's unit, or gave up on it, at the last "
+           "pass.");
+    for (const auto& [name, restarts] : m.restarts)
+      out << "berth_service_crash_looping{service=\"" << LabelValue(name) << "\",unit=\""
+          << LabelValue(name + ".service") << "\"} " << (m.crash_looping.count(name) ? 1 : 0)
+          << "\n";
+    Metric(out, "berth_service_restarts", "gauge",
+           "Automatic restarts of the service's unit since it was last started on request "
+           "(systemd's NRestarts), at the last pass.");
+    for (const auto& [name, restarts] : m.restarts)
+      out << "berth_service_restarts{service=\"" << LabelValue(name) << "\",unit=\""
+          << LabelValue(name + ".service") << "\"} " << restarts << "\n";
   }
   Metric(out, "berth_change_held", "gauge",
          "1 while the manifest's change is held: it failed after taking a service down, and "

@@ -29,9 +29,13 @@ struct LoopMetrics {
   /// or an invalid manifest, leaves them as they were rather than reporting nothing up).
   int services_up = 0;
   int services_wanted = 0;
-  std::map<std::string, bool> service_up;  // service name -> running
-  bool up = true;            // false once the loop is stopping: the last file it writes says so
-  bool change_held = false;  // the last pass found this manifest's change held after a failure
+  std::map<std::string, bool> service_up;            // service name -> running (not crash-looping)
+  std::map<std::string, std::string> crash_looping;  // service name -> CrashLoopDetail
+  std::map<std::string, uint32_t> restarts;          // service name -> systemd's NRestarts
+  bool up = true;  // false once the loop is stopping: the last file it writes says so
+  /// This manifest's change is held after a failure (RunReport::change_held, as of the last pass
+  /// that observed the host): from the failing pass on, not only from a pass that refused it.
+  bool change_held = false;
   /// The newest `berth bench` record of each service, model and commit (LatestPerKey), read
   /// from the state directory before each write; exported as berth_bench_* gauges.
   std::vector<BenchRecord> bench;

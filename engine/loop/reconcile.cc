@@ -60,6 +60,13 @@ std::string Services(const RunReport& r) {
   return std::to_string(r.services_up) + "/" + std::to_string(r.services_wanted) + " services up";
 }
 
+// "converged: 3/3 services up", or, while a wanted service crash-loops, not converged:
+// "crash-looping: x (...), 0/1 services up".
+std::string Converged(const RunReport& r) {
+  std::string looping = CrashLoopSummary(r);
+  return looping.empty() ? "converged: " + Services(r) : looping + ", " + Services(r);
+}
+
 // The running state of one RunLoop call.
 class Loop {
  public:
@@ -180,16 +187,16 @@ std::string StatusLine(const RunReport& r, const NextPass& next, int failures, b
   std::string what;
   switch (r.outcome) {
     case Outcome::kNoChanges:
-      what = r.plan.host_matches ? "converged: " + Services(r)
-                                 : "nothing to do: " + OneLine(r.plan.skip_reason);
+      what = r.plan.host_matches ? Converged(r) : "nothing to do: " + OneLine(r.plan.skip_reason);
       break;
     case Outcome::kApplied:
       what = "applied " + std::to_string(r.plan.actions.size()) + " action" +
-             (r.plan.actions.size() == 1 ? "" : "s") + ", converged: " + Services(r);
+             (r.plan.actions.size() == 1 ? "" : "s") + ", " + Converged(r);
       break;
     case Outcome::kPlanned:
       what = std::string(plan_only ? "plan only: " : "") + std::to_string(r.plan.actions.size()) +
              " change" + (r.plan.actions.size() == 1 ? "" : "s") + " pending, " + Services(r);
+      if (!r.crash_looping.empty()) what += ", " + CrashLoopSummary(r);
       break;
     case Outcome::kBlocked:
       what = "blocked: " + OneLine(r.status.message());

@@ -46,7 +46,9 @@ struct LoopDeps {
 int RunLoop(const LoopOptions& options, const LoopDeps& deps);
 
 /// The one-line summary of a pass and what comes next, sent as STATUS= and logged:
-/// "converged: 3/3 services up, next pass in 4m52s",
+/// "converged: 3/3 services up, next pass in 4m52s" (while a wanted service crash-loops:
+/// "crash-looping: x (restarted 3 times by systemd, now activating/auto-restart), 0/1 services
+/// up, ..."),
 /// "blocked: <why>; waiting for the manifest to change", "error: <why>; retry 2 in 1m0s".
 std::string StatusLine(const RunReport& report, const NextPass& next, int failures, bool plan_only);
 

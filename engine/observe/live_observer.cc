@@ -87,6 +87,8 @@ Result<Observed> LiveObserver::Observe(const Desired& desired) {
     auto units = ObserveUnits(*opt_.systemd, *opt_.unit_files, names);
     if (!units.ok()) return units.status().WithContext("observing systemd units");
     o.units = std::move(units).value();
+    // Decided now, with the moment it was seen: a saved observation keeps what was seen.
+    MarkCrashLoops(&o.units, static_cast<uint64_t>(now) * 1000000);
   } else {
     o.units_known = false;
     o.warnings.push_back("systemd units not observed: " + opt_.systemd_error);

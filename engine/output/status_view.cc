@@ -67,6 +67,8 @@ StatusView MakeStatus(const Desired& d, const Observed& o,
       st.active = u->active_state;
       st.sub = u->sub_state;
       st.boot = u->unit_file_state;
+      st.restarts = u->n_restarts;
+      if (u->crash_looping) st.crash_looping = CrashLoopDetail(*u);
       st.commit = CommitInUnit(u->content);
       if (u->IsActive()) st.active_since_usec = u->active_enter_usec;
     } else {
@@ -104,8 +106,12 @@ std::string StatusText(const StatusView& v, double now_unix) {
   out << "berth status of host " << v.host << "\n\nservices:\n";
   if (v.services.empty()) out << "  (the manifest names none)\n";
   for (const ServiceStatus& s : v.services) {
-    out << "  " << s.name << " (" << s.unit << "): " << s.active
-        << (s.sub.empty() || s.active == "not-found" ? "" : "/" + s.sub) << ", wanted " << s.wanted;
+    out << "  " << s.name << " (" << s.unit << "): ";
+    if (!s.crash_looping.empty())  // not up, whatever systemd's state says this moment
+      out << "crash-looping (" << s.crash_looping << ")";
+    else
+      out << s.active << (s.sub.empty() || s.active == "not-found" ? "" : "/" + s.sub);
+    out << ", wanted " << s.wanted;
     if (!s.boot.empty()) out << ", " << s.boot << " at boot";
     out << "\n";
     if (!s.repo.empty())
@@ -158,6 +164,9 @@ std::string StatusJson(const StatusView& v) {
         {"active", s.active}, {"sub", s.sub},       {"boot", s.boot},
         {"model", s.model},   {"repo_id", s.repo},  {"commit", s.commit},
         {"port", s.port},     {"health", s.health}, {"active_since_usec", s.active_since_usec}};
+    j["restarts"] = s.restarts;
+    j["crash_looping"] = !s.crash_looping.empty();
+    j["crash_loop_detail"] = s.crash_looping;
     j["last_start_ms"] = s.last_start_ms ? ordered_json(*s.last_start_ms) : ordered_json(nullptr);
     if (s.last_bench)
       j["last_bench"] = {{"time", s.last_bench_time},

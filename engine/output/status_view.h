@@ -18,6 +18,8 @@ struct ServiceStatus {
   std::string name, unit;
   std::string wanted;               // running | stopped | absent
   std::string active, sub;          // systemd's states; "not-found" when there is no unit
+  uint32_t restarts = 0;            // automatic restarts (systemd's NRestarts)
+  std::string crash_looping;        // CrashLoopDetail when it crash-loops; "" when it does not
   std::string boot;                 // enabled | disabled | static | ...
   std::string model, repo, commit;  // commit: what the unit runs (from its ExecStart)
   int port = 0;

@@ -452,6 +452,27 @@ TEST_F(FleetReconcilerTest, TheRestWaitsForTheCanaryAndAFailedCanaryStopsTheRoll
   EXPECT_TRUE(Running("vllm-kimi.service"));
 }
 
+// A host whose service crash-loops after its switch is not converged: it reports
+// crash-looping, and the next host does not take its service down for that manifest.
+TEST_F(FleetReconcilerTest, ACrashLoopingServiceIsPublishedAsCrashLoopingAndStopsTheRollout) {
+  ASSERT_EQ(FleetApply("fleet-kimi").exit_code, 0) << err.str();
+  ObservedUnit& u = world.host.Unit("vllm-kimi.service");
+  u.active_state = "activating";
+  u.sub_state = "auto-restart";
+  u.n_restarts = 2;
+  RunReport r = FleetApply("fleet-kimi");
+  EXPECT_EQ(r.outcome, Outcome::kNoChanges) << err.str();
+  auto mine = Published("gpu-01");
+  ASSERT_TRUE(mine);
+  EXPECT_EQ(mine->state, kFleetCrashLooping);
+  EXPECT_EQ(mine->services_up, 0);
+  EXPECT_EQ(mine->message,
+            "crash-looping: vllm-kimi (restarted 2 times by systemd, now activating/auto-restart)");
+  auto v = MayGoDark(Fleet(), "gpu-02", mine->digest, {*mine});
+  EXPECT_EQ(v.kind, FleetTurnVerdict::kStop);
+  EXPECT_THAT(v.why, HasSubstr("stopped: a service crash-loops on gpu-01"));
+}
+
 TEST_F(FleetReconcilerTest, AFailedSwitchIsPublishedAsFailedAndGivesTheSlotBack) {
   ASSERT_EQ(FleetApply("fleet-kimi").exit_code, 0) << err.str();
   std::string digest = Plan("fleet-minimax").manifest_digest;

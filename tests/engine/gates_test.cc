@@ -284,5 +284,66 @@ TEST_F(GatesTest, AFloorWithoutALimitIsRefusedWhereItIsWritten) {
   EXPECT_THAT(err.str(), HasSubstr("berth.yaml:"));
 }
 
+// Every probe dials where the service listens: a server bound to 127.0.0.2 does not answer on
+// 127.0.0.1, so a gate that dialled 127.0.0.1 would fail it and roll it back.
+TEST_F(GatesTest, AServiceBoundToAnotherAddressIsProbedSmokedAndLoadedThere) {
+  dir.Write("bound-kimi/berth.yaml", [] {
+    std::string m = Manifest(false);
+    return m.insert(m.find("    port: 8000\n"), "    bind: 127.0.0.2\n");
+  }());
+  ASSERT_EQ(Apply("bound-kimi").outcome, Outcome::kApplied) << err.str();
+  std::string m = Manifest(true, std::string("    bind: 127.0.0.2\n") + kFloored);
+  m.insert(m.find("    port: 8000\n"), "    bind: 127.0.0.2\n");  // vllm-kimi's, for the rollback
+  dir.Write("bound/berth.yaml", m);
+  world.load_figures[8000].output_tps = 2400;
+  world.load_figures[8000].output_tokens = 72000;
+  world.dialed.clear();
+  world.calls.clear();
+  RunReport r = Apply("bound");
+  ASSERT_EQ(r.outcome, Outcome::kApplied) << err.str();
+  EXPECT_TRUE(Running("vllm-minimax.service"));
+  EXPECT_EQ(Count("probe 8000") + Count("smoke 8000") + Count("load 8000"), world.dialed.size());
+  EXPECT_GE(world.dialed.size(), 3u) << "a health probe, a smoke request and a load";
+  for (const std::string& d : world.dialed) EXPECT_EQ(d, "127.0.0.2:8000");
+
+  // A saved plan dials the same address: it is part of what the executor acts on.
+  ASSERT_EQ(Pass("bound-kimi", false).outcome, Outcome::kPlanned) << out.str();
+  std::ifstream saved(dir / "plan.json");
+  std::string text((std::istreambuf_iterator<char>(saved)), std::istreambuf_iterator<char>());
+  EXPECT_THAT(text, HasSubstr("\"host\": \"127.0.0.2\""));
+  world.dialed.clear();
+  ASSERT_EQ(Pass("", true, dir / "plan.json").outcome, Outcome::kApplied) << err.str();
+  ASSERT_FALSE(world.dialed.empty());
+  for (const std::string& d : world.dialed) EXPECT_EQ(d, "127.0.0.2:8000");
+
+  // A rollback's gate of the service it starts again dials its address too.
+  world.never_healthy.insert("vllm-minimax.service");
+  world.dialed.clear();
+  retry = true;
+  RunReport failed = Apply("bound");
+  ASSERT_EQ(failed.outcome, Outcome::kFailed) << err.str();
+  EXPECT_TRUE(failed.exec.rolled_back) << err.str();
+  EXPECT_TRUE(Running("vllm-kimi.service"));
+  EXPECT_THAT(err.str(), HasSubstr("vllm-kimi.service is healthy again"));
+  for (const std::string& d : world.dialed) EXPECT_EQ(d, "127.0.0.2:8000");
+}
+
+TEST(DialAddress, UnspecifiedAddressesDialLoopbackOthersThemselves) {
+  EXPECT_EQ(DialAddress(""), "127.0.0.1");
+  EXPECT_EQ(DialAddress("0.0.0.0"), "127.0.0.1");
+  EXPECT_EQ(DialAddress("::"), "::1");
+  EXPECT_EQ(DialAddress("[::]"), "::1");
+  EXPECT_EQ(DialAddress("0:0:0:0:0:0:0:0"), "::1");
+  EXPECT_EQ(DialAddress("127.0.0.2"), "127.0.0.2");
+  EXPECT_EQ(DialAddress("10.1.2.3"), "10.1.2.3");
+  EXPECT_EQ(DialAddress("fd00::7"), "fd00::7");
+  EXPECT_EQ(DialAddress("[fd00::7]"), "fd00::7");
+  EXPECT_EQ(DialAddress("localhost"), "localhost");
+  ServiceSpec s;
+  EXPECT_EQ(s.DialHost(), "127.0.0.1") << "the default bind is 0.0.0.0";
+  s.bind = "192.168.7.20";
+  EXPECT_EQ(s.DialHost(), "192.168.7.20");
+}
+
 }  // namespace
 }  // namespace berth::testing

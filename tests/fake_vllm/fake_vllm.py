@@ -49,6 +49,9 @@ Environment switches for tests:
                                 .bin file first.
   FAKE_VLLM_FAIL_HEALTH=1       /health answers 503 forever
   FAKE_VLLM_EXIT_AFTER=SECS     exit with status 1 that long after the start (crash loops)
+  FAKE_VLLM_EXIT_AFTER_HEALTHY=SECS, or --exit-after-healthy SECS
+                                exit with status 1 that long after it starts serving (after
+                                FAKE_VLLM_STARTUP_DELAY): it passes a health gate, then crashes
   FAKE_VLLM_TOKENS_PER_SECOND=R, FAKE_VLLM_MAX_AGGREGATE_TOKENS_PER_SECOND=A
                                 the pacing flags' defaults (for units berth renders)
   FAKE_VLLM_EMPTY_COMPLETIONS=1 /v1/completions answers 200 with empty text (a failing smoke gate)
@@ -100,12 +103,13 @@ VALUE_FLAGS = {
     # fake_vllm's own
     "--tokens-per-second": "tokens_per_second",
     "--max-aggregate-tokens-per-second": "max_aggregate_tokens_per_second",
+    "--exit-after-healthy": "exit_after_healthy",
 }
 SWITCH_FLAGS = {"--enable-expert-parallel": "enable_expert_parallel",
                 "--fail-completions": "fail_completions", "--bad-bytes": "bad_bytes"}
 INT_OPTIONS = ("port", "tensor_parallel_size", "pipeline_parallel_size", "max_model_len",
                "n_gpu_layers")
-RATE_OPTIONS = ("tokens_per_second", "max_aggregate_tokens_per_second")
+RATE_OPTIONS = ("tokens_per_second", "max_aggregate_tokens_per_second", "exit_after_healthy")
 
 
 class UsageError(Exception):
@@ -120,7 +124,8 @@ def parse_args(args):
             "fail_completions": False, "bad_bytes": False,
             "tokens_per_second": os.environ.get("FAKE_VLLM_TOKENS_PER_SECOND") or "0",
             "max_aggregate_tokens_per_second":
-                os.environ.get("FAKE_VLLM_MAX_AGGREGATE_TOKENS_PER_SECOND") or "0"}
+                os.environ.get("FAKE_VLLM_MAX_AGGREGATE_TOKENS_PER_SECOND") or "0",
+            "exit_after_healthy": os.environ.get("FAKE_VLLM_EXIT_AFTER_HEALTHY") or "0"}
     unknown = []
     positionals = []
     i = 0
@@ -408,6 +413,21 @@ def make_handler(state):
     return Handler
 
 
+def crash_after_healthy(seconds):
+    """With --exit-after-healthy S: exit with status 1 S seconds after it started serving (from
+    then on /health answers 200): a server that passes its health gate, then crashes. A
+    restarted one crashes again, whether or not anyone asked it anything."""
+    if not seconds or os.environ.get("FAKE_VLLM_FAIL_HEALTH"):
+        return
+
+    def crash():
+        log("--exit-after-healthy %g: exiting with status 1" % seconds)
+        os._exit(1)
+    timer = threading.Timer(seconds, crash)
+    timer.daemon = True
+    timer.start()
+
+
 class Server(ThreadingHTTPServer):
     # A benchmark opens a hundred connections at once: the default backlog of 5 would make
     # most of them retry their SYN a second later.
@@ -482,6 +502,7 @@ def main():
     log("serving %s as %r on http://%s:%d (tp=%d pp=%d)" % (
         opts["model"], state["name"], opts["host"], opts["port"],
         opts["tensor_parallel_size"], opts["pipeline_parallel_size"]))
+    crash_after_healthy(opts["exit_after_healthy"])
     server.serve_forever(poll_interval=0.1)
     return 0
 

@@ -311,6 +311,17 @@ class FakeVllmTest(FakeVllmFixture):
         self.assertEqual(code, 1)
         self.assertIn("FAKE_VLLM_EXIT_AFTER", err)
 
+    def test_exit_after_healthy_serves_first_then_exits_1(self):
+        # A startup delay longer than the crash's: the clock starts once it serves (serve()
+        # waits for a 200 on /health, and fails if the process exited before).
+        p, port = self.serve(["--exit-after-healthy", "0.3"],
+                             env={"FAKE_VLLM_STARTUP_DELAY": "0.5"})
+        code, err = self.finish(p)
+        self.assertEqual(code, 1)
+        self.assertIn("--exit-after-healthy 0.3: exiting with status 1", err)
+        p, port = self.serve(env={"FAKE_VLLM_EXIT_AFTER_HEALTHY": "0.2"})
+        self.assertEqual(self.finish(p)[0], 1)
+
     def test_sigterm_exits_0_promptly(self):
         p, port = self.serve()
         t0 = time.monotonic()

@@ -2,6 +2,7 @@
 // write.
 #include "engine/loop/metrics.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -23,6 +24,41 @@ RunReport Pass(Outcome o, size_t actions, uint64_t bytes, int up, int wanted) {
   r.observed = true;
   for (int i = 0; i < wanted; ++i) r.service_up["svc-" + std::to_string(i)] = i < up;
   return r;
+}
+
+// The pass that fails and holds the change says so: the loop then waits without a pass, and
+// its file must not say 0 meanwhile. A pass that ended before it observed (a busy lock) keeps it.
+TEST(Metrics, AChangeIsHeldFromTheFailingPassOnUntilAPassClearsIt) {
+  LoopMetrics m;
+  RunReport failed = Pass(Outcome::kFailed, 3, 0, 1, 1);
+  failed.change_held = true;
+  m.Record(failed, 1700000000, 1);
+  EXPECT_THAT(MetricsText(m), ::testing::HasSubstr("\nberth_change_held 1\n"));
+  RunReport busy;
+  busy.outcome = Outcome::kError;
+  m.Record(busy, 1700000300, 1);
+  EXPECT_THAT(MetricsText(m), ::testing::HasSubstr("\nberth_change_held 1\n"));
+  m.Record(Pass(Outcome::kApplied, 3, 0, 1, 1), 1700000600, 1);
+  EXPECT_THAT(MetricsText(m), ::testing::HasSubstr("\nberth_change_held 0\n"));
+}
+
+TEST(Metrics, ACrashLoopingServiceIsNotUpAndCarriesItsRestarts) {
+  LoopMetrics m;
+  RunReport r = Pass(Outcome::kNoChanges, 0, 0, 1, 2);
+  r.crash_looping["svc-1"] = "restarted 7 times by systemd, now activating/auto-restart";
+  r.restarts = {{"svc-0", 0}, {"svc-1", 7}};
+  m.Record(r, 1700000000, 1);
+  std::string text = MetricsText(m);
+  EXPECT_THAT(
+      text, ::testing::HasSubstr("berth_service_up{service=\"svc-1\",unit=\"svc-1.service\"} 0\n"));
+  EXPECT_THAT(text, ::testing::HasSubstr("\nberth_services_crash_looping 1\n"));
+  EXPECT_THAT(text,
+              ::testing::HasSubstr(
+                  "berth_service_crash_looping{service=\"svc-0\",unit=\"svc-0.service\"} 0\n"
+                  "berth_service_crash_looping{service=\"svc-1\",unit=\"svc-1.service\"} 1\n"));
+  EXPECT_THAT(text, ::testing::HasSubstr(
+                        "berth_service_restarts{service=\"svc-0\",unit=\"svc-0.service\"} 0\n"
+                        "berth_service_restarts{service=\"svc-1\",unit=\"svc-1.service\"} 7\n"));
 }
 
 TEST(Metrics, TextAfterAnAppliedPassThenAFailedOne) {
@@ -75,6 +111,10 @@ TEST(Metrics, TextAfterAnAppliedPassThenAFailedOne) {
       "berth_service_up{service=\"svc-0\",unit=\"svc-0.service\"} 1\n"
       "berth_service_up{service=\"svc-1\",unit=\"svc-1.service\"} 1\n"
       "berth_service_up{service=\"svc-2\",unit=\"svc-2.service\"} 0\n"
+      "# HELP berth_services_crash_looping Services the manifest wants running whose unit "
+      "systemd keeps restarting, or gave up on (not counted in berth_services_up).\n"
+      "# TYPE berth_services_crash_looping gauge\n"
+      "berth_services_crash_looping 0\n"
       "# HELP berth_change_held 1 while the manifest's change is held: it failed after taking "
       "a service down, and berth waits for the manifest to change or for berth apply "
       "--retry.\n"

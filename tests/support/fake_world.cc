@@ -139,23 +139,37 @@ Result<uint64_t> FakeModelStore::Remove(const std::string& repo_id, const std::s
   return uint64_t{0};
 }
 
-HealthResult FakeHealth::Probe(const std::string&, int port, const std::string& path,
+namespace {
+
+// The unit whose socket a request to host:port reaches, as the kernel routes it: one bound to
+// that address, or to every address (0.0.0.0, ::); "" when none listens there.
+std::string Listener(const Observed& o, const std::string& host, int port) {
+  std::string unit;
+  for (const auto& p : o.ports)
+    if (p.port == port &&
+        (p.address.empty() || p.address == "0.0.0.0" || p.address == "::" || p.address == host))
+      unit = p.unit;
+  return unit;
+}
+
+}  // namespace
+
+HealthResult FakeHealth::Probe(const std::string& host, int port, const std::string& path,
                                const std::string& served_name) {
   w_->calls.push_back("probe " + std::to_string(port));
+  w_->dialed.push_back(host + ":" + std::to_string(port));
   HealthResult r;
-  std::string unit;
-  for (const auto& p : w_->host.observed().ports)
-    if (p.port == port) unit = p.unit;
+  std::string unit = Listener(w_->host.observed(), host, port);
   const ObservedUnit* u = unit.empty() ? nullptr : w_->host.observed().FindUnit(unit);
   if (!u || !u->IsActive()) {
-    r.detail = "GET http://127.0.0.1:" + std::to_string(port) + path + ": connection refused";
+    r.detail = "GET http://" + host + ":" + std::to_string(port) + path + ": connection refused";
     return r;
   }
   int n = ++w_->probes[unit];
   auto after = w_->healthy_after.find(unit);
   if (w_->never_healthy.count(unit) || (after != w_->healthy_after.end() && n < after->second)) {
     r.health_status = 503;
-    r.detail = "GET http://127.0.0.1:" + std::to_string(port) + path + ": 503";
+    r.detail = "GET http://" + host + ":" + std::to_string(port) + path + ": 503";
     return r;
   }
   r.healthy = true;
@@ -164,15 +178,14 @@ HealthResult FakeHealth::Probe(const std::string&, int port, const std::string& 
   return r;
 }
 
-SmokeResult FakeSmoke::Send(const std::string&, int port, const SmokeRequest& request) {
+SmokeResult FakeSmoke::Send(const std::string& host, int port, const SmokeRequest& request) {
   w_->calls.push_back("smoke " + std::to_string(port));
+  w_->dialed.push_back(host + ":" + std::to_string(port));
   SmokeResult r;
   r.elapsed_ms = 120;
-  std::string unit;
-  for (const auto& p : w_->host.observed().ports)
-    if (p.port == port) unit = p.unit;
+  std::string unit = Listener(w_->host.observed(), host, port);
   const ObservedUnit* u = unit.empty() ? nullptr : w_->host.observed().FindUnit(unit);
-  std::string where = "POST http://127.0.0.1:" + std::to_string(port) + "/v1/" +
+  std::string where = "POST http://" + host + ":" + std::to_string(port) + "/v1/" +
                       (request.api == "chat" ? "chat/completions" : "completions");
   if (!u || !u->IsActive()) {
     r.detail = where + ": connection refused";
@@ -203,7 +216,10 @@ CommandResult FakeCommands::Run(const std::vector<std::string>& argv, uint64_t) 
 
 Result<Observed> FakeObserver::Observe(const Desired&) {
   w_->calls.push_back("observe");
-  return w_->host.observed();
+  // As the live observer: whether a unit crash-loops is decided when it is seen.
+  Observed o = w_->host.observed();
+  MarkCrashLoops(&o.units, static_cast<uint64_t>(w_->clock.UnixNow() * 1e6));
+  return o;
 }
 
 ReconcilerDeps FakeWorld::Deps(Reporter* reporter) {
@@ -220,6 +236,7 @@ ReconcilerDeps FakeWorld::Deps(Reporter* reporter) {
     s.commands = &commands;
     s.load = [this](const LoadSpec& spec, const std::atomic<bool>*) -> Result<LoadFigures> {
       calls.push_back("load " + std::to_string(spec.port));
+      dialed.push_back(spec.host + ":" + std::to_string(spec.port));
       clock.Advance(spec.duration);
       auto it = load_figures.find(spec.port);
       if (it != load_figures.end()) return it->second;

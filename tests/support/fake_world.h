@@ -119,6 +119,9 @@ class FakeWorld {
   Desired desired;  // the manifest of the pass in progress (set by connect)
   FakeClock clock;
   std::vector<std::string> calls;  // "start x.service", "probe 8000", "download org/name"...
+  /// "HOST:PORT" of every health probe, smoke request and load; a probe or smoke request
+  /// reaches a unit only where it listens (its bind address, or every address).
+  std::vector<std::string> dialed;
 
   // Faults, by unit name.
   std::set<std::string> fail_start;          // the start job fails; the unit ends "failed"
