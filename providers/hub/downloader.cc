@@ -497,14 +497,17 @@ bool Downloader::WaitingForHash() const {
 }
 
 Status Downloader::Wait() {
-  if (active_.empty() && !delayed_.empty() && !WaitingForHash()) {
-    // Only backoffs to wait out: on the clock, a short step at a time so a cancel is seen.
+  bool hashing = WaitingForHash();
+  if (active_.empty() && !delayed_.empty()) {
+    // Nothing in flight, only backoffs to wait out: on the clock, a short step at a time so
+    // that a cancel, or a hash that ends, is seen.
     Clock::TimePoint due = delayed_.front().at;
     for (const auto& d : delayed_) due = std::min(due, d.at);
-    clock_.SleepUntil(std::min(due, clock_.Now() + std::chrono::milliseconds(100)));
+    auto step = std::chrono::milliseconds(hashing ? 20 : 100);
+    clock_.SleepUntil(std::min(due, clock_.Now() + step));
     return Status::Ok();
   }
-  int timeout_ms = WaitingForHash() || !delayed_.empty() ? 20 : 100;
+  int timeout_ms = hashing || !delayed_.empty() ? 20 : 100;
   if (CURLMcode code = curl_multi_poll(multi_, nullptr, 0, timeout_ms, nullptr); code != CURLM_OK)
     return MultiError(repo_, "curl_multi_poll", code);
   return Status::Ok();
