@@ -22,6 +22,7 @@
 #include "providers/hub/pull.h"
 #include "providers/systemd/unit_files.h"
 #include "tests/hub/fake_hub_server.h"
+#include "tests/hub/space_fs.h"
 #include "tests/support/fake_clock.h"
 
 namespace berth::testing {
@@ -43,34 +44,6 @@ int ClosedPort() {
   ::close(s);
   return ntohs(a.sin_port);
 }
-
-/// The store's file system as it is, but with `free` bytes free.
-class TightFs : public StoreFs {
- public:
-  explicit TightFs(uint64_t free) : free_(free) {}
-  Result<std::vector<DirEntry>> ListDir(const std::string& dir) override {
-    return PosixStoreFs().ListDir(dir);
-  }
-  Result<FileStat> Stat(const std::string& path, bool follow) override {
-    return PosixStoreFs().Stat(path, follow);
-  }
-  Result<std::string> ReadLink(const std::string& path) override {
-    return PosixStoreFs().ReadLink(path);
-  }
-  Result<std::string> ReadSmallFile(const std::string& path, size_t max_bytes) override {
-    return PosixStoreFs().ReadSmallFile(path, max_bytes);
-  }
-  Result<DiskSpace> SpaceOf(const std::string& path) override {
-    ++asked;
-    auto real = PosixStoreFs().SpaceOf(path);
-    if (!real.ok()) return real;
-    return DiskSpace{real->total_bytes, free_};
-  }
-  int asked = 0;
-
- private:
-  uint64_t free_;
-};
 
 class OfflineHubTest : public ::testing::Test {
  protected:
@@ -319,7 +292,7 @@ TEST_F(OfflineHubTest, AHugeTreePageIsRefusedPastItsCap) {
 }
 
 TEST_F(OfflineHubTest, APullThatDoesNotFitIsRefusedBeforeAByteIsFetched) {
-  TightFs tight(1000);  // org/big is 2 MiB
+  SpaceFs tight(1000);  // org/big is 2 MiB
   auto r = Pull("org/big", &tight);
   ASSERT_FALSE(r.ok());
   std::string m = r.status().message();
@@ -332,7 +305,7 @@ TEST_F(OfflineHubTest, APullThatDoesNotFitIsRefusedBeforeAByteIsFetched) {
   EXPECT_EQ(hub_->CdnBytes(), 0u);
 
   // Room for the model but not for the manifest's reserve as well.
-  TightFs roomy(uint64_t{10} << 20);
+  SpaceFs roomy(uint64_t{10} << 20);
   r = Pull("org/big", &roomy, uint64_t{9} << 20);
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(r.status().message(), HasSubstr("less the manifest's host.reserve of"));
@@ -341,7 +314,7 @@ TEST_F(OfflineHubTest, APullThatDoesNotFitIsRefusedBeforeAByteIsFetched) {
   // Without the reserve it fits; once complete, a pull needs no space at all.
   r = Pull("org/big", &roomy);
   ASSERT_TRUE(r.ok()) << r.status().message();
-  TightFs full(0);
+  SpaceFs full(0);
   r = Pull("org/big", &full);
   EXPECT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(full.asked, 0) << "nothing to download: no free space needed";
