@@ -54,7 +54,7 @@ TEST_F(ReconcilerTest, TheStatesTimestampsComeFromTheClock) {
   world.clock.Advance(std::chrono::hours(1));  // the fake clock's unix time: 1'700'003'600
   RunReport r = Apply("kimi");
   ASSERT_EQ(r.outcome, Outcome::kApplied) << err.str();
-  auto st = StateDir((dir / "state").string()).Load();
+  auto st = StateDir(dir / "state").Load();
   ASSERT_TRUE(st.ok()) << st.status().message();
   // An hour and some health-gate intervals after 2023-11-14T22:13:20Z.
   EXPECT_EQ(st->last_apply.substr(0, 14), "2023-11-14T23:") << st->last_apply;

@@ -262,6 +262,19 @@ TEST_F(OfflineHubTest, RenderAsksOnlyForTheModelOfTheServiceItRendersAndNoneWhen
   EXPECT_THAT(out.str(), HasSubstr("snapshots/" + pin));
 }
 
+TEST_F(OfflineHubTest, BerthLockDatesItsEntriesByTheClock) {
+  ::setenv("HF_ENDPOINT", hub_->api().c_str(), 1);
+  LockCommand cmd;
+  cmd.manifest_path = Manifest({});
+  std::ostringstream out, err;
+  ASSERT_EQ(RunLock(cmd, out, err, clock_), kExitOk) << err.str();
+  std::ifstream in(work_ + "/manifests/berth.lock");
+  std::ostringstream lock;
+  lock << in.rdbuf();
+  // The fake clock's wall time, unix 1'700'000'000; not the machine's.
+  EXPECT_THAT(lock.str(), HasSubstr(R"("locked_at": "2023-11-14T22:13:20Z")"));
+}
+
 // A 300 MiB answer to a question whose real answer is a few kilobytes: refused once past the
 // cap, not read to the end, never held in memory.
 TEST_F(OfflineHubTest, AHugeRevisionAnswerIsRefusedPastItsCapAndNotReadToTheEnd) {
