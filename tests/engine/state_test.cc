@@ -164,8 +164,8 @@ TEST_F(StateTest, AGitWorktreesCommitIsFoundThroughItsDotGitFile) {
   std::ofstream(dir_ / "repo" / "manifests" / "berth.yaml") << "berth: 1\n";
   std::string git = "git -C " + repo + " -c user.name=t -c user.email=t@t ";
   std::string in_wt = "git -C " + wt + " -c user.name=t -c user.email=t@t ";
-  ASSERT_EQ(std::system((git + "init -q && " + git + "add -A && " + git + "commit -qm m && " +
-                         git + "worktree add -q -b other " + wt + " && " + in_wt +
+  ASSERT_EQ(std::system((git + "init -q && " + git + "add -A && " + git + "commit -qm m && " + git +
+                         "worktree add -q -b other " + wt + " && " + in_wt +
                          "commit -q --allow-empty -m second")
                             .c_str()),
             0);

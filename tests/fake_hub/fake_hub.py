@@ -97,9 +97,9 @@ Each application to a request consumes one count; of several faults of one kind 
   bad_etag           /resolve sends etag (default "../../../x") as the ETag (regular files) or
                      X-Linked-Etag (LFS files), quoted
   bad_linked_size    /resolve of an LFS file sends X-Linked-Size: size (a string, default "abc")
-  huge_body          API answers (revision info, tree pages, /api/... JSON): 200 with a JSON body of
-                     bytes (default 300 MiB) streamed a piece at a time (never built in memory)
-                     with its Content-Length: an answer no Hub sends, to bound what a client reads
+  huge_body          API answers (revision info, tree pages, /api/... JSON): 200 with a JSON object
+                     of bytes (default 300 MiB: a "pad" string) streamed 1 MiB at a time (never
+                     built in memory), with its Content-Length: an answer no Hub sends
   link_loop          tree pages: Link rel="next" points back at the page itself (mode "url", the
                      default), or (mode "cursor") at another URL with the same cursor every time,
                      or (mode "next") at the URL next, as it is (file:///etc/passwd, ftp://...)
@@ -729,16 +729,15 @@ class Handler(BaseHTTPRequestHandler):
         raise Done()
 
     def send_huge(self, size):
-        """200 with `size` bytes of one JSON list, written 1 MiB at a time."""
-        head, tail = b'{"sha": "' + b"a" * 40 + b'", "siblings": [', b"]}"
-        item = b'{"rfilename": "x"},'
-        piece = item * ((1 << 20) // len(item))
+        """200 with a JSON object of `size` bytes (a long "pad" string), written 1 MiB at a time."""
+        head, tail = b'{"sha": "' + b"a" * 40 + b'", "pad": "', b'"}'
+        piece = b"x" * MiB
 
         def pieces():
             left = size - len(head) - len(tail)
             yield head
             while left > 0:
-                chunk = piece[:left] if left < len(piece) else piece
+                chunk = piece[:left]
                 left -= len(chunk)
                 yield chunk
             yield tail
