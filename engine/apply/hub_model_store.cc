@@ -14,6 +14,7 @@ Result<Fetched> HubModelStore::Download(
   req.include = a.include;
   req.exclude = a.exclude;
   req.expect_commit = a.commit;
+  req.reserve_bytes = reserve_bytes_;
   HubOptions hub = hub_;
   hub.cancel = cancel;
   hub.on_progress = on_progress;

@@ -32,7 +32,7 @@ Result<HostSeams> LiveHost::Connect(const Desired& desired) {
   health_ = std::make_unique<CurlHealthProbe>();
   models_ = std::make_unique<HubModelStore>(
       desired.host.store.empty() ? DefaultStorePath() : desired.host.store,
-      HubOptionsFromEnvironment());
+      HubOptionsFromEnvironment(), desired.host.reserve_bytes);
 
   seams.observer = observer_.get();
   seams.systemd = systemd_.get();

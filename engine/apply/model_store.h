@@ -35,10 +35,12 @@ class ModelStore {
   virtual Result<uint64_t> Remove(const std::string& repo_id, const std::string& commit) = 0;
 };
 
-/// The HF cache at `store`, filled from the Hub reached with `hub`.
+/// The HF cache at `store`, filled from the Hub reached with `hub`; a download refuses to leave
+/// less than `reserve_bytes` free on the store's file system (the manifest's host.reserve).
 class HubModelStore : public ModelStore {
  public:
-  HubModelStore(std::string store, HubOptions hub) : store_(std::move(store)), hub_(hub) {}
+  HubModelStore(std::string store, HubOptions hub, uint64_t reserve_bytes = 0)
+      : store_(std::move(store)), hub_(hub), reserve_bytes_(reserve_bytes) {}
   Result<Fetched> Download(const Action& download, const std::atomic<bool>* cancel,
                            const std::function<void(const PullProgress&)>& on_progress) override;
   Result<uint64_t> Remove(const std::string& repo_id, const std::string& commit) override;
@@ -46,6 +48,7 @@ class HubModelStore : public ModelStore {
  private:
   std::string store_;
   HubOptions hub_;
+  uint64_t reserve_bytes_ = 0;
 };
 
 }  // namespace berth

@@ -326,7 +326,7 @@ class Pass {
   // Runs the plan with a journal, then records what changed in berth's state.
   bool Execute() {
     Journal journal;
-    journal.started = NowRfc3339();
+    journal.started = NowRfc3339(clock_);
     journal.pid = std::to_string(::getpid());
     journal.manifest_digest = desired_.digest;
     for (size_t i = 0; i < plan_.actions.size(); ++i)
@@ -384,7 +384,7 @@ class Pass {
       if (!s.ok()) spdlog::warn("could not record {}@{} as berth's: {}", repo, commit, s.message());
     };
     if (Fleet()) deps.before_disruption = [this] { return fleet_->Take(); };
-    std::string started = NowRfc3339();
+    std::string started = NowRfc3339(clock_);
     Clock::TimePoint began = clock_.Now();
     rep_.exec = Executor(deps).Run(plan_);
     if (fleet_) fleet_->Release();  // after the gates passed, or the rollback
@@ -395,16 +395,16 @@ class Pass {
     st.serial++;
     st.manifest_digest = desired_.digest;
     st.manifest_git_commit = GitCommitOf(manifest_path_);
-    st.last_apply = NowRfc3339();
+    st.last_apply = NowRfc3339(clock_);
     if (ex.status.ok()) {
       st.failures.clear();
       st.held = {};
     } else if (ex.failed_step > 0 && !ex.interrupted) {
       const Action& a = plan_.actions[static_cast<size_t>(ex.failed_step - 1)];
-      st.failures[a.address] = {NowRfc3339(), ex.status.message()};
+      st.failures[a.address] = {NowRfc3339(clock_), ex.status.message()};
       // A failure before anything went dark (a download, a unit write) is retried as usual.
       if (TookAServiceDown(a.kind))
-        st.held = {desired_.digest, NowRfc3339(), a.address, ex.status.message()};
+        st.held = {desired_.digest, NowRfc3339(clock_), a.address, ex.status.message()};
     }
     Status ss = dir_->Save(st);
     if (!ss.ok()) say_.Error("berth apply: could not record the state: " + ss.message());
@@ -478,7 +478,7 @@ class Pass {
       if (a.kind != ActionKind::kWriteUnit || a.reason != Reason::kUnitAdopted) continue;
       auto content = host_.unit_files->Read(a.unit);
       Status s = content.ok() ? Status::Ok() : content.status();
-      std::string path = o_.state_dir + "/adopted/" + a.unit + "." + NowRfc3339();
+      std::string path = o_.state_dir + "/adopted/" + a.unit + "." + NowRfc3339(clock_);
       if (s.ok() && content->has_value()) {
         std::error_code ec;
         std::filesystem::create_directories(o_.state_dir + "/adopted", ec);

@@ -164,7 +164,7 @@ int RunBench(const BenchCommand& cmd, std::ostream& out, std::ostream& err) {
     return kExitError;
   }
 
-  rec.time = NowRfc3339();
+  rec.time = NowRfc3339(RealClock());
   if (cmd.format == "text") out << BenchHeaderText(rec, endpoint) << std::flush;
   bool all_failed = false;
   for (int c : *levels) {

@@ -97,7 +97,9 @@ struct LockCommand {
 /// `berth lock`: pins every model whose revision is a branch or tag to the commit the Hub gives
 /// now, in berth.lock (written atomically). Without `update`, only models without an entry (or
 /// with a stale one) are resolved; with it, every named model (or all). Prints what moved.
-int RunLock(const LockCommand& cmd, std::ostream& out, std::ostream& err);
+/// `clock` dates the entries it writes (locked_at).
+int RunLock(const LockCommand& cmd, std::ostream& out, std::ostream& err,
+            Clock& clock = RealClock());
 
 struct BenchCommand {
   std::string manifest_path;                // -f: where SERVICE is declared (its port, model)

@@ -11,19 +11,13 @@
 #include "engine/core/atomic_file.h"
 #include "engine/core/hf_cache.h"
 #include "engine/core/lock_file.h"
+#include "engine/state/state.h"
 #include "providers/hub/hub_api.h"
 
 namespace berth {
 namespace {
 
 std::string Short(const std::string& commit) { return commit.substr(0, 7); }
-
-std::string NowRfc3339() {
-  std::time_t now = std::time(nullptr);
-  char when[32];
-  std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  return when;
-}
 
 bool Offline() {
   const char* v = std::getenv("HF_HUB_OFFLINE");
@@ -34,7 +28,7 @@ bool Offline() {
 
 }  // namespace
 
-int RunLock(const LockCommand& cmd, std::ostream& out, std::ostream& err) {
+int RunLock(const LockCommand& cmd, std::ostream& out, std::ostream& err, Clock& clock) {
   Desired d;
   if (!LoadManifestOrExplain(cmd.manifest_path, &d, err)) return kExitError;
   for (const std::string& name : cmd.models) {
@@ -79,7 +73,7 @@ int RunLock(const LockCommand& cmd, std::ostream& out, std::ostream& err) {
     return kExitError;
   }
   HubHttp http(HubOptionsFromEnvironment());
-  std::string now = NowRfc3339();
+  std::string now = NowRfc3339(clock);
   int failed = 0;
   for (const auto& [name, m] : to_resolve) {
     auto snap = ResolveSnapshot(http, m->repo_id, m->revision);

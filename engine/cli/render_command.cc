@@ -1,3 +1,5 @@
+#include <iterator>
+
 #include "engine/apply/live_host.h"
 #include "engine/cli/cli_support.h"
 #include "engine/cli/commands.h"
@@ -28,9 +30,20 @@ int RunRender(const std::string& manifest_path, const std::string& observed_path
   } else {
     // This host, as plan sees it: the store's refs and the Hub resolve each revision to the
     // commit the unit will name. Nothing is changed; what cannot be observed is only a warning.
+    // Only the models of the units rendered are asked about, and none that the manifest or
+    // berth.lock pins: the unit names that commit whatever the Hub says.
+    Desired asked = desired;
+    for (auto it = asked.models.begin(); it != asked.models.end();) {
+      const ModelSpec& m = it->second;
+      bool rendered = false;
+      for (const auto& [name, s] : desired.services)
+        rendered = rendered || ((service.empty() || name == service) && s.model == it->first);
+      bool pinned = IsCommit(m.revision) || desired.PinFor(m);
+      it = rendered && !pinned ? std::next(it) : asked.models.erase(it);
+    }
     LiveHost live{HostAccess{}};
-    Result<HostSeams> seams = live.Connect(desired);
-    Result<Observed> r = seams.ok() ? seams->observer->Observe(desired) : seams.status();
+    Result<HostSeams> seams = live.Connect(asked);
+    Result<Observed> r = seams.ok() ? seams->observer->Observe(asked) : seams.status();
     if (r.ok())
       observed = std::move(r).value();
     else

@@ -4,7 +4,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <ctime>
 
 namespace berth {
 
@@ -28,6 +30,15 @@ void SystemClock::SleepUntil(TimePoint deadline) {
     while (::read(wake_fd_, buf, sizeof buf) > 0) {
     }
   }
+}
+
+std::string Rfc3339(double unix_seconds) {
+  std::time_t t = static_cast<std::time_t>(std::floor(unix_seconds));
+  std::tm tm{};
+  char buf[32] = {};
+  if (!::gmtime_r(&t, &tm)) return "1970-01-01T00:00:00Z";
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
 }
 
 Clock& RealClock() {

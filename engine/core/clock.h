@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <string>
 
 namespace berth {
 
@@ -36,5 +37,8 @@ class SystemClock : public Clock {
 
 /// A process-wide SystemClock without a wake-up descriptor.
 Clock& RealClock();
+
+/// `unix_seconds` as RFC 3339 UTC, to the second ("2023-11-14T22:13:20Z").
+std::string Rfc3339(double unix_seconds);
 
 }  // namespace berth

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <ctime>
 
@@ -36,13 +37,52 @@ bool CompleteInStore(const Observed& o, const std::string& repo_id, const std::s
 
 }  // namespace
 
+namespace {
+
+std::string Short(const std::string& commit) { return commit.substr(0, 7); }
+
+/// What the plan of model `m` goes on without the Hub, in words: berth.lock's pin, the
+/// manifest's commit or the store's ref, and whether the store has it complete.
+std::string PlannedWithoutHub(const Desired& desired, const std::string& name, const ModelSpec& m,
+                              const Observed& o) {
+  std::string commit, from;
+  if (IsCommit(m.revision)) {
+    commit = m.revision;
+    from = "the manifest's commit ";
+  } else if (const LockEntry* pin = desired.PinFor(m)) {
+    commit = pin->commit;
+    from = "berth.lock's ";
+  } else if (const ObservedRepo* repo = o.FindRepo(m.repo_id)) {
+    for (const auto& rev : repo->revisions)
+      if (std::find(rev.refs.begin(), rev.refs.end(), m.revision) != rev.refs.end())
+        commit = rev.commit;
+    from = "the store's " + m.revision + " ";
+  }
+  std::string out = "model/" + name;
+  if (commit.empty()) return out + " unresolved (not pinned in berth.lock, not in the store)";
+  out += " at " + from + Short(commit);
+  return out + (CompleteInStore(o, m.repo_id, commit) ? " (complete in the store)"
+                                                      : " (not complete in the store)");
+}
+
+}  // namespace
+
 void LiveObserver::AskHub(const Desired& desired, Observed* o) {
   if (opt_.offline || EnvTrue("HF_HUB_OFFLINE")) return;
-  HubHttp http(opt_.hub);
+  HubOptions hub = opt_.hub;
+  if (!hub.clock) hub.clock = opt_.clock;
+  if (opt_.hub_retry_budget_ms > 0 &&
+      (hub.retry_budget_ms == 0 || hub.retry_budget_ms > opt_.hub_retry_budget_ms))
+    hub.retry_budget_ms = opt_.hub_retry_budget_ms;
+  HubHttp http(hub);
+  // Models planned without the Hub once it could not be reached: said in one warning.
+  std::vector<std::string> without_hub;
   auto ask = [&](const std::string& name, const ModelSpec& m, const std::string& revision) {
+    if (!http.unreachable().ok()) return std::string();
     auto snap = ResolveSnapshot(http, m.repo_id, revision);
     if (!snap.ok()) {
-      o->warnings.push_back("model/" + name + ": " + snap.status().message());
+      if (http.unreachable().ok())  // this model's own problem (no such repo, a gated one)
+        o->warnings.push_back("model/" + name + ": " + snap.status().message());
       return std::string();
     }
     HubInfo info;
@@ -57,6 +97,10 @@ void LiveObserver::AskHub(const Desired& desired, Observed* o) {
     // A commit already complete in the store needs no question.
     if (IsCommit(m.revision) && CompleteInStore(*o, m.repo_id, m.revision)) continue;
     std::string upstream = ask(name, m, m.revision);
+    if (!http.unreachable().ok()) {
+      without_hub.push_back(PlannedWithoutHub(desired, name, m, *o));
+      continue;
+    }
     // Pinned behind upstream (berth.lock): what the plan needs is the pinned commit's listing,
     // unless that commit is already complete here. Upstream's answer only shows that it moved.
     const LockEntry* pin = desired.PinFor(m);
@@ -64,16 +108,21 @@ void LiveObserver::AskHub(const Desired& desired, Observed* o) {
         !CompleteInStore(*o, m.repo_id, pin->commit))
       ask(name, m, pin->commit);
   }
+  if (without_hub.empty()) return;
+  std::string planned;
+  for (const auto& w : without_hub) planned += (planned.empty() ? "" : ", ") + w;
+  o->warnings.push_back(http.unreachable().message() +
+                        "; planned without it, from berth.lock and the store: " + planned +
+                        ". Check the network and HF_ENDPOINT; on a host that cannot reach the "
+                        "Hub, set HF_HUB_OFFLINE=1 and pin the models with berth lock where it "
+                        "can");
 }
 
 Result<Observed> LiveObserver::Observe(const Desired& desired) {
   Observed o;
   char host[256] = {};
   if (::gethostname(host, sizeof host - 1) == 0) o.hostname = host;
-  std::time_t now = std::time(nullptr);
-  char when[32];
-  std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  o.observed_at = when;
+  o.observed_at = Rfc3339((opt_.clock ? *opt_.clock : RealClock()).UnixNow());
 
   std::string store = desired.host.store.empty() ? DefaultStorePath() : desired.host.store;
   auto scanned = ScanStore(store);

@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "engine/core/clock.h"
 #include "engine/core/hf_cache.h"
 #include "providers/gpu/gpu_probe.h"
 #include "providers/hub/hub_types.h"
@@ -22,6 +23,13 @@ struct LiveObserverOptions {
   HubOptions hub;
   /// Do not ask the Hub (HF_HUB_OFFLINE=1 sets it too): plans use the store's refs and size:.
   bool offline = false;
+  /// The time the Hub's retries may take in all while observing (default 10 s; 0: only
+  /// hub.max_attempts bounds them). A Hub that cannot be reached is asked once: the first failed
+  /// question ends all of them, and one warning says what was planned from berth.lock and the
+  /// store instead.
+  long hub_retry_budget_ms = 10000;
+  /// Dates the observation (observed_at) and times the Hub's retries; null is RealClock().
+  Clock* clock = nullptr;
   /// NVML library and nvidia-smi to observe GPUs with.
   GpuProbeOptions gpu;
 };

@@ -91,12 +91,37 @@ std::string RandomHex(int bytes) {
 
 std::string NewLineage() { return RandomHex(16); }
 
-std::string NowRfc3339() {
-  std::time_t now = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  return buf;
+std::string NowRfc3339(Clock& clock) { return Rfc3339(clock.UnixNow()); }
+
+namespace {
+
+std::string FirstLine(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  std::string line;
+  std::getline(in, line);
+  while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+  return line;
 }
+
+/// The commit HEAD names in git directory `gitdir`. A linked worktree's gitdir holds its own
+/// HEAD; its branches live in the main repository's, which `commondir` names.
+std::string HeadCommitOf(const std::filesystem::path& gitdir) {
+  std::string head = FirstLine(gitdir / "HEAD");
+  if (head.rfind("ref: ", 0) != 0) return head;  // detached: the commit itself
+  std::string ref = head.substr(5);
+  std::filesystem::path common = gitdir;
+  if (std::string c = FirstLine(gitdir / "commondir"); !c.empty())
+    common = std::filesystem::path(c).is_absolute() ? std::filesystem::path(c) : gitdir / c;
+  for (const auto& dir : {gitdir, common})
+    if (std::string commit = FirstLine(dir / ref); !commit.empty()) return commit;
+  std::ifstream packed(common / "packed-refs");  // refs packed by git gc
+  std::string line;
+  while (std::getline(packed, line))
+    if (line.size() > 41 && line.substr(41) == ref) return line.substr(0, 40);
+  return "";
+}
+
+}  // namespace
 
 std::string GitCommitOf(const std::string& path) {
   namespace fs = std::filesystem;
@@ -105,19 +130,13 @@ std::string GitCommitOf(const std::string& path) {
   if (!fs::is_directory(p, ec)) p = p.parent_path();
   for (; !p.empty(); p = p.parent_path()) {
     fs::path git = p / ".git";
-    if (fs::is_directory(git, ec)) {
-      std::ifstream head(git / "HEAD");
-      std::string line;
-      std::getline(head, line);
-      if (line.rfind("ref: ", 0) != 0) return line;
-      std::string ref = line.substr(5);
-      std::ifstream r(git / ref);
-      std::string commit;
-      if (std::getline(r, commit)) return commit;
-      std::ifstream packed(git / "packed-refs");  // refs packed by git gc
-      while (std::getline(packed, line))
-        if (line.size() > 41 && line.substr(41) == ref) return line.substr(0, 40);
-      return "";
+    if (fs::is_directory(git, ec)) return HeadCommitOf(git);
+    if (fs::is_regular_file(git, ec)) {
+      // A linked worktree or a submodule: .git is a file "gitdir: PATH" (relative to its folder).
+      std::string line = FirstLine(git);
+      if (line.rfind("gitdir: ", 0) != 0) return "";
+      fs::path gitdir = line.substr(8);
+      return HeadCommitOf(gitdir.is_absolute() ? gitdir : p / gitdir);
     }
     if (p == p.root_path()) break;
   }
@@ -363,7 +382,7 @@ Result<std::unique_ptr<StateLock>> StateLock::Acquire(const std::string& dir,
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
   std::string info = "pid " + std::to_string(::getpid()) + " on " + host + " since " +
-                     NowRfc3339() + " (" + purpose + ")\n";
+                     NowRfc3339(RealClock()) + " (" + purpose + ")\n";
   if (::ftruncate(fd, 0) == 0) {
     ssize_t w = ::pwrite(fd, info.data(), info.size(), 0);
     (void)w;

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/core/clock.h"
 #include "engine/core/observed.h"
 #include "engine/core/plan.h"
 #include "engine/core/status.h"
@@ -114,8 +115,9 @@ class StateLock {
 BerthState ObservedState(const State& state, const StateDir& dir, bool lock_held,
                          std::string* in_progress = nullptr);
 
-/// Now, as RFC 3339 UTC.
-std::string NowRfc3339();
+/// `clock`'s wall time as RFC 3339 UTC: every timestamp berth records goes through the Clock
+/// seam, so tests fix it.
+std::string NowRfc3339(Clock& clock);
 /// The git commit of the work tree holding `path`, "" when it is not in one.
 std::string GitCommitOf(const std::string& path);
 

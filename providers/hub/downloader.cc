@@ -12,6 +12,7 @@
 #include <memory>
 #include <random>
 
+#include "engine/core/clock.h"
 #include "engine/core/log.h"
 #include "providers/http/classify.h"
 #include "providers/http/curl_easy.h"
@@ -20,8 +21,6 @@
 #include "providers/hub/transfer.h"
 
 namespace berth {
-
-using Clock = std::chrono::steady_clock;
 
 /// One blob to fetch: where it is, what of it is on disk, and its running hash.
 struct FileJob {
@@ -61,6 +60,7 @@ class Downloader {
              DownloadStats* stats)
       : http_(http),
         opt_(http.options()),
+        clock_(opt_.clock ? *opt_.clock : RealClock()),
         policy_(RetryPolicyOf(opt_)),
         layout_(layout),
         repo_(std::move(repo_id)),
@@ -82,7 +82,7 @@ class Downloader {
   struct Delayed {
     FileJob* file;
     int chunk;  // -1: resolve (again)
-    Clock::time_point at;
+    Clock::TimePoint at;
     int attempt;
   };
 
@@ -95,8 +95,10 @@ class Downloader {
     return std::min(opt_.chunk_bytes, std::max(kMinChunk, size / rounds));
   }
   Status Prepare(FileJob* f);
-  void StartHead(FileJob* f, int attempt);
-  void StartChunk(FileJob* f, int chunk, int attempt);
+  Status StartHead(FileJob* f, int attempt);
+  Status StartChunk(FileJob* f, int chunk, int attempt);
+  /// Hands `t` to the multi handle; an error of curl's (no memory, a bad handle) ends the run.
+  Status Add(std::unique_ptr<Transfer> t);
   void Remove(Transfer* t);
   Status OnDone(Transfer* t, CURLcode code);
   Status OnHeadDone(Transfer* t, CURLcode code);
@@ -106,7 +108,10 @@ class Downloader {
   Status Retry(FileJob* f, int chunk, const std::string& why, long server_wait_ms, int attempt);
   void Schedule(FileJob* f, int chunk, long delay_ms, int attempt);
   Status Finalize(FileJob* f);
-  void StartDue();
+  Status StartDue();
+  /// Waits for the next thing to do: a transfer's bytes (curl_multi_poll), a hash, or, when
+  /// nothing is in flight, the next retry that is due (on the clock).
+  Status Wait();
   Status StartNew(size_t* next_prepare);
   Status FinalizeReady(bool* all_done);
   bool WaitingForHash() const;
@@ -115,6 +120,7 @@ class Downloader {
 
   HubHttp& http_;
   const HubOptions& opt_;
+  Clock& clock_;
   RetryPolicy policy_;
   const CacheLayout& layout_;
   std::string repo_, commit_;
@@ -126,7 +132,7 @@ class Downloader {
   std::deque<Delayed> delayed_;
   uint64_t total_ = 0, done_bytes_ = 0;
   int files_done_ = 0;
-  Clock::time_point started_ = Clock::now(), last_progress_{};
+  Clock::TimePoint started_ = clock_.Now(), last_progress_{};
 };
 
 Status Downloader::Prepare(FileJob* f) {
@@ -146,16 +152,29 @@ Status Downloader::Prepare(FileJob* f) {
   return Status::Ok();
 }
 
-void Downloader::StartHead(FileJob* f, int attempt) {
+/// What a curl multi call's failure means to an operator: the download stopped, nothing is lost.
+Status MultiError(const std::string& repo, const char* call, CURLMcode code) {
+  return Status::Unavailable("downloading " + repo + ": " + call + " failed (" +
+                             curl_multi_strerror(code) +
+                             "); the partial files are kept and the next run resumes them");
+}
+
+Status Downloader::Add(std::unique_ptr<Transfer> t) {
+  CURLMcode code = curl_multi_add_handle(multi_, t->easy);
+  if (code != CURLM_OK) return MultiError(repo_, "curl_multi_add_handle", code);
+  active_.push_back(std::move(t));
+  return Status::Ok();
+}
+
+Status Downloader::StartHead(FileJob* f, int attempt) {
   auto t = NewHeadTransfer(http_, f, f->resolve_url);
   t->attempt = attempt;
   f->resolving = true;
   f->in_flight++;
-  curl_multi_add_handle(multi_, t->easy);
-  active_.push_back(std::move(t));
+  return Add(std::move(t));
 }
 
-void Downloader::StartChunk(FileJob* f, int chunk, int attempt) {
+Status Downloader::StartChunk(FileJob* f, int chunk, int attempt) {
   const ResumeState& s = f->blob.state;
   const uint64_t size = f->entry.size;
   uint64_t start = 0, end = size ? size - 1 : 0;
@@ -176,18 +195,19 @@ void Downloader::StartChunk(FileJob* f, int chunk, int attempt) {
     f->blob.state.chunks[static_cast<size_t>(chunk)] = ChunkState::kInFlight;
   }
   f->in_flight++;
-  curl_multi_add_handle(multi_, t->easy);
-  active_.push_back(std::move(t));
+  return Add(std::move(t));
 }
 
 void Downloader::Remove(Transfer* t) {
-  curl_multi_remove_handle(multi_, t->easy);
+  // Fails only for a handle the multi does not hold; the transfer goes either way.
+  if (CURLMcode code = curl_multi_remove_handle(multi_, t->easy); code != CURLM_OK)
+    spdlog::warn("{}: curl_multi_remove_handle: {}", repo_, curl_multi_strerror(code));
   active_.erase(
       std::find_if(active_.begin(), active_.end(), [t](const auto& p) { return p.get() == t; }));
 }
 
 void Downloader::Schedule(FileJob* f, int chunk, long delay_ms, int attempt) {
-  delayed_.push_back({f, chunk, Clock::now() + std::chrono::milliseconds(delay_ms), attempt});
+  delayed_.push_back({f, chunk, clock_.Now() + std::chrono::milliseconds(delay_ms), attempt});
 }
 
 Status Downloader::Retry(FileJob* f, int chunk, const std::string& why, long server_wait_ms,
@@ -388,7 +408,7 @@ Status Downloader::Finalize(FileJob* f) {
 
 void Downloader::Progress(bool force) {
   if (!opt_.on_progress) return;
-  auto now = Clock::now();
+  auto now = clock_.Now();
   if (!force && now - last_progress_ < std::chrono::milliseconds(250)) return;
   last_progress_ = now;
   PullProgress p;
@@ -405,21 +425,23 @@ void Downloader::Progress(bool force) {
   opt_.on_progress(p);
 }
 
-void Downloader::StartDue() {
-  auto now = Clock::now();
+Status Downloader::StartDue() {
+  auto now = clock_.Now();
   for (auto it = delayed_.begin(); it != delayed_.end();) {
     if (it->at > now || static_cast<int>(active_.size()) >= opt_.connections) {
       ++it;
       continue;
     }
     FileJob* f = it->file;
-    if (it->chunk < 0 || !f->resolved) {
-      if (!f->resolving) StartHead(f, it->attempt);
-    } else if (f->blob.state.chunks[static_cast<size_t>(it->chunk)] == ChunkState::kPending) {
-      StartChunk(f, it->chunk, it->attempt);
-    }
+    Delayed due = *it;
     it = delayed_.erase(it);
+    if (due.chunk < 0 || !f->resolved) {
+      if (!f->resolving) BERTH_RETURN_IF_ERROR(StartHead(f, due.attempt));
+    } else if (f->blob.state.chunks[static_cast<size_t>(due.chunk)] == ChunkState::kPending) {
+      BERTH_RETURN_IF_ERROR(StartChunk(f, due.chunk, due.attempt));
+    }
   }
+  return Status::Ok();
 }
 
 Status Downloader::StartNew(size_t* next_prepare) {
@@ -436,18 +458,19 @@ Status Downloader::StartNew(size_t* next_prepare) {
                     [f](const Delayed& d) { return d.file == f; }))
       continue;
     if (!f->resolved) {
-      if (!f->resolving) StartHead(f, 1);
+      if (!f->resolving) BERTH_RETURN_IF_ERROR(StartHead(f, 1));
       continue;
     }
     std::vector<ChunkState>& chunks = f->blob.state.chunks;
     if (f->single_stream) {
       if (f->in_flight == 0 && !chunks.empty() && chunks[0] == ChunkState::kPending)
-        StartChunk(f, 0, 1);
+        BERTH_RETURN_IF_ERROR(StartChunk(f, 0, 1));
       continue;
     }
     for (size_t c = 0; c < chunks.size() && static_cast<int>(active_.size()) < opt_.connections;
          ++c)
-      if (chunks[c] == ChunkState::kPending) StartChunk(f, static_cast<int>(c), 1);
+      if (chunks[c] == ChunkState::kPending)
+        BERTH_RETURN_IF_ERROR(StartChunk(f, static_cast<int>(c), 1));
     if (f->entry.size == 0 && f->in_flight == 0 && chunks.empty())
       BERTH_RETURN_IF_ERROR(Finalize(f));
   }
@@ -473,9 +496,30 @@ bool Downloader::WaitingForHash() const {
   });
 }
 
+Status Downloader::Wait() {
+  bool hashing = WaitingForHash();
+  if (active_.empty() && !delayed_.empty()) {
+    // Nothing in flight, only backoffs to wait out: on the clock, a short step at a time so
+    // that a cancel, or a hash that ends, is seen.
+    Clock::TimePoint due = delayed_.front().at;
+    for (const auto& d : delayed_) due = std::min(due, d.at);
+    auto step = std::chrono::milliseconds(hashing ? 20 : 100);
+    clock_.SleepUntil(std::min(due, clock_.Now() + step));
+    return Status::Ok();
+  }
+  int timeout_ms = hashing || !delayed_.empty() ? 20 : 100;
+  if (CURLMcode code = curl_multi_poll(multi_, nullptr, 0, timeout_ms, nullptr); code != CURLM_OK)
+    return MultiError(repo_, "curl_multi_poll", code);
+  return Status::Ok();
+}
+
 Status Downloader::Run(const std::vector<HubFileEntry>& entries) {
   multi_ = curl_multi_init();
-  curl_multi_setopt(multi_, CURLMOPT_MAX_TOTAL_CONNECTIONS, static_cast<long>(opt_.connections));
+  if (!multi_) return Status::Unavailable("downloading " + repo_ + ": curl_multi_init failed");
+  if (CURLMcode code = curl_multi_setopt(multi_, CURLMOPT_MAX_TOTAL_CONNECTIONS,
+                                         static_cast<long>(opt_.connections));
+      code != CURLM_OK)
+    return MultiError(repo_, "curl_multi_setopt", code);
   for (const auto& e : entries) {
     auto f = std::make_unique<FileJob>();
     f->entry = e;
@@ -488,7 +532,7 @@ Status Downloader::Run(const std::vector<HubFileEntry>& entries) {
                    [](const auto& a, const auto& b) { return a->entry.size > b->entry.size; });
   size_t next_prepare = 0;
   for (;;) {
-    StartDue();
+    BERTH_RETURN_IF_ERROR(StartDue());
     BERTH_RETURN_IF_ERROR(StartNew(&next_prepare));
     bool all_done = false;
     BERTH_RETURN_IF_ERROR(FinalizeReady(&all_done));
@@ -500,11 +544,17 @@ Status Downloader::Run(const std::vector<HubFileEntry>& entries) {
       Remove(active_[i].get());
     }
     int running = 0;
-    curl_multi_perform(multi_, &running);
-    while (CURLMsg* msg = curl_multi_info_read(multi_, &running)) {
+    if (CURLMcode code = curl_multi_perform(multi_, &running); code != CURLM_OK)
+      return MultiError(repo_, "curl_multi_perform", code);
+    int queued = 0;
+    while (CURLMsg* msg = curl_multi_info_read(multi_, &queued)) {
       if (msg->msg != CURLMSG_DONE) continue;
       Transfer* t = nullptr;
       curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, reinterpret_cast<char**>(&t));
+      if (!t ||
+          std::none_of(active_.begin(), active_.end(), [t](const auto& p) { return p.get() == t; }))
+        return Status::Internal("downloading " + repo_ +
+                                ": curl reported a transfer berth did not start");
       CURLcode code = msg->data.result;
       Status s = Status::Ok();
       if (t->cancelled) {
@@ -520,7 +570,7 @@ Status Downloader::Run(const std::vector<HubFileEntry>& entries) {
       return Status::Unavailable("download of " + repo_ +
                                  " interrupted; the partial files are kept "
                                  "and the next run resumes them");
-    curl_multi_poll(multi_, nullptr, 0, WaitingForHash() || !delayed_.empty() ? 20 : 100, nullptr);
+    BERTH_RETURN_IF_ERROR(Wait());
   }
   Progress(true);
   return Status::Ok();

@@ -2,6 +2,7 @@
 
 #include <curl/curl.h>
 
+#include "engine/core/clock.h"
 #include "engine/core/log.h"
 #include "providers/http/classify.h"
 #include "providers/http/curl_easy.h"
@@ -10,14 +11,35 @@
 #include <chrono>
 #include <cstdlib>
 #include <random>
-#include <thread>
 
 namespace berth {
 namespace {
 
+/// Where a body goes: at most `max` bytes of it; more stops the transfer (CURLE_WRITE_ERROR).
+struct BodySink {
+  std::string* body;
+  size_t max;
+  bool over = false;
+};
+
 size_t OnBody(char* data, size_t size, size_t n, void* user) {
-  static_cast<std::string*>(user)->append(data, size * n);
+  auto* sink = static_cast<BodySink*>(user);
+  if (size * n > sink->max - sink->body->size()) {
+    sink->over = true;
+    return 0;
+  }
+  sink->body->append(data, size * n);
   return size * n;
+}
+
+std::string Mib(size_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
+
+/// Transport errors that say the Hub cannot be reached at all: its name does not resolve (no
+/// DNS on an air-gapped host) or nothing accepts the connection. Retrying them for minutes only
+/// delays the plan that the store and berth.lock can make without it.
+bool Unreachable(int code) {
+  return code == CURLE_COULDNT_RESOLVE_HOST || code == CURLE_COULDNT_RESOLVE_PROXY ||
+         code == CURLE_COULDNT_CONNECT;
 }
 
 const char* CaBundle() {
@@ -77,9 +99,11 @@ void HubHttp::Configure(void* handle, const std::string& url, const std::vector<
 }
 
 Result<HttpResponse> HubHttp::Perform(const std::string& method, const std::string& url,
-                                      const std::vector<std::string>& headers, int* curl_code) {
+                                      const std::vector<std::string>& headers, size_t max_body,
+                                      int* curl_code) {
   CURL* c = static_cast<CURL*>(curl_);
   if (!c) return Status::Internal("curl_easy_init failed");
+  ++requests_sent_;
   curl_easy_reset(c);
   HttpResponse r;
   void* list = nullptr;
@@ -87,12 +111,18 @@ Result<HttpResponse> HubHttp::Perform(const std::string& method, const std::stri
   char errbuf[CURL_ERROR_SIZE] = {};
   curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
   if (method == "HEAD") curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+  BodySink sink{&r.body, max_body};
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, &OnBody);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &r.body);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &sink);
   CURLcode code = curl_easy_perform(c);
   curl_slist_free_all(static_cast<curl_slist*>(list));
   *curl_code = code;
   r.url = url;
+  if (sink.over)
+    return Status::Unavailable(method + " " + url.substr(0, 300) + ": the answer is longer than " +
+                               Mib(max_body) +
+                               ", more than any Hub answer berth asks for; it was not read "
+                               "further (is HF_ENDPOINT a Hugging Face Hub?)");
   if (code != CURLE_OK)
     return Status::Unavailable(method + " " + url + ": " +
                                (errbuf[0] ? std::string(errbuf) : curl_easy_strerror(code)));
@@ -102,36 +132,62 @@ Result<HttpResponse> HubHttp::Perform(const std::string& method, const std::stri
 }
 
 Result<HttpResponse> HubHttp::Do(const std::string& method, const std::string& url,
-                                 const std::vector<std::string>& headers) {
+                                 const std::vector<std::string>& headers, size_t max_body) {
   int code = CURLE_OK;
-  return Perform(method, url, headers, &code);
+  return Perform(method, url, headers, max_body, &code);
 }
 
 Result<HttpResponse> HubHttp::DoWithRetry(const std::string& method, const std::string& url,
-                                          const std::string& what) {
+                                          const std::string& what, size_t max_body) {
+  const bool hub = IsHub(url);
+  if (hub && !unreachable_.ok())
+    return Status::Unavailable(what + ": not asked: " + unreachable_.message());
+  Clock& clock = opt_.clock ? *opt_.clock : RealClock();
   std::mt19937 rng(std::random_device{}());
   std::uniform_real_distribution<double> unit(0.0, 1.0);
   RetryPolicy policy = RetryPolicyOf(opt_);
-  HttpOrigin origin = IsHub(url) ? HttpOrigin::kHub : HttpOrigin::kCdn;
+  HttpOrigin origin = hub ? HttpOrigin::kHub : HttpOrigin::kCdn;
   Status last;
+  std::string gave_up;
   for (int attempt = 1;; ++attempt) {
     int code = CURLE_OK;
-    Result<HttpResponse> r = Perform(method, url, {}, &code);
+    Result<HttpResponse> r = Perform(method, url, {}, max_body, &code);
     HttpOutcome outcome = Classify(r.ok() ? r->status : 0, static_cast<CURLcode>(code), origin);
     if (outcome != HttpOutcome::kRetryable && outcome != HttpOutcome::kRateLimited) {
       if (r.ok()) return r;
       return r.status();  // a transport error no retry can fix (a refused protocol, TLS)
     }
+    if (!r.ok() && Unreachable(code)) {
+      // No name, no listener: the next attempt would say the same. One is enough.
+      if (hub)
+        unreachable_ = Status::Unavailable("the Hub " + opt_.endpoint + " cannot be reached (" +
+                                           r.status().message() + ")");
+      return Status::Unavailable(what + ": " + r.status().message() +
+                                 " (not retried: the Hub cannot be reached)");
+    }
     long server_wait = r.ok() ? RetryAfterMs(*r) : 0;
     last = r.ok() ? HubError(*r, what, !opt_.token.empty()) : r.status();
-    if (!policy.MayRetry(attempt)) break;
+    if (!policy.MayRetry(attempt)) {
+      gave_up = "gave up after " + std::to_string(attempt) + " attempts";
+      break;
+    }
     long wait = policy.DelayMs(attempt, server_wait, unit(rng));
+    if (opt_.retry_budget_ms > 0 && waited_ms_ + wait > opt_.retry_budget_ms) {
+      gave_up = "gave up after " + std::to_string(attempt) + " attempt" +
+                (attempt == 1 ? "" : "s") + ": berth waits at most " +
+                std::to_string(opt_.retry_budget_ms / 1000) + " s in all for the Hub here";
+      break;
+    }
+    waited_ms_ += wait;
     spdlog::info("{}: attempt {} failed ({}); retrying in {} ms", what, attempt, last.message(),
                  wait);
-    std::this_thread::sleep_for(std::chrono::milliseconds(wait));
+    clock.SleepFor(std::chrono::milliseconds(wait));
   }
-  return Status::Unavailable(last.message() + " (gave up after " + std::to_string(policy.attempts) +
-                             " attempts)");
+  Status failed = Status::Unavailable(last.message() + " (" + gave_up + ")");
+  if (hub)
+    unreachable_ = Status::Unavailable("the Hub " + opt_.endpoint + " did not answer (" +
+                                       failed.message() + ")");
+  return failed;
 }
 
 Status HubError(const HttpResponse& r, const std::string& what, bool have_token) {

@@ -68,7 +68,7 @@ Result<RepoSnapshot> ResolveSnapshot(HubHttp& http, const std::string& repo_id,
       return Status::Unavailable(list_what + ": the Hub's Link pagination loops (page " +
                                  std::to_string(page + 1) + " is " + url.substr(0, 200) +
                                  ", fetched before); nothing was written");
-    auto r = http.DoWithRetry("GET", url, list_what);
+    auto r = http.DoWithRetry("GET", url, list_what, kMaxTreePageBytes);
     if (!r.ok()) return r.status();
     if (r->status != 200) return HubError(*r, list_what, !http.options().token.empty());
     size_t first = snap.files.size();

@@ -9,6 +9,8 @@
 
 namespace berth {
 
+class Clock;
+
 struct HubFileEntry {
   std::string path;  // "sub/model-00001-of-00005.safetensors"
   uint64_t size = 0;
@@ -58,6 +60,13 @@ struct HubOptions {
   long connect_timeout_s = 10;
   /// A transfer below 1 byte/s for this long is a stall: it is retried (no total timeout).
   long stall_timeout_s = 30;
+  /// The time one HubHttp's retries of Hub API requests may wait in all (0, the default: no
+  /// bound but max_attempts). Spent, the Hub counts as unreachable for the rest of that HubHttp's
+  /// life, as after a failed name lookup or a refused connection. Plans set a few seconds, so a
+  /// Hub answering 503 cannot hold a plan for minutes.
+  long retry_budget_ms = 0;
+  /// Time for backoffs, retry schedules and progress; null (the default) is RealClock().
+  Clock* clock = nullptr;
   /// Set (by a signal handler) to stop a download between transfers; partial files stay.
   const std::atomic<bool>* cancel = nullptr;
   /// Called with progress a few times a second, on the downloading thread.

@@ -10,11 +10,66 @@
 #include <fstream>
 
 #include "engine/core/hf_cache.h"
+#include "engine/core/units.h"
 #include "providers/hub/cache_layout.h"
 #include "providers/hub/hasher.h"
 #include "providers/hub/hub_api.h"
 
 namespace berth {
+
+namespace {
+
+/// Bytes `files` still take on disk: each distinct blob not yet complete, less what its
+/// partial file already holds (a chunked one is sparse: only its written chunks count).
+uint64_t BytesStillNeeded(StoreFs& fs, const CacheLayout& layout,
+                          const std::vector<HubFileEntry>& files) {
+  uint64_t need = 0;
+  std::vector<std::string> seen;
+  for (const auto& f : files) {
+    if (std::find(seen.begin(), seen.end(), f.etag()) != seen.end()) continue;
+    seen.push_back(f.etag());
+    auto blob = fs.Stat(layout.BlobPath(f.etag()), /*follow=*/false);
+    if (blob.ok() && blob->type == FileType::kFile && blob->size == f.size) continue;
+    uint64_t held = 0;
+    auto partial = fs.Stat(layout.IncompletePath(f.etag()), /*follow=*/false);
+    if (partial.ok() && partial->type == FileType::kFile)
+      held = partial->allocated == UINT64_MAX ? 0 : partial->allocated;
+    need += f.size - std::min(f.size, held);
+  }
+  return need;
+}
+
+/// Refuses a download that would fill the store's file system (or eat into the reserve).
+Status CheckFreeSpace(StoreFs& fs, const PullRequest& req, const CacheLayout& layout,
+                      const std::string& commit, const std::vector<HubFileEntry>& files) {
+  uint64_t need = BytesStillNeeded(fs, layout, files);
+  if (need == 0) return Status::Ok();
+  // The store may not exist yet: its nearest existing folder is on the same file system.
+  std::filesystem::path at = std::filesystem::absolute(req.store);
+  Result<DiskSpace> space = fs.SpaceOf(at.string());
+  while (!space.ok() && at.has_relative_path()) {
+    at = at.parent_path();
+    space = fs.SpaceOf(at.string());
+  }
+  if (!space.ok())
+    return space.status().WithContext("checking the free space of the store " + req.store);
+  uint64_t usable =
+      space->free_bytes > req.reserve_bytes ? space->free_bytes - req.reserve_bytes : 0;
+  if (need <= usable) return Status::Ok();
+  std::string reserve = req.reserve_bytes
+                            ? " less the manifest's host.reserve of " +
+                                  FormatBytes(req.reserve_bytes) + " leaves " + FormatBytes(usable)
+                            : "";
+  return Status::FailedPrecondition(
+      "not enough free space for " + req.repo_id + "@" + commit.substr(0, 7) + " in " + req.store +
+      ": the download needs " + FormatBytes(need) + ", the file system has " +
+      FormatBytes(space->free_bytes) + " free" + reserve + "; nothing was downloaded. Free " +
+      FormatBytes(need - usable) +
+      " there (older revisions, other files) or pull into a larger file system (--store, "
+      "host.store)");
+}
+
+}  // namespace
 
 Result<PullResult> PullModel(const PullRequest& req, const HubOptions& options) {
   auto t0 = std::chrono::steady_clock::now();
@@ -40,6 +95,8 @@ Result<PullResult> PullModel(const PullRequest& req, const HubOptions& options) 
                                    std::to_string(snap->files.size()) +
                                    " files and include/exclude keep none of them");
   CacheLayout layout(req.store, req.repo_id);
+  BERTH_RETURN_IF_ERROR(
+      CheckFreeSpace(req.fs ? *req.fs : PosixStoreFs(), req, layout, snap->commit, result.files));
   BERTH_RETURN_IF_ERROR(layout.BeginSnapshot(snap->commit));
   BERTH_RETURN_IF_ERROR(
       DownloadBlobs(http, layout, req.repo_id, snap->commit, result.files, &result.stats));

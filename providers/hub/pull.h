@@ -8,6 +8,7 @@
 #include "engine/core/status.h"
 #include "providers/hub/downloader.h"
 #include "providers/hub/hub_types.h"
+#include "providers/store/store_fs.h"
 
 namespace berth {
 
@@ -19,6 +20,11 @@ struct PullRequest {
   /// When set (the plan's commit: berth.lock's pin, or what the Hub said when it planned), this
   /// commit is fetched, whatever the revision points at now, and refs/<revision> names it.
   std::string expect_commit;
+  /// Free space the download must leave on the store's file system (the manifest's
+  /// host.reserve; 0 for `berth pull`).
+  uint64_t reserve_bytes = 0;
+  /// The file system calls of the free-space check; null is PosixStoreFs().
+  StoreFs* fs = nullptr;
 };
 
 struct PullResult {
@@ -29,8 +35,10 @@ struct PullResult {
   double seconds = 0;
 };
 
-/// Pulls `req` with `options` (connections, token, progress). On failure nothing is published
-/// and partial blobs stay for the next run.
+/// Pulls `req` with `options` (connections, token, progress). Before a byte is downloaded, the
+/// store's file system must have room for what is missing (blobs not there yet, less what their
+/// partial files hold) plus req.reserve_bytes: else FailedPrecondition says what is needed and
+/// what is free. On failure nothing is published and partial blobs stay for the next run.
 Result<PullResult> PullModel(const PullRequest& req, const HubOptions& options);
 
 /// berth's record of repo_id@revision in `store`, as a listing to verify against: the commit

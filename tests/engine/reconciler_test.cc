@@ -50,6 +50,17 @@ TEST_F(ReconcilerTest, FreshHostConvergesAndTheNextPlanIsEmpty) {
   EXPECT_TRUE(next.plan.empty());
 }
 
+// Every timestamp of berth's records is the Clock seam's wall time, not the machine's.
+TEST_F(ReconcilerTest, TheStatesTimestampsComeFromTheClock) {
+  world.clock.Advance(std::chrono::hours(1));  // the fake clock's unix time: 1'700'003'600
+  RunReport r = Apply("kimi");
+  ASSERT_EQ(r.outcome, Outcome::kApplied) << err.str();
+  auto st = StateDir(dir / "state").Load();
+  ASSERT_TRUE(st.ok()) << st.status().message();
+  // An hour and some health-gate intervals after 2023-11-14T22:13:20Z.
+  EXPECT_EQ(st->last_apply.substr(0, 14), "2023-11-14T23:") << st->last_apply;
+}
+
 TEST_F(ReconcilerTest, ReplacementThatNeverTurnsHealthyIsRolledBackThenConvergesOnceFixed) {
   ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
   world.calls.clear();

@@ -1,6 +1,7 @@
 // berth's records: the state's JSON round trip, the journal, the lock's holder message, the
 // manifest's git commit.
 #include "engine/state/state.h"
+#include "tests/support/fake_clock.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -154,6 +155,43 @@ TEST_F(StateTest, TheManifestsGitCommitIsFound) {
   EXPECT_EQ(GitCommitOf((dir_ / "repo" / "manifests" / "berth.yaml").string()), head);
   EXPECT_EQ(GitCommitOf((dir_ / "repo" / "manifests").string()), head);
   EXPECT_EQ(GitCommitOf(fs::temp_directory_path().string() + "/no-such-dir-berth/x.yaml"), "");
+}
+
+TEST_F(StateTest, AGitWorktreesCommitIsFoundThroughItsDotGitFile) {
+  fs::create_directories(dir_ / "repo" / "manifests");
+  std::string repo = (dir_ / "repo").string();
+  std::string wt = (dir_ / "wt").string();
+  std::ofstream(dir_ / "repo" / "manifests" / "berth.yaml") << "berth: 1\n";
+  std::string git = "git -C " + repo + " -c user.name=t -c user.email=t@t ";
+  std::string in_wt = "git -C " + wt + " -c user.name=t -c user.email=t@t ";
+  ASSERT_EQ(std::system((git + "init -q && " + git + "add -A && " + git + "commit -qm m && " + git +
+                         "worktree add -q -b other " + wt + " && " + in_wt +
+                         "commit -q --allow-empty -m second")
+                            .c_str()),
+            0);
+  auto head_of = [](const std::string& dir) {
+    std::string head;
+    FILE* p = ::popen(("git -C " + dir + " rev-parse HEAD").c_str(), "r");
+    char buf[64] = {};
+    if (std::fgets(buf, sizeof buf, p)) head = buf;
+    ::pclose(p);
+    return head.substr(0, 40);
+  };
+  ASSERT_TRUE(fs::is_regular_file(dir_ / "wt" / ".git")) << "a worktree's .git is a file";
+  std::string wt_head = head_of(wt);
+  ASSERT_NE(wt_head, head_of(repo));
+  EXPECT_EQ(GitCommitOf(wt + "/manifests/berth.yaml"), wt_head);
+  // Packed by git gc: the branch is in the main repository's packed-refs.
+  ASSERT_EQ(std::system((git + "pack-refs --all").c_str()), 0);
+  EXPECT_EQ(GitCommitOf(wt + "/manifests"), wt_head);
+}
+
+TEST(Timestamps, AreTheClocksWallTimeInRfc3339) {
+  testing::FakeClock clock;  // unix 1'700'000'000
+  EXPECT_EQ(NowRfc3339(clock), "2023-11-14T22:13:20Z");
+  clock.Advance(std::chrono::milliseconds(90'500));
+  EXPECT_EQ(NowRfc3339(clock), "2023-11-14T22:14:50Z");
+  EXPECT_EQ(Rfc3339(0), "1970-01-01T00:00:00Z");
 }
 
 }  // namespace

@@ -97,6 +97,9 @@ Each application to a request consumes one count; of several faults of one kind 
   bad_etag           /resolve sends etag (default "../../../x") as the ETag (regular files) or
                      X-Linked-Etag (LFS files), quoted
   bad_linked_size    /resolve of an LFS file sends X-Linked-Size: size (a string, default "abc")
+  huge_body          API answers (revision info, tree pages, /api/... JSON): 200 with a JSON object
+                     of bytes (default 300 MiB: a "pad" string) streamed 1 MiB at a time (never
+                     built in memory), with its Content-Length: an answer no Hub sends
   link_loop          tree pages: Link rel="next" points back at the page itself (mode "url", the
                      default), or (mode "cursor") at another URL with the same cursor every time,
                      or (mode "next") at the URL next, as it is (file:///etc/passwd, ftp://...)
@@ -134,6 +137,7 @@ FAULT_KINDS = {
     "rate_limit_429", "fail_5xx", "drop_after_bytes", "slow", "ignore_range", "wrong_bytes",
     "expired_cdn_url", "no_repo_commit", "weak_etag", "wrong_linked_size", "resolve_cache_redirect",
     "bad_location", "bad_commit", "bad_oid", "bad_size", "bad_etag", "bad_linked_size", "link_loop",
+    "huge_body",
 }
 BODY_FAULTS = ("drop_after_bytes", "slow")
 
@@ -724,6 +728,24 @@ class Handler(BaseHTTPRequestHandler):
             self.entry["bytes_sent"] = len(body)
         raise Done()
 
+    def send_huge(self, size):
+        """200 with a JSON object of `size` bytes (a long "pad" string), written 1 MiB at a time."""
+        head, tail = b'{"sha": "' + b"a" * 40 + b'", "pad": "', b'"}'
+        piece = b"x" * MiB
+
+        def pieces():
+            left = size - len(head) - len(tail)
+            yield head
+            while left > 0:
+                chunk = piece[:left]
+                left -= len(chunk)
+                yield chunk
+            yield tail
+
+        self.start(200, [("Content-Type", "application/json; charset=utf-8")], size)
+        self.write_body(pieces(), {})
+        raise Done()
+
     def send_json(self, status, obj, headers=()):
         self.send_bytes(status, json.dumps(obj).encode(), "application/json; charset=utf-8", headers)
 
@@ -828,6 +850,11 @@ class Handler(BaseHTTPRequestHandler):
         else:
             bucket = "pages"
         self.status_faults(bucket)
+        if p.startswith("/api/"):
+            huge = self.hub.take_fault(("huge_body",), "api", self.method, self.targets())
+            if huge:
+                self.entry["faults"].append("huge_body")
+                self.send_huge(int(huge.get("bytes", 300 << 20)))
         if self.token_state == "invalid":
             self.hub_error(401, None, "Invalid credentials in Authorization header")
         if p == "/api/whoami-v2":

@@ -581,6 +581,19 @@ class FakeHubTest(unittest.TestCase):
         r = self.hub.head("/org/tiny/resolve/main/blob.dat")
         self.assertEqual(r.getheader("X-Linked-Size"), "2000")
 
+    def test_huge_body(self):
+        # Streamed with the Content-Length it says, a JSON document of exactly that many bytes.
+        self.hub.faults({"kind": "huge_body", "count": 1, "bytes": 3 * MiB + 5,
+                         "path": "/api/models/org/tiny/revision/*"})
+        r = self.hub.get("/api/models/org/tiny/revision/main")
+        self.assertEqual(r.status, 200)
+        self.assertEqual(int(r.getheader("Content-Length")), 3 * MiB + 5)
+        self.assertEqual(len(r.body), 3 * MiB + 5)
+        self.assertEqual(json.loads(r.body)["sha"], "a" * 40)
+        self.assertEqual(self.hub.log()[-1]["faults"], ["huge_body"])
+        # Consumed: the next answer is the real one.
+        self.assertEqual(self.hub.json("/api/models/org/tiny/revision/main")["sha"], "a" * 39 + "1")
+
     def test_fault_control_api(self):
         st, out = self.hub.ctl("POST", "faults", [{"kind": "nonsense"}])
         self.assertEqual(st, 400)

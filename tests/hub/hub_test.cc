@@ -14,6 +14,7 @@
 #include "providers/hub/pull.h"
 #include "providers/store/store_scan.h"
 #include "tests/hub/fake_hub_server.h"
+#include "tests/hub/space_fs.h"
 
 namespace berth::testing {
 namespace {
@@ -58,11 +59,13 @@ class HubTest : public ::testing::Test {
     opts_.backoff_ms = 20;
     opts_.max_backoff_ms = 300;
   }
-  Result<PullResult> Pull(const std::string& repo, const std::string& revision = "main") {
+  Result<PullResult> Pull(const std::string& repo, const std::string& revision = "main",
+                          StoreFs* fs = nullptr) {
     PullRequest req;
     req.store = store_;
     req.repo_id = repo;
     req.revision = revision;
+    req.fs = fs;
     return PullModel(req, opts_);
   }
   /// Every file of the snapshot re-hashed against the fake's own record of it.
@@ -312,7 +315,16 @@ TEST_F(HubTest, AFullDiskFailsCleanlyKeepsThePartialAndTheNextRunCompletes) {
   fs::create_directories(mnt);
   ASSERT_EQ(::mount("tmpfs", mnt.c_str(), "tmpfs", 0, "size=12m"), 0) << std::strerror(errno);
   store_ = mnt + "/store";
-  auto r = Pull("org/big");
+  // Checked before a byte is fetched: 12 MiB cannot hold the model.
+  auto refused = Pull("org/big");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message(), HasSubstr("not enough free space for org/big@"));
+  EXPECT_THAT(refused.status().message(), HasSubstr("nothing was downloaded"));
+  EXPECT_EQ(hub_->CdnBytes(), 0u);
+  // Another writer fills the disk after the check (the check is told the disk is empty):
+  // the write fails mid-download and the partial file stays.
+  SpaceFs lying(uint64_t{1} << 40);
+  auto r = Pull("org/big", "main", &lying);
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(r.status().message(), HasSubstr("No space left on device"));
   EXPECT_THAT(r.status().message(), HasSubstr("the partial file is kept"));
