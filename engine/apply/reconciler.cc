@@ -19,6 +19,7 @@
 #include "manifests/loader.h"
 #include "planners/planner.h"
 #include "planners/state_only.h"
+#include "planners/unit_diff.h"
 #include "providers/systemd/systemd_manager.h"
 #include "providers/systemd/unit_files.h"
 
@@ -487,16 +488,17 @@ class Pass {
     return true;
   }
 
-  // Which invocation of `unit` berth just started, with the unit file it started from: a later
-  // plan restarts a process of that invocation once the file has changed (a kill -9 between a
-  // unit write and its restart leaves exactly that).
+  // Which invocation of `unit` berth just started, with the settings it started with
+  // (RestartDigest): a later plan restarts a process of that invocation once a setting it runs
+  // with has changed in the file (a kill -9 between a unit write and its restart leaves exactly
+  // that), and only reloads systemd when a reload-only setting changed.
   bool NoteStarted(const std::string& unit) {
     auto props = host_.systemd->GetUnits({unit});
     auto content = host_.unit_files->Read(unit);
     if (!props.ok() || props->empty() || (*props)[0].invocation_id.empty() || !content.ok() ||
         !content->has_value() || !IsBerthUnit(**content))
       return false;
-    state_.started[unit] = {(*props)[0].invocation_id, UnitSpecHash(**content)};
+    state_.started[unit] = {(*props)[0].invocation_id, RestartDigest(**content)};
     return true;
   }
 
