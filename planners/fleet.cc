@@ -49,8 +49,9 @@ FleetTurnVerdict MayGoDark(const FleetSpec& fleet, const std::string& host,
     return {FleetTurnVerdict::kStop,
             "the rollout of manifest " + Short(digest) +
                 " stopped: " + (looping ? "a service crash-loops" : "it failed") + " on " + r.host +
-                (r.message.empty() ? "" : " (" + r.message + ")") + "; no host of fleet " +
-                fleet.name + " takes a service down for it until the manifest changes"};
+                (r.message.empty() ? "" : " (" + FleetMessageLine(r.message) + ")") +
+                "; no host of fleet " + fleet.name +
+                " takes a service down for it until the manifest changes"};
   }
   size_t mine = WaveIndex(fleet, host);
   for (size_t w = 0; w < mine && w < fleet.waves.size(); ++w) {

@@ -330,15 +330,17 @@ class Sequencer {
       }
   }
 
-  // The enable or disable of `unit` in `list`, once. Not disruptive: nothing stops or starts.
+  // The enable or disable of `unit` in `list` (a re-enable: its disable, then its enable), once.
+  // Not disruptive: nothing stops or starts.
   void EmitBoot(const std::vector<Action>& list, const std::string& unit) {
     if (booted_.count(unit)) return;
+    bool emitted = false;
     for (const Action& a : list)
       if (a.unit == unit) {
-        booted_.insert(unit);
+        emitted = true;
         Emit(a);
-        return;
       }
+    if (emitted) booted_.insert(unit);
   }
 
   // Enables and disables of units that neither start nor stop in this plan (a running service

@@ -62,11 +62,24 @@ Problem ForeignUnit(const Observed& o, const ServiceSpec& s, const ObservedUnit&
 
 // What a unit file's change means for the service running it.
 struct UnitFileChange {
-  bool written = false;     // the plan writes the unit file
-  bool restart = false;     // a running instance must restart to see it
-  bool model_only = false;  // the only restart-worthy change is the model snapshot path
-  std::string detail;       // why it restarts
+  bool written = false;          // the plan writes the unit file
+  bool restart = false;          // a running instance must restart to see it
+  bool model_only = false;       // the only restart-worthy change is the model snapshot path
+  bool install_changed = false;  // the write changes [Install]: an enabled unit is re-enabled
+  std::string detail;            // why it restarts
+  /// RestartDigest of the unit file once the plan's write (if any) is done; "" when berth
+  /// cannot read it.
+  std::string digest;
 };
+
+// What a write-unit's detail adds for a running service: whether the change reaches it by a
+// daemon-reload alone, or which keys need its restart.
+std::string Needs(const UnitDiff& diff) {
+  if (!diff.needs_restart) return " (daemon-reload only, no restart)";
+  std::string keys;
+  for (const auto& k : diff.restart_keys) keys += (keys.empty() ? "" : ", ") + k;
+  return " (restart: " + keys + ")";
+}
 
 // Decides the unit file of one service.
 UnitFileChange PlanUnitFile(const Desired& d, const Observed& o, const ServiceSpec& s,
@@ -107,6 +120,8 @@ UnitFileChange PlanUnitFile(const Desired& d, const Observed& o, const ServiceSp
     w.unit_old_content = WithoutLineage(u->content);
     w.unit_old_note = u->content_note;
   }
+  const bool active = u && u->IsActive();
+  change.digest = RestartDigest(want.content);
   if (!has_file) {
     w.reason = Reason::kUnitMissing;
     w.detail = "new unit file in " + d.host.unit_dir;
@@ -122,16 +137,25 @@ UnitFileChange PlanUnitFile(const Desired& d, const Observed& o, const ServiceSp
   } else {
     bool drift = !u->content.empty() && Sha256Hex(UnitBody(u->content)) != u->spec_hash;
     if (drift) {
+      // Restored as berth wrote it; what the hand edit changed decides the restart, key by key.
       w.reason = Reason::kUnitDrift;
       UnitDiff diff = DiffUnits(u->content, want.content);
       w.detail = "edited by hand since berth wrote it" +
-                 (diff.detail.empty() ? std::string() : ": " + diff.detail) + "; restoring";
+                 (diff.detail.empty() ? std::string() : ": " + diff.detail) + "; restoring" +
+                 (active ? Needs(diff) : "");
+      change.install_changed = diff.install_changed;
       change.detail = "unit restored after a hand edit";
+      if (!diff.needs_restart) {
+        draft->unit_writes.push_back(std::move(w));
+        change.written = true;
+        return change;
+      }
     } else if (u->spec_hash != want.spec_hash) {
       w.reason = Reason::kUnitChanged;
       if (!u->content.empty()) {
         UnitDiff diff = DiffUnits(u->content, want.content);
-        w.detail = diff.detail;
+        w.detail = diff.detail + (active ? Needs(diff) : "");
+        change.install_changed = diff.install_changed;
         if (!diff.needs_restart) {
           draft->unit_writes.push_back(std::move(w));
           change.written = true;
@@ -144,6 +168,7 @@ UnitFileChange PlanUnitFile(const Desired& d, const Observed& o, const ServiceSp
         change.detail = "unit changed";
       }
     } else {
+      if (!u->content.empty()) change.digest = RestartDigest(u->content);
       return change;  // up to date
     }
   }
@@ -196,6 +221,16 @@ void PlanBoot(const ServiceSpec& s, const std::string& boot, bool fresh, Draft* 
     draft->notes.push_back(
         {"unit/" + unit, boot + ": berth does not change its boot state; a reboot may start it"});
   }
+}
+
+// An enabled unit whose [Install] section changes: its links are made again (systemctl
+// reenable: the disable removes the old WantedBy= links, the enable makes the new ones).
+void Reenable(const std::string& unit, Draft* draft) {
+  const std::string why = "[Install] changed: re-enabled so that its links follow the new ";
+  draft->enables.push_back(BootAction(ActionKind::kDisable, unit, Reason::kUnitChanged,
+                                      why + "section (first the old links go)"));
+  draft->enables.push_back(BootAction(ActionKind::kEnable, unit, Reason::kUnitChanged,
+                                      why + "section (then its own are made)"));
 }
 
 }  // namespace
@@ -252,21 +287,31 @@ void DiffServices(const Desired& d, const Observed& o, const std::string& berth_
       }
       continue;
     }
-    if (u && u->need_daemon_reload && !change.restart && s.has_engine) {
+    // What the running process was started from, as berth recorded it: the settings it runs
+    // with (RestartDigest), or, recorded by an older berth, the spec hash of its unit file.
+    const std::string* recorded = nullptr;
+    if (u && o.Owns(*u) && s.has_engine && !u->invocation_id.empty()) {
+      auto started = o.state.started.find(u->name);
+      if (started != o.state.started.end() && started->second.first == u->invocation_id)
+        recorded = &started->second.second;
+    }
+    const bool digest_recorded = recorded && recorded->starts_with("restart-keys:");
+    // Its settings are the ones the unit file will hold: a daemon-reload is all it needs
+    // (an apply killed after writing a reload-only change, before its daemon-reload).
+    const bool runs_wanted =
+        digest_recorded && !change.digest.empty() && *recorded == change.digest;
+    if (u && u->need_daemon_reload && !change.restart && s.has_engine && !runs_wanted) {
       change.restart = true;
       change.model_only = false;
       change.detail = "its unit file changed on disk since systemd loaded it";
     }
     // Level-triggered resume: the process berth started still runs, but its unit file has
     // changed since (an apply killed between writing the unit and restarting the service).
-    if (u && o.Owns(*u) && !change.restart && s.has_engine && !u->invocation_id.empty()) {
-      auto started = o.state.started.find(u->name);
-      if (started != o.state.started.end() && started->second.first == u->invocation_id &&
-          started->second.second != u->spec_hash) {
-        change.restart = true;
-        change.model_only = false;
-        change.detail = "its process started from an older unit file than the one on disk";
-      }
+    if (recorded && !change.restart && !runs_wanted &&
+        (digest_recorded || *recorded != u->spec_hash)) {
+      change.restart = true;
+      change.model_only = false;
+      change.detail = "its process started from an older unit file than the one on disk";
     }
 
     // Boot state: of this state's own units, of units the plan writes, and of the existing
@@ -278,6 +323,9 @@ void DiffServices(const Desired& d, const Observed& o, const std::string& berth_
       // one replacing a file without [Install] (adopted) too; enabled stays enabled.
       bool fresh = change.written && (boot.empty() || boot == "static" || boot == "bad");
       PlanBoot(s, fresh ? "disabled" : boot, fresh, draft);
+      if (change.install_changed && !fresh && boot == "enabled" &&
+          s.state == ServiceState::kRunning)
+        Reenable(s.UnitName(), draft);
     }
 
     if (s.state == ServiceState::kRunning) {

@@ -1,8 +1,10 @@
 #include "planners/unit_diff.h"
 
 #include <algorithm>
+#include <set>
 #include <vector>
 
+#include "engine/core/hash.h"
 #include "engine/core/hf_cache.h"
 #include "engine/core/unit_marker.h"
 #include "planners/unit_syntax.h"
@@ -10,8 +12,64 @@
 namespace berth {
 namespace {
 
-bool Cosmetic(const std::string& key) {
-  return key == "Unit.Description" || key == "Unit.Documentation";
+// [Unit] settings only systemd reads: what a unit is called, its start limit, what runs when it
+// fails, how a job for it behaves (NixOS's unit_section_ignores, and the StartLimit* keys).
+const std::set<std::string> kUnitReloadKeys = {"Description",
+                                               "Documentation",
+                                               "StartLimitIntervalSec",
+                                               "StartLimitInterval",
+                                               "StartLimitBurst",
+                                               "StartLimitAction",
+                                               "OnFailure",
+                                               "OnSuccess",
+                                               "OnFailureJobMode",
+                                               "OnSuccessJobMode",
+                                               "IgnoreOnIsolate",
+                                               "StopWhenUnneeded",
+                                               "RefuseManualStart",
+                                               "RefuseManualStop",
+                                               "AllowIsolate",
+                                               "CollectMode",
+                                               "SourcePath",
+                                               "JobTimeoutSec",
+                                               "JobRunningTimeoutSec",
+                                               "JobTimeoutAction",
+                                               "FailureAction",
+                                               "SuccessAction",
+                                               "RebootArgument"};
+
+// [Service] settings systemd applies when the process exits or must stop, never inside it: the
+// restart policy, the timeouts, how it is killed. WatchdogSec= is not among them: the process
+// reads WATCHDOG_USEC when it starts, and a shorter watchdog would kill one that pings at the old
+// pace.
+const std::set<std::string> kServiceReloadKeys = {"Restart",
+                                                  "RestartSec",
+                                                  "RestartSteps",
+                                                  "RestartMaxDelaySec",
+                                                  "RestartPreventExitStatus",
+                                                  "RestartForceExitStatus",
+                                                  "SuccessExitStatus",
+                                                  "TimeoutSec",
+                                                  "TimeoutStartSec",
+                                                  "TimeoutStopSec",
+                                                  "TimeoutAbortSec",
+                                                  "TimeoutStartFailureMode",
+                                                  "TimeoutStopFailureMode",
+                                                  "RuntimeMaxSec",
+                                                  "RuntimeRandomizedExtraSec",
+                                                  "StartLimitIntervalSec",
+                                                  "StartLimitInterval",
+                                                  "StartLimitBurst",
+                                                  "StartLimitAction",
+                                                  "KillMode",
+                                                  "KillSignal",
+                                                  "RestartKillSignal",
+                                                  "FinalKillSignal",
+                                                  "SendSIGKILL",
+                                                  "SendSIGHUP"};
+
+std::string KeyName(const std::string& section_key) {
+  return section_key.substr(section_key.find('.') + 1);
 }
 
 // "--port 8000 → 8001, +--enable-expert-parallel" from two argv.
@@ -77,6 +135,29 @@ std::string DiffArgv(const std::vector<std::string>& a, const std::vector<std::s
 
 }  // namespace
 
+UnitKeyEffect KeyEffect(const std::string& section_key) {
+  size_t dot = section_key.find('.');
+  if (dot == std::string::npos) return UnitKeyEffect::kRestart;
+  std::string section = section_key.substr(0, dot), key = section_key.substr(dot + 1);
+  // [Install] is read by systemctl enable alone; systemd ignores keys that start with X-.
+  if (section == "Install" || key.starts_with("X-")) return UnitKeyEffect::kReload;
+  if (section == "Unit" && kUnitReloadKeys.count(key)) return UnitKeyEffect::kReload;
+  if (section == "Service" && kServiceReloadKeys.count(key)) return UnitKeyEffect::kReload;
+  return UnitKeyEffect::kRestart;
+}
+
+std::string RestartDigest(const std::string& content) {
+  UnitEntries entries;
+  for (auto& e : ParseUnitEntries(UnitBody(content)))
+    if (KeyEffect(e.first) == UnitKeyEffect::kRestart) entries.push_back(std::move(e));
+  // By key, each key's values in file order: moving a line does not change what runs.
+  std::stable_sort(entries.begin(), entries.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::string text;
+  for (const auto& [k, v] : entries) text += k + "=" + v + "\n";
+  return "restart-keys:" + Sha256Hex(text);
+}
+
 UnitDiff DiffUnits(const std::string& old_content, const std::string& new_content) {
   UnitDiff d;
   UnitEntries a = ParseUnitEntries(old_content), b = ParseUnitEntries(new_content);
@@ -97,11 +178,18 @@ UnitDiff DiffUnits(const std::string& old_content, const std::string& new_conten
     auto va = values(a, key), vb = values(b, key);
     if (va == vb) continue;
     d.changed = true;
-    if (Cosmetic(key)) {
-      parts.push_back(key.substr(key.find('.') + 1) + " changed");
-      continue;
+    if (key.starts_with("Install.")) d.install_changed = true;
+    const bool reload_only = KeyEffect(key) == UnitKeyEffect::kReload;
+    if (reload_only) {
+      d.reload_keys.push_back(KeyName(key));
+      if (key == "Unit.Description" || key == "Unit.Documentation") {
+        parts.push_back(KeyName(key) + " changed");
+        continue;
+      }
+    } else {
+      d.needs_restart = true;
+      d.restart_keys.push_back(KeyName(key));
     }
-    d.needs_restart = true;
     if (key == "Service.ExecStart" && va.size() == 1 && vb.size() == 1) {
       bool only_path = false;
       parts.push_back("ExecStart changed: " +
@@ -109,8 +197,8 @@ UnitDiff DiffUnits(const std::string& old_content, const std::string& new_conten
       model_path_only = model_path_only && only_path;
       continue;
     }
-    model_path_only = false;
-    std::string name = key.substr(key.find('.') + 1);
+    if (!reload_only) model_path_only = false;
+    std::string name = KeyName(key);
     if (key == "Service.Environment") {
       std::vector<std::string> env;
       for (const auto& v : vb)

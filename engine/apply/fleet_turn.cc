@@ -33,10 +33,19 @@ std::string FleetKey(const FleetSpec& f, const std::string& rest) {
 Result<std::vector<FleetReport>> ReadFleetReports(Etcd& etcd, const FleetSpec& f,
                                                   std::vector<std::string>* warnings) {
   std::string prefix = FleetKey(f, "hosts/");
-  auto kvs = etcd.Range(prefix);
+  auto kvs = etcd.Range(prefix, 0, kMaxFleetReportBytes);
   if (!kvs.ok()) return kvs.status();
   std::vector<FleetReport> out;
   for (const EtcdKv& kv : *kvs) {
+    if (kv.too_large) {
+      // Someone else's writing: one key cannot stall the fleet. Left out, and named.
+      if (warnings)
+        warnings->push_back("the fleet report at " + EscapeControl(kv.key) +
+                            " is larger than 64 KiB, which no berth writes: it is left out; "
+                            "delete it (berth fleet forget -f MANIFEST HOST, or etcdctl del) "
+                            "or let its host report again");
+      continue;
+    }
     auto r = FleetReportFromJson(kv.value, kv.key);
     if (r.ok() && prefix + r->host != kv.key)
       r = Status::Internal("the fleet report at " + EscapeControl(kv.key) +
@@ -187,8 +196,11 @@ Status FleetTurn::Take() {
     if (o_.stop && o_.stop->load())
       return Status::Unavailable("stopped while waiting for a turn in fleet " + fleet_.name +
                                  "; no service was taken down");
-    auto reports = ReadFleetReports(*etcd_, fleet_);
+    std::vector<std::string> unread;
+    auto reports = ReadFleetReports(*etcd_, fleet_, &unread);
     if (!reports.ok()) return Status::Unavailable(EtcdDown(fleet_, reports.status()));
+    for (const std::string& w : unread)
+      if (warned_.insert(w).second) spdlog::warn("fleet {}: {}", fleet_.name, w);
     FleetTurnVerdict v = MayGoDark(fleet_, o_.host, o_.digest, *reports);
     if (v.kind == FleetTurnVerdict::kStop) {
       FleetReport r;

@@ -16,6 +16,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -88,6 +89,7 @@ class FleetTurn {
   int64_t lease_ = 0;
   bool holding_ = false;
   std::string slot_key_;
+  std::set<std::string> warned_;  // reports that could not be read, each logged once
   std::atomic<bool> lease_lost_{false};
   std::mutex mu_;
   std::condition_variable cv_;

@@ -19,6 +19,7 @@
 #include "manifests/loader.h"
 #include "planners/planner.h"
 #include "planners/state_only.h"
+#include "planners/unit_diff.h"
 #include "providers/systemd/systemd_manager.h"
 #include "providers/systemd/unit_files.h"
 
@@ -374,6 +375,10 @@ class Pass {
         std::lock_guard<std::mutex> hold(recording);
         if (NoteStarted(a.unit)) (void)dir_->Save(state_);
       }
+      if (status == "done" && a.kind == ActionKind::kWriteUnit && !StartsOrStops(a.unit)) {
+        std::lock_guard<std::mutex> hold(recording);
+        if (NoteRewritten(a.unit, a.unit_content)) (void)dir_->Save(state_);
+      }
     };
     deps.on_downloaded = [&](const std::string& repo, const std::string& commit) {
       std::lock_guard<std::mutex> hold(recording);
@@ -495,16 +500,39 @@ class Pass {
     return true;
   }
 
-  // Which invocation of `unit` berth just started, with the unit file it started from: a later
-  // plan restarts a process of that invocation once the file has changed (a kill -9 between a
-  // unit write and its restart leaves exactly that).
+  // Which invocation of `unit` berth just started, with the settings it started with
+  // (RestartDigest): a later plan restarts a process of that invocation once a setting it runs
+  // with has changed in the file (a kill -9 between a unit write and its restart leaves exactly
+  // that), and only reloads systemd when a reload-only setting changed.
   bool NoteStarted(const std::string& unit) {
     auto props = host_.systemd->GetUnits({unit});
     auto content = host_.unit_files->Read(unit);
     if (!props.ok() || props->empty() || (*props)[0].invocation_id.empty() || !content.ok() ||
         !content->has_value() || !IsBerthUnit(**content))
       return false;
-    state_.started[unit] = {(*props)[0].invocation_id, UnitSpecHash(**content)};
+    state_.started[unit] = {(*props)[0].invocation_id, RestartDigest(**content)};
+    return true;
+  }
+
+  // Whether the plan starts, restarts or stops `unit`.
+  bool StartsOrStops(const std::string& unit) const {
+    return std::any_of(plan_.actions.begin(), plan_.actions.end(), [&](const Action& a) {
+      return a.unit == unit && (a.kind == ActionKind::kStart || a.kind == ActionKind::kRestart ||
+                                a.kind == ActionKind::kStop);
+    });
+  }
+
+  // A unit file rewritten under a process berth started, which the plan leaves running (only
+  // settings systemd reads changed, or the process already ran the new ones): it now runs what
+  // the new file says, and a later plan must not take it for a process of an older unit (the
+  // record of an older berth, a spec hash, would say so).
+  bool NoteRewritten(const std::string& unit, const std::string& content) {
+    auto it = state_.started.find(unit);
+    if (it == state_.started.end()) return false;
+    auto props = host_.systemd->GetUnits({unit});
+    if (!props.ok() || props->empty() || (*props)[0].invocation_id != it->second.first)
+      return false;
+    it->second.second = RestartDigest(content);
     return true;
   }
 

@@ -33,7 +33,7 @@ int RunFleetStatus(const std::string& manifest_path, const std::string& format, 
   }
   std::vector<std::string> warnings;
   auto reports = ReadFleetReports(**etcd, fleet, &warnings);
-  auto slot_kvs = (*etcd)->Range(FleetKey(fleet, "slots/"));
+  auto slot_kvs = (*etcd)->Range(FleetKey(fleet, "slots/"), 0, kMaxFleetSlotBytes);
   if (!reports.ok() || !slot_kvs.ok()) {
     err << "berth fleet status: fleet " << fleet.name << ": etcd cannot be reached: "
         << (reports.ok() ? slot_kvs.status() : reports.status()).message() << "\n";
@@ -41,6 +41,11 @@ int RunFleetStatus(const std::string& manifest_path, const std::string& format, 
   }
   std::vector<FleetSlotView> slots;
   for (const EtcdKv& kv : *slot_kvs) {
+    if (kv.too_large) {
+      warnings.push_back("the fleet slot at " + EscapeControl(kv.key) +
+                         " is larger than 4 KiB, which no berth writes: it is left out");
+      continue;
+    }
     auto s = FleetSlotFromJson(kv.value, kv.key);
     if (s.ok())
       slots.push_back({EscapeControl(kv.key), *s});

@@ -24,6 +24,27 @@ void InstallStopHandlers() {
   sigaction(SIGTERM, &sa, nullptr);
 }
 
+// The common flags (README): --state-dir, --bus and --nvml-library, on every command. A command
+// that reads berth's records, systemd or the GPUs declares the flag itself and honours it; to
+// every other command this adds it, accepted (so one set of flags works with every command), and
+// its --help says the command has no use for it.
+struct UnusedFlags {
+  std::string state_dir, bus, nvml_library;
+};
+
+void AddCommonFlags(CLI::App* cmd, UnusedFlags* unused) {
+  std::string name = cmd->get_name();
+  if (const CLI::App* parent = cmd->get_parent(); parent && parent->get_parent())
+    name = parent->get_name() + " " + name;  // berth fleet status
+  const std::string ignored = " (accepted as a common flag; berth " + name + " does not use it)";
+  auto add = [&](const char* flag, std::string* spare, const char* what) {
+    if (cmd->get_option_no_throw(flag) == nullptr) cmd->add_option(flag, *spare, what + ignored);
+  };
+  add("--state-dir", &unused->state_dir, "berth's records");
+  add("--bus", &unused->bus, "D-Bus address of systemd's bus");
+  add("--nvml-library", &unused->nvml_library, "NVML library to load");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -208,6 +229,12 @@ int main(int argc, char** argv) {
   fleet_forget->add_option("-f,--file", forget_manifest, "manifest file or folder")->required();
   fleet_forget->add_option("host", forget_host, "the host's name, as fleet status shows it")
       ->required();
+
+  // Every command takes the common flags; those above declare the ones they use.
+  UnusedFlags unused;
+  for (CLI::App* cmd : {validate, plan, render, apply, observe, pull, verify, reconcile, lock,
+                        bench, status, history, fleet_status, fleet_forget})
+    AddCommonFlags(cmd, &unused);
 
   // Written from this tree at build time: berth(1) and the bash completion (engine/cli/cli_docs.h).
   auto* man = app.add_subcommand("__man", "print the berth(1) man page");

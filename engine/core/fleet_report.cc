@@ -19,14 +19,58 @@ bool IsHexDigest(const std::string& s) {
   return true;
 }
 
-// Control characters out (the text reaches an operator's terminal), and bounded.
-std::string Clean(const std::string& s) {
+// The longest prefix of `s` of at most `max` bytes that does not end inside a UTF-8 character.
+size_t CharBoundary(const std::string& s, size_t max) {
+  if (s.size() <= max) return s.size();
+  size_t n = max;
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  return n;
+}
+
+// Control characters out (the text reaches an operator's terminal), and bounded. `keep_lines`:
+// newlines stay (a message's lines); every other control character becomes a space.
+std::string Clean(const std::string& s, bool keep_lines = false) {
   std::string out;
-  for (unsigned char c : Utf8Prefix(s, kMaxText)) out += (c < 0x20 || c == 0x7f) ? ' ' : char(c);
+  for (unsigned char c : Utf8Prefix(s, kMaxText)) {
+    if (keep_lines && c == '\n')
+      out += '\n';
+    else
+      out += (c < 0x20 || c == 0x7f) ? ' ' : char(c);
+  }
   return out;
 }
 
+bool Blank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
+
 }  // namespace
+
+std::string FleetMessageLine(const std::string& message, size_t max_bytes) {
+  size_t at = 0;
+  std::string line;
+  while (at < message.size()) {
+    size_t end = message.find('\n', at);
+    if (end == std::string::npos) end = message.size();
+    size_t b = at, e = end;
+    while (b < e && Blank(message[b])) ++b;
+    while (e > b && Blank(message[e - 1])) --e;
+    at = end + 1;
+    if (b == e) continue;
+    line = message.substr(b, e - b);
+    break;
+  }
+  bool more = false;
+  for (size_t i = at; i < message.size() && !more; ++i)
+    more = !Blank(message[i]) && message[i] != '\n';
+  for (char& c : line)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+  const std::string mark = "…";
+  if (line.size() > max_bytes) {
+    line.resize(CharBoundary(line, max_bytes > mark.size() ? max_bytes - mark.size() : 0));
+    while (!line.empty() && Blank(line.back())) line.pop_back();
+    return line + mark;
+  }
+  return more ? line + " " + mark : line;
+}
 
 bool IsFleetState(const std::string& s) {
   for (const char* k : {kFleetConverged, kFleetFailed, kFleetWaiting, kFleetSwitching, kFleetError,
@@ -50,7 +94,7 @@ std::string FleetReportToJson(const FleetReport& r) {
             {"wave", r.wave},
             {"digest", r.digest},
             {"state", r.state},
-            {"message", r.message},
+            {"message", r.message.substr(0, CharBoundary(r.message, kMaxText))},
             {"updated_unix", r.updated_unix},
             {"services_up", r.services_up},
             {"services_wanted", r.services_wanted},
@@ -65,7 +109,7 @@ Result<FleetReport> FleetReportFromJson(const std::string& text, const std::stri
   auto bad = [&](const std::string& why) {
     return Status::Internal("the fleet report at " + where + " is not one berth writes: " + why);
   };
-  if (text.size() > 64 * 1024) return bad("it is larger than 64 KiB");
+  if (text.size() > kMaxFleetReportBytes) return bad("it is larger than 64 KiB");
   json j = json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return bad("not a JSON object");
   FleetReport r;
@@ -96,7 +140,7 @@ Result<FleetReport> FleetReportFromJson(const std::string& text, const std::stri
     return bad("bad service counts");
   r.services_up = static_cast<int>(up);
   r.services_wanted = static_cast<int>(wanted);
-  r.message = Clean(message);
+  r.message = Clean(message, /*keep_lines=*/true);
   r.wave = Clean(r.wave);
   r.berth_version = Clean(r.berth_version);
   if (auto it = j.find("start_to_healthy_ms"); it != j.end()) {
@@ -127,7 +171,7 @@ Result<FleetSlot> FleetSlotFromJson(const std::string& text, const std::string& 
   auto bad = [&](const std::string& why) {
     return Status::Internal("the fleet slot at " + where + " is not one berth writes: " + why);
   };
-  if (text.size() > 4096) return bad("it is larger than 4 KiB");
+  if (text.size() > kMaxFleetSlotBytes) return bad("it is larger than 4 KiB");
   json j = json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return bad("not a JSON object");
   FleetSlot s;

@@ -4,6 +4,7 @@
 // parsers bound and check every field and never throw.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -31,6 +32,9 @@ struct FleetReport {
   std::string wave;    // the wave it is in ("" without waves)
   std::string digest;  // the manifest's digest (sha256 hex)
   std::string state;   // one of the kFleet* above
+  /// Why it is in that state, in full (a failed switch's error with its journal excerpt: several
+  /// lines). Where one line must do (fleet status's column, another host's error),
+  /// FleetMessageLine.
   std::string message;
   int64_t updated_unix = 0;
   int services_up = 0;
@@ -42,7 +46,13 @@ struct FleetReport {
   std::string berth_version;
 };
 
+/// Written with `message` cut to FleetReport's bound (4 KiB, on a character boundary), so that
+/// every host can read it back.
 std::string FleetReportToJson(const FleetReport& r);
+/// The most a report may be; a larger one is not read (berth writes a few KiB).
+inline constexpr size_t kMaxFleetReportBytes = 64 * 1024;
+/// The most a slot may be.
+inline constexpr size_t kMaxFleetSlotBytes = 4096;
 /// Parses a report read from etcd at `where` (its key, for messages).
 Result<FleetReport> FleetReportFromJson(const std::string& text, const std::string& where);
 
@@ -54,6 +64,11 @@ struct FleetSlot {
 };
 std::string FleetSlotToJson(const FleetSlot& s);
 Result<FleetSlot> FleetSlotFromJson(const std::string& text, const std::string& where);
+
+/// The one line of a report's `message` for a table column or another host's error: its first
+/// line that is not blank, without leading and trailing whitespace, at most `max_bytes` bytes cut
+/// on a UTF-8 character boundary, with "…" where it was cut or lines were left out.
+std::string FleetMessageLine(const std::string& message, size_t max_bytes = 160);
 
 /// "hosts/" keys carry host names: what berth accepts as one (a DNS-like name, 1-253 bytes of
 /// letters, digits, '.', '-', '_').

@@ -180,8 +180,9 @@ struct BerthState {
   std::string interrupted;
   /// Services that apply started but never saw pass their health gate ("service/x").
   std::vector<std::string> ungated;
-  /// unit -> [invocation id, spec hash]: the unit berth's last start or restart of it ran, so a
-  /// process still of that invocation whose file has changed since runs an older unit.
+  /// unit -> [invocation id, RestartDigest (or an older berth's spec hash)]: the settings
+  /// berth's last start or restart of it ran with, so a process still of that invocation whose
+  /// file has changed since in a setting that needs a restart runs an older unit.
   std::map<std::string, std::pair<std::string, std::string>> started;
   HeldChange held;
   /// unit -> what a state-only service held when berth last saw it run (ports, GPU memory).

@@ -122,7 +122,8 @@ Result<Observed> LiveObserver::Observe(const Desired& desired) {
   Observed o;
   char host[256] = {};
   if (::gethostname(host, sizeof host - 1) == 0) o.hostname = host;
-  o.observed_at = Rfc3339((opt_.clock ? *opt_.clock : RealClock()).UnixNow());
+  const double now = (opt_.clock ? *opt_.clock : RealClock()).UnixNow();
+  o.observed_at = Rfc3339(now);
 
   std::string store = desired.host.store.empty() ? DefaultStorePath() : desired.host.store;
   auto scanned = ScanStore(store);
@@ -137,7 +138,7 @@ Result<Observed> LiveObserver::Observe(const Desired& desired) {
     if (!units.ok()) return units.status().WithContext("observing systemd units");
     o.units = std::move(units).value();
     // Decided now, with the moment it was seen: a saved observation keeps what was seen.
-    MarkCrashLoops(&o.units, static_cast<uint64_t>(now) * 1000000);
+    MarkCrashLoops(&o.units, static_cast<uint64_t>(now * 1e6));
   } else {
     o.units_known = false;
     o.warnings.push_back("systemd units not observed: " + opt_.systemd_error);

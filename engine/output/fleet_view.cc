@@ -68,7 +68,7 @@ std::string FleetViewText(const FleetView& v) {
     std::string state = r.state + (Holds(v, r.host) ? " *" : "");
     rows.push_back({r.host, r.wave.empty() ? "-" : r.wave, state, manifest,
                     std::to_string(r.services_up) + "/" + std::to_string(r.services_wanted),
-                    Ago(v.now_unix, r.updated_unix), r.message});
+                    Ago(v.now_unix, r.updated_unix), FleetMessageLine(r.message)});
   }
   std::vector<size_t> width(rows[0].size(), 0);
   for (const auto& row : rows)

@@ -31,7 +31,9 @@ struct State {
   std::string manifest_git_commit;          // when the manifest lives in a git work tree
   std::string last_apply;                   // RFC 3339
   std::map<std::string, Failure> failures;  // address -> the last failure (cleared on success)
-  /// unit -> [invocation id, spec hash] of berth's last start or restart of it.
+  /// unit -> [invocation id, what it started with] of berth's last start or restart of it:
+  /// RestartDigest of its unit file ("restart-keys:<sha256>"), or, written by an older berth, the
+  /// file's spec hash.
   std::map<std::string, std::pair<std::string, std::string>> started;
   /// A change that failed after something went dark: not retried until the manifest changes.
   HeldChange held;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -38,6 +39,9 @@ struct EtcdKv {
   int64_t mod_revision = 0;
   int64_t version = 0;
   int64_t lease = 0;  // 0: none
+  /// The value was not kept: it is larger than the range's max_value_bytes, or so large that
+  /// an answer holding it alone passes what berth reads of one answer (16 MiB). `value` is empty.
+  bool too_large = false;
 };
 
 /// The calls berth makes. Errors: Status::Unavailable when no endpoint answered (the message
@@ -49,8 +53,12 @@ struct EtcdKv {
 class Etcd {
  public:
   virtual ~Etcd() = default;
-  /// Every key that starts with `prefix` (sorted by key), at most `limit` (0: no limit).
-  virtual Result<std::vector<EtcdKv>> Range(const std::string& prefix, int64_t limit = 0) = 0;
+  /// Every key that starts with `prefix` (sorted by key), at most `limit` (0: no limit), read
+  /// in pages so that no answer passes what berth reads of one. A value larger than
+  /// `max_value_bytes` (0: no bound) is not kept: its key comes back with too_large set, so
+  /// one oversized key cannot make the whole range fail nor fill berth's memory.
+  virtual Result<std::vector<EtcdKv>> Range(const std::string& prefix, int64_t limit = 0,
+                                            size_t max_value_bytes = 0) = 0;
   /// One key, nullopt when absent.
   virtual Result<std::optional<EtcdKv>> Get(const std::string& key) = 0;
   /// Puts `value` at `key`, attached to `lease` (0: none).

@@ -1,5 +1,6 @@
 // Etcd through the v3 JSON gateway: request bodies and answers (etcd_wire), transport and
 // failover (etcd_transport), auth tokens and etcd's errors turned into Status here.
+#include <algorithm>
 #include <mutex>
 #include <nlohmann/json.hpp>
 
@@ -46,19 +47,65 @@ bool TokenInvalid(const Answer& a) {
 
 class GatewayEtcd : public Etcd {
  public:
+  /// Keys per range request at first (a fleet's reports are a KiB or two each).
+  static constexpr int64_t kRangePageKeys = 256;
+
   GatewayEtcd(std::vector<EtcdEndpoint> endpoints, const EtcdOptions& options)
       : options_(options), transport_(std::move(endpoints), options) {}
 
-  Result<std::vector<EtcdKv>> Range(const std::string& prefix, int64_t limit) override {
+  Result<std::vector<EtcdKv>> Range(const std::string& prefix, int64_t limit,
+                                    size_t max_value_bytes) override {
     if (limit < 0) return Status::InvalidArgument("etcd range: a negative limit");
-    Result<Answer> a = Call("/v3/kv/range", "range",
-                            etcd_wire::RangeBody(prefix.empty() ? std::string(1, '\0') : prefix,
-                                                 etcd_wire::RangeEnd(prefix), limit));
-    if (!a.ok()) return a.status();
-    std::vector<EtcdKv> kvs;
-    if (std::string e = etcd_wire::ReadKvs(a->body, &kvs); !e.empty())
-      return Malformed(*a, "range", e);
-    return kvs;
+    const std::string end = etcd_wire::RangeEnd(prefix);
+    std::string from = prefix.empty() ? std::string(1, '\0') : prefix;
+    std::vector<EtcdKv> out;
+    auto full = [&] { return limit > 0 && static_cast<int64_t>(out.size()) >= limit; };
+    // Keys per request: halved (for the rest of the range) while an answer is too long.
+    int64_t page = kRangePageKeys;
+    for (;;) {
+      int64_t want = limit > 0 ? std::min(page, limit - static_cast<int64_t>(out.size())) : page;
+      bool too_long = false;
+      Result<Answer> a = Call("/v3/kv/range", "range", etcd_wire::RangeBody(from, end, want),
+                              /*not_found_ok=*/false, &too_long);
+      if (!a.ok() && too_long && want > 1) {
+        page = std::max<int64_t>(1, want / 2);
+        continue;
+      }
+      if (!a.ok() && too_long) {
+        // One value alone is larger than an answer may be: its key, without it.
+        Result<Answer> k =
+            Call("/v3/kv/range", "range", etcd_wire::RangeBody(from, end, 1, /*keys_only=*/true));
+        if (!k.ok()) return k.status();
+        std::vector<EtcdKv> keys;
+        if (std::string e = etcd_wire::ReadKvs(k->body, &keys); !e.empty())
+          return Malformed(*k, "range", e);
+        if (keys.empty()) return out;  // deleted meanwhile
+        keys[0].value.clear();
+        keys[0].too_large = true;
+        from = keys[0].key + std::string(1, '\0');
+        out.push_back(std::move(keys[0]));
+        if (full()) return out;
+        continue;
+      }
+      if (!a.ok()) return a.status();
+      std::vector<EtcdKv> kvs;
+      bool more = false;
+      if (std::string e = etcd_wire::ReadKvs(a->body, &kvs); !e.empty())
+        return Malformed(*a, "range", e);
+      if (std::string e = etcd_wire::ReadMore(a->body, &more); !e.empty())
+        return Malformed(*a, "range", e);
+      if (!kvs.empty() && kvs.front().key < from)
+        return Malformed(*a, "range", "it holds keys before the one asked for");
+      for (EtcdKv& kv : kvs) {
+        if (max_value_bytes > 0 && kv.value.size() > max_value_bytes) {
+          kv.value = std::string();
+          kv.too_large = true;
+        }
+        out.push_back(std::move(kv));
+      }
+      if (!more || kvs.empty() || full()) return out;
+      from = out.back().key + std::string(1, '\0');
+    }
   }
 
   Result<std::optional<EtcdKv>> Get(const std::string& key) override {
@@ -165,8 +212,8 @@ class GatewayEtcd : public Etcd {
 
   /// POSTs once; parses the answer's JSON and any error etcd states in it.
   Result<Answer> PostOnce(const std::string& path, const std::string& call, const std::string& body,
-                          const std::string& token) {
-    Result<EtcdHttpAnswer> http = transport_.Post(path, body, token, call);
+                          const std::string& token, bool* too_long = nullptr) {
+    Result<EtcdHttpAnswer> http = transport_.Post(path, body, token, call, too_long);
     if (!http.ok()) return http.status();
     Answer a;
     a.endpoint = http->endpoint;
@@ -219,7 +266,7 @@ class GatewayEtcd : public Etcd {
   /// longer valid; turns etcd's error answers into Status (NotFound passes when
   /// `not_found_ok`, for the caller to read has_error).
   Result<Answer> Call(const std::string& path, const std::string& call, const json& request,
-                      bool not_found_ok = false) {
+                      bool not_found_ok = false, bool* too_long = nullptr) {
     const std::string body = DumpJson(request);
     bool auth = !options_.username.empty();
     if (auth) {
@@ -230,10 +277,10 @@ class GatewayEtcd : public Etcd {
       }
       if (need) BERTH_RETURN_IF_ERROR(Authenticate());
     }
-    Result<Answer> a = PostOnce(path, call, body, Token());
+    Result<Answer> a = PostOnce(path, call, body, Token(), too_long);
     if (auth && a.ok() && TokenInvalid(*a)) {
       BERTH_RETURN_IF_ERROR(Authenticate());
-      a = PostOnce(path, call, body, Token());
+      a = PostOnce(path, call, body, Token(), too_long);
     }
     if (!a.ok() || !a->has_error) return a;
     const etcd_wire::EtcdError& e = a->error;

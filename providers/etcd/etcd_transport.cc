@@ -208,7 +208,8 @@ EtcdTransport::Attempt EtcdTransport::PostOnce(void* easy, const EtcdEndpoint& e
 }
 
 Result<EtcdHttpAnswer> EtcdTransport::Post(const std::string& path, const std::string& body,
-                                           const std::string& token, const std::string& call) {
+                                           const std::string& token, const std::string& call,
+                                           bool* too_long) {
   void* easy = TakeHandle();
   if (!easy) return Status::Internal("etcd " + call + ": curl_easy_init failed (out of memory?)");
   std::string tried;
@@ -224,6 +225,7 @@ Result<EtcdHttpAnswer> EtcdTransport::Post(const std::string& path, const std::s
     }
     if (a.too_long) {
       GiveBack(easy);
+      if (too_long) *too_long = true;
       return Status::Internal("etcd " + endpoint.name + " " + call + ": " + a.error +
                               " (not an etcd answer: is this endpoint etcd's client URL?)");
     }

@@ -49,9 +49,11 @@ class EtcdTransport {
   /// each endpoint tried and why. A request that was sent but got no answer (timed out, the
   /// connection dropped) is not sent again elsewhere (it may have been applied): it fails
   /// Unavailable at once, and the next request starts at the next endpoint. Internal for an
-  /// answer over kMaxBodyBytes. `call` names the request in messages ("range").
+  /// answer over kMaxBodyBytes, with `*too_long` (when given) set. `call` names the request in
+  /// messages ("range").
   Result<EtcdHttpAnswer> Post(const std::string& path, const std::string& body,
-                              const std::string& token, const std::string& call);
+                              const std::string& token, const std::string& call,
+                              bool* too_long = nullptr);
 
   const std::vector<EtcdEndpoint>& endpoints() const { return endpoints_; }
 

@@ -46,10 +46,12 @@ std::string RangeEnd(std::string_view prefix) {
   return end;
 }
 
-json RangeBody(const std::string& key, const std::string& range_end, int64_t limit) {
+json RangeBody(const std::string& key, const std::string& range_end, int64_t limit,
+               bool keys_only) {
   json body = {{"key", Base64Encode(key)}};
   if (!range_end.empty()) body["range_end"] = Base64Encode(range_end);
   if (limit > 0) body["limit"] = Str(limit);
+  if (keys_only) body["keys_only"] = true;
   return body;
 }
 
@@ -117,6 +119,16 @@ std::string ReadKvs(const json& answer, std::vector<EtcdKv>* kvs) {
     if (std::string e = ReadKv(j, &kv); !e.empty()) return e;
     kvs->push_back(std::move(kv));
   }
+  return "";
+}
+
+std::string ReadMore(const json& answer, bool* more) {
+  *more = false;
+  if (!answer.is_object()) return "the answer is not a JSON object";
+  auto it = answer.find("more");
+  if (it == answer.end()) return "";
+  if (!it->is_boolean()) return "\"more\" is not a boolean";
+  *more = it->get<bool>();
   return "";
 }
 

@@ -18,7 +18,10 @@ namespace berth::etcd_wire {
 /// plus one, trailing 0xff bytes dropped first; "\0" (every key) for "" or an all-0xff prefix.
 std::string RangeEnd(std::string_view prefix);
 
-nlohmann::json RangeBody(const std::string& key, const std::string& range_end, int64_t limit);
+/// A range from `key` to `range_end` of at most `limit` keys (0: all); `keys_only`: without
+/// their values.
+nlohmann::json RangeBody(const std::string& key, const std::string& range_end, int64_t limit,
+                         bool keys_only = false);
 nlohmann::json PutBody(const std::string& key, const std::string& value, int64_t lease);
 nlohmann::json DeleteBody(const std::string& key);
 /// Txn: compare CREATE createRevision == 0, success put (with lease), failure range of the key.
@@ -33,6 +36,8 @@ nlohmann::json AuthenticateBody(const std::string& name, const std::string& pass
 
 /// The "kvs" of a range answer (absent: none), keys and values decoded.
 std::string ReadKvs(const nlohmann::json& answer, std::vector<EtcdKv>* kvs);
+/// A range answer's "more" (absent: false): keys past its limit remain.
+std::string ReadMore(const nlohmann::json& answer, bool* more);
 /// A txn answer: "succeeded" (absent: false) and, when a response_range is among "responses",
 /// its kvs.
 std::string ReadTxn(const nlohmann::json& answer, bool* succeeded, std::vector<EtcdKv>* kvs);

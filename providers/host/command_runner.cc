@@ -1,16 +1,22 @@
 #include "providers/host/command_runner.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
 
 extern char** environ;
 
@@ -24,6 +30,122 @@ uint64_t Since(Clock::time_point t0) {
       std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count());
 }
 
+// Writes all of `n` bytes, or gives up; async-signal-safe.
+void WriteAll(int fd, const void* data, size_t n) {
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return;
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+}
+
+// The keeper, in the forked child: only async-signal-safe calls (berth has threads). A new
+// session, a subreaper for everything the command starts, dead with berth; it starts the
+// command, sends its wait status on `status_fd` the moment it exits, and reaps every orphan
+// until none is left. An errno on `error_fd` says the command could not be run.
+[[noreturn]] void Keeper(char* const* args, pid_t berth, int devnull, int out_fd, int status_fd,
+                         int error_fd) {
+  setsid();
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  sigaction(SIGCHLD, &dfl, nullptr);  // berth's disposition must not reap for it
+  struct sigaction ign {};
+  ign.sa_handler = SIG_IGN;
+  sigaction(SIGPIPE, &ign, nullptr);  // berth stopped listening: the keeper still reaps
+  prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+  prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+  if (getppid() != berth) _exit(1);  // berth died before the line above
+  pid_t command = fork();
+  if (command < 0) {
+    int e = errno;
+    WriteAll(error_fd, &e, sizeof e);
+    _exit(127);
+  }
+  if (command == 0) {
+    for (int sig : {SIGPIPE, SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &dfl, nullptr);
+    prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    dup2(devnull, 0);
+    dup2(out_fd, 1);
+    dup2(out_fd, 2);
+    execve(args[0], args, environ);
+    int e = errno;
+    WriteAll(error_fd, &e, sizeof e);
+    _exit(127);
+  }
+  close(out_fd);
+  close(error_fd);
+  close(devnull);
+  for (;;) {
+    int status = 0;
+    pid_t w = waitpid(-1, &status, 0);
+    if (w == command) {
+      WriteAll(status_fd, &status, sizeof status);
+    } else if (w < 0 && errno != EINTR) {
+      _exit(0);  // ECHILD: nothing of the command is left
+    }
+  }
+}
+
+// pid -> parent pid of every process /proc shows.
+std::map<pid_t, pid_t> Parents() {
+  std::map<pid_t, pid_t> parents;
+  DIR* proc = opendir("/proc");
+  if (!proc) return parents;
+  while (dirent* e = readdir(proc)) {
+    char* end = nullptr;
+    long pid = std::strtol(e->d_name, &end, 10);
+    if (pid <= 0 || *end != '\0') continue;
+    std::ifstream in("/proc/" + std::string(e->d_name) + "/stat");
+    std::string stat;
+    std::getline(in, stat);
+    // "pid (comm) state ppid ...": comm may hold spaces and parentheses; the last ')' ends it.
+    size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(stat.substr(close + 1));
+    std::string state;
+    long ppid = 0;
+    if (rest >> state >> ppid) parents[static_cast<pid_t>(pid)] = static_cast<pid_t>(ppid);
+  }
+  closedir(proc);
+  return parents;
+}
+
+// Every living descendant of `root`.
+std::set<pid_t> Descendants(pid_t root) {
+  std::map<pid_t, pid_t> parents = Parents();
+  std::set<pid_t> found = {root};
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (const auto& [pid, ppid] : parents)
+      if (found.count(ppid) && found.insert(pid).second) grew = true;
+  }
+  found.erase(root);
+  return found;
+}
+
+// Kills everything under the keeper, then the keeper once it has reaped them; waits for it.
+// False when something would not die (a process stuck in the kernel).
+bool EndAll(pid_t keeper) {
+  int status = 0;
+  for (int round = 0; round < 500; ++round) {
+    std::set<pid_t> left = Descendants(keeper);
+    for (pid_t pid : left) kill(pid, SIGKILL);
+    pid_t w = waitpid(keeper, &status, left.empty() ? 0 : WNOHANG);
+    if (w == keeper || (w < 0 && errno == ECHILD)) return true;
+    usleep(10000);
+  }
+  kill(keeper, SIGKILL);
+  while (waitpid(keeper, &status, 0) < 0 && errno == EINTR) {
+  }
+  return false;
+}
+
 }  // namespace
 
 CommandResult PosixCommandRunner::Run(const std::vector<std::string>& argv, uint64_t timeout_ms) {
@@ -32,97 +154,100 @@ CommandResult PosixCommandRunner::Run(const std::vector<std::string>& argv, uint
     r.error = "the command must start with an absolute path";
     return r;
   }
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) {
-    r.error = std::string("cannot create a pipe: ") + std::strerror(errno);
+  // Its output, the keeper's word of its exit, the exec's errno; its stdin.
+  int out[2] = {-1, -1}, status[2] = {-1, -1}, error[2] = {-1, -1};
+  int devnull = -1;
+  if (pipe2(out, O_CLOEXEC) != 0 || pipe2(status, O_CLOEXEC) != 0 || pipe2(error, O_CLOEXEC) != 0 ||
+      (devnull = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
+    r.error = std::string("cannot set up its pipes: ") + std::strerror(errno);
+    for (int fd : {out[0], out[1], status[0], status[1], error[0], error[1]})
+      if (fd >= 0) close(fd);
     return r;
   }
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
-  posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setpgroup(&attr, 0);  // its own group: a timeout kills its children too
-  sigset_t none;
-  sigemptyset(&none);
-  posix_spawnattr_setsigmask(&attr, &none);
-  sigset_t dfl;
-  sigemptyset(&dfl);
-  sigaddset(&dfl, SIGPIPE);
-  sigaddset(&dfl, SIGINT);
-  sigaddset(&dfl, SIGTERM);
-  posix_spawnattr_setsigdefault(&attr, &dfl);
-  posix_spawnattr_setflags(&attr,
-                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  // Everything the keeper needs is made before the fork: after it, no allocation.
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
-  pid_t pid = 0;
+  const pid_t self = getpid();
   auto t0 = Clock::now();
-  int rc = posix_spawn(&pid, argv[0].c_str(), &fa, &attr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
-  close(fds[1]);
-  if (rc != 0) {
-    close(fds[0]);
-    r.error = "cannot run " + argv[0] + ": " + std::strerror(rc);
+  pid_t keeper = fork();
+  if (keeper == 0) Keeper(args.data(), self, devnull, out[1], status[1], error[1]);
+  int fork_errno = errno;
+  for (int fd : {out[1], status[1], error[1], devnull}) close(fd);
+  if (keeper < 0) {
+    for (int fd : {out[0], status[0], error[0]}) close(fd);
+    r.error = "cannot run " + argv[0] + ": fork: " + std::strerror(fork_errno);
+    return r;
+  }
+  // The exec's own answer: nothing (it ran, the pipe closed at exec) or its errno.
+  int exec_errno = 0;
+  ssize_t got_errno;
+  do {
+    got_errno = read(error[0], &exec_errno, sizeof exec_errno);
+  } while (got_errno < 0 && errno == EINTR);
+  close(error[0]);
+  if (got_errno == static_cast<ssize_t>(sizeof exec_errno)) {
+    for (int fd : {out[0], status[0]}) close(fd);
+    EndAll(keeper);
+    r.error = "cannot run " + argv[0] + ": " + std::strerror(exec_errno);
     return r;
   }
   r.started = true;
-  std::string out;
-  bool open = true;
-  auto deadline = t0 + std::chrono::milliseconds(timeout_ms);
-  while (open) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    if (left.count() <= 0) {
+
+  std::string text;
+  bool output_open = true, exited = false, keeper_gone = false;
+  int wait_status = 0;
+  const auto deadline = t0 + std::chrono::milliseconds(timeout_ms);
+  Clock::time_point drained_by{};
+  for (;;) {
+    auto now = Clock::now();
+    if (exited && (!output_open || now >= drained_by)) break;
+    if (keeper_gone && !output_open) break;
+    if (!exited && now >= deadline) {
       r.timed_out = true;
       break;
     }
-    pollfd p{fds[0], POLLIN, 0};
-    int n = poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count(), 1000)));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) continue;
-    char buf[4096];
-    ssize_t got = read(fds[0], buf, sizeof buf);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) {
-      open = false;
-      break;
-    }
-    out.append(buf, static_cast<size_t>(got));
-    if (out.size() > 2 * kTailBytes) out.erase(0, out.size() - kTailBytes);
-  }
-  close(fds[0]);
-  int status = 0;
-  if (r.timed_out) {
-    kill(-pid, SIGKILL);
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-  } else {
-    // The output closed: it exited, or it closed its output and runs on. Wait out the rest.
-    for (;;) {
-      pid_t w = waitpid(pid, &status, WNOHANG);
-      if (w == pid) break;
-      if (w < 0 && errno != EINTR) break;
-      if (Clock::now() >= deadline) {
-        r.timed_out = true;
-        kill(-pid, SIGKILL);
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-        }
-        break;
+    auto until = exited ? drained_by : deadline;
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - now).count();
+    pollfd p[2] = {{output_open ? out[0] : -1, POLLIN, 0},
+                   {exited || keeper_gone ? -1 : status[0], POLLIN, 0}};
+    int n = poll(p, 2, static_cast<int>(std::clamp<int64_t>(left, 1, 1000)));
+    if (n <= 0) continue;  // EINTR, or the time is up: checked above
+    if (p[1].revents != 0) {
+      ssize_t got = read(status[0], &wait_status, sizeof wait_status);
+      if (got == static_cast<ssize_t>(sizeof wait_status)) {
+        exited = true;
+        drained_by = Clock::now() + std::chrono::milliseconds(kDrainMs);
+      } else if (got == 0 || (got < 0 && errno != EINTR)) {
+        keeper_gone = true;  // killed from outside before the command ended
       }
-      usleep(10000);
+    }
+    if (p[0].revents != 0) {
+      char buf[4096];
+      ssize_t got = read(out[0], buf, sizeof buf);
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) {
+        output_open = false;
+        continue;
+      }
+      text.append(buf, static_cast<size_t>(got));
+      if (text.size() > 2 * kTailBytes) text.erase(0, text.size() - kTailBytes);
     }
   }
+  // Whatever it left behind ends with it, at the timeout as after its exit; the keeper's pipe
+  // stays open until it is gone.
+  if (!EndAll(keeper)) r.error = "some of its processes could not be killed (stuck in the kernel?)";
+  close(out[0]);
+  close(status[0]);
   r.elapsed_ms = Since(t0);
-  if (!r.timed_out) {
-    if (WIFEXITED(status)) r.exit_status = WEXITSTATUS(status);
-    if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
+  if (exited) {
+    if (WIFEXITED(wait_status)) r.exit_status = WEXITSTATUS(wait_status);
+    if (WIFSIGNALED(wait_status)) r.signal = WTERMSIG(wait_status);
+  } else if (keeper_gone && !r.timed_out) {
+    r.error = "its keeper process was killed before the command ended; its exit is unknown";
   }
-  if (out.size() > kTailBytes) out.erase(0, out.size() - kTailBytes);
-  r.output_tail = std::move(out);
+  if (text.size() > kTailBytes) text.erase(0, text.size() - kTailBytes);
+  r.output_tail = std::move(text);
   return r;
 }
 

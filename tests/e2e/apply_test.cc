@@ -125,6 +125,36 @@ TEST_F(ApplyTest, ConvergesThenRestartsOnlyWhatChangedThenRemovesWhatIsAbsent) {
   EXPECT_THAT(out_.str(), HasSubstr("No changes"));
 }
 
+// A setting only systemd reads (RestartSec=), edited by hand and loaded: berth restores it with
+// a daemon-reload, the process keeps running (same InvocationID), and systemd reports the
+// restored value.
+TEST_F(ApplyTest, ARestartSecEditIsRestoredByADaemonReloadWithoutARestart) {
+  std::string m = Manifest();
+  ASSERT_EQ(Apply(m), kExitOk) << out_.str() << err_.str();
+  auto restart_usec = [&] {
+    CommandResult r = sandbox_->Exec({"systemctl", "show", "-P", "RestartUSec", "svc-a.service"});
+    return r.ok() ? r.output : "ERROR: " + r.output + r.error;
+  };
+  ASSERT_EQ(restart_usec(), "10s\n");
+  std::string path = sandbox_->units_dir() + "/svc-a.service";
+  std::string text = ReadAll(path);
+  text.replace(text.find("RestartSec=10"), 13, "RestartSec=30");
+  std::ofstream(path) << text;
+  ASSERT_TRUE(sandbox_->Exec({"systemctl", "daemon-reload"}).ok());
+  ASSERT_EQ(restart_usec(), "30s\n");
+  const std::string before = Invocation("svc-a.service");
+  ASSERT_FALSE(before.empty());
+
+  ASSERT_EQ(Apply(m), kExitOk) << out_.str() << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("RestartSec changed: 30 → 10"));
+  EXPECT_THAT(out_.str(), HasSubstr("daemon-reload only, no restart"));
+  EXPECT_THAT(out_.str(), Not(HasSubstr("restart       service/svc-a")));
+  EXPECT_EQ(Invocation("svc-a.service"), before) << "the process was restarted";
+  EXPECT_EQ(restart_usec(), "10s\n");
+  ASSERT_EQ(PlanDetailed(m), kExitOk) << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("No changes"));
+}
+
 TEST_F(ApplyTest, AHandEditedUnitIsReportedAsDriftAndRepaired) {
   std::string m = Manifest();
   ASSERT_EQ(Apply(m), kExitOk) << out_.str() << err_.str();

@@ -16,6 +16,7 @@ namespace berth::testing {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 FleetSpec Fleet(int max_unavailable = 1, bool waves = false) {
   FleetSpec f;
@@ -121,6 +122,57 @@ TEST(FleetReportJson, ReportsRoundTripAndHostileOnesAreRefusedWithTheirKey) {
       "k");
   ASSERT_TRUE(esc.ok());
   EXPECT_EQ(esc->message, "a [2Jb");
+}
+
+// A failed switch's error: its first line, then the unit's journal, 15 lines.
+std::string FailedSwitchMessage() {
+  std::string m =
+      "\n  service/minimax: vllm-minimax.service did not become healthy within 10m\n"
+      "journal of vllm-minimax.service (last 15 lines):\n";
+  for (int i = 0; i < 15; ++i) m += "  Dec 01 03:0" + std::to_string(i % 10) + " vllm[42]: line\n";
+  return m;
+}
+
+TEST(FleetMessageLine, TheFirstMeaningfulLineCutOnACharacterBoundary) {
+  EXPECT_EQ(FleetMessageLine(FailedSwitchMessage()),
+            "service/minimax: vllm-minimax.service did not become healthy within 10m …");
+  EXPECT_EQ(FleetMessageLine("holds /berth/fleets/prod/slots/0"),
+            "holds /berth/fleets/prod/slots/0");
+  EXPECT_EQ(FleetMessageLine(""), "");
+  EXPECT_EQ(FleetMessageLine(" \n\t\n"), "");
+  // "é" is two bytes: a cut never splits it.
+  std::string cut = FleetMessageLine("aé" + std::string(50, 'x'), 5);
+  EXPECT_EQ(cut, "a…");
+  cut = FleetMessageLine("aéé" + std::string(50, 'x'), 7);
+  EXPECT_EQ(cut, "aé…");
+  cut = FleetMessageLine("aéé" + std::string(50, 'x'), 8);
+  EXPECT_EQ(cut, "aéé…");
+  EXPECT_EQ(FleetMessageLine("tab\there"), "tab here");
+}
+
+TEST(FleetReportJson, AFailedSwitchsWholeErrorStaysInTheReportAndALongOneIsCut) {
+  FleetReport r = Report("gpu-01", kFleetFailed);
+  r.message = FailedSwitchMessage();
+  auto back = FleetReportFromJson(FleetReportToJson(r), "k");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->message, r.message) << "its lines are kept";
+  // An error longer than a report may carry is cut (on a character boundary), not refused.
+  r.message = std::string(4095, 'x') + "é and more";
+  back = FleetReportFromJson(FleetReportToJson(r), "k");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->message, std::string(4095, 'x'));
+}
+
+TEST(FleetRules, AnotherHostsFailureIsOneLineInTheVerdict) {
+  FleetSpec f = Fleet(1, false);
+  FleetReport failed = Report("gpu-01", kFleetFailed);
+  failed.message = FailedSwitchMessage();
+  FleetTurnVerdict v = MayGoDark(f, "gpu-02", kDigest, {failed});
+  ASSERT_EQ(v.kind, FleetTurnVerdict::kStop);
+  EXPECT_THAT(v.why, HasSubstr("failed on gpu-01 (service/minimax: vllm-minimax.service did not "
+                               "become healthy within 10m …)"));
+  EXPECT_EQ(v.why.find('\n'), std::string::npos) << v.why;
+  EXPECT_THAT(v.why, Not(HasSubstr("journal of")));
 }
 
 class FleetTurnTest : public ::testing::Test {
@@ -260,6 +312,31 @@ TEST_F(FleetTurnTest, UnreadableReportsAreLeftOutWithAWarningNamingTheKey) {
   EXPECT_THAT(warnings[1], HasSubstr("hosts/gpu-09"));
 }
 
+// One writer's oversized keys under the fleet's prefix (17 of 1 MiB) neither stall the fleet
+// nor are read into memory: each is left out with a warning naming it, the real reports count,
+// and a host waiting for its turn still gets it.
+TEST_F(FleetTurnTest, OversizedReportsAreLeftOutByNameAndTheTurnStillComes) {
+  FleetSpec f = Fleet();
+  for (int i = 0; i < 17; ++i)
+    ASSERT_TRUE(
+        etcd.Put("/berth/fleets/prod/hosts/big-" + std::to_string(i), std::string(1 << 20, '{'))
+            .ok());
+  ASSERT_TRUE(etcd.Put("/berth/fleets/prod/hosts/gpu-01",
+                       FleetReportToJson(Report("gpu-01", kFleetConverged)))
+                  .ok());
+  std::vector<std::string> warnings;
+  auto reports = ReadFleetReports(etcd, f, &warnings);
+  ASSERT_TRUE(reports.ok()) << reports.status().message();
+  ASSERT_EQ(reports->size(), 1u);
+  EXPECT_EQ((*reports)[0].host, "gpu-01");
+  ASSERT_EQ(warnings.size(), 17u);
+  EXPECT_THAT(warnings[0], HasSubstr("the fleet report at /berth/fleets/prod/hosts/big-0 is "
+                                     "larger than 64 KiB, which no berth writes: it is left out"));
+  FleetTurn turn(f, &etcd, Options("gpu-02"));
+  EXPECT_TRUE(turn.Take().ok());
+  turn.Release();
+}
+
 TEST_F(FleetTurnTest, ForgettingAHostDeletesItsReportAndNothingElse) {
   FleetSpec f = Fleet(1, true);
   f.waves[0].hosts = {"gpu-01", "gpu-09"};
@@ -305,6 +382,24 @@ TEST(FleetViewTest, TheTextShowsEachHostsWaveStateAndWhoHoldsTheSlot) {
   EXPECT_THAT(json, HasSubstr("\"holds_slot\": true"));
 }
 
+TEST(FleetViewTest, AFailedSwitchIsOneLineInTheTableAndWholeInTheJson) {
+  FleetSpec f = Fleet(1, false);
+  std::vector<FleetReport> reports = {Report("gpu-01", kFleetFailed),
+                                      Report("gpu-02", kFleetConverged)};
+  reports[0].message = FailedSwitchMessage();
+  FleetView v = MakeFleetView(f, kDigest, reports, {}, {}, 1'700'000'030);
+  std::string text = FleetViewText(v);
+  EXPECT_THAT(text, Not(HasSubstr("journal of")));
+  size_t row = text.find("gpu-01");
+  ASSERT_NE(row, std::string::npos) << text;
+  std::string line = text.substr(row, text.find('\n', row) - row);
+  EXPECT_THAT(line, HasSubstr("did not become healthy within 10m …"));
+  EXPECT_LT(text.find("gpu-02"), text.size()) << "the next host is on its own row";
+  EXPECT_EQ(text.find("gpu-02", row) - row, line.size() + 1) << text;
+  std::string json = FleetViewJson(v);
+  EXPECT_THAT(json, HasSubstr("journal of vllm-minimax.service (last 15 lines):\\n"));
+}
+
 // The Reconciler: MiniMax replaces Kimi on GPU 0 (stop Kimi, start MiniMax), in fleet "prod".
 class FleetReconcilerTest : public ReconcilerTest {
  protected:
@@ -347,8 +442,8 @@ class FleetReconcilerTest : public ReconcilerTest {
   // The pass owns its client; they all share this one etcd.
   struct EtcdView : Etcd {
     explicit EtcdView(FakeEtcd* fake) : e(fake) {}
-    Result<std::vector<EtcdKv>> Range(const std::string& p, int64_t l) override {
-      return e->Range(p, l);
+    Result<std::vector<EtcdKv>> Range(const std::string& p, int64_t l, size_t max) override {
+      return e->Range(p, l, max);
     }
     Result<std::optional<EtcdKv>> Get(const std::string& k) override { return e->Get(k); }
     Status Put(const std::string& k, const std::string& v, int64_t l) override {

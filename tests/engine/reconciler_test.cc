@@ -780,6 +780,36 @@ TEST_F(ReconcilerTest, KilledBetweenWriteUnitAndRestartStillRestarts) {
   EXPECT_EQ(Plan("kimi-longer").outcome, Outcome::kNoChanges) << out.str();
 }
 
+// A longer health timeout changes only TimeoutStartSec=, which systemd alone reads: the unit is
+// rewritten and systemd reloaded, the process keeps running, and the next plan is empty, also
+// when the record of its start was written by an older berth (a spec hash, not the settings).
+TEST_F(ReconcilerTest, AReloadOnlyChangeKeepsTheProcessAndTheNextPlanIsEmpty) {
+  std::string slow = Manifest(false);
+  slow.replace(slow.find("timeout: 10m"), 12, "timeout: 20m");
+  dir.Write("kimi-slow/berth.yaml", slow);
+  ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
+  const std::string unit = "vllm-kimi.service";
+  const std::string invocation = Unit(unit)->invocation_id;
+  auto state = StateDir(dir / "state").Load();
+  ASSERT_TRUE(state.ok());
+  ASSERT_TRUE(state->started.count(unit));
+  EXPECT_TRUE(state->started[unit].second.starts_with("restart-keys:"));
+  state->started[unit].second = Unit(unit)->spec_hash;  // as an older berth recorded it
+  ASSERT_TRUE(StateDir(dir / "state").Save(*state).ok());
+
+  world.calls.clear();
+  RunReport r = Apply("kimi-slow");
+  ASSERT_EQ(r.outcome, Outcome::kApplied) << out.str() << err.str();
+  EXPECT_THAT(out.str(), HasSubstr("TimeoutStartSec changed: 11m → 21m (daemon-reload only, no "
+                                   "restart)"));
+  EXPECT_EQ(Count("restart " + unit), 0u);
+  EXPECT_EQ(Unit(unit)->invocation_id, invocation);
+  EXPECT_EQ(Plan("kimi-slow").outcome, Outcome::kNoChanges) << out.str();
+  state = StateDir(dir / "state").Load();
+  ASSERT_TRUE(state.ok());
+  EXPECT_TRUE(state->started[unit].second.starts_with("restart-keys:"));
+}
+
 TEST_F(ReconcilerTest, NotConfirmedChangesNothing) {
   std::istringstream no("no\n");
   Reporter say(out, err);

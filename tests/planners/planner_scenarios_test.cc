@@ -184,7 +184,7 @@ TEST_F(ScenarioTest, ACosmeticOnlyChangeRewritesTheUnitWithoutARestart) {
   ASSERT_FALSE(p.blocked()) << Problems(p);
   EXPECT_THAT(Steps(p), ElementsAre("write-unit unit/svc.service unit_changed",
                                     "daemon-reload systemd unit_files_changed"));
-  EXPECT_EQ(p.actions[0].detail, "Description changed");
+  EXPECT_EQ(p.actions[0].detail, "Description changed (daemon-reload only, no restart)");
   EXPECT_THAT(p.disruptions, IsEmpty());
   Converge();
 }

@@ -93,6 +93,32 @@ TEST(DiffUnits, ADescriptionChangeNeedsNoRestart) {
   EXPECT_FALSE(diff.needs_restart);
 }
 
+TEST(DiffUnits, ARestartSecChangeNeedsOnlyAReload) {
+  std::string a = RenderUnit(Svc(), Ctx()).content;
+  std::string b = a;
+  b.replace(b.find("RestartSec=10"), 13, "RestartSec=30");
+  UnitDiff diff = DiffUnits(a, b);
+  EXPECT_TRUE(diff.changed);
+  EXPECT_FALSE(diff.needs_restart);
+  EXPECT_EQ(diff.reload_keys, std::vector<std::string>{"RestartSec"});
+  EXPECT_TRUE(diff.restart_keys.empty());
+  EXPECT_FALSE(diff.install_changed);
+  EXPECT_EQ(diff.detail, "RestartSec changed: 10 → 30");
+}
+
+TEST(DiffUnits, AnExecStartChangeNeedsARestartAndAnInstallChangeIsNoted) {
+  std::string a = RenderUnit(Svc(), Ctx()).content;
+  std::string b = a;
+  b.replace(b.find("\"8000\""), 6, "\"8001\"");
+  b.replace(b.find("WantedBy=multi-user.target"), 26, "WantedBy=default.target");
+  UnitDiff diff = DiffUnits(a, b);
+  EXPECT_TRUE(diff.needs_restart);
+  EXPECT_EQ(diff.restart_keys, std::vector<std::string>{"ExecStart"});
+  EXPECT_EQ(diff.reload_keys, std::vector<std::string>{"WantedBy"});
+  EXPECT_TRUE(diff.install_changed);
+  EXPECT_THAT(diff.detail, HasSubstr("--port 8000 → 8001"));
+}
+
 TEST(DiffUnits, AnEnvironmentChangeIsNamed) {
   ServiceSpec s = Svc();
   std::string a = RenderUnit(s, Ctx()).content;

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <functional>
 #include <iostream>
 #include <thread>
@@ -94,6 +95,55 @@ class EtcdClientTest : public ::testing::Test {
   std::unique_ptr<EtcdServer> server_;
   std::unique_ptr<Etcd> etcd_;
 };
+
+// More under a prefix than one answer may hold (17 values of 1 MiB: 23 MiB of base64, past
+// the 16 MiB berth reads of one answer): the range comes in pages, whole; with a bound on each
+// value the large ones come back as keys marked too large, the small ones as they are.
+TEST_F(EtcdClientTest, ARangeLargerThanOneAnswerIsReadInPagesAndLargeValuesAreLeftOut) {
+  BERTH_REQUIRE_ETCD();
+  StartEtcd();
+  const std::string big(1 << 20, 'b');
+  for (int i = 0; i < 17; ++i) {
+    char key[64];
+    std::snprintf(key, sizeof key, "fleet/hosts/big-%02d", i);
+    ASSERT_TRUE(etcd_->Put(key, big + std::to_string(i)).ok()) << key;
+  }
+  for (const char* small : {"fleet/hosts/a", "fleet/hosts/m", "fleet/hosts/z"})
+    ASSERT_TRUE(etcd_->Put(small, std::string("report of ") + small).ok());
+  ASSERT_TRUE(etcd_->Put("fleet/other", "not in the prefix").ok());
+
+  Result<std::vector<EtcdKv>> all = etcd_->Range("fleet/hosts/");
+  ASSERT_TRUE(all.ok()) << all.status().message();
+  ASSERT_EQ(all->size(), 20u);
+  EXPECT_EQ((*all)[0].key, "fleet/hosts/a");
+  for (int i = 0; i < 17; ++i) {
+    const EtcdKv& kv = (*all)[static_cast<size_t>(i) + 1];
+    EXPECT_EQ(kv.value, big + std::to_string(i)) << kv.key;
+    EXPECT_FALSE(kv.too_large);
+  }
+  EXPECT_EQ((*all)[19].key, "fleet/hosts/z");
+
+  Result<std::vector<EtcdKv>> bounded = etcd_->Range("fleet/hosts/", 0, 64 * 1024);
+  ASSERT_TRUE(bounded.ok()) << bounded.status().message();
+  ASSERT_EQ(bounded->size(), 20u);
+  int too_large = 0;
+  for (const EtcdKv& kv : *bounded) {
+    if (kv.key.starts_with("fleet/hosts/big-")) {
+      EXPECT_TRUE(kv.too_large) << kv.key;
+      EXPECT_TRUE(kv.value.empty()) << kv.key;
+      ++too_large;
+    } else {
+      EXPECT_FALSE(kv.too_large) << kv.key;
+      EXPECT_EQ(kv.value, "report of " + kv.key);
+    }
+  }
+  EXPECT_EQ(too_large, 17);
+
+  Result<std::vector<EtcdKv>> first = etcd_->Range("fleet/hosts/", 5);
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  ASSERT_EQ(first->size(), 5u);
+  EXPECT_EQ(first->back().key, "fleet/hosts/big-03");
+}
 
 TEST_F(EtcdClientTest, BinaryKeysAndValuesComeBackByteForByteAndRangeIsByPrefix) {
   BERTH_REQUIRE_ETCD();

@@ -193,6 +193,20 @@ TEST(EtcdHostileTest, AHugeBodyIsCutOffAndRefused) {
   EXPECT_THAT(kvs.status().message(), AllOf(HasSubstr(server.url()), HasSubstr("longer than")));
 }
 
+// A server that always says there is more, with the same key: the pages must move forward, so
+// the range ends with an error instead of asking forever.
+TEST(EtcdHostileTest, ARangeWhosePagesDoNotMoveOnIsRefused) {
+  std::string h = kHeader;
+  HostileServer server(
+      {{"/v3/kv/range",
+        {200, "{" + h + R"(,"kvs":[{"key":"YQ==","value":"MQ=="}],"more":true})"}}});
+  std::unique_ptr<Etcd> etcd = Connect(server);
+  Result<std::vector<EtcdKv>> kvs = etcd->Range("a");
+  EXPECT_EQ(kvs.status().code(), Status::Code::kInternal);
+  EXPECT_THAT(kvs.status().message(),
+              AllOf(HasSubstr(server.url()), HasSubstr("keys before the one asked for")));
+}
+
 TEST(EtcdHostileTest, NonOkStatusesWithoutAnEtcdErrorAreInternal) {
   HostileServer server({
       {"/v3/kv/put", {502, "{\"proxy\":\"bad gateway\"}"}},

@@ -39,13 +39,19 @@ class FakeEtcd : public Etcd {
     return calls_;
   }
 
-  Result<std::vector<EtcdKv>> Range(const std::string& prefix, int64_t limit = 0) override {
+  Result<std::vector<EtcdKv>> Range(const std::string& prefix, int64_t limit = 0,
+                                    size_t max_value_bytes = 0) override {
     std::lock_guard<std::mutex> l(mu_);
     if (auto s = Call("range " + prefix); !s.ok()) return s;
     std::vector<EtcdKv> out;
     for (const auto& [k, v] : kv_)
-      if (k.starts_with(prefix) && (limit == 0 || static_cast<int64_t>(out.size()) < limit))
+      if (k.starts_with(prefix) && (limit == 0 || static_cast<int64_t>(out.size()) < limit)) {
         out.push_back(v);
+        if (max_value_bytes > 0 && v.value.size() > max_value_bytes) {
+          out.back().value.clear();
+          out.back().too_large = true;
+        }
+      }
     return out;
   }
   Result<std::optional<EtcdKv>> Get(const std::string& key) override {
