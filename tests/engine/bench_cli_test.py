@@ -1,7 +1,6 @@
 """`berth bench` against the fake vLLM started directly (no systemd): the figures it reports are
 the fake's configured rates within 5% at 1, 32 and 128 streams; results are recorded in the state
-directory and `--compare` shows two models side by side; -o json; refusals; a server whose
-stream holds a byte that is not UTF-8.
+directory and `--compare` shows two models side by side; -o json; refusals.
 
 Usage: python3 bench_cli_test.py BERTH_BINARY  (CTest passes build/berth)
 """
