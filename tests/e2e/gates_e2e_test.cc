@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/cli/commands.h"
+#include "engine/core/untrusted_text.h"
 #include "tests/e2e/e2e_fixture.h"
 
 namespace berth::testing {
@@ -219,6 +220,35 @@ TEST_F(GatesE2eTest, AFailingPreflightStopsTheApplyBeforeAnythingIsStopped) {
   EXPECT_EQ(ActiveState("svc-old.service"), "active");
   EXPECT_FALSE(std::filesystem::exists(sandbox_->units_dir() + "/svc-new.service"))
       << "no unit is written before the preflight passes";
+}
+
+// A preflight's output is text berth did not write: its tail (the last 4 KiB) may begin inside a
+// character, and its terminal controls must not reach the operator's terminal or break the
+// journal berth writes.
+TEST_F(GatesE2eTest, APreflightsOutputCutMidCharacterAndItsEscapesAreShownSafely) {
+  ASSERT_EQ(Apply(Manifest(false)), kExitOk) << out_.str() << err_.str();
+  const std::string script = (tmp_ / "noisy.py").string();
+  // 2000 three-byte characters and 11 more bytes: the 4096-byte tail begins inside one.
+  std::ofstream(script) << "import sys\n"
+                           "sys.stdout.buffer.write('\\u65e5'.encode() * 2000 + "
+                           "b'\\x1b[2J\\r\\x9b31m!\\n')\n"
+                           "sys.exit(3)\n";
+  std::string m = Manifest(
+      true, "    preflight: {command: [/usr/bin/python3, " + script + "], timeout: 10s}\n");
+  ASSERT_EQ(Apply(m), kExitFailed) << out_.str() << err_.str();
+  const std::string err = err_.str();
+  EXPECT_THAT(err, HasSubstr("exited with status 3"));
+  EXPECT_THAT(err, HasSubstr("\xe6\x97\xa5\\x1b[2J\\x0d\\x9b31m!"));
+  EXPECT_TRUE(IsUtf8(err)) << "a character cut in two reached the terminal";
+  EXPECT_EQ(err.find_first_of("\x1b\r"), std::string::npos);
+  EXPECT_EQ(ActiveState("svc-old.service"), "active");
+  for (const char* name : {"state.json", "history.json", "journal.json"}) {
+    const std::string path = (tmp_ / "state" / name).string();
+    if (!std::filesystem::exists(path)) continue;
+    std::ifstream in(path);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_FALSE(nlohmann::json::parse(text, nullptr, false).is_discarded()) << path;
+  }
 }
 
 }  // namespace
