@@ -35,9 +35,14 @@ bool IsManifestName(const fs::path& p) {
 
 // Reads `file` into `bytes`; "" on success, else what went wrong. A FIFO, a device or a socket
 // is refused without blocking: the file is opened with O_NONBLOCK and checked with fstat before
-// any read.
-std::string ReadRegularFile(const std::string& file, std::string* bytes) {
-  int fd = ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+// any read. `own` is a file berth writes itself (berth.lock): a link there is refused, not
+// followed, and so is a file over kMaxOwnFileBytes (engine/core/read_file.h reads the same way).
+constexpr uint64_t kMaxOwnFileBytes = uint64_t{16} << 20;
+std::string ReadRegularFile(const std::string& file, std::string* bytes, bool own = false) {
+  int fd = ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY | (own ? O_NOFOLLOW : 0));
+  if (fd < 0 && own && errno == ELOOP)
+    return "a symbolic link; berth writes this file itself and does not follow a link there: "
+           "remove the link (berth lock writes the file again)";
   if (fd < 0) return std::string("cannot open file: ") + std::strerror(errno);
   std::string problem;
   struct stat st {};
@@ -47,6 +52,9 @@ std::string ReadRegularFile(const std::string& file, std::string* bytes) {
     problem =
         "not a regular file (a manifest is a regular *.yaml or *.yml file, berth.lock a "
         "regular JSON file)";
+  } else if (own && static_cast<uint64_t>(st.st_size) > kMaxOwnFileBytes) {
+    problem = "larger than 16 MiB (" + std::to_string(st.st_size) +
+              " bytes): not a file berth wrote; move it aside";
   } else {
     char buf[65536];
     for (;;) {
@@ -58,6 +66,10 @@ std::string ReadRegularFile(const std::string& file, std::string* bytes) {
       }
       if (n == 0) break;
       bytes->append(buf, static_cast<size_t>(n));
+      if (own && bytes->size() > kMaxOwnFileBytes) {
+        problem = "larger than 16 MiB: not a file berth wrote; move it aside";
+        break;
+      }
     }
   }
   ::close(fd);
@@ -191,7 +203,8 @@ LoadResult LoadManifests(const std::string& path) {
     std::error_code ec;
     if (fs::exists(fs::symlink_status(lock_path, ec))) {
       std::string bytes;
-      if (std::string problem = ReadRegularFile(lock_path, &bytes); !problem.empty())
+      if (std::string problem = ReadRegularFile(lock_path, &bytes, /*own=*/true);
+          !problem.empty())
         diagnostics.push_back({SourceLoc{lock_path, 0, 0}, problem, ""});
       else
         lock.emplace(lock_path, std::move(bytes));

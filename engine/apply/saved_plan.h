@@ -14,6 +14,12 @@
 
 namespace berth {
 
+/// The most berth reads of a saved plan (its unit files included); a bigger file is refused.
+inline constexpr uint64_t kMaxSavedPlanBytes = uint64_t{64} << 20;
+/// How far in the future a saved plan's created_unix may lie (clocks of one host disagree by
+/// NTP steps, not by more): beyond it the plan is refused, whatever --max-age says.
+inline constexpr int64_t kSavedPlanClockSkewS = 300;
+
 struct SavedPlan {
   static constexpr int kFormatVersion = 1;
   Plan plan;

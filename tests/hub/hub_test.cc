@@ -382,8 +382,54 @@ TEST_F(HubTest, VerifyOfAManifestsModelsFindsACorruptBlob) {
   EXPECT_THAT(out.str(), HasSubstr("corrupt  " + r->files[0].path));
   EXPECT_THAT(out.str(), HasSubstr("extra    stray.txt"));
   EXPECT_THAT(out.str(), HasSubstr("run berth pull"));
+  // The advice acts on the manifest's store: without --store, a pull fills the default store
+  // and leaves this one corrupt.
+  EXPECT_THAT(out.str(),
+              HasSubstr("run berth pull hf://org/tiny@main --store " + store_ +
+                        " to fetch what is missing or corrupt"));
   EXPECT_EQ(RunVerifyManifest(manifest, "nope", "", out, err), kExitError);
   EXPECT_THAT(err.str(), HasSubstr("no model 'nope'"));
+}
+
+// A blob of the right size with other bytes (a flipped bit on disk): pull re-hashes what is
+// there, fetches that blob again, and only then says verified; verify agrees.
+TEST_F(HubTest, ASameSizeCorruptBlobIsFetchedAgainByPullAndThenVerifies) {
+  auto r = Pull("org/big");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const HubFileEntry* weights = nullptr;
+  for (const auto& f : r->files)
+    if (f.size == kBigSize) weights = &f;
+  ASSERT_NE(weights, nullptr);
+  std::string blob = store_ + "/models--org--big/blobs/" + weights->etag();
+  {
+    std::fstream f(blob, std::ios::binary | std::ios::in | std::ios::out);
+    f.seekg(kBigSize / 2);
+    char c = 0;
+    f.get(c);
+    f.seekp(kBigSize / 2);
+    f.put(static_cast<char>(c ^ 0x20));
+  }
+  ASSERT_EQ(fs::file_size(blob), kBigSize);
+  std::string manifest = dir_ + "/corrupt-" + std::to_string(::getpid()) + ".yaml";
+  std::ofstream(manifest) << "berth: 1\nhost: {store: " << store_
+                          << "}\nmodels:\n  big: {source: hf://org/big, include: ['*']}\n";
+  std::ostringstream out, err;
+  EXPECT_EQ(RunVerifyManifest(manifest, "", "", out, err), kExitError);
+  EXPECT_THAT(out.str(), HasSubstr("corrupt  " + weights->path));
+  EXPECT_THAT(out.str(), HasSubstr("run berth pull hf://org/big@main --store " + store_ +
+                                   " --include '*' to fetch"));
+
+  hub_->Reset();
+  auto again = Pull("org/big");
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(again->stats.blobs_replaced, 1);
+  EXPECT_EQ(again->stats.bytes_fetched, kBigSize) << "the corrupt blob, and only it";
+  EXPECT_EQ(again->stats.bytes_reused, again->bytes_total - kBigSize);
+  EXPECT_EQ(hub_->CdnBytes(), kBigSize);
+  ExpectVerified(*again);
+  out.str("");
+  EXPECT_EQ(RunVerifyManifest(manifest, "", "", out, err), kExitOk) << out.str() << err.str();
+  EXPECT_THAT(out.str(), HasSubstr("0 corrupt, 0 missing"));
 }
 
 TEST_F(HubTest, APlannedCommitIsFetchedWhereverTheBranchPointsAndTheRefNamesIt) {
