@@ -103,7 +103,7 @@ TEST_F(ReadFileTest, AFileOverItsBoundIsRefusedBeforeItIsRead) {
   Result<std::string> text = ReadAside(Path("history.json"), {.max_bytes = 1 << 20});
   ASSERT_FALSE(text.ok());
   EXPECT_THAT(text.status().message(),
-              HasSubstr(Path("history.json") + " is 8.6 GB, more than the 1.0 MB berth reads"));
+              HasSubstr(Path("history.json") + " is 8.59 GB, more than the 1.05 MB berth reads"));
   EXPECT_THAT(text.status().message(), HasSubstr("move it aside"));
 }
 

@@ -14,6 +14,7 @@
 #include "providers/hub/pull.h"
 #include "providers/store/store_scan.h"
 #include "tests/hub/fake_hub_server.h"
+#include "tests/support/systemd_sandbox.h"
 
 namespace berth::testing {
 namespace {
@@ -430,6 +431,26 @@ TEST_F(HubTest, ASameSizeCorruptBlobIsFetchedAgainByPullAndThenVerifies) {
   out.str("");
   EXPECT_EQ(RunVerifyManifest(manifest, "", "", out, err), kExitOk) << out.str() << err.str();
   EXPECT_THAT(out.str(), HasSubstr("0 corrupt, 0 missing"));
+}
+
+// berth's record of a snapshot linked to /dev/zero: verify names the link and checks against
+// the Hub instead, at once (the binary, with a deadline: an unbounded read would never end).
+TEST_F(HubTest, AStoreRecordLinkedToDevZeroIsRefusedByVerifyWhichAsksTheHubInstead) {
+  std::string commit = hub_->Info()["repos"]["org/tiny"]["revisions"]["main"]["commit"];
+  std::string repo = store_ + "/models--org--tiny";
+  fs::create_directories(repo + "/.berth");
+  fs::create_directories(repo + "/snapshots/" + commit);
+  fs::create_symlink("/dev/zero", repo + "/.berth/" + commit + ".json");
+  CommandResult r = RunCommand(
+      {BERTH_BIN, "verify", "hf://org/tiny@" + commit, "--store", store_},
+      {"PATH=/usr/bin:/bin", "HF_ENDPOINT=" + hub_->api(), "HF_TOKEN=hf_good", "HOME=" + dir_},
+      std::chrono::seconds(60));
+  EXPECT_EQ(r.error, "") << "berth verify did not return: " << r.output;
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr(repo + "/.berth/" + commit +
+                                  ".json is a symbolic link to '/dev/zero'"));
+  EXPECT_THAT(r.output, HasSubstr("verifying against the Hub instead"));
+  EXPECT_THAT(r.output, HasSubstr("missing  config.json"));
 }
 
 TEST_F(HubTest, APlannedCommitIsFetchedWhereverTheBranchPointsAndTheRefNamesIt) {
