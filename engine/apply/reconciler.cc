@@ -276,6 +276,14 @@ class Pass {
             manifest_path_ + " --out " + o_.saved_plan_path);
         return Fail(Outcome::kStale, 5, Status::FailedPrecondition(differ[0]));
       }
+      std::vector<std::string> unchecked = MissingFingerprints(saved_);
+      if (!unchecked.empty()) {
+        say_.Error("berth apply: refusing " + o_.saved_plan_path + ":");
+        for (const auto& w : unchecked) say_.Error("  - " + w);
+        say_.Error("Nothing was changed. Make and review a new plan: berth plan -f " +
+                   manifest_path_ + " --out " + o_.saved_plan_path);
+        return Fail(Outcome::kStale, 5, Status::FailedPrecondition(unchecked[0]));
+      }
     }
     rep_.plan = plan_;
     say_.ShowPlan(plan_, desired_);

@@ -327,12 +327,6 @@ Result<SavedPlan> SavedPlanFromJson(const std::string& text, const std::string& 
       x.max_ttft_p99_ms = a.value("max_ttft_p99_ms", uint64_t{0});
       p.plan.actions.push_back(std::move(x));
     }
-    // What it depends on follows from its actions alone: each must carry its digest, or apply
-    // would have nothing to compare the host with.
-    for (const auto& [address, digest] : Fingerprint(p.plan, Observed{}))
-      if (!p.fingerprints.count(address))
-        return refuse("it carries no fingerprint of " + address.substr(0, 200) +
-                      ", which its actions depend on");
   } catch (const std::exception& e) {
     return Status::InvalidArgument(source + " is not a readable saved plan: " + e.what());
   }
@@ -437,9 +431,16 @@ std::vector<std::string> StaleReasons(const SavedPlan& saved, const std::string&
     auto it = current.find(address);
     if (it == current.end() || it->second != digest) why.push_back(address + " changed since");
   }
-  for (const auto& [address, digest] : current)
-    if (address != "host" && !saved.fingerprints.count(address))
-      why.push_back("it carries no fingerprint of " + address + ", which its actions depend on");
+  return why;
+}
+
+std::vector<std::string> MissingFingerprints(const SavedPlan& saved) {
+  std::vector<std::string> why;
+  // What it depends on follows from its actions alone (the addresses, not the digests).
+  for (const auto& [address, digest] : Fingerprint(saved.plan, Observed{}))
+    if (!saved.fingerprints.count(address))
+      why.push_back("it carries no fingerprint of " + address.substr(0, 200) +
+                    ", which its actions depend on: apply cannot tell whether it changed since");
   return why;
 }
 
