@@ -39,7 +39,8 @@ bool IsManifestName(const fs::path& p) {
 // followed, and so is a file over kMaxOwnFileBytes (engine/core/read_file.h reads the same way).
 constexpr uint64_t kMaxOwnFileBytes = uint64_t{16} << 20;
 std::string ReadRegularFile(const std::string& file, std::string* bytes, bool own = false) {
-  int fd = ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY | (own ? O_NOFOLLOW : 0));
+  int fd =
+      ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY | (own ? O_NOFOLLOW : 0));
   if (fd < 0 && own && errno == ELOOP)
     return "a symbolic link; berth writes this file itself and does not follow a link there: "
            "remove the link (berth lock writes the file again)";
@@ -203,8 +204,7 @@ LoadResult LoadManifests(const std::string& path) {
     std::error_code ec;
     if (fs::exists(fs::symlink_status(lock_path, ec))) {
       std::string bytes;
-      if (std::string problem = ReadRegularFile(lock_path, &bytes, /*own=*/true);
-          !problem.empty())
+      if (std::string problem = ReadRegularFile(lock_path, &bytes, /*own=*/true); !problem.empty())
         diagnostics.push_back({SourceLoc{lock_path, 0, 0}, problem, ""});
       else
         lock.emplace(lock_path, std::move(bytes));

@@ -74,8 +74,8 @@ Result<std::unique_ptr<Etcd>> ConnectFleetEtcd(const FleetSpec& fleet) {
     Result<std::string> read =
         ReadRegularFile(fleet.password_file, {.max_bytes = 4096, .follow_links = true});
     if (!read.ok())
-      return Status::NotFound("fleet " + fleet.name + ": cannot read the etcd password file: " +
-                              read.status().message() +
+      return Status::NotFound("fleet " + fleet.name +
+                              ": cannot read the etcd password file: " + read.status().message() +
                               "; no service is taken down until berth can read it");
     std::string password = std::move(read).value();
     while (!password.empty() && (password.back() == '\n' || password.back() == '\r'))

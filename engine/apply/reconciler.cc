@@ -603,7 +603,7 @@ class Pass {
   State state_;
   BerthState berth_state_;
   bool have_state_ = false;
-  std::string in_progress_;  // who applies right now, when planning without the lock
+  std::string in_progress_;      // who applies right now, when planning without the lock
   std::string journal_problem_;  // why journal.json cannot be read, when it cannot
   Observed observed_;
   Plan plan_;

@@ -275,7 +275,8 @@ Result<SavedPlan> SavedPlanFromJson(const std::string& text, const std::string& 
       ++step;
       std::string where = "step " + std::to_string(step);
       problem = UnknownKeys(a, known.action, where);
-      if (problem.empty()) problem = UnknownKeys(a.at("requires"), known.resources, where + " requires");
+      if (problem.empty())
+        problem = UnknownKeys(a.at("requires"), known.resources, where + " requires");
       if (problem.empty()) problem = UnknownKeys(a.at("frees"), known.resources, where + " frees");
       if (!problem.empty()) return refuse(problem);
       Action x;
@@ -420,7 +421,8 @@ std::vector<std::string> StaleReasons(const SavedPlan& saved, const std::string&
   };
   if (saved.created_unix > now_unix + kSavedPlanClockSkewS)
     why.push_back("it says it was made " + seconds(saved.created_unix - now_unix) +
-                  " from now (more than the " + seconds(kSavedPlanClockSkewS) + " two clocks may disagree): this host's clock or the file is wrong, and its "
+                  " from now (more than the " + seconds(kSavedPlanClockSkewS) +
+                  " two clocks may disagree): this host's clock or the file is wrong, and its "
                   "age cannot be known");
   else if (max_age_s > 0 && now_unix - saved.created_unix > max_age_s)
     why.push_back("it was made " + seconds(now_unix - saved.created_unix) +

@@ -30,7 +30,8 @@ Status WriteFileAtomically(const std::string& path, std::string_view data, unsig
   // does not follow a link either). What an earlier, killed run left there is removed first.
   const int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
   int fd = ::open(tmp.c_str(), flags, 0600);
-  if (fd < 0 && errno == EEXIST && ::unlink(tmp.c_str()) == 0) fd = ::open(tmp.c_str(), flags, 0600);
+  if (fd < 0 && errno == EEXIST && ::unlink(tmp.c_str()) == 0)
+    fd = ::open(tmp.c_str(), flags, 0600);
   if (fd < 0) return Fail("cannot write " + path + " (creating " + tmp + ")", tmp, errno);
   size_t done = 0;
   while (done < data.size()) {

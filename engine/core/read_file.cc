@@ -127,8 +127,8 @@ Result<std::string> ReadRegularFile(const std::string& path, const FileReadOptio
 }
 
 Result<int> OpenLockFile(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY,
-                  0644);
+  int fd =
+      ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0644);
   if (fd < 0) {
     int e = errno;
     if (e == ELOOP) return IsALink(path);

@@ -6,8 +6,8 @@
 
 #include "engine/core/atomic_file.h"
 #include "engine/core/read_file.h"
-#include "engine/state/state.h"
 #include "engine/core/units.h"
+#include "engine/state/state.h"
 
 namespace berth {
 

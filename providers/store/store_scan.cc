@@ -249,7 +249,7 @@ class RepoScan {
                        " bytes; berth does not read it";
     } else {
       Result<std::string> text = fs_.ReadSmallFile(snap_dir + "/config.json", kMaxModelConfigBytes,
-                                                    /*follow=*/true);
+                                                   /*follow=*/true);
       config = text.ok() ? ParseModelConfig(*text)
                          : ModelConfig{{}, "cannot be read (" + text.status().message() + ")"};
     }
@@ -258,7 +258,7 @@ class RepoScan {
 
   void JudgeCompleteness(const Snapshot& snap, ObservedRevision* rev) {
     Result<std::string> text = fs_.ReadSmallFile(paths_.RecordPath(rev->commit), kMaxRecordBytes,
-                                                  /*follow=*/false);
+                                                 /*follow=*/false);
     if (!text.ok() && text.status().code() == Status::Code::kNotFound) {
       // No record: judge by the links.
       rev->complete = snap.missing == 0 && !snap.files.empty();

@@ -1,8 +1,8 @@
 // The berth binary against hostile files where it reads its own: state.json or journal.json
 // linked to /dev/zero, a FIFO state.json, history.json linked to /dev/urandom, a store record
-// linked to /dev/zero, a file of gigabytes, a link at the state lock. Each command is run with a deadline (RunCommand
-// kills it past 60 s) and must return at once with an error that names the file and what it
-// is, never read until the kernel kills it nor wait on a FIFO forever.
+// linked to /dev/zero, a file of gigabytes, a link at the state lock. Each command is run with a
+// deadline (RunCommand kills it past 60 s) and must return at once with an error that names the
+// file and what it is, never read until the kernel kills it nor wait on a FIFO forever.
 #include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -32,8 +32,8 @@ class HostileFiles : public ::testing::Test {
     fs::remove_all(dir_);
     fs::create_directories(dir_ / "state");
     manifest_ = (dir_ / "berth.yaml").string();
-    std::ofstream(manifest_) << "berth: 1\nhost:\n  store: " << Store() << "\n  unit_dir: "
-                             << (dir_ / "units").string()
+    std::ofstream(manifest_) << "berth: 1\nhost:\n  store: " << Store()
+                             << "\n  unit_dir: " << (dir_ / "units").string()
                              << "\nmodels:\n  tiny: {source: hf://org/tiny, revision: " << kCommit
                              << ", size: 1MB}\n";
   }
@@ -114,8 +114,8 @@ TEST_F(HostileFiles, TheStateLockIsNeverTakenThroughALinkAndTheTargetIsUntouched
   fs::create_symlink(victim, State("lock"));
   auto lock = StateLock::Acquire((dir_ / "state").string(), std::chrono::milliseconds(0), "test");
   ASSERT_FALSE(lock.ok());
-  EXPECT_THAT(lock.status().message(), HasSubstr(State("lock") + " is a symbolic link to '" +
-                                                 victim + "'"));
+  EXPECT_THAT(lock.status().message(),
+              HasSubstr(State("lock") + " is a symbolic link to '" + victim + "'"));
   EXPECT_THAT(lock.status().message(), HasSubstr("remove the link"));
   std::ifstream in(victim);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -385,9 +385,8 @@ TEST_F(HubTest, VerifyOfAManifestsModelsFindsACorruptBlob) {
   EXPECT_THAT(out.str(), HasSubstr("run berth pull"));
   // The advice acts on the manifest's store: without --store, a pull fills the default store
   // and leaves this one corrupt.
-  EXPECT_THAT(out.str(),
-              HasSubstr("run berth pull hf://org/tiny@main --store " + store_ +
-                        " to fetch what is missing or corrupt"));
+  EXPECT_THAT(out.str(), HasSubstr("run berth pull hf://org/tiny@main --store " + store_ +
+                                   " to fetch what is missing or corrupt"));
   EXPECT_EQ(RunVerifyManifest(manifest, "nope", "", out, err), kExitError);
   EXPECT_THAT(err.str(), HasSubstr("no model 'nope'"));
 }
@@ -447,8 +446,8 @@ TEST_F(HubTest, AStoreRecordLinkedToDevZeroIsRefusedByVerifyWhichAsksTheHubInste
       std::chrono::seconds(60));
   EXPECT_EQ(r.error, "") << "berth verify did not return: " << r.output;
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_THAT(r.output, HasSubstr(repo + "/.berth/" + commit +
-                                  ".json is a symbolic link to '/dev/zero'"));
+  EXPECT_THAT(r.output,
+              HasSubstr(repo + "/.berth/" + commit + ".json is a symbolic link to '/dev/zero'"));
   EXPECT_THAT(r.output, HasSubstr("verifying against the Hub instead"));
   EXPECT_THAT(r.output, HasSubstr("missing  config.json"));
 }

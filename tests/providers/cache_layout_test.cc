@@ -108,7 +108,9 @@ class HostileSnapshot : public ::testing::Test {
     snap_.files.push_back(f);
     return snap_.files.back();
   }
-  std::string Snap(const std::string& rel) const { return layout_.SnapshotDir(kCommit) + "/" + rel; }
+  std::string Snap(const std::string& rel) const {
+    return layout_.SnapshotDir(kCommit) + "/" + rel;
+  }
   Result<VerifyReport> Verify() {
     auto run = std::async(std::launch::async,
                           [&] { return VerifySnapshot(store_.path(), snap_, snap_.files); });
@@ -127,8 +129,8 @@ class HostileSnapshot : public ::testing::Test {
 TEST_F(HostileSnapshot, OnlyLinksIntoTheReposBlobsAreHashedAndEveryOtherIsFlaggedWithItsPath) {
   const std::string good = "{\"architectures\": []}";
   store_.Write("models--org--tiny/blobs/" + Add("config.json", good).etag(), good);
-  store_.Link("../../blobs/" + Sha256Hex(good), "models--org--tiny/snapshots/" + kCommit +
-                                                    "/config.json");
+  store_.Link("../../blobs/" + Sha256Hex(good),
+              "models--org--tiny/snapshots/" + kCommit + "/config.json");
   // A link out of the store to a file with exactly the right bytes.
   const std::string weights = "12345";
   outside_.Write("weights", weights);
@@ -138,9 +140,9 @@ TEST_F(HostileSnapshot, OnlyLinksIntoTheReposBlobsAreHashedAndEveryOtherIsFlagge
   const std::string tok = "tokens";
   Add("tokenizer.json", tok);
   outside_.Write("tokenizer.json", tok);
-  std::filesystem::create_symlink("../../../../../../../../../.." + outside_.path() +
-                                      "/tokenizer.json",
-                                  Snap("tokenizer.json"));
+  std::filesystem::create_symlink(
+      "../../../../../../../../../.." + outside_.path() + "/tokenizer.json",
+      Snap("tokenizer.json"));
   // A link into blobs/ whose blob is a FIFO.
   const std::string gen = "generation";
   HubFileEntry& fifo = Add("generation_config.json", gen);
