@@ -1,6 +1,6 @@
 // The berth binary against hostile files where it reads its own: state.json or journal.json
-// linked to /dev/zero, a FIFO state.json, history.json linked to /dev/urandom, a store record
-// linked to /dev/zero, a file of gigabytes, a link at the state lock. Each command is run with a
+// linked to /dev/zero, a FIFO state.json, history.json linked to /dev/urandom, a FIFO store
+// record, a file of gigabytes, a link at the state lock. Each command is run with a
 // deadline (RunCommand kills it past 60 s) and must return at once with an error that names the
 // file and what it is, never read until the kernel kills it nor wait on a FIFO forever.
 #include <fcntl.h>
@@ -95,12 +95,14 @@ TEST_F(HostileFiles, AHistoryLinkedToDevUrandomIsRefused) {
                 State("history.json") + " is a symbolic link to '/dev/urandom'");
 }
 
-// (berth verify against the same store: tests/hub/hub_test.cc, where the fake Hub answers.)
-TEST_F(HostileFiles, AStoreRecordLinkedToDevZeroIsTakenForAnIncompleteDownloadByThePlan) {
+// A store record that is a FIFO (berth verify of a record linked to /dev/zero:
+// tests/hub/hub_test.cc, where the fake Hub answers): the plan's store scan takes it for an
+// incomplete download, at once.
+TEST_F(HostileFiles, AFifoStoreRecordIsTakenForAnIncompleteDownloadByThePlan) {
   std::string repo = Store() + "/models--org--tiny";
   fs::create_directories(repo + "/.berth");
   fs::create_directories(repo + "/snapshots/" + kCommit);
-  fs::create_symlink("/dev/zero", repo + "/.berth/" + kCommit + ".json");
+  ASSERT_EQ(::mkfifo((repo + "/.berth/" + kCommit + ".json").c_str(), 0600), 0);
   CommandResult plan = Berth({"plan", "-f", manifest_});
   EXPECT_EQ(plan.error, "") << "berth did not return: " << plan.output;
   EXPECT_EQ(plan.exit_code, 0) << plan.output;
