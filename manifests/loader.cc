@@ -45,9 +45,14 @@ std::string TooLarge(uint64_t size) {
 // Reads `file` into `bytes`; "" on success, else what went wrong. A FIFO, a device or a socket
 // is refused without blocking: the file is opened with O_NONBLOCK and checked with fstat before
 // any read. A file over kMaxManifestFileBytes is refused before it is read (and one that grows
-// past it while read).
-std::string ReadRegularFile(const std::string& file, std::string* bytes) {
-  int fd = ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+// past it while read). `own` is a file berth writes itself (berth.lock): a link there is
+// refused, not followed (engine/core/read_file.h reads the same way).
+std::string ReadRegularFile(const std::string& file, std::string* bytes, bool own = false) {
+  int fd =
+      ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY | (own ? O_NOFOLLOW : 0));
+  if (fd < 0 && own && errno == ELOOP)
+    return "a symbolic link; berth writes this file itself and does not follow a link there: "
+           "remove the link (berth lock writes the file again)";
   if (fd < 0) return std::string("cannot open file: ") + std::strerror(errno);
   std::string problem;
   struct stat st {};
@@ -212,7 +217,7 @@ LoadResult LoadManifests(const std::string& path) {
     std::error_code ec;
     if (fs::exists(fs::symlink_status(lock_path, ec))) {
       std::string bytes;
-      if (std::string problem = ReadRegularFile(lock_path, &bytes); !problem.empty())
+      if (std::string problem = ReadRegularFile(lock_path, &bytes, /*own=*/true); !problem.empty())
         diagnostics.push_back({SourceLoc{lock_path, 0, 0}, problem, ""});
       else
         lock.emplace(lock_path, std::move(bytes));

@@ -1,9 +1,9 @@
 #include "engine/apply/fleet_turn.h"
 
-#include <fstream>
 #include <sstream>
 
 #include "engine/core/log.h"
+#include "engine/core/read_file.h"
 #include "engine/core/untrusted_text.h"
 #include "planners/fleet.h"
 
@@ -79,17 +79,14 @@ Result<std::unique_ptr<Etcd>> ConnectFleetEtcd(const FleetSpec& fleet) {
   o.username = fleet.username;
   o.timeout = std::chrono::milliseconds(fleet.request_timeout_ms);
   if (!fleet.password_file.empty()) {
-    std::ifstream in(fleet.password_file, std::ios::binary);
-    if (!in.is_open())
-      return Status::NotFound("fleet " + fleet.name + ": cannot read the etcd password file " +
-                              fleet.password_file +
+    // Often a link (a mounted secret): followed, but only to a regular file of at most 4 KiB.
+    Result<std::string> read =
+        ReadRegularFile(fleet.password_file, {.max_bytes = 4096, .follow_links = true});
+    if (!read.ok())
+      return Status::NotFound("fleet " + fleet.name +
+                              ": cannot read the etcd password file: " + read.status().message() +
                               "; no service is taken down until berth can read it");
-    std::string password(4097, '\0');
-    in.read(password.data(), static_cast<std::streamsize>(password.size()));
-    password.resize(static_cast<size_t>(in.gcount()));
-    if (password.size() > 4096)
-      return Status::InvalidArgument("fleet " + fleet.name + ": " + fleet.password_file +
-                                     " is larger than 4 KiB; it should hold one password");
+    std::string password = std::move(read).value();
     while (!password.empty() && (password.back() == '\n' || password.back() == '\r'))
       password.pop_back();
     o.password = password;

@@ -13,6 +13,7 @@
 #include "engine/apply/saved_plan.h"
 #include "engine/core/atomic_file.h"
 #include "engine/core/log.h"
+#include "engine/core/read_file.h"
 #include "engine/core/unit_marker.h"
 #include "engine/state/history.h"
 #include "engine/state/state.h"
@@ -142,14 +143,15 @@ class Pass {
   bool LoadInputs() {
     manifest_path_ = o_.manifest_path;
     if (!o_.saved_plan_path.empty()) {
-      std::ifstream in(o_.saved_plan_path);
-      std::ostringstream text;
-      text << in.rdbuf();
-      if (!in) {
-        say_.Error("berth apply: cannot read " + o_.saved_plan_path);
-        return Fail(Outcome::kError, 1, Status::NotFound(o_.saved_plan_path), true);
+      // The operator names the file (a link is theirs to follow); it is read as any file berth
+      // does not trust: a regular file, bounded, without blocking.
+      Result<std::string> text = ReadRegularFile(
+          o_.saved_plan_path, {.max_bytes = kMaxSavedPlanBytes, .follow_links = true});
+      if (!text.ok()) {
+        say_.Error("berth apply: cannot read the saved plan: " + text.status().message());
+        return Fail(Outcome::kError, 1, text.status(), true);
       }
-      auto sp = SavedPlanFromJson(text.str(), o_.saved_plan_path);
+      auto sp = SavedPlanFromJson(*text, o_.saved_plan_path);
       if (!sp.ok()) {
         say_.Error("berth apply: " + sp.status().message());
         return Fail(Outcome::kError, 1, sp.status(), true);
@@ -225,6 +227,12 @@ class Pass {
       return Fail(Outcome::kError, 1, state.status(), true);
     }
     state_ = std::move(state).value();
+    bool journal_exists = false;
+    Result<Journal> journal = dir_->LoadJournal(&journal_exists);
+    if (journal_exists && !journal.ok())
+      journal_problem_ = journal.status().message() +
+                         "; whether an apply stopped half-way is not known (an apply writes a "
+                         "new journal)";
     berth_state_ = ObservedState(state_, *dir_, lock_ != nullptr, &in_progress_);
     have_state_ = true;
     return true;
@@ -241,6 +249,7 @@ class Pass {
     }
     observed_ = std::move(observed).value();
     if (have_state_) observed_.state = berth_state_;
+    if (!journal_problem_.empty()) observed_.warnings.push_back(journal_problem_);
     if (!in_progress_.empty())
       observed_.warnings.push_back("an apply is running now (" + in_progress_ +
                                    "): this plan shows the host in the middle of that change");
@@ -275,6 +284,14 @@ class Pass {
             "a new plan: berth plan -f " +
             manifest_path_ + " --out " + o_.saved_plan_path);
         return Fail(Outcome::kStale, 5, Status::FailedPrecondition(differ[0]));
+      }
+      std::vector<std::string> unchecked = MissingFingerprints(saved_);
+      if (!unchecked.empty()) {
+        say_.Error("berth apply: refusing " + o_.saved_plan_path + ":");
+        for (const auto& w : unchecked) say_.Error("  - " + w);
+        say_.Error("Nothing was changed. Make and review a new plan: berth plan -f " +
+                   manifest_path_ + " --out " + o_.saved_plan_path);
+        return Fail(Outcome::kStale, 5, Status::FailedPrecondition(unchecked[0]));
       }
     }
     rep_.plan = plan_;
@@ -623,7 +640,8 @@ class Pass {
   State state_;
   BerthState berth_state_;
   bool have_state_ = false;
-  std::string in_progress_;  // who applies right now, when planning without the lock
+  std::string in_progress_;      // who applies right now, when planning without the lock
+  std::string journal_problem_;  // why journal.json cannot be read, when it cannot
   Observed observed_;
   Plan plan_;
   std::unique_ptr<FleetPass> fleet_;

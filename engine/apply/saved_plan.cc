@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <stdexcept>
+#include <string_view>
 
 #include "engine/core/desired.h"
 #include "engine/core/hash.h"
@@ -151,34 +152,157 @@ std::string SavedPlanToJson(const SavedPlan& p) {
   return DumpJson(j, 2) + "\n";
 }
 
+namespace {
+
+// The keys this berth writes at each place of a saved plan, from what SavedPlanToJson writes:
+// anything else is not of its making (a field this berth does not know it checks nothing).
+struct KnownKeys {
+  std::set<std::string> top, manifest, state, action, resources;
+};
+
+const KnownKeys& Known() {
+  static const KnownKeys known = [] {
+    SavedPlan sample;
+    sample.plan.actions.emplace_back();
+    ordered_json j = ordered_json::parse(SavedPlanToJson(sample));
+    KnownKeys k;
+    for (const auto& [key, v] : j.items()) k.top.insert(key);
+    for (const auto& [key, v] : j["manifest"].items()) k.manifest.insert(key);
+    for (const auto& [key, v] : j["state"].items()) k.state.insert(key);
+    for (const auto& [key, v] : j["actions"][0].items()) k.action.insert(key);
+    for (const auto& [key, v] : j["actions"][0]["requires"].items()) k.resources.insert(key);
+    return k;
+  }();
+  return known;
+}
+
+// "" when `j` is an object of known keys only, else what is wrong with it.
+std::string UnknownKeys(const ordered_json& j, const std::set<std::string>& known,
+                        const std::string& where) {
+  if (!j.is_object()) return where + " is not an object";
+  for (const auto& [key, v] : j.items())
+    if (!known.count(key))
+      return where + " has the field '" + key.substr(0, 80) +
+             "', which this berth does not write (a saved plan is refused whole, not read in "
+             "part)";
+  return "";
+}
+
+// The parse of a saved plan's text, refusing what another reader could take differently from
+// berth: a UTF-8 byte-order mark (nlohmann skips it, other readers do not), and a key written
+// twice in one object (berth would act on the last, a reviewer's tool shows the first).
+// `problem` says what is wrong; a syntax error throws (the caller catches it).
+ordered_json ParseStrict(const std::string& text, std::string* problem) {
+  if (text.rfind("\xEF\xBB\xBF", 0) == 0) {
+    *problem = "it starts with a UTF-8 byte-order mark, which berth never writes";
+    return nullptr;
+  }
+  struct Open {
+    std::string name;  // the key that holds the object ("" for the document, an array's item)
+    std::set<std::string> keys;
+    std::string last;
+  };
+  std::vector<Open> open;
+  std::string duplicate;
+  auto check = [&](int, ordered_json::parse_event_t event, ordered_json& parsed) {
+    using Event = ordered_json::parse_event_t;
+    if (event == Event::object_start) {
+      open.push_back({open.empty() ? "" : open.back().last, {}, ""});
+    } else if (event == Event::object_end) {
+      if (!open.empty()) open.pop_back();
+    } else if (event == Event::array_start && !open.empty()) {
+      open.back().last += "[]";
+    } else if (event == Event::key && !open.empty()) {
+      std::string key = parsed.get<std::string>();
+      if (!open.back().keys.insert(key).second && duplicate.empty()) {
+        std::string where;
+        for (const Open& o : open)
+          if (!o.name.empty()) where += (where.empty() ? "" : ".") + o.name;
+        duplicate = "the key '" + key.substr(0, 80) + "' appears twice in one object" +
+                    (where.empty() ? "" : " (in " + where + ")");
+      }
+      open.back().last = key;
+    }
+    return true;
+  };
+  ordered_json j = ordered_json::parse(text, check);
+  if (!duplicate.empty()) *problem = duplicate;
+  return j;
+}
+
+bool IsDigest(const ordered_json& v) {
+  if (!v.is_string()) return false;
+  const std::string& s = v.get_ref<const std::string&>();
+  return s.size() == 64 && s.find_first_not_of("0123456789abcdef") == std::string::npos;
+}
+
+}  // namespace
+
 Result<SavedPlan> SavedPlanFromJson(const std::string& text, const std::string& source) {
   SavedPlan p;
+  auto refuse = [&](const std::string& why) {
+    return Status::InvalidArgument(source + " is not a saved plan berth carries out: " + why +
+                                   "; make the plan again with `berth plan --out`");
+  };
   try {
-    auto j = ordered_json::parse(text);
-    if (j.value("format_version", 0) != SavedPlan::kFormatVersion)
+    std::string problem;
+    auto j = ParseStrict(text, &problem);
+    if (!problem.empty()) return refuse(problem);
+    if (!j.is_object() || j.value("format_version", 0) != SavedPlan::kFormatVersion)
       return Status::InvalidArgument(source + " is not a berth saved plan of format 1");
+    const KnownKeys& known = Known();
+    problem = UnknownKeys(j, known.top, "the plan");
+    if (problem.empty()) problem = UnknownKeys(j.at("manifest"), known.manifest, "manifest");
+    if (problem.empty()) problem = UnknownKeys(j.at("state"), known.state, "state");
+    if (!problem.empty()) return refuse(problem);
     p.host = j.at("host").get<std::string>();
     p.created_unix = j.at("created_unix").get<int64_t>();
     p.manifest_path = j.at("manifest").at("path").get<std::string>();
     p.manifest_digest = j.at("manifest").at("digest").get<std::string>();
     p.state_lineage = j.at("state").at("lineage").get<std::string>();
     p.state_serial = j.at("state").at("serial").get<uint64_t>();
-    p.fingerprints = j.at("fingerprints").get<std::map<std::string, std::string>>();
+    const ordered_json& prints = j.at("fingerprints");
+    if (!prints.is_object() || prints.empty())
+      return refuse(
+          "its fingerprints are empty: a plan carries a digest of everything it touches or "
+          "depends on, which apply compares with the host");
+    for (const auto& [address, digest] : prints.items()) {
+      if (!IsDigest(digest))
+        return refuse("fingerprints." + address.substr(0, 80) + " is not a sha256 digest");
+      p.fingerprints[address] = digest.get<std::string>();
+    }
+    if (p.created_unix <= 0) return refuse("its created_unix is not a time");
     p.plan.host = p.host;
+    size_t step = 0;
     for (const auto& a : j.at("actions")) {
+      ++step;
+      std::string where = "step " + std::to_string(step);
+      problem = UnknownKeys(a, known.action, where);
+      if (problem.empty())
+        problem = UnknownKeys(a.at("requires"), known.resources, where + " requires");
+      if (problem.empty()) problem = UnknownKeys(a.at("frees"), known.resources, where + " frees");
+      if (!problem.empty()) return refuse(problem);
       Action x;
       std::string kind = a.at("kind").get<std::string>();
-      bool known = false;
+      bool known_kind = false;
       for (ActionKind k : kKinds)
         if (kind == ActionKindName(k)) {
           x.kind = k;
-          known = true;
+          known_kind = true;
         }
-      if (!known) return Status::InvalidArgument(source + ": unknown action '" + kind + "'");
+      if (!known_kind) return Status::InvalidArgument(source + ": unknown action '" + kind + "'");
       x.address = a.at("address").get<std::string>();
       std::string reason = a.at("reason").get<std::string>();
-      for (int r = 0; r <= static_cast<int>(Reason::kFloorGate); ++r)
-        if (reason == ReasonName(static_cast<Reason>(r))) x.reason = static_cast<Reason>(r);
+      bool known_reason = false;
+      // Every reason this berth names ("?" past the last one).
+      for (int r = 0; std::string_view(ReasonName(static_cast<Reason>(r))) != "?"; ++r)
+        if (reason == ReasonName(static_cast<Reason>(r))) {
+          x.reason = static_cast<Reason>(r);
+          known_reason = true;
+        }
+      if (!known_reason)
+        return refuse(where + " (" + kind + ") has the reason '" + reason.substr(0, 80) +
+                      "', which this berth does not know");
       x.detail = a.value("detail", "");
       x.requires_ = ResourcesFromJson(a.at("requires"));
       x.frees = ResourcesFromJson(a.at("frees"));
@@ -296,17 +420,34 @@ std::vector<std::string> StaleReasons(const SavedPlan& saved, const std::string&
     why.push_back("berth applied something else since (state serial " +
                   std::to_string(saved.state_serial) + " then, " + std::to_string(serial) +
                   " now)");
-  if (max_age_s > 0 && now_unix - saved.created_unix > max_age_s)
-    why.push_back("it was made " +
-                  FormatDurationMs(static_cast<uint64_t>(now_unix - saved.created_unix) * 1000) +
-                  " ago, and --max-age allows " +
-                  FormatDurationMs(static_cast<uint64_t>(max_age_s) * 1000));
+  // Seconds as text, a time from a file (any int64) capped so that it cannot overflow.
+  auto seconds = [](int64_t s) {
+    return FormatDurationMs(static_cast<uint64_t>(std::min<int64_t>(s, int64_t{1} << 40)) * 1000);
+  };
+  if (saved.created_unix > now_unix + kSavedPlanClockSkewS)
+    why.push_back("it says it was made " + seconds(saved.created_unix - now_unix) +
+                  " from now (more than the " + seconds(kSavedPlanClockSkewS) +
+                  " two clocks may disagree): this host's clock or the file is wrong, and its "
+                  "age cannot be known");
+  else if (max_age_s > 0 && now_unix - saved.created_unix > max_age_s)
+    why.push_back("it was made " + seconds(now_unix - saved.created_unix) +
+                  " ago, and --max-age allows " + seconds(max_age_s));
   std::map<std::string, std::string> current = Fingerprint(saved.plan, now);
   for (const auto& [address, digest] : saved.fingerprints) {
     if (address == "host") continue;
     auto it = current.find(address);
     if (it == current.end() || it->second != digest) why.push_back(address + " changed since");
   }
+  return why;
+}
+
+std::vector<std::string> MissingFingerprints(const SavedPlan& saved) {
+  std::vector<std::string> why;
+  // What it depends on follows from its actions alone (the addresses, not the digests).
+  for (const auto& [address, digest] : Fingerprint(saved.plan, Observed{}))
+    if (!saved.fingerprints.count(address))
+      why.push_back("it carries no fingerprint of " + address.substr(0, 200) +
+                    ", which its actions depend on: apply cannot tell whether it changed since");
   return why;
 }
 

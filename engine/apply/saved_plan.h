@@ -14,6 +14,12 @@
 
 namespace berth {
 
+/// The most berth reads of a saved plan (its unit files included); a bigger file is refused.
+inline constexpr uint64_t kMaxSavedPlanBytes = uint64_t{64} << 20;
+/// How far in the future a saved plan's created_unix may lie (clocks of one host disagree by
+/// NTP steps, not by more): beyond it the plan is refused, whatever --max-age says.
+inline constexpr int64_t kSavedPlanClockSkewS = 300;
+
 struct SavedPlan {
   static constexpr int kFormatVersion = 1;
   Plan plan;
@@ -46,7 +52,14 @@ Result<SavedPlan> SavedPlanFromJson(const std::string& text, const std::string& 
 /// action. Details and resource figures are not compared (they describe, they do not act).
 std::vector<std::string> PlanDifferences(const Plan& saved, const Plan& fresh);
 
+/// The resources `saved`'s actions depend on that it carries no fingerprint of (a file whose
+/// fingerprints were cut down: apply could compare nothing of them). Checked once its actions are
+/// known to be the ones berth makes now.
+std::vector<std::string> MissingFingerprints(const SavedPlan& saved);
+
 /// Why `saved` may no longer run against `now` (empty: still valid). `max_age_s` 0 = no limit.
+/// A plan whose created_unix is more than kSavedPlanClockSkewS ahead of `now_unix` is stale
+/// whatever `max_age_s` says (its age cannot be known).
 std::vector<std::string> StaleReasons(const SavedPlan& saved, const std::string& manifest_digest,
                                       const std::string& lineage, uint64_t serial,
                                       const Observed& now, int64_t now_unix, int64_t max_age_s);

@@ -1,13 +1,13 @@
 // berth bench: the service's port, served name and model from the manifest, a health check,
 // then the load generator (providers/bench) at each concurrency; results into the state dir.
 #include <charconv>
-#include <fstream>
 #include <set>
 
 #include "engine/apply/reconciler.h"
 #include "engine/cli/cli_support.h"
 #include "engine/cli/commands.h"
 #include "engine/core/hf_cache.h"
+#include "engine/core/read_file.h"
 #include "engine/core/units.h"
 #include "engine/output/bench_text.h"
 #include "engine/state/bench_history.h"
@@ -50,10 +50,11 @@ std::string ModelCommit(const Desired& d, const ModelSpec& m, const std::string&
     if (it != state->applied.end() && IsCommit(it->second)) return it->second;
   }
   std::string store = d.host.store.empty() ? DefaultStorePath() : d.host.store;
-  std::ifstream ref(store + "/" + RepoFolderName(m.repo_id) + "/refs/" + m.revision);
-  std::string commit;
-  if (ref && std::getline(ref, commit) && IsCommit(commit)) return commit;
-  return "";
+  Result<std::string> ref =
+      ReadRegularFile(store + "/" + RepoFolderName(m.repo_id) + "/refs/" + m.revision,
+                      {.max_bytes = kMaxRefFileBytes});
+  std::string commit = ref.ok() ? ref->substr(0, ref->find('\n')) : "";
+  return IsCommit(commit) ? commit : "";
 }
 
 BenchLevel ToLevel(const LoadFigures& r) {

@@ -40,7 +40,11 @@ int RunPull(const PullCommand& cmd, std::ostream& out, std::ostream& err) {
   out << req.repo_id << "@" << r->snapshot.commit << " in " << req.store << ": " << r->files.size()
       << " files, " << FormatBytes(r->bytes_total) << " (" << FormatBytes(r->stats.bytes_fetched)
       << " fetched, " << FormatBytes(r->stats.bytes_resumed) << " resumed, "
-      << FormatBytes(r->stats.bytes_reused) << " already there), verified\n";
+      << FormatBytes(r->stats.bytes_reused) << " already there and re-hashed";
+  if (r->stats.blobs_replaced > 0)
+    out << "; " << r->stats.blobs_replaced << " blob" << (r->stats.blobs_replaced == 1 ? "" : "s")
+        << " of the right size but wrong bytes fetched again";
+  out << "), verified\n";
   return kExitOk;
 }
 

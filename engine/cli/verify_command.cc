@@ -1,3 +1,6 @@
+#include <cctype>
+#include <string_view>
+
 #include "engine/cli/cli_support.h"
 #include "engine/cli/commands.h"
 #include "engine/core/hf_cache.h"
@@ -6,9 +9,36 @@
 #include "providers/hub/pull.h"
 
 namespace berth {
+namespace {
 
-int RunVerify(const std::string& source, const std::string& store_arg, std::ostream& out,
-              std::ostream& err) {
+// `arg` as a shell reads it back: as is when it holds only safe characters, else in single
+// quotes (a quote inside as '\'').
+std::string ShellWord(const std::string& arg) {
+  bool plain = !arg.empty();
+  for (char c : arg)
+    plain = plain && (std::isalnum(static_cast<unsigned char>(c)) ||
+                      std::string_view("@%+=:,./_-").find(c) != std::string_view::npos);
+  if (plain) return arg;
+  std::string out = "'";
+  for (char c : arg) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// The pull that fetches what `verify` found missing or corrupt, into the same store and with
+// the same files as the manifest's model: without --store, berth pull would fill the default
+// store and leave this one as it is.
+std::string PullAdvice(const std::string& source, const std::string& store,
+                       const std::vector<std::string>& include,
+                       const std::vector<std::string>& exclude) {
+  std::string cmd = "berth pull " + ShellWord(source) + " --store " + ShellWord(store);
+  for (const auto& g : include) cmd += " --include " + ShellWord(g);
+  for (const auto& g : exclude) cmd += " --exclude " + ShellWord(g);
+  return cmd;
+}
+
+int VerifyOne(const std::string& source, const std::string& store_arg,
+              const std::vector<std::string>& include, const std::vector<std::string>& exclude,
+              std::ostream& out, std::ostream& err) {
   auto src = ParseHfSource(source);
   if (!src.ok()) {
     err << "berth verify: " << src.status().message() << "\n";
@@ -43,7 +73,9 @@ int RunVerify(const std::string& source, const std::string& store_arg, std::ostr
     }
     listing = *snap;
     commit = snap->commit;
-    wanted = snap->files;
+    wanted.clear();
+    for (const auto& f : snap->files)  // the files the manifest's model asks for, as pull keeps
+      if (FileWanted(f.path, include, exclude)) wanted.push_back(f);
   }
   auto report = VerifySnapshot(store, listing, wanted);
   if (!report.ok()) {
@@ -57,8 +89,17 @@ int RunVerify(const std::string& source, const std::string& store_arg, std::ostr
       << report->corrupt.size() << " corrupt, " << report->missing.size() << " missing, "
       << report->extra.size() << " extra\n";
   bool bad = !report->corrupt.empty() || !report->missing.empty();
-  if (bad) out << "run berth pull " << source << " to fetch what is missing or corrupt\n";
+  if (bad)
+    out << "run " << PullAdvice(source, store, include, exclude)
+        << " to fetch what is missing or corrupt\n";
   return bad ? kExitError : kExitOk;
+}
+
+}  // namespace
+
+int RunVerify(const std::string& source, const std::string& store, std::ostream& out,
+              std::ostream& err) {
+  return VerifyOne(source, store, {}, {}, out, err);
 }
 
 int RunVerifyManifest(const std::string& manifest_path, const std::string& model,
@@ -79,7 +120,8 @@ int RunVerifyManifest(const std::string& manifest_path, const std::string& model
     // A pinned model is verified at the commit berth.lock pins, not where the branch is now.
     const LockEntry* pin = desired.PinFor(m);
     std::string revision = pin ? pin->commit : m.revision;
-    if (RunVerify("hf://" + m.repo_id + "@" + revision, store, out, err) != kExitOk)
+    if (VerifyOne("hf://" + m.repo_id + "@" + revision, store, m.include, m.exclude, out, err) !=
+        kExitOk)
       rc = kExitError;
   }
   return rc;

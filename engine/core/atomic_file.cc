@@ -26,7 +26,12 @@ Status WriteFileAtomically(const std::string& path, std::string_view data, unsig
   std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
   // A dot name: readers of the folder (node_exporter, systemd) skip it.
   std::string tmp = dir + "/." + base + ".tmp." + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  // A new file, never a link or anything else left at the temp name: O_EXCL (with O_CREAT it
+  // does not follow a link either). What an earlier, killed run left there is removed first.
+  const int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+  int fd = ::open(tmp.c_str(), flags, 0600);
+  if (fd < 0 && errno == EEXIST && ::unlink(tmp.c_str()) == 0)
+    fd = ::open(tmp.c_str(), flags, 0600);
   if (fd < 0) return Fail("cannot write " + path + " (creating " + tmp + ")", tmp, errno);
   size_t done = 0;
   while (done < data.size()) {

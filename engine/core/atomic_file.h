@@ -1,5 +1,7 @@
-// Files that are either entirely old or entirely new: a temp file beside the target, written,
-// chmod'ed (whatever the umask), fsync'ed, renamed over, and the folder fsync'ed.
+// Files that are either entirely old or entirely new: a temp file beside the target, created
+// new (never through a link left at its name), written, chmod'ed (whatever the umask),
+// fsync'ed, renamed over (a link at the target is replaced, not written through), and the
+// folder fsync'ed.
 #pragma once
 
 #include <string>

@@ -98,6 +98,11 @@ class HfCachePaths {
   std::string repo_dir_, lock_dir_;
 };
 
+/// The most berth reads of a ref (a commit and maybe a newline) and of its own snapshot record
+/// (a listing of many thousand files); a bigger file there is not one it wrote.
+inline constexpr uint64_t kMaxRefFileBytes = 1024;
+inline constexpr uint64_t kMaxRecordFileBytes = uint64_t{64} << 20;
+
 /// <store>/models--org--name/snapshots/<commit>: what a model server is pointed at.
 std::string SnapshotPath(std::string_view store, std::string_view repo_id, std::string_view commit);
 

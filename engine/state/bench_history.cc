@@ -9,13 +9,13 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "engine/core/atomic_file.h"
 #include "engine/core/json_text.h"
+#include "engine/core/read_file.h"
+#include "engine/state/state.h"
 
 namespace berth {
 namespace {
@@ -97,8 +97,14 @@ BenchRecord RecordFromJson(const json& j) {
 class FileLock {
  public:
   explicit FileLock(const std::string& path) {
-    fd_ = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd_ >= 0 && flock(fd_, LOCK_EX) != 0) {
+    Result<int> fd = OpenLockFile(path);  // never through a link, never a FIFO
+    if (!fd.ok()) {
+      status_ = fd.status();
+      return;
+    }
+    fd_ = *fd;
+    if (flock(fd_, LOCK_EX) != 0) {
+      status_ = Status::IoError("cannot lock " + path + ": " + std::strerror(errno));
       close(fd_);
       fd_ = -1;
     }
@@ -106,10 +112,12 @@ class FileLock {
   ~FileLock() {
     if (fd_ >= 0) close(fd_);
   }
-  bool ok() const { return fd_ >= 0; }
+  /// Why the lock was not taken; Ok when it is held.
+  const Status& status() const { return status_; }
 
  private:
   int fd_ = -1;
+  Status status_;
 };
 
 }  // namespace
@@ -146,11 +154,11 @@ Result<std::vector<BenchRecord>> BenchRecordsFromJson(const std::string& text,
 }
 
 Result<std::vector<BenchRecord>> BenchHistory::Load() const {
-  std::ifstream in(path(), std::ios::binary);
-  if (!in) return std::vector<BenchRecord>{};
-  std::ostringstream s;
-  s << in.rdbuf();
-  return BenchRecordsFromJson(s.str(), path());
+  Result<std::string> text = ReadRegularFile(path(), {.max_bytes = kMaxStateFileBytes});
+  if (!text.ok() && text.status().code() == Status::Code::kNotFound)
+    return std::vector<BenchRecord>{};
+  if (!text.ok()) return text.status();
+  return BenchRecordsFromJson(*text, path());
 }
 
 Status BenchHistory::Append(const BenchRecord& record) const {
@@ -158,8 +166,7 @@ Status BenchHistory::Append(const BenchRecord& record) const {
   std::filesystem::create_directories(dir_, ec);
   if (ec) return Status::IoError("cannot create the state directory " + dir_ + ": " + ec.message());
   FileLock lock(dir_ + "/bench.lock");
-  if (!lock.ok())
-    return Status::IoError("cannot lock " + dir_ + "/bench.lock: " + std::strerror(errno));
+  if (!lock.status().ok()) return lock.status();
   auto records = Load();
   if (!records.ok()) return records.status();
   records->push_back(record);

@@ -1,14 +1,15 @@
 #include "engine/state/history.h"
 
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "engine/core/atomic_file.h"
 #include "engine/core/json_text.h"
+#include "engine/core/read_file.h"
 #include "engine/core/units.h"
 #include "engine/core/untrusted_text.h"
+#include "engine/state/state.h"
 
 namespace berth {
 
@@ -82,11 +83,11 @@ Result<std::vector<HistoryEntry>> HistoryFromJson(const std::string& text,
 
 Result<std::vector<HistoryEntry>> ReadHistory(const std::string& dir) {
   std::string path = dir + "/history.json";
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::vector<HistoryEntry>{};
-  std::ostringstream s;
-  s << in.rdbuf();
-  return HistoryFromJson(s.str(), path);
+  Result<std::string> text = ReadRegularFile(path, {.max_bytes = kMaxStateFileBytes});
+  if (!text.ok() && text.status().code() == Status::Code::kNotFound)
+    return std::vector<HistoryEntry>{};
+  if (!text.ok()) return text.status();
+  return HistoryFromJson(*text, path);
 }
 
 Status AppendHistory(const std::string& dir, const HistoryEntry& entry) {

@@ -3,6 +3,7 @@
 #include "engine/core/atomic_file.h"
 #include "engine/core/json_text.h"
 #include "engine/core/log.h"
+#include "engine/core/read_file.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -66,13 +67,13 @@ std::vector<uint64_t> StartTimesFromJson(const std::string& unit, const ordered_
   return ms;
 }
 
+// `path` of the state directory: `exists` false when there is none. A link, a FIFO, a device
+// or a file over kMaxStateFileBytes there is an error that names it (it exists).
 Result<std::string> ReadFile(const std::string& path, bool* exists) {
-  std::ifstream in(path, std::ios::binary);
-  *exists = static_cast<bool>(in);
-  if (!in) return std::string();
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+  Result<std::string> text = ReadRegularFile(path, {.max_bytes = kMaxStateFileBytes});
+  *exists = text.ok() || text.status().code() != Status::Code::kNotFound;
+  if (!*exists) return std::string();
+  return text;
 }
 
 std::string RandomHex(int bytes) {
@@ -185,9 +186,10 @@ bool BerthRuns(const std::string& pid_text) {
   auto [end, ec] = std::from_chars(pid_text.data(), pid_text.data() + pid_text.size(), pid);
   if (ec != std::errc() || end != pid_text.data() + pid_text.size() || pid <= 1) return false;
   if (::kill(pid, 0) != 0 && errno != EPERM) return false;
-  std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
-  std::string name;
-  std::getline(comm, name);
+  Result<std::string> comm =
+      ReadRegularFile("/proc/" + std::to_string(pid) + "/comm", {.max_bytes = 4096});
+  std::string name = comm.ok() ? *comm : "";
+  if (!name.empty() && name.back() == '\n') name.pop_back();
   return name == "berth";
 }
 
@@ -314,6 +316,7 @@ Result<State> StateDir::Load() const {
   bool exists = false;
   auto text = ReadFile(dir_ + "/state.json", &exists);
   if (!exists) return State{};  // the lineage is born with the first save
+  if (!text.ok()) return text.status();
   return StateFromJson(*text, dir_ + "/state.json");
 }
 
@@ -329,6 +332,7 @@ Status StateDir::Save(const State& state) const {
 Result<Journal> StateDir::LoadJournal(bool* exists) const {
   auto text = ReadFile(dir_ + "/journal.json", exists);
   if (!*exists) return Journal{};
+  if (!text.ok()) return text.status();
   return JournalFromJson(*text, dir_ + "/journal.json");
 }
 
@@ -354,8 +358,11 @@ Result<std::unique_ptr<StateLock>> StateLock::Acquire(const std::string& dir,
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   std::string path = dir + "/lock";
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::IoError("cannot open " + path + ": " + std::strerror(errno));
+  // Never through a link: the holder's line is written into the file, and a link there would
+  // make berth truncate whatever it points at.
+  Result<int> opened = OpenLockFile(path);
+  if (!opened.ok()) return opened.status();
+  int fd = *opened;
   auto deadline = std::chrono::steady_clock::now() + timeout;
   bool told = false;
   while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {

@@ -20,6 +20,11 @@
 
 namespace berth {
 
+/// The most berth reads of a file of its state directory (state.json, journal.json,
+/// history.json, bench.json): far more than it writes there (200 applies of history are a few
+/// MB); a bigger file there is not berth's.
+inline constexpr uint64_t kMaxStateFileBytes = uint64_t{64} << 20;
+
 struct State {
   static constexpr int kFormatVersion = 1;
   std::string lineage;             // random, set once when the state is created

@@ -1,21 +1,21 @@
 #include "providers/gpu/gpu_probe.h"
 
 #include <algorithm>
-#include <fstream>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "engine/core/read_file.h"
 #include "providers/gpu/attribution.h"
 #include "providers/host/cgroup.h"
 
 namespace berth {
 
 std::string CommOfPid(int pid, const std::string& proc_root) {
-  std::ifstream in(proc_root + "/" + std::to_string(pid) + "/comm");
-  std::string name;
-  std::getline(in, name);
-  return name;
+  Result<std::string> comm =
+      ReadRegularFile(proc_root + "/" + std::to_string(pid) + "/comm", {.max_bytes = 4096});
+  if (!comm.ok()) return "";
+  return comm->substr(0, comm->find('\n'));
 }
 
 void AttributeProcesses(const std::string& proc_root, std::vector<ObservedGpu>* gpus) {

@@ -1,8 +1,10 @@
 #include "providers/host/cgroup.h"
 
-#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
+
+#include "engine/core/read_file.h"
 
 namespace berth {
 namespace {
@@ -38,7 +40,9 @@ std::string UnitOfCgroupPath(std::string_view path) {
 }
 
 std::string UnitOfPid(int pid, const std::string& proc_root) {
-  std::ifstream in(proc_root + "/" + std::to_string(pid) + "/cgroup");
+  Result<std::string> cgroup =
+      ReadRegularFile(proc_root + "/" + std::to_string(pid) + "/cgroup", {.max_bytes = 1 << 20});
+  std::istringstream in(cgroup.ok() ? *cgroup : std::string());
   std::string line;
   std::string v1_unit;
   std::string v2_unit;

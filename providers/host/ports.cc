@@ -10,12 +10,12 @@
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <sstream>
 #include <tuple>
 #include <unordered_map>
 
+#include "engine/core/read_file.h"
 #include "providers/host/cgroup.h"
 
 namespace berth {
@@ -35,8 +35,10 @@ bool ParseHex32(std::string_view hex, uint32_t* out) {
 
 /// Adds the LISTEN sockets of one table to `by_inode`. False if the table cannot be read.
 bool ReadTable(const std::string& file, std::unordered_map<uint64_t, Socket>* by_inode) {
-  std::ifstream in(file);
-  if (!in) return false;
+  // /proc's files report no size: the read is bounded (about 900,000 sockets).
+  Result<std::string> table = ReadRegularFile(file, {.max_bytes = uint64_t{128} << 20});
+  if (!table.ok()) return false;
+  std::istringstream in(*table);
   std::string line;
   std::getline(in, line);  // header
   while (std::getline(in, line)) {
@@ -81,10 +83,10 @@ bool AllDigits(const char* s) {
 }
 
 std::string Comm(const std::string& proc_root, int pid) {
-  std::ifstream in(proc_root + "/" + std::to_string(pid) + "/comm");
-  std::string name;
-  std::getline(in, name);
-  return name;
+  Result<std::string> comm =
+      ReadRegularFile(proc_root + "/" + std::to_string(pid) + "/comm", {.max_bytes = 4096});
+  if (!comm.ok()) return "";
+  return comm->substr(0, comm->find('\n'));
 }
 
 /// For every process under `proc_root`, the pids holding one of the sockets in `wanted`.

@@ -1,8 +1,7 @@
 // Where huggingface_hub finds its endpoint and token; berth reads them the same way.
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 
+#include "engine/core/read_file.h"
 #include "providers/hub/hub_types.h"
 
 namespace berth {
@@ -46,10 +45,11 @@ HubOptions HubOptionsFromEnvironment() {
       }
       path = home + "/token";
     }
-    std::ifstream in(path);
-    std::ostringstream s;
-    s << in.rdbuf();
-    o.token = Clean(s.str());
+    // The operator's file (often a link into a secret store): followed, but read only when it
+    // is a regular file of at most 64 KiB, without blocking.
+    Result<std::string> token =
+        ReadRegularFile(path, {.max_bytes = uint64_t{64} << 10, .follow_links = true});
+    if (token.ok()) o.token = Clean(*token);
   }
   return o;
 }

@@ -7,10 +7,9 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "engine/core/atomic_file.h"
+#include "engine/core/read_file.h"
 
 namespace berth {
 namespace {
@@ -54,17 +53,10 @@ Status MakeRealDirsBelow(const std::string& base, const std::string& rel) {
   return Status::Ok();
 }
 
-/// The whole of a small metadata file; NotFound when it is missing.
-Result<std::string> ReadSmall(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    std::error_code ec;
-    if (!fs::exists(path, ec)) return Status::NotFound(path + " does not exist");
-    return Status::IoError("cannot read " + path + ": " + std::strerror(errno));
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+/// The whole of a small metadata file berth writes (a ref, its record), at most `max_bytes`;
+/// NotFound when it is missing; a link, a FIFO, a device or a bigger file is refused.
+Result<std::string> ReadSmall(const std::string& path, uint64_t max_bytes) {
+  return ReadRegularFile(path, {.max_bytes = max_bytes});
 }
 
 }  // namespace
@@ -138,7 +130,7 @@ Result<std::string> CacheLayout::ReadRef(const std::string& revision) const {
   if (!IsRevision(revision))
     return Status::InvalidArgument('\'' + revision.substr(0, 80) + "' is not a revision");
   std::string path = paths_.RefPath(revision);
-  Result<std::string> text = ReadSmall(path);
+  Result<std::string> text = ReadSmall(path, kMaxRefFileBytes);
   if (!text.ok() && text.status().code() == Status::Code::kNotFound)
     if (auto full = CommitWithPrefix(revision)) return *full;
   if (!text.ok()) return text.status();
@@ -168,7 +160,7 @@ Result<SnapshotRecord> CacheLayout::ReadRecord(const std::string& commit) const 
   if (!IsCommit(commit))
     return Status::InvalidArgument('\'' + commit.substr(0, 80) + "' is not a commit");
   std::string path = RecordPath(commit);
-  Result<std::string> text = ReadSmall(path);
+  Result<std::string> text = ReadSmall(path, kMaxRecordFileBytes);
   if (!text.ok()) return text.status();
   Result<SnapshotRecord> record = SnapshotRecord::FromJson(*text);
   if (!record.ok()) return record.status().WithContext(path);

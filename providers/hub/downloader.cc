@@ -146,6 +146,7 @@ Status Downloader::Prepare(FileJob* f) {
     done_bytes_ += e.size;
     return Status::Ok();
   }
+  if (f->blob.replaced_corrupt) stats_->blobs_replaced++;
   uint64_t resumed = f->blob.state.ResumedBytes();
   stats_->bytes_resumed += resumed;
   done_bytes_ += resumed;

@@ -17,7 +17,8 @@ namespace berth {
 struct DownloadStats {
   uint64_t bytes_fetched = 0;  // over the network in this run
   uint64_t bytes_resumed = 0;  // already on disk from an earlier, interrupted run
-  uint64_t bytes_reused = 0;   // blobs already complete (shared with another revision)
+  uint64_t bytes_reused = 0;   // blobs already complete and verified (maybe another revision's)
+  int blobs_replaced = 0;      // blobs of the right size and wrong bytes, fetched again
   int files_fetched = 0;
   int retries = 0;
 };

@@ -128,4 +128,10 @@ void StreamHasher::Run() {
   cv_.notify_all();
 }
 
+std::string HashFile(int fd, uint64_t size, StreamHasher::Kind kind, std::string* error) {
+  StreamHasher h(fd, size, kind);
+  h.Advance(size);
+  return h.Finish(error);
+}
+
 }  // namespace berth

@@ -53,4 +53,9 @@ class StreamHasher {
   std::thread thread_;
 };
 
+/// The digest of the first `size` bytes of `fd` (not owned), read with pread: a file berth
+/// did not just write (verify, a blob already in the store). "" with `error` set when a read
+/// failed or the file is shorter.
+std::string HashFile(int fd, uint64_t size, StreamHasher::Kind kind, std::string* error);
+
 }  // namespace berth

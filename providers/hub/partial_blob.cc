@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "engine/core/read_file.h"
+
 namespace berth {
 namespace {
 
@@ -16,12 +18,30 @@ StreamHasher::Kind HashKind(const HubFileEntry& e) {
   return e.is_lfs() ? StreamHasher::Kind::kSha256 : StreamHasher::Kind::kGitSha1;
 }
 
-/// blobs/<etag> is there, a regular file of the right size (a symlink there is never taken
-/// for a blob: it could point anywhere).
-bool Complete(const std::string& path, uint64_t size) {
+enum class Present {
+  kNo,        // nothing there, or not a regular file of the blob's size: it is fetched
+  kVerified,  // a regular file of the right size and hash
+  kCorrupt,   // a regular file of the right size, of other bytes: it is replaced
+};
+
+/// Whether blobs/<etag> is there: a regular file (a symlink there is never taken for a blob: it
+/// could point anywhere) of the blob's size whose hash is its name. Only then is it kept: a
+/// same-size blob with a flipped byte is no blob of this name.
+Present CheckPresent(const std::string& path, const HubFileEntry& e) {
   struct stat st;
-  return ::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
-         static_cast<uint64_t>(st.st_size) == size;
+  if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) ||
+      static_cast<uint64_t>(st.st_size) != e.size)
+    return Present::kNo;
+  uint64_t size = 0;
+  Result<int> fd = OpenRegularFile(path, {.max_bytes = kMaxRepoFileBytes}, &size);
+  if (!fd.ok() || size != e.size) {
+    if (fd.ok()) ::close(*fd);
+    return Present::kNo;
+  }
+  std::string error;
+  std::string digest = HashFile(*fd, e.size, HashKind(e), &error);
+  ::close(*fd);
+  return error.empty() && digest == e.etag() ? Present::kVerified : Present::kCorrupt;
 }
 
 Status Errno(const std::string& what) {
@@ -38,15 +58,25 @@ Result<BlobOpen> OpenPartialBlob(const CacheLayout& layout, const HubFileEntry& 
     return Status::InvalidArgument(e.path + ": blob '" + e.etag().substr(0, 80) +
                                    "' is not a sha256 or git sha1, or its size is beyond 2^50");
   std::string final_path = layout.BlobPath(e.etag());
-  if (Complete(final_path, e.size)) return BlobOpen::kPresent;
+  if (CheckPresent(final_path, e) == Present::kVerified) return BlobOpen::kPresent;
   // The same lock huggingface_hub takes, so a concurrent Python download of this blob waits.
   std::string lock = layout.LockPath(e.etag());
   blob->lock_fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0664);
   if (blob->lock_fd < 0) return Errno("cannot open lock " + lock);
   if (::flock(blob->lock_fd, LOCK_EX) != 0) return Errno("cannot lock " + lock);
-  if (Complete(final_path, e.size)) {
-    ClosePartialBlob(blob);  // someone else finished it while we waited
-    return BlobOpen::kPresent;
+  // Checked again under the lock: someone else may have finished (or replaced) it meanwhile.
+  switch (CheckPresent(final_path, e)) {
+    case Present::kVerified:
+      ClosePartialBlob(blob);
+      return BlobOpen::kPresent;
+    case Present::kCorrupt:
+      // Wrong bytes under the blob's name (a flipped bit, a truncated copy padded back): they
+      // go, and the blob is fetched again like a missing one.
+      if (::unlink(final_path.c_str()) != 0) return Errno("cannot remove corrupt " + final_path);
+      blob->replaced_corrupt = true;
+      break;
+    case Present::kNo:
+      break;
   }
   std::string inc = layout.IncompletePath(e.etag());
   struct stat st;

@@ -19,15 +19,18 @@ struct PartialBlob {
   ResumeState state;
   std::unique_ptr<StreamHasher> hasher;
   int verify_failures = 0;
+  /// blobs/<etag> was there with the right size and other bytes: removed, to be fetched again.
+  bool replaced_corrupt = false;
 };
 
 enum class BlobOpen {
-  kPresent,  // blobs/<etag> is complete already (maybe finished by another process meanwhile)
+  kPresent,  // blobs/<etag> is complete and its hash verified (maybe finished by another process)
   kOpened,   // `blob` is locked and open, its state and hasher set up
 };
 
 /// Locks blob `e` of `layout` and opens its partial file, resuming what is there. Files of at
-/// least `parallel_threshold` bytes are chunked in `chunk_bytes`.
+/// least `parallel_threshold` bytes are chunked in `chunk_bytes`. A blob already there is
+/// re-hashed: kept when it verifies, else removed (`replaced_corrupt`) and fetched again.
 Result<BlobOpen> OpenPartialBlob(const CacheLayout& layout, const HubFileEntry& e,
                                  uint64_t parallel_threshold, uint64_t chunk_bytes,
                                  PartialBlob* blob);

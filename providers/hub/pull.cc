@@ -5,11 +5,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
 
 #include "engine/core/hf_cache.h"
+#include "engine/core/read_file.h"
 #include "engine/core/units.h"
 #include "providers/hub/cache_layout.h"
 #include "providers/hub/hasher.h"
@@ -120,34 +122,138 @@ Result<RepoSnapshot> RecordedSnapshot(const std::string& store, const std::strin
   return snap;
 }
 
+namespace {
+
+namespace fs = std::filesystem;
+
+StreamHasher::Kind HashKind(const HubFileEntry& f) {
+  return f.is_lfs() ? StreamHasher::Kind::kSha256 : StreamHasher::Kind::kGitSha1;
+}
+
+// What `path` is when it is not a real folder ("a symbolic link to '/etc'"); "" for a real
+// folder, kMissing when nothing is there.
+constexpr char kMissing[] = "missing";
+std::string NotARealFolder(const std::string& path) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) return errno == ENOENT ? kMissing : std::strerror(errno);
+  if (S_ISDIR(st.st_mode)) return "";
+  if (!S_ISLNK(st.st_mode)) return "not a folder";
+  std::error_code ec;
+  return "a symbolic link to '" + fs::read_symlink(path, ec).string().substr(0, 200) + "'";
+}
+
+// How a file of a snapshot is held: a link into the repo's blobs/ (huggingface_hub's layout) or
+// a regular file (its layout without symlinks). `why` says what else it is ("" when missing).
+struct Held {
+  std::string path;  // the regular file to hash: the blob, or the file itself
+  bool missing = false;
+  std::string why;
+};
+
+Held WhereIsHeld(const CacheLayout& layout, const std::string& commit, const std::string& rel) {
+  Held h;
+  const std::string snap_dir = layout.SnapshotDir(commit);
+  // Every folder on the way must be a real one: a link to /etc is not walked.
+  fs::path parent = fs::path(rel).parent_path();
+  std::string dir = snap_dir;
+  for (const fs::path& part : parent) {
+    dir += "/" + part.string();
+    struct stat st;
+    if (::lstat(dir.c_str(), &st) != 0) {
+      h.missing = true;
+      return h;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+      h.why = (dir.substr(snap_dir.size() + 1)) + " is " + NotARealFolder(dir) +
+              "; berth follows no folder link in a snapshot";
+      return h;
+    }
+  }
+  const std::string path = snap_dir + "/" + rel;
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) {
+    h.missing = true;
+    return h;
+  }
+  if (S_ISREG(st.st_mode)) {
+    h.path = path;
+    return h;
+  }
+  if (!S_ISLNK(st.st_mode)) {
+    h.why = "not a file or a link to a blob";
+    return h;
+  }
+  std::error_code ec;
+  fs::path target = fs::read_symlink(path, ec);
+  if (ec) {
+    h.why = "its link cannot be read: " + ec.message();
+    return h;
+  }
+  // Resolved as text, never by following: the link must name blobs/<blob> of this repo.
+  fs::path resolved = target.is_absolute()
+                          ? target.lexically_normal().lexically_relative(
+                                fs::absolute(layout.repo_dir(), ec).lexically_normal())
+                          : (fs::path("snapshots") / commit / parent / target).lexically_normal();
+  std::string name = resolved.filename().string();
+  if (resolved.parent_path() != fs::path("blobs") || !IsBlobName(name)) {
+    h.why = "a link to '" + target.string().substr(0, 200) +
+            "', outside the repo's blobs/ (berth neither follows nor hashes it)";
+    return h;
+  }
+  h.path = layout.BlobPath(name);
+  return h;
+}
+
+}  // namespace
+
 Result<VerifyReport> VerifySnapshot(const std::string& store, const RepoSnapshot& listing,
                                     const std::vector<HubFileEntry>& wanted) {
   CacheLayout layout(store, listing.repo_id);
   VerifyReport report;
   std::string dir = layout.SnapshotDir(listing.commit);
+  // The repo's folders, as berth writes them: real folders (a link would lead out of the store).
+  for (const std::string& d : {layout.repo_dir(), layout.paths().SnapshotsDir(), dir}) {
+    std::string what = NotARealFolder(d);
+    if (what == kMissing) break;  // nothing there: every file is reported missing below
+    if (!what.empty())
+      return Status::FailedPrecondition(
+          d + " is " + what +
+          ", not a folder of the store; berth verifies nothing through it: remove it, then pull "
+          "the model again");
+  }
+  std::string blobs_problem = NotARealFolder(layout.paths().BlobsDir());
+  if (blobs_problem == kMissing) blobs_problem.clear();  // each blob is then missing
   for (const auto& f : wanted) {
-    std::string path = dir + "/" + f.path;
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
+    Held held = WhereIsHeld(layout, listing.commit, f.path);
+    if (held.missing) {
       report.missing.push_back(f.path);
       continue;
     }
-    struct stat st;
-    ::fstat(fd, &st);
-    if (static_cast<uint64_t>(st.st_size) != f.size) {
-      ::close(fd);
-      report.corrupt.push_back(f.path + " (size " + std::to_string(st.st_size) + ", expected " +
+    if (held.why.empty() && held.path != dir + "/" + f.path && !blobs_problem.empty())
+      held.why = layout.paths().BlobsDir() + " is " + blobs_problem;
+    if (!held.why.empty()) {
+      report.corrupt.push_back(f.path + " (" + held.why + ")");
+      continue;
+    }
+    uint64_t size = 0;
+    // Only a regular file, never a FIFO (that would block) nor another link.
+    Result<int> fd = OpenRegularFile(held.path, {.max_bytes = kMaxRepoFileBytes}, &size);
+    if (!fd.ok()) {
+      if (fd.status().code() == Status::Code::kNotFound)
+        report.missing.push_back(f.path);
+      else
+        report.corrupt.push_back(f.path + " (" + fd.status().message() + ")");
+      continue;
+    }
+    if (size != f.size) {
+      ::close(*fd);
+      report.corrupt.push_back(f.path + " (size " + std::to_string(size) + ", expected " +
                                std::to_string(f.size) + ")");
       continue;
     }
-    std::string error, digest;
-    {
-      StreamHasher h(fd, f.size,
-                     f.is_lfs() ? StreamHasher::Kind::kSha256 : StreamHasher::Kind::kGitSha1);
-      h.Advance(f.size);
-      digest = h.Finish(&error);
-    }
-    ::close(fd);
+    std::string error;
+    std::string digest = HashFile(*fd, f.size, HashKind(f), &error);
+    ::close(*fd);
     if (!error.empty() || digest != f.etag())
       report.corrupt.push_back(f.path + (error.empty()
                                              ? " (hash " + digest + ", expected " + f.etag() + ")"
@@ -156,10 +262,11 @@ Result<VerifyReport> VerifySnapshot(const std::string& store, const RepoSnapshot
       report.ok.push_back(f.path);
   }
   std::error_code ec;
-  if (std::filesystem::exists(dir, ec)) {
-    for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
-         it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
-      if (it->is_directory(ec)) continue;
+  if (NotARealFolder(dir).empty()) {
+    // Links to folders are not walked into (the iterator's default), and listed as extra.
+    for (auto it = fs::recursive_directory_iterator(dir, ec);
+         it != fs::recursive_directory_iterator(); it.increment(ec)) {
+      if (it->symlink_status(ec).type() == fs::file_type::directory) continue;
       std::string rel = it->path().lexically_relative(dir).string();
       bool known = false;
       for (const auto& f : wanted) known = known || f.path == rel;
@@ -230,10 +337,8 @@ Result<uint64_t> RemoveRevision(const std::string& store, const std::string& rep
   for (auto it = fs::recursive_directory_iterator(layout.paths().RefsDir(), ec);
        it != fs::recursive_directory_iterator(); it.increment(ec)) {
     if (it->symlink_status(ec).type() != fs::file_type::regular) continue;
-    std::ifstream in(it->path());
-    std::string c;
-    std::getline(in, c);
-    if (c == commit) fs::remove(it->path(), ec);
+    Result<std::string> ref = ReadRegularFile(it->path(), {.max_bytes = kMaxRefFileBytes});
+    if (ref.ok() && ref->substr(0, ref->find('\n')) == commit) fs::remove(it->path(), ec);
   }
   return freed;
 }

@@ -1,12 +1,15 @@
 #include "providers/hub/resume_state.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
-#include <fstream>
 #include <sstream>
+
+#include "engine/core/read_file.h"
 
 namespace berth {
 
@@ -75,7 +78,10 @@ ResumeState LoadResumeState(int fd, bool had_partial, uint64_t partial_size, uin
   s.chunks.assign(n, ChunkState::kPending);
   s.salvaged.assign(n, 0);
   if (!had_partial) return s;
-  std::ifstream map(map_path);
+  // berth's own map, beside the partial: never read through a link, nor past a bound (a map
+  // lists at most a few million chunk numbers).
+  Result<std::string> map_text = ReadRegularFile(map_path, {.max_bytes = uint64_t{64} << 20});
+  std::istringstream map(map_text.ok() ? *map_text : std::string());
   uint64_t map_size = 0, map_chunk = 0;
   // The map's own chunk size wins (an earlier run with other options picked another one), if
   // it makes sense: at least kMinMapChunk, so a corrupt map cannot ask for billions of chunks.
@@ -111,13 +117,18 @@ void SaveChunkMap(const ResumeState& s, const std::string& path) {
     if (s.chunks[i] == ChunkState::kDone) out << i << "\n";
   std::string tmp = path + ".tmp";
   std::remove(tmp.c_str());  // a link left there is replaced, never written through
-  bool ok;
-  {
-    std::ofstream f(tmp, std::ios::trunc);
-    f << out.str();
-    f.flush();
-    ok = static_cast<bool>(f);
+  // A new file (O_EXCL: not one planted at the name since), renamed over the map. No fsync:
+  // a map lost in a crash only makes the next run fetch its chunks again.
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  bool ok = fd >= 0;
+  const std::string text = out.str();
+  for (size_t done = 0; ok && done < text.size();) {
+    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    ok = n > 0;
+    if (ok) done += static_cast<size_t>(n);
   }
+  if (fd >= 0 && ::close(fd) != 0) ok = false;
   if (ok) ok = std::rename(tmp.c_str(), path.c_str()) == 0;
   if (!ok) std::remove(tmp.c_str());
 }

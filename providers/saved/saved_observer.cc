@@ -1,22 +1,19 @@
 #include "providers/saved/saved_observer.h"
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <sstream>
-
 #include "engine/core/observed_json.h"
+#include "engine/core/read_file.h"
 
 namespace berth {
 
 Result<Observed> SavedObserver::Observe(const Desired&) {
-  std::ifstream in(path_, std::ios::binary);
-  if (!in)
-    return Status::NotFound("cannot read saved observation " + path_ + ": " + std::strerror(errno) +
+  // The operator names it (a link is theirs to follow); a regular file, bounded, never a read
+  // that blocks.
+  Result<std::string> text =
+      ReadRegularFile(path_, {.max_bytes = uint64_t{256} << 20, .follow_links = true});
+  if (!text.ok())
+    return Status::NotFound("cannot read saved observation: " + text.status().message() +
                             "; create one on the host with `berth observe -o json > FILE`");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return ObservedFromJson(text.str(), path_);
+  return ObservedFromJson(*text, path_);
 }
 
 }  // namespace berth

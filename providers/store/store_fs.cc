@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "engine/core/read_file.h"
+
 namespace berth {
 namespace {
 
@@ -81,28 +83,9 @@ class PosixFs : public StoreFs {
     return std::string(buf, static_cast<size_t>(n));
   }
 
-  Result<std::string> ReadSmallFile(const std::string& path, size_t max_bytes) override {
-    int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return Errno("cannot open", path, errno);
-    std::string out;
-    char buf[4096];
-    for (;;) {
-      ssize_t n = read(fd, buf, sizeof(buf));
-      if (n < 0) {
-        int err = errno;
-        close(fd);
-        return Errno("cannot read", path, err);
-      }
-      if (n == 0) break;
-      out.append(buf, static_cast<size_t>(n));
-      if (out.size() > max_bytes) {
-        close(fd);
-        return Status::InvalidArgument(path + " is larger than " + std::to_string(max_bytes) +
-                                       " bytes; not a berth metadata file");
-      }
-    }
-    close(fd);
-    return out;
+  Result<std::string> ReadSmallFile(const std::string& path, size_t max_bytes,
+                                    bool follow) override {
+    return ReadRegularFile(path, {.max_bytes = max_bytes, .follow_links = follow});
   }
 
   Result<DiskSpace> SpaceOf(const std::string& path) override {

@@ -38,8 +38,11 @@ class StoreFs {
   /// stat(2) (`follow`) or lstat(2). NotFound if nothing is there (or a symlink dangles).
   virtual Result<FileStat> Stat(const std::string& path, bool follow) = 0;
   virtual Result<std::string> ReadLink(const std::string& path) = 0;
-  /// The whole content of a small metadata file (refs, berth records); an error past `max_bytes`.
-  virtual Result<std::string> ReadSmallFile(const std::string& path, size_t max_bytes) = 0;
+  /// The whole content of a small regular file (refs, berth records, a snapshot's config.json);
+  /// an error past `max_bytes`, for a FIFO, a device or a folder (never a read that blocks),
+  /// and, unless `follow`, for a symbolic link (a snapshot's files are links into blobs/).
+  virtual Result<std::string> ReadSmallFile(const std::string& path, size_t max_bytes,
+                                            bool follow) = 0;
   virtual Result<DiskSpace> SpaceOf(const std::string& path) = 0;
 };
 

@@ -11,8 +11,8 @@
 namespace berth {
 namespace {
 
-constexpr size_t kMaxRefBytes = 1024;
-constexpr size_t kMaxRecordBytes = size_t{64} << 20;
+constexpr size_t kMaxRefBytes = kMaxRefFileBytes;
+constexpr size_t kMaxRecordBytes = kMaxRecordFileBytes;
 /// Lexical "a/b/../c" -> "a/c"; nullopt if ".." climbs above the start.
 std::optional<std::string> Normalize(std::string_view path) {
   std::vector<std::string_view> parts;
@@ -136,7 +136,7 @@ class RepoScan {
         continue;
       }
       if (e.type != FileType::kFile) continue;
-      Result<std::string> text = fs_.ReadSmallFile(path, kMaxRefBytes);
+      Result<std::string> text = fs_.ReadSmallFile(path, kMaxRefBytes, /*follow=*/false);
       if (!text.ok()) {
         if (text.status().code() == Status::Code::kNotFound) continue;
         return text.status();
@@ -248,7 +248,8 @@ class RepoScan {
       config.problem = "is larger than " + std::to_string(kMaxModelConfigBytes) +
                        " bytes; berth does not read it";
     } else {
-      Result<std::string> text = fs_.ReadSmallFile(snap_dir + "/config.json", kMaxModelConfigBytes);
+      Result<std::string> text = fs_.ReadSmallFile(snap_dir + "/config.json", kMaxModelConfigBytes,
+                                                   /*follow=*/true);
       config = text.ok() ? ParseModelConfig(*text)
                          : ModelConfig{{}, "cannot be read (" + text.status().message() + ")"};
     }
@@ -256,7 +257,8 @@ class RepoScan {
   }
 
   void JudgeCompleteness(const Snapshot& snap, ObservedRevision* rev) {
-    Result<std::string> text = fs_.ReadSmallFile(paths_.RecordPath(rev->commit), kMaxRecordBytes);
+    Result<std::string> text = fs_.ReadSmallFile(paths_.RecordPath(rev->commit), kMaxRecordBytes,
+                                                 /*follow=*/false);
     if (!text.ok() && text.status().code() == Status::Code::kNotFound) {
       // No record: judge by the links.
       rev->complete = snap.missing == 0 && !snap.files.empty();

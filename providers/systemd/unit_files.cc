@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "engine/core/atomic_file.h"
+#include "engine/core/read_file.h"
 #include "engine/core/unit_marker.h"
 
 namespace berth {
@@ -24,43 +25,21 @@ Status Errno(const std::string& what) {
 }
 
 // A unit file is small; anything bigger is not one berth could have written.
-constexpr off_t kMaxUnitBytes = 1 << 20;
+constexpr uint64_t kMaxUnitBytes = 1 << 20;
 
 // The content of the regular file at `path`; nullopt when there is none. Never blocks: a FIFO or
-// a device where a unit file should be is an error, not a read that waits forever.
+// a device where a unit file should be is an error, not a read that waits forever. A link is
+// followed (systemctl link and mask put links here, and systemd follows them), to a regular file
+// only; berth's own writes rename over a link, never through it.
 Result<std::optional<std::string>> ReadRegular(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOENT) return std::optional<std::string>();
-    return Errno("cannot read " + path);
-  }
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    Status s = Errno("cannot stat " + path);
-    ::close(fd);
-    return s;
-  }
-  if (!S_ISREG(st.st_mode) || st.st_size > kMaxUnitBytes) {
-    ::close(fd);
-    return Status::FailedPrecondition(
-        path + (S_ISREG(st.st_mode) ? " is larger than 1 MiB" : " is not a regular file") +
-        ": it cannot be a unit file berth reads; move it away");
-  }
-  std::string text;
-  char buf[16384];
-  for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      Status s = Errno("cannot read " + path);
-      ::close(fd);
-      return s;
-    }
-    if (n == 0 || text.size() > static_cast<size_t>(kMaxUnitBytes)) break;
-    text.append(buf, static_cast<size_t>(n));
-  }
-  ::close(fd);
-  return std::optional<std::string>(std::move(text));
+  Result<std::string> text =
+      ReadRegularFile(path, {.max_bytes = kMaxUnitBytes, .follow_links = true});
+  if (text.ok()) return std::optional<std::string>(std::move(text).value());
+  if (text.status().code() == Status::Code::kNotFound) return std::optional<std::string>();
+  if (text.status().code() == Status::Code::kInvalidArgument)
+    return Status::FailedPrecondition(text.status().message() +
+                                      " (it cannot be a unit file berth reads)");
+  return text.status();
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // berth bench's records in the state directory (bench.json) and the comparison view.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -104,6 +105,25 @@ TEST_F(BenchHistoryTest, ADamagedFileIsAnErrorNamingIt) {
     EXPECT_THAT(r.status().message(), HasSubstr(h.path()));
     EXPECT_FALSE(h.Append(Record("vllm-x", "o/m", "", {{1, 1}})).ok());  // never overwritten
   }
+}
+
+// bench.json a FIFO, bench.lock a link: refused naming the file, no read that blocks, and the
+// link's target is never opened for writing.
+TEST_F(BenchHistoryTest, AFifoOrALinkInTheStateDirectoryIsRefusedNamingIt) {
+  std::filesystem::create_directories(dir_);
+  BenchHistory h(dir_.string());
+  ASSERT_EQ(::mkfifo(h.path().c_str(), 0600), 0);
+  auto r = h.Load();
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr(h.path() + " is not a regular file (it is a FIFO)"));
+  std::filesystem::remove(h.path());
+  std::string victim = (dir_ / "victim").string();
+  std::ofstream(victim) << "precious";
+  std::filesystem::create_symlink(victim, dir_ / "bench.lock");
+  Status s = h.Append(Record("vllm-x", "o/m", "", {{1, 1}}));
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.message(), HasSubstr((dir_ / "bench.lock").string() + " is a symbolic link"));
+  EXPECT_FALSE(std::filesystem::exists(h.path())) << "nothing recorded without the lock";
 }
 
 TEST(BenchCompare, TheNewestRecordOfEachModelSideBySide) {

@@ -177,8 +177,9 @@ TEST_F(PlanDiffTest, AnOrdinaryChangeKeepsItsOneLineDetailUnlessDiffIsAsked) {
   EXPECT_EQ(out.str().rfind(planned.substr(0, planned.find("\nPlan: ")), 0), 0u) << out.str();
 }
 
-// The diff is for the reviewer: a saved plan does not carry it (so an edit of it fools nobody),
-// `apply FILE` shows the one made from what it observes now, and a diff never makes it refuse.
+// The diff is for the reviewer: a saved plan does not carry it (a diff or an old text added to the
+// file is a field berth does not write: refused, so the edit fools nobody), and `apply FILE` shows
+// the one made from what it observes now.
 TEST_F(PlanDiffTest, ASavedAdoptPlanRunsAndShowsTheDiffOfWhatIsOnDiskNow) {
   HandWritten(kHand);
   std::string file = dir / "plan.json";
@@ -193,6 +194,11 @@ TEST_F(PlanDiffTest, ASavedAdoptPlanRunsAndShowsTheDiffOfWhatIsOnDiskNow) {
       a["diff"] = "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-nothing to see\n+nothing to see\n";
     }
   std::ofstream(file, std::ios::trunc) << saved.dump(2);
+  RunReport edited = Pass("", true, false, PlanFormat::kText, "", file);
+  EXPECT_EQ(edited.outcome, Outcome::kError) << out.str() << err.str();
+  EXPECT_THAT(err.str(), HasSubstr("has the field 'diff', which this berth does not write"));
+  EXPECT_FALSE(world.host.Unit("vllm-kimi.service").managed) << "nothing ran";
+  ASSERT_EQ(Pass("adopt", false, false, PlanFormat::kText, file).outcome, Outcome::kPlanned);
   RunReport r = Pass("", true, false, PlanFormat::kText, "", file);
   ASSERT_EQ(r.outcome, Outcome::kApplied) << out.str() << err.str();
   EXPECT_THAT(out.str(), HasSubstr("-ExecStart=/opt/hand-made/serve --port 8000\n"));

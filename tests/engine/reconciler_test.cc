@@ -669,6 +669,35 @@ INSTANTIATE_TEST_SUITE_P(
                            "reason": "not_enabled", "requires": {"gpu_bytes": {}},
                            "frees": {"gpu_bytes": {}}, "unit": "evil.service"}})")));
 
+// Fingerprints cut out of the file: apply could no longer tell whether what a step touches
+// changed since. All of them: the file is refused as unreadable; one: refused as stale.
+TEST_F(SavedPlanTamperTest, ASavedPlanWithoutItsFingerprintsNeverRuns) {
+  ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
+  std::string file = SavePlan("minimax");
+  std::ifstream in(file);
+  nlohmann::ordered_json plan = nlohmann::ordered_json::parse(in);
+  in.close();
+  nlohmann::ordered_json none = plan;
+  none["fingerprints"] = nlohmann::ordered_json::object();
+  std::ofstream(file, std::ios::trunc) << none.dump(2);
+  world.calls.clear();
+  RunReport empty = ApplySaved(file);
+  EXPECT_EQ(empty.outcome, Outcome::kError) << out.str() << err.str();
+  EXPECT_THAT(err.str(), HasSubstr("its fingerprints are empty"));
+  EXPECT_TRUE(world.calls.empty()) << world.calls[0] << " ran";
+
+  nlohmann::ordered_json cut = plan;
+  cut["fingerprints"].erase("unit/vllm-kimi.service");
+  std::ofstream(file, std::ios::trunc) << cut.dump(2);
+  world.calls.clear();
+  RunReport partial = ApplySaved(file);
+  EXPECT_EQ(partial.outcome, Outcome::kStale) << out.str() << err.str();
+  EXPECT_EQ(partial.exit_code, 5);
+  EXPECT_THAT(err.str(), HasSubstr("it carries no fingerprint of unit/vllm-kimi.service"));
+  for (const auto& c : world.calls) EXPECT_EQ(c, "observe") << c << " ran";
+  EXPECT_TRUE(Running("vllm-kimi.service"));
+}
+
 TEST_F(SavedPlanTamperTest, ASavedPlanIsStaleWhenAUnitWasDisabledByHandSince) {
   ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
   std::string file = SavePlan("minimax");

@@ -1,13 +1,19 @@
-// The reasons a saved plan is refused, as the operator reads them.
+// The reasons a saved plan is refused, as the operator reads them, and the saved plans berth
+// refuses to read at all: a file berth did not write whole (an unknown field, a key twice, a
+// byte-order mark, a reason it does not know, no fingerprints) is refused naming what is wrong,
+// never half-read.
 #include "engine/apply/saved_plan.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 namespace berth {
 namespace {
 
 using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 
 TEST(SavedPlanStaleness, AnOldPlanSaysHowOldItIsAndWhatMaxAgeAllows) {
   SavedPlan saved;
@@ -21,6 +27,144 @@ TEST(SavedPlanStaleness, AnOldPlanSaysHowOldItIsAndWhatMaxAgeAllows) {
               ElementsAre("it was made 45s ago, and --max-age allows 30s"));
   EXPECT_TRUE(StaleReasons(saved, "d", "", 0, now, 1045, 60).empty());
   EXPECT_TRUE(StaleReasons(saved, "d", "", 0, now, 99999, 0).empty());  // 0: no limit
+}
+
+TEST(SavedPlanStaleness, APlanFromTheFutureIsRefusedWhateverMaxAgeSays) {
+  SavedPlan saved;
+  saved.host = "gpu-01";
+  saved.manifest_digest = "d";
+  saved.created_unix = 1'000'000 + 3600;  // an hour ahead: its age is negative, "under" any limit
+  Observed now;
+  now.hostname = "gpu-01";
+  for (int64_t max_age : {int64_t{60}, int64_t{0}})
+    EXPECT_THAT(StaleReasons(saved, "d", "", 0, now, 1'000'000, max_age),
+                ElementsAre(HasSubstr("it says it was made 1h from now (more than the 5m")))
+        << "--max-age " << max_age;
+  // Within the allowance two clocks may disagree by: still valid.
+  saved.created_unix = 1'000'000 + 120;
+  EXPECT_TRUE(StaleReasons(saved, "d", "", 0, now, 1'000'000, 60).empty());
+}
+
+// A plan of two steps on a host with one GPU and port 8000, saved as `berth plan --out` does.
+class SavedPlanFile : public ::testing::Test {
+ protected:
+  SavedPlanFile() {
+    Action write;
+    write.kind = ActionKind::kWriteUnit;
+    write.address = "service/chat";
+    write.reason = Reason::kUnitMissing;
+    write.unit = "vllm-chat.service";
+    write.unit_content = "[Service]\nExecStart=/bin/true\n";
+    Action start;
+    start.kind = ActionKind::kStart;
+    start.address = "service/chat";
+    start.reason = Reason::kNotRunning;
+    start.unit = "vllm-chat.service";
+    start.requires_.ports = {8000};
+    start.requires_.gpu_bytes = {{0, 1000}};
+    plan_.actions = {write, start};
+    observed_.hostname = "gpu-01";
+    desired_.digest = std::string(64, 'd');
+    json_ = nlohmann::ordered_json::parse(
+        SavedPlanToJson(MakeSavedPlan(plan_, desired_, observed_, "/m/berth.yaml", 1'000'000)));
+  }
+  Result<SavedPlan> Read(const std::string& text) { return SavedPlanFromJson(text, "plan.json"); }
+  std::string Text() const { return json_.dump(2); }
+
+  Plan plan_;
+  Desired desired_;
+  Observed observed_;
+  nlohmann::ordered_json json_;
+};
+
+TEST_F(SavedPlanFile, WhatBerthWritesReadsBackWithItsFingerprints) {
+  Result<SavedPlan> p = Read(Text());
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(p->plan.actions.size(), 2u);
+  EXPECT_EQ(p->plan.actions[1].reason, Reason::kNotRunning);
+  EXPECT_EQ(p->fingerprints, Fingerprint(plan_, observed_));
+  EXPECT_TRUE(StaleReasons(*p, desired_.digest, "", 0, observed_, 1'000'010, 60).empty());
+}
+
+TEST_F(SavedPlanFile, AKeyWrittenTwiceIsRefusedNamingIt) {
+  // A reviewer's tool shows the first "unit_content", berth would write the last.
+  std::string text = Text();
+  std::string key = "\"unit_content\": ";
+  size_t at = text.find(key);
+  ASSERT_NE(at, std::string::npos);
+  text.insert(at, key + "\"[Service]\\nExecStart=/usr/bin/harmless\\n\",\n      ");
+  Result<SavedPlan> p = Read(text);
+  ASSERT_FALSE(p.ok());
+  EXPECT_THAT(p.status().message(),
+              HasSubstr("the key 'unit_content' appears twice in one object (in actions[])"));
+  EXPECT_THAT(p.status().message(), HasSubstr("make the plan again with `berth plan --out`"));
+  // Top level too.
+  std::string top = Text();
+  top.insert(top.find("\"host\""), "\"host\": \"gpu-02\",\n  ");
+  Result<SavedPlan> twice = Read(top);
+  ASSERT_FALSE(twice.ok());
+  EXPECT_THAT(twice.status().message(), HasSubstr("the key 'host' appears twice in one object"));
+}
+
+// (berth apply FILE checks MissingFingerprints once the actions are the ones berth makes now:
+// tests/engine/reconciler_test.cc.)
+TEST_F(SavedPlanFile, EmptyOrMissingFingerprintsAreRefused) {
+  json_["fingerprints"] = nlohmann::ordered_json::object();
+  Result<SavedPlan> empty = Read(Text());
+  ASSERT_FALSE(empty.ok());
+  EXPECT_THAT(empty.status().message(), HasSubstr("its fingerprints are empty"));
+  // One dropped: the plan's start needs port 8000, which apply could no longer compare.
+  json_ = nlohmann::ordered_json::parse(
+      SavedPlanToJson(MakeSavedPlan(plan_, desired_, observed_, "/m/berth.yaml", 1'000'000)));
+  json_["fingerprints"].erase("port/8000");
+  Result<SavedPlan> partial = Read(Text());
+  ASSERT_TRUE(partial.ok()) << partial.status().message();
+  EXPECT_THAT(MissingFingerprints(*partial),
+              ElementsAre(HasSubstr("it carries no fingerprint of port/8000, which its actions "
+                                    "depend on")));
+  EXPECT_TRUE(
+      MissingFingerprints(MakeSavedPlan(plan_, desired_, observed_, "/m/berth.yaml", 1'000'000))
+          .empty());
+  json_["fingerprints"]["port/8000"] = "not a digest";
+  EXPECT_THAT(Read(Text()).status().message(),
+              HasSubstr("fingerprints.port/8000 is not a sha256 digest"));
+}
+
+TEST_F(SavedPlanFile, AnUnknownFieldIsRefusedNamingIt) {
+  nlohmann::ordered_json top = json_;
+  top["approved_by"] = "ops";
+  EXPECT_THAT(Read(top.dump(2)).status().message(),
+              HasSubstr("the plan has the field 'approved_by', which this berth does not write"));
+  nlohmann::ordered_json action = json_;
+  action["actions"][1]["exec_start_pre"] = "/bin/sh -c evil";
+  EXPECT_THAT(Read(action.dump(2)).status().message(),
+              HasSubstr("step 2 has the field 'exec_start_pre'"));
+  nlohmann::ordered_json nested = json_;
+  nested["state"]["serial_override"] = 7;
+  EXPECT_THAT(Read(nested.dump(2)).status().message(),
+              HasSubstr("state has the field 'serial_override'"));
+  nlohmann::ordered_json resources = json_;
+  resources["actions"][1]["requires"]["cpus"] = 4;
+  EXPECT_THAT(Read(resources.dump(2)).status().message(),
+              HasSubstr("step 2 requires has the field 'cpus'"));
+}
+
+TEST_F(SavedPlanFile, AByteOrderMarkIsRefused) {
+  Result<SavedPlan> p = Read("\xEF\xBB\xBF" + Text());
+  ASSERT_FALSE(p.ok());
+  EXPECT_THAT(p.status().message(),
+              HasSubstr("it starts with a UTF-8 byte-order mark, which berth never writes"));
+}
+
+TEST_F(SavedPlanFile, AnUnknownReasonIsRefusedNotTakenForAMissingModel) {
+  json_["actions"][1]["reason"] = "operator_said_so";
+  Result<SavedPlan> p = Read(Text());
+  ASSERT_FALSE(p.ok());
+  EXPECT_THAT(p.status().message(),
+              HasSubstr("step 2 (start) has the reason 'operator_said_so', which this berth "
+                        "does not know"));
+  json_["actions"][1]["reason"] = "floor_gate";  // the last reason there is: known
+  EXPECT_TRUE(Read(Text()).ok());
 }
 
 }  // namespace

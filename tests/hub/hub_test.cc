@@ -15,6 +15,7 @@
 #include "providers/store/store_scan.h"
 #include "tests/hub/fake_hub_server.h"
 #include "tests/hub/space_fs.h"
+#include "tests/support/systemd_sandbox.h"
 
 namespace berth::testing {
 namespace {
@@ -394,8 +395,73 @@ TEST_F(HubTest, VerifyOfAManifestsModelsFindsACorruptBlob) {
   EXPECT_THAT(out.str(), HasSubstr("corrupt  " + r->files[0].path));
   EXPECT_THAT(out.str(), HasSubstr("extra    stray.txt"));
   EXPECT_THAT(out.str(), HasSubstr("run berth pull"));
+  // The advice acts on the manifest's store: without --store, a pull fills the default store
+  // and leaves this one corrupt.
+  EXPECT_THAT(out.str(), HasSubstr("run berth pull hf://org/tiny@main --store " + store_ +
+                                   " to fetch what is missing or corrupt"));
   EXPECT_EQ(RunVerifyManifest(manifest, "nope", "", out, err), kExitError);
   EXPECT_THAT(err.str(), HasSubstr("no model 'nope'"));
+}
+
+// A blob of the right size with other bytes (a flipped bit on disk): pull re-hashes what is
+// there, fetches that blob again, and only then says verified; verify agrees.
+TEST_F(HubTest, ASameSizeCorruptBlobIsFetchedAgainByPullAndThenVerifies) {
+  auto r = Pull("org/big");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const HubFileEntry* weights = nullptr;
+  for (const auto& f : r->files)
+    if (f.size == kBigSize) weights = &f;
+  ASSERT_NE(weights, nullptr);
+  std::string blob = store_ + "/models--org--big/blobs/" + weights->etag();
+  {
+    std::fstream f(blob, std::ios::binary | std::ios::in | std::ios::out);
+    f.seekg(kBigSize / 2);
+    char c = 0;
+    f.get(c);
+    f.seekp(kBigSize / 2);
+    f.put(static_cast<char>(c ^ 0x20));
+  }
+  ASSERT_EQ(fs::file_size(blob), kBigSize);
+  std::string manifest = dir_ + "/corrupt-" + std::to_string(::getpid()) + ".yaml";
+  std::ofstream(manifest) << "berth: 1\nhost: {store: " << store_
+                          << "}\nmodels:\n  big: {source: hf://org/big, include: ['*']}\n";
+  std::ostringstream out, err;
+  EXPECT_EQ(RunVerifyManifest(manifest, "", "", out, err), kExitError);
+  EXPECT_THAT(out.str(), HasSubstr("corrupt  " + weights->path));
+  EXPECT_THAT(out.str(), HasSubstr("run berth pull hf://org/big@main --store " + store_ +
+                                   " --include '*' to fetch"));
+
+  hub_->Reset();
+  auto again = Pull("org/big");
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(again->stats.blobs_replaced, 1);
+  EXPECT_EQ(again->stats.bytes_fetched, kBigSize) << "the corrupt blob, and only it";
+  EXPECT_EQ(again->stats.bytes_reused, again->bytes_total - kBigSize);
+  EXPECT_EQ(hub_->CdnBytes(), kBigSize);
+  ExpectVerified(*again);
+  out.str("");
+  EXPECT_EQ(RunVerifyManifest(manifest, "", "", out, err), kExitOk) << out.str() << err.str();
+  EXPECT_THAT(out.str(), HasSubstr("0 corrupt, 0 missing"));
+}
+
+// berth's record of a snapshot linked to /dev/zero: verify names the link and checks against
+// the Hub instead, at once (the binary, with a deadline: an unbounded read would never end).
+TEST_F(HubTest, AStoreRecordLinkedToDevZeroIsRefusedByVerifyWhichAsksTheHubInstead) {
+  std::string commit = hub_->Info()["repos"]["org/tiny"]["revisions"]["main"]["commit"];
+  std::string repo = store_ + "/models--org--tiny";
+  fs::create_directories(repo + "/.berth");
+  fs::create_directories(repo + "/snapshots/" + commit);
+  fs::create_symlink("/dev/zero", repo + "/.berth/" + commit + ".json");
+  CommandResult r = RunCommand(
+      {BERTH_BIN, "verify", "hf://org/tiny@" + commit, "--store", store_},
+      {"PATH=/usr/bin:/bin", "HF_ENDPOINT=" + hub_->api(), "HF_TOKEN=hf_good", "HOME=" + dir_},
+      std::chrono::seconds(60));
+  EXPECT_EQ(r.error, "") << "berth verify did not return: " << r.output;
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output,
+              HasSubstr(repo + "/.berth/" + commit + ".json is a symbolic link to '/dev/zero'"));
+  EXPECT_THAT(r.output, HasSubstr("verifying against the Hub instead"));
+  EXPECT_THAT(r.output, HasSubstr("missing  config.json"));
 }
 
 TEST_F(HubTest, APlannedCommitIsFetchedWhereverTheBranchPointsAndTheRefNamesIt) {

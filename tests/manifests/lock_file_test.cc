@@ -131,6 +131,25 @@ TEST(LockFile, AMalformedLockBesideTheManifestsIsAProblemNamingIt) {
   fs::remove_all(dir);
 }
 
+// berth.lock is a file berth writes (berth lock): a link there is refused, not followed (it could
+// point at /dev/zero or at another host's lock), and so is a file of gigabytes.
+TEST(LockFile, ALinkOrAHugeFileAtTheLockIsAProblemNamingIt) {
+  fs::path dir = fs::temp_directory_path() / ("berth-lockhostile-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "berth.yaml") << kBase;
+  fs::create_symlink("/dev/zero", dir / "berth.lock");
+  EXPECT_THAT(ToStrings(LoadManifests(dir.string())),
+              ElementsAre(HasSubstr((dir / "berth.lock").string() + ": a symbolic link; berth "
+                                                                    "writes this file itself")));
+  fs::remove(dir / "berth.lock");
+  std::ofstream(dir / "berth.lock");
+  fs::resize_file(dir / "berth.lock", uintmax_t{4} << 30);  // sparse
+  EXPECT_THAT(ToStrings(LoadManifests(dir.string())),
+              ElementsAre(HasSubstr((dir / "berth.lock").string() + ": larger than 16 MiB")));
+  fs::remove_all(dir);
+}
+
 TEST(LockFile, KeepRevisionsIsReadFromHostAndDefaultsToOne) {
   EXPECT_EQ(testing::Load(kBase).desired.host.keep_revisions, 1);
   LoadResult r = testing::Load(std::string(kBase) + "host: {keep_revisions: 3}\n");

@@ -2,9 +2,13 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
+#include <chrono>
 #include <filesystem>
+#include <future>
 
+#include "engine/core/hash.h"
 #include "providers/hub/pull.h"
 #include "providers/store/store_scan.h"
 #include "tests/providers/temp_dir.h"
@@ -79,6 +83,119 @@ TEST(CacheLayout, APublishedSnapshotReadsBackAsTheStoreScanAndVerifySeeIt) {
   ASSERT_EQ(scanned->repos.size(), 1u);
   EXPECT_TRUE(scanned->repos[0].revisions[0].complete);
   EXPECT_EQ(scanned->repos[0].revisions[0].bytes_total, 8u);
+}
+
+// A store whose snapshot holds what berth never writes there: verify hashes only regular files
+// of the repo's blobs/, flags every other link with its path, walks no folder link and never
+// opens a FIFO. Each hostile file holds exactly the right bytes, so only where it is gives it
+// away (followed, it would verify). VerifySnapshot runs aside with a deadline: a FIFO that
+// blocked it fails the test instead of hanging it.
+class HostileSnapshot : public ::testing::Test {
+ protected:
+  HostileSnapshot() : layout_(store_.path(), "org/tiny") {
+    snap_.repo_id = "org/tiny";
+    snap_.revision = "main";
+    snap_.commit = kCommit;
+    EXPECT_TRUE(layout_.MakeDirs().ok());
+    EXPECT_TRUE(layout_.BeginSnapshot(kCommit).ok());
+  }
+  /// A file of the snapshot, `content` recorded as an LFS blob.
+  HubFileEntry& Add(const std::string& path, const std::string& content) {
+    HubFileEntry f;
+    f.path = path;
+    f.size = content.size();
+    f.lfs_sha256 = Sha256Hex(content);
+    snap_.files.push_back(f);
+    return snap_.files.back();
+  }
+  std::string Snap(const std::string& rel) const {
+    return layout_.SnapshotDir(kCommit) + "/" + rel;
+  }
+  Result<VerifyReport> Verify() {
+    auto run = std::async(std::launch::async,
+                          [&] { return VerifySnapshot(store_.path(), snap_, snap_.files); });
+    if (run.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
+      ADD_FAILURE() << "berth verify blocked";
+      std::abort();  // the thread cannot be cancelled; the binary must not hang
+    }
+    return run.get();
+  }
+
+  testing::TempDir store_, outside_;
+  CacheLayout layout_;
+  RepoSnapshot snap_;
+};
+
+TEST_F(HostileSnapshot, OnlyLinksIntoTheReposBlobsAreHashedAndEveryOtherIsFlaggedWithItsPath) {
+  const std::string good = "{\"architectures\": []}";
+  store_.Write("models--org--tiny/blobs/" + Add("config.json", good).etag(), good);
+  store_.Link("../../blobs/" + Sha256Hex(good),
+              "models--org--tiny/snapshots/" + kCommit + "/config.json");
+  // A link out of the store to a file with exactly the right bytes.
+  const std::string weights = "12345";
+  outside_.Write("weights", weights);
+  Add("model.safetensors", weights);
+  std::filesystem::create_symlink(outside_ / "weights", Snap("model.safetensors"));
+  // A relative link that climbs out of the repo.
+  const std::string tok = "tokens";
+  Add("tokenizer.json", tok);
+  outside_.Write("tokenizer.json", tok);
+  std::filesystem::create_symlink(
+      "../../../../../../../../../.." + outside_.path() + "/tokenizer.json",
+      Snap("tokenizer.json"));
+  // A link into blobs/ whose blob is a FIFO.
+  const std::string gen = "generation";
+  HubFileEntry& fifo = Add("generation_config.json", gen);
+  ASSERT_EQ(::mkfifo(layout_.BlobPath(fifo.etag()).c_str(), 0644), 0);
+  store_.Link("../../blobs/" + fifo.etag(),
+              "models--org--tiny/snapshots/" + kCommit + "/generation_config.json");
+  // A folder of the snapshot linked out of the store, holding the right file.
+  const std::string vocab = "vocab";
+  Add("sub/vocab.txt", vocab);
+  outside_.Write("dir/vocab.txt", vocab);
+  outside_.Write("dir/passwd", "root:x:0:0");
+  std::filesystem::create_symlink(outside_ / "dir", Snap("sub"));
+
+  Result<VerifyReport> report = Verify();
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  EXPECT_THAT(report->ok, ::testing::ElementsAre("config.json"));
+  ASSERT_EQ(report->corrupt.size(), 4u) << ::testing::PrintToString(report->corrupt);
+  EXPECT_THAT(report->corrupt[0],
+              HasSubstr("model.safetensors (a link to '" + outside_ / "weights" +
+                        "', outside the repo's blobs/ (berth neither follows nor hashes it))"));
+  EXPECT_THAT(report->corrupt[1], HasSubstr("tokenizer.json (a link to '../../"));
+  EXPECT_THAT(report->corrupt[2],
+              HasSubstr("generation_config.json (" + layout_.BlobPath(fifo.etag()) +
+                        " is not a regular file (it is a FIFO)"));
+  EXPECT_THAT(report->corrupt[3],
+              HasSubstr("sub/vocab.txt (sub is a symbolic link to '" + outside_ / "dir" +
+                        "'; berth follows no folder link in a snapshot)"));
+  // The folder link is listed, not walked: nothing of the outside folder appears.
+  EXPECT_THAT(report->extra, ::testing::ElementsAre("sub"));
+}
+
+TEST_F(HostileSnapshot, ASnapshotFolderLinkedOutOfTheStoreIsNotWalked) {
+  const std::string good = "{}";
+  Add("config.json", good);
+  outside_.Write("config.json", good);
+  std::filesystem::remove(layout_.SnapshotDir(kCommit));
+  std::filesystem::create_symlink(outside_.path(), layout_.SnapshotDir(kCommit));
+  Result<VerifyReport> report = Verify();
+  ASSERT_FALSE(report.ok());
+  EXPECT_THAT(report.status().message(),
+              HasSubstr(layout_.SnapshotDir(kCommit) + " is a symbolic link to '" +
+                        outside_.path() + "', not a folder of the store"));
+}
+
+TEST_F(HostileSnapshot, AFileCopiedIntoTheSnapshotIsHashedWhereItIs) {
+  // huggingface_hub without symlinks moves the blob into the snapshot: a regular file there.
+  const std::string good = "{}";
+  Add("config.json", good);
+  store_.Write("models--org--tiny/snapshots/" + kCommit + "/config.json", good);
+  Result<VerifyReport> report = Verify();
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  EXPECT_THAT(report->ok, ::testing::ElementsAre("config.json"));
+  EXPECT_TRUE(report->corrupt.empty()) << ::testing::PrintToString(report->corrupt);
 }
 
 TEST(CacheLayout, AShortCommitAsBerthPrintsItNamesTheOneSnapshotItStarts) {

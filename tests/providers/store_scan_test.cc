@@ -287,9 +287,10 @@ class RecordingFs : public StoreFs {
     links.push_back(path);
     return PosixStoreFs().ReadLink(path);
   }
-  Result<std::string> ReadSmallFile(const std::string& path, size_t max_bytes) override {
+  Result<std::string> ReadSmallFile(const std::string& path, size_t max_bytes,
+                                    bool follow) override {
     reads.push_back(path);
-    return PosixStoreFs().ReadSmallFile(path, max_bytes);
+    return PosixStoreFs().ReadSmallFile(path, max_bytes, follow);
   }
   Result<DiskSpace> SpaceOf(const std::string& path) override {
     return PosixStoreFs().SpaceOf(path);
