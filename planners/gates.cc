@@ -108,10 +108,21 @@ void ApplyStateRules(const Desired& desired, const Observed& observed, Plan* pla
     auto at = std::find_if(plan->actions.begin(), plan->actions.end(), [&](const Action& a) {
       return a.kind == ActionKind::kEnable && a.unit == s.UnitName();
     });
-    plan->actions.insert(
-        at, HealthGate(s, address,
-                       interrupted ? "an interrupted apply started it but never saw it healthy"
-                                   : "its last apply failed; it runs, but is it healthy?"));
+    if (!interrupted) {
+      plan->actions.insert(
+          at, HealthGate(s, address, "its last apply failed; it runs, but is it healthy?"));
+      continue;
+    }
+    // An interrupted switch is seen through as a whole: its health gate and every gate the
+    // manifest gives it after that, each failing (and rolled back) as it would have then.
+    std::vector<Action> chain = {
+        HealthGate(s, address, "an interrupted apply started it but never saw it healthy")};
+    for (Action& g : GatesAfterHealth(s, address)) {
+      g.detail = "an interrupted apply started it but never saw this gate pass: " + g.detail;
+      chain.push_back(std::move(g));
+    }
+    for (Action& g : chain) g.reason = Reason::kInterruptedSwitch;
+    plan->actions.insert(at, chain.begin(), chain.end());
   }
 }
 

@@ -174,7 +174,7 @@ Result<SavedPlan> SavedPlanFromJson(const std::string& text, const std::string& 
       if (!known) return Status::InvalidArgument(source + ": unknown action '" + kind + "'");
       x.address = a.at("address").get<std::string>();
       std::string reason = a.at("reason").get<std::string>();
-      for (int r = 0; r <= static_cast<int>(Reason::kFloorGate); ++r)
+      for (int r = 0; r <= static_cast<int>(Reason::kInterruptedSwitch); ++r)
         if (reason == ReasonName(static_cast<Reason>(r))) x.reason = static_cast<Reason>(r);
       x.detail = a.value("detail", "");
       x.requires_ = ResourcesFromJson(a.at("requires"));

@@ -4,7 +4,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <thread>
+#include <utility>
 
 #include "engine/apply/fleet_turn.h"
 #include "engine/output/fleet_view.h"
@@ -240,6 +242,41 @@ TEST_F(FleetTurnTest, ASlotLeftByAnEarlierBerthOfThisHostIsTakenOver) {
   EXPECT_EQ(etcd.kv().count("/berth/fleets/prod/slots/0"), 0u);
 }
 
+// gpu-01 holds the turn and its lease expires while it is dark (etcd unreachable longer than the
+// TTL); gpu-02 takes the slot. Asked again before gpu-01 takes another service down, Take()
+// finds the turn lost and waits until gpu-02 gives it back: never two hosts dark at once.
+TEST_F(FleetTurnTest, ATurnLostWhileHeldIsTakenAgainBeforeGoingOn) {
+  FleetSpec f = Fleet(1);
+  std::vector<std::string> said;
+  FleetTurnOptions o = Options("gpu-01");
+  o.say = [&](const std::string& l) { said.push_back(l); };
+  FleetTurn first(f, &etcd, o);
+  ASSERT_TRUE(first.Take().ok());
+  etcd.Expire(etcd.kv().at("/berth/fleets/prod/slots/0").lease);
+  FleetTurn second(f, &etcd, Options("gpu-02"));
+  ASSERT_TRUE(second.Take().ok());
+  clock.on_sleep = [&](std::chrono::milliseconds elapsed) {
+    if (elapsed >= std::chrono::seconds(20)) second.Release();
+  };
+  ASSERT_TRUE(first.Take().ok());
+  EXPECT_GE(clock.Elapsed(), std::chrono::seconds(20)) << "it waited for gpu-02's turn to end";
+  EXPECT_TRUE(first.holding());
+  EXPECT_EQ(etcd.max_slots_held(), 1);
+  auto slot = FleetSlotFromJson(etcd.kv().at("/berth/fleets/prod/slots/0").value, "k");
+  ASSERT_TRUE(slot.ok());
+  EXPECT_EQ(slot->host, "gpu-01");
+  EXPECT_THAT(said, ::testing::Contains(HasSubstr("this host's turn is lost")));
+  // Still held: Take() says so at once.
+  auto now = clock.Elapsed();
+  ASSERT_TRUE(first.Take().ok());
+  EXPECT_EQ(clock.Elapsed(), now);
+  // etcd unreachable: the turn cannot be shown held, so it is not (nothing more goes dark).
+  etcd.SetDown(true);
+  Status s = first.Take();
+  EXPECT_FALSE(s.ok());
+  EXPECT_THAT(s.message(), HasSubstr("etcd cannot be reached"));
+}
+
 TEST_F(FleetTurnTest, UnreadableReportsAreLeftOutWithAWarningNamingTheKey) {
   FleetSpec f = Fleet();
   ASSERT_TRUE(etcd.Put("/berth/fleets/prod/hosts/gpu-09", "{not json").ok());
@@ -450,6 +487,66 @@ TEST_F(FleetReconcilerTest, TheRestWaitsForTheCanaryAndAFailedCanaryStopsTheRoll
   EXPECT_THAT(err.str(), HasSubstr("stopped: it failed on gpu-00"));
   EXPECT_EQ(Count("stop vllm-kimi.service"), 0u);
   EXPECT_TRUE(Running("vllm-kimi.service"));
+}
+
+// Two services restarted one after the other (they share GPU 0). gpu-01's lease expires while
+// the first restarts, and gpu-02 takes the slot: before the second restart gpu-01 finds its turn
+// lost and waits until gpu-02 gives the slot back, so the two hosts are never dark at once.
+TEST_F(FleetReconcilerTest, ATurnLostAfterTheFirstRestartIsTakenAgainBeforeTheSecond) {
+  auto two = [&](const std::string& args) {
+    std::string m =
+        "berth: 1\nhost: {store: /models}\nmodels:\n  kimi: {source: "
+        "hf://moonshotai/Kimi-K2, revision: " +
+        kKimi + ", size: 20GB}\nservices:\n";
+    for (const auto& [name, port] : {std::pair<std::string, int>{"alpha", 8000}, {"beta", 8001}})
+      m += "  " + name + ":\n    model: kimi\n    engine: vllm\n    gpus: [0]\n    port: " +
+           std::to_string(port) +
+           "\n    vllm: {gpu_memory_utilization: 0.4}\n    health: {timeout: 10m, interval: 5s}\n" +
+           args;
+    return m +
+           "fleet:\n  name: prod\n  etcd: {endpoints: [\"http://etcd-1:2379\"]}\n  wait: 1m\n"
+           "  waves:\n    - {name: canary, hosts: [gpu-00]}\n    - {name: rest, hosts: "
+           "[\"gpu-*\"]}\n";
+  };
+  dir.Write("two/berth.yaml", two(""));
+  dir.Write("two-longer/berth.yaml", two("    args: [\"--max-num-seqs\", \"64\"]\n"));
+  ASSERT_EQ(FleetApply("two").exit_code, 0) << err.str();
+  std::string digest = Plan("two-longer").manifest_digest;
+  ASSERT_TRUE(etcd.Put("/berth/fleets/prod/hosts/gpu-00",
+                       FleetReportToJson(Report("gpu-00", kFleetConverged, digest)))
+                  .ok());
+  FleetSpec f = Fleet(1);
+  std::unique_ptr<FleetTurn> other;  // gpu-02
+  std::chrono::milliseconds taken{0};
+  bool beta_while_other_dark = false;
+  world.on_job = [&](const std::string& verb, const std::string& unit) {
+    if (verb == "restart" && unit == "alpha.service" && !other) {
+      etcd.Expire(etcd.kv().at("/berth/fleets/prod/slots/0").lease);
+      FleetTurnOptions o;
+      o.host = "gpu-02";
+      o.digest = kDigest;
+      o.clock = &world.clock;
+      other = std::make_unique<FleetTurn>(f, &etcd, o);
+      EXPECT_TRUE(other->Take().ok());
+      taken = world.clock.Elapsed();
+    }
+    if (verb == "restart" && unit == "beta.service") beta_while_other_dark = other->holding();
+  };
+  world.clock.on_sleep = [&](std::chrono::milliseconds elapsed) {
+    if (other && elapsed >= taken + std::chrono::seconds(30)) other->Release();
+  };
+  RunReport r = FleetApply("two-longer");
+  EXPECT_EQ(r.exit_code, 0) << out.str() << err.str();
+  ASSERT_TRUE(other);
+  EXPECT_EQ(Count("restart alpha.service"), 1u);
+  EXPECT_EQ(Count("restart beta.service"), 1u);
+  EXPECT_FALSE(beta_while_other_dark) << "beta went down while gpu-02 held the only slot";
+  EXPECT_THAT(out.str(), HasSubstr("this host's turn is lost"));
+  EXPECT_GE(world.clock.Elapsed(), taken + std::chrono::seconds(30));
+  EXPECT_EQ(etcd.max_slots_held(), 1);
+  for (const auto& [k, v] : etcd.kv()) EXPECT_EQ(k.find("/slots/"), std::string::npos) << k;
+  world.on_job = nullptr;
+  world.clock.on_sleep = nullptr;
 }
 
 TEST_F(FleetReconcilerTest, AFailedSwitchIsPublishedAsFailedAndGivesTheSlotBack) {
