@@ -75,6 +75,22 @@ std::vector<Action> GatesAfterHealth(const ServiceSpec& s, const std::string& ad
   return out;
 }
 
+namespace {
+
+// Inserts `gates` before action `at` (0-based), keeping the steps the plan's disruptions name on
+// the actions they named.
+void InsertGates(Plan* plan, size_t at, const std::vector<Action>& gates) {
+  plan->actions.insert(plan->actions.begin() + static_cast<std::ptrdiff_t>(at), gates.begin(),
+                       gates.end());
+  int n = static_cast<int>(gates.size());
+  for (Disruption& d : plan->disruptions) {
+    if (d.from_step > static_cast<int>(at)) d.from_step += n;
+    if (d.until_step > static_cast<int>(at)) d.until_step += n;
+  }
+}
+
+}  // namespace
+
 void ApplyStateRules(const Desired& desired, const Observed& observed, Plan* plan) {
   const BerthState& st = observed.state;
   if (!st.interrupted.empty())
@@ -108,9 +124,10 @@ void ApplyStateRules(const Desired& desired, const Observed& observed, Plan* pla
     auto at = std::find_if(plan->actions.begin(), plan->actions.end(), [&](const Action& a) {
       return a.kind == ActionKind::kEnable && a.unit == s.UnitName();
     });
+    size_t where = static_cast<size_t>(at - plan->actions.begin());
     if (!interrupted) {
-      plan->actions.insert(
-          at, HealthGate(s, address, "its last apply failed; it runs, but is it healthy?"));
+      InsertGates(plan, where,
+                  {HealthGate(s, address, "its last apply failed; it runs, but is it healthy?")});
       continue;
     }
     // An interrupted switch is seen through as a whole: its health gate and every gate the
@@ -122,7 +139,7 @@ void ApplyStateRules(const Desired& desired, const Observed& observed, Plan* pla
       chain.push_back(std::move(g));
     }
     for (Action& g : chain) g.reason = Reason::kInterruptedSwitch;
-    plan->actions.insert(at, chain.begin(), chain.end());
+    InsertGates(plan, where, chain);
   }
 }
 

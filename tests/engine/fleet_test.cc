@@ -489,8 +489,8 @@ TEST_F(FleetReconcilerTest, TheRestWaitsForTheCanaryAndAFailedCanaryStopsTheRoll
   EXPECT_TRUE(Running("vllm-kimi.service"));
 }
 
-// Two services restarted one after the other (they share GPU 0). gpu-01's lease expires while
-// the first restarts, and gpu-02 takes the slot: before the second restart gpu-01 finds its turn
+// Two services restarted one after the other (they share GPU 0). gpu-01's lease expires as the
+// first restarts, and gpu-02 takes the slot: before the second restart gpu-01 finds its turn
 // lost and waits until gpu-02 gives the slot back, so the two hosts are never dark at once.
 TEST_F(FleetReconcilerTest, ATurnLostAfterTheFirstRestartIsTakenAgainBeforeTheSecond) {
   auto two = [&](const std::string& args) {
@@ -518,19 +518,22 @@ TEST_F(FleetReconcilerTest, ATurnLostAfterTheFirstRestartIsTakenAgainBeforeTheSe
   FleetSpec f = Fleet(1);
   std::unique_ptr<FleetTurn> other;  // gpu-02
   std::chrono::milliseconds taken{0};
-  bool beta_while_other_dark = false;
-  world.on_job = [&](const std::string& verb, const std::string& unit) {
-    if (verb == "restart" && unit == "alpha.service" && !other) {
-      etcd.Expire(etcd.kv().at("/berth/fleets/prod/slots/0").lease);
-      FleetTurnOptions o;
-      o.host = "gpu-02";
-      o.digest = kDigest;
-      o.clock = &world.clock;
-      other = std::make_unique<FleetTurn>(f, &etcd, o);
-      EXPECT_TRUE(other->Take().ok());
-      taken = world.clock.Elapsed();
+  bool second_while_other_dark = false;
+  // FakeSystemd's restart is a stop, then a start (on_job sees "start").
+  world.on_job = [&](const std::string& verb, const std::string&) {
+    if (verb != "start") return;
+    if (other) {
+      second_while_other_dark = other->holding();
+      return;
     }
-    if (verb == "restart" && unit == "beta.service") beta_while_other_dark = other->holding();
+    etcd.Expire(etcd.kv().at("/berth/fleets/prod/slots/0").lease);
+    FleetTurnOptions o;
+    o.host = "gpu-02";
+    o.digest = kDigest;
+    o.clock = &world.clock;
+    other = std::make_unique<FleetTurn>(f, &etcd, o);
+    EXPECT_TRUE(other->Take().ok());
+    taken = world.clock.Elapsed();
   };
   world.clock.on_sleep = [&](std::chrono::milliseconds elapsed) {
     if (other && elapsed >= taken + std::chrono::seconds(30)) other->Release();
@@ -540,7 +543,8 @@ TEST_F(FleetReconcilerTest, ATurnLostAfterTheFirstRestartIsTakenAgainBeforeTheSe
   ASSERT_TRUE(other);
   EXPECT_EQ(Count("restart alpha.service"), 1u);
   EXPECT_EQ(Count("restart beta.service"), 1u);
-  EXPECT_FALSE(beta_while_other_dark) << "beta went down while gpu-02 held the only slot";
+  EXPECT_FALSE(second_while_other_dark)
+      << "the second service went down while gpu-02 held the only slot";
   EXPECT_THAT(out.str(), HasSubstr("this host's turn is lost"));
   EXPECT_GE(world.clock.Elapsed(), taken + std::chrono::seconds(30));
   EXPECT_EQ(etcd.max_slots_held(), 1);

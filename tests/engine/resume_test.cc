@@ -57,7 +57,8 @@ TEST_F(ResumeTest, AKillDuringAnyGateOfASwitchMakesTheNextApplyRunEveryGateOfItA
                 ElementsAre("wait-healthy service/vllm-minimax interrupted_switch",
                             "smoke service/vllm-minimax interrupted_switch",
                             "floor service/vllm-minimax interrupted_switch",
-                            "enable unit/vllm-minimax.service not_enabled"))
+                            "enable unit/vllm-minimax.service not_enabled",
+                            "disable unit/vllm-kimi.service wanted_stopped"))
         << out.str();
     EXPECT_THAT(out.str(), HasSubstr("never saw this gate pass"));
     EXPECT_THAT(out.str(), HasSubstr("stopped at step " + std::to_string(k)));
