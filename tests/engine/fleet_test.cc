@@ -381,6 +381,23 @@ class FleetReconcilerTest : public ReconcilerTest {
     auto r = FleetReportFromJson(it->second.value, it->first);
     return r.ok() ? std::optional<FleetReport>(*r) : std::nullopt;
   }
+  // alpha and beta, both on GPU 0 (so restarted one after the other), in fleet "prod";
+  // `args` added to each.
+  std::string TwoServices(const std::string& args) {
+    std::string m =
+        "berth: 1\nhost: {store: /models}\nmodels:\n  kimi: {source: "
+        "hf://moonshotai/Kimi-K2, revision: " +
+        kKimi + ", size: 20GB}\nservices:\n";
+    for (const auto& [name, port] : {std::pair<std::string, int>{"alpha", 8000}, {"beta", 8001}})
+      m += "  " + name + ":\n    model: kimi\n    engine: vllm\n    gpus: [0]\n    port: " +
+           std::to_string(port) +
+           "\n    vllm: {gpu_memory_utilization: 0.4}\n    health: {timeout: 10m, interval: 5s}\n" +
+           args;
+    return m +
+           "fleet:\n  name: prod\n  etcd: {endpoints: [\"http://etcd-1:2379\"]}\n  wait: 1m\n"
+           "  waves:\n    - {name: canary, hosts: [gpu-00]}\n    - {name: rest, hosts: "
+           "[\"gpu-*\"]}\n";
+  }
   // The pass owns its client; they all share this one etcd.
   struct EtcdView : Etcd {
     explicit EtcdView(FakeEtcd* fake) : e(fake) {}
@@ -493,23 +510,8 @@ TEST_F(FleetReconcilerTest, TheRestWaitsForTheCanaryAndAFailedCanaryStopsTheRoll
 // first restarts, and gpu-02 takes the slot: before the second restart gpu-01 finds its turn
 // lost and waits until gpu-02 gives the slot back, so the two hosts are never dark at once.
 TEST_F(FleetReconcilerTest, ATurnLostAfterTheFirstRestartIsTakenAgainBeforeTheSecond) {
-  auto two = [&](const std::string& args) {
-    std::string m =
-        "berth: 1\nhost: {store: /models}\nmodels:\n  kimi: {source: "
-        "hf://moonshotai/Kimi-K2, revision: " +
-        kKimi + ", size: 20GB}\nservices:\n";
-    for (const auto& [name, port] : {std::pair<std::string, int>{"alpha", 8000}, {"beta", 8001}})
-      m += "  " + name + ":\n    model: kimi\n    engine: vllm\n    gpus: [0]\n    port: " +
-           std::to_string(port) +
-           "\n    vllm: {gpu_memory_utilization: 0.4}\n    health: {timeout: 10m, interval: 5s}\n" +
-           args;
-    return m +
-           "fleet:\n  name: prod\n  etcd: {endpoints: [\"http://etcd-1:2379\"]}\n  wait: 1m\n"
-           "  waves:\n    - {name: canary, hosts: [gpu-00]}\n    - {name: rest, hosts: "
-           "[\"gpu-*\"]}\n";
-  };
-  dir.Write("two/berth.yaml", two(""));
-  dir.Write("two-longer/berth.yaml", two("    args: [\"--max-num-seqs\", \"64\"]\n"));
+  dir.Write("two/berth.yaml", TwoServices(""));
+  dir.Write("two-longer/berth.yaml", TwoServices("    args: [\"--max-num-seqs\", \"64\"]\n"));
   ASSERT_EQ(FleetApply("two").exit_code, 0) << err.str();
   std::string digest = Plan("two-longer").manifest_digest;
   ASSERT_TRUE(etcd.Put("/berth/fleets/prod/hosts/gpu-00",
@@ -551,6 +553,37 @@ TEST_F(FleetReconcilerTest, ATurnLostAfterTheFirstRestartIsTakenAgainBeforeTheSe
   for (const auto& [k, v] : etcd.kv()) EXPECT_EQ(k.find("/slots/"), std::string::npos) << k;
   world.on_job = nullptr;
   world.clock.on_sleep = nullptr;
+}
+
+// The same, but etcd is unreachable when the lease is found lost: the turn cannot be taken
+// again, so the pass stops before the second restart (nothing more goes dark), is not held, and
+// the next pass with etcd back finishes it.
+TEST_F(FleetReconcilerTest, ATurnLostThatCannotBeTakenAgainStopsBeforeTheNextServiceGoesDown) {
+  dir.Write("two/berth.yaml", TwoServices(""));
+  dir.Write("two-longer/berth.yaml", TwoServices("    args: [\"--max-num-seqs\", \"64\"]\n"));
+  ASSERT_EQ(FleetApply("two").exit_code, 0) << err.str();
+  std::string digest = Plan("two-longer").manifest_digest;
+  ASSERT_TRUE(etcd.Put("/berth/fleets/prod/hosts/gpu-00",
+                       FleetReportToJson(Report("gpu-00", kFleetConverged, digest)))
+                  .ok());
+  int starts = 0;
+  world.on_job = [&](const std::string& verb, const std::string&) {
+    if (verb != "start" || ++starts != 1) return;
+    etcd.Expire(etcd.kv().at("/berth/fleets/prod/slots/0").lease);
+    etcd.SetDown(true);
+  };
+  RunReport r = FleetApply("two-longer");
+  EXPECT_EQ(r.exit_code, 1) << out.str() << err.str();
+  EXPECT_TRUE(r.exec.turn_lost);
+  EXPECT_FALSE(r.terminal) << "retried, not held";
+  EXPECT_EQ(starts, 1) << "the second service was not taken down";
+  EXPECT_THAT(err.str(), HasSubstr("this host's turn in its fleet was lost"));
+  EXPECT_THAT(err.str(), HasSubstr("etcd cannot be reached"));
+  world.on_job = nullptr;
+  etcd.SetDown(false);
+  r = FleetApply("two-longer");
+  EXPECT_EQ(r.exit_code, 0) << out.str() << err.str();
+  EXPECT_EQ(Plan("two-longer").outcome, Outcome::kNoChanges) << out.str();
 }
 
 TEST_F(FleetReconcilerTest, AFailedSwitchIsPublishedAsFailedAndGivesTheSlotBack) {
