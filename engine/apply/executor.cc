@@ -357,7 +357,8 @@ std::optional<bool> Executor::Rollback(const Plan& plan, size_t failed, ExecResu
       began = std::min(began, i);
     }
     if (a.kind == ActionKind::kRestart && a.unit == f.unit) restart_step = i;
-    if (a.address == f.address) began = std::min(began, i);
+    bool own = a.kind == ActionKind::kStart || a.kind == ActionKind::kRestart || IsGate(a.kind);
+    if (own && a.address == f.address) began = std::min(began, i);
   }
   std::optional<std::string> before;
   if (restart_step <= failed && replaced_units_.count(f.unit)) before = replaced_units_[f.unit];
