@@ -2,6 +2,7 @@
 
 #include "engine/core/atomic_file.h"
 #include "engine/core/log.h"
+#include "providers/etcd/base64.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -298,7 +299,8 @@ std::string JournalToJson(const Journal& j) {
                          {"timeout_ms", a.timeout_ms},
                          {"interval_ms", a.interval_ms}});
     ordered_json sw = {{"address", u.address}, {"unit", u.unit}, {"stopped", stopped}};
-    if (u.unit_before) sw["unit_before"] = *u.unit_before;
+    // Base64: a unit file is any bytes (an adopted one need not be UTF-8), restored byte for byte.
+    if (u.unit_before) sw["unit_before_base64"] = Base64Encode(*u.unit_before);
     switches.push_back(sw);
   }
   o["switches"] = switches;
@@ -335,7 +337,13 @@ Result<Journal> JournalFromJson(const std::string& text, const std::string& sour
         x.interval_ms = a.value("interval_ms", uint64_t{0});
         u.stopped.push_back(std::move(x));
       }
-      if (sw.contains("unit_before")) u.unit_before = sw.at("unit_before").get<std::string>();
+      if (sw.contains("unit_before_base64")) {
+        std::string bytes;
+        if (!Base64Decode(sw.at("unit_before_base64").get<std::string>(), &bytes))
+          return Status::InvalidArgument(source + " is damaged: the unit file kept for " + u.unit +
+                                         " is not base64");
+        u.unit_before = std::move(bytes);
+      }
       j.switches.push_back(std::move(u));
     }
   } catch (const std::exception& e) {

@@ -151,8 +151,9 @@ TEST_F(StateTest, TheJournalKeepsWhatEachSwitchReplacedAndEveryUnfinishedGate) {
   stop.served_name = "old";
   stop.timeout_ms = 600000;
   stop.interval_ms = 5000;
-  j.switches = {{"service/new", "new.service", {stop}, std::nullopt},
-                {"service/inplace", "inplace.service", {}, "[Unit]\nDescription=\x01 old\n"}};
+  j.switches = {
+      {"service/new", "new.service", {stop}, std::nullopt},
+      {"service/inplace", "inplace.service", {}, "[Unit]\nDescription=\xff\xfe not UTF-8\n"}};
   ASSERT_TRUE(sd.SaveJournal(j).ok());
   bool exists = false;
   auto back = sd.LoadJournal(&exists);
@@ -167,7 +168,7 @@ TEST_F(StateTest, TheJournalKeepsWhatEachSwitchReplacedAndEveryUnfinishedGate) {
   EXPECT_EQ(s.served_name, "old");
   EXPECT_EQ(s.timeout_ms, 600000u);
   EXPECT_FALSE(back->switches[0].unit_before);
-  EXPECT_EQ(back->switches[1].unit_before, "[Unit]\nDescription=\x01 old\n");
+  EXPECT_EQ(back->switches[1].unit_before, "[Unit]\nDescription=\xff\xfe not UTF-8\n");
 
   BerthState b;
   NoteUnfinishedApply(*back, &b);
