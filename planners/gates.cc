@@ -78,6 +78,22 @@ std::vector<Action> GatesAfterHealth(const ServiceSpec& s, const std::string& ad
   return out;
 }
 
+namespace {
+
+// Inserts `gates` before action `at` (0-based), keeping the steps the plan's disruptions name on
+// the actions they named.
+void InsertGates(Plan* plan, size_t at, const std::vector<Action>& gates) {
+  plan->actions.insert(plan->actions.begin() + static_cast<std::ptrdiff_t>(at), gates.begin(),
+                       gates.end());
+  int n = static_cast<int>(gates.size());
+  for (Disruption& d : plan->disruptions) {
+    if (d.from_step > static_cast<int>(at)) d.from_step += n;
+    if (d.until_step > static_cast<int>(at)) d.until_step += n;
+  }
+}
+
+}  // namespace
+
 void ApplyStateRules(const Desired& desired, const Observed& observed, Plan* plan) {
   const BerthState& st = observed.state;
   if (!st.interrupted.empty())
@@ -111,10 +127,22 @@ void ApplyStateRules(const Desired& desired, const Observed& observed, Plan* pla
     auto at = std::find_if(plan->actions.begin(), plan->actions.end(), [&](const Action& a) {
       return a.kind == ActionKind::kEnable && a.unit == s.UnitName();
     });
-    plan->actions.insert(
-        at, HealthGate(s, address,
-                       interrupted ? "an interrupted apply started it but never saw it healthy"
-                                   : "its last apply failed; it runs, but is it healthy?"));
+    size_t where = static_cast<size_t>(at - plan->actions.begin());
+    if (!interrupted) {
+      InsertGates(plan, where,
+                  {HealthGate(s, address, "its last apply failed; it runs, but is it healthy?")});
+      continue;
+    }
+    // An interrupted switch is seen through as a whole: its health gate and every gate the
+    // manifest gives it after that, each failing (and rolled back) as it would have then.
+    std::vector<Action> chain = {
+        HealthGate(s, address, "an interrupted apply started it but never saw it healthy")};
+    for (Action& g : GatesAfterHealth(s, address)) {
+      g.detail = "an interrupted apply started it but never saw this gate pass: " + g.detail;
+      chain.push_back(std::move(g));
+    }
+    for (Action& g : chain) g.reason = Reason::kInterruptedSwitch;
+    InsertGates(plan, where, chain);
   }
 }
 

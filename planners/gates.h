@@ -22,9 +22,12 @@ std::vector<Action> GatesAfterHealth(const ServiceSpec& s, const std::string& ad
 
 /// What berth's records add to a plan (observed.state):
 ///  - a warning per last failure, and one when an apply stopped before it finished;
-///  - a health gate for every service that an interrupted apply started but never saw healthy,
-///    or whose last apply failed (a failed gate that left it running), when the plan does not
-///    gate it already and the service is still wanted running.
+///  - for every service that an interrupted apply started but never saw through all its gates
+///    (BerthState::ungated: killed before or during its health, smoke or floor gate), its whole
+///    chain again: the health gate and every gate after it, reason kInterruptedSwitch;
+///  - a health gate for every service whose last apply failed (a failed gate that left it
+///    running);
+///    each when the plan does not gate it already and the service is still wanted running.
 /// A blocked plan gets the warnings only.
 void ApplyStateRules(const Desired& desired, const Observed& observed, Plan* plan);
 

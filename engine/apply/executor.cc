@@ -1,7 +1,6 @@
 #include "engine/apply/executor.h"
 
-#include <signal.h>
-
+#include <algorithm>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -29,6 +28,35 @@ std::string StepName(size_t i, const Action& a) {
 
 }  // namespace
 
+std::vector<SwitchUndo> SwitchesOf(
+    const Plan& plan,
+    const std::function<std::optional<std::string>(const std::string& unit)>& read_unit) {
+  std::vector<SwitchUndo> out;
+  const std::vector<Action>& acts = plan.actions;
+  for (size_t i = 0; i < acts.size(); ++i) {
+    const Action& a = acts[i];
+    if (a.kind != ActionKind::kStart && a.kind != ActionKind::kRestart) continue;
+    if (std::none_of(acts.begin() + static_cast<std::ptrdiff_t>(i), acts.end(),
+                     [&](const Action& g) {
+                       return g.kind == ActionKind::kWaitHealthy && g.unit == a.unit;
+                     }))
+      continue;
+    SwitchUndo u;
+    u.address = a.address;
+    u.unit = a.unit;
+    std::string service = a.address.substr(a.address.find('/') + 1);
+    bool rewritten = false;
+    for (size_t k = 0; k < i; ++k) {
+      if (acts[k].kind == ActionKind::kStop && acts[k].for_service == service)
+        u.stopped.push_back(acts[k]);
+      if (acts[k].kind == ActionKind::kWriteUnit && acts[k].unit == a.unit) rewritten = true;
+    }
+    if (a.kind == ActionKind::kRestart && rewritten) u.unit_before = read_unit(a.unit);
+    out.push_back(std::move(u));
+  }
+  return out;
+}
+
 Executor::Executor(ExecutorDeps deps) : d_(deps) {
   if (!d_.clock) d_.clock = &RealClock();
   // One board for every download of the run: a bar per model and one for the total.
@@ -47,8 +75,10 @@ ExecResult Executor::Run(const Plan& plan) {
   step_started_.assign(n, d_.clock->Now());
   std::vector<ParallelGroup> groups = ParallelStarts(plan);
   auto group = groups.begin();
-  // The first step that takes a service down; SIZE_MAX: none (or its turn was taken).
-  size_t first_dark = FirstDisruptiveStep(plan).value_or(SIZE_MAX);
+  // The steps that take a service down: the fleet's turn is asked for (or checked) before each.
+  std::vector<char> dark(n);
+  for (size_t i = 0; i < n; ++i) dark[i] = TakesAServiceDown(plan, i);
+  bool went_dark = false;  // a step that takes a service down was let through
   for (size_t i = 0; i < n; ++i) {
     step_started_[i] = d_.clock->Now();
     if (d_.stop && d_.stop->load()) {
@@ -64,7 +94,6 @@ ExecResult Executor::Run(const Plan& plan) {
            plan.actions[last + 1].kind == ActionKind::kDownload)
       ++last;
     if (a.kind == ActionKind::kDownload && last > i) {
-      if (d_.kill_at_step == static_cast<int>(i + 1)) ::raise(SIGKILL);
       Status s = RunDownloads(plan, i, last, &r);
       if (!s.ok()) {
         r.status = s;
@@ -78,16 +107,30 @@ ExecResult Executor::Run(const Plan& plan) {
     // Services on disjoint GPUs and ports come up side by side.
     while (group != groups.end() && group->last < i) ++group;
     bool grouped = group != groups.end() && group->first == i;
-    // The fleet's turn, before the first step that takes a service down.
-    if (d_.before_disruption && first_dark >= i && first_dark <= (grouped ? group->last : i)) {
-      first_dark = SIZE_MAX;
+    // The fleet's turn, before each step that takes a service down: the first takes it, each
+    // later one checks it is still held (a lease lost meanwhile lets another host go dark) and
+    // takes it again if not.
+    size_t to = grouped ? group->last : i;
+    if (d_.before_disruption &&
+        std::any_of(dark.begin() + static_cast<std::ptrdiff_t>(i),
+                    dark.begin() + static_cast<std::ptrdiff_t>(to) + 1, [](char c) { return c; })) {
       Status s = d_.before_disruption();
       if (!s.ok()) {
-        r.status = s;
-        r.turn_refused = true;
         r.interrupted = d_.stop && d_.stop->load();
+        if (!went_dark) {
+          r.status = s;
+          r.turn_refused = true;
+          return r;
+        }
+        r.turn_lost = true;
+        r.status = Status::Unavailable(
+            "berth stopped before " + StepName(i, a) +
+            ": this host's turn in its fleet was lost after an earlier step took a service down, "
+            "and taking it again failed (" +
+            s.message() + "); what went dark stays so until the next run takes the turn");
         return r;
       }
+      went_dark = true;
     }
     if (grouped) {
       Status s = RunGroup(plan, *group, &r);
@@ -116,12 +159,12 @@ ExecResult Executor::Run(const Plan& plan) {
 Status Executor::Step(const Plan& plan, size_t i, ExecResult* r) {
   const Action& a = plan.actions[i];
   size_t n = plan.actions.size();
-  if (d_.kill_at_step == static_cast<int>(i + 1)) ::raise(SIGKILL);
   step_started_[i] = d_.clock->Now();
   if (d_.progress)
     *d_.progress << "[" << (i + 1) << "/" << n << "] " << ActionKindName(a.kind) << " " << a.address
                  << " ..." << std::endl;
   if (d_.on_action) d_.on_action(static_cast<int>(i + 1), a, "running", "");
+  if (d_.at_step) d_.at_step(static_cast<int>(i + 1));
   Status s = RunAction(a, r);
   if (d_.on_action)
     d_.on_action(static_cast<int>(i + 1), a, s.ok() ? "done" : "failed", s.message());
@@ -174,12 +217,12 @@ Status Executor::RunGroup(const Plan& plan, const ParallelGroup& g, ExecResult* 
   for (Chain& c : chains) {
     if (!c.status.ok()) continue;
     const Action& gate = plan.actions[c.gate];
-    if (d_.kill_at_step == static_cast<int>(c.gate + 1)) ::raise(SIGKILL);
     step_started_[c.gate] = d_.clock->Now();
     if (d_.progress)
       *d_.progress << "[" << (c.gate + 1) << "/" << plan.actions.size() << "] wait-healthy "
                    << gate.address << " ..." << std::endl;
     if (d_.on_action) d_.on_action(static_cast<int>(c.gate + 1), gate, "running", "");
+    if (d_.at_step) d_.at_step(static_cast<int>(c.gate + 1));
     c.waiting = true;
     c.deadline = d_.clock->Now() + std::chrono::milliseconds(gate.timeout_ms);
     c.interval = std::chrono::milliseconds(gate.interval_ms ? gate.interval_ms : 1000);
@@ -272,8 +315,10 @@ Status Executor::RunDownloads(const Plan& plan, size_t first, size_t last, ExecR
   std::vector<Status> results(last - first + 1);
   std::vector<ExecResult> partial(results.size());
   std::vector<std::thread> threads;
-  for (size_t i = first; i <= last; ++i) {
+  for (size_t i = first; i <= last; ++i)
     if (d_.on_action) d_.on_action(static_cast<int>(i + 1), plan.actions[i], "running", "");
+  if (d_.at_step) d_.at_step(static_cast<int>(first + 1));
+  for (size_t i = first; i <= last; ++i) {
     threads.emplace_back([this, &plan, &results, &partial, first, i] {
       results[i - first] = Download(plan.actions[i], &partial[i - first]);
     });
@@ -304,15 +349,33 @@ std::optional<bool> Executor::Rollback(const Plan& plan, size_t failed, ExecResu
   std::string service = f.address.substr(f.address.find('/') + 1);
   // What the failed change replaced: services stopped to make room for it, or (an in-place
   // update) the unit file it rewrote and restarted.
-  std::vector<size_t> replaced;
+  std::vector<Action> replaced;
   size_t restart_step = failed + 1;  // none
+  size_t began = failed;             // the first step of this change in this run
   for (size_t i = 0; i <= failed; ++i) {
     const Action& a = plan.actions[i];
-    if (i < failed && a.kind == ActionKind::kStop && a.for_service == service)
-      replaced.push_back(i);
+    if (i < failed && a.kind == ActionKind::kStop && a.for_service == service) {
+      replaced.push_back(a);
+      began = std::min(began, i);
+    }
     if (a.kind == ActionKind::kRestart && a.unit == f.unit) restart_step = i;
+    bool own = a.kind == ActionKind::kStart || a.kind == ActionKind::kRestart || IsGate(a.kind);
+    if (own && a.address == f.address) began = std::min(began, i);
   }
-  bool in_place = restart_step <= failed && replaced_units_.count(f.unit);
+  std::optional<std::string> before;
+  if (restart_step <= failed && replaced_units_.count(f.unit)) before = replaced_units_[f.unit];
+  // A switch an interrupted apply began (this run resumes its gates): what it replaced is in
+  // that apply's journal, the unit file as it was before that apply first of all.
+  auto earlier = std::find_if(d_.resumed.begin(), d_.resumed.end(),
+                              [&](const SwitchUndo& u) { return u.address == f.address; });
+  if (earlier != d_.resumed.end()) {
+    for (const Action& stop : earlier->stopped)
+      if (std::none_of(replaced.begin(), replaced.end(),
+                       [&](const Action& x) { return x.unit == stop.unit; }))
+        replaced.push_back(stop);
+    if (earlier->unit_before) before = earlier->unit_before;
+  }
+  bool in_place = before.has_value();
   if (replaced.empty() && !in_place) return std::nullopt;
   auto note = [&](const std::string& line) {
     r->rollback_log.push_back(line);
@@ -322,9 +385,10 @@ std::optional<bool> Executor::Rollback(const Plan& plan, size_t failed, ExecResu
   const Action* own_gate = nullptr;
   for (const Action& a : plan.actions)
     if (a.kind == ActionKind::kWaitHealthy && a.address == f.address) own_gate = &a;
+  Clock::TimePoint down = step_started_[began];
 
   if (in_place) {
-    Status s = d_.unit_files->Write(f.unit, replaced_units_[f.unit]).status();
+    Status s = d_.unit_files->Write(f.unit, *before).status();
     note("restore the unit file of " + f.unit + " that berth replaced" +
          (s.ok() ? "" : " failed: " + s.message()));
     if (s.ok()) {
@@ -338,13 +402,12 @@ std::optional<bool> Executor::Rollback(const Plan& plan, size_t failed, ExecResu
            (s.ok() ? "" : " failed: " + s.message()));
     }
     Action gate = own_gate ? *own_gate : Action{};
-    return s.ok() && BackHealthy(gate, f.unit, step_started_[restart_step], restarted, r);
+    return s.ok() && BackHealthy(gate, f.unit, down, restarted, r);
   }
   Status s = d_.systemd->Stop(f.unit, d_.job_timeout);
   note("stop " + f.unit + (s.ok() ? "" : " failed: " + s.message()));
   bool all = true;
-  for (size_t i : replaced) {
-    const Action& stop = plan.actions[i];
+  for (const Action& stop : replaced) {
     auto started = d_.clock->Now();
     Status st = d_.systemd->Start(stop.unit, d_.job_timeout);
     note("start " + stop.unit + " again" + (st.ok() ? "" : " failed: " + st.message()));
@@ -358,8 +421,7 @@ std::optional<bool> Executor::Rollback(const Plan& plan, size_t failed, ExecResu
     gate.served_name = stop.served_name;
     gate.timeout_ms = stop.timeout_ms;
     gate.interval_ms = stop.interval_ms;
-    all =
-        all && st.ok() && BackHealthy(gate, stop.unit, step_started_[replaced.front()], started, r);
+    all = all && st.ok() && BackHealthy(gate, stop.unit, down, started, r);
   }
   return all;
 }

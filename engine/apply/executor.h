@@ -16,6 +16,7 @@
 #include "engine/core/clock.h"
 #include "engine/core/plan.h"
 #include "engine/core/status.h"
+#include "engine/core/switch_undo.h"
 #include "providers/bench/load.h"
 
 namespace berth {
@@ -53,14 +54,21 @@ struct ExecutorDeps {
   /// several may run at once), so berth records the revision as its own even if it dies next.
   std::function<void(const std::string& repo_id, const std::string& commit)> on_downloaded;
   const std::atomic<bool>* stop = nullptr;  // checked between actions
-  /// Called once, just before the first step that takes a service down (FirstDisruptiveStep):
-  /// the fleet's turn (engine/apply/fleet_turn.h). Not ok: the run ends there, nothing went
-  /// dark (ExecResult::turn_refused). Null: no one to ask.
+  /// Called just before each step that takes a service down (TakesAServiceDown; once for a
+  /// side-by-side group holding one): the fleet's turn (engine/apply/fleet_turn.h), which
+  /// checks that it is still held and takes it again when it was lost. Not ok before the first
+  /// of them: the run ends there, nothing went dark (ExecResult::turn_refused); before a later
+  /// one: the run ends there (ExecResult::turn_lost). Null: no one to ask.
   std::function<Status()> before_disruption;
   bool rollback = true;  // undo a failed replacement
-  /// Fault injection for crash tests: SIGKILL this process just before this step (0: never).
-  /// Set from $BERTH_FAULT_KILL_AT_STEP by the apply command.
-  int kill_at_step = 0;
+  /// What the switches of an interrupted apply replaced (its journal's): a gate of this plan
+  /// whose switch began in that apply is undone from here when it fails, as it would have been
+  /// then. Empty: this plan's own stops and unit writes are all there is to undo.
+  std::vector<SwitchUndo> resumed;
+  /// Called as each step begins (1-based), once the journal says it runs and before it acts:
+  /// the seam a test build injects faults through (berth_faulty kills itself there, as a
+  /// kill -9 during that step would). Null in berth.
+  std::function<void(int step)> at_step;
   /// How long a start, stop or restart job may take before berth gives up on it.
   std::chrono::milliseconds job_timeout{std::chrono::minutes(5)};
 };
@@ -74,6 +82,9 @@ struct ExecResult {
   /// before_disruption said no: the steps before the first disruptive one ran, nothing went
   /// dark, and the change is retried (not held).
   bool turn_refused = false;
+  /// The fleet's turn was lost after a step took a service down, and taking it again failed:
+  /// the run stopped before the next such step (steps_done ran); retried, not held.
+  bool turn_lost = false;
   /// A change of a running service failed: what it replaced runs again (the old unit file is
   /// back for an in-place update) and passed its health gate (when berth knows one).
   bool rolled_back = false;
@@ -90,6 +101,14 @@ struct ExecResult {
   std::vector<std::pair<std::string, std::string>> downloaded;  // repo_id, commit
   uint64_t bytes_downloaded = 0;
 };
+
+/// The switches of `plan` and what each replaces: for every start or restart of a service
+/// that a health gate follows, the stops that make room for it (for_service) and, when the plan
+/// rewrites its unit and restarts it, that unit's file now (`read_unit`: its content, nullopt
+/// when there is none). What a journal keeps before the plan runs.
+std::vector<SwitchUndo> SwitchesOf(
+    const Plan& plan,
+    const std::function<std::optional<std::string>(const std::string& unit)>& read_unit);
 
 class Executor {
  public:
@@ -114,12 +133,13 @@ class Executor {
   /// The steps of a side-by-side group (ParallelStarts): every start, then every gate at once,
   /// then the boot actions of the services that passed. Rolls back each one that failed.
   Status RunGroup(const Plan& plan, const ParallelGroup& g, ExecResult* r);
-  /// One step with its journal hooks and progress lines (the crash-test kill point too).
+  /// One step with its journal hooks and progress lines (and the at_step seam).
   Status Step(const Plan& plan, size_t i, ExecResult* r);
   Status Download(const Action& a, ExecResult* r);
   Status RunDownloads(const Plan& plan, size_t first, size_t last, ExecResult* r);
   /// Undoes the failed change at step `failed`: nullopt when it replaced nothing, else whether
-  /// what it replaced runs again and passed its gate.
+  /// what it replaced runs again and passed its gate. What it replaced comes from the plan, and
+  /// for a switch an interrupted apply began, from that apply's journal (ExecutorDeps::resumed).
   std::optional<bool> Rollback(const Plan& plan, size_t failed, ExecResult* r);
   /// After a rollback started `unit` again (at `started`): its health gate, then the outage
   /// since `down`.

@@ -183,8 +183,39 @@ Status FleetTurn::TrySlot(bool* got, std::string* why) {
   return Status::Ok();
 }
 
+bool FleetTurn::StillHeld(std::string* why) {
+  if (lease_lost_.load()) {
+    *why = "its lease was lost (etcd did not renew it within its TTL)";
+    return false;
+  }
+  auto slot = etcd_->Get(slot_key_);
+  if (!slot.ok()) {
+    *why = "etcd cannot be reached to check it (" + slot.status().message() + ")";
+    return false;
+  }
+  if (!slot->has_value() || (*slot)->lease != lease_) {
+    *why = slot_key_ + " is no longer on this host's lease (it expired)";
+    return false;
+  }
+  return true;
+}
+
 Status FleetTurn::Take() {
-  if (holding_) return Status::Ok();
+  if (holding_) {
+    std::string why;
+    if (StillHeld(&why)) return Status::Ok();
+    // Another host may hold the slot by now: wait for a turn again, as if never held.
+    spdlog::warn("fleet {}: this host's turn is lost: {}; taking it again before going on",
+                 fleet_.name, why);
+    if (o_.say)
+      o_.say("fleet " + fleet_.name + ": this host's turn is lost (" + why +
+             "); waiting for a turn again before the next step that takes a service down");
+    StopKeepAlive();
+    if (lease_ != 0) (void)etcd_->Revoke(lease_);  // best effort: it may be gone already
+    lease_ = 0;
+    holding_ = false;
+    slot_key_.clear();
+  }
   Clock::TimePoint deadline = clock_.Now() + std::chrono::milliseconds(fleet_.wait_ms);
   std::string last_why;
   // Looks again after poll, doubling to 8 × poll while nothing changes (docs/fleet.md, scaling).

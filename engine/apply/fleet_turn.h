@@ -65,7 +65,10 @@ class FleetTurn {
   /// Blocks until this host holds a slot (Ok), at most fleet.wait. Errors, after which nothing
   /// may go dark: Unavailable when etcd cannot be reached, the wait ran out or a stop was asked
   /// (retry later); FailedPrecondition when the rollout of this manifest stopped (a host failed
-  /// it). Publishes "waiting" and "switching" reports as it goes. Idempotent once held.
+  /// it). Publishes "waiting" and "switching" reports as it goes. Once held, checks that it
+  /// still is (the lease alive, the slot key still on it in etcd): Ok at once when so; when not
+  /// (the lease expired while the host was dark, so another host may hold the slot now), gives
+  /// up the old lease and waits for a turn again exactly as the first time.
   Status Take();
   /// Gives the slot back (revokes the lease) and stops the keep-alive. Idempotent.
   void Release();
@@ -79,6 +82,8 @@ class FleetTurn {
 
  private:
   Status TrySlot(bool* got, std::string* why);
+  /// Whether the slot taken is still this host's; `why` says why not.
+  bool StillHeld(std::string* why);
   void KeepAliveLoop();
   void StopKeepAlive();
 

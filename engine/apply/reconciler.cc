@@ -90,6 +90,33 @@ void CountUp(const Desired& d, const Observed& o, RunReport* r) {
   }
 }
 
+// The switches the journal of this run keeps: those an interrupted apply began whose gates this
+// plan runs again (what they replaced first, then what this plan adds), and this plan's own.
+std::vector<SwitchUndo> CarrySwitches(const std::vector<SwitchUndo>& earlier,
+                                      std::vector<SwitchUndo> fresh, const Plan& plan) {
+  std::vector<SwitchUndo> out;
+  for (const SwitchUndo& e : earlier) {
+    bool gated = std::any_of(plan.actions.begin(), plan.actions.end(), [&](const Action& a) {
+      return IsGate(a.kind) && a.address == e.address;
+    });
+    if (!gated) continue;
+    SwitchUndo u = e;
+    auto f = std::find_if(fresh.begin(), fresh.end(),
+                          [&](const SwitchUndo& x) { return x.address == e.address; });
+    if (f != fresh.end()) {
+      for (const Action& stop : f->stopped)
+        if (std::none_of(u.stopped.begin(), u.stopped.end(),
+                         [&](const Action& x) { return x.unit == stop.unit; }))
+          u.stopped.push_back(stop);
+      if (!u.unit_before) u.unit_before = f->unit_before;
+      fresh.erase(f);
+    }
+    out.push_back(std::move(u));
+  }
+  for (SwitchUndo& f : fresh) out.push_back(std::move(f));
+  return out;
+}
+
 std::string Plural(size_t n, const char* word) {
   return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
 }
@@ -120,7 +147,10 @@ class Pass {
     if (o_.apply) Learn(observed_);
     if (plan_.blocked())
       return End(Outcome::kBlocked, 3, Status::FailedPrecondition(plan_.problems[0].message), true);
-    if (plan_.empty()) return End(Outcome::kNoChanges, 0);
+    if (plan_.empty()) {
+      CloseUnfinishedJournal();
+      return End(Outcome::kNoChanges, 0);
+    }
     if (!o_.apply) return End(Outcome::kPlanned, 2);
     if (Held() || !Confirm() || !Execute()) return rep_;
     return Converged();
@@ -233,7 +263,8 @@ class Pass {
       journal_problem_ = journal.status().message() +
                          "; whether an apply stopped half-way is not known (an apply writes a "
                          "new journal)";
-    berth_state_ = ObservedState(state_, *dir_, lock_ != nullptr, &in_progress_);
+        berth_state_ = ObservedState(state_, *dir_, lock_ != nullptr, &in_progress_, &unfinished_);
+    interrupted_ = !unfinished_.finished;
     have_state_ = true;
     return true;
   }
@@ -314,6 +345,21 @@ class Pass {
     return true;
   }
 
+  // An apply that finds nothing to do, after one that was interrupted: the observation shows
+  // nothing is left of that change (its gates, too, passed or are no longer wanted), so its
+  // journal is closed and later plans stop warning of it.
+  void CloseUnfinishedJournal() {
+    if (!o_.apply || !lock_ || !interrupted_) return;
+    Status s = dir_->ClearJournal();
+    if (!s.ok()) {
+      spdlog::warn("could not close the journal of the interrupted apply: {}", s.message());
+      return;
+    }
+    interrupted_ = false;
+    say_.Info("The interrupted apply (started " + unfinished_.started + " by pid " +
+              unfinished_.pid + ") left nothing to do; its journal is closed.");
+  }
+
   // Whether this change is held: it failed after something went dark, and is not tried again on
   // its own (the loop, or a cron'd apply, would stop the healthy old service once per retry).
   bool Held() {
@@ -361,6 +407,19 @@ class Pass {
       }
     }
     if (!KeepAdoptedUnits()) return false;
+    // What each switch replaces, kept before anything is replaced: a run that resumes its gates
+    // after a kill -9 undoes it from here if one fails.
+    const std::vector<SwitchUndo> none;
+    const std::vector<SwitchUndo>& earlier = interrupted_ ? unfinished_.switches : none;
+    std::vector<SwitchUndo> resumed = CarrySwitches(earlier, {}, plan_);
+    journal.switches =
+        CarrySwitches(earlier,
+                      SwitchesOf(plan_,
+                                 [&](const std::string& unit) -> std::optional<std::string> {
+                                   auto content = host_.unit_files->Read(unit);
+                                   return content.ok() ? *content : std::nullopt;
+                                 }),
+                      plan_);
     Status js = dir_->SaveJournal(journal);
     if (!js.ok()) {
       say_.Error("berth apply: " + js.message() + "; nothing was changed");
@@ -381,7 +440,8 @@ class Pass {
     deps.progress = &say_.progress();
     deps.progress_tty = say_.tty();
     deps.stop = o_.stop;
-    deps.kill_at_step = o_.kill_at_step;
+    deps.resumed = std::move(resumed);
+    deps.at_step = d_.at_step;
     std::mutex recording;
     deps.on_action = [&](int step, const Action& a, const std::string& status,
                          const std::string& message) {
@@ -443,10 +503,11 @@ class Pass {
       say_.Error("berth apply: " + ex.status.message());
       return Fail(Outcome::kInterrupted, 1, ex.status);
     }
-    if (ex.turn_refused) {
+    if (ex.turn_refused || ex.turn_lost) {
       say_.Error("berth apply: " + ex.status.message());
       say_.Error(std::to_string(ex.steps_done) + " of " + std::to_string(plan_.actions.size()) +
-                 " steps were done (none took a service down); berth plan shows what is left");
+                 " steps were done" + (ex.turn_refused ? " (none took a service down)" : "") +
+                 "; berth plan shows what is left");
       return Fail(Outcome::kError, 1, ex.status);
     }
     if (!ex.status.ok()) {
@@ -642,6 +703,8 @@ class Pass {
   bool have_state_ = false;
   std::string in_progress_;      // who applies right now, when planning without the lock
   std::string journal_problem_;  // why journal.json cannot be read, when it cannot
+  Journal unfinished_;           // the journal of an interrupted apply, when interrupted_
+  bool interrupted_ = false;     // an apply stopped half-way (its journal is unfinished_)
   Observed observed_;
   Plan plan_;
   std::unique_ptr<FleetPass> fleet_;

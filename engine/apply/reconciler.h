@@ -62,6 +62,9 @@ struct ReconcilerDeps {
   EtcdConnector connect_etcd;
   /// Between two looks at the fleet while waiting for a turn.
   std::chrono::milliseconds fleet_poll{1000};
+  /// ExecutorDeps::at_step: called as each step begins. A test build's fault seam (berth_faulty
+  /// kills itself there); null in berth.
+  std::function<void(int step)> at_step;
 };
 
 struct ReconcileOptions {
@@ -79,8 +82,6 @@ struct ReconcileOptions {
   int64_t max_age_s = 0;  // saved plans older than this are refused (0: any age)
   /// Write the plan for a later `berth apply FILE` (`berth plan --out FILE`).
   std::string out_path;
-  /// Fault injection for crash tests: SIGKILL this process just before this step (0: never).
-  int kill_at_step = 0;
   /// Run a change that is held after it failed (`berth apply --retry`); see HeldChange.
   bool retry = false;
 };

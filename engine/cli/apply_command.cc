@@ -1,7 +1,5 @@
 #include <unistd.h>
 
-#include <cstdlib>
-
 #include "engine/apply/live_host.h"
 #include "engine/apply/reconciler.h"
 #include "engine/cli/commands.h"
@@ -23,8 +21,9 @@ int RunApply(const ApplyCommand& cmd, std::istream& in, std::ostream& out, std::
   o.lock_timeout = std::chrono::seconds(cmd.lock_timeout_s);
   o.max_age_s = cmd.max_age_s;
   o.stop = cmd.stop;
-  if (const char* k = std::getenv("BERTH_FAULT_KILL_AT_STEP")) o.kill_at_step = std::atoi(k);
-  return Reconciler(LiveReconcilerDeps(&live, &say)).Run(o).exit_code;
+  ReconcilerDeps deps = LiveReconcilerDeps(&live, &say);
+  deps.at_step = cmd.at_step;
+  return Reconciler(deps).Run(o).exit_code;
 }
 
 }  // namespace berth

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <istream>
 #include <ostream>
 #include <string>
@@ -34,6 +35,7 @@ struct ApplyCommand {
   int lock_timeout_s = 0;                   // wait this long for another apply to finish
   int64_t max_age_s = 0;                    // refuse saved plans older than this (0: any age)
   const std::atomic<bool>* stop = nullptr;  // SIGINT/SIGTERM
+  std::function<void(int step)> at_step;    // the fault seam (ReconcilerDeps::at_step); null
 };
 
 struct PlanCommand {
@@ -46,6 +48,11 @@ struct PlanCommand {
   std::string out_path;   // --out: save the plan for berth apply FILE
   std::string state_dir;  // when observing this host
 };
+
+/// The fault seam of this build, for ApplyCommand::at_step and ReconcileCommand::at_step: null
+/// in berth (engine/cli/no_faults.cc); berth_faulty, a test build of the same main, links
+/// tests/support/fault_hook.cc instead, which kills itself at $BERTH_FAULT_KILL_AT_STEP.
+std::function<void(int step)> FaultHook();
 
 /// Observe, plan, show, ask (unless yes), execute, then check that nothing is left to do.
 int RunApply(const ApplyCommand& cmd, std::istream& in, std::ostream& out, std::ostream& err);
@@ -82,6 +89,7 @@ struct ReconcileCommand {
   const std::atomic<bool>* stop = nullptr;  // SIGINT/SIGTERM: stop after the current action
   std::atomic<bool>* reload = nullptr;      // SIGHUP: run a pass now
   int wake_fd = -1;                         // readable when a signal arrived (ends a wait early)
+  std::function<void(int step)> at_step;    // the fault seam (ReconcilerDeps::at_step); null
 };
 
 /// The loop: a pass (the Reconciler with --yes, or plan only) every interval with jitter, backoff

@@ -294,6 +294,7 @@ int main(int argc, char** argv) {
     }
     InstallStopHandlers();
     apply_cmd.stop = &g_stop;
+    apply_cmd.at_step = berth::FaultHook();
     return berth::RunApply(apply_cmd, std::cin, std::cout, std::cerr);
   }
   if (*reconcile) {
@@ -301,6 +302,7 @@ int main(int argc, char** argv) {
     reconcile_cmd.stop = signals.stop;
     reconcile_cmd.reload = signals.reload;
     reconcile_cmd.wake_fd = signals.wake_fd;
+    reconcile_cmd.at_step = berth::FaultHook();
     return berth::RunReconcile(reconcile_cmd, std::cout, std::cerr);
   }
   if (*bench) {

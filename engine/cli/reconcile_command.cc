@@ -49,7 +49,6 @@ int RunReconcile(const ReconcileCommand& cmd, std::ostream& out, std::ostream& e
   ro.yes = true;
   ro.lock_timeout = std::chrono::seconds(cmd.lock_timeout_s);
   ro.stop = cmd.stop;
-  if (const char* k = std::getenv("BERTH_FAULT_KILL_AT_STEP")) ro.kill_at_step = std::atoi(k);
 
   SystemClock clock(cmd.wake_fd);
   LiveHost live(cmd.host);
@@ -62,7 +61,9 @@ int RunReconcile(const ReconcileCommand& cmd, std::ostream& out, std::ostream& e
     std::ostringstream pass_out;
     std::ostream& to = cmd.once ? out : pass_out;
     Reporter say(to, err, PlanFormat::kText, false);
-    RunReport r = Reconciler(LiveReconcilerDeps(&live, &say, &clock)).Run(ro);
+    ReconcilerDeps rd = LiveReconcilerDeps(&live, &say, &clock);
+    rd.at_step = cmd.at_step;
+    RunReport r = Reconciler(rd).Run(ro);
     if (!cmd.once && r.outcome != Outcome::kNoChanges) out << pass_out.str() << std::flush;
     return r;
   };

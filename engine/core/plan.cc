@@ -93,6 +93,8 @@ const char* ReasonName(Reason r) {
       return "smoke_gate";
     case Reason::kFloorGate:
       return "floor_gate";
+    case Reason::kInterruptedSwitch:
+      return "interrupted_switch";
   }
   return "?";
 }

@@ -63,6 +63,9 @@ enum class Reason {
   kPreflight,         // the service's preflight command, before anything goes dark
   kSmokeGate,         // smoke: one request must return text after the health gate
   kFloorGate,         // floor: throughput and time to first token measured after it
+  /// A gate of a switch that an apply began but was stopped (kill -9, power lost) before the
+  /// gate passed: the next run gates the service again, every gate of its chain.
+  kInterruptedSwitch,
 };
 const char* ReasonName(Reason r);  // "model_missing", ...
 

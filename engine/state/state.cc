@@ -4,11 +4,13 @@
 #include "engine/core/json_text.h"
 #include "engine/core/log.h"
 #include "engine/core/read_file.h"
+#include "providers/etcd/base64.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <csignal>
@@ -167,8 +169,17 @@ void State::RecordStartTime(const std::string& unit, uint64_t ms) {
 
 void NoteUnfinishedApply(const Journal& journal, BerthState* state) {
   if (journal.finished) return;
+  // A switch is seen through once every gate of it passed: its health gate, then its smoke and
+  // floor gates. One not done (pending, running when killed, failed) leaves it unfinished.
+  auto gate = [](const std::string& kind) {
+    for (ActionKind k : {ActionKind::kWaitHealthy, ActionKind::kSmoke, ActionKind::kFloor})
+      if (kind == ActionKindName(k)) return true;
+    return false;
+  };
   for (const auto& e : journal.entries)
-    if (e.kind == "wait-healthy" && e.status != "done") state->ungated.push_back(e.address);
+    if (gate(e.kind) && e.status != "done" &&
+        std::find(state->ungated.begin(), state->ungated.end(), e.address) == state->ungated.end())
+      state->ungated.push_back(e.address);
   std::string where = "before its first action";
   for (const auto& e : journal.entries)
     if (e.status == "running" || e.status == "done")
@@ -196,8 +207,12 @@ bool BerthRuns(const std::string& pid_text) {
 }  // namespace
 
 BerthState ObservedState(const State& state, const StateDir& dir, bool lock_held,
-                         std::string* in_progress) {
+                         std::string* in_progress, Journal* unfinished) {
   BerthState b = state.ToObserved();
+  if (unfinished) {
+    *unfinished = Journal{};
+    unfinished->finished = true;
+  }
   bool exists = false;
   auto journal = dir.LoadJournal(&exists);
   if (!exists || !journal.ok() || journal->finished) return b;
@@ -206,6 +221,7 @@ BerthState ObservedState(const State& state, const StateDir& dir, bool lock_held
     return b;
   }
   NoteUnfinishedApply(*journal, &b);
+  if (unfinished) *unfinished = *journal;
   return b;
 }
 
@@ -292,6 +308,25 @@ std::string JournalToJson(const Journal& j) {
                        {"status", e.status},
                        {"message", e.message}});
   o["actions"] = entries;
+  ordered_json switches = ordered_json::array();
+  for (const SwitchUndo& u : j.switches) {
+    ordered_json stopped = ordered_json::array();
+    for (const Action& a : u.stopped)
+      stopped.push_back({{"unit", a.unit},
+                         {"address", a.address},
+                         {"for_service", a.for_service},
+                         {"host", a.host},
+                         {"port", a.port},
+                         {"health_path", a.health_path},
+                         {"served_name", a.served_name},
+                         {"timeout_ms", a.timeout_ms},
+                         {"interval_ms", a.interval_ms}});
+    ordered_json sw = {{"address", u.address}, {"unit", u.unit}, {"stopped", stopped}};
+    // Base64: a unit file is any bytes (an adopted one need not be UTF-8), restored byte for byte.
+    if (u.unit_before) sw["unit_before_base64"] = Base64Encode(*u.unit_before);
+    switches.push_back(sw);
+  }
+  o["switches"] = switches;
   return DumpJson(o, 2) + "\n";
 }
 
@@ -306,6 +341,35 @@ Result<Journal> JournalFromJson(const std::string& text, const std::string& sour
     for (const auto& e : o.at("actions"))
       j.entries.push_back({e.value("step", 0), e.value("kind", ""), e.value("address", ""),
                            e.value("status", ""), e.value("message", "")});
+    // A journal written before switches were kept has none: its gates are resumed, with
+    // nothing to undo.
+    for (const auto& sw : o.value("switches", ordered_json::array())) {
+      SwitchUndo u;
+      u.address = sw.at("address").get<std::string>();
+      u.unit = sw.at("unit").get<std::string>();
+      for (const auto& a : sw.at("stopped")) {
+        Action x;
+        x.kind = ActionKind::kStop;
+        x.unit = a.at("unit").get<std::string>();
+        x.address = a.value("address", "");
+        x.for_service = a.value("for_service", "");
+        x.host = a.value("host", "");
+        x.port = a.value("port", 0);
+        x.health_path = a.value("health_path", "");
+        x.served_name = a.value("served_name", "");
+        x.timeout_ms = a.value("timeout_ms", uint64_t{0});
+        x.interval_ms = a.value("interval_ms", uint64_t{0});
+        u.stopped.push_back(std::move(x));
+      }
+      if (sw.contains("unit_before_base64")) {
+        std::string bytes;
+        if (!Base64Decode(sw.at("unit_before_base64").get<std::string>(), &bytes))
+          return Status::InvalidArgument(source + " is damaged: the unit file kept for " + u.unit +
+                                         " is not base64");
+        u.unit_before = std::move(bytes);
+      }
+      j.switches.push_back(std::move(u));
+    }
   } catch (const std::exception& e) {
     return Status::InvalidArgument(source + " is damaged: " + e.what());
   }

@@ -17,6 +17,7 @@
 #include "engine/core/observed.h"
 #include "engine/core/plan.h"
 #include "engine/core/status.h"
+#include "engine/core/switch_undo.h"
 
 namespace berth {
 
@@ -74,13 +75,18 @@ struct Journal {
   std::string pid;
   std::string manifest_digest;
   std::vector<JournalEntry> entries;
+  /// What each switch of the plan replaced (its stops, its unit file before), written before the
+  /// first step runs: a run that resumes an interrupted switch's gates undoes it from here when
+  /// one fails (ExecutorDeps::resumed).
+  std::vector<SwitchUndo> switches;
   bool finished = false;
 };
 std::string JournalToJson(const Journal& j);
 Result<Journal> JournalFromJson(const std::string& text, const std::string& source);
 
 /// What an apply that did not finish leaves for the next plan: where it stopped and which
-/// services it started without seeing them healthy (BerthState::interrupted and ::ungated).
+/// services it started without seeing them through every gate of their switch: a health,
+/// smoke or floor gate not done (BerthState::interrupted and ::ungated).
 void NoteUnfinishedApply(const Journal& journal, BerthState* state);
 
 /// The state directory.
@@ -118,9 +124,10 @@ class StateLock {
 /// berth's records as the planner sees them: `state`, with where an unfinished apply (its
 /// journal in `dir`) stopped. Without the lock (`lock_held` false: a plan) the journal may be
 /// that of an apply still running; then it is not taken as interrupted, and `in_progress` (when
-/// given) says who runs it ("pid 4242, started <time>").
+/// given) says who runs it ("pid 4242, started <time>"). `unfinished` (when given) receives the
+/// journal of the interrupted apply, or an empty one with `finished` true when there is none.
 BerthState ObservedState(const State& state, const StateDir& dir, bool lock_held,
-                         std::string* in_progress = nullptr);
+                         std::string* in_progress = nullptr, Journal* unfinished = nullptr);
 
 /// `clock`'s wall time as RFC 3339 UTC: every timestamp berth records goes through the Clock
 /// seam, so tests fix it.

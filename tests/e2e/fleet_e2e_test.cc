@@ -194,18 +194,21 @@ class FleetE2eTest : public ::testing::Test {
 
   /// berth, inside host h (its mount, pid, uts and network namespaces: it sees that host's
   /// systemd, unit dir and loopback, and calls itself by that host's name).
-  CommandResult Berth(int h, std::vector<std::string> args, std::vector<std::string> env = {}) {
+  /// berth on host `h`; `berth` BERTH_FAULTY_BIN for the build with the fault seam.
+  CommandResult Berth(int h, std::vector<std::string> args, std::vector<std::string> env = {},
+                      const char* berth = BERTH_BIN) {
     std::vector<std::string> argv = {"/usr/bin/env"};
     for (auto& e : env) argv.push_back(e);
-    argv.push_back(BERTH_BIN);
+    argv.push_back(berth);
     for (auto& a : args) argv.push_back(a);
     return hosts_[h]->Exec(argv, std::chrono::seconds(180));
   }
-  CommandResult Apply(int h, const std::string& manifest, std::vector<std::string> env = {}) {
+  CommandResult Apply(int h, const std::string& manifest, std::vector<std::string> env = {},
+                      const char* berth = BERTH_BIN) {
     return Berth(h,
                  {"apply", "-f", manifest, "--yes", "--state-dir",
                   (tmp_ / ("state-" + std::to_string(h))).string()},
-                 std::move(env));
+                 std::move(env), berth);
   }
   /// Applies `manifest` on every host at once; their results in host order.
   std::vector<CommandResult> ApplyEverywhere(const std::string& manifest) {
@@ -322,7 +325,8 @@ TEST_F(FleetE2eTest, AKilledSlotHolderFreesItsSlotWhenTheLeaseExpiresAndEtcdDown
     ASSERT_TRUE(r.ok()) << r.output << r.error;
   std::string v2 = Manifest("new");
   // fleet-1 takes the slot and is killed -9 at its restart (after the turn, before anything
-  // gives it back): the slot stays until its 3 s lease expires.
+  // gives it back; berth_faulty, the build with the fault seam): the slot stays until its 3 s
+  // lease expires.
   CommandResult plan =
       Berth(0, {"plan", "-f", v2, "-o", "json", "--state-dir", (tmp_ / "state-0").string()});
   auto j = nlohmann::json::parse(plan.output, nullptr, false);
@@ -331,7 +335,8 @@ TEST_F(FleetE2eTest, AKilledSlotHolderFreesItsSlotWhenTheLeaseExpiresAndEtcdDown
   for (const auto& a : j["resource_changes"])
     if (a["action"] == "restart") restart = a["step"].get<int>();
   ASSERT_GT(restart, 0) << plan.output;
-  CommandResult killed = Apply(0, v2, {"BERTH_FAULT_KILL_AT_STEP=" + std::to_string(restart)});
+  CommandResult killed =
+      Apply(0, v2, {"BERTH_FAULT_KILL_AT_STEP=" + std::to_string(restart)}, BERTH_FAULTY_BIN);
   EXPECT_EQ(killed.exit_code, 128 + SIGKILL) << killed.output << killed.error;
   nlohmann::json status = FleetStatus(v2);
   ASSERT_EQ(status["slots"].size(), 1u) << status.dump(2);

@@ -2,8 +2,15 @@
 // sandboxed systemd with fake vLLM servers. A smoke gate that passes ends the switch; one that
 // fails (the new server answers with empty text) is rolled back with the old service healthy; a
 // preflight command that fails stops the apply before anything is stopped; a smoke reply holding
-// a byte that is not UTF-8 fails its gate like any other bad answer.
+// a byte that is not UTF-8 fails its gate like any other bad answer. berth killed -9 during any
+// gate of the switch: the next apply runs every gate of it again, and a failing one is still
+// rolled back.
+#include <fcntl.h>
 #include <gmock/gmock.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <fstream>
@@ -18,6 +25,7 @@ namespace berth::testing {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 class GatesE2eTest : public SandboxSuite {
  protected:
@@ -62,6 +70,71 @@ class GatesE2eTest : public SandboxSuite {
     err_.str("");
     std::istringstream in;
     return RunApply(cmd, in, out_, err_);
+  }
+  int Plan(const std::string& manifest) {
+    PlanCommand cmd;
+    cmd.manifest_path = manifest;
+    cmd.host.bus_address = sandbox_->system_bus_address();
+    cmd.state_dir = (tmp_ / "state").string();
+    cmd.detailed_exitcode = true;
+    out_.str("");
+    err_.str("");
+    return RunPlan(cmd, out_, err_);
+  }
+  // The step of the plan line "N > VERB ADDRESS ..." (0: none).
+  int StepOf(const std::string& manifest, const std::string& verb, const std::string& address) {
+    Plan(manifest);
+    std::istringstream lines(out_.str());
+    std::string line;
+    while (std::getline(lines, line)) {
+      int step = 0;
+      char sign = 0;
+      std::string v, a;
+      std::istringstream l(line);
+      if (l >> step >> sign >> v >> a && v == verb && a == address) return step;
+    }
+    return 0;
+  }
+  // `berth apply` as its own process: `berth` is BERTH_BIN or BERTH_FAULTY_BIN (the build with
+  // the fault seam: $BERTH_FAULT_KILL_AT_STEP=N kills it -9 as step N begins).
+  pid_t ApplyProcess(const std::string& manifest, const std::vector<std::string>& env,
+                     const char* berth) {
+    std::string log = (tmp_ / "apply-processes.log").string();
+    std::string state = (tmp_ / "state").string();
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      for (const auto& e : env) ::putenv(const_cast<char*>(e.c_str()));
+      int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+      ::execl(berth, berth, "apply", "-f", manifest.c_str(), "--yes", "--bus",
+              sandbox_->system_bus_address().c_str(), "--journal-dir",
+              sandbox_->journal_dir().c_str(), "--state-dir", state.c_str(),
+              static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    return pid;
+  }
+  // waitpid, killing a berth that does not end within a minute (the test then fails).
+  int Wait(pid_t pid) {
+    int status = 0;
+    if (!WaitFor([&] { return ::waitpid(pid, &status, WNOHANG) == pid; },
+                 std::chrono::seconds(60))) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      ADD_FAILURE() << "berth apply did not end; its output:\n"
+                    << ReadAll((tmp_ / "apply-processes.log").string());
+    }
+    return status;
+  }
+  // The status of the journal's entry of `kind` (as the running apply last wrote it), "" none.
+  std::string JournalStatus(const std::string& kind) {
+    auto j =
+        nlohmann::json::parse(ReadAll((tmp_ / "state" / "journal.json").string()), nullptr, false);
+    if (j.is_discarded() || !j.contains("actions")) return "";
+    for (const auto& e : j["actions"])
+      if (e.value("kind", "") == kind) return e.value("status", "");
+    return "";
   }
   std::string Invocation(const std::string& unit) {
     auto p = systemd_->GetUnits({unit});
@@ -249,6 +322,98 @@ TEST_F(GatesE2eTest, APreflightsOutputCutMidCharacterAndItsEscapesAreShownSafely
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     EXPECT_FALSE(nlohmann::json::parse(text, nullptr, false).is_discarded()) << path;
   }
+}
+
+// kill -9 as each gate of a switch runs (its health gate, its smoke gate, its floor; through
+// berth_faulty's fault seam): the next apply runs every gate of the switch again, with the reason
+// that it resumes an interrupted switch, and only then calls it done.
+TEST_F(GatesE2eTest, AKillDuringAnyGateOfASwitchMakesTheNextApplyRunEveryGate) {
+  const std::string gated =
+      Manifest(true,
+               "    env: {FAKE_VLLM_TOKENS_PER_SECOND: \"50\", "
+               "FAKE_VLLM_MAX_AGGREGATE_TOKENS_PER_SECOND: \"100\"}\n"
+               "    gates:\n      smoke: {prompt: Say hello., max_tokens: 4, timeout: 10s}\n"
+               "      floor: {concurrency: 4, duration: 2s, output_tps: 50, max_tokens: 32}\n");
+  for (const char* gate : {"wait-healthy", "smoke", "floor"}) {
+    SCOPED_TRACE(std::string("killed during ") + gate);
+    ASSERT_EQ(Apply(Manifest(false)), kExitOk) << out_.str() << err_.str();
+    int k = StepOf(gated, gate, "service/svc-new");
+    ASSERT_GT(k, 0) << out_.str();
+    pid_t pid =
+        ApplyProcess(gated, {"BERTH_FAULT_KILL_AT_STEP=" + std::to_string(k)}, BERTH_FAULTY_BIN);
+    int status = Wait(pid);
+    ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "status " << status;
+    EXPECT_EQ(JournalStatus(gate), "running") << "killed during the gate";
+    ASSERT_EQ(ActiveState("svc-new.service"), "active");
+
+    ASSERT_EQ(Plan(gated), kExitChanges) << out_.str() << err_.str();
+    EXPECT_THAT(out_.str(), HasSubstr("wait-healthy  service/svc-new"));
+    EXPECT_THAT(out_.str(), HasSubstr("smoke         service/svc-new"));
+    EXPECT_THAT(out_.str(), HasSubstr("floor         service/svc-new"));
+    EXPECT_THAT(out_.str(), HasSubstr("an interrupted apply started it but never saw"));
+    ASSERT_EQ(Apply(gated), kExitOk) << out_.str() << err_.str();
+    EXPECT_THAT(out_.str(), HasSubstr("smoke: svc-new.service answered in"));
+    EXPECT_THAT(out_.str(), HasSubstr("floor: svc-new.service passed: "));
+    EXPECT_EQ(ActiveState("svc-new.service"), "active");
+    EXPECT_FALSE(std::filesystem::exists(tmp_ / "state" / "journal.json"));
+    EXPECT_EQ(Plan(gated), kExitOk) << out_.str();
+    EXPECT_THAT(out_.str(), Not(HasSubstr("stopped at step"))) << "the warning is not repeated";
+  }
+}
+
+// The new version fails its smoke gate, and berth is killed -9 during that gate: the next apply
+// still runs the gate, sees it fail and rolls the switch back (svc-old, which the killed apply
+// stopped, serves again, from what its journal kept), then holds the change.
+TEST_F(GatesE2eTest, ASmokeGateKilledMidwayStillCatchesAFailingVersionAndRollsItBack) {
+  ASSERT_EQ(Apply(Manifest(false)), kExitOk) << out_.str() << err_.str();
+  std::string m =
+      Manifest(true,
+               "    env: {FAKE_VLLM_EMPTY_COMPLETIONS: \"1\"}\n"
+               "    gates: {smoke: {prompt: Say hello., max_tokens: 4, timeout: 10s}}\n");
+  int k = StepOf(m, "smoke", "service/svc-new");
+  ASSERT_GT(k, 0) << out_.str();
+  int status =
+      Wait(ApplyProcess(m, {"BERTH_FAULT_KILL_AT_STEP=" + std::to_string(k)}, BERTH_FAULTY_BIN));
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "status " << status;
+  ASSERT_EQ(ActiveState("svc-old.service"), "inactive");
+
+  ASSERT_EQ(Apply(m), kExitFailed) << out_.str() << err_.str();
+  EXPECT_THAT(err_.str(), HasSubstr("the smoke gate of svc-new.service failed after"));
+  EXPECT_THAT(err_.str(), HasSubstr("rolled back:"));
+  EXPECT_THAT(err_.str(), HasSubstr("start svc-old.service again"));
+  EXPECT_EQ(ActiveState("svc-new.service"), "inactive");
+  EXPECT_EQ(ActiveState("svc-old.service"), "active");
+  EXPECT_THAT(Get("/v1/models"), HasSubstr("\"svc-old\"")) << "the old service serves again";
+  const std::string old = Invocation("svc-old.service");
+  EXPECT_EQ(Apply(m), kExitBlocked) << out_.str() << err_.str();
+  EXPECT_THAT(err_.str(), HasSubstr("not trying this change again"));
+  EXPECT_EQ(Invocation("svc-old.service"), old) << "svc-old was not taken down again";
+}
+
+// A real kill -9 of berth itself (no fault seam) while its health gate waits for a slow start;
+// berth ignores $BERTH_FAULT_KILL_AT_STEP: the variable kills only berth_faulty.
+TEST_F(GatesE2eTest, BerthKilledWhileItsHealthGateWaitsIsFollowedByEveryGate) {
+  ASSERT_EQ(Apply(Manifest(false)), kExitOk) << out_.str() << err_.str();
+  std::string m =
+      Manifest(true,
+               "    env: {FAKE_VLLM_STARTUP_DELAY: \"5\"}\n"
+               "    gates: {smoke: {prompt: Say hello., max_tokens: 4, timeout: 10s}}\n");
+  pid_t pid = ApplyProcess(m, {"BERTH_FAULT_KILL_AT_STEP=1"}, BERTH_BIN);
+  ASSERT_TRUE(WaitFor([&] { return JournalStatus("wait-healthy") == "running"; }))
+      << ReadAll((tmp_ / "apply-processes.log").string());
+  ::kill(pid, SIGKILL);
+  int status = Wait(pid);
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "status " << status;
+  EXPECT_EQ(JournalStatus("smoke"), "pending");
+
+  ASSERT_EQ(Apply(m), kExitOk) << out_.str() << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("smoke: svc-new.service answered in"));
+  EXPECT_EQ(ActiveState("svc-new.service"), "active");
+
+  // berth itself, with the variable set, carries a whole switch out.
+  ASSERT_EQ(Wait(ApplyProcess(Manifest(false), {"BERTH_FAULT_KILL_AT_STEP=1"}, BERTH_BIN)), 0)
+      << ReadAll((tmp_ / "apply-processes.log").string());
+  EXPECT_EQ(ActiveState("svc-old.service"), "active");
 }
 
 }  // namespace

@@ -156,14 +156,17 @@ class LifecycleTest : public SandboxSuite {
     return rc;
   }
   /// `berth apply` as its own process (for kill -9 and lock tests).
-  pid_t ApplyProcess(const std::string& manifest, const std::vector<std::string>& env) {
+  /// `berth apply` as a process; `berth` BERTH_FAULTY_BIN for the build with the fault seam
+  /// ($BERTH_FAULT_KILL_AT_STEP=N: kill -9 as step N begins).
+  pid_t ApplyProcess(const std::string& manifest, const std::vector<std::string>& env,
+                     const char* berth = BERTH_BIN) {
     pid_t pid = ::fork();
     if (pid == 0) {
       for (const auto& e : env) ::putenv(const_cast<char*>(e.c_str()));
       int log = ::open(ProcessLog().c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
       ::dup2(log, 1);
       ::dup2(log, 2);
-      ::execl(BERTH_BIN, BERTH_BIN, "apply", "-f", manifest.c_str(), "--yes", "--bus",
+      ::execl(berth, berth, "apply", "-f", manifest.c_str(), "--yes", "--bus",
               sandbox_->system_bus_address().c_str(), "--journal-dir",
               sandbox_->journal_dir().c_str(), "--nvml-library", FAKE_NVML_FULL, "--state-dir",
               state_.c_str(), static_cast<char*>(nullptr));
@@ -393,7 +396,8 @@ TEST_F(LifecycleTest, KillNineAtEveryStepThenARerunConverges) {
     ASSERT_EQ(Apply(Manifest("running", "absent")), kExitOk) << out_.str() << err_.str();
     std::filesystem::remove_all(store_ + "/models--MiniMaxAI--MiniMax-M2.5");
     SyncGpus();
-    pid_t pid = ApplyProcess(m, {"BERTH_FAULT_KILL_AT_STEP=" + std::to_string(k)});
+    pid_t pid =
+        ApplyProcess(m, {"BERTH_FAULT_KILL_AT_STEP=" + std::to_string(k)}, BERTH_FAULTY_BIN);
     int status = Wait(pid);
     ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "status " << status;
     SyncGpus();
@@ -548,7 +552,8 @@ TEST_F(LifecycleTest, KillNineAfterAPublishedDownloadStillLeavesTheModelBerths) 
   ASSERT_EQ(Plan(m), kExitChanges);
   int download = StepOf(out_.str(), "download", "model/minimax-m25");
   ASSERT_EQ(download, 1) << out_.str();
-  pid_t pid = ApplyProcess(m, {"BERTH_FAULT_KILL_AT_STEP=" + std::to_string(download + 1)});
+  pid_t pid = ApplyProcess(m, {"BERTH_FAULT_KILL_AT_STEP=" + std::to_string(download + 1)},
+                           BERTH_FAULTY_BIN);
   int status = Wait(pid);
   ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "status " << status;
   ExpectMinimaxVerified();
@@ -606,7 +611,8 @@ TEST_F(LifecycleTest, KillNineBetweenWriteUnitAndRestartStillRestartsIntoTheNewU
     auto units = systemd_->GetUnits({"vllm-minimax-m25.service"});
     ASSERT_TRUE(units.ok());
     std::string invocation = (*units)[0].invocation_id;
-    pid_t pid = ApplyProcess(after, {"BERTH_FAULT_KILL_AT_STEP=" + std::to_string(k)});
+    pid_t pid =
+        ApplyProcess(after, {"BERTH_FAULT_KILL_AT_STEP=" + std::to_string(k)}, BERTH_FAULTY_BIN);
     int status = Wait(pid);
     ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "status " << status;
     units = systemd_->GetUnits({"vllm-minimax-m25.service"});

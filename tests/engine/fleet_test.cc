@@ -4,7 +4,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <thread>
+#include <utility>
 
 #include "engine/apply/fleet_turn.h"
 #include "engine/output/fleet_view.h"
@@ -292,6 +294,41 @@ TEST_F(FleetTurnTest, ASlotLeftByAnEarlierBerthOfThisHostIsTakenOver) {
   EXPECT_EQ(etcd.kv().count("/berth/fleets/prod/slots/0"), 0u);
 }
 
+// gpu-01 holds the turn and its lease expires while it is dark (etcd unreachable longer than the
+// TTL); gpu-02 takes the slot. Asked again before gpu-01 takes another service down, Take()
+// finds the turn lost and waits until gpu-02 gives it back: never two hosts dark at once.
+TEST_F(FleetTurnTest, ATurnLostWhileHeldIsTakenAgainBeforeGoingOn) {
+  FleetSpec f = Fleet(1);
+  std::vector<std::string> said;
+  FleetTurnOptions o = Options("gpu-01");
+  o.say = [&](const std::string& l) { said.push_back(l); };
+  FleetTurn first(f, &etcd, o);
+  ASSERT_TRUE(first.Take().ok());
+  etcd.Expire(etcd.kv().at("/berth/fleets/prod/slots/0").lease);
+  FleetTurn second(f, &etcd, Options("gpu-02"));
+  ASSERT_TRUE(second.Take().ok());
+  clock.on_sleep = [&](std::chrono::milliseconds elapsed) {
+    if (elapsed >= std::chrono::seconds(20)) second.Release();
+  };
+  ASSERT_TRUE(first.Take().ok());
+  EXPECT_GE(clock.Elapsed(), std::chrono::seconds(20)) << "it waited for gpu-02's turn to end";
+  EXPECT_TRUE(first.holding());
+  EXPECT_EQ(etcd.max_slots_held(), 1);
+  auto slot = FleetSlotFromJson(etcd.kv().at("/berth/fleets/prod/slots/0").value, "k");
+  ASSERT_TRUE(slot.ok());
+  EXPECT_EQ(slot->host, "gpu-01");
+  EXPECT_THAT(said, ::testing::Contains(HasSubstr("this host's turn is lost")));
+  // Still held: Take() says so at once.
+  auto now = clock.Elapsed();
+  ASSERT_TRUE(first.Take().ok());
+  EXPECT_EQ(clock.Elapsed(), now);
+  // etcd unreachable: the turn cannot be shown held, so it is not (nothing more goes dark).
+  etcd.SetDown(true);
+  Status s = first.Take();
+  EXPECT_FALSE(s.ok());
+  EXPECT_THAT(s.message(), HasSubstr("etcd cannot be reached"));
+}
+
 TEST_F(FleetTurnTest, UnreadableReportsAreLeftOutWithAWarningNamingTheKey) {
   FleetSpec f = Fleet();
   ASSERT_TRUE(etcd.Put("/berth/fleets/prod/hosts/gpu-09", "{not json").ok());
@@ -439,6 +476,23 @@ class FleetReconcilerTest : public ReconcilerTest {
     auto r = FleetReportFromJson(it->second.value, it->first);
     return r.ok() ? std::optional<FleetReport>(*r) : std::nullopt;
   }
+  // alpha and beta, both on GPU 0 (so restarted one after the other), in fleet "prod";
+  // `args` added to each.
+  std::string TwoServices(const std::string& args) {
+    std::string m =
+        "berth: 1\nhost: {store: /models}\nmodels:\n  kimi: {source: "
+        "hf://moonshotai/Kimi-K2, revision: " +
+        kKimi + ", size: 20GB}\nservices:\n";
+    for (const auto& [name, port] : {std::pair<std::string, int>{"alpha", 8000}, {"beta", 8001}})
+      m += "  " + name + ":\n    model: kimi\n    engine: vllm\n    gpus: [0]\n    port: " +
+           std::to_string(port) +
+           "\n    vllm: {gpu_memory_utilization: 0.4}\n    health: {timeout: 10m, interval: 5s}\n" +
+           args;
+    return m +
+           "fleet:\n  name: prod\n  etcd: {endpoints: [\"http://etcd-1:2379\"]}\n  wait: 1m\n"
+           "  waves:\n    - {name: canary, hosts: [gpu-00]}\n    - {name: rest, hosts: "
+           "[\"gpu-*\"]}\n";
+  }
   // The pass owns its client; they all share this one etcd.
   struct EtcdView : Etcd {
     explicit EtcdView(FakeEtcd* fake) : e(fake) {}
@@ -566,6 +620,86 @@ TEST_F(FleetReconcilerTest, ACrashLoopingServiceIsPublishedAsCrashLoopingAndStop
   auto v = MayGoDark(Fleet(), "gpu-02", mine->digest, {*mine});
   EXPECT_EQ(v.kind, FleetTurnVerdict::kStop);
   EXPECT_THAT(v.why, HasSubstr("stopped: a service crash-loops on gpu-01"));
+}
+
+// Two services restarted one after the other (they share GPU 0). gpu-01's lease expires as the
+// first restarts, and gpu-02 takes the slot: before the second restart gpu-01 finds its turn
+// lost and waits until gpu-02 gives the slot back, so the two hosts are never dark at once.
+TEST_F(FleetReconcilerTest, ATurnLostAfterTheFirstRestartIsTakenAgainBeforeTheSecond) {
+  dir.Write("two/berth.yaml", TwoServices(""));
+  dir.Write("two-longer/berth.yaml", TwoServices("    args: [\"--max-num-seqs\", \"64\"]\n"));
+  ASSERT_EQ(FleetApply("two").exit_code, 0) << err.str();
+  std::string digest = Plan("two-longer").manifest_digest;
+  ASSERT_TRUE(etcd.Put("/berth/fleets/prod/hosts/gpu-00",
+                       FleetReportToJson(Report("gpu-00", kFleetConverged, digest)))
+                  .ok());
+  FleetSpec f = Fleet(1);
+  std::unique_ptr<FleetTurn> other;  // gpu-02
+  std::chrono::milliseconds taken{0};
+  bool second_while_other_dark = false;
+  // FakeSystemd's restart is a stop, then a start (on_job sees "start").
+  world.on_job = [&](const std::string& verb, const std::string&) {
+    if (verb != "start") return;
+    if (other) {
+      second_while_other_dark = other->holding();
+      return;
+    }
+    etcd.Expire(etcd.kv().at("/berth/fleets/prod/slots/0").lease);
+    FleetTurnOptions o;
+    o.host = "gpu-02";
+    o.digest = kDigest;
+    o.clock = &world.clock;
+    other = std::make_unique<FleetTurn>(f, &etcd, o);
+    EXPECT_TRUE(other->Take().ok());
+    taken = world.clock.Elapsed();
+  };
+  world.clock.on_sleep = [&](std::chrono::milliseconds elapsed) {
+    if (other && elapsed >= taken + std::chrono::seconds(30)) other->Release();
+  };
+  RunReport r = FleetApply("two-longer");
+  EXPECT_EQ(r.exit_code, 0) << out.str() << err.str();
+  ASSERT_TRUE(other);
+  EXPECT_EQ(Count("restart alpha.service"), 1u);
+  EXPECT_EQ(Count("restart beta.service"), 1u);
+  EXPECT_FALSE(second_while_other_dark)
+      << "the second service went down while gpu-02 held the only slot";
+  EXPECT_THAT(out.str(), HasSubstr("this host's turn is lost"));
+  EXPECT_GE(world.clock.Elapsed(), taken + std::chrono::seconds(30));
+  EXPECT_EQ(etcd.max_slots_held(), 1);
+  for (const auto& [k, v] : etcd.kv()) EXPECT_EQ(k.find("/slots/"), std::string::npos) << k;
+  world.on_job = nullptr;
+  world.clock.on_sleep = nullptr;
+}
+
+// The same, but etcd is unreachable when the lease is found lost: the turn cannot be taken
+// again, so the pass stops before the second restart (nothing more goes dark), is not held, and
+// the next pass with etcd back finishes it.
+TEST_F(FleetReconcilerTest, ATurnLostThatCannotBeTakenAgainStopsBeforeTheNextServiceGoesDown) {
+  dir.Write("two/berth.yaml", TwoServices(""));
+  dir.Write("two-longer/berth.yaml", TwoServices("    args: [\"--max-num-seqs\", \"64\"]\n"));
+  ASSERT_EQ(FleetApply("two").exit_code, 0) << err.str();
+  std::string digest = Plan("two-longer").manifest_digest;
+  ASSERT_TRUE(etcd.Put("/berth/fleets/prod/hosts/gpu-00",
+                       FleetReportToJson(Report("gpu-00", kFleetConverged, digest)))
+                  .ok());
+  int starts = 0;
+  world.on_job = [&](const std::string& verb, const std::string&) {
+    if (verb != "start" || ++starts != 1) return;
+    etcd.Expire(etcd.kv().at("/berth/fleets/prod/slots/0").lease);
+    etcd.SetDown(true);
+  };
+  RunReport r = FleetApply("two-longer");
+  EXPECT_EQ(r.exit_code, 1) << out.str() << err.str();
+  EXPECT_TRUE(r.exec.turn_lost);
+  EXPECT_FALSE(r.terminal) << "retried, not held";
+  EXPECT_EQ(starts, 1) << "the second service was not taken down";
+  EXPECT_THAT(err.str(), HasSubstr("this host's turn in its fleet was lost"));
+  EXPECT_THAT(err.str(), HasSubstr("etcd cannot be reached"));
+  world.on_job = nullptr;
+  etcd.SetDown(false);
+  r = FleetApply("two-longer");
+  EXPECT_EQ(r.exit_code, 0) << out.str() << err.str();
+  EXPECT_EQ(Plan("two-longer").outcome, Outcome::kNoChanges) << out.str();
 }
 
 TEST_F(FleetReconcilerTest, AFailedSwitchIsPublishedAsFailedAndGivesTheSlotBack) {

@@ -9,6 +9,9 @@
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -89,6 +92,58 @@ class ReconcilerTest : public ::testing::Test {
     return Reconciler(world.Deps(&say)).Run(o);
   }
   RunReport Apply(const std::string& manifest) { return Pass(manifest, true); }
+
+  // kill -9 as step `k` of an apply of `manifest` begins (what berth_faulty does in the e2e
+  // tests): the apply runs through the Reconciler, and the host and the state directory are
+  // put back as they were at that moment, its journal saying step k runs. Whether step k came.
+  bool KillAt(const std::string& manifest, int k, const std::string& state = "state") {
+    out.str("");
+    err.str("");
+    Reporter say(out, err, PlanFormat::kText);
+    ReconcileOptions o;
+    o.manifest_path = dir / (manifest + "/berth.yaml");
+    o.state_dir = dir / state;
+    o.apply = true;
+    o.yes = true;
+    o.stop = &stop;
+    std::optional<FakeHost> host;
+    std::map<std::string, std::optional<std::string>> files;
+    ReconcilerDeps d = world.Deps(&say);
+    d.at_step = [&](int step) {
+      if (step != k || host) return;
+      host = world.host;
+      for (const char* f : {"state.json", "journal.json"}) {
+        std::string path = dir / (state + "/" + f);
+        files[path] = std::filesystem::exists(path) ? std::optional<std::string>(ReadAll(path))
+                                                    : std::nullopt;
+      }
+    };
+    Reconciler(d).Run(o);
+    if (!host) return false;
+    world.host = *host;
+    for (const auto& [path, content] : files) {
+      if (content)
+        std::ofstream(path, std::ios::trunc | std::ios::binary) << *content;
+      else
+        std::filesystem::remove(path);
+    }
+    world.calls.clear();
+    world.probes.clear();
+    return true;
+  }
+  static std::string ReadAll(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+  // The 1-based step of the first action of `kind` at `address` in `plan` (0: none).
+  static int StepOf(const berth::Plan& plan, ActionKind kind, const std::string& address) {
+    for (size_t i = 0; i < plan.actions.size(); ++i)
+      if (plan.actions[i].kind == kind && plan.actions[i].address == address)
+        return static_cast<int>(i + 1);
+    return 0;
+  }
   RunReport Plan(const std::string& manifest) { return Pass(manifest, false); }
 
   const ObservedUnit* Unit(const std::string& name) { return world.host.observed().FindUnit(name); }

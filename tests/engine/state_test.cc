@@ -125,6 +125,58 @@ TEST_F(StateTest, TheJournalRoundTripsAndClears) {
   EXPECT_FALSE(exists);
 }
 
+// The switches a journal keeps (what each replaced) come back as written, the old unit file byte
+// for byte, and a kill during a smoke or floor gate leaves the service unfinished, as one during
+// its health gate does.
+TEST_F(StateTest, TheJournalKeepsWhatEachSwitchReplacedAndEveryUnfinishedGate) {
+  StateDir sd(dir_.string());
+  Journal j;
+  j.started = "2026-11-30T00:00:00Z";
+  j.pid = "42";
+  j.entries = {{1, "stop", "service/old", "done", ""},
+               {2, "start", "service/new", "done", ""},
+               {3, "wait-healthy", "service/new", "done", ""},
+               {4, "smoke", "service/new", "running", ""},
+               {5, "restart", "service/inplace", "done", ""},
+               {6, "wait-healthy", "service/inplace", "done", ""},
+               {7, "floor", "service/inplace", "pending", ""},
+               {8, "start", "service/ok", "done", ""},
+               {9, "wait-healthy", "service/ok", "done", ""}};
+  Action stop;
+  stop.kind = ActionKind::kStop;
+  stop.unit = "old.service";
+  stop.address = "service/old";
+  stop.for_service = "new";
+  stop.port = 8000;
+  stop.health_path = "/health";
+  stop.served_name = "old";
+  stop.timeout_ms = 600000;
+  stop.interval_ms = 5000;
+  j.switches = {
+      {"service/new", "new.service", {stop}, std::nullopt},
+      {"service/inplace", "inplace.service", {}, "[Unit]\nDescription=\xff\xfe not UTF-8\n"}};
+  ASSERT_TRUE(sd.SaveJournal(j).ok());
+  bool exists = false;
+  auto back = sd.LoadJournal(&exists);
+  ASSERT_TRUE(exists && back.ok()) << back.status().message();
+  EXPECT_EQ(JournalToJson(*back), JournalToJson(j));
+  ASSERT_EQ(back->switches.size(), 2u);
+  ASSERT_EQ(back->switches[0].stopped.size(), 1u);
+  const Action& s = back->switches[0].stopped[0];
+  EXPECT_EQ(s.kind, ActionKind::kStop);
+  EXPECT_EQ(s.unit, "old.service");
+  EXPECT_EQ(s.port, 8000);
+  EXPECT_EQ(s.served_name, "old");
+  EXPECT_EQ(s.timeout_ms, 600000u);
+  EXPECT_FALSE(back->switches[0].unit_before);
+  EXPECT_EQ(back->switches[1].unit_before, "[Unit]\nDescription=\xff\xfe not UTF-8\n");
+
+  BerthState b;
+  NoteUnfinishedApply(*back, &b);
+  EXPECT_EQ(b.ungated, (std::vector<std::string>{"service/new", "service/inplace"}));
+  EXPECT_THAT(b.interrupted, HasSubstr("stopped at step 9"));
+}
+
 TEST_F(StateTest, ASecondLockIsToldWhoHoldsTheFirst) {
   auto first = StateLock::Acquire(dir_.string(), std::chrono::milliseconds(0), "berth apply");
   ASSERT_TRUE(first.ok()) << first.status().message();

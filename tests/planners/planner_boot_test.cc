@@ -186,8 +186,30 @@ TEST_F(ScenarioTest, AServiceAnInterruptedApplyStartedIsGatedBeforeItIsEnabled) 
   Converge();
   UnitOf("svc.service").unit_file_state = "disabled";
   o.state.ungated = {"service/svc"};
-  EXPECT_THAT(Steps(PlanNow()), ElementsAre("wait-healthy service/svc health_gate",
+  EXPECT_THAT(Steps(PlanNow()), ElementsAre("wait-healthy service/svc interrupted_switch",
                                             "enable unit/svc.service not_enabled"));
+}
+
+// Killed during its smoke gate (or its floor, or its health gate): the service runs, its unit is
+// as wanted, and yet the switch is not done: every gate of its chain runs again, in order.
+TEST_F(ScenarioTest, AServiceAnInterruptedApplyLeftBeforeItsLastGateGetsItsWholeChainAgain) {
+  OneModel();
+  ServiceSpec& s = Vllm("svc", "a", {0}, 8000);
+  s.gates.smoke = SmokeSpec{};
+  s.gates.floor = FloorSpec{};
+  s.gates.floor->output_tps = 100;
+  Converge();
+  ASSERT_TRUE(PlanNow().empty());
+  o.state.ungated = {"service/svc"};
+  Plan p = PlanNow();
+  EXPECT_THAT(Steps(p), ElementsAre("wait-healthy service/svc interrupted_switch",
+                                    "smoke service/svc interrupted_switch",
+                                    "floor service/svc interrupted_switch"));
+  EXPECT_EQ(p.actions[1].port, 8000);
+  EXPECT_THAT(p.actions[2].detail, ::testing::HasSubstr("never saw this gate pass"));
+  // A service no longer wanted running is not gated.
+  s.state = ServiceState::kStopped;
+  for (const Action& a : PlanNow().actions) EXPECT_FALSE(IsGate(a.kind)) << a.address;
 }
 
 }  // namespace
