@@ -22,8 +22,9 @@ class SpaceFs : public StoreFs {
   Result<std::string> ReadLink(const std::string& path) override {
     return PosixStoreFs().ReadLink(path);
   }
-  Result<std::string> ReadSmallFile(const std::string& path, size_t max_bytes) override {
-    return PosixStoreFs().ReadSmallFile(path, max_bytes);
+  Result<std::string> ReadSmallFile(const std::string& path, size_t max_bytes,
+                                    bool follow) override {
+    return PosixStoreFs().ReadSmallFile(path, max_bytes, follow);
   }
   /// The real total, `free` bytes free; counted in `asked`.
   Result<DiskSpace> SpaceOf(const std::string& path) override {
