@@ -39,7 +39,8 @@ bool IsManifestName(const fs::path& p) {
 std::string TooLarge(uint64_t size) {
   return "larger than berth reads (" + std::to_string(size) + " bytes; at most " +
          std::to_string(kMaxManifestFileBytes) +
-         " bytes, 4 MiB): a manifest is a few KiB, check that this is the file meant";
+         " bytes, 4 MiB): a manifest or berth.lock is a few KiB, check that this is the file "
+         "meant";
 }
 
 // Reads `file` into `bytes`; "" on success, else what went wrong. A FIFO, a device or a socket

@@ -297,6 +297,7 @@ TEST_F(GatesTest, AServiceBoundToAnotherAddressIsProbedSmokedAndLoadedThere) {
   dir.Write("bound/berth.yaml", m);
   world.load_figures[8000].output_tps = 2400;
   world.load_figures[8000].output_tokens = 72000;
+  world.load_figures[8000].requests = 280;
   world.dialed.clear();
   world.calls.clear();
   RunReport r = Apply("bound");

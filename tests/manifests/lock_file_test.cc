@@ -146,7 +146,7 @@ TEST(LockFile, ALinkOrAHugeFileAtTheLockIsAProblemNamingIt) {
   std::ofstream(dir / "berth.lock");
   fs::resize_file(dir / "berth.lock", uintmax_t{4} << 30);  // sparse
   EXPECT_THAT(ToStrings(LoadManifests(dir.string())),
-              ElementsAre(HasSubstr((dir / "berth.lock").string() + ": larger than 16 MiB")));
+              ElementsAre(HasSubstr((dir / "berth.lock").string() + ": larger than berth reads")));
   fs::remove_all(dir);
 }
 
