@@ -193,8 +193,8 @@ TEST(Folder, AFileOverFourMiBIsRefusedBeforeItIsRead) {
   for (const std::string& path : {dir.path(), big}) {
     EXPECT_THAT(ToStrings(LoadManifests(path)),
                 ElementsAre(big + ": larger than berth reads (104857600 bytes; at most 4194304 "
-                                  "bytes, 4 MiB): a manifest is a few KiB, check that this is "
-                                  "the file meant"));
+                                  "bytes, 4 MiB): a manifest or berth.lock is a few KiB, check "
+                                  "that this is the file meant"));
   }
   // The limit is on bytes, not on what they hold: one byte over it is refused, the limit itself
   // is read (a comment, then the manifest).
