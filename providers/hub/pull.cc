@@ -157,7 +157,8 @@ Held WhereIsHeld(const CacheLayout& layout, const std::string& commit, const std
   fs::path parent = fs::path(rel).parent_path();
   std::string dir = snap_dir;
   for (const fs::path& part : parent) {
-    dir += "/" + part.string();
+    dir += '/';
+    dir += part.string();
     struct stat st;
     if (::lstat(dir.c_str(), &st) != 0) {
       h.missing = true;
