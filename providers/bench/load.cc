@@ -92,7 +92,11 @@ std::string ErrorAnswer(const std::string& body) {
     if (auto e = j.find("error"); !m && e != j.end() && e->is_string()) m = &*e;
     if (m) return Excerpt(m->get_ref<const std::string&>(), 300);
   }
-  return body.empty() ? "(empty answer)" : "'" + Excerpt(body, 200) + "'";
+  if (body.empty()) return "(empty answer)";
+  std::string out = "'";  // appended: g++ 12 -O3 warns falsely (-Wrestrict) of "'" + string&&
+  out += Excerpt(body, 200);
+  out += '\'';
+  return out;
 }
 
 struct Run;
