@@ -69,16 +69,8 @@ void Block(int fd) {
   if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
 }
 
-}  // namespace
-
-Result<int> OpenRegularFile(const std::string& path, const FileReadOptions& options,
-                            uint64_t* size) {
-  int fd = ::open(path.c_str(), OpenFlags(options.follow_links));
-  if (fd < 0) {
-    int e = errno;
-    if (e == ELOOP && !options.follow_links) return IsALink(path);
-    return FromErrno("cannot open " + path, e);
-  }
+// fstat of an open `fd`: an error (and `fd` closed) unless it is a regular file.
+Result<struct stat> StatRegular(int fd, const std::string& path) {
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
     int e = errno;
@@ -89,13 +81,28 @@ Result<int> OpenRegularFile(const std::string& path, const FileReadOptions& opti
     ::close(fd);
     return NotRegular(path, st.st_mode);
   }
-  if (static_cast<uint64_t>(st.st_size) > options.max_bytes) {
+  return st;
+}
+
+}  // namespace
+
+Result<int> OpenRegularFile(const std::string& path, const FileReadOptions& options,
+                            uint64_t* size) {
+  int fd = ::open(path.c_str(), OpenFlags(options.follow_links));
+  if (fd < 0) {
+    int e = errno;
+    if (e == ELOOP && !options.follow_links) return IsALink(path);
+    return FromErrno("cannot open " + path, e);
+  }
+  Result<struct stat> st = StatRegular(fd, path);
+  if (!st.ok()) return st.status();
+  if (static_cast<uint64_t>(st->st_size) > options.max_bytes) {
     ::close(fd);
-    return TooLarge(path, "is " + FormatBytes(static_cast<uint64_t>(st.st_size)) + ",",
+    return TooLarge(path, "is " + FormatBytes(static_cast<uint64_t>(st->st_size)) + ",",
                     options.max_bytes);
   }
   Block(fd);
-  if (size) *size = static_cast<uint64_t>(st.st_size);
+  if (size) *size = static_cast<uint64_t>(st->st_size);
   return fd;
 }
 
@@ -134,16 +141,8 @@ Result<int> OpenLockFile(const std::string& path) {
     if (e == ELOOP) return IsALink(path);
     return FromErrno("cannot open " + path, e);
   }
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    int e = errno;
-    ::close(fd);
-    return FromErrno("cannot stat " + path, e);
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return NotRegular(path, st.st_mode);
-  }
+  Result<struct stat> st = StatRegular(fd, path);
+  if (!st.ok()) return st.status();
   Block(fd);
   return fd;
 }
