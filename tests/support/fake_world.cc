@@ -122,6 +122,7 @@ Result<std::vector<std::string>> FakeUnitFiles::ListBerthUnits() const {
 
 Result<Fetched> FakeModelStore::Download(const Action& a, const std::atomic<bool>*,
                                          const std::function<void(const PullProgress&)>&) {
+  std::lock_guard<std::mutex> lock(w_->download_mu);
   w_->calls.push_back("download " + a.repo_id);
   if (w_->fail_download.count(a.repo_id))
     return Status::Unavailable("the Hub answered 503 for " + a.repo_id);

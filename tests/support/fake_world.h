@@ -8,6 +8,7 @@
 #include <atomic>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
@@ -122,6 +123,9 @@ class FakeWorld {
   /// "HOST:PORT" of every health probe, smoke request and load; a probe or smoke request
   /// reaches a unit only where it listens (its bind address, or every address).
   std::vector<std::string> dialed;
+  /// The executor runs a plan's downloads on threads of their own: the fake store takes this
+  /// while it records one (two unlocked push_backs once corrupted the heap under ctest -j2).
+  std::mutex download_mu;
 
   // Faults, by unit name.
   std::set<std::string> fail_start;          // the start job fails; the unit ends "failed"
