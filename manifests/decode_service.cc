@@ -6,6 +6,7 @@
 #include <string>
 
 #include "manifests/names.h"
+#include "planners/engines/adapter.h"
 
 namespace berth::manifests {
 namespace {
@@ -314,7 +315,16 @@ void DecodeEnv(YamlReader& r, const Field& block, std::map<std::string, std::str
   }
 }
 
-std::string Devices(size_t n) { return std::to_string(n) + (n == 1 ? " device" : " devices"); }
+// argparse keeps a flag's last value, so an `args` entry naming a flag berth renders would
+// silently win over the key that sets it (and the health gate would probe the wrong port).
+void RefuseOwnedFlags(YamlReader& r, const ServiceSpec& s, const Field* args) {
+  if (args == nullptr || s.args.empty() || !args->value.IsSequence()) return;
+  std::optional<ArgConflict> c = FindOwnedFlag(s, s.args);
+  if (!c) return;
+  const std::string key = c->set_by;
+  r.Error(r.Loc(args->value[c->index]), c->flag + " is set by `" + key + ":`; args cannot set it",
+          "remove it from args, and change `" + key + ":` instead");
+}
 
 }  // namespace
 
@@ -345,6 +355,7 @@ ServiceDraft DecodeService(YamlReader& r, const Field& entry) {
   const Field* gpus_field = nullptr;
   const Field* vllm_block = nullptr;
   const Field* sglang_block = nullptr;
+  const Field* args_field = nullptr;
   bool tp_ok = true;
   for (const Field& f : fields) {
     // A state-only service may say where it serves and what it holds (berth cannot derive it
@@ -418,6 +429,7 @@ ServiceDraft DecodeService(YamlReader& r, const Field& entry) {
         s.command = *argv;
       }
     } else if (f.key == "args") {
+      args_field = &f;
       if (auto v = r.TextList(f);
           v && r.UnitValues(f, *v, UnitTextUse::kQuoted, UnitTextUse::kQuoted))
         s.args = *v;
@@ -448,6 +460,7 @@ ServiceDraft DecodeService(YamlReader& r, const Field& entry) {
     r.Error(entry.key_loc, "gates.smoke needs the service's 'port': it asks the server there",
             "add port:, or remove gates.smoke");
   if (!engine) return d;
+  RefuseOwnedFlags(r, s, args_field);
 
   // What each engine needs.
   const std::string engine_name = EngineName(*engine);
@@ -471,25 +484,9 @@ ServiceDraft DecodeService(YamlReader& r, const Field& entry) {
     return d;
   }
   if (!tp_ok) return d;
-  const size_t n = gpus->size();
-  if (*engine == EngineKind::kVllm) {
-    const int tp = s.vllm.tensor_parallel_size, pp = s.vllm.pipeline_parallel_size;
-    const int64_t product = int64_t{tp} * pp;
-    if (product != static_cast<int64_t>(n)) {
-      SourceLoc at = vllm_block != nullptr ? vllm_block->value_loc : gpus_field->value_loc;
-      r.Error(at,
-              "tensor_parallel_size " + std::to_string(tp) + " × pipeline_parallel_size " +
-                  std::to_string(pp) + " = " + std::to_string(product) + ", but gpus lists " +
-                  Devices(n),
-              "make tensor_parallel_size × pipeline_parallel_size equal the number of GPUs");
-    }
-  } else {
-    const int tp = s.sglang.tp_size;
-    if (tp != static_cast<int>(n)) {
-      SourceLoc at = sglang_block != nullptr ? sglang_block->value_loc : gpus_field->value_loc;
-      r.Error(at, "tp_size " + std::to_string(tp) + ", but gpus lists " + Devices(n),
-              "make tp_size equal the number of GPUs");
-    }
+  if (std::optional<EngineRefusal> no = AdapterFor(*engine).GpuCountProblem(s, gpus->size())) {
+    const Field* block = *engine == EngineKind::kVllm ? vllm_block : sglang_block;
+    r.Error(block != nullptr ? block->value_loc : gpus_field->value_loc, no->message, no->hint);
   }
   return d;
 }
