@@ -5,7 +5,7 @@
 
 #include <regex>
 
-#include "planners/engine_argv.h"
+#include "planners/engines/adapter.h"
 
 namespace berth {
 namespace {
