@@ -130,6 +130,31 @@ const std::vector<std::string>& Table(EngineKind e, std::string_view table) {
   return it == t.end() ? kNone : it->second;
 }
 
+// The value an operator most likely meant: another engine's spelling of it (vLLM's fp8 is
+// SGLang's fp8_e4m3; vLLM's minimax_m2_append_think is SGLang's minimax-append-think), else the
+// closest by edit distance once '_' and '-' are read alike, else DidYouMean's.
+std::string Nearest(const std::string& word, const std::vector<std::string>& values) {
+  auto has = [&](std::string_view x) {
+    return std::find(values.begin(), values.end(), x) != values.end();
+  };
+  if (word == "fp8" && has("fp8_e4m3")) return "did you mean 'fp8_e4m3'?";
+  auto plain = [](std::string x) {
+    std::replace(x.begin(), x.end(), '_', '-');
+    return x;
+  };
+  const std::string w = plain(word);
+  size_t best = 4;
+  std::string pick;
+  for (const std::string& v : values)
+    if (size_t d = EditDistance(w, plain(v)); d < best && d * 2 <= w.size()) {
+      best = d;
+      pick = v;
+    }
+  if (!pick.empty()) return "did you mean '" + pick + "'?";
+  std::vector<std::string_view> names(values.begin(), values.end());
+  return DidYouMean(word, names);
+}
+
 // One of the engine's own values (a parser, a dtype): anything else is refused with the
 // nearest spelling, since the engine would refuse it at start, or (a parser) quietly serve
 // tool calls as text.
@@ -139,8 +164,7 @@ std::optional<std::string> Choice(YamlReader& r, const Field& f, EngineKind e,
   if (!v) return std::nullopt;
   const std::vector<std::string>& values = Table(e, table);
   if (std::find(values.begin(), values.end(), *v) != values.end()) return v;
-  std::vector<std::string_view> names(values.begin(), values.end());
-  std::string hint = DidYouMean(*v, names);
+  std::string hint = Nearest(*v, values);
   if (hint.empty()) {
     hint = "one of:";
     for (const std::string& n : values) hint += " " + n;
