@@ -11,6 +11,7 @@
 
 #include "manifests/did_you_mean.h"
 #include "manifests/names.h"
+#include "planners/engines/catalogue.h"
 
 namespace berth::manifests {
 namespace {
@@ -89,45 +90,17 @@ bool DecodeVllm(YamlReader& r, const Field& block, VllmOptions* o) {
 
 namespace {
 
-// The engines' own tables (tool-call and reasoning parsers, speculative algorithms, KV-cache
-// dtypes), as planners/engines/catalogue/<engine>.json records them from the engine's source.
-// TODO(catalogue): read them from planners/engines/catalogue.h once it lands.
-const std::vector<std::string>& Table(EngineKind e, std::string_view table) {
-  using Tables = std::map<std::string, std::vector<std::string>, std::less<>>;
-  // sgl-project/sglang 001067fffe33427bee0ed2f007fb7551a1d76b44: FunctionCallParser's
-  // ToolCallParserEnum, ReasoningParser's DetectorMap, SpeculativeAlgorithm, server_args.py's
-  // --kv-cache-dtype choices.
-  static const Tables kSglang = {
-      {"tool_call_parsers",
-       {"deepseekv3", "deepseekv31", "deepseekv32", "glm", "glm45", "glm47", "gpt-oss", "kimi_k2",
-        "llama3", "mimo", "mistral", "pythonic", "qwen", "qwen25", "qwen3_coder", "step3",
-        "minimax-m2", "trinity", "interns1"}},
-      {"reasoning_parsers",
-       {"apertus2509", "deepseek-r1", "deepseek-v3",    "deepseek-v4",    "glm45",
-        "hunyuan",     "gpt-oss",     "kimi",           "kimi_k2",        "mimo",
-        "poolside_v1", "qwen3",       "qwen3-thinking", "minimax",        "minimax-append-think",
-        "minimax-m3",  "step3",       "step3p5",        "mistral",        "nemotron_3",
-        "interns1",    "gemma4",      "inkling",        "cohere_command4"}},
-      {"speculative_methods",
-       {"EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM", "DFLASH", "DSPARK"}},
-      {"kv_cache_dtypes",
-       {"auto", "fp8_e5m2", "fp8_e4m3", "mxfp8", "bf16", "bfloat16", "nvfp4", "fp4_mx_block16",
-        "fp4_e2m1"}},
-  };
-  // ggml-org/llama.cpp 145b6280d6aa1890e22457143dad0badb3fd6820, common/arg.cpp:
-  // kv_cache_types (-ctk / -ctv) and --split-mode's values.
-  static const Tables kLlama = {
-      {"kv_cache_dtypes", {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"}},
-      {"split_modes", {"none", "layer", "row"}},
-  };
-  // NVIDIA/TensorRT-LLM tensorrt_llm/commands/serve.py: --backend's choices (trt: an alias).
-  static const Tables kTrtllm = {{"backends", {"pytorch", "tensorrt", "_autodeploy", "trt"}}};
-  static const std::vector<std::string> kNone;
-  const Tables& t = e == EngineKind::kSglang   ? kSglang
-                    : e == EngineKind::kTrtllm ? kTrtllm
-                                               : kLlama;
-  auto it = t.find(table);
-  return it == t.end() ? kNone : it->second;
+// The engine's own values for a key, from its flag catalogue (planners/engines/catalogue/
+// <engine>.json, generated from the engine's source at the release it names): a table
+// ("tool_call_parsers") or a flag's choices ("--split-mode").
+const std::vector<std::string>& Values(CatalogueEngine e, std::string_view table_or_flag) {
+  const EngineCatalogue& c = Catalogue(e);
+  if (table_or_flag.starts_with("--")) {
+    static const std::vector<std::string> kNone;
+    const CatalogueFlag* f = c.Find(table_or_flag);
+    return f ? f->choices : kNone;
+  }
+  return c.Table(table_or_flag);
 }
 
 // The value an operator most likely meant: another engine's spelling of it (vLLM's fp8 is
@@ -159,10 +132,13 @@ std::string Nearest(const std::string& word, const std::vector<std::string>& val
 // nearest spelling, since the engine would refuse it at start, or (a parser) quietly serve
 // tool calls as text.
 std::optional<std::string> Choice(YamlReader& r, const Field& f, EngineKind e,
-                                  std::string_view table, std::string_view what) {
+                                  std::string_view table_or_flag, std::string_view what) {
   std::optional<std::string> v = r.String(f);
   if (!v) return std::nullopt;
-  const std::vector<std::string>& values = Table(e, table);
+  const CatalogueEngine which = e == EngineKind::kSglang   ? CatalogueEngine::kSglang
+                                : e == EngineKind::kTrtllm ? CatalogueEngine::kTrtllm
+                                                           : CatalogueEngine::kLlamaServer;
+  const std::vector<std::string>& values = Values(which, table_or_flag);
   if (std::find(values.begin(), values.end(), *v) != values.end()) return v;
   std::string hint = Nearest(*v, values);
   if (hint.empty()) {
@@ -293,7 +269,7 @@ void DecodeLlama(YamlReader& r, const Field& block, LlamaServerOptions* o) {
       if (auto v = Choice(r, f, EngineKind::kLlamaServer, "kv_cache_dtypes", "KV-cache types"))
         (f.key == "cache_type_k" ? o->cache_type_k : o->cache_type_v) = *v;
     } else if (f.key == "split_mode") {
-      if (auto v = Choice(r, f, EngineKind::kLlamaServer, "split_modes", "split modes"))
+      if (auto v = Choice(r, f, EngineKind::kLlamaServer, "--split-mode", "split modes"))
         o->split_mode = *v;
     }
   }
@@ -310,7 +286,7 @@ bool DecodeTrtllm(YamlReader& r, const Field& block, TrtllmOptions* o) {
       if (f.key == "pp_size") o->pp_size = *v;
       if (f.key == "ep_size") o->ep_size = *v;
     } else if (f.key == "backend") {
-      if (auto v = Choice(r, f, EngineKind::kTrtllm, "backends", "backends")) o->backend = *v;
+      if (auto v = Choice(r, f, EngineKind::kTrtllm, "--backend", "backends")) o->backend = *v;
     } else if (f.key == "trust_remote_code") {
       if (auto v = r.Bool(f)) o->trust_remote_code = *v;
     } else if (f.key == "max_seq_len") {

@@ -68,6 +68,8 @@ class SglangAdapter final : public EngineAdapter {
         {{"--served-model-name"}, "sglang.served_model_name"},
         {{"--host"}, "bind"},
         {{"--port"}, "port"},
+        // --tp and --dp: argparse's abbreviations of --tp-size and --dp-size, which SGLang's
+        // own tests and docs use.
         {{"--tp-size", "--tensor-parallel-size", "--tp"}, "sglang.tp_size"},
         {{"--mem-fraction-static"}, "sglang.mem_fraction_static"},
     };
