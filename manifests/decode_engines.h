@@ -1,5 +1,5 @@
-// The engine sections of a service: `vllm:`, `sglang:`, `llama_server:`. Each decoder reports
-// every problem through `r`; those returning bool say whether the parallel sizes were read
+// The engine sections of a service: `vllm:`, `sglang:`, `llama_server:`, `trtllm:`. Each decoder
+// reports every problem through `r`; those returning bool say whether the parallel sizes were read
 // (the GPU-count rule stays quiet otherwise).
 #pragma once
 
@@ -15,7 +15,9 @@ std::optional<double> Fraction(YamlReader& r, const Field& f);
 std::optional<int> PositiveInt(YamlReader& r, const Field& f);
 
 bool DecodeVllm(YamlReader& r, const Field& block, VllmOptions* o);
-bool DecodeSglang(YamlReader& r, const Field& block, SglangOptions* o);
+/// `draft_model_loc`: where speculative.draft_model is written (line 0 when it is not).
+bool DecodeSglang(YamlReader& r, const Field& block, SglangOptions* o, SourceLoc* draft_model_loc);
 void DecodeLlama(YamlReader& r, const Field& block, LlamaServerOptions* o);
+bool DecodeTrtllm(YamlReader& r, const Field& block, TrtllmOptions* o);
 
 }  // namespace berth::manifests

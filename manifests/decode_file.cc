@@ -17,7 +17,8 @@ constexpr std::string_view kHostKeys[] = {"match",       "store", "reserve",    
                                           "executables", "gpus",  "keep_revisions"};
 constexpr std::string_view kGpuInventoryKeys[] = {"count", "memory"};
 constexpr std::string_view kMatchKeys[] = {"hostname"};
-constexpr std::string_view kExecutableEngines[] = {"vllm", "sglang", "llama-server"};
+constexpr std::string_view kExecutableEngines[] = {"vllm", "sglang", "llama-server",
+                                                   "trtllm-serve"};
 constexpr std::string_view kModelKeys[] = {"source",  "revision", "include",
                                            "exclude", "keep",     "size"};
 

@@ -13,10 +13,12 @@ namespace berth::manifests {
 namespace {
 
 constexpr std::string_view kServiceKeys[] = {
-    "model",      "engine", "state",        "gpus",    "port",      "bind", "executable",
-    "vllm",       "sglang", "llama_server", "command", "args",      "env",  "env_file",
-    "gpu_memory", "health", "strategy",     "adopt",   "preflight", "gates"};
-constexpr std::string_view kEngines[] = {"vllm", "sglang", "llama-server", "command"};
+    "model",       "engine", "state",     "gpus",         "port",       "bind",
+    "executable",  "vllm",   "sglang",    "llama_server", "trtllm",     "command",
+    "served_name", "args",   "env",       "env_file",     "gpu_memory", "health",
+    "strategy",    "adopt",  "preflight", "gates"};
+constexpr std::string_view kEngines[] = {"vllm", "sglang", "llama-server", "trtllm-serve",
+                                         "command"};
 constexpr std::string_view kStates[] = {"running", "stopped", "absent"};
 constexpr std::string_view kStrategies[] = {"auto", "stop-first", "start-first"};
 constexpr std::string_view kHealthKeys[] = {"path", "timeout", "interval"};
@@ -27,13 +29,15 @@ constexpr std::string_view kFloorKeys[] = {"concurrency", "duration",   "output_
 constexpr std::string_view kSmokeKeys[] = {"api", "prompt", "max_tokens", "timeout"};
 constexpr std::string_view kSmokeApis[] = {"completions", "chat"};
 
-constexpr const char* kNeedsEngine = "add engine: vllm|sglang|llama-server|command, or remove it";
+constexpr const char* kNeedsEngine =
+    "add engine: vllm|sglang|llama-server|trtllm-serve|command, or remove it";
 
 // The engine an options block belongs to ("llama_server" -> kLlamaServer).
 std::optional<EngineKind> BlockEngine(const std::string& key) {
   if (key == "vllm") return EngineKind::kVllm;
   if (key == "sglang") return EngineKind::kSglang;
   if (key == "llama_server") return EngineKind::kLlamaServer;
+  if (key == "trtllm") return EngineKind::kTrtllm;
   return std::nullopt;
 }
 
@@ -41,6 +45,7 @@ EngineKind ToEngine(const std::string& name) {
   if (name == "vllm") return EngineKind::kVllm;
   if (name == "sglang") return EngineKind::kSglang;
   if (name == "llama-server") return EngineKind::kLlamaServer;
+  if (name == "trtllm-serve") return EngineKind::kTrtllm;
   return EngineKind::kCommand;
 }
 
@@ -267,6 +272,8 @@ ServiceDraft DecodeService(YamlReader& r, const Field& entry) {
   const Field* gpus_field = nullptr;
   const Field* vllm_block = nullptr;
   const Field* sglang_block = nullptr;
+  const Field* trtllm_block = nullptr;
+  bool has_model_file = false;
   const Field* args_field = nullptr;
   bool tp_ok = true;
   for (const Field& f : fields) {
@@ -320,9 +327,33 @@ ServiceDraft DecodeService(YamlReader& r, const Field& entry) {
       tp_ok = r.ExpectMap(f) && DecodeVllm(r, f, &s.vllm);
     } else if (f.key == "sglang") {
       sglang_block = &f;
-      tp_ok = r.ExpectMap(f) && DecodeSglang(r, f, &s.sglang);
+      tp_ok = r.ExpectMap(f) && DecodeSglang(r, f, &s.sglang, &d.draft_model_loc);
+      s.draft_model = s.sglang.speculative.draft_model;
     } else if (f.key == "llama_server") {
       if (r.ExpectMap(f)) DecodeLlama(r, f, &s.llama);
+      has_model_file = f.value.IsMap() && f.value["model_file"];
+    } else if (f.key == "trtllm") {
+      trtllm_block = &f;
+      tp_ok = r.ExpectMap(f) && DecodeTrtllm(r, f, &s.trtllm);
+    } else if (f.key == "served_name") {
+      // The other engines are told the name on their command line (served_model_name, alias),
+      // or report one berth derives (trtllm-serve); only an operator's command needs saying.
+      if (engine && engine != EngineKind::kCommand) {
+        r.Error(f.key_loc,
+                std::string("'served_name' does not apply to engine ") + EngineName(*engine),
+                *engine == EngineKind::kLlamaServer ? "use llama_server.alias"
+                : *engine == EngineKind::kTrtllm
+                    ? "trtllm-serve lists its model folder's name; berth's gates ask for that"
+                    : std::string("use ") + (*engine == EngineKind::kVllm ? "vllm" : "sglang") +
+                          ".served_model_name");
+        continue;
+      }
+      std::optional<std::string> v = r.String(f);
+      if (v && v->empty())
+        r.Error(f.value_loc, "'served_name' must not be empty",
+                "remove it: the health gate then checks the health path alone");
+      else if (v && r.UnitValue(f.value_loc, f.key, *v))
+        s.served_name = *v;
     } else if (f.key == "command") {
       has_command = true;
       if (engine && engine != EngineKind::kCommand) {
@@ -385,7 +416,11 @@ ServiceDraft DecodeService(YamlReader& r, const Field& entry) {
   }
   need(has_model, "model");
   need(has_port, "port");
-  if (*engine != EngineKind::kVllm && *engine != EngineKind::kSglang) return d;
+  if (*engine == EngineKind::kLlamaServer && !has_model_file)
+    r.Error(entry.key_loc, "engine llama-server needs 'llama_server.model_file'",
+            "llama-server's --model takes a GGUF file, not the snapshot folder: e.g. "
+            "llama_server: {model_file: Q4_K_M/model-Q4_K_M.gguf}");
+  if (*engine == EngineKind::kLlamaServer) return d;
   if (gpus_field == nullptr) {
     need(false, "gpus");
     return d;
@@ -397,7 +432,9 @@ ServiceDraft DecodeService(YamlReader& r, const Field& entry) {
   }
   if (!tp_ok) return d;
   if (std::optional<EngineRefusal> no = AdapterFor(*engine).GpuCountProblem(s, gpus->size())) {
-    const Field* block = *engine == EngineKind::kVllm ? vllm_block : sglang_block;
+    const Field* block = *engine == EngineKind::kVllm     ? vllm_block
+                         : *engine == EngineKind::kSglang ? sglang_block
+                                                          : trtllm_block;
     r.Error(block != nullptr ? block->value_loc : gpus_field->value_loc, no->message, no->hint);
   }
   return d;

@@ -90,6 +90,12 @@ Desired MergeParts(std::vector<FilePart> parts, std::vector<Diagnostic>* diagnos
     Add(diagnostics, d.model_loc, "model '" + d.spec.model + "' is not defined in models",
         DidYouMean(d.spec.model, model_names));
   }
+  for (const ServiceDraft& d : services) {
+    const std::string& draft = d.spec.draft_model;
+    if (draft.empty() || desired.models.count(draft) > 0) continue;
+    Add(diagnostics, d.draft_model_loc, "draft model '" + draft + "' is not defined in models",
+        DidYouMean(draft, model_names));
+  }
 
   // Two running services cannot listen on one port. Stopped and absent ones may share it: that
   // is how a switch-back stays ready.

@@ -74,6 +74,9 @@ struct Draft {
   std::vector<Problem> problems;  // known before sequencing (step 0)
   std::vector<std::string> warnings;
   std::map<std::string, StateOnlyWords> state_only;  // service name -> (state-only services)
+  /// Service name -> the model id its server lists in /v1/models (EngineAdapter::ReportedName
+  /// with the snapshot it is rendered with); "" = unknown, the health path alone decides.
+  std::map<std::string, std::string> reported_names;
 };
 
 /// Downloads, model removals and model notes.

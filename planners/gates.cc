@@ -3,10 +3,31 @@
 #include <algorithm>
 
 #include "engine/core/units.h"
+#include "planners/engines/adapter.h"
 
 namespace berth {
 
-Action HealthGate(const ServiceSpec& s, const std::string& address, std::string detail) {
+std::string GateServedName(const ServiceSpec& s, const ReportedNames& names) {
+  // A state-only service's served name is not known: its health path alone says it serves.
+  if (!s.has_engine) return "";
+  auto it = names.find(s.name);
+  if (it != names.end()) return it->second;
+  return AdapterFor(s.engine).ReportedName(s, RenderContext{});
+}
+
+namespace {
+
+// What a request names: the reported name, else (engine: command without served_name) the
+// service's own name, as before there was a served_name.
+std::string RequestModel(const ServiceSpec& s, const ReportedNames& names) {
+  std::string name = GateServedName(s, names);
+  return name.empty() ? s.ServedName() : name;
+}
+
+}  // namespace
+
+Action HealthGate(const ServiceSpec& s, const std::string& address, const ReportedNames& names,
+                  std::string detail) {
   Action w;
   w.kind = ActionKind::kWaitHealthy;
   w.address = address;
@@ -15,18 +36,22 @@ Action HealthGate(const ServiceSpec& s, const std::string& address, std::string 
   w.health_path = s.health.path;
   w.port = s.port.value_or(0);
   w.host = s.DialHost();
-  // A state-only service's served name is not known: its health path alone says it serves.
-  w.served_name = s.has_engine ? s.ServedName() : "";
+  w.served_name = GateServedName(s, names);
   w.timeout_ms = s.health.timeout_ms;
   w.interval_ms = s.health.interval_ms;
-  std::string models = w.served_name.empty() ? "" : " and /v1/models lists '" + w.served_name + "'";
+  std::string models = " and /v1/models lists '" + w.served_name + "'";
+  if (w.served_name.empty())
+    models = s.has_engine && s.engine == EngineKind::kCommand
+                 ? " (the health path alone: served_name does not say which model it lists)"
+                 : "";
   w.detail = detail.empty() ? "GET " + s.health.path + " until 200" + models + " (timeout " +
                                   FormatDurationMs(s.health.timeout_ms) + ")"
                             : std::move(detail);
   return w;
 }
 
-std::vector<Action> GatesAfterHealth(const ServiceSpec& s, const std::string& address) {
+std::vector<Action> GatesAfterHealth(const ServiceSpec& s, const std::string& address,
+                                     const ReportedNames& names) {
   std::vector<Action> out;
   if (!s.port || !s.has_engine) return out;
   if (const std::optional<SmokeSpec>& smoke = s.gates.smoke) {
@@ -37,7 +62,7 @@ std::vector<Action> GatesAfterHealth(const ServiceSpec& s, const std::string& ad
     a.reason = Reason::kSmokeGate;
     a.port = *s.port;
     a.host = s.DialHost();
-    a.served_name = s.ServedName();
+    a.served_name = RequestModel(s, names);
     a.api = smoke->api;
     a.prompt = smoke->prompt;
     a.max_tokens = smoke->max_tokens;
@@ -57,7 +82,7 @@ std::vector<Action> GatesAfterHealth(const ServiceSpec& s, const std::string& ad
     a.reason = Reason::kFloorGate;
     a.port = *s.port;
     a.host = s.DialHost();
-    a.served_name = s.ServedName();
+    a.served_name = RequestModel(s, names);
     a.concurrency = floor->concurrency;
     a.timeout_ms = floor->duration_ms;
     a.max_tokens = floor->max_tokens;
@@ -94,7 +119,8 @@ void InsertGates(Plan* plan, size_t at, const std::vector<Action>& gates) {
 
 }  // namespace
 
-void ApplyStateRules(const Desired& desired, const Observed& observed, Plan* plan) {
+void ApplyStateRules(const Desired& desired, const Observed& observed, const ReportedNames& names,
+                     Plan* plan) {
   const BerthState& st = observed.state;
   if (!st.interrupted.empty())
     plan->warnings.push_back(st.interrupted +
@@ -129,15 +155,16 @@ void ApplyStateRules(const Desired& desired, const Observed& observed, Plan* pla
     });
     size_t where = static_cast<size_t>(at - plan->actions.begin());
     if (!interrupted) {
-      InsertGates(plan, where,
-                  {HealthGate(s, address, "its last apply failed; it runs, but is it healthy?")});
+      InsertGates(
+          plan, where,
+          {HealthGate(s, address, names, "its last apply failed; it runs, but is it healthy?")});
       continue;
     }
     // An interrupted switch is seen through as a whole: its health gate and every gate the
     // manifest gives it after that, each failing (and rolled back) as it would have then.
     std::vector<Action> chain = {
-        HealthGate(s, address, "an interrupted apply started it but never saw it healthy")};
-    for (Action& g : GatesAfterHealth(s, address)) {
+        HealthGate(s, address, names, "an interrupted apply started it but never saw it healthy")};
+    for (Action& g : GatesAfterHealth(s, address, names)) {
       g.detail = "an interrupted apply started it but never saw this gate pass: " + g.detail;
       chain.push_back(std::move(g));
     }

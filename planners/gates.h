@@ -2,6 +2,7 @@
 // records (the last failures, an apply that stopped half-way). Pure, like the rest of planners/.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -11,14 +12,26 @@
 
 namespace berth {
 
+/// Service name -> the model id its server lists in /v1/models, as its engine adapter says
+/// for the snapshot the planner renders it with (EngineAdapter::ReportedName; trtllm-serve
+/// lists its model folder's name). A service missing here gets what its adapter says without a
+/// snapshot.
+using ReportedNames = std::map<std::string, std::string>;
+
+/// The name the gates ask /v1/models for: "" when berth cannot know it (a state-only service,
+/// engine: command without served_name): the health path alone then decides.
+std::string GateServedName(const ServiceSpec& s, const ReportedNames& names);
+
 /// The wait-healthy step for service `s` at `address` ("service/<name>"): its health path until
-/// 200 and /v1/models lists its served name (a state-only service has none: the health path
-/// alone), within its health timeout. `detail` "" = the probe.
-Action HealthGate(const ServiceSpec& s, const std::string& address, std::string detail = "");
+/// 200 and /v1/models lists GateServedName (when there is one), within its health timeout.
+/// `detail` "" = the probe.
+Action HealthGate(const ServiceSpec& s, const std::string& address, const ReportedNames& names,
+                  std::string detail = "");
 
 /// The gates `s` declares after its health gate (gates.smoke), in the order they run. Each
 /// fails the switch like a failed health gate. Empty when it declares none or has no port.
-std::vector<Action> GatesAfterHealth(const ServiceSpec& s, const std::string& address);
+std::vector<Action> GatesAfterHealth(const ServiceSpec& s, const std::string& address,
+                                     const ReportedNames& names);
 
 /// What berth's records add to a plan (observed.state):
 ///  - a warning per last failure, and one when an apply stopped before it finished;
@@ -29,6 +42,7 @@ std::vector<Action> GatesAfterHealth(const ServiceSpec& s, const std::string& ad
 ///    running);
 ///    each when the plan does not gate it already and the service is still wanted running.
 /// A blocked plan gets the warnings only.
-void ApplyStateRules(const Desired& desired, const Observed& observed, Plan* plan);
+void ApplyStateRules(const Desired& desired, const Observed& observed, const ReportedNames& names,
+                     Plan* plan);
 
 }  // namespace berth

@@ -25,9 +25,10 @@ Plan MakePlan(const Desired& desired, const Observed& observed, const PlanOption
   const Desired resolved = ResolveStateOnly(desired, observed, &draft);
   DiffModels(resolved, observed, &draft);
   DiffServices(resolved, observed, options.berth_version, &draft);
+  const ReportedNames names = draft.reported_names;
   Sequence(resolved, observed, std::move(draft), &plan);
   EstimateDarkWindows(observed, &plan);
-  ApplyStateRules(resolved, observed, &plan);
+  ApplyStateRules(resolved, observed, names, &plan);
   return plan;
 }
 

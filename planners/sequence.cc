@@ -151,7 +151,7 @@ class Sequencer {
     a.for_service = for_service;
     // Its own health gate, for a rollback that starts it again (berth waits until it serves).
     if (for_spec && t.spec && t.spec->port) {
-      Action gate = HealthGate(*t.spec, t.address, "");
+      Action gate = HealthGate(*t.spec, t.address, draft_.reported_names, "");
       a.port = gate.port;
       a.host = gate.host;
       a.health_path = gate.health_path;
@@ -256,9 +256,9 @@ class Sequencer {
                               " starts at step " + std::to_string(step) +
                               " on a port berth does not know";
     int until = step;
-    if (s.port) until = Emit(HealthGate(s, t.address));
+    if (s.port) until = Emit(HealthGate(s, t.address, draft_.reported_names));
     // The gates after the health gate (smoke); the port serves again at the health gate.
-    for (Action& g : GatesAfterHealth(s, t.address)) Emit(std::move(g));
+    for (Action& g : GatesAfterHealth(s, t.address, draft_.reported_names)) Emit(std::move(g));
     for (size_t idx : open_) plan_->disruptions[idx].until_step = until;
     open_.clear();
     // A port left dark earlier is served again once the service now on it is healthy.

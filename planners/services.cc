@@ -99,6 +99,15 @@ UnitFileChange PlanUnitFile(const Desired& d, const Observed& o, const ServiceSp
     ctx.snapshot_path =
         SnapshotPath(ctx.store, m->spec->repo_id, commit.empty() ? m->spec->revision : commit);
   }
+  if (const ResolvedModel* m = s.draft_model.empty() ? nullptr : FindModel(*draft, s.draft_model)) {
+    std::string commit = m->commit;
+    if (commit.empty() && u && o.Owns(*u))
+      commit = PinnedCommit(u->content, ctx.store, m->spec->repo_id);
+    ctx.draft_snapshot_path =
+        SnapshotPath(ctx.store, m->spec->repo_id, commit.empty() ? m->spec->revision : commit);
+  }
+  // What the gates ask /v1/models for: the adapter knows what its server reports.
+  if (s.has_engine) draft->reported_names[s.name] = AdapterFor(s.engine).ReportedName(s, ctx);
   Result<RenderedUnit> rendered = TryRenderUnit(s, ctx);
   if (!rendered.ok()) {
     // A value no unit file can hold: the plan is blocked, nothing is written.

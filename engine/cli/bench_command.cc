@@ -12,6 +12,7 @@
 #include "engine/output/bench_text.h"
 #include "engine/state/bench_history.h"
 #include "engine/state/state.h"
+#include "planners/engines/adapter.h"
 #include "providers/bench/load.h"
 #include "providers/health/health_probe.h"
 
@@ -152,6 +153,12 @@ int RunBench(const BenchCommand& cmd, std::ostream& out, std::ostream& err) {
     rec.repo_id = m->second.repo_id;
     rec.commit = ModelCommit(desired, m->second, state_dir);
   }
+  // The name the server lists may not be the manifest's (trtllm-serve lists its snapshot
+  // folder's name, the commit): its adapter says.
+  RenderContext snapshot;
+  if (!rec.commit.empty()) snapshot.snapshot_path = SnapshotPath("", rec.repo_id, rec.commit);
+  if (std::string reported = AdapterFor(svc.engine).ReportedName(svc, snapshot); !reported.empty())
+    rec.served_name = reported;
   std::string host = cmd.host.empty() ? svc.DialHost() : cmd.host;
   std::string endpoint = (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
                          std::to_string(*svc.port);

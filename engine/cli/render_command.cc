@@ -60,8 +60,9 @@ int RunRender(const std::string& manifest_path, const std::string& observed_path
     ctx.store = StorePath(desired, observed);
     ctx.executable = ResolveExecutable(s, desired.executables);
     ctx.berth_version = BERTH_VERSION;
-    if (!s.model.empty()) {
-      const ModelSpec& m = desired.models.at(s.model);
+    // The snapshot of model `key` as the plan resolved it.
+    auto snapshot = [&](const std::string& key) {
+      const ModelSpec& m = desired.models.at(key);
       std::string commit = m.revision;
       if (const HubInfo* h = observed.FindHub(m.repo_id, m.revision)) commit = h->commit;
       if (const LockEntry* pin = desired.PinFor(m)) commit = pin->commit;
@@ -73,13 +74,17 @@ int RunRender(const std::string& manifest_path, const std::string& observed_path
           for (const auto& ref : rev.refs)
             if (ref == m.revision) commit = rev.commit;
       if (!IsCommit(commit))
-        err << "berth render: model/" << s.model << ": revision '" << m.revision
+        err << "berth render: model/" << key << ": revision '" << m.revision
             << "' is not resolved to a commit here (not in the store, not in berth.lock, the Hub "
                "not asked); the unit berth writes names the commit apply resolves, shown here as '"
             << m.revision << "'\n";
-      ctx.model_repo = m.repo_id;
-      ctx.snapshot_path = SnapshotPath(ctx.store, m.repo_id, commit);
+      return SnapshotPath(ctx.store, m.repo_id, commit);
+    };
+    if (!s.model.empty()) {
+      ctx.model_repo = desired.models.at(s.model).repo_id;
+      ctx.snapshot_path = snapshot(s.model);
     }
+    if (!s.draft_model.empty()) ctx.draft_snapshot_path = snapshot(s.draft_model);
     Result<RenderedUnit> rendered = TryRenderUnit(s, ctx);
     if (!rendered.ok()) {
       err << "berth render: service/" << name << ": " << rendered.status().message() << "\n";

@@ -6,6 +6,7 @@
 #include "engine/cli/commands.h"
 #include "engine/output/status_view.h"
 #include "engine/state/state.h"
+#include "planners/engines/adapter.h"
 #include "providers/health/health_probe.h"
 
 namespace berth {
@@ -53,8 +54,11 @@ int RunStatus(const StatusCommand& cmd, std::ostream& out, std::ostream& err) {
         health[name] = "unhealthy: crash-looping (" + CrashLoopDetail(*u) + ")";
         continue;
       }
-      HealthResult h =
-          probe.Probe(s.DialHost(), *s.port, s.health.path, s.has_engine ? s.ServedName() : "");
+      // The name its adapter says the server lists; "" (a state-only service, trtllm-serve
+      // whose snapshot is not resolved here, a command without served_name): the health path.
+      std::string listed =
+          s.has_engine ? AdapterFor(s.engine).ReportedName(s, RenderContext{}) : "";
+      HealthResult h = probe.Probe(s.DialHost(), *s.port, s.health.path, listed);
       health[name] = h.healthy ? "healthy" : "unhealthy: " + h.detail;
     }
   }

@@ -22,6 +22,8 @@ const char* EngineName(EngineKind e) {
       return "sglang";
     case EngineKind::kLlamaServer:
       return "llama-server";
+    case EngineKind::kTrtllm:
+      return "trtllm-serve";
     case EngineKind::kCommand:
       return "command";
   }
@@ -78,7 +80,10 @@ std::string ServiceSpec::ServedName() const {
     case EngineKind::kLlamaServer:
       if (!llama.alias.empty()) return llama.alias;
       break;
+    case EngineKind::kTrtllm:
+      break;
     case EngineKind::kCommand:
+      if (!served_name.empty()) return served_name;
       break;
   }
   return name;

@@ -71,7 +71,7 @@ struct ModelSpec {
   SourceLoc loc;
 };
 
-enum class EngineKind { kVllm, kSglang, kLlamaServer, kCommand };
+enum class EngineKind { kVllm, kSglang, kLlamaServer, kTrtllm, kCommand };
 enum class ServiceState { kRunning, kStopped, kAbsent };
 enum class Strategy { kAuto, kStopFirst, kStartFirst };
 
@@ -88,18 +88,52 @@ struct VllmOptions {
   std::string served_model_name;  // "" = the service name
 };
 
+/// SGLang's speculative decoding (--speculative-*, python/sglang/srt/server_args.py).
+struct SglangSpeculative {
+  std::string algorithm;  // "" = none; EAGLE, EAGLE3, NEXTN, STANDALONE, NGRAM (SGLang's case)
+  std::optional<int> num_steps;
+  std::optional<int> eagle_topk;
+  std::optional<int> num_draft_tokens;
+  std::string draft_model;  // a key of `models:`, rendered as its snapshot path; "" = none
+};
+
 struct SglangOptions {
   int tp_size = 1;
+  int dp_size = 1;  // replicas (or, with enable_dp_attention, attention groups within tp)
+  int ep_size = 1;  // expert parallel size, within tp
+  bool enable_dp_attention = false;
   double mem_fraction_static = 0.88;
   std::optional<uint64_t> context_length;
   std::string served_model_name;
+  bool trust_remote_code = false;
+  std::string tool_call_parser;  // "" = none: tool calls come back as text
+  std::string reasoning_parser;
+  std::string kv_cache_dtype;  // "" = SGLang's default (auto)
+  SglangSpeculative speculative;
 };
 
 struct LlamaServerOptions {
-  int n_gpu_layers = 999;
+  /// -ngl: a number of layers, "auto" (llama.cpp fits what free memory allows) or "all".
+  std::string n_gpu_layers = "all";
   std::optional<uint64_t> ctx_size;
-  std::string model_file;  // a .gguf path inside the snapshot
+  std::string model_file;  // a .gguf path inside the snapshot (required)
   std::string alias;
+  bool jinja = false;
+  std::optional<int> parallel;  // --parallel: server slots; unset = llama.cpp's auto
+  std::string cache_type_k;     // "" = llama.cpp's default (f16)
+  std::string cache_type_v;
+  std::string split_mode;  // "" = llama.cpp's default (layer)
+};
+
+/// TensorRT-LLM's `trtllm-serve serve` (tensorrt_llm/commands/serve.py).
+struct TrtllmOptions {
+  int tp_size = 1;
+  int pp_size = 1;
+  std::optional<int> ep_size;  // --ep_size (MoE expert parallel, within tp); unset = its default
+  std::string backend;         // "" = trtllm-serve's default (pytorch)
+  bool trust_remote_code = false;
+  std::optional<uint64_t> max_seq_len;
+  std::string extra_llm_api_options;  // absolute path of the operator's YAML; "" = none
 };
 
 struct HealthSpec {
@@ -160,7 +194,14 @@ struct ServiceSpec {
   VllmOptions vllm;
   SglangOptions sglang;
   LlamaServerOptions llama;
+  TrtllmOptions trtllm;
   std::vector<std::string> command;  // engine: command
+  /// engine: command's `served_name:`: the model id its server lists in /v1/models; "" = berth
+  /// cannot know it, and the health gate checks the health path alone.
+  std::string served_name;
+  /// The model a speculative decoder drafts with (a key of `models:`), whatever engine's
+  /// section names it: downloaded and kept like `model`. "" = none.
+  std::string draft_model;
   std::vector<std::string> args;
   std::map<std::string, std::string> env;
   std::string env_file;
@@ -174,7 +215,10 @@ struct ServiceSpec {
   SourceLoc loc;
 
   std::string UnitName() const { return name + ".service"; }
-  /// The name clients ask for in /v1/models.
+  /// The name the manifest gives the served model: the engine section's served_model_name or
+  /// alias, engine: command's served_name, else the service's name. What the server itself
+  /// lists in /v1/models is its adapter's ReportedName (trtllm-serve lists its model folder's
+  /// name, which the manifest cannot set).
   std::string ServedName() const;
   /// Where berth's probes (health, smoke, floor, berth status, berth bench) reach it:
   /// DialAddress(bind).

@@ -27,6 +27,8 @@ const EngineAdapter& AdapterFor(EngineKind e) {
       return engines::Sglang();
     case EngineKind::kLlamaServer:
       return engines::LlamaServer();
+    case EngineKind::kTrtllm:
+      return engines::Trtllm();
     case EngineKind::kCommand:
       break;
   }

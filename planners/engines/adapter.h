@@ -21,7 +21,9 @@ struct RenderContext {
   std::string store;          // HF cache dir (HF_HUB_CACHE)
   std::string model_repo;     // "org/name", "" when the service has no model
   std::string snapshot_path;  // <store>/models--org--name/snapshots/<commit>
-  std::string executable;     // resolved: service > host.executables > engine default
+  /// The snapshot of the service's draft_model (speculative decoding); "" when it has none.
+  std::string draft_snapshot_path;
+  std::string executable;  // resolved: service > host.executables > engine default
   std::string berth_version;
 };
 

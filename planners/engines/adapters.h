@@ -8,6 +8,7 @@ namespace berth::engines {
 const EngineAdapter& Vllm();
 const EngineAdapter& Sglang();
 const EngineAdapter& LlamaServer();
+const EngineAdapter& Trtllm();
 const EngineAdapter& Command();
 
 /// "4": the text of an int for argv.

@@ -1,5 +1,7 @@
 // engine: command: the operator's own server, run as `command:` says. berth renders nothing of
-// its command line, so `args` may say anything.
+// its command line, so `args` may say anything. Which model id it lists in /v1/models is the
+// manifest's `served_name:` (trtllm-serve lists its model folder's name, TGI its model id); without
+// it berth cannot know, and the health gate checks the health path alone.
 #include "planners/engines/adapters.h"
 
 namespace berth::engines {
@@ -13,6 +15,9 @@ class CommandAdapter final : public EngineAdapter {
     return s.command;
   }
   std::vector<OwnedFlag> OwnedFlags(const ServiceSpec&) const override { return {}; }
+  std::string ReportedName(const ServiceSpec& s, const RenderContext&) const override {
+    return s.served_name;
+  }
 };
 
 }  // namespace

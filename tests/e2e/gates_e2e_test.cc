@@ -173,6 +173,33 @@ TEST_F(GatesE2eTest, APassingPreflightAndSmokeGateSwitchThePort) {
   EXPECT_THAT(Get("/v1/models"), HasSubstr("\"svc-new\""));
 }
 
+// trtllm-serve takes no served name and lists its model folder's name (the snapshot's commit):
+// the health and smoke gates ask for that name, so the switch passes them.
+TEST_F(GatesE2eTest, ATrtllmServeSwitchIsGatedOnTheFolderNameItLists) {
+  ASSERT_EQ(Apply(Manifest(false)), kExitOk) << out_.str() << err_.str();
+  std::string m = Manifest(false);
+  std::string text = ReadAll(m);
+  text.replace(text.find("  executables: {vllm: "), std::string("  executables: {vllm: ").size(),
+               "  executables: {trtllm-serve: " + FakeVllm() + ", vllm: ");
+  text.replace(text.find("state: running"), std::string("state: running").size(), "state: stopped");
+  text += "  trt:\n    model: new\n    engine: trtllm-serve\n    gpus: [0]\n    port: " +
+          std::to_string(port_) +
+          "\n    bind: 127.0.0.1\n    strategy: stop-first\n    gpu_memory: 1GiB\n"
+          "    trtllm: {tp_size: 1}\n"
+          "    health: {timeout: 30s, interval: 100ms}\n"
+          "    gates: {smoke: {max_tokens: 4, timeout: 10s}}\n";
+  std::ofstream(m) << text;
+  ASSERT_EQ(Apply(m), kExitOk) << out_.str() << err_.str();
+  const std::string commit(40, 'b');
+  EXPECT_THAT(out_.str(), HasSubstr("/v1/models lists '" + commit + "'"));
+  EXPECT_THAT(out_.str(), HasSubstr("smoke: trt.service answered in"));
+  EXPECT_EQ(ActiveState("trt.service"), "active");
+  EXPECT_THAT(Get("/v1/models"), HasSubstr("\"" + commit + "\""));
+  EXPECT_THAT(ReadAll(sandbox_->units_dir() + "/trt.service"),
+              HasSubstr("\"serve\" \"" + store_ + "/models--org--new/snapshots/" + commit +
+                        "\" \"--host\" \"127.0.0.1\""));
+}
+
 TEST_F(GatesE2eTest, AFailingSmokeGateIsRolledBackAndTheOldServiceServesAgain) {
   ASSERT_EQ(Apply(Manifest(false)), kExitOk) << out_.str() << err_.str();
   std::string m =

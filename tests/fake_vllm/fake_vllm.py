@@ -8,8 +8,15 @@ Python 3 standard library only. Accepts the command lines berth renders:
                [--gpu-memory-utilization F] [--max-model-len N] [unknown vLLM flags...]
   fake_vllm.py -m sglang.launch_server --model-path MODEL_DIR [--tp-size N]
                [--mem-fraction-static F] [--context-length N] [--host H] [--port P]
-  fake_vllm.py --model FILE.gguf|MODEL_DIR [--alias N] [--n-gpu-layers N] [--ctx-size N]
+  fake_vllm.py --model FILE.gguf|MODEL_DIR [--alias N] [--n-gpu-layers N|auto|all] [--ctx-size N]
                [--host H] [--port P]
+  fake_vllm.py serve MODEL_DIR [--host H] [--port P] [--tp_size N] [--pp_size N] [--ep_size N]
+               [--max_seq_len N] [--extra_llm_api_options FILE.yaml]     (trtllm-serve)
+
+trtllm-serve has no served-name flag: given its underscore flags (--tp_size, --pp_size, --ep_size,
+--max_seq_len, --extra_llm_api_options, --backend), the fake lists a model folder under the
+folder's name, as tensorrt_llm/serve/openai_server.py does (`self.model = model_dir.name`), and
+an --extra_llm_api_options file that cannot be read is an error at start (trtllm-serve opens it).
 
 Unknown flags are accepted (like argparse's parse_known_args) and listed on stderr.
 
@@ -100,6 +107,15 @@ VALUE_FLAGS = {
     "-ngl": "n_gpu_layers",
     "--ctx-size": "max_model_len",
     "-c": "max_model_len",
+    # trtllm-serve (underscore spellings)
+    "--tp_size": "tensor_parallel_size",
+    "--tensor_parallel_size": "tensor_parallel_size",
+    "--pp_size": "pipeline_parallel_size",
+    "--pipeline_parallel_size": "pipeline_parallel_size",
+    "--ep_size": "trtllm_ep_size",
+    "--max_seq_len": "max_model_len",
+    "--backend": "trtllm_backend",
+    "--extra_llm_api_options": "trtllm_extra_options",
     # fake_vllm's own
     "--tokens-per-second": "tokens_per_second",
     "--max-aggregate-tokens-per-second": "max_aggregate_tokens_per_second",
@@ -108,7 +124,8 @@ VALUE_FLAGS = {
 SWITCH_FLAGS = {"--enable-expert-parallel": "enable_expert_parallel",
                 "--fail-completions": "fail_completions", "--bad-bytes": "bad_bytes"}
 INT_OPTIONS = ("port", "tensor_parallel_size", "pipeline_parallel_size", "max_model_len",
-               "n_gpu_layers")
+               "trtllm_ep_size")
+TRTLLM_OPTIONS = ("trtllm_ep_size", "trtllm_backend", "trtllm_extra_options")
 RATE_OPTIONS = ("tokens_per_second", "max_aggregate_tokens_per_second", "exit_after_healthy")
 
 
@@ -176,6 +193,15 @@ def parse_args(args):
             raise UsageError("%s must be a number, got %r" % (key, opts[key]))
         if not opts[key] >= 0 or opts[key] == float("inf"):
             raise UsageError("%s must be 0 or a positive number, got %r" % (key, opts[key]))
+    # llama.cpp's -ngl: a number, "auto" or "all" (common/arg.cpp).
+    ngl = opts.get("n_gpu_layers")
+    if ngl is not None and ngl not in ("auto", "all"):
+        try:
+            int(ngl)
+        except ValueError:
+            raise UsageError("--n-gpu-layers takes a number, 'auto' or 'all', got %r" % ngl)
+    opts["trtllm"] = any(k in opts for k in TRTLLM_OPTIONS) or any(
+        a.split("=")[0] in ("--tp_size", "--pp_size", "--tensor_parallel_size") for a in args)
     if "gpu_memory_utilization" in opts:
         try:
             opts["gpu_memory_utilization"] = float(opts["gpu_memory_utilization"])
@@ -470,13 +496,25 @@ def main():
     except ModelError as e:
         log("cannot load model: %s" % e)
         return 2
+    name = opts.get("served_model_name") or opts["model"]
+    if opts["trtllm"]:
+        extra = opts.get("trtllm_extra_options")
+        if extra is not None:
+            try:
+                with open(extra, "rb"):
+                    pass
+            except OSError as e:
+                log("cannot read --extra_llm_api_options %s: %s" % (extra, e))
+                return 1
+        if os.path.isdir(opts["model"]):
+            name = os.path.basename(os.path.normpath(opts["model"]))
     delay = float(os.environ.get("FAKE_VLLM_STARTUP_DELAY") or 0)
     if delay > 0:
         log("loading weights (sleeping %.3fs)" % delay)
         time.sleep(delay)
     max_len = opts.get("max_model_len") or config.get("max_position_embeddings") or 4096
     state = {
-        "name": opts.get("served_model_name") or opts["model"],
+        "name": name,
         "model": opts["model"],
         "max_model_len": int(max_len),
         "created": int(time.time()),

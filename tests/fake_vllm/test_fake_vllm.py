@@ -279,6 +279,42 @@ class FakeVllmTest(FakeVllmFixture):
         self.assertEqual(code, 2)
         self.assertIn(gguf, err)
 
+    def test_llama_server_takes_auto_and_all_gpu_layers(self):
+        gguf = make_model.make_gguf(os.path.join(self.tmp, "m.gguf"))
+        for ngl in ("all", "auto", "0"):
+            port = free_port()
+            p = self.start(["--model", gguf, "--alias", "llama", "--n-gpu-layers", ngl,
+                            "--host", "127.0.0.1", "--port", str(port)])
+            self.wait_healthy(p, port)
+            p.send_signal(signal.SIGTERM)
+            self.finish(p)
+        code, err = self.finish(self.start(["--model", gguf, "-ngl", "most",
+                                            "--port", str(free_port())]))
+        self.assertEqual(code, 2)
+        self.assertIn("'most'", err)
+
+    def test_trtllm_serve_command_line_lists_the_model_folders_name(self):
+        extra = os.path.join(self.tmp, "trt.yaml")
+        with open(extra, "w") as f:
+            f.write("enable_attention_dp: false\n")
+        port = free_port()
+        p = self.start(["serve", self.model, "--host", "127.0.0.1", "--port", str(port),
+                        "--tp_size", "2", "--pp_size", "1", "--ep_size", "2",
+                        "--max_seq_len", "640", "--extra_llm_api_options", extra])
+        self.wait_healthy(p, port)
+        data = json.loads(request(port, "GET", "/v1/models")[1])["data"]
+        self.assertEqual((data[0]["id"], data[0]["max_model_len"]),
+                         (os.path.basename(self.model), 640))
+        status, _ = request(port, "POST", "/v1/completions",
+                            {"model": os.path.basename(self.model), "prompt": "hi",
+                             "max_tokens": 2})
+        self.assertEqual(status, 200)
+        code, err = self.finish(self.start(["serve", self.model, "--port", str(free_port()),
+                                            "--tp_size", "1", "--extra_llm_api_options",
+                                            os.path.join(self.tmp, "missing.yaml")]))
+        self.assertEqual(code, 1)
+        self.assertIn("missing.yaml", err)
+
     def test_unknown_flags_are_accepted_and_reported(self):
         p, port = self.serve(["--trust-remote-code", "--dtype", "bfloat16",
                               "--enable-expert-parallel", "--kv-cache-dtype=fp8",

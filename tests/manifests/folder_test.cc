@@ -55,7 +55,8 @@ TEST(Folder, FilesMergeInNameOrderAndOnlyYamlFilesCount) {
   TempDir dir;
   const std::string models = "berth: 1\nmodels:\n  m: {source: hf://a/b}\n";
   const std::string services =
-      "berth: 1\nservices:\n  s: {model: m, engine: llama-server, port: 8080}\n";
+      "berth: 1\nservices:\n  s: {model: m, engine: llama-server, port: 8080, llama_server: "
+      "{model_file: m.gguf}}\n";
   const std::string b = dir.Write("20-services.yml", services);
   const std::string a = dir.Write("10-models.yaml", models);
   dir.Write("README.md", "not a manifest: [");
@@ -103,11 +104,11 @@ TEST(Folder, ModelReferencesAndPortsAreCheckedAcrossFiles) {
   const std::string a = dir.Write("a.yaml", R"(berth: 1
 models: {minimax-m25: {source: hf://MiniMaxAI/MiniMax-M2.5}}
 services:
-  one: {model: minimax-m25, engine: llama-server, port: 8000}
+  one: {model: minimax-m25, engine: llama-server, port: 8000, llama_server: {model_file: a.gguf}}
 )");
   const std::string b = dir.Write("b.yaml", R"(berth: 1
 services:
-  two: {model: minimax-m52, engine: llama-server, port: 8000}
+  two: {model: minimax-m52, engine: llama-server, port: 8000, llama_server: {model_file: a.gguf}}
 )");
   EXPECT_THAT(ToStrings(LoadManifests(dir.path())),
               ElementsAre(b + ":3:16: model 'minimax-m52' is not defined in models (did you mean "

@@ -143,7 +143,7 @@ services:
     engine: llama-server
     port: 8080
     gpu_memory: 12GiB
-    llama_server: {n_gpu_layers: -1, ctx_size: 8192, model_file: Q4/m.gguf, alias: small}
+    llama_server: {n_gpu_layers: auto, ctx_size: 8192, model_file: Q4/m.gguf, alias: small}
   tool:
     engine: command
     command: [/usr/bin/python3, -m, tool]
@@ -160,7 +160,7 @@ services:
   EXPECT_EQ(sg.ServedName(), "chat");
   const ServiceSpec& ll = r.desired.services.at("ll");
   EXPECT_EQ(ll.engine, EngineKind::kLlamaServer);
-  EXPECT_EQ(ll.llama.n_gpu_layers, -1);
+  EXPECT_EQ(ll.llama.n_gpu_layers, "auto");
   EXPECT_EQ(ll.llama.model_file, "Q4/m.gguf");
   EXPECT_EQ(ll.gpu_memory, 12ull << 30);
   const ServiceSpec& tool = r.desired.services.at("tool");
@@ -169,6 +169,72 @@ services:
   EXPECT_THAT(tool.command, ElementsAre("/usr/bin/python3", "-m", "tool"));
   EXPECT_EQ(tool.env_file, "/etc/berth/tool.env");
   EXPECT_TRUE(tool.adopt);
+}
+
+TEST(Loader, TheEnginesFirstClassKeysLoad) {
+  LoadResult r = Load(R"(berth: 1
+models:
+  m: {source: hf://MiniMaxAI/MiniMax-M2.5}
+  head: {source: hf://org/eagle3, keep: false}
+  g: {source: hf://org/gguf}
+services:
+  sg:
+    model: m
+    engine: sglang
+    gpus: [0, 1, 2, 3, 4, 5, 6, 7]
+    port: 30000
+    sglang:
+      tp_size: 4
+      dp_size: 2
+      ep_size: 4
+      trust_remote_code: true
+      tool_call_parser: minimax-m2
+      reasoning_parser: minimax-append-think
+      kv_cache_dtype: fp8_e4m3
+      speculative: {algorithm: EAGLE3, num_steps: 3, eagle_topk: 1, num_draft_tokens: 4,
+                    draft_model: head}
+  ll:
+    model: g
+    engine: llama-server
+    port: 8080
+    llama_server: {model_file: q4.gguf, n_gpu_layers: 40, jinja: true, parallel: 4,
+                   cache_type_k: q8_0, cache_type_v: q8_0, split_mode: row}
+  trt:
+    model: m
+    engine: trtllm-serve
+    gpus: [0, 1]
+    port: 8001
+    state: stopped
+    trtllm: {tp_size: 2, ep_size: 2, backend: pytorch, max_seq_len: 8192, trust_remote_code: true,
+             extra_llm_api_options: /etc/berth/trt.yaml}
+  tgi:
+    engine: command
+    command: [/usr/bin/text-generation-launcher]
+    port: 8002
+    served_name: meta-llama/Llama-3.1-8B-Instruct
+)");
+  ASSERT_THAT(testing::ToStrings(r), IsEmpty());
+  const ServiceSpec& sg = r.desired.services.at("sg");
+  EXPECT_EQ(sg.sglang.dp_size, 2);
+  EXPECT_EQ(sg.sglang.ep_size, 4);
+  EXPECT_TRUE(sg.sglang.trust_remote_code);
+  EXPECT_EQ(sg.sglang.tool_call_parser, "minimax-m2");
+  EXPECT_EQ(sg.sglang.reasoning_parser, "minimax-append-think");
+  EXPECT_EQ(sg.sglang.kv_cache_dtype, "fp8_e4m3");
+  EXPECT_EQ(sg.sglang.speculative.algorithm, "EAGLE3");
+  EXPECT_EQ(sg.sglang.speculative.num_draft_tokens, 4);
+  EXPECT_EQ(sg.draft_model, "head");
+  const ServiceSpec& ll = r.desired.services.at("ll");
+  EXPECT_EQ(ll.llama.n_gpu_layers, "40");
+  EXPECT_TRUE(ll.llama.jinja);
+  EXPECT_EQ(ll.llama.parallel, 4);
+  EXPECT_EQ(ll.llama.split_mode, "row");
+  const ServiceSpec& trt = r.desired.services.at("trt");
+  EXPECT_EQ(trt.engine, EngineKind::kTrtllm);
+  EXPECT_EQ(trt.trtllm.tp_size, 2);
+  EXPECT_EQ(trt.trtllm.ep_size, 2);
+  EXPECT_EQ(trt.trtllm.extra_llm_api_options, "/etc/berth/trt.yaml");
+  EXPECT_EQ(r.desired.services.at("tgi").served_name, "meta-llama/Llama-3.1-8B-Instruct");
 }
 
 TEST(Loader, AStateOnlyServiceMayDeclareWhereItServesAndWhatItHolds) {

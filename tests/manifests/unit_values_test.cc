@@ -77,7 +77,7 @@ services:
 }
 
 TEST(UnitValues, ANewlineInTheLlamaAliasOrModelFileIsRefused) {
-  EXPECT_THAT(Problems(Llama(std::string("{alias: ") + kInjected + "}")),
+  EXPECT_THAT(Problems(Llama(std::string("{alias: ") + kInjected + ", model_file: m.gguf}")),
               ElementsAre(HasSubstr("berth.yaml:10:27: 'alias' " + std::string(kNewline))));
   EXPECT_THAT(Problems(Llama("{model_file: \"a\\nb.gguf\"}")),
               ElementsAre(HasSubstr("berth.yaml:10:32: 'model_file' " + std::string(kNewline))));

@@ -168,5 +168,86 @@ TEST(EngineCatalogue, TablesNameTheParsersAndTheMtpModelTypes) {
   EXPECT_THAT(Catalogue(CatalogueEngine::kTrtllm).Table("tool_call_parsers"), Not(Contains("x")));
 }
 
+// Every key of the SGLang, llama.cpp and trtllm-serve sections set at once: each flag berth
+// renders for them is one the engine accepts at its catalogued release, with an accepted value.
+TEST(EngineCatalogue, EverySglangKeyRendersAFlagSglangAccepts) {
+  ServiceSpec s;
+  s.name = "sglang-x";
+  s.has_engine = true;
+  s.engine = EngineKind::kSglang;
+  s.model = "x";
+  s.port = 30000;
+  SglangOptions& o = s.sglang;
+  o.tp_size = 8;
+  o.dp_size = 8;
+  o.ep_size = 8;
+  o.enable_dp_attention = true;
+  o.context_length = 8192;
+  o.served_model_name = "chat";
+  o.trust_remote_code = true;
+  o.tool_call_parser = "minimax-m2";
+  o.reasoning_parser = "minimax-append-think";
+  o.kv_cache_dtype = "fp8_e4m3";
+  o.speculative = {"EAGLE3", 3, 1, 4, "head"};
+  s.draft_model = "head";
+  RenderContext c = Ctx("python3");
+  c.draft_snapshot_path = "/models/models--org--head/snapshots/def";
+  ExpectRenderedFlagsKnown(CatalogueEngine::kSglang, s, c);
+  // The values come from the same tables the manifest is checked against.
+  const EngineCatalogue& sg = Catalogue(CatalogueEngine::kSglang);
+  EXPECT_TRUE(sg.InTable("speculative_methods", o.speculative.algorithm));
+  EXPECT_TRUE(sg.InTable("kv_cache_dtypes", o.kv_cache_dtype));
+  // The flag berth refuses in args is one SGLang has (its other spellings may be newer or
+  // older than the catalogued release: argparse's --tp, trtllm-serve's --tensor_parallel_size).
+  for (const OwnedFlag& f : AdapterFor(EngineKind::kSglang).OwnedFlags(s))
+    EXPECT_NE(sg.Find(f.spellings[0]), nullptr) << f.spellings[0];
+}
+
+TEST(EngineCatalogue, EveryLlamaServerKeyRendersAFlagLlamaServerAccepts) {
+  ServiceSpec s;
+  s.name = "llama-x";
+  s.has_engine = true;
+  s.engine = EngineKind::kLlamaServer;
+  s.model = "x";
+  s.port = 8080;
+  LlamaServerOptions& o = s.llama;
+  o.model_file = "x.gguf";
+  o.ctx_size = 8192;
+  o.alias = "small";
+  o.jinja = true;
+  o.parallel = 4;
+  o.cache_type_k = "q8_0";
+  o.cache_type_v = "q8_0";
+  o.split_mode = "row";
+  ExpectRenderedFlagsKnown(CatalogueEngine::kLlamaServer, s, Ctx("llama-server"));
+  const EngineCatalogue& ll = Catalogue(CatalogueEngine::kLlamaServer);
+  for (const OwnedFlag& f : AdapterFor(EngineKind::kLlamaServer).OwnedFlags(s))
+    EXPECT_NE(ll.Find(f.spellings[0]), nullptr) << f.spellings[0];
+}
+
+TEST(EngineCatalogue, EveryTrtllmKeyRendersAFlagTrtllmServeAccepts) {
+  ServiceSpec s;
+  s.name = "trt-x";
+  s.has_engine = true;
+  s.engine = EngineKind::kTrtllm;
+  s.model = "x";
+  s.port = 8000;
+  TrtllmOptions& o = s.trtllm;
+  o.tp_size = 8;
+  o.pp_size = 1;
+  o.ep_size = 8;
+  o.backend = "pytorch";
+  o.trust_remote_code = true;
+  o.max_seq_len = 32768;
+  o.extra_llm_api_options = "/etc/berth/trt.yaml";
+  std::vector<std::string> argv = ServiceArgv(s, Ctx("trtllm-serve"));
+  ASSERT_GE(argv.size(), 3u);
+  EXPECT_EQ(argv[1], "serve");  // the subcommand, then the positional MODEL
+  ExpectRenderedFlagsKnown(CatalogueEngine::kTrtllm, s, Ctx("trtllm-serve"));
+  const EngineCatalogue& trt = Catalogue(CatalogueEngine::kTrtllm);
+  for (const OwnedFlag& f : AdapterFor(EngineKind::kTrtllm).OwnedFlags(s))
+    EXPECT_NE(trt.Find(f.spellings[0]), nullptr) << f.spellings[0];
+}
+
 }  // namespace
 }  // namespace berth

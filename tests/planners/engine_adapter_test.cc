@@ -91,3 +91,197 @@ TEST(EngineAdapter, EveryEngineOwnsItsPortHostAndServedName) {
 
 }  // namespace
 }  // namespace berth
+
+namespace berth {
+namespace {
+
+using ::testing::Contains;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// The words of argv from `flag` on, `n` of them.
+std::vector<std::string> From(const std::vector<std::string>& argv, const std::string& flag,
+                              size_t n = 2) {
+  auto at = std::find(argv.begin(), argv.end(), flag);
+  if (at == argv.end()) return {};
+  return {at, at + static_cast<std::ptrdiff_t>(std::min<size_t>(n, argv.end() - at))};
+}
+
+TEST(SglangAdapter, MiniMaxsGuideKeysRenderInSglangsSpelling) {
+  ServiceSpec s = Sglang();
+  s.gpus = {0, 1, 2, 3, 4, 5, 6, 7};
+  SglangOptions& o = s.sglang;
+  o.tp_size = 8;
+  o.trust_remote_code = true;
+  o.tool_call_parser = "minimax-m2";
+  o.reasoning_parser = "minimax-append-think";
+  o.kv_cache_dtype = "fp8_e4m3";
+  std::vector<std::string> a = ServiceArgv(s, Ctx("python3"));
+  EXPECT_THAT(a, Contains("--trust-remote-code"));
+  EXPECT_THAT(From(a, "--tool-call-parser"), ElementsAre("--tool-call-parser", "minimax-m2"));
+  EXPECT_THAT(From(a, "--reasoning-parser"),
+              ElementsAre("--reasoning-parser", "minimax-append-think"));
+  EXPECT_THAT(From(a, "--kv-cache-dtype"), ElementsAre("--kv-cache-dtype", "fp8_e4m3"));
+  // Sizes at SGLang's defaults are not rendered.
+  EXPECT_THAT(a, Not(Contains("--dp-size")));
+  EXPECT_THAT(a, Not(Contains("--ep-size")));
+  EXPECT_THAT(a, Not(Contains("--speculative-algorithm")));
+}
+
+TEST(SglangAdapter, DataAndExpertParallelAndSpeculativeDecodingRender) {
+  ServiceSpec s = Sglang();
+  s.draft_model = "eagle";
+  SglangOptions& o = s.sglang;
+  o.tp_size = 4;
+  o.dp_size = 2;
+  o.ep_size = 4;
+  o.speculative = {"EAGLE3", 3, 1, 4, "eagle"};
+  RenderContext c = Ctx("python3");
+  c.draft_snapshot_path = "/models/models--o--eagle/snapshots/def";
+  std::vector<std::string> a = ServiceArgv(s, c);
+  EXPECT_THAT(From(a, "--dp-size"), ElementsAre("--dp-size", "2"));
+  EXPECT_THAT(From(a, "--ep-size"), ElementsAre("--ep-size", "4"));
+  EXPECT_THAT(From(a, "--speculative-algorithm", 10),
+              ElementsAre("--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path",
+                          "/models/models--o--eagle/snapshots/def", "--speculative-num-steps", "3",
+                          "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4"));
+  // What berth renders, args may not say again.
+  EXPECT_EQ(FindOwnedFlag(s, {"--dp", "4"})->set_by, "sglang.dp_size");
+  EXPECT_EQ(FindOwnedFlag(s, {"--speculative-num-steps=5"})->set_by, "sglang.speculative");
+  EXPECT_FALSE(FindOwnedFlag(s, {"--tool-call-parser", "qwen25"}));
+  s.sglang.tool_call_parser = "minimax-m2";
+  EXPECT_EQ(FindOwnedFlag(s, {"--tool-call-parser", "qwen25"})->set_by, "sglang.tool_call_parser");
+}
+
+// server_args.py: replicas of tp GPUs each; with DP attention the groups live within tp.
+TEST(SglangAdapter, TheGpuCountIsTpTimesDpOrTpAloneWithDpAttention) {
+  const EngineAdapter& sg = AdapterFor(EngineKind::kSglang);
+  ServiceSpec s = Sglang();
+  s.sglang.tp_size = 4;
+  s.sglang.dp_size = 2;
+  EXPECT_FALSE(sg.GpuCountProblem(s, 8));
+  ASSERT_TRUE(sg.GpuCountProblem(s, 4));
+  EXPECT_EQ(sg.GpuCountProblem(s, 4)->message,
+            "tp_size 4 × dp_size 2 = 8, but gpus lists 4 devices");
+  WeightSplit w = *sg.Split(s);
+  EXPECT_EQ(w.ways, 4);
+  EXPECT_EQ(w.replicas, 2);
+
+  s.sglang.tp_size = 8;
+  s.sglang.dp_size = 8;
+  s.sglang.enable_dp_attention = true;
+  EXPECT_FALSE(sg.GpuCountProblem(s, 8));
+  EXPECT_THAT(sg.GpuCountProblem(s, 64)->message, HasSubstr("tp_size 8 (DP attention within it)"));
+  EXPECT_EQ(sg.Split(s)->replicas, 1);
+  s.sglang.dp_size = 3;
+  EXPECT_THAT(sg.GpuCountProblem(s, 8)->message, HasSubstr("dp_size 3 does not divide tp_size 8"));
+  s.sglang.dp_size = 1;
+  EXPECT_THAT(sg.GpuCountProblem(s, 8)->message, HasSubstr("needs dp_size above 1"));
+
+  s.sglang.enable_dp_attention = false;
+  s.sglang.ep_size = 3;
+  EXPECT_THAT(sg.GpuCountProblem(s, 8)->message, HasSubstr("ep_size 3 does not divide tp_size 8"));
+  s.sglang.ep_size = 8;
+  EXPECT_FALSE(sg.GpuCountProblem(s, 8));
+}
+
+TEST(LlamaServerAdapter, TheModelFileAndEveryKeyRender) {
+  ServiceSpec s = Sglang();
+  s.engine = EngineKind::kLlamaServer;
+  s.llama.model_file = "Q4_K_M/m-00001-of-00002.gguf";
+  std::vector<std::string> a = ServiceArgv(s, Ctx("/opt/llama/bin/llama-server"));
+  EXPECT_THAT(
+      From(a, "--model"),
+      ElementsAre("--model", "/models/models--o--m/snapshots/abc/Q4_K_M/m-00001-of-00002.gguf"));
+  // Every layer on the GPUs unless the manifest says otherwise: llama.cpp's own default (auto)
+  // fits what happens to be free, and a model that silently runs partly on the CPU is slow
+  // without failing any gate.
+  EXPECT_THAT(From(a, "--n-gpu-layers"), ElementsAre("--n-gpu-layers", "all"));
+  EXPECT_THAT(a, Not(Contains("--jinja")));
+
+  s.llama.n_gpu_layers = "auto";
+  s.llama.jinja = true;
+  s.llama.parallel = 4;
+  s.llama.cache_type_k = "q8_0";
+  s.llama.cache_type_v = "q4_0";
+  s.llama.split_mode = "row";
+  a = ServiceArgv(s, Ctx("llama-server"));
+  EXPECT_THAT(From(a, "--n-gpu-layers"), ElementsAre("--n-gpu-layers", "auto"));
+  EXPECT_THAT(a, Contains("--jinja"));
+  EXPECT_THAT(From(a, "--parallel"), ElementsAre("--parallel", "4"));
+  EXPECT_THAT(From(a, "--cache-type-k"), ElementsAre("--cache-type-k", "q8_0"));
+  EXPECT_THAT(From(a, "--cache-type-v"), ElementsAre("--cache-type-v", "q4_0"));
+  EXPECT_THAT(From(a, "--split-mode"), ElementsAre("--split-mode", "row"));
+  EXPECT_EQ(FindOwnedFlag(s, {"-np", "8"})->set_by, "llama_server.parallel");
+  EXPECT_EQ(FindOwnedFlag(s, {"-ctv", "f16"})->set_by, "llama_server.cache_type_v");
+  EXPECT_EQ(FindOwnedFlag(s, {"-sm", "layer"})->set_by, "llama_server.split_mode");
+}
+
+ServiceSpec Trtllm() {
+  ServiceSpec s = Sglang();
+  s.name = "trt";
+  s.engine = EngineKind::kTrtllm;
+  s.gpus = {0, 1, 2, 3};
+  s.port = 8000;
+  s.trtllm.tp_size = 4;
+  return s;
+}
+
+TEST(TrtllmAdapter, TrtllmServeGetsItsUnderscoreFlags) {
+  ServiceSpec s = Trtllm();
+  s.trtllm.ep_size = 4;
+  s.trtllm.backend = "pytorch";
+  s.trtllm.trust_remote_code = true;
+  s.trtllm.max_seq_len = 32768;
+  s.trtllm.extra_llm_api_options = "/etc/berth/trt.yaml";
+  EXPECT_THAT(
+      ServiceArgv(s, Ctx("/opt/trt/bin/trtllm-serve")),
+      ElementsAre("/opt/trt/bin/trtllm-serve", "serve", "/models/models--o--m/snapshots/abc",
+                  "--host", "0.0.0.0", "--port", "8000", "--tp_size", "4", "--pp_size", "1",
+                  "--ep_size", "4", "--backend", "pytorch", "--max_seq_len", "32768",
+                  "--trust_remote_code", "--extra_llm_api_options", "/etc/berth/trt.yaml"));
+  EXPECT_EQ(AdapterFor(EngineKind::kTrtllm).DefaultExecutable(), "trtllm-serve");
+  EXPECT_EQ(FindOwnedFlag(s, {"--tensor_parallel_size", "8"})->set_by, "trtllm.tp_size");
+  EXPECT_EQ(FindOwnedFlag(s, {"--config", "/x.yaml"})->set_by, "trtllm.extra_llm_api_options");
+  EXPECT_FALSE(FindOwnedFlag(s, {"--kv_cache_free_gpu_memory_fraction", "0.8"}));
+  // Its model is positional (trtllm-serve has no --model); port and host are berth's.
+  EXPECT_EQ(FindOwnedFlag(s, {"--port", "9"})->set_by, "port");
+  EXPECT_EQ(FindOwnedFlag(s, {"--host", "::"})->set_by, "bind");
+}
+
+// openai_server.py lists a local model folder under its name: for a Hub snapshot, the commit.
+TEST(TrtllmAdapter, ItReportsTheSnapshotFoldersNameNotTheServiceName) {
+  const EngineAdapter& trt = AdapterFor(EngineKind::kTrtllm);
+  EXPECT_EQ(trt.ReportedName(Trtllm(), Ctx("trtllm-serve")), "abc");
+  EXPECT_EQ(trt.ReportedName(Trtllm(), RenderContext{}), "");
+  // The others report what berth tells them.
+  ServiceSpec s = Sglang();
+  s.sglang.served_model_name = "chat";
+  EXPECT_EQ(AdapterFor(EngineKind::kSglang).ReportedName(s, Ctx("python3")), "chat");
+}
+
+TEST(TrtllmAdapter, TheGpuCountIsTpTimesPpAndEpDividesTp) {
+  const EngineAdapter& trt = AdapterFor(EngineKind::kTrtllm);
+  ServiceSpec s = Trtllm();
+  s.trtllm.tp_size = 2;
+  s.trtllm.pp_size = 2;
+  EXPECT_FALSE(trt.GpuCountProblem(s, 4));
+  EXPECT_EQ(trt.GpuCountProblem(s, 8)->message,
+            "tp_size 2 × pp_size 2 = 4, but gpus lists 8 devices");
+  EXPECT_EQ(trt.Split(s)->ways, 4);
+  s.trtllm.ep_size = 4;
+  EXPECT_THAT(trt.GpuCountProblem(s, 4)->message, HasSubstr("ep_size 4 does not divide tp_size 2"));
+}
+
+TEST(CommandAdapter, ItReportsTheServedNameTheManifestGivesAndNothingElse) {
+  ServiceSpec s = Sglang();
+  s.engine = EngineKind::kCommand;
+  s.command = {"/usr/bin/tgi"};
+  EXPECT_EQ(AdapterFor(EngineKind::kCommand).ReportedName(s, RenderContext{}), "");
+  s.served_name = "tgi/model";
+  EXPECT_EQ(AdapterFor(EngineKind::kCommand).ReportedName(s, RenderContext{}), "tgi/model");
+  EXPECT_EQ(s.ServedName(), "tgi/model");
+}
+
+}  // namespace
+}  // namespace berth

@@ -235,6 +235,33 @@ TEST(RenderUnit, LlamaAliasWithANewlineIsRefused) {
   EXPECT_FALSE(TryRenderUnit(s, Ctx()).ok());
 }
 
+TEST(RenderUnit, LlamaServerGetsItsGgufFileAndEveryLayerOnTheGpus) {
+  ServiceSpec s = Svc();
+  s.engine = EngineKind::kLlamaServer;
+  s.llama.model_file = "Q4_K_M/m.gguf";
+  s.llama.jinja = true;
+  RenderContext c = Ctx();
+  c.executable = "/opt/llama/bin/llama-server";
+  std::string unit = RenderUnit(s, c).content;
+  EXPECT_THAT(unit, HasSubstr("ExecStart=\"/opt/llama/bin/llama-server\" \"--model\" "
+                              "\"/models/models--org--x/snapshots/abc/Q4_K_M/m.gguf\""));
+  EXPECT_THAT(unit, HasSubstr("\"--n-gpu-layers\" \"all\" \"--jinja\""));
+}
+
+TEST(RenderUnit, TrtllmServeGetsItsSubcommandAndUnderscoreFlags) {
+  ServiceSpec s = Svc();
+  s.engine = EngineKind::kTrtllm;
+  s.trtllm.tp_size = 2;
+  RenderContext c = Ctx();
+  c.executable = "/opt/trt/bin/trtllm-serve";
+  RenderedUnit u = RenderUnit(s, c);
+  EXPECT_THAT(u.content, HasSubstr("Description=trtllm-serve serving vllm-x"));
+  EXPECT_THAT(u.content,
+              HasSubstr("ExecStart=\"/opt/trt/bin/trtllm-serve\" \"serve\" "
+                        "\"/models/models--org--x/snapshots/abc\" \"--host\" \"0.0.0.0\" "
+                        "\"--port\" \"8000\" \"--tp_size\" \"2\" \"--pp_size\" \"1\"\n"));
+}
+
 TEST(RenderUnit, SpecifiersAndDollarsReachEveryDirectiveEscaped) {
   ServiceSpec s = Svc();
   s.vllm.served_model_name = "m-%n-$X";
