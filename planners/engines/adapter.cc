@@ -60,6 +60,8 @@ const EngineCatalogue* CatalogueOf(EngineKind e) {
       return &Catalogue(CatalogueEngine::kSglang);
     case EngineKind::kLlamaServer:
       return &Catalogue(CatalogueEngine::kLlamaServer);
+    case EngineKind::kTrtllm:
+      return &Catalogue(CatalogueEngine::kTrtllm);
     case EngineKind::kCommand:
       break;
   }
