@@ -14,8 +14,9 @@ namespace berth::manifests {
 /// A service plus where its cross-checked values were written.
 struct ServiceDraft {
   ServiceSpec spec;
-  SourceLoc model_loc;  // the `model:` value; line 0 when absent
-  SourceLoc port_loc;   // the `port:` value; line 0 when absent
+  SourceLoc model_loc;        // the `model:` value; line 0 when absent
+  SourceLoc port_loc;         // the `port:` value; line 0 when absent
+  SourceLoc draft_model_loc;  // vllm.speculative.model's value; line 0 when absent
 };
 
 struct FilePart {

@@ -14,7 +14,8 @@ namespace berth::manifests {
 std::optional<double> Fraction(YamlReader& r, const Field& f);
 std::optional<int> PositiveInt(YamlReader& r, const Field& f);
 
-bool DecodeVllm(YamlReader& r, const Field& block, VllmOptions* o);
+/// `draft_model_loc`: where vllm.speculative.model is written (merge checks it names a model).
+bool DecodeVllm(YamlReader& r, const Field& block, VllmOptions* o, SourceLoc* draft_model_loc);
 bool DecodeSglang(YamlReader& r, const Field& block, SglangOptions* o);
 void DecodeLlama(YamlReader& r, const Field& block, LlamaServerOptions* o);
 

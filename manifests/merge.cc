@@ -90,6 +90,18 @@ Desired MergeParts(std::vector<FilePart> parts, std::vector<Diagnostic>* diagnos
     Add(diagnostics, d.model_loc, "model '" + d.spec.model + "' is not defined in models",
         DidYouMean(d.spec.model, model_names));
   }
+  // vLLM's draft model is downloaded and named by its snapshot path like the service's own.
+  for (const ServiceDraft& d : services) {
+    const auto& sp = d.spec.vllm.speculative;
+    if (d.spec.engine != EngineKind::kVllm || !sp || sp->model.empty() ||
+        desired.models.count(sp->model) > 0)
+      continue;
+    Add(diagnostics, d.draft_model_loc,
+        "vllm.speculative.model '" + sp->model + "' is not defined in models",
+        DidYouMean(sp->model, model_names).empty()
+            ? "define the draft model under models: and name its key here"
+            : DidYouMean(sp->model, model_names));
+  }
 
   // Two running services cannot listen on one port. Stopped and absent ones may share it: that
   // is how a switch-back stays ready.

@@ -90,14 +90,18 @@ UnitFileChange PlanUnitFile(const Desired& d, const Observed& o, const ServiceSp
   ctx.store = StorePath(d, o);
   ctx.berth_version = berth_version;
   ctx.executable = ResolveExecutable(s, d.executables);
-  if (const ResolvedModel* m = s.model.empty() ? nullptr : FindModel(*draft, s.model)) {
-    ctx.model_repo = m->spec->repo_id;
+  for (const std::string& key : s.ModelKeys()) {
+    const ResolvedModel* m = FindModel(*draft, key);
+    if (!m) continue;
     std::string commit = m->commit;
     // Unknown offline (nothing in the store, Hub not asked): keep the commit the unit pins.
     if (commit.empty() && u && o.Owns(*u))
-      commit = PinnedCommit(u->content, ctx.store, ctx.model_repo);
-    ctx.snapshot_path =
+      commit = PinnedCommit(u->content, ctx.store, m->spec->repo_id);
+    ctx.model_snapshots[key] =
         SnapshotPath(ctx.store, m->spec->repo_id, commit.empty() ? m->spec->revision : commit);
+    if (key != s.model) continue;
+    ctx.model_repo = m->spec->repo_id;
+    ctx.snapshot_path = ctx.model_snapshots[key];
   }
   Result<RenderedUnit> rendered = TryRenderUnit(s, ctx);
   if (!rendered.ok()) {

@@ -37,7 +37,8 @@ int RunRender(const std::string& manifest_path, const std::string& observed_path
       const ModelSpec& m = it->second;
       bool rendered = false;
       for (const auto& [name, s] : desired.services)
-        rendered = rendered || ((service.empty() || name == service) && s.model == it->first);
+        for (const std::string& key : s.ModelKeys())
+          rendered = rendered || ((service.empty() || name == service) && key == it->first);
       bool pinned = IsCommit(m.revision) || desired.PinFor(m);
       it = rendered && !pinned ? std::next(it) : asked.models.erase(it);
     }
@@ -60,8 +61,8 @@ int RunRender(const std::string& manifest_path, const std::string& observed_path
     ctx.store = StorePath(desired, observed);
     ctx.executable = ResolveExecutable(s, desired.executables);
     ctx.berth_version = BERTH_VERSION;
-    if (!s.model.empty()) {
-      const ModelSpec& m = desired.models.at(s.model);
+    for (const std::string& key : s.ModelKeys()) {
+      const ModelSpec& m = desired.models.at(key);
       std::string commit = m.revision;
       if (const HubInfo* h = observed.FindHub(m.repo_id, m.revision)) commit = h->commit;
       if (const LockEntry* pin = desired.PinFor(m)) commit = pin->commit;
@@ -73,12 +74,14 @@ int RunRender(const std::string& manifest_path, const std::string& observed_path
           for (const auto& ref : rev.refs)
             if (ref == m.revision) commit = rev.commit;
       if (!IsCommit(commit))
-        err << "berth render: model/" << s.model << ": revision '" << m.revision
+        err << "berth render: model/" << key << ": revision '" << m.revision
             << "' is not resolved to a commit here (not in the store, not in berth.lock, the Hub "
                "not asked); the unit berth writes names the commit apply resolves, shown here as '"
             << m.revision << "'\n";
+      ctx.model_snapshots[key] = SnapshotPath(ctx.store, m.repo_id, commit);
+      if (key != s.model) continue;
       ctx.model_repo = m.repo_id;
-      ctx.snapshot_path = SnapshotPath(ctx.store, m.repo_id, commit);
+      ctx.snapshot_path = ctx.model_snapshots[key];
     }
     Result<RenderedUnit> rendered = TryRenderUnit(s, ctx);
     if (!rendered.ok()) {

@@ -67,6 +67,15 @@ std::string DialAddress(const std::string& bind) {
 
 std::string ServiceSpec::DialHost() const { return DialAddress(bind); }
 
+std::vector<std::string> ServiceSpec::ModelKeys() const {
+  std::vector<std::string> keys;
+  if (!model.empty()) keys.push_back(model);
+  if (engine == EngineKind::kVllm && vllm.speculative && !vllm.speculative->model.empty() &&
+      vllm.speculative->model != model)
+    keys.push_back(vllm.speculative->model);
+  return keys;
+}
+
 std::string ServiceSpec::ServedName() const {
   switch (engine) {
     case EngineKind::kVllm:

@@ -1,10 +1,73 @@
 // vLLM: `vllm serve MODEL` (vllm/entrypoints/cli/serve.py), flags from
-// vllm/engine/arg_utils.py (EngineArgs.add_cli_args) and vllm/entrypoints/openai/cli_args.py.
+// vllm/engine/arg_utils.py (EngineArgs.add_cli_args) and vllm/entrypoints/openai/cli_args.py,
+// read at vllm-project/vllm 005223338608 (cli_args.py) and 002e77c1f0ef (config/speculative.py).
+#include "planners/engines/vllm.h"
+
+#include <nlohmann/json.hpp>
+
 #include "engine/core/units.h"
 #include "planners/engines/adapters.h"
+#include "planners/engines/tables.h"
 
-namespace berth::engines {
+namespace berth {
+
+DraftModelRule VllmDraftModelRule(std::string_view method) {
+  // speculative.py, SpeculativeConfig.__post_init__: with no model, mtp and dspark take the
+  // target's checkpoint, ngram, ngram_gpu, suffix and extract_hidden_states need none; every
+  // other method loads
+  // `model` as a ModelConfig of its own ("num_speculative_tokens was provided but without
+  // speculative model" otherwise).
+  if (method == "mtp" || method == "ngram" || method == "ngram_gpu" || method == "suffix" ||
+      method == "extract_hidden_states")
+    return DraftModelRule::kRefused;
+  if (method == "dspark") return DraftModelRule::kOptional;
+  return DraftModelRule::kRequired;
+}
+
+std::optional<std::string> VllmObsoleteEnv(std::string_view name) {
+  // vllm/envs.py: VLLM_USE_V1 went with the V0 engine (v0.11.0); V1 is the only engine, and
+  // envs.py warns of a VLLM_ variable it does not know.
+  if (name == "VLLM_USE_V1")
+    return std::string(
+        "selected vLLM's V0 or V1 engine; V1 is the only engine since vLLM 0.11, which no "
+        "longer reads it (and warns of an unknown variable)");
+  return std::nullopt;
+}
+
+namespace engines {
 namespace {
+
+// vllm/utils/argparse_utils.py, FlexibleArgumentParser.parse_args: "--enable_expert_parallel"
+// is read as "--enable-expert-parallel" (MiniMax's guide spells it so), so `args` may name a
+// flag either way.
+std::vector<std::string> WithUnderscores(std::vector<std::string> spellings) {
+  size_t n = spellings.size();
+  for (size_t i = 0; i < n; ++i) {
+    const std::string& s = spellings[i];
+    if (!s.starts_with("--") || s.find('-', 2) == std::string::npos) continue;
+    std::string u = s;
+    for (size_t j = 2; j < u.size(); ++j)
+      if (u[j] == '-') u[j] = '_';
+    spellings.push_back(u);
+  }
+  return spellings;
+}
+
+// --speculative-config's JSON: the fields SpeculativeConfig reads, compact, keys sorted.
+std::string SpeculativeJson(const VllmSpeculative& sp, const RenderContext& ctx) {
+  nlohmann::ordered_json j;
+  j["method"] = sp.method;
+  if (!sp.model.empty()) {
+    auto it = ctx.model_snapshots.find(sp.model);
+    j["model"] = it != ctx.model_snapshots.end() ? it->second : std::string();
+  }
+  j["num_speculative_tokens"] = sp.num_speculative_tokens;
+  if (sp.draft_tensor_parallel_size)
+    j["draft_tensor_parallel_size"] = *sp.draft_tensor_parallel_size;
+  if (sp.prompt_lookup_min) j["prompt_lookup_min"] = *sp.prompt_lookup_min;
+  if (sp.prompt_lookup_max) j["prompt_lookup_max"] = *sp.prompt_lookup_max;
+  return j.dump();
+}
 
 class VllmAdapter final : public EngineAdapter {
  public:
@@ -26,13 +89,26 @@ class VllmAdapter final : public EngineAdapter {
                                   Int(o.tensor_parallel_size),
                                   "--pipeline-parallel-size",
                                   Int(o.pipeline_parallel_size)};
+    if (o.data_parallel_size != 1)
+      a.insert(a.end(), {"--data-parallel-size", Int(o.data_parallel_size)});
     if (o.enable_expert_parallel) a.push_back("--enable-expert-parallel");
     a.insert(a.end(), {"--gpu-memory-utilization", FormatDouble(o.gpu_memory_utilization)});
     if (o.max_model_len) a.insert(a.end(), {"--max-model-len", Int(*o.max_model_len)});
+    if (o.trust_remote_code) a.push_back("--trust-remote-code");
+    if (!o.kv_cache_dtype.empty()) a.insert(a.end(), {"--kv-cache-dtype", o.kv_cache_dtype});
+    // cli_args.py, validate_parsed_serve_args: --enable-auto-tool-choice needs a parser, and
+    // without --enable-auto-tool-choice a request with tool_choice "auto" is refused.
+    if (!o.tool_call_parser.empty())
+      a.insert(a.end(), {"--enable-auto-tool-choice", "--tool-call-parser", o.tool_call_parser});
+    if (!o.reasoning_parser.empty()) a.insert(a.end(), {"--reasoning-parser", o.reasoning_parser});
+    if (o.speculative)
+      a.insert(a.end(), {"--speculative-config", SpeculativeJson(*o.speculative, ctx)});
     return a;
   }
 
   std::vector<OwnedFlag> OwnedFlags(const ServiceSpec& s) const override {
+    // The keys berth checks (the GPU count, the catalogue's tables, the draft model's
+    // download) own their flags whether set or not: args cannot go around the check.
     std::vector<OwnedFlag> f = {
         {{"--model"}, "model"},
         {{"--served-model-name"}, "vllm.served_model_name"},
@@ -40,33 +116,74 @@ class VllmAdapter final : public EngineAdapter {
         {{"--port"}, "port"},
         {{"--tensor-parallel-size", "-tp"}, "vllm.tensor_parallel_size"},
         {{"--pipeline-parallel-size", "-pp"}, "vllm.pipeline_parallel_size"},
+        {{"--data-parallel-size", "-dp"}, "vllm.data_parallel_size"},
         {{"--enable-expert-parallel", "--no-enable-expert-parallel", "-ep"},
          "vllm.enable_expert_parallel"},
         {{"--gpu-memory-utilization"}, "vllm.gpu_memory_utilization"},
+        {{"--trust-remote-code", "--no-trust-remote-code"}, "vllm.trust_remote_code"},
+        {{"--enable-auto-tool-choice", "--no-enable-auto-tool-choice", "--tool-call-parser"},
+         "vllm.tool_call_parser"},
+        {{"--reasoning-parser"}, "vllm.reasoning_parser"},
+        {{"--kv-cache-dtype"}, "vllm.kv_cache_dtype"},
+        {{"--speculative-config", "-sc"}, "vllm.speculative"},
     };
     if (s.vllm.max_model_len) f.push_back({{"--max-model-len"}, "vllm.max_model_len"});
+    for (OwnedFlag& flag : f) flag.spellings = WithUnderscores(std::move(flag.spellings));
     return f;
   }
 
   std::optional<EngineRefusal> GpuCountProblem(const ServiceSpec& s, size_t n) const override {
-    const int tp = s.vllm.tensor_parallel_size, pp = s.vllm.pipeline_parallel_size;
-    const int64_t product = int64_t{tp} * pp;
+    const int tp = s.vllm.tensor_parallel_size, pp = s.vllm.pipeline_parallel_size,
+              dp = s.vllm.data_parallel_size;
+    const int64_t product = int64_t{tp} * pp * dp;
     if (product == static_cast<int64_t>(n)) return std::nullopt;
     return EngineRefusal{
-        "tensor_parallel_size " + Int(tp) + " × pipeline_parallel_size " + Int(pp) + " = " +
-            Int(product) + ", but gpus lists " + Int(static_cast<int64_t>(n)) +
-            (n == 1 ? " device" : " devices"),
-        "make tensor_parallel_size × pipeline_parallel_size equal the number of GPUs"};
+        "tensor_parallel_size " + Int(tp) + " × pipeline_parallel_size " + Int(pp) +
+            " × data_parallel_size " + Int(dp) + " = " + Int(product) + ", but gpus lists " +
+            Int(static_cast<int64_t>(n)) + (n == 1 ? " device" : " devices"),
+        "make tensor_parallel_size × pipeline_parallel_size × data_parallel_size equal the "
+        "number of GPUs"};
   }
 
   std::optional<WeightSplit> Split(const ServiceSpec& s) const override {
-    const int tp = s.vllm.tensor_parallel_size, pp = s.vllm.pipeline_parallel_size;
-    return WeightSplit{tp * pp, 1,
-                       "tensor_parallel_size " + Int(tp) + " × pipeline_parallel_size " + Int(pp)};
+    const int tp = s.vllm.tensor_parallel_size, pp = s.vllm.pipeline_parallel_size,
+              dp = s.vllm.data_parallel_size;
+    std::string words = "tensor_parallel_size " + Int(tp) + " × pipeline_parallel_size " + Int(pp);
+    if (dp == 1) return WeightSplit{tp * pp, 1, words};
+    if (!s.vllm.enable_expert_parallel)
+      return WeightSplit{tp * pp, dp,
+                         words + " in each of data_parallel_size " + Int(dp) +
+                             " replicas (each holds a whole copy)"};
+    // With expert parallelism vLLM shards the experts over every GPU of every replica (expert
+    // parallel size tp × dp) and copies the rest into each: berth cannot tell the experts'
+    // share, so it counts every weight as an expert, the least a GPU can hold, and refuses only
+    // what cannot fit.
+    return WeightSplit{tp * pp * dp, dp,
+                       words + " × data_parallel_size " + Int(dp) +
+                           " (enable_expert_parallel spreads the experts over all " +
+                           Int(int64_t{tp} * pp * dp) +
+                           " GPUs; every weight counted as an expert)"};
   }
 
   std::optional<std::pair<double, std::string>> MemoryShare(const ServiceSpec& s) const override {
     return std::pair{s.vllm.gpu_memory_utilization, std::string("gpu_memory_utilization")};
+  }
+
+  std::optional<EngineRefusal> ModelConfigProblem(const ServiceSpec& s,
+                                                  const ModelConfig& config) const override {
+    const auto& sp = s.vllm.speculative;
+    if (!sp || sp->method != "mtp" || config.model_type.empty()) return std::nullopt;
+    if (InEngineTable(EngineKind::kVllm, "mtp_model_types", config.model_type)) return std::nullopt;
+    // speculative.py: hf_config_override maps the model types with MTP layers to an MTP model
+    // type; for any other, __post_init__ raises NotImplementedError.
+    return EngineRefusal{
+        "vllm.speculative.method mtp needs a model whose config.json model_type vLLM maps to an "
+        "MTP draft (vllm/config/speculative.py, SpeculativeConfig.hf_config_override), and '" +
+            config.model_type +
+            "' is not one: vLLM would exit at start with \"Unsupported speculative method: "
+            "'mtp'\"",
+        "remove vllm.speculative, or choose a method this model has (an eagle3 draft model, "
+        "ngram)"};
   }
 };
 
@@ -77,4 +194,5 @@ const EngineAdapter& Vllm() {
   return a;
 }
 
-}  // namespace berth::engines
+}  // namespace engines
+}  // namespace berth
