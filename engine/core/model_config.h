@@ -13,12 +13,12 @@ namespace berth {
 
 struct ModelConfig {
   std::vector<std::string> architectures;  // "MiniMaxM2ForCausalLM", ...
-  /// "model_type": "minimax_m2"; "" when absent or not a short name (at most
-  /// kMaxModelTypeBytes of letters, digits, '_', '-', '.').
-  std::string model_type;
   /// Why berth cannot use it, "" when it names its architectures: "missing", "not JSON
   /// (...)", "names no architectures", "larger than 1 MiB". Said after the file's path.
   std::string problem;
+  /// "model_type": "minimax_m2"; "" when absent or not a short name (at most
+  /// kMaxModelTypeBytes of letters, digits, '_', '-', '.').
+  std::string model_type = "";
   bool operator==(const ModelConfig&) const = default;
 };
 

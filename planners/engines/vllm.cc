@@ -53,7 +53,7 @@ std::vector<std::string> WithUnderscores(std::vector<std::string> spellings) {
   return spellings;
 }
 
-// --speculative-config's JSON: the fields SpeculativeConfig reads, compact, keys sorted.
+// --speculative-config's JSON: the fields SpeculativeConfig reads, compact, method first.
 std::string SpeculativeJson(const VllmSpeculative& sp, const RenderContext& ctx) {
   nlohmann::ordered_json j;
   j["method"] = sp.method;
