@@ -77,8 +77,8 @@ services:
   EXPECT_EQ(s.vllm.tensor_parallel_size, 8);
   EXPECT_TRUE(s.vllm.enable_expert_parallel);
   EXPECT_DOUBLE_EQ(s.vllm.gpu_memory_utilization, 0.90);
-  EXPECT_THAT(s.args, ElementsAre("--compilation-config", R"({"cudagraph_mode": "PIECEWISE"})",
-                                  "3", "true"));
+  EXPECT_THAT(s.args, ElementsAre("--compilation-config", R"({"cudagraph_mode": "PIECEWISE"})", "3",
+                                  "true"));
   EXPECT_EQ(s.env.at("SAFETENSORS_FAST_GPU"), "1");
   EXPECT_EQ(s.env.at("NCCL_P2P_LEVEL"), "4");
   EXPECT_EQ(s.health.path, "/v1/models");
