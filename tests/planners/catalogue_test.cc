@@ -1,0 +1,172 @@
+#include "planners/engines/catalogue.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <regex>
+
+#include "planners/engines/adapter.h"
+
+namespace berth {
+namespace {
+
+using ::testing::Contains;
+using ::testing::Not;
+
+constexpr CatalogueEngine kEngines[] = {CatalogueEngine::kVllm, CatalogueEngine::kSglang,
+                                        CatalogueEngine::kLlamaServer, CatalogueEngine::kTrtllm};
+
+TEST(EngineCatalogue, EveryEmbeddedCatalogueParsesAndNamesItsCommit) {
+  for (auto e : kEngines) {
+    const EngineCatalogue& c = Catalogue(e);
+    SCOPED_TRACE(c.engine);
+    EXPECT_EQ(c.engine, CatalogueEngineName(e));
+    EXPECT_FALSE(c.release.empty());
+    EXPECT_TRUE(std::regex_match(c.commit, std::regex("[0-9a-f]{40}"))) << c.commit;
+    EXPECT_GT(c.flags.size(), 20u);
+    for (const auto& f : c.flags) {
+      EXPECT_TRUE(f.name.starts_with("-")) << f.name;
+      EXPECT_EQ(c.Find(f.name), &f);
+      for (const auto& a : f.aliases) EXPECT_EQ(c.Find(a), &f) << a;
+    }
+  }
+  // Parsed once: the same object every time.
+  EXPECT_EQ(&Catalogue(CatalogueEngine::kVllm), &Catalogue(CatalogueEngine::kVllm));
+}
+
+RenderContext Ctx(std::string executable) {
+  RenderContext c;
+  c.store = "/models";
+  c.model_repo = "org/x";
+  c.snapshot_path = "/models/models--org--x/snapshots/abc";
+  c.executable = std::move(executable);
+  return c;
+}
+
+// Every option berth renders today (planners/engine_argv.cc, all optional keys set) is one the
+// engine's parser accepts at the catalogued release, and none is deprecated there.
+void ExpectRenderedFlagsKnown(CatalogueEngine e, const ServiceSpec& s, const RenderContext& ctx) {
+  const EngineCatalogue& c = Catalogue(e);
+  std::vector<std::string> argv = ServiceArgv(s, ctx);
+  int flags = 0;
+  for (size_t i = 1; i < argv.size(); ++i) {
+    const std::string& a = argv[i];
+    if (!a.starts_with("--") && !(a.size() == 2 && a[0] == '-' && a != "-m")) continue;
+    const CatalogueFlag* f = c.Find(a);
+    ASSERT_NE(f, nullptr) << c.engine << " at " << c.commit << " has no " << a;
+    EXPECT_FALSE(f->deprecated) << c.engine << " marks " << a << " deprecated";
+    if (f->takes_value) {
+      ASSERT_LT(i + 1, argv.size()) << a << " needs a value";
+      if (!f->choices.empty()) {
+        EXPECT_THAT(f->choices, Contains(argv[i + 1])) << a;
+      }
+      ++i;
+    }
+    ++flags;
+  }
+  EXPECT_GE(flags, 5) << c.engine;
+}
+
+TEST(EngineCatalogue, FlagsBerthRendersForVllmAreAccepted) {
+  ServiceSpec s;
+  s.name = "vllm-x";
+  s.has_engine = true;
+  s.engine = EngineKind::kVllm;
+  s.model = "x";
+  s.port = 8000;
+  s.vllm.tensor_parallel_size = 8;
+  s.vllm.enable_expert_parallel = true;
+  s.vllm.max_model_len = 4096;
+  ExpectRenderedFlagsKnown(CatalogueEngine::kVllm, s, Ctx("/opt/vllm/bin/vllm"));
+}
+
+TEST(EngineCatalogue, FlagsBerthRendersForSglangAreAccepted) {
+  ServiceSpec s;
+  s.name = "sglang-x";
+  s.has_engine = true;
+  s.engine = EngineKind::kSglang;
+  s.model = "x";
+  s.port = 30000;
+  s.sglang.tp_size = 8;
+  s.sglang.context_length = 8192;
+  ExpectRenderedFlagsKnown(CatalogueEngine::kSglang, s, Ctx("python3"));
+}
+
+TEST(EngineCatalogue, FlagsBerthRendersForLlamaServerAreAccepted) {
+  ServiceSpec s;
+  s.name = "llama-x";
+  s.has_engine = true;
+  s.engine = EngineKind::kLlamaServer;
+  s.model = "x";
+  s.port = 8080;
+  s.llama.ctx_size = 8192;
+  s.llama.model_file = "x.gguf";
+  ExpectRenderedFlagsKnown(CatalogueEngine::kLlamaServer, s, Ctx("llama-server"));
+}
+
+TEST(EngineCatalogue, FindsByAliasNegativeFormValueAndUnderscoreSpelling) {
+  const EngineCatalogue& vllm = Catalogue(CatalogueEngine::kVllm);
+  ASSERT_NE(vllm.Find("-tp"), nullptr);
+  EXPECT_EQ(vllm.Find("-tp")->name, "--tensor-parallel-size");
+  EXPECT_EQ(vllm.Find("-dp")->name, "--data-parallel-size");
+  EXPECT_TRUE(vllm.Find("--tensor-parallel-size")->takes_value);
+  EXPECT_EQ(vllm.Find("--no-trust-remote-code"), vllm.Find("--trust-remote-code"));
+  EXPECT_FALSE(vllm.Find("--trust-remote-code")->takes_value);
+  EXPECT_EQ(vllm.Find("--port=9000"), vllm.Find("--port"));
+  // vLLM's FlexibleArgumentParser reads --max_model_len as --max-model-len.
+  EXPECT_EQ(vllm.Find("--max_model_len"), vllm.Find("--max-model-len"));
+  EXPECT_EQ(vllm.Find("--no-such-flag"), nullptr);
+  EXPECT_THAT(vllm.Find("--kv-cache-dtype")->choices, Contains("fp8"));
+
+  const EngineCatalogue& sglang = Catalogue(CatalogueEngine::kSglang);
+  EXPECT_EQ(sglang.Find("--tensor-parallel-size")->name, "--tp-size");
+  EXPECT_EQ(sglang.Find("--data-parallel-size")->name, "--dp-size");
+  EXPECT_EQ(sglang.Find("--ep")->name, "--ep-size");
+  EXPECT_EQ(sglang.Find("--model")->name, "--model-path");
+  EXPECT_EQ(sglang.Find("--tp_size"), nullptr) << "SGLang's argparse takes no underscores";
+  EXPECT_THAT(sglang.Find("--kv-cache-dtype")->choices, Contains("fp8_e4m3"));
+
+  const EngineCatalogue& llama = Catalogue(CatalogueEngine::kLlamaServer);
+  EXPECT_EQ(llama.Find("-ngl"), llama.Find("--n-gpu-layers"));
+  EXPECT_EQ(llama.Find("--no-jinja"), llama.Find("--jinja"));
+  EXPECT_FALSE(llama.Find("--jinja")->takes_value);
+  EXPECT_EQ(llama.Find("-sm")->choices, (std::vector<std::string>{"none", "layer", "row"}));
+  EXPECT_EQ(llama.Find("--prompt"), nullptr) << "llama-server excludes --prompt";
+
+  const EngineCatalogue& trt = Catalogue(CatalogueEngine::kTrtllm);
+  ASSERT_NE(trt.Find("--tp_size"), nullptr);
+  EXPECT_EQ(trt.Find("--tp-size"), nullptr) << "click takes the underscore spelling only";
+  EXPECT_FALSE(trt.Find("--trust_remote_code")->takes_value);
+}
+
+TEST(EngineCatalogue, DeprecatedMarkingIsRead) {
+  EXPECT_TRUE(Catalogue(CatalogueEngine::kVllm).Find("--disable-log-requests")->deprecated);
+  EXPECT_FALSE(Catalogue(CatalogueEngine::kVllm).Find("--enable-log-requests")->deprecated);
+  EXPECT_TRUE(Catalogue(CatalogueEngine::kSglang).Find("--disable-cuda-graph")->deprecated);
+  EXPECT_TRUE(Catalogue(CatalogueEngine::kLlamaServer).Find("--defrag-thold")->deprecated);
+}
+
+TEST(EngineCatalogue, TablesNameTheParsersAndTheMtpModelTypes) {
+  const EngineCatalogue& vllm = Catalogue(CatalogueEngine::kVllm);
+  EXPECT_TRUE(vllm.InTable("tool_call_parsers", "minimax_m2"));
+  EXPECT_TRUE(vllm.InTable("reasoning_parsers", "minimax_m2_append_think"));
+  EXPECT_TRUE(vllm.InTable("architectures", "MiniMaxM2ForCausalLM"));
+  EXPECT_TRUE(vllm.InTable("speculative_methods", "mtp"));
+  EXPECT_TRUE(vllm.InTable("mtp_model_types", "deepseek_v3"));
+  // The seed example's mistake: vLLM maps no minimax_m2 config to an MTP draft.
+  EXPECT_FALSE(vllm.InTable("mtp_model_types", "minimax_m2"));
+  EXPECT_TRUE(vllm.InTable("kv_cache_dtypes", "fp8"));
+
+  const EngineCatalogue& sglang = Catalogue(CatalogueEngine::kSglang);
+  EXPECT_TRUE(sglang.InTable("tool_call_parsers", "minimax-m2"));
+  EXPECT_TRUE(sglang.InTable("reasoning_parsers", "minimax-append-think"));
+  EXPECT_TRUE(sglang.InTable("subcommands", "serve"));
+  EXPECT_TRUE(Catalogue(CatalogueEngine::kLlamaServer).InTable("kv_cache_dtypes", "q8_0"));
+
+  EXPECT_TRUE(vllm.Table("no_such_table").empty());
+  EXPECT_FALSE(vllm.InTable("no_such_table", "x"));
+  EXPECT_THAT(Catalogue(CatalogueEngine::kTrtllm).Table("tool_call_parsers"), Not(Contains("x")));
+}
+
+}  // namespace
+}  // namespace berth
