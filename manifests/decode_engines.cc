@@ -9,7 +9,7 @@
 
 #include "manifests/did_you_mean.h"
 #include "manifests/names.h"
-#include "planners/engines/tables.h"
+#include "planners/engines/catalogue.h"
 #include "planners/engines/vllm.h"
 
 namespace berth::manifests {
@@ -27,21 +27,22 @@ constexpr std::string_view kSpeculativeKeys[] = {"method",
                                                  "prompt_lookup_min",
                                                  "prompt_lookup_max"};
 
-// A name from one of the engine's tables (planners/engines/tables.h): anything else is refused
-// here, where the server would refuse it at start.
-std::optional<std::string> TableName(YamlReader& r, const Field& f, EngineKind engine,
+// A name from one of the engine's tables in its flag catalogue (planners/engines/catalogue.h):
+// anything else is refused here, where the server would refuse it at start.
+std::optional<std::string> TableName(YamlReader& r, const Field& f, CatalogueEngine engine,
                                      std::string_view table, std::string_view what) {
   std::optional<std::string> v = r.String(f);
   if (!v) return std::nullopt;
-  std::vector<std::string_view> names = EngineTable(engine, table);
-  if (InEngineTable(engine, table, *v)) return v;
+  const EngineCatalogue& c = Catalogue(engine);
+  if (c.InTable(table, *v)) return v;
+  std::vector<std::string_view> names(c.Table(table).begin(), c.Table(table).end());
   std::string hint = DidYouMean(*v, names);
   if (hint.empty()) {
     hint = "one of ";
     for (size_t i = 0; i < names.size(); ++i) hint.append(i ? ", " : "").append(names[i]);
   }
   r.Error(f.value_loc,
-          std::string(EngineName(engine)) + " has no " + std::string(what) + " '" + *v +
+          std::string(CatalogueEngineName(engine)) + " has no " + std::string(what) + " '" + *v +
               "' (the catalogue of the release berth was checked against)",
           hint);
   return std::nullopt;
@@ -56,7 +57,8 @@ void DecodeSpeculative(YamlReader& r, const Field& block, VllmSpeculative* sp,
   for (const Field& f : r.Entries(block.value, kSpeculativeKeys, "in vllm.speculative")) {
     if (f.key == "method") {
       method = &f;
-      if (auto v = TableName(r, f, EngineKind::kVllm, "speculative_methods", "speculative method"))
+      if (auto v =
+              TableName(r, f, CatalogueEngine::kVllm, "speculative_methods", "speculative method"))
         sp->method = *v;
     } else if (f.key == "num_speculative_tokens") {
       has_tokens = true;
@@ -81,6 +83,15 @@ void DecodeSpeculative(YamlReader& r, const Field& block, VllmSpeculative* sp,
     r.Error(block.key_loc, "vllm.speculative needs 'num_speculative_tokens'",
             "the number of tokens the draft proposes per step, e.g. num_speculative_tokens: 3");
   if (sp->method.empty()) return;
+  // speculative.py: "deepseek_mtp" and the other MTP model types are old names vLLM reads as
+  // mtp (with a deprecation warning); berth's checks know the method by its name.
+  if (sp->method != "mtp" && sp->method.ends_with("_mtp")) {
+    r.Error(method->value_loc,
+            "vllm.speculative.method " + sp->method + " is vLLM's deprecated name of method mtp",
+            "write method: mtp");
+    sp->method.clear();
+    return;
+  }
   // vllm/config/speculative.py, SpeculativeConfig.__post_init__.
   if (sp->method == "custom_class") {
     r.Error(method->value_loc,
@@ -151,13 +162,13 @@ bool DecodeVllm(YamlReader& r, const Field& block, VllmOptions* o, SourceLoc* dr
     } else if (f.key == "trust_remote_code") {
       if (auto v = r.Bool(f)) o->trust_remote_code = *v;
     } else if (f.key == "tool_call_parser") {
-      if (auto v = TableName(r, f, EngineKind::kVllm, "tool_call_parsers", "tool-call parser"))
+      if (auto v = TableName(r, f, CatalogueEngine::kVllm, "tool_call_parsers", "tool-call parser"))
         o->tool_call_parser = *v;
     } else if (f.key == "reasoning_parser") {
-      if (auto v = TableName(r, f, EngineKind::kVllm, "reasoning_parsers", "reasoning parser"))
+      if (auto v = TableName(r, f, CatalogueEngine::kVllm, "reasoning_parsers", "reasoning parser"))
         o->reasoning_parser = *v;
     } else if (f.key == "kv_cache_dtype") {
-      if (auto v = TableName(r, f, EngineKind::kVllm, "kv_cache_dtypes", "KV-cache dtype"))
+      if (auto v = TableName(r, f, CatalogueEngine::kVllm, "kv_cache_dtypes", "KV-cache dtype"))
         o->kv_cache_dtype = *v;
     } else if (f.key == "speculative") {
       if (!r.ExpectMap(f)) continue;

@@ -1,20 +1,23 @@
 // vLLM: `vllm serve MODEL` (vllm/entrypoints/cli/serve.py), flags from
-// vllm/engine/arg_utils.py (EngineArgs.add_cli_args) and vllm/entrypoints/openai/cli_args.py,
-// read at vllm-project/vllm 005223338608 (cli_args.py) and 002e77c1f0ef (config/speculative.py).
+// vllm/engine/arg_utils.py (EngineArgs.add_cli_args) and vllm/entrypoints/openai/cli_args.py.
+// The names berth checks (parsers, speculative methods, the model types with an MTP draft,
+// KV-cache dtypes) are the flag catalogue's (planners/engines/catalogue/vllm.json, vLLM at
+// 99d7eb5d); the rules below were read in vllm-project/vllm's cli_args.py at 00522333 and
+// config/speculative.py at f19b16d9 (the catalogue's source) and 002e77c1 (newer, the same).
 #include "planners/engines/vllm.h"
 
 #include <nlohmann/json.hpp>
 
 #include "engine/core/units.h"
 #include "planners/engines/adapters.h"
-#include "planners/engines/tables.h"
+#include "planners/engines/catalogue.h"
 
 namespace berth {
 
 DraftModelRule VllmDraftModelRule(std::string_view method) {
-  // speculative.py, SpeculativeConfig.__post_init__: with no model, mtp and dspark take the
-  // target's checkpoint, ngram, ngram_gpu, suffix and extract_hidden_states need none; every
-  // other method loads
+  // speculative.py, SpeculativeConfig.__post_init__: with no model, mtp takes the target's
+  // checkpoint (dspark too, after the catalogue's release), ngram, ngram_gpu, suffix (and
+  // extract_hidden_states, later) need none; every other method loads
   // `model` as a ModelConfig of its own ("num_speculative_tokens was provided but without
   // speculative model" otherwise).
   if (method == "mtp" || method == "ngram" || method == "ngram_gpu" || method == "suffix" ||
@@ -125,7 +128,7 @@ class VllmAdapter final : public EngineAdapter {
          "vllm.tool_call_parser"},
         {{"--reasoning-parser"}, "vllm.reasoning_parser"},
         {{"--kv-cache-dtype"}, "vllm.kv_cache_dtype"},
-        {{"--speculative-config", "-sc"}, "vllm.speculative"},
+        {{"--speculative-config"}, "vllm.speculative"},
     };
     if (s.vllm.max_model_len) f.push_back({{"--max-model-len"}, "vllm.max_model_len"});
     for (OwnedFlag& flag : f) flag.spellings = WithUnderscores(std::move(flag.spellings));
@@ -173,7 +176,12 @@ class VllmAdapter final : public EngineAdapter {
                                                   const ModelConfig& config) const override {
     const auto& sp = s.vllm.speculative;
     if (!sp || sp->method != "mtp" || config.model_type.empty()) return std::nullopt;
-    if (InEngineTable(EngineKind::kVllm, "mtp_model_types", config.model_type)) return std::nullopt;
+    // The catalogue's mtp_model_types (config.json model_type values) and mtp_architectures
+    // (the architectures hf_config_override maps by name).
+    const EngineCatalogue& c = Catalogue(CatalogueEngine::kVllm);
+    if (c.InTable("mtp_model_types", config.model_type)) return std::nullopt;
+    for (const std::string& a : config.architectures)
+      if (c.InTable("mtp_architectures", a)) return std::nullopt;
     // speculative.py: hf_config_override maps the model types with MTP layers to an MTP model
     // type; for any other, __post_init__ raises NotImplementedError.
     return EngineRefusal{

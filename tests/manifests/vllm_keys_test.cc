@@ -3,9 +3,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 
 #include "manifests/loader.h"
+#include "planners/engines/catalogue.h"
 #include "tests/manifests/test_util.h"
 
 namespace berth {
@@ -15,6 +19,7 @@ using ::berth::testing::Load;
 using ::berth::testing::Problems;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
+using ::testing::UnorderedElementsAreArray;
 
 // One vLLM service on four GPUs, its vllm: block (and anything after it) appended.
 std::string Service(const std::string& rest) {
@@ -180,6 +185,35 @@ TEST(VllmKeys, EnvCannotSetTheVariablesVllmNoLongerReads) {
               ElementsAre("berth.yaml:14:11: 'VLLM_USE_V1' selected vLLM's V0 or V1 engine; V1 is "
                           "the only engine since vLLM 0.11, which no longer reads it (and warns "
                           "of an unknown variable) (remove it from env)"));
+}
+
+// manifests/schema.json lists vLLM's names for editors; they are the catalogue's (the validator
+// reads the catalogue itself), so the two cannot drift apart.
+TEST(VllmKeys, TheSchemasNamesAreTheCataloguesTables) {
+  std::ifstream in(std::string(BERTH_SOURCE_DIR) + "/manifests/schema.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  nlohmann::json schema = nlohmann::json::parse(text.str());
+  const nlohmann::json& vllm =
+      schema["properties"]["services"]["additionalProperties"]["properties"]["vllm"]["properties"];
+  const EngineCatalogue& c = Catalogue(CatalogueEngine::kVllm);
+  EXPECT_THAT(vllm["kv_cache_dtype"]["enum"].get<std::vector<std::string>>(),
+              UnorderedElementsAreArray(c.Table("kv_cache_dtypes")));
+  // The deprecated *_mtp spellings of mtp are refused by both.
+  std::vector<std::string> methods;
+  for (const std::string& m : c.Table("speculative_methods"))
+    if (m == "mtp" || !m.ends_with("_mtp")) methods.push_back(m);
+  EXPECT_THAT(vllm["speculative"]["properties"]["method"]["enum"].get<std::vector<std::string>>(),
+              UnorderedElementsAreArray(methods));
+}
+
+TEST(VllmKeys, TheDeprecatedNamesOfMtpAreWrittenMtp) {
+  EXPECT_THAT(Problems(Service(R"(    vllm:
+      tensor_parallel_size: 4
+      speculative: {method: deepseek_mtp, num_speculative_tokens: 1}
+)")),
+              ElementsAre("berth.yaml:15:29: vllm.speculative.method deepseek_mtp is vLLM's "
+                          "deprecated name of method mtp (write method: mtp)"));
 }
 
 }  // namespace

@@ -178,7 +178,6 @@ TEST(VllmAdapter, ArgsMayNotNameTheNewKeysFlagsSpeltEitherWay) {
   EXPECT_EQ(at({"--tool_call_parser=hermes"}), "vllm.tool_call_parser");
   EXPECT_EQ(at({"--reasoning-parser", "x"}), "vllm.reasoning_parser");
   EXPECT_EQ(at({"--kv-cache-dtype", "fp8"}), "vllm.kv_cache_dtype");
-  EXPECT_EQ(at({"-sc", "{}"}), "vllm.speculative");
   EXPECT_EQ(at({"--speculative_config", "{}"}), "vllm.speculative");
   EXPECT_EQ(at({"--enable_expert_parallel"}), "vllm.enable_expert_parallel");
   EXPECT_EQ(at({"--compilation-config", "{}", "--max-num-seqs", "8"}), "");
