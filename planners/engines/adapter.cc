@@ -1,6 +1,7 @@
 #include "planners/engines/adapter.h"
 
 #include "planners/engines/adapters.h"
+#include "planners/engines/catalogue.h"
 
 namespace berth {
 
@@ -51,20 +52,68 @@ std::vector<std::string> ServiceArgv(const ServiceSpec& s, const RenderContext& 
   return a;
 }
 
+namespace {
+
+// The catalogue of an engine whose parser berth knows; nullopt for engine: command.
+const EngineCatalogue* CatalogueOf(EngineKind e) {
+  switch (e) {
+    case EngineKind::kVllm:
+      return &Catalogue(CatalogueEngine::kVllm);
+    case EngineKind::kSglang:
+      return &Catalogue(CatalogueEngine::kSglang);
+    case EngineKind::kLlamaServer:
+      return &Catalogue(CatalogueEngine::kLlamaServer);
+    case EngineKind::kCommand:
+      break;
+  }
+  return nullptr;
+}
+
+// Python's argparse (vLLM, SGLang) takes a unique prefix of a long option as that option
+// (allow_abbrev, on by default and left on by both).
+bool TakesAbbreviations(EngineKind e) { return e == EngineKind::kVllm || e == EngineKind::kSglang; }
+
+// The flag `arg` names, as the engine's parser reads it: its canonical name, or "" for none.
+std::string Canonical(const EngineCatalogue& c, EngineKind e, std::string_view arg) {
+  std::string_view name = arg.substr(0, arg.find('='));
+  // vLLM reads --json-arg.key value as a part of --json-arg (FlexibleArgumentParser).
+  if (e == EngineKind::kVllm && name.starts_with("--")) name = name.substr(0, name.find('.'));
+  if (const CatalogueFlag* f = c.Find(name)) return f->name;
+  if (!TakesAbbreviations(e) || !name.starts_with("--") || name.size() < 3) return "";
+  std::string found;
+  for (const CatalogueFlag& f : c.flags) {
+    bool prefix = std::string_view(f.name).starts_with(name);
+    for (const std::string& alias : f.aliases)
+      prefix = prefix || (alias.starts_with("--") && std::string_view(alias).starts_with(name));
+    if (!prefix) continue;
+    if (!found.empty() && found != f.name) return "";  // ambiguous: argparse refuses it itself
+    found = f.name;
+  }
+  return found;
+}
+
+}  // namespace
+
 std::optional<ArgConflict> FindOwnedFlag(const ServiceSpec& s,
                                          const std::vector<std::string>& args) {
   std::vector<OwnedFlag> owned = AdapterFor(s.engine).OwnedFlags(s);
+  const EngineCatalogue* c = CatalogueOf(s.engine);
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
     if (arg.size() < 2 || arg[0] != '-') continue;
+    // Through the engine's catalogue: every spelling its parser accepts (aliases, --no-x,
+    // underscores, --x=value, a unique prefix, vLLM's --x.key).
+    std::string named = c ? Canonical(*c, s.engine, arg) : "";
     for (const OwnedFlag& f : owned)
       for (const std::string& spelling : f.spellings) {
-        // "--port 9000" and "--port=9000"; a short flag glued to its value ("-tp4") is not
-        // matched: argparse would not read it as -tp either.
-        bool named =
-            arg == spelling || (arg.starts_with(spelling) && arg.size() > spelling.size() &&
-                                arg[spelling.size()] == '=');
-        if (named) return ArgConflict{i, spelling, f.set_by};
+        // Without a catalogue entry: "--port 9000" and "--port=9000" as written.
+        bool same = arg == spelling || (arg.starts_with(spelling) && arg.size() > spelling.size() &&
+                                        arg[spelling.size()] == '=');
+        if (!same && !named.empty() && c) {
+          const CatalogueFlag* o = c->Find(spelling);
+          same = o && o->name == named;
+        }
+        if (same) return ArgConflict{i, arg.substr(0, arg.find('=')), f.set_by};
       }
   }
   return std::nullopt;

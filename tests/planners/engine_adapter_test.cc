@@ -62,6 +62,12 @@ TEST(EngineAdapter, ArgsNamingAFlagBerthRendersAreFoundInEverySpelling) {
   EXPECT_EQ(at({"-tp", "4"})->set_by, "vllm.tensor_parallel_size");
   EXPECT_EQ(at({"--served-model-name", "x"})->set_by, "vllm.served_model_name");
   EXPECT_FALSE(at({"--enforce-eager", "--max-num-seqs", "64"}));
+  // Every spelling vLLM's parser reads as the same flag.
+  EXPECT_EQ(at({"--served_model_name", "x"})->set_by, "vllm.served_model_name");
+  EXPECT_EQ(at({"--tensor-parallel", "4"})->set_by, "vllm.tensor_parallel_size")
+      << "argparse takes a unique prefix";
+  EXPECT_EQ(at({"--data-parallel-size", "2"}), std::nullopt);
+  EXPECT_EQ(at({"--no-enable-expert-parallel"})->set_by, "vllm.enable_expert_parallel");
   // A value that looks like a flag of another engine is not one of this engine's.
   EXPECT_FALSE(at({"--model-path", "x"}));
   // Flags berth renders only when their key is set are free otherwise.
