@@ -40,22 +40,6 @@ std::optional<std::string> VllmObsoleteEnv(std::string_view name) {
 namespace engines {
 namespace {
 
-// vllm/utils/argparse_utils.py, FlexibleArgumentParser.parse_args: "--enable_expert_parallel"
-// is read as "--enable-expert-parallel" (MiniMax's guide spells it so), so `args` may name a
-// flag either way.
-std::vector<std::string> WithUnderscores(std::vector<std::string> spellings) {
-  size_t n = spellings.size();
-  for (size_t i = 0; i < n; ++i) {
-    const std::string& s = spellings[i];
-    if (!s.starts_with("--") || s.find('-', 2) == std::string::npos) continue;
-    std::string u = s;
-    for (size_t j = 2; j < u.size(); ++j)
-      if (u[j] == '-') u[j] = '_';
-    spellings.push_back(u);
-  }
-  return spellings;
-}
-
 // --speculative-config's JSON: the fields SpeculativeConfig reads, compact, method first.
 std::string SpeculativeJson(const VllmSpeculative& sp, const RenderContext& ctx) {
   nlohmann::ordered_json j;
@@ -111,7 +95,9 @@ class VllmAdapter final : public EngineAdapter {
 
   std::vector<OwnedFlag> OwnedFlags(const ServiceSpec& s) const override {
     // The keys berth checks (the GPU count, the catalogue's tables, the draft model's
-    // download) own their flags whether set or not: args cannot go around the check.
+    // download) own their flags whether set or not: args cannot go around the check. Every
+    // other spelling vLLM reads (underscores, prefixes) is found through the catalogue
+    // (FindOwnedFlag).
     std::vector<OwnedFlag> f = {
         {{"--model"}, "model"},
         {{"--served-model-name"}, "vllm.served_model_name"},
@@ -131,7 +117,6 @@ class VllmAdapter final : public EngineAdapter {
         {{"--speculative-config"}, "vllm.speculative"},
     };
     if (s.vllm.max_model_len) f.push_back({{"--max-model-len"}, "vllm.max_model_len"});
-    for (OwnedFlag& flag : f) flag.spellings = WithUnderscores(std::move(flag.spellings));
     return f;
   }
 

@@ -66,7 +66,9 @@ TEST(EngineAdapter, ArgsNamingAFlagBerthRendersAreFoundInEverySpelling) {
   EXPECT_EQ(at({"--served_model_name", "x"})->set_by, "vllm.served_model_name");
   EXPECT_EQ(at({"--tensor-parallel", "4"})->set_by, "vllm.tensor_parallel_size")
       << "argparse takes a unique prefix";
-  EXPECT_EQ(at({"--data-parallel-size", "2"}), std::nullopt);
+  // The GPU rule counts data_parallel_size: args cannot change it behind the rule's back.
+  EXPECT_EQ(at({"--data-parallel-size", "2"})->set_by, "vllm.data_parallel_size");
+  EXPECT_EQ(at({"--max-num-batched-tokens", "8192"}), std::nullopt);
   EXPECT_EQ(at({"--no-enable-expert-parallel"})->set_by, "vllm.enable_expert_parallel");
   // A value that looks like a flag of another engine is not one of this engine's.
   EXPECT_FALSE(at({"--model-path", "x"}));
