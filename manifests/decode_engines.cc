@@ -54,7 +54,9 @@ void DecodeSpeculative(YamlReader& r, const Field& block, VllmSpeculative* sp,
   bool has_tokens = false;
   const Field* model = nullptr;
   const Field* method = nullptr;
-  for (const Field& f : r.Entries(block.value, kSpeculativeKeys, "in vllm.speculative")) {
+  // Kept: `method` and `model` point into it after the loop.
+  const std::vector<Field> fields = r.Entries(block.value, kSpeculativeKeys, "in vllm.speculative");
+  for (const Field& f : fields) {
     if (f.key == "method") {
       method = &f;
       if (auto v =
