@@ -16,7 +16,7 @@ struct ServiceDraft {
   ServiceSpec spec;
   SourceLoc model_loc;        // the `model:` value; line 0 when absent
   SourceLoc port_loc;         // the `port:` value; line 0 when absent
-  SourceLoc draft_model_loc;  // the speculative draft_model value; line 0 when absent
+  SourceLoc draft_model_loc;  // the speculative draft model's value; line 0 when absent
 };
 
 struct FilePart {

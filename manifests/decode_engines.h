@@ -14,7 +14,8 @@ namespace berth::manifests {
 std::optional<double> Fraction(YamlReader& r, const Field& f);
 std::optional<int> PositiveInt(YamlReader& r, const Field& f);
 
-bool DecodeVllm(YamlReader& r, const Field& block, VllmOptions* o);
+/// `draft_model_loc`: where vllm.speculative.model is written (merge checks it names a model).
+bool DecodeVllm(YamlReader& r, const Field& block, VllmOptions* o, SourceLoc* draft_model_loc);
 /// `draft_model_loc`: where speculative.draft_model is written (line 0 when it is not).
 bool DecodeSglang(YamlReader& r, const Field& block, SglangOptions* o, SourceLoc* draft_model_loc);
 void DecodeLlama(YamlReader& r, const Field& block, LlamaServerOptions* o);

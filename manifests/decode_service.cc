@@ -8,6 +8,7 @@
 #include "manifests/decode_engines.h"
 #include "manifests/names.h"
 #include "planners/engines/adapter.h"
+#include "planners/engines/vllm.h"
 
 namespace berth::manifests {
 namespace {
@@ -207,7 +208,8 @@ bool LooksSecret(const std::string& key) {
   return false;
 }
 
-void DecodeEnv(YamlReader& r, const Field& block, std::map<std::string, std::string>* env) {
+void DecodeEnv(YamlReader& r, const Field& block, std::optional<EngineKind> engine,
+               std::map<std::string, std::string>* env) {
   for (const Field& f : r.NamedEntries(block.value, "in env")) {
     if (!IsEnvKey(f.key)) {
       r.Error(f.key_loc, "'" + f.key + "' is not a valid environment variable name",
@@ -225,6 +227,11 @@ void DecodeEnv(YamlReader& r, const Field& block, std::map<std::string, std::str
       r.Error(f.key_loc, "'" + f.key + "' is set by berth; env cannot set it",
               "berth sets CUDA_VISIBLE_DEVICES from 'gpus' and HF_HUB_OFFLINE and HF_HUB_CACHE "
               "from the store");
+      continue;
+    }
+    if (std::optional<std::string> why =
+            engine == EngineKind::kVllm ? VllmObsoleteEnv(f.key) : std::nullopt) {
+      r.Error(f.key_loc, "'" + f.key + "' " + *why, "remove it from env");
       continue;
     }
     if (auto v = r.Text(f); v && r.UnitValue(f.value_loc, f.key, *v, UnitTextUse::kQuoted))
@@ -324,7 +331,8 @@ ServiceDraft DecodeService(YamlReader& r, const Field& entry) {
       if (auto v = r.AbsolutePath(f); v && r.UnitValue(f.value_loc, f.key, *v)) s.executable = *v;
     } else if (f.key == "vllm") {
       vllm_block = &f;
-      tp_ok = r.ExpectMap(f) && DecodeVllm(r, f, &s.vllm);
+      tp_ok = r.ExpectMap(f) && DecodeVllm(r, f, &s.vllm, &d.draft_model_loc);
+      if (s.vllm.speculative) s.draft_model = s.vllm.speculative->model;
     } else if (f.key == "sglang") {
       sglang_block = &f;
       tp_ok = r.ExpectMap(f) && DecodeSglang(r, f, &s.sglang, &d.draft_model_loc);
@@ -377,7 +385,7 @@ ServiceDraft DecodeService(YamlReader& r, const Field& entry) {
           v && r.UnitValues(f, *v, UnitTextUse::kQuoted, UnitTextUse::kQuoted))
         s.args = *v;
     } else if (f.key == "env") {
-      if (r.ExpectMap(f)) DecodeEnv(r, f, &s.env);
+      if (r.ExpectMap(f)) DecodeEnv(r, f, engine, &s.env);
     } else if (f.key == "env_file") {
       if (auto v = r.AbsolutePath(f); v && EnvFileOk(r, f, *v)) s.env_file = *v;
     } else if (f.key == "gpu_memory") {

@@ -175,9 +175,8 @@ void DiffModels(const Desired& d, const Observed& o, Draft* draft) {
   for (const auto& [name, m] : d.models) {
     ResolvedModel r = Resolve(d, m, o);
     for (const auto& [sname, s] : d.services)
-      // A speculative decoder's draft model is loaded beside the model: downloaded and kept.
-      if ((s.model == name || s.draft_model == name) && s.state == ServiceState::kRunning)
-        r.used = true;
+      for (const std::string& key : s.ModelKeys())
+        if (key == name && s.state == ServiceState::kRunning) r.used = true;
     draft->models.push_back(r);
   }
   for (const ResolvedModel& r : draft->models) {

@@ -45,6 +45,23 @@ std::vector<Problem> ModelPreflight(const Transition& t, const std::vector<Resol
     out.push_back(p);
   }
 
+  // What the engine refuses of this model, read from its config.json (vLLM: speculative
+  // method mtp on a model type with no MTP draft): found here, not after the stop.
+  if (m->present && m->present->complete && m->present->config &&
+      m->present->config->problem.empty()) {
+    if (std::optional<EngineRefusal> no = engine.ModelConfigProblem(s, *m->present->config)) {
+      std::string hint = no->hint;
+      if (!hint.empty() && hint[0] >= 'a' && hint[0] <= 'z')
+        hint[0] = static_cast<char>(hint[0] - 'a' + 'A');
+      Problem p;
+      p.resource = model;
+      p.message = t.address + " (" + s.loc.ToString() + ") cannot start on " + model + " (" +
+                  m->spec->repo_id + "@" + m->present->commit.substr(0, 7) + "): " + no->message +
+                  ". " + hint;
+      out.push_back(p);
+    }
+  }
+
   // Weights against the memory the service claims on each GPU.
   if (!m->weights_bytes || s.gpus.empty() || !host.gpus_known()) return out;
   if (split->ways <= 0) return out;

@@ -90,22 +90,21 @@ UnitFileChange PlanUnitFile(const Desired& d, const Observed& o, const ServiceSp
   ctx.store = StorePath(d, o);
   ctx.berth_version = berth_version;
   ctx.executable = ResolveExecutable(s, d.executables);
-  if (const ResolvedModel* m = s.model.empty() ? nullptr : FindModel(*draft, s.model)) {
-    ctx.model_repo = m->spec->repo_id;
+  // The snapshot of model `key` the unit names; "" when it is not in the plan's models.
+  auto snapshot = [&](const std::string& key) -> std::string {
+    const ResolvedModel* m = key.empty() ? nullptr : FindModel(*draft, key);
+    if (!m) return "";
     std::string commit = m->commit;
     // Unknown offline (nothing in the store, Hub not asked): keep the commit the unit pins.
     if (commit.empty() && u && o.Owns(*u))
-      commit = PinnedCommit(u->content, ctx.store, ctx.model_repo);
-    ctx.snapshot_path =
-        SnapshotPath(ctx.store, m->spec->repo_id, commit.empty() ? m->spec->revision : commit);
-  }
-  if (const ResolvedModel* m = s.draft_model.empty() ? nullptr : FindModel(*draft, s.draft_model)) {
-    std::string commit = m->commit;
-    if (commit.empty() && u && o.Owns(*u))
       commit = PinnedCommit(u->content, ctx.store, m->spec->repo_id);
-    ctx.draft_snapshot_path =
-        SnapshotPath(ctx.store, m->spec->repo_id, commit.empty() ? m->spec->revision : commit);
+    return SnapshotPath(ctx.store, m->spec->repo_id, commit.empty() ? m->spec->revision : commit);
+  };
+  if (const ResolvedModel* m = s.model.empty() ? nullptr : FindModel(*draft, s.model)) {
+    ctx.model_repo = m->spec->repo_id;
+    ctx.snapshot_path = snapshot(s.model);
   }
+  ctx.draft_snapshot_path = snapshot(s.draft_model);
   // What the gates ask /v1/models for: the adapter knows what its server reports.
   if (s.has_engine) draft->reported_names[s.name] = AdapterFor(s.engine).ReportedName(s, ctx);
   Result<RenderedUnit> rendered = TryRenderUnit(s, ctx);

@@ -37,7 +37,8 @@ int RunRender(const std::string& manifest_path, const std::string& observed_path
       const ModelSpec& m = it->second;
       bool rendered = false;
       for (const auto& [name, s] : desired.services)
-        rendered = rendered || ((service.empty() || name == service) && s.model == it->first);
+        for (const std::string& key : s.ModelKeys())
+          rendered = rendered || ((service.empty() || name == service) && key == it->first);
       bool pinned = IsCommit(m.revision) || desired.PinFor(m);
       it = rendered && !pinned ? std::next(it) : asked.models.erase(it);
     }

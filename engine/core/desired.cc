@@ -69,6 +69,13 @@ std::string DialAddress(const std::string& bind) {
 
 std::string ServiceSpec::DialHost() const { return DialAddress(bind); }
 
+std::vector<std::string> ServiceSpec::ModelKeys() const {
+  std::vector<std::string> keys;
+  if (!model.empty()) keys.push_back(model);
+  if (!draft_model.empty() && draft_model != model) keys.push_back(draft_model);
+  return keys;
+}
+
 std::string ServiceSpec::ServedName() const {
   switch (engine) {
     case EngineKind::kVllm:

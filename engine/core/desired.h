@@ -79,13 +79,34 @@ const char* EngineName(EngineKind e);
 const char* ServiceStateName(ServiceState s);
 const char* StrategyName(Strategy s);
 
+/// `vllm.speculative:`, rendered as --speculative-config JSON (vllm/config/speculative.py's
+/// SpeculativeConfig fields of the same names).
+struct VllmSpeculative {
+  std::string method;              // one of the catalogue's speculative_methods: "mtp", "eagle3"
+  int num_speculative_tokens = 0;  // > 0 (required)
+  /// A key of Desired::models: the draft model (eagle head, ...), rendered as its snapshot
+  /// path and downloaded like the service's model; "" for methods that draw from the target
+  /// (mtp) or the prompt (ngram).
+  std::string model;
+  std::optional<int> draft_tensor_parallel_size;
+  std::optional<int> prompt_lookup_min;  // ngram
+  std::optional<int> prompt_lookup_max;  // ngram
+};
+
 struct VllmOptions {
   int tensor_parallel_size = 1;
   int pipeline_parallel_size = 1;
+  /// Replicas of the model, each on tensor_parallel_size × pipeline_parallel_size GPUs.
+  int data_parallel_size = 1;
   bool enable_expert_parallel = false;
   double gpu_memory_utilization = 0.9;  // vLLM's default
   std::optional<uint64_t> max_model_len;
   std::string served_model_name;  // "" = the service name
+  bool trust_remote_code = false;
+  std::string tool_call_parser;  // "" = none (no auto tool choice)
+  std::string reasoning_parser;  // "" = none
+  std::string kv_cache_dtype;    // "" = vLLM's default ("auto": the model's dtype)
+  std::optional<VllmSpeculative> speculative;
 };
 
 /// SGLang's speculative decoding (--speculative-*, python/sglang/srt/server_args.py).
@@ -219,6 +240,9 @@ struct ServiceSpec {
   /// alias, engine: command's served_name, else the service's name. What the server itself
   /// lists in /v1/models is its adapter's ReportedName (trtllm-serve lists its model folder's
   /// name, which the manifest cannot set).
+  /// Every model the service needs on disk: `model`, then its speculative draft model
+  /// (`draft_model`), each once; empty keys left out.
+  std::vector<std::string> ModelKeys() const;
   std::string ServedName() const;
   /// Where berth's probes (health, smoke, floor, berth status, berth bench) reach it:
   /// DialAddress(bind).

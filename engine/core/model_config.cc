@@ -18,6 +18,16 @@ ModelConfig ParseModelConfig(std::string_view text) {
     c.problem = std::string("is JSON but not an object (") + j.type_name() + ")";
     return c;
   }
+  // A name vLLM and transformers look up in their registries: anything else is not kept (and
+  // then decides nothing).
+  if (auto t = j.find("model_type"); t != j.end() && t->is_string()) {
+    const std::string& type = t->get_ref<const std::string&>();
+    bool name = !type.empty() && type.size() <= kMaxModelTypeBytes;
+    for (char ch : type)
+      name = name && ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                      (ch >= '0' && ch <= '9') || ch == '_' || ch == '-' || ch == '.');
+    if (name) c.model_type = type;
+  }
   auto it = j.find("architectures");
   if (it == j.end() || it->is_null()) {
     c.problem = "names no architectures (no \"architectures\" key)";

@@ -68,9 +68,13 @@ Status ReadRevision(const ordered_json& j, const std::string& path, ObservedRevi
   }
   if (const ordered_json* c = rd.Child("config")) {
     Reader rc(*c, path + ".config");
-    BERTH_RETURN_IF_ERROR(rc.Keys({"architectures", "problem"}));
+    BERTH_RETURN_IF_ERROR(rc.Keys({"architectures", "model_type", "problem"}));
     ModelConfig config;
     BERTH_RETURN_IF_ERROR(rc.Get("architectures", &config.architectures));
+    BERTH_RETURN_IF_ERROR(rc.Get("model_type", &config.model_type));
+    if (config.model_type.size() > kMaxModelTypeBytes)
+      return Status::InvalidArgument(path + ".config.model_type: longer than " +
+                                     std::to_string(kMaxModelTypeBytes) + " bytes");
     BERTH_RETURN_IF_ERROR(rc.Get("problem", &config.problem));
     r->config = config;
   }
@@ -330,8 +334,11 @@ std::string ObservedToJson(const Observed& o) {
                          {"complete", v.complete},
                          {"bytes_present", v.bytes_present}};
       if (v.bytes_total) jv["bytes_total"] = *v.bytes_total;
-      if (v.config)
-        jv["config"] = {{"architectures", v.config->architectures}, {"problem", v.config->problem}};
+      if (v.config) {
+        jv["config"] = {{"architectures", v.config->architectures}};
+        if (!v.config->model_type.empty()) jv["config"]["model_type"] = v.config->model_type;
+        jv["config"]["problem"] = v.config->problem;
+      }
       if (v.weights_bytes) jv["weights_bytes"] = *v.weights_bytes;
       revs.push_back(std::move(jv));
     }

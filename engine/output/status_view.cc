@@ -95,7 +95,8 @@ StatusView MakeStatus(const Desired& d, const Observed& o,
       for (const ObservedRevision& r : repo->revisions)
         ms.revisions.push_back({r.commit, r.complete, r.bytes_present, r.refs});
     for (const auto& [sname, s] : d.services)
-      if (s.model == name && s.state == ServiceState::kRunning) ms.used_by.push_back(sname);
+      for (const std::string& key : s.ModelKeys())
+        if (key == name && s.state == ServiceState::kRunning) ms.used_by.push_back(sname);
     v.models.push_back(ms);
   }
   return v;

@@ -19,6 +19,11 @@ std::optional<std::pair<double, std::string>> EngineAdapter::MemoryShare(const S
   return std::nullopt;
 }
 
+std::optional<EngineRefusal> EngineAdapter::ModelConfigProblem(const ServiceSpec&,
+                                                               const ModelConfig&) const {
+  return std::nullopt;
+}
+
 const EngineAdapter& AdapterFor(EngineKind e) {
   switch (e) {
     case EngineKind::kVllm:

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/core/desired.h"
+#include "engine/core/model_config.h"
 
 namespace berth {
 
@@ -70,6 +71,10 @@ class EngineAdapter {
   /// The share of each GPU the engine takes, with the key's name ("gpu_memory_utilization");
   /// nullopt when the service's `gpu_memory:` says what it claims.
   virtual std::optional<std::pair<double, std::string>> MemoryShare(const ServiceSpec& s) const;
+  /// Why the engine cannot serve `s` on a model whose config.json reads `config` (vLLM: method
+  /// mtp on a model type with no MTP draft); nullopt when it can, or cannot tell.
+  virtual std::optional<EngineRefusal> ModelConfigProblem(const ServiceSpec& s,
+                                                          const ModelConfig& config) const;
 };
 
 /// The adapter of `engine`.

@@ -9,6 +9,8 @@
 
 #include "engine/cli/commands.h"
 #include "engine/output/plan_output.h"
+#include "manifests/loader.h"
+#include "planners/engines/adapter.h"
 
 namespace berth {
 namespace {
@@ -43,6 +45,31 @@ TEST_P(GoldenTest, PlanMatchesTheGoldenFile) {
   std::ostringstream again;
   RunPlan(cmd, again, err);
   EXPECT_EQ(out.str(), again.str());
+}
+
+// The seed example renders what MiniMax's vLLM guide runs on 8 GPUs
+// (MiniMax-AI/MiniMax-M2.5 docs/vllm_deploy_guide.md at 60fa60fd, "8-GPU deployment command"),
+// no more: no speculative decoding, nothing in args.
+TEST(SeedExample, RendersExactlyTheFlagsOfMinimaxsVllmGuide) {
+  LoadResult r =
+      LoadManifests(std::string(BERTH_SOURCE_DIR) + "/manifests/examples/blackwell-8x/berth.yaml");
+  ASSERT_TRUE(r.diagnostics.empty()) << r.diagnostics[0].ToString();
+  const ServiceSpec& s = r.desired.services.at("vllm-minimax-m25");
+  RenderContext ctx;
+  ctx.executable = "vllm";
+  ctx.snapshot_path = "/shared/models/models--MiniMaxAI--MiniMax-M2.5/snapshots/c";
+  std::vector<std::string> argv = ServiceArgv(s, ctx);
+  std::vector<std::string> guide = {
+      "vllm", "serve", ctx.snapshot_path,
+      // berth's own: the name, the address, the GPU share
+      "--served-model-name", "MiniMax-M2.5", "--host", "0.0.0.0", "--port", "8000",
+      // the guide's
+      "--tensor-parallel-size", "8", "--pipeline-parallel-size", "1", "--enable-expert-parallel",
+      "--gpu-memory-utilization", "0.9", "--trust-remote-code", "--enable-auto-tool-choice",
+      "--tool-call-parser", "minimax_m2", "--reasoning-parser", "minimax_m2_append_think"};
+  EXPECT_EQ(argv, guide);
+  EXPECT_TRUE(s.args.empty());
+  EXPECT_TRUE(s.env.empty());
 }
 
 // A port left dark while a state-only service of unknown port starts: "nothing serves it" holds

@@ -37,7 +37,7 @@ TEST(ObservedJson, AModelsConfigAndWeightsRoundTrip) {
   Observed o;
   o.hostname = "h";
   ObservedRevision good{"c", {"main"}, true, 30, 30, std::nullopt, std::nullopt};
-  good.config = ModelConfig{{"MiniMaxM2ForCausalLM"}, ""};
+  good.config = ModelConfig{{"MiniMaxM2ForCausalLM"}, "", "minimax_m2"};
   good.weights_bytes = 230'000'000'000;
   ObservedRevision bad{"d", {}, true, 3, 3, std::nullopt, std::nullopt};
   bad.config = ModelConfig{{}, "is not JSON"};
@@ -48,10 +48,22 @@ TEST(ObservedJson, AModelsConfigAndWeightsRoundTrip) {
   const auto& revs = back->store.repos[0].revisions;
   ASSERT_TRUE(revs[0].config.has_value());
   EXPECT_EQ(revs[0].config->architectures, std::vector<std::string>{"MiniMaxM2ForCausalLM"});
+  EXPECT_EQ(revs[0].config->model_type, "minimax_m2");
   EXPECT_EQ(revs[0].weights_bytes, 230'000'000'000u);
   EXPECT_EQ(revs[1].config->problem, "is not JSON");
+  EXPECT_EQ(revs[1].config->model_type, "");
   EXPECT_FALSE(revs[1].weights_bytes.has_value());
   EXPECT_EQ(ObservedToJson(*back), text);
+
+  // A saved observation is bounded like the file it was read from.
+  std::string at = "\"model_type\": \"minimax_m2\"";
+  size_t pos = text.find(at);
+  ASSERT_NE(pos, std::string::npos) << text;
+  std::string huge = text;
+  huge.replace(pos, at.size(), "\"model_type\": \"" + std::string(101, 'x') + "\"");
+  Result<Observed> refused = ObservedFromJson(huge, "test");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message(), HasSubstr("model_type: longer than 100"));
 }
 
 // docs/observed-json.md shows a document with every section: it must be what berth reads.

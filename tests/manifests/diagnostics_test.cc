@@ -371,12 +371,14 @@ services:
       tensor_parallel_size: 2
       pipeline_parallel_size: 2
 )"),
-              ElementsAre("berth.yaml:9:11: tensor_parallel_size 4 × pipeline_parallel_size 1 = "
-                          "4, but gpus lists 8 devices (make tensor_parallel_size × "
-                          "pipeline_parallel_size equal the number of GPUs)",
-                          "berth.yaml:13:11: tensor_parallel_size 1 × pipeline_parallel_size 1 = "
-                          "1, but gpus lists 2 devices (make tensor_parallel_size × "
-                          "pipeline_parallel_size equal the number of GPUs)"));
+              ElementsAre("berth.yaml:9:11: tensor_parallel_size 4 × pipeline_parallel_size 1 × "
+                          "data_parallel_size 1 = 4, but gpus lists 8 devices (make "
+                          "tensor_parallel_size × pipeline_parallel_size × data_parallel_size "
+                          "equal the number of GPUs)",
+                          "berth.yaml:13:11: tensor_parallel_size 1 × pipeline_parallel_size 1 × "
+                          "data_parallel_size 1 = 1, but gpus lists 2 devices (make "
+                          "tensor_parallel_size × pipeline_parallel_size × data_parallel_size "
+                          "equal the number of GPUs)"));
 }
 
 TEST(Diagnostics, SglangTpSizeMustEqualTheGpus) {
@@ -758,9 +760,10 @@ services:
               ElementsAre("b.yaml:3:31: expected a boolean (true or false) for 'keep', got a "
                           "string",
                           "b.yaml:6:12: model 'n' is not defined in models (did you mean 'm'?)",
-                          "b.yaml:10:11: tensor_parallel_size 4 × pipeline_parallel_size 1 = 4, "
-                          "but gpus lists 2 devices (make tensor_parallel_size × "
-                          "pipeline_parallel_size equal the number of GPUs)",
+                          "b.yaml:10:11: tensor_parallel_size 4 × pipeline_parallel_size 1 × "
+                          "data_parallel_size 1 = 4, but gpus lists 2 devices (make "
+                          "tensor_parallel_size × pipeline_parallel_size × data_parallel_size "
+                          "equal the number of GPUs)",
                           "b.yaml:10:37: unknown key 'gpu_memory_utilisation' in vllm (did you "
                           "mean 'gpu_memory_utilization'?)",
                           "a.yaml:2:17: bad size 'lots' for 'reserve' (use e.g. 230GB, 96GiB)",

@@ -43,8 +43,8 @@ services:
     gpus: [0, 1, 2, 3, 4, 5, 6, 7]
     port: 8000
     vllm: {tensor_parallel_size: 8, enable_expert_parallel: true, gpu_memory_utilization: 0.90}
-    args: ["--speculative-config", '{"method": "mtp"}', 3, true]
-    env: {VLLM_USE_V1: "1", NCCL_P2P_LEVEL: 4}
+    args: ["--compilation-config", '{"cudagraph_mode": "PIECEWISE"}', 3, true]
+    env: {SAFETENSORS_FAST_GPU: "1", NCCL_P2P_LEVEL: 4}
     health: {path: /v1/models, timeout: 30m, interval: 2s}
     strategy: stop-first
 )");
@@ -77,8 +77,9 @@ services:
   EXPECT_EQ(s.vllm.tensor_parallel_size, 8);
   EXPECT_TRUE(s.vllm.enable_expert_parallel);
   EXPECT_DOUBLE_EQ(s.vllm.gpu_memory_utilization, 0.90);
-  EXPECT_THAT(s.args, ElementsAre("--speculative-config", R"({"method": "mtp"})", "3", "true"));
-  EXPECT_EQ(s.env.at("VLLM_USE_V1"), "1");
+  EXPECT_THAT(s.args, ElementsAre("--compilation-config", R"({"cudagraph_mode": "PIECEWISE"})", "3",
+                                  "true"));
+  EXPECT_EQ(s.env.at("SAFETENSORS_FAST_GPU"), "1");
   EXPECT_EQ(s.env.at("NCCL_P2P_LEVEL"), "4");
   EXPECT_EQ(s.health.path, "/v1/models");
   EXPECT_EQ(s.health.timeout_ms, 30u * 60 * 1000);

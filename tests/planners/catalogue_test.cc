@@ -74,9 +74,15 @@ TEST(EngineCatalogue, FlagsBerthRendersForVllmAreAccepted) {
   s.engine = EngineKind::kVllm;
   s.model = "x";
   s.port = 8000;
-  s.vllm.tensor_parallel_size = 8;
+  s.vllm.tensor_parallel_size = 4;
+  s.vllm.data_parallel_size = 2;
   s.vllm.enable_expert_parallel = true;
   s.vllm.max_model_len = 4096;
+  s.vllm.trust_remote_code = true;
+  s.vllm.kv_cache_dtype = "fp8";
+  s.vllm.tool_call_parser = "minimax_m2";
+  s.vllm.reasoning_parser = "minimax_m2_append_think";
+  s.vllm.speculative = VllmSpeculative{"eagle3", 3, "x", 1, {}, {}};
   ExpectRenderedFlagsKnown(CatalogueEngine::kVllm, s, Ctx("/opt/vllm/bin/vllm"));
 }
 

@@ -103,6 +103,81 @@ TEST_F(PreflightTest, ARunningServiceThatNeedsNoStartIsNotChecked) {
   EXPECT_TRUE(p.empty());
 }
 
+// vLLM drafts method mtp with the model's own MTP layers only for the model types
+// vllm/config/speculative.py maps to an MTP draft; MiniMax-M2.5's minimax_m2 is not one, and the
+// server would exit at start ("Unsupported speculative method: 'mtp'") after the stop.
+TEST_F(PreflightTest, MtpOnAModelTypeWithoutAnMtpDraftBlocksBeforeAnythingGoesDark) {
+  ServiceSpec& s = InStoreWithConfig(ParseModelConfig(
+      R"({"architectures": ["MiniMaxM2ForCausalLM"], "model_type": "minimax_m2"})"));
+  s.vllm.speculative = VllmSpeculative{"mtp", 3, "", {}, {}, {}};
+  s.loc = {"berth.yaml", 20, 3};
+  ForeignService("old.service", {0}, GiB(70), 8000);
+  StateOnly("old", ServiceState::kStopped);
+  Plan p = PlanNow();
+  ASSERT_TRUE(p.blocked());
+  ASSERT_EQ(p.problems.size(), 1u) << Problems(p);
+  EXPECT_EQ(p.problems[0].resource, "model/a");
+  EXPECT_EQ(p.problems[0].message,
+            "service/svc (berth.yaml:20:3) cannot start on model/a (org/a@aaaaaaa): "
+            "vllm.speculative.method mtp needs a model whose config.json model_type vLLM maps to "
+            "an MTP draft (vllm/config/speculative.py, SpeculativeConfig.hf_config_override), "
+            "and 'minimax_m2' is not one: vLLM would exit at start with \"Unsupported "
+            "speculative method: 'mtp'\". Remove vllm.speculative, or choose a method this model "
+            "has (an eagle3 draft model, ngram)");
+}
+
+TEST_F(PreflightTest, MtpOnAModelTypeWithAnMtpDraftPasses) {
+  ServiceSpec& s = InStoreWithConfig(ParseModelConfig(
+      R"({"architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3"})"));
+  s.vllm.speculative = VllmSpeculative{"mtp", 1, "", {}, {}, {}};
+  EXPECT_FALSE(PlanNow().blocked()) << Problems(PlanNow());
+}
+
+// Other methods do not depend on the model type.
+TEST_F(PreflightTest, NgramOnAnyModelTypePasses) {
+  ServiceSpec& t = InStoreWithConfig(ParseModelConfig(
+      R"({"architectures": ["MiniMaxM2ForCausalLM"], "model_type": "minimax_m2"})"));
+  t.vllm.speculative = VllmSpeculative{"ngram", 4, "", {}, {}, {}};
+  EXPECT_FALSE(PlanNow().blocked()) << Problems(PlanNow());
+}
+
+// Data parallel: each replica holds a whole copy split tp × pp ways.
+TEST_F(PreflightTest, EachDataParallelReplicaHoldsAWholeCopy) {
+  ServiceSpec& s = MinimaxOn(4);  // 4 × 72 GiB claimed; 230 GB of weights
+  s.vllm.tensor_parallel_size = 2;
+  s.vllm.data_parallel_size = 2;
+  Plan p = PlanNow();
+  ASSERT_TRUE(p.blocked());
+  ASSERT_EQ(p.problems.size(), 1u) << Problems(p);
+  EXPECT_EQ(p.problems[0].needed, 115'000'000'000u);
+  EXPECT_THAT(p.problems[0].message,
+              HasSubstr("107.1 GiB per GPU over tensor_parallel_size 2 × pipeline_parallel_size "
+                        "1 in each of data_parallel_size 2 replicas (each holds a whole copy)"));
+}
+
+// With expert parallelism the experts are spread over every GPU of every replica: berth counts
+// every weight as an expert and refuses only what cannot fit.
+TEST_F(PreflightTest, WithExpertParallelTheExpertsSpreadOverEveryReplica) {
+  ServiceSpec& s = MinimaxOn(4);
+  s.vllm.tensor_parallel_size = 2;
+  s.vllm.data_parallel_size = 2;
+  s.vllm.enable_expert_parallel = true;
+  EXPECT_FALSE(PlanNow().blocked()) << Problems(PlanNow());
+}
+
+TEST_F(PreflightTest, WithExpertParallelWhatCannotFitEvenSpreadIsRefused) {
+  ServiceSpec& t = MinimaxOn(2);
+  t.vllm.tensor_parallel_size = 1;
+  t.vllm.data_parallel_size = 2;
+  t.vllm.enable_expert_parallel = true;
+  Plan p = PlanNow();
+  ASSERT_TRUE(p.blocked());
+  EXPECT_THAT(Problems(p),
+              HasSubstr("over tensor_parallel_size 1 × pipeline_parallel_size 1 × "
+                        "data_parallel_size 2 (enable_expert_parallel spreads the experts over "
+                        "all 2 GPUs; every weight counted as an expert)"));
+}
+
 TEST(ModelConfigTest, ParsesArchitecturesAndSaysWhatIsWrong) {
   EXPECT_EQ(ParseModelConfig(R"({"architectures": ["MiniMaxM2ForCausalLM"]})").architectures,
             std::vector<std::string>{"MiniMaxM2ForCausalLM"});
@@ -113,6 +188,16 @@ TEST(ModelConfigTest, ParsesArchitecturesAndSaysWhatIsWrong) {
   EXPECT_THAT(ParseModelConfig(R"({"architectures": "X"})").problem, HasSubstr("wrong type"));
   EXPECT_THAT(ParseModelConfig(R"({"architectures": [1]})").problem, HasSubstr("not a name"));
   EXPECT_THAT(ParseModelConfig(std::string(100, '{')).problem, "is not JSON");
+  // model_type: kept when it is a short name, else left out (it then decides nothing).
+  EXPECT_EQ(ParseModelConfig(R"({"architectures": ["X"], "model_type": "minimax_m2"})").model_type,
+            "minimax_m2");
+  EXPECT_EQ(ParseModelConfig(R"({"architectures": ["X"]})").model_type, "");
+  EXPECT_EQ(ParseModelConfig(R"({"architectures": ["X"], "model_type": 3})").model_type, "");
+  EXPECT_EQ(ParseModelConfig(R"({"architectures": ["X"], "model_type": "a b\n"})").model_type, "");
+  EXPECT_EQ(ParseModelConfig(R"({"architectures": ["X"], "model_type": ")" + std::string(101, 'a') +
+                             R"("})")
+                .model_type,
+            "");
 }
 
 TEST_F(PreflightTest, ThePreflightCommandRunsBeforeAnythingGoesDarkAndSmokeAfterHealth) {

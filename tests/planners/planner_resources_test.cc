@@ -217,7 +217,7 @@ TEST_F(ScenarioTest, SeveralRestartsEachWaitForTheirOwnHealthAndDisruptOnlyTheir
   Vllm("a2", "a", {1}, 8001);
   Vllm("a3", "a", {2}, 8002);
   Converge();
-  for (auto& [name, s] : d.services) s.env["VLLM_USE_V1"] = "1";
+  for (auto& [name, s] : d.services) s.env["SAFETENSORS_FAST_GPU"] = "1";
   Plan p = PlanNow();
   ASSERT_FALSE(p.blocked()) << Problems(p);
   EXPECT_THAT(
@@ -228,7 +228,7 @@ TEST_F(ScenarioTest, SeveralRestartsEachWaitForTheirOwnHealthAndDisruptOnlyTheir
           "restart service/a1 config_changed", "wait-healthy service/a1 health_gate",
           "restart service/a2 config_changed", "wait-healthy service/a2 health_gate",
           "restart service/a3 config_changed", "wait-healthy service/a3 health_gate"));
-  EXPECT_THAT(p.actions[0].detail, HasSubstr("Environment changed: +\"VLLM_USE_V1=1\""));
+  EXPECT_THAT(p.actions[0].detail, HasSubstr("Environment changed: +\"SAFETENSORS_FAST_GPU=1\""));
   EXPECT_EQ(p.actions[3].detail, "3 unit files changed");
   ASSERT_EQ(p.disruptions.size(), 3u);
   for (int i = 0; i < 3; ++i) {

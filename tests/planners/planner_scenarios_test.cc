@@ -22,6 +22,28 @@ TEST_F(ScenarioTest, AValueNoUnitFileCanHoldBlocksThePlan) {
   for (const Action& a : p.actions) EXPECT_NE(a.kind, ActionKind::kWriteUnit);
 }
 
+// vllm.speculative.model names a model of the manifest: berth downloads it with the service's
+// model, and the unit passes its snapshot path in --speculative-config.
+TEST_F(ScenarioTest, ADraftModelIsDownloadedAndNamedByItsSnapshotPath) {
+  OneModel();
+  Model("draft", "org/draft-eagle3").keep = false;
+  Hub("org/draft-eagle3", "main", Commit("d"), 1000);
+  Vllm("svc", "a", {0}, 8000).vllm.speculative = VllmSpeculative{"eagle3", 3, "draft", {}, {}, {}};
+  Plan p = PlanNow();
+  ASSERT_FALSE(p.blocked()) << Problems(p);
+  ASSERT_GE(p.actions.size(), 2u);
+  EXPECT_EQ(Steps(p)[0], "download model/draft model_missing");
+  const Action& w = p.actions[1];
+  ASSERT_EQ(w.kind, ActionKind::kWriteUnit);
+  EXPECT_THAT(w.unit_content, HasSubstr("\"--speculative-config\" \"{\\\"method\\\":\\\"eagle3\\\","
+                                        "\\\"model\\\":\\\"" +
+                                        d.host.store + "/models--org--draft-eagle3/snapshots/" +
+                                        Commit("d") + "\\\",\\\"num_speculative_tokens\\\":3}\""));
+  Converge();
+  // The draft is in use: keep: false does not remove it while the service runs.
+  EXPECT_TRUE(PlanNow().empty()) << Problems(PlanNow());
+}
+
 TEST_F(ScenarioTest, ARunningServiceWantedStoppedIsStoppedAndItsUnitStays) {
   OneModel();
   Vllm("svc", "a", {0}, 8000);

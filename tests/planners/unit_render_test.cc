@@ -56,8 +56,8 @@ TEST(QuoteExecArg, SplitReadsBackWhatQuoteWrote) {
 TEST(RenderUnit, VllmFlagsEnvironmentAndHeader) {
   ServiceSpec s = Svc();
   s.vllm.enable_expert_parallel = true;
-  s.args = {"--speculative-config", "{\"method\": \"mtp\"}"};
-  s.env["VLLM_USE_V1"] = "1";
+  s.args = {"--compilation-config", "{\"cudagraph_mode\": \"PIECEWISE\"}"};
+  s.env["SAFETENSORS_FAST_GPU"] = "1";
   RenderedUnit u = RenderUnit(s, Ctx());
   EXPECT_EQ(u.name, "vllm-x.service");
   EXPECT_THAT(u.content,
@@ -66,7 +66,8 @@ TEST(RenderUnit, VllmFlagsEnvironmentAndHeader) {
                         "\"vllm-x\" \"--host\" \"0.0.0.0\" \"--port\" \"8000\" "
                         "\"--tensor-parallel-size\" \"2\" \"--pipeline-parallel-size\" \"1\" "
                         "\"--enable-expert-parallel\" \"--gpu-memory-utilization\" \"0.9\" "
-                        "\"--speculative-config\" \"{\\\"method\\\": \\\"mtp\\\"}\"\n"));
+                        "\"--compilation-config\" "
+                        "\"{\\\"cudagraph_mode\\\": \\\"PIECEWISE\\\"}\"\n"));
   EXPECT_THAT(u.content, HasSubstr("Environment=\"CUDA_VISIBLE_DEVICES=0,1\"\n"));
   EXPECT_THAT(u.content, HasSubstr("Environment=\"HF_HUB_OFFLINE=1\"\n"));
   EXPECT_THAT(u.content, HasSubstr("Environment=\"HF_HUB_CACHE=/models\"\n"));
