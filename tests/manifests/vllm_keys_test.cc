@@ -131,7 +131,7 @@ TEST(VllmKeys, SpeculativeNeedsItsMethodAndTokensAndAModelThatIsDefined) {
                           "berth.yaml:15:7: vllm.speculative needs 'num_speculative_tokens' (the "
                           "number of tokens the draft proposes per step, e.g. "
                           "num_speculative_tokens: 3)",
-                          "berth.yaml:15:28: vllm.speculative.model 'llama-eagle' is not defined "
+                          "berth.yaml:15:28: draft model 'llama-eagle' is not defined "
                           "in models (did you mean 'llama-eagle3'?)"));
   EXPECT_THAT(Problems(Service(R"(    vllm:
       tensor_parallel_size: 4

@@ -28,7 +28,9 @@ TEST_F(ScenarioTest, ADraftModelIsDownloadedAndNamedByItsSnapshotPath) {
   OneModel();
   Model("draft", "org/draft-eagle3").keep = false;
   Hub("org/draft-eagle3", "main", Commit("d"), 1000);
-  Vllm("svc", "a", {0}, 8000).vllm.speculative = VllmSpeculative{"eagle3", 3, "draft", {}, {}, {}};
+  ServiceSpec& svc = Vllm("svc", "a", {0}, 8000);
+  svc.vllm.speculative = VllmSpeculative{"eagle3", 3, "draft", {}, {}, {}};
+  svc.draft_model = "draft";  // as the loader sets it from vllm.speculative.model
   Plan p = PlanNow();
   ASSERT_FALSE(p.blocked()) << Problems(p);
   ASSERT_GE(p.actions.size(), 2u);
