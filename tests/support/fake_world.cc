@@ -202,7 +202,8 @@ SmokeResult FakeSmoke::Send(const std::string& host, int port, const SmokeReques
   return r;
 }
 
-CommandResult FakeCommands::Run(const std::vector<std::string>& argv, uint64_t) {
+CommandResult FakeCommands::Run(const std::vector<std::string>& argv, uint64_t,
+                                const std::vector<std::string>*) {
   std::string cmd;
   for (const auto& a : argv) cmd += (cmd.empty() ? "" : " ") + a;
   w_->calls.push_back("run " + cmd);

@@ -93,7 +93,9 @@ class FakeSmoke : public SmokeClient {
 class FakeCommands : public CommandRunner {
  public:
   explicit FakeCommands(FakeWorld* w) : w_(w) {}
-  CommandResult Run(const std::vector<std::string>& argv, uint64_t timeout_ms) override;
+  using CommandRunner::Run;
+  CommandResult Run(const std::vector<std::string>& argv, uint64_t timeout_ms,
+                    const std::vector<std::string>* env) override;
 
  private:
   FakeWorld* w_;
