@@ -107,4 +107,45 @@ std::optional<Action> PreflightAction(const ServiceSpec& s, const std::string& a
   return a;
 }
 
+bool WantsEngineCheck(const ServiceSpec& s) {
+  if (!s.has_engine) return false;
+  if (s.preflight && !s.preflight->engine_check) return false;
+  return s.engine == EngineKind::kVllm || s.engine == EngineKind::kSglang ||
+         s.engine == EngineKind::kLlamaServer;
+}
+
+Action EngineCheckAction(const ServiceSpec& s, const std::string& address, const UnitExec& exec,
+                         const std::string& check_dir) {
+  Action a;
+  a.kind = ActionKind::kPreflight;
+  a.address = address;
+  a.unit = s.UnitName();
+  a.reason = Reason::kEngineCheck;
+  a.engine = EngineName(s.engine);
+  a.argv = exec.argv;
+  a.env = exec.env;
+  a.env_file = exec.env_file;
+  a.timeout_ms = s.preflight ? s.preflight->timeout_ms : PreflightSpec{}.timeout_ms;
+  const std::string exe = exec.argv.empty() ? std::string() : exec.argv[0];
+  std::string what;
+  switch (s.engine) {
+    case EngineKind::kVllm:
+      a.check_program = check_dir + "/vllm_check.py";
+      what = "vLLM's own argument parser and engine config for this argv (" + a.check_program +
+             " run by the interpreter of " + exe + ")";
+      break;
+    case EngineKind::kSglang:
+      a.check_program = check_dir + "/sglang_check.py";
+      what = "SGLang's own ServerArgs parsing and checks for this argv (" + a.check_program +
+             " run by the interpreter of " + exe + ")";
+      break;
+    default:
+      what = exe + " --version, with the unit's environment";
+      break;
+  }
+  a.detail = "engine check: " + what + ", loading no weights (timeout " +
+             FormatDurationMs(a.timeout_ms) + "): must pass before anything is stopped";
+  return a;
+}
+
 }  // namespace berth

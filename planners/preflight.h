@@ -27,4 +27,13 @@ std::vector<Problem> ModelPreflight(const Transition& t, const std::vector<Resol
 /// The preflight action of `s` (its `preflight:` command), or nullopt when it declares none.
 std::optional<Action> PreflightAction(const ServiceSpec& s, const std::string& address);
 
+/// Whether `s` gets an engine check: engine vllm, sglang or llama-server, and no
+/// `preflight: {engine: off}`.
+bool WantsEngineCheck(const ServiceSpec& s);
+
+/// The engine check of `s` (reason kEngineCheck): the check of its engine in `check_dir`, for
+/// what its unit runs (`exec`); the executor runs it with the unit's environment.
+Action EngineCheckAction(const ServiceSpec& s, const std::string& address, const UnitExec& exec,
+                         const std::string& check_dir);
+
 }  // namespace berth

@@ -123,6 +123,7 @@ class Executor {
   Status WaitHealthy(const Action& a);
   /// A service's preflight command: it must exit 0 within its timeout.
   Status Preflight(const Action& a);
+  Status EngineCheck(const Action& a);  // Preflight of reason kEngineCheck
   /// The throughput floor: a bounded load, its figures against the floor's limits.
   Status Floor(const Action& a, ExecResult* result);
   /// The smoke gate: one request must return non-empty text within its timeout.
