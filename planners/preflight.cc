@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <map>
 
 #include "engine/core/units.h"
 #include "planners/feasibility.h"
@@ -34,6 +35,40 @@ std::string Share(const ServiceSpec& s) {
          buf;
 }
 
+// llama-server's model file, from the GGUF headers the store scan read: it must be in the
+// complete snapshot and be GGUF of a version llama.cpp reads.
+std::optional<Problem> GgufPreflight(const Transition& t, const ResolvedModel* m) {
+  const ServiceSpec& s = *t.spec;
+  if (!m || s.llama.model_file.empty() || !m->present || !m->present->complete ||
+      !m->present->gguf)
+    return std::nullopt;
+  const std::map<std::string, GgufHeader>& files = *m->present->gguf;
+  const std::string where = m->spec->repo_id + "@" + m->present->commit.substr(0, 7);
+  Problem p;
+  p.resource = "model/" + m->spec->name;
+  auto it = files.find(s.llama.model_file);
+  if (it == files.end()) {
+    std::string names;
+    for (const auto& [f, h] : files) {
+      if (names.size() > 300) {
+        names += ", ...";
+        break;
+      }
+      names += (names.empty() ? "" : ", ") + f;
+    }
+    p.message = t.address + " cannot start: its model_file " + s.llama.model_file +
+                " is not a .gguf file of " + where + " (its .gguf files: " + names +
+                "). Set llama_server.model_file to one of them";
+    return p;
+  }
+  if (it->second.problem.empty()) return std::nullopt;
+  p.message = t.address + " cannot start: " + s.llama.model_file + " of " + where + " " +
+              it->second.problem +
+              ", so llama-server cannot load it. Check llama_server.model_file and the revision, "
+              "and download it again if the file is damaged";
+  return p;
+}
+
 }  // namespace
 
 std::vector<Problem> ModelPreflight(const Transition& t, const std::vector<ResolvedModel>& models,
@@ -41,6 +76,10 @@ std::vector<Problem> ModelPreflight(const Transition& t, const std::vector<Resol
   std::vector<Problem> out;
   if (!t.spec || !t.spec->has_engine) return out;
   const ServiceSpec& s = *t.spec;
+  if (s.engine == EngineKind::kLlamaServer) {
+    if (std::optional<Problem> p = GgufPreflight(t, ModelOf(s, models))) out.push_back(*p);
+    return out;
+  }
   if (s.engine != EngineKind::kVllm && s.engine != EngineKind::kSglang) return out;
   const ResolvedModel* m = ModelOf(s, models);
   if (!m) return out;

@@ -19,8 +19,9 @@ namespace berth {
 /// The problems a start of `t` has before it runs (step unset): its model's config.json is
 /// missing, not JSON or names no architectures (checked when the wanted commit is complete in
 /// the store), or its weights per GPU exceed the service's claim on a GPU (weights from the
-/// store or the Hub; GPUs as observed or declared). Engines vllm and sglang only: the others'
-/// models are no transformers checkpoint berth can read.
+/// store or the Hub; GPUs as observed or declared). Engines vllm and sglang; for llama-server,
+/// its model_file must be a GGUF file of version 2 or 3 in the complete snapshot (the headers
+/// the store scan read).
 std::vector<Problem> ModelPreflight(const Transition& t, const std::vector<ResolvedModel>& models,
                                     HostLedger& host);
 

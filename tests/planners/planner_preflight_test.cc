@@ -1,5 +1,6 @@
 // Preflight at plan time (config.json, weights against the GPUs), the preflight action before
 // anything goes dark, and the smoke gate after the health gate.
+#include "engine/core/gguf_header.h"
 #include "engine/core/model_config.h"
 #include "tests/planners/planner_fixture.h"
 
@@ -284,6 +285,61 @@ TEST_F(EngineCheckTest, OtherEnginesGetTheirOwnCheck) {
   EXPECT_EQ(ll_check->engine, "llama-server");
   EXPECT_EQ(ll_check->check_program, "");
   EXPECT_THAT(ll_check->detail, HasSubstr("llama-server --version"));
+}
+
+std::string Gguf(uint32_t version, const std::string& arch) {
+  auto u32 = [](uint32_t v) { return std::string(reinterpret_cast<const char*>(&v), 4); };
+  auto u64 = [](uint64_t v) { return std::string(reinterpret_cast<const char*>(&v), 8); };
+  auto str = [&](const std::string& x) { return u64(x.size()) + x; };
+  // A first key berth skips (an array of strings), then general.architecture.
+  return "GGUF" + u32(version) + u64(0) + u64(2) + str("tokenizer.ggml.tokens") + u32(9) +
+         u32(8) + u64(2) + str("a") + str("bc") + str("general.architecture") + u32(8) + str(arch);
+}
+
+TEST(GgufHeaderTest, MagicVersionAndArchitectureOfUntrustedBytes) {
+  EXPECT_EQ(ParseGgufHeader(Gguf(3, "qwen3moe")), (GgufHeader{3, "qwen3moe", ""}));
+  EXPECT_EQ(ParseGgufHeader(Gguf(2, "llama")).architecture, "llama");
+  EXPECT_THAT(ParseGgufHeader(Gguf(1, "llama")).problem, HasSubstr("GGUF version 1"));
+  EXPECT_THAT(ParseGgufHeader(Gguf(9, "llama")).problem, HasSubstr("version 9"));
+  EXPECT_THAT(ParseGgufHeader("{\"not\": \"gguf\"}").problem,
+              HasSubstr("is not a GGUF file (it starts with '{\"no'"));
+  EXPECT_THAT(ParseGgufHeader("GGUF").problem, HasSubstr("is cut short"));
+  EXPECT_THAT(ParseGgufHeader("").problem, HasSubstr("is not a GGUF file (it starts with ''"));
+  EXPECT_THAT(ParseGgufHeader(Gguf(3, "x").substr(0, 12)).problem, HasSubstr("cut short"));
+  // Cut anywhere past the counts: no architecture, no crash, no problem (the header is GGUF).
+  const std::string full = Gguf(3, "llama");
+  for (size_t n = 24; n < full.size(); ++n) {
+    GgufHeader h = ParseGgufHeader(full.substr(0, n));
+    EXPECT_EQ(h.problem, "") << n;
+    EXPECT_EQ(h.architecture, "") << n;
+  }
+  // Counts that claim more than the bytes hold.
+  std::string lying = full;
+  lying[24] = '\xff';  // the first key's length: huge
+  EXPECT_EQ(ParseGgufHeader(lying).architecture, "");
+}
+
+TEST_F(PreflightTest, ALlamaServerModelFileThatIsNotGgufBlocks) {
+  Gpus(1, GiB(80));
+  Model("g", "org/g").revision = Commit("a");
+  ObservedRevision& rev = InStore("org/g", Commit("a"), 1000);
+  rev.gguf = std::map<std::string, GgufHeader>{
+      {"Q4/m.gguf", {3, "llama", ""}},
+      {"broken.gguf", {0, "", "is not a GGUF file (it starts with '<htm', not 'GGUF')"}}};
+  ServiceSpec& s = Vllm("ll", "g", {0}, 8080);
+  s.engine = EngineKind::kLlamaServer;
+  s.llama.model_file = "Q4/m.gguf";
+  EXPECT_FALSE(PlanNow().blocked()) << Problems(PlanNow());
+  s.llama.model_file = "broken.gguf";
+  Plan p = PlanNow();
+  ASSERT_TRUE(p.blocked());
+  EXPECT_THAT(Problems(p), HasSubstr("service/ll cannot start: broken.gguf of org/g@aaaaaaa is "
+                                     "not a GGUF file (it starts with '<htm', not 'GGUF'), so "
+                                     "llama-server cannot load it"));
+  s.llama.model_file = "Q8/m.gguf";
+  EXPECT_THAT(Problems(PlanNow()),
+              HasSubstr("its model_file Q8/m.gguf is not a .gguf file of org/g@aaaaaaa (its "
+                        ".gguf files: Q4/m.gguf, broken.gguf)"));
 }
 
 TEST_F(PreflightTest, ServicesWithSmokeGatesStillStartSideBySide) {
