@@ -3,11 +3,11 @@ fake_vllm.py's `serve` both apply it, so that a configuration the engine check r
 kills the fake server at its start, as it kills the real one.
 
 The tables (architectures, tool-call and reasoning parsers, speculative methods, the config.json
-model types for which method "mtp" is accepted) come from planners/engines/catalogue/vllm.json,
+model types and architectures for which method "mtp" is accepted) come from planners/engines/catalogue/vllm.json,
 berth's catalogue of vLLM, when it is there; else from the small sets below, copied from vLLM's
 source at commit 005223338608bc94fd165a4f976c102a57bd1fc4: mtp_model_types from
-SpeculativeConfig.hf_config_override (vllm/config/speculative.py: the model types it maps to an
-MTP model), tool-call parsers from vLLM 0.12's registry (vllm/tool_parsers), reasoning parsers
+SpeculativeConfig.hf_config_override (vllm/config/speculative.py: the model types, and the
+architectures, it maps to an MTP model), tool-call parsers from vLLM 0.12's registry (vllm/tool_parsers), reasoning parsers
 from vllm/reasoning, architectures a few of vllm/model_executor/models/registry.py's.
 
 Wording, from the same sources:
@@ -48,6 +48,8 @@ FALLBACK = {
                           "qwen3", "seed_oss", "step3"],
     "speculative_methods": ["ngram", "eagle", "eagle3", "medusa", "mlp_speculator",
                             "draft_model", "deepseek_mtp", "mtp", "suffix"],
+    "mtp_architectures": ["MiMoForCausalLM", "Glm4MoeForCausalLM", "Glm4MoeLiteForCausalLM",
+                          "GlmOcrForConditionalGeneration"],
     "mtp_model_types": ["deepseek_v3", "deepseek_v32", "glm_moe_dsa", "deepseek_mtp",
                         "pangu_ultra_moe", "mimo", "glm4_moe", "glm4_moe_lite", "ernie4_5_moe",
                         "qwen3_next", "exaone_moe", "qwen3_5", "qwen3_5_moe", "longcat_flash",
@@ -107,7 +109,8 @@ def create_engine_config(engine_args):
         if method is not None and method not in t["speculative_methods"]:
             raise ValueError("1 validation error for SpeculativeConfig method: Input should be "
                              "one of %s, got %r" % (", ".join(t["speculative_methods"]), method))
-        if method == "mtp" and config.get("model_type") not in t["mtp_model_types"]:
+        if (method == "mtp" and config.get("model_type") not in t["mtp_model_types"]
+                and not any(a in t["mtp_architectures"] for a in archs[:1])):
             raise NotImplementedError("Unsupported speculative method: '%s'" % method)
     return {"model": engine_args.model, "architectures": archs}
 
