@@ -5,7 +5,9 @@
 #include <optional>
 #include <string>
 
+#include "manifests/decode_engines.h"
 #include "manifests/names.h"
+#include "planners/engines/adapter.h"
 
 namespace berth::manifests {
 namespace {
@@ -17,12 +19,6 @@ constexpr std::string_view kServiceKeys[] = {
 constexpr std::string_view kEngines[] = {"vllm", "sglang", "llama-server", "command"};
 constexpr std::string_view kStates[] = {"running", "stopped", "absent"};
 constexpr std::string_view kStrategies[] = {"auto", "stop-first", "start-first"};
-constexpr std::string_view kVllmKeys[] = {"tensor_parallel_size",   "pipeline_parallel_size",
-                                          "enable_expert_parallel", "gpu_memory_utilization",
-                                          "max_model_len",          "served_model_name"};
-constexpr std::string_view kSglangKeys[] = {"tp_size", "mem_fraction_static", "context_length",
-                                            "served_model_name"};
-constexpr std::string_view kLlamaKeys[] = {"n_gpu_layers", "ctx_size", "model_file", "alias"};
 constexpr std::string_view kHealthKeys[] = {"path", "timeout", "interval"};
 constexpr std::string_view kPreflightKeys[] = {"command", "timeout", "engine"};
 constexpr std::string_view kOnOff[] = {"on", "off"};
@@ -47,89 +43,6 @@ EngineKind ToEngine(const std::string& name) {
   if (name == "sglang") return EngineKind::kSglang;
   if (name == "llama-server") return EngineKind::kLlamaServer;
   return EngineKind::kCommand;
-}
-
-// A fraction in (0, 1]: gpu_memory_utilization, mem_fraction_static.
-std::optional<double> Fraction(YamlReader& r, const Field& f) {
-  std::optional<double> v = r.Number(f);
-  if (v && !(*v > 0 && *v <= 1)) {
-    r.Error(f.value_loc,
-            "'" + f.key + "' must be greater than 0 and at most 1, got " + f.value.Scalar());
-    return std::nullopt;
-  }
-  return v;
-}
-
-std::optional<int> PositiveInt(YamlReader& r, const Field& f) {
-  std::optional<int64_t> v = r.Int(f, 1, INT_MAX);
-  if (!v) return std::nullopt;
-  return static_cast<int>(*v);
-}
-
-// Returns false if a value was rejected (the tp x pp check then stays quiet).
-bool DecodeVllm(YamlReader& r, const Field& block, VllmOptions* o) {
-  bool ok = true;
-  for (const Field& f : r.Entries(block.value, kVllmKeys, "in vllm")) {
-    if (f.key == "tensor_parallel_size") {
-      auto v = PositiveInt(r, f);
-      ok = ok && v.has_value();
-      if (v) o->tensor_parallel_size = *v;
-    } else if (f.key == "pipeline_parallel_size") {
-      auto v = PositiveInt(r, f);
-      ok = ok && v.has_value();
-      if (v) o->pipeline_parallel_size = *v;
-    } else if (f.key == "enable_expert_parallel") {
-      if (auto v = r.Bool(f)) o->enable_expert_parallel = *v;
-    } else if (f.key == "gpu_memory_utilization") {
-      if (auto v = Fraction(r, f)) o->gpu_memory_utilization = *v;
-    } else if (f.key == "max_model_len") {
-      if (auto v = PositiveInt(r, f)) o->max_model_len = static_cast<uint64_t>(*v);
-    } else if (f.key == "served_model_name") {
-      if (auto v = r.String(f); v && r.UnitValue(f.value_loc, f.key, *v)) o->served_model_name = *v;
-    }
-  }
-  return ok;
-}
-
-bool DecodeSglang(YamlReader& r, const Field& block, SglangOptions* o) {
-  bool ok = true;
-  for (const Field& f : r.Entries(block.value, kSglangKeys, "in sglang")) {
-    if (f.key == "tp_size") {
-      auto v = PositiveInt(r, f);
-      ok = ok && v.has_value();
-      if (v) o->tp_size = *v;
-    } else if (f.key == "mem_fraction_static") {
-      if (auto v = Fraction(r, f)) o->mem_fraction_static = *v;
-    } else if (f.key == "context_length") {
-      if (auto v = PositiveInt(r, f)) o->context_length = static_cast<uint64_t>(*v);
-    } else if (f.key == "served_model_name") {
-      if (auto v = r.String(f); v && r.UnitValue(f.value_loc, f.key, *v)) o->served_model_name = *v;
-    }
-  }
-  return ok;
-}
-
-void DecodeLlama(YamlReader& r, const Field& block, LlamaServerOptions* o) {
-  for (const Field& f : r.Entries(block.value, kLlamaKeys, "in llama_server")) {
-    if (f.key == "n_gpu_layers") {
-      if (auto v = r.Int(f, -1, INT_MAX)) o->n_gpu_layers = static_cast<int>(*v);
-    } else if (f.key == "ctx_size") {
-      if (auto v = PositiveInt(r, f)) o->ctx_size = static_cast<uint64_t>(*v);
-    } else if (f.key == "model_file") {
-      std::optional<std::string> v = r.String(f);
-      if (v && !r.UnitValue(f.value_loc, f.key, *v)) {
-        // reported
-      } else if (v && !IsSnapshotRelativePath(*v)) {
-        r.Error(f.value_loc,
-                "'model_file' must be a path inside the model snapshot, got '" + *v + "'",
-                "e.g. model_file: Q4_K_M/model-00001-of-00002.gguf");
-      } else if (v) {
-        o->model_file = *v;
-      }
-    } else if (f.key == "alias") {
-      if (auto v = r.String(f); v && r.UnitValue(f.value_loc, f.key, *v)) o->alias = *v;
-    }
-  }
 }
 
 // Whether `path` can go into an HTTP request line as it is: printable ASCII, no space.
@@ -319,7 +232,16 @@ void DecodeEnv(YamlReader& r, const Field& block, std::map<std::string, std::str
   }
 }
 
-std::string Devices(size_t n) { return std::to_string(n) + (n == 1 ? " device" : " devices"); }
+// argparse keeps a flag's last value, so an `args` entry naming a flag berth renders would
+// silently win over the key that sets it (and the health gate would probe the wrong port).
+void RefuseOwnedFlags(YamlReader& r, const ServiceSpec& s, const Field* args) {
+  if (args == nullptr || s.args.empty() || !args->value.IsSequence()) return;
+  std::optional<ArgConflict> c = FindOwnedFlag(s, s.args);
+  if (!c) return;
+  const std::string key = c->set_by;
+  r.Error(r.Loc(args->value[c->index]), c->flag + " is set by `" + key + ":`; args cannot set it",
+          "remove it from args, and change `" + key + ":` instead");
+}
 
 }  // namespace
 
@@ -350,6 +272,7 @@ ServiceDraft DecodeService(YamlReader& r, const Field& entry) {
   const Field* gpus_field = nullptr;
   const Field* vllm_block = nullptr;
   const Field* sglang_block = nullptr;
+  const Field* args_field = nullptr;
   bool tp_ok = true;
   for (const Field& f : fields) {
     // A state-only service may say where it serves and what it holds (berth cannot derive it
@@ -423,6 +346,7 @@ ServiceDraft DecodeService(YamlReader& r, const Field& entry) {
         s.command = *argv;
       }
     } else if (f.key == "args") {
+      args_field = &f;
       if (auto v = r.TextList(f);
           v && r.UnitValues(f, *v, UnitTextUse::kQuoted, UnitTextUse::kQuoted))
         s.args = *v;
@@ -453,6 +377,7 @@ ServiceDraft DecodeService(YamlReader& r, const Field& entry) {
     r.Error(entry.key_loc, "gates.smoke needs the service's 'port': it asks the server there",
             "add port:, or remove gates.smoke");
   if (!engine) return d;
+  RefuseOwnedFlags(r, s, args_field);
 
   // What each engine needs.
   const std::string engine_name = EngineName(*engine);
@@ -476,25 +401,9 @@ ServiceDraft DecodeService(YamlReader& r, const Field& entry) {
     return d;
   }
   if (!tp_ok) return d;
-  const size_t n = gpus->size();
-  if (*engine == EngineKind::kVllm) {
-    const int tp = s.vllm.tensor_parallel_size, pp = s.vllm.pipeline_parallel_size;
-    const int64_t product = int64_t{tp} * pp;
-    if (product != static_cast<int64_t>(n)) {
-      SourceLoc at = vllm_block != nullptr ? vllm_block->value_loc : gpus_field->value_loc;
-      r.Error(at,
-              "tensor_parallel_size " + std::to_string(tp) + " × pipeline_parallel_size " +
-                  std::to_string(pp) + " = " + std::to_string(product) + ", but gpus lists " +
-                  Devices(n),
-              "make tensor_parallel_size × pipeline_parallel_size equal the number of GPUs");
-    }
-  } else {
-    const int tp = s.sglang.tp_size;
-    if (tp != static_cast<int>(n)) {
-      SourceLoc at = sglang_block != nullptr ? sglang_block->value_loc : gpus_field->value_loc;
-      r.Error(at, "tp_size " + std::to_string(tp) + ", but gpus lists " + Devices(n),
-              "make tp_size equal the number of GPUs");
-    }
+  if (std::optional<EngineRefusal> no = AdapterFor(*engine).GpuCountProblem(s, gpus->size())) {
+    const Field* block = *engine == EngineKind::kVllm ? vllm_block : sglang_block;
+    r.Error(block != nullptr ? block->value_loc : gpus_field->value_loc, no->message, no->hint);
   }
   return d;
 }

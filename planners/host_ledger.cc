@@ -1,5 +1,7 @@
 #include "planners/host_ledger.h"
 
+#include "planners/engines/adapter.h"
+
 namespace berth {
 namespace {
 
@@ -11,14 +13,9 @@ std::string PidHolder(int pid, const std::string& name) {
 
 uint64_t GpuClaim(const ServiceSpec& s, uint64_t total) {
   if (!s.has_engine) return s.gpu_memory.value_or(0);
-  switch (s.engine) {
-    case EngineKind::kVllm:
-      return static_cast<uint64_t>(s.vllm.gpu_memory_utilization * static_cast<double>(total));
-    case EngineKind::kSglang:
-      return static_cast<uint64_t>(s.sglang.mem_fraction_static * static_cast<double>(total));
-    default:
-      return s.gpu_memory.value_or(0);
-  }
+  if (auto share = AdapterFor(s.engine).MemoryShare(s))
+    return static_cast<uint64_t>(share->first * static_cast<double>(total));
+  return s.gpu_memory.value_or(0);
 }
 
 HostLedger::HostLedger(const Desired& d, const Observed& o) : known_(o.gpus_known) {

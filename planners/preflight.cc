@@ -5,6 +5,7 @@
 #include <map>
 
 #include "engine/core/units.h"
+#include "planners/engines/adapter.h"
 #include "planners/feasibility.h"
 
 namespace berth {
@@ -14,25 +15,6 @@ const ResolvedModel* ModelOf(const ServiceSpec& s, const std::vector<ResolvedMod
   for (const ResolvedModel& m : models)
     if (m.spec && m.spec->name == s.model) return &m;
   return nullptr;
-}
-
-// How the engine splits the weights over its GPUs, in words and as a count.
-std::pair<int, std::string> Split(const ServiceSpec& s) {
-  if (s.engine == EngineKind::kSglang)
-    return {s.sglang.tp_size, "tp_size " + std::to_string(s.sglang.tp_size)};
-  int tp = s.vllm.tensor_parallel_size, pp = s.vllm.pipeline_parallel_size;
-  return {tp * pp, "tensor_parallel_size " + std::to_string(tp) + " × pipeline_parallel_size " +
-                       std::to_string(pp)};
-}
-
-std::string Share(const ServiceSpec& s) {
-  char buf[32];
-  double f = s.engine == EngineKind::kSglang ? s.sglang.mem_fraction_static
-                                             : s.vllm.gpu_memory_utilization;
-  std::snprintf(buf, sizeof buf, "%g", f);
-  return std::string(s.engine == EngineKind::kSglang ? "mem_fraction_static "
-                                                     : "gpu_memory_utilization ") +
-         buf;
 }
 
 // llama-server's model file, from the GGUF headers the store scan read: it must be in the
@@ -80,7 +62,10 @@ std::vector<Problem> ModelPreflight(const Transition& t, const std::vector<Resol
     if (std::optional<Problem> p = GgufPreflight(t, ModelOf(s, models))) out.push_back(*p);
     return out;
   }
-  if (s.engine != EngineKind::kVllm && s.engine != EngineKind::kSglang) return out;
+  const EngineAdapter& engine = AdapterFor(s.engine);
+  std::optional<WeightSplit> split = engine.Split(s);
+  std::optional<std::pair<double, std::string>> share = engine.MemoryShare(s);
+  if (!split || !share) return out;
   const ResolvedModel* m = ModelOf(s, models);
   if (!m) return out;
   const std::string model = "model/" + m->spec->name;
@@ -101,9 +86,8 @@ std::vector<Problem> ModelPreflight(const Transition& t, const std::vector<Resol
 
   // Weights against the memory the service claims on each GPU.
   if (!m->weights_bytes || s.gpus.empty() || !host.gpus_known()) return out;
-  auto [split, split_words] = Split(s);
-  if (split <= 0) return out;
-  uint64_t per_gpu = *m->weights_bytes / static_cast<uint64_t>(split);
+  if (split->ways <= 0) return out;
+  uint64_t per_gpu = *m->weights_bytes / static_cast<uint64_t>(split->ways);
   uint64_t claim = UINT64_MAX;
   int at = -1;
   for (int i : s.gpus) {
@@ -121,9 +105,10 @@ std::vector<Problem> ModelPreflight(const Transition& t, const std::vector<Resol
   p.available = claim;
   p.message = t.address + " cannot load " + model + ": its weights are " +
               FormatBytes(*m->weights_bytes) + " (*.safetensors " + m->weights_source + "), " +
-              FormatGiB(per_gpu) + " per GPU over " + split_words + ", but the service claims " +
-              FormatGiB(claim) + " of GPU " + std::to_string(at) + " (" + Share(s) + " of " +
-              FormatGiB(host.Total(at)) + "): short by " + FormatGiB(per_gpu - claim) +
+              FormatGiB(per_gpu) + " per GPU over " + split->words + ", but the service claims " +
+              FormatGiB(claim) + " of GPU " + std::to_string(at) + " (" + share->second + " " +
+              FormatDouble(share->first) + " of " + FormatGiB(host.Total(at)) + "): short by " +
+              FormatGiB(per_gpu - claim) +
               " before any KV cache. Give it more GPUs (gpus and tensor_parallel_size), raise " +
               "its memory share, or serve a smaller (quantized) revision";
   out.push_back(p);

@@ -1,7 +1,7 @@
 // Rendering the systemd unit of a service. The pieces it is made of have their own headers,
-// included here so that one include gives the whole API: engine_argv.h (the command line),
-// unit_syntax.h (quoting, reading ExecStart= back) and unit_diff.h (comparing with the unit on
-// disk). Pure.
+// included here so that one include gives the whole API: engines/adapter.h (the command line, one
+// adapter per engine), unit_syntax.h (quoting, reading ExecStart= back) and unit_diff.h
+// (comparing with the unit on disk). Pure.
 #pragma once
 
 #include <string>
@@ -9,7 +9,7 @@
 
 #include "engine/core/desired.h"
 #include "engine/core/unit_marker.h"
-#include "planners/engine_argv.h"
+#include "planners/engines/adapter.h"
 #include "planners/unit_diff.h"
 #include "planners/unit_syntax.h"
 

@@ -666,3 +666,45 @@ services:
 
 }  // namespace
 }  // namespace berth
+
+namespace berth::manifests {
+namespace {
+
+TEST(Diagnostics, ArgsThatNameAFlagBerthRendersAreRefusedWhereTheyAreWritten) {
+  EXPECT_THAT(Problems(R"(berth: 1
+models: {m: {source: hf://a/b}}
+services:
+  a:
+    model: m
+    engine: vllm
+    gpus: [0]
+    port: 8000
+    args: [--enforce-eager, --port, "9000"]
+  b:
+    model: m
+    engine: sglang
+    gpus: [0]
+    port: 8001
+    args: ["--served-model-name=other"]
+  c:
+    model: m
+    engine: llama-server
+    port: 8002
+    args: [-ngl, "10"]
+  d:
+    engine: command
+    command: [/usr/bin/server]
+    args: [--port, "9000"]
+)"),
+              ElementsAre("berth.yaml:9:29: --port is set by `port:`; args cannot set it (remove "
+                          "it from args, and change `port:` instead)",
+                          "berth.yaml:15:12: --served-model-name is set by "
+                          "`sglang.served_model_name:`; args cannot set it (remove it from args, "
+                          "and change `sglang.served_model_name:` instead)",
+                          "berth.yaml:20:12: -ngl is set by `llama_server.n_gpu_layers:`; args "
+                          "cannot set it (remove it from args, and change "
+                          "`llama_server.n_gpu_layers:` instead)"));
+}
+
+}  // namespace
+}  // namespace berth::manifests
