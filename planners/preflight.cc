@@ -21,8 +21,7 @@ const ResolvedModel* ModelOf(const ServiceSpec& s, const std::vector<ResolvedMod
 // complete snapshot and be GGUF of a version llama.cpp reads.
 std::optional<Problem> GgufPreflight(const Transition& t, const ResolvedModel* m) {
   const ServiceSpec& s = *t.spec;
-  if (!m || s.llama.model_file.empty() || !m->present || !m->present->complete ||
-      !m->present->gguf)
+  if (!m || s.llama.model_file.empty() || !m->present || !m->present->complete || !m->present->gguf)
     return std::nullopt;
   const std::map<std::string, GgufHeader>& files = *m->present->gguf;
   const std::string where = m->spec->repo_id + "@" + m->present->commit.substr(0, 7);

@@ -95,7 +95,8 @@ Result<RenderedUnit> TryRenderUnit(const ServiceSpec& s, const RenderContext& ct
   RenderedUnit r;
   r.name = s.UnitName();
   r.argv = ServiceArgv(s, ctx);
-  for (const auto& [k, v] : Environment(s, ctx)) r.env.push_back(std::string(k).append("=").append(v));
+  for (const auto& [k, v] : Environment(s, ctx))
+    r.env.push_back(std::string(k).append("=").append(v));
   r.env_file = s.env_file;
   UnitWriter w;
   std::string body = Body(s, ctx, r, &w);

@@ -25,7 +25,7 @@ struct RenderedUnit {
   /// check runs with them).
   std::vector<std::string> env;
   std::string env_file;
-  std::string refused;            // RenderUnit only: why no unit could be written, else ""
+  std::string refused;  // RenderUnit only: why no unit could be written, else ""
 };
 
 /// The unit file of `service`: berth's header (marker, version, spec hash), then [Unit],

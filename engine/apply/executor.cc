@@ -641,8 +641,8 @@ Status Executor::EngineCheck(const Action& a) {
       "the engine check of " + a.address + " could not run: " + cmdline + " " +
       Failure(c, a.timeout_ms) + " after " + FormatDurationMs(c.elapsed_ms) +
       (verdict.empty() ? "" : ": " + verdict) + nothing +
-      ". The unit's engine may not start either (check its executable and environment), or " +
-      off + TailOf(lines));
+      ". The unit's engine may not start either (check its executable and environment), or " + off +
+      TailOf(lines));
 }
 
 Status Executor::Preflight(const Action& a) {

@@ -98,8 +98,7 @@ GgufHeader ParseGgufHeader(std::string_view prefix) {
   GgufHeader h;
   if (prefix.substr(0, 4) != "GGUF") {
     h.problem = "is not a GGUF file (it starts with '" +
-                EscapeLine(prefix.substr(0, std::min<size_t>(prefix.size(), 4))) +
-                "', not 'GGUF')";
+                EscapeLine(prefix.substr(0, std::min<size_t>(prefix.size(), 4))) + "', not 'GGUF')";
     return h;
   }
   Cursor c(prefix.substr(4));

@@ -55,9 +55,8 @@ Status ExpectArray(const ordered_json* j, const std::string& path) {
 
 Status ReadRevision(const ordered_json& j, const std::string& path, ObservedRevision* r) {
   Reader rd(j, path);
-  BERTH_RETURN_IF_ERROR(rd.Keys(
-      {"commit", "refs", "complete", "bytes_present", "bytes_total", "config", "weights_bytes",
-       "gguf"}));
+  BERTH_RETURN_IF_ERROR(rd.Keys({"commit", "refs", "complete", "bytes_present", "bytes_total",
+                                 "config", "weights_bytes", "gguf"}));
   BERTH_RETURN_IF_ERROR(rd.Get("commit", &r->commit));
   BERTH_RETURN_IF_ERROR(rd.Get("refs", &r->refs));
   BERTH_RETURN_IF_ERROR(rd.Get("complete", &r->complete));
@@ -351,9 +350,8 @@ std::string ObservedToJson(const Observed& o) {
       if (v.gguf) {
         ordered_json g = ordered_json::object();
         for (const auto& [file, h] : *v.gguf)
-          g[file] = {{"version", h.version},
-                     {"architecture", h.architecture},
-                     {"problem", h.problem}};
+          g[file] = {
+              {"version", h.version}, {"architecture", h.architecture}, {"problem", h.problem}};
         jv["gguf"] = std::move(g);
       }
       revs.push_back(std::move(jv));

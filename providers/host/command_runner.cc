@@ -46,8 +46,8 @@ void WriteAll(int fd, const void* data, size_t n) {
 // session, a subreaper for everything the command starts, dead with berth; it starts the
 // command, sends its wait status on `status_fd` the moment it exits, and reaps every orphan
 // until none is left. An errno on `error_fd` says the command could not be run.
-[[noreturn]] void Keeper(char* const* args, char* const* envp, pid_t berth, int devnull, int out_fd, int status_fd,
-                         int error_fd) {
+[[noreturn]] void Keeper(char* const* args, char* const* envp, pid_t berth, int devnull, int out_fd,
+                         int status_fd, int error_fd) {
   setsid();
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
@@ -201,7 +201,8 @@ CommandResult PosixCommandRunner::Run(const std::vector<std::string>& argv, uint
   const pid_t self = getpid();
   auto t0 = Clock::now();
   pid_t keeper = fork();
-  if (keeper == 0) Keeper(args.data(), env ? envp.data() : nullptr, self, devnull, out[1], status[1], error[1]);
+  if (keeper == 0)
+    Keeper(args.data(), env ? envp.data() : nullptr, self, devnull, out[1], status[1], error[1]);
   int fork_errno = errno;
   for (int fd : {out[1], status[1], error[1], devnull}) close(fd);
   if (keeper < 0) {

@@ -103,8 +103,8 @@ bool Shebang(const std::string& path, std::string* interpreter, std::string* arg
   }
   size_t nl = head.find('\n');
   if (nl == std::string_view::npos) {
-    *why = "the first line of " + path + " is longer than " + std::to_string(kShebangBytes) +
-           " bytes";
+    *why =
+        "the first line of " + path + " is longer than " + std::to_string(kShebangBytes) + " bytes";
     return false;
   }
   std::string_view line = head.substr(2, nl - 2);
@@ -129,10 +129,11 @@ Status NotPython(const Action& a, const std::string& exe, const std::string& why
   return Status::FailedPrecondition(
       "the engine check of " + a.address + " cannot run: " + exe +
       " is not a Python program berth can run the check with (" + why + "). berth runs " +
-      a.engine + "'s own validation with the interpreter of the unit's executable: set the "
+      a.engine +
+      "'s own validation with the interpreter of the unit's executable: set the "
       "service's executable to the virtualenv's " +
-      (a.engine == "vllm" ? std::string("vllm") : std::string("python")) +
-      " (e.g. /opt/venv/bin/" + (a.engine == "vllm" ? "vllm" : "python") +
+      (a.engine == "vllm" ? std::string("vllm") : std::string("python")) + " (e.g. /opt/venv/bin/" +
+      (a.engine == "vllm" ? "vllm" : "python") +
       "), or set preflight: {engine: off} on the service to skip the check");
 }
 
@@ -148,8 +149,9 @@ Result<std::vector<std::string>> InterpreterOf(const Action& a, const std::strin
     std::string path = EnvValue(env, "PATH");
     std::string found = arg.find('/') == std::string::npos ? Lookup(arg, path) : arg;
     if (found.empty())
-      return NotPython(a, exe, "its #! line runs env " + arg + ", and no " + arg +
-                                   " is on the unit's PATH (" + EscapeLine(path) + ")");
+      return NotPython(a, exe,
+                       "its #! line runs env " + arg + ", and no " + arg +
+                           " is on the unit's PATH (" + EscapeLine(path) + ")");
     interp = found;
     arg.clear();
   }

@@ -88,8 +88,7 @@ class PosixFs : public StoreFs {
     return ReadRegularFile(path, {.max_bytes = max_bytes, .follow_links = follow});
   }
 
-  Result<std::string> ReadPrefix(const std::string& path, size_t max_bytes,
-                                 bool follow) override {
+  Result<std::string> ReadPrefix(const std::string& path, size_t max_bytes, bool follow) override {
     Result<int> fd = OpenRegularFile(path, {.max_bytes = UINT64_MAX, .follow_links = follow});
     if (!fd.ok()) return fd.status();
     std::string out(max_bytes, '\0');

@@ -5,8 +5,8 @@
 #include <set>
 #include <vector>
 
-#include "engine/core/hf_cache.h"
 #include "engine/core/gguf_header.h"
+#include "engine/core/hf_cache.h"
 #include "engine/core/model_config.h"
 
 namespace berth {

@@ -58,10 +58,10 @@ class EngineCheckE2eTest : public SandboxSuite {
     return path;
   }
   CommandResult Berth(const std::string& verb, const std::string& manifest) {
-    return RunCommand({BERTH_BIN, verb, "-f", manifest, "--yes", "--bus",
-                       sandbox_->system_bus_address(), "--journal-dir", sandbox_->journal_dir(),
-                       "--state-dir", (tmp_ / "state").string()},
-                      {}, std::chrono::seconds(120));
+    return RunCommand(
+        {BERTH_BIN, verb, "-f", manifest, "--yes", "--bus", sandbox_->system_bus_address(),
+         "--journal-dir", sandbox_->journal_dir(), "--state-dir", (tmp_ / "state").string()},
+        {}, std::chrono::seconds(120));
   }
   std::string Invocation() {
     auto p = systemd_->GetUnits({"svc-a.service"});
@@ -101,8 +101,7 @@ TEST_F(EngineCheckE2eTest, AConfigurationVllmRefusesIsStoppedBeforeTheOldService
   std::string bad = Manifest(std::string("[--speculative-config, '") + kMtp + "']");
   r = Berth("plan", bad);
   EXPECT_THAT(r.output, HasSubstr("engine check:"));
-  ASSERT_LT(r.output.find("preflight     service/svc-a"), r.output.find("restart"))
-      << r.output;
+  ASSERT_LT(r.output.find("preflight     service/svc-a"), r.output.find("restart")) << r.output;
 
   r = Berth("apply", bad);
   EXPECT_EQ(r.exit_code, 4) << r.output << r.error;
@@ -140,10 +139,10 @@ TEST_F(EngineCheckE2eTest, TheCheckSeesTheEnvironmentSystemdGivesTheUnit) {
   ASSERT_TRUE(serve.is_object()) << ReadAll(dump_ + "/serve.json");
   // What systemd sets for each start on its own (systemd.exec(5), "Environment variables in
   // spawned processes"): not the unit's configuration, so not the check's.
-  const std::set<std::string> per_start = {"INVOCATION_ID", "JOURNAL_STREAM", "SYSTEMD_EXEC_PID",
-                                           "MANAGERPID",    "NOTIFY_SOCKET",  "LISTEN_FDS",
-                                           "LISTEN_PID",    "MAINPID",        "MEMORY_PRESSURE_WATCH",
-                                           "MEMORY_PRESSURE_WRITE"};
+  const std::set<std::string> per_start = {
+      "INVOCATION_ID",         "JOURNAL_STREAM",       "SYSTEMD_EXEC_PID", "MANAGERPID",
+      "NOTIFY_SOCKET",         "LISTEN_FDS",           "LISTEN_PID",       "MAINPID",
+      "MEMORY_PRESSURE_WATCH", "MEMORY_PRESSURE_WRITE"};
   for (const auto& [key, value] : serve.items()) {
     if (per_start.count(key)) continue;
     EXPECT_EQ(check.value(key, "<unset>"), value.get<std::string>()) << key;

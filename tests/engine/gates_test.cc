@@ -232,7 +232,9 @@ TEST_F(GatesTest, AnEngineCheckThatRefusesStopsBeforeAnythingGoesDarkQuotingTheE
 }
 
 TEST_F(GatesTest, AnExecutableThatIsNotPythonIsRefusedSayingWhatToSet) {
-  dir.Write("bin/vllm", "\x7f" "ELF binary");
+  dir.Write("bin/vllm",
+            "\x7f"
+            "ELF binary");
   ASSERT_EQ(::chmod((dir / "bin/vllm").c_str(), 0755), 0);
   dir.Write("checks/vllm_check.py", "");
   dir.Write("elf/berth.yaml", Manifest(true, "    executable: " + (dir / "bin/vllm") + "\n"));

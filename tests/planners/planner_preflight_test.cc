@@ -292,8 +292,8 @@ std::string Gguf(uint32_t version, const std::string& arch) {
   auto u64 = [](uint64_t v) { return std::string(reinterpret_cast<const char*>(&v), 8); };
   auto str = [&](const std::string& x) { return u64(x.size()) + x; };
   // A first key berth skips (an array of strings), then general.architecture.
-  return "GGUF" + u32(version) + u64(0) + u64(2) + str("tokenizer.ggml.tokens") + u32(9) +
-         u32(8) + u64(2) + str("a") + str("bc") + str("general.architecture") + u32(8) + str(arch);
+  return "GGUF" + u32(version) + u64(0) + u64(2) + str("tokenizer.ggml.tokens") + u32(9) + u32(8) +
+         u64(2) + str("a") + str("bc") + str("general.architecture") + u32(8) + str(arch);
 }
 
 TEST(GgufHeaderTest, MagicVersionAndArchitectureOfUntrustedBytes) {

@@ -85,8 +85,8 @@ TEST_F(EngineCheckCommandTest, TheUnitsEnvironmentOverSystemdsPathWithItsFileLas
 }
 
 TEST_F(EngineCheckCommandTest, TheInterpreterOfTheUnitsVllm) {
-  a.argv = {Script("venv/bin/vllm", "#!" + (dir / "venv/bin/python3") + "\nimport vllm\n"),
-            "serve", "/models/x", "--port", "8000"};
+  a.argv = {Script("venv/bin/vllm", "#!" + (dir / "venv/bin/python3") + "\nimport vllm\n"), "serve",
+            "/models/x", "--port", "8000"};
   Script("venv/bin/python3", "");
   Result<std::vector<std::string>> cmd = EngineCheckCommand(a, {});
   ASSERT_TRUE(cmd.ok()) << cmd.status().message();
@@ -106,9 +106,11 @@ TEST_F(EngineCheckCommandTest, EnvPythonIsLookedUpAlongTheUnitsPath) {
 }
 
 TEST_F(EngineCheckCommandTest, AnythingButAPythonScriptIsRefusedSayingWhatToSet) {
-  for (const std::string& first : {std::string("\x7f" "ELF"), std::string("#!/bin/sh\n"),
-                                   std::string("#!/usr/bin/env -S python3 -u\n"),
-                                   std::string("#!") + std::string(300, 'x')}) {
+  for (const std::string& first :
+       {std::string("\x7f"
+                    "ELF"),
+        std::string("#!/bin/sh\n"), std::string("#!/usr/bin/env -S python3 -u\n"),
+        std::string("#!") + std::string(300, 'x')}) {
     a.argv = {Script("vllm", first), "serve", "m"};
     Result<std::vector<std::string>> cmd = EngineCheckCommand(a, {"PATH=/usr/bin"});
     ASSERT_FALSE(cmd.ok()) << first;
@@ -129,7 +131,8 @@ TEST_F(EngineCheckCommandTest, SglangAndLlamaServer) {
   a.argv = {Script("venv/bin/python3", ""), "-m", "sglang.launch_server", "--model-path", "m"};
   Result<std::vector<std::string>> py = EngineCheckCommand(a, {});
   ASSERT_TRUE(py.ok()) << py.status().message();
-  EXPECT_THAT(*py, ElementsAre(dir / "venv/bin/python3", "/c/sglang_check.py", "--model-path", "m"));
+  EXPECT_THAT(*py,
+              ElementsAre(dir / "venv/bin/python3", "/c/sglang_check.py", "--model-path", "m"));
   a.argv = {Script("venv/bin/sglang", "#!" + (dir / "venv/bin/python3") + "\n"), "serve",
             "--model-path", "m"};
   Result<std::vector<std::string>> script = EngineCheckCommand(a, {});

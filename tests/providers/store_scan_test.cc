@@ -130,10 +130,9 @@ TEST(ScanStore, ReadsTheHeaderOfEachGgufFile) {
   Cache c;
   const std::string repo = "models--org--gguf";
   std::string gguf = std::string("GGUF") + std::string("\x03\0\0\0", 4) + std::string(8, '\0') +
-                     std::string("\x01\0\0\0\0\0\0\0", 8) +
-                     std::string("\x14\0\0\0\0\0\0\0", 8) + "general.architecture" +
-                     std::string("\x08\0\0\0", 4) + std::string("\x05\0\0\0\0\0\0\0", 8) +
-                     "llama";
+                     std::string("\x01\0\0\0\0\0\0\0", 8) + std::string("\x14\0\0\0\0\0\0\0", 8) +
+                     "general.architecture" + std::string("\x08\0\0\0", 4) +
+                     std::string("\x05\0\0\0\0\0\0\0", 8) + "llama";
   c.dir.Write(repo + "/blobs/q4", gguf + std::string(3 << 20, 'w'));  // 3 MiB of "weights"
   c.dir.Write(repo + "/blobs/html", "<html>rate limited</html>");
   c.File(repo, kC1, "Q4/m.gguf", "q4");

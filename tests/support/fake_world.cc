@@ -215,8 +215,8 @@ CommandResult FakeCommands::Run(const std::vector<std::string>& argv, uint64_t,
   r.exit_status = it == w_->fail_commands.end() ? 0 : it->second;
   if (r.exit_status != 0) {
     auto out = argv.empty() ? w_->fail_output.end() : w_->fail_output.find(argv[0]);
-    r.output_tail = out != w_->fail_output.end() ? out->second
-                                                 : "ValueError: unsupported architecture\n";
+    r.output_tail =
+        out != w_->fail_output.end() ? out->second : "ValueError: unsupported architecture\n";
   }
   return r;
 }
