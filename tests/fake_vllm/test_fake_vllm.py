@@ -422,6 +422,21 @@ class EngineRefusalTest(FakeVllmFixture):
         self.assertIn("berth-engine-check: error: this interpreter", line)
         self.assertIn("cannot import vLLM: ModuleNotFoundError", line)
 
+    def test_sglang_check_refuses_what_its_parser_refuses(self):
+        sglang = os.path.join(os.path.dirname(CHECK), "sglang_check.py")
+
+        def run(*extra):
+            r = subprocess.run([PYTHON, sglang, "--model-path", self.model] + list(extra),
+                               env={"PATH": "/usr/bin:/bin", "PYTHONPATH": PKG},
+                               capture_output=True, text=True, timeout=60)
+            return r.returncode, r.stdout.strip().splitlines()[-1]
+        self.assertEqual(run("--tool-call-parser", "minimax-m2", "--reasoning-parser",
+                             "minimax-append-think"), (0, "berth-engine-check: ok"))
+        code, line = run("--tool-call-parser", "minimax_m2")  # vLLM's spelling
+        self.assertEqual(code, 1)
+        self.assertIn("refused: ArgumentError: sglang serve: error: argument --tool-call-parser: "
+                      "invalid choice: 'minimax_m2'", line)
+
     def test_version_like_llama_server(self):
         r = subprocess.run([PYTHON, FAKE, "--version"], capture_output=True, text=True,
                            timeout=30)
