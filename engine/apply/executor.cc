@@ -617,7 +617,11 @@ const char* EngineWords(const std::string& engine) {
 }  // namespace
 
 Status Executor::EngineCheck(const Action& a) {
-  Result<std::vector<std::string>> env = UnitEnvironment(a);
+  // What systemd gives every service: without it (no systemd, an error), its search path only.
+  std::vector<std::string> manager;
+  if (d_.systemd)
+    if (Result<std::vector<std::string>> m = d_.systemd->ManagerEnvironment(); m.ok()) manager = *m;
+  Result<std::vector<std::string>> env = UnitEnvironment(a, manager);
   if (!env.ok()) return env.status();
   Result<std::vector<std::string>> cmd = EngineCheckCommand(a, *env);
   if (!cmd.ok()) return cmd.status();

@@ -289,13 +289,18 @@ std::vector<std::pair<std::string, std::string>> ParseEnvironmentFile(std::strin
   return out;
 }
 
-Result<std::vector<std::string>> UnitEnvironment(const Action& a) {
+Result<std::vector<std::string>> UnitEnvironment(const Action& a,
+                                                 const std::vector<std::string>& manager) {
   std::vector<std::pair<std::string, std::string>> env = {{"PATH", kSystemdSearchPath}};
-  for (const std::string& e : a.env) {
-    size_t eq = e.find('=');
-    if (eq == std::string::npos || eq == 0) continue;  // berth renders none such
-    Replace(&env, e.substr(0, eq), e.substr(eq + 1));
-  }
+  auto assign = [&](const std::vector<std::string>& list) {
+    for (const std::string& e : list) {
+      size_t eq = e.find('=');
+      if (eq == std::string::npos || eq == 0) continue;  // not an assignment: none such
+      Replace(&env, e.substr(0, eq), e.substr(eq + 1));
+    }
+  };
+  assign(manager);
+  assign(a.env);
   if (!a.env_file.empty()) {
     FileReadOptions options;
     options.follow_links = true;

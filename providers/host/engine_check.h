@@ -29,11 +29,13 @@ inline constexpr char kSystemdSearchPath[] = "/usr/local/sbin:/usr/local/bin:/us
 /// are left out, and a later one replaces an earlier one of the same name.
 std::vector<std::pair<std::string, std::string>> ParseEnvironmentFile(std::string_view text);
 
-/// The environment of the unit's process as far as berth knows it: PATH (systemd's), then the
-/// unit's Environment= (`a.env`), then the assignments of its EnvironmentFile= (`a.env_file`,
-/// read now; systemd lets them override Environment=). A missing or unreadable file is an
-/// error, as systemd then refuses to start the unit.
-Result<std::vector<std::string>> UnitEnvironment(const Action& a);
+/// The environment of the unit's process as far as berth knows it: the manager's environment
+/// for services (`manager`, SystemdManager::ManagerEnvironment; PATH is systemd's search path
+/// when it names none), then the unit's Environment= (`a.env`), then the assignments of its
+/// EnvironmentFile= (`a.env_file`, read now; systemd lets them override Environment=). A
+/// missing or unreadable file is an error, as systemd then refuses to start the unit.
+Result<std::vector<std::string>> UnitEnvironment(const Action& a,
+                                                 const std::vector<std::string>& manager = {});
 
 /// The argv that runs the engine check of `a` with `env` (UnitEnvironment): for vllm,
 /// `<interpreter of argv[0]> <check_program> <argv[1:]>`; for sglang the same with the server's
