@@ -58,10 +58,13 @@ class EngineCheckE2eTest : public SandboxSuite {
     return path;
   }
   CommandResult Berth(const std::string& verb, const std::string& manifest) {
-    return RunCommand(
-        {BERTH_BIN, verb, "-f", manifest, "--yes", "--bus", sandbox_->system_bus_address(),
-         "--journal-dir", sandbox_->journal_dir(), "--state-dir", (tmp_ / "state").string()},
-        {}, std::chrono::seconds(120));
+    std::vector<std::string> argv = {BERTH_BIN,     verb,
+                                     "-f",          manifest,
+                                     "--bus",       sandbox_->system_bus_address(),
+                                     "--state-dir", (tmp_ / "state").string()};
+    if (verb == "apply")
+      argv.insert(argv.end(), {"--yes", "--journal-dir", sandbox_->journal_dir()});
+    return RunCommand(argv, {}, std::chrono::seconds(120));
   }
   std::string Invocation() {
     auto p = systemd_->GetUnits({"svc-a.service"});
