@@ -124,7 +124,7 @@ TEST_F(PreflightTest, ThePreflightCommandRunsBeforeAnythingGoesDarkAndSmokeAfter
   ForeignService("vllm-kimi-k25.service", {0, 1, 2, 3, 4, 5, 6, 7}, GiB(73.7), 8000);
   StateOnly("vllm-kimi-k25", ServiceState::kStopped);
   ServiceSpec& s = Vllm("vllm-minimax-m25", "minimax-m25", {0, 1, 2, 3, 4, 5, 6, 7}, 8000);
-  s.preflight = PreflightSpec{{"/opt/vllm/bin/check-arch", "MiniMaxM2ForCausalLM"}, 120'000};
+  s.preflight = PreflightSpec{{"/opt/vllm/bin/check-arch", "MiniMaxM2ForCausalLM"}, 120'000, true};
   s.gates.smoke = SmokeSpec{"chat", "Say hello.", 8, 30'000};
   Plan p = PlanNow();
   ASSERT_FALSE(p.blocked()) << Problems(p);
@@ -187,7 +187,7 @@ class EngineCheckTest : public PreflightTest {
 
 TEST_F(EngineCheckTest, TheCheckRunsBeforeTheStopWithTheUnitsArgvAndEnvironment) {
   ServiceSpec& s = MinimaxReplacesKimi();
-  s.preflight = PreflightSpec{{"/opt/vllm/bin/check-arch"}, 120'000};
+  s.preflight = PreflightSpec{{"/opt/vllm/bin/check-arch"}, 120'000, true};
   Plan p = PlanWithChecks();
   ASSERT_FALSE(p.blocked()) << Problems(p);
   EXPECT_THAT(Steps(p), ElementsAre("download model/minimax-m25 model_missing",
