@@ -178,6 +178,12 @@ class EngineCheckTest : public PreflightTest {
     s.args = {"--speculative-config", R"({"method": "mtp", "num_speculative_tokens": 3})"};
     return s;
   }
+  static std::vector<std::string> EngineWarnings(const Plan& p) {
+    std::vector<std::string> out;
+    for (const std::string& w : p.warnings)
+      if (w.find("engine check") != std::string::npos) out.push_back(w);
+    return out;
+  }
   static const Action* Find(const Plan& p, Reason r) {
     for (const Action& a : p.actions)
       if (a.reason == r) return &a;
@@ -213,7 +219,8 @@ TEST_F(EngineCheckTest, TheCheckRunsBeforeTheStopWithTheUnitsArgvAndEnvironment)
   // The environment the unit's Environment= lines give, in their order, and its env file.
   EXPECT_THAT(check.env, ElementsAre("CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7", "HF_HUB_OFFLINE=1",
                                      "HF_HUB_CACHE=/models", "PYTHONPATH=/opt/extra"));
-  for (const std::string& e : check.env) EXPECT_THAT(unit, HasSubstr("Environment=" + e));
+  for (const std::string& e : check.env)
+    EXPECT_THAT(unit, HasSubstr("Environment=\"" + e + "\"\n"));
   EXPECT_EQ(check.env_file, "/etc/berth/minimax.env");
   EXPECT_THAT(unit, HasSubstr("EnvironmentFile=/etc/berth/minimax.env"));
   EXPECT_THAT(check.detail,
@@ -231,7 +238,7 @@ TEST_F(EngineCheckTest, EngineOffLeavesTheCheckOut) {
   ASSERT_FALSE(p.blocked()) << Problems(p);
   EXPECT_EQ(Find(p, Reason::kEngineCheck), nullptr) << ::testing::PrintToString(Steps(p));
   EXPECT_EQ(Find(p, Reason::kPreflight), nullptr) << "no command: no preflight command";
-  EXPECT_THAT(p.warnings, IsEmpty());
+  EXPECT_THAT(EngineWarnings(p), IsEmpty());
 }
 
 TEST_F(EngineCheckTest, ARestartIsCheckedAndARunningServiceThatStaysIsNot) {
@@ -256,13 +263,14 @@ TEST_F(EngineCheckTest, ChecksNotFoundNextToBerthAreAWarningNotAStep) {
   MinimaxReplacesKimi();
   Plan p = PlanWithChecks("");
   EXPECT_EQ(Find(p, Reason::kEngineCheck), nullptr);
-  ASSERT_EQ(p.warnings.size(), 1u) << ::testing::PrintToString(p.warnings);
-  EXPECT_THAT(p.warnings[0], HasSubstr("no engine check for service/vllm-minimax-m25"));
-  EXPECT_THAT(p.warnings[0], HasSubstr("preflight: {engine: off}"));
+  std::vector<std::string> warned = EngineWarnings(p);
+  ASSERT_EQ(warned.size(), 1u) << ::testing::PrintToString(p.warnings);
+  EXPECT_THAT(warned[0], HasSubstr("no engine check for service/vllm-minimax-m25"));
+  EXPECT_THAT(warned[0], HasSubstr("preflight: {engine: off}"));
   // A caller that plans no engine (the default options): neither.
   Plan q = PlanWithChecks(std::nullopt);
   EXPECT_EQ(Find(q, Reason::kEngineCheck), nullptr);
-  EXPECT_THAT(q.warnings, IsEmpty());
+  EXPECT_THAT(EngineWarnings(q), IsEmpty());
 }
 
 TEST_F(EngineCheckTest, OtherEnginesGetTheirOwnCheck) {
