@@ -106,9 +106,11 @@ TEST_F(EngineCheckE2eTest, AConfigurationVllmRefusesIsStoppedBeforeTheOldService
   EXPECT_THAT(r.output, HasSubstr("engine check:"));
   size_t check = r.output.find("preflight     service/svc-a");
   size_t restart = r.output.find("restart       service/svc-a");
-  ASSERT_NE(check, std::string::npos) << r.output;
-  ASSERT_NE(restart, std::string::npos) << r.output;
-  EXPECT_LT(check, restart) << r.output;
+  EXPECT_NE(check, std::string::npos) << r.output;
+  EXPECT_NE(restart, std::string::npos) << r.output;
+  if (check != std::string::npos) {
+    EXPECT_LT(check, restart) << r.output;
+  }
 
   r = Berth("apply", bad);
   EXPECT_EQ(r.exit_code, 4) << r.output << r.error;
