@@ -137,8 +137,7 @@ bool WantsEngineCheck(const ServiceSpec& s) {
          s.engine == EngineKind::kLlamaServer;
 }
 
-Action EngineCheckAction(const ServiceSpec& s, const std::string& address, const UnitExec& exec,
-                         const std::string& check_dir) {
+Action EngineCheckAction(const ServiceSpec& s, const std::string& address, const UnitExec& exec) {
   Action a;
   a.kind = ActionKind::kPreflight;
   a.address = address;
@@ -153,14 +152,14 @@ Action EngineCheckAction(const ServiceSpec& s, const std::string& address, const
   std::string what;
   switch (s.engine) {
     case EngineKind::kVllm:
-      a.check_program = check_dir + "/vllm_check.py";
-      what = "vLLM's own argument parser and engine config for this argv (" + a.check_program +
-             " run by the interpreter of " + exe + ")";
+      a.check_program = "vllm_check.py";
+      what = "vLLM's own argument parser and engine config for this argv (engine-check/" +
+             a.check_program + " run by the interpreter of " + exe + ")";
       break;
     case EngineKind::kSglang:
-      a.check_program = check_dir + "/sglang_check.py";
-      what = "SGLang's own ServerArgs parsing and checks for this argv (" + a.check_program +
-             " run by the interpreter of " + exe + ")";
+      a.check_program = "sglang_check.py";
+      what = "SGLang's own ServerArgs parsing and checks for this argv (engine-check/" +
+             a.check_program + " run by the interpreter of " + exe + ")";
       break;
     default:
       what = exe + " --version, with the unit's environment";

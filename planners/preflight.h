@@ -32,9 +32,9 @@ std::optional<Action> PreflightAction(const ServiceSpec& s, const std::string& a
 /// `preflight: {engine: off}`.
 bool WantsEngineCheck(const ServiceSpec& s);
 
-/// The engine check of `s` (reason kEngineCheck): the check of its engine in `check_dir`, for
-/// what its unit runs (`exec`); the executor runs it with the unit's environment.
-Action EngineCheckAction(const ServiceSpec& s, const std::string& address, const UnitExec& exec,
-                         const std::string& check_dir);
+/// The engine check of `s` (reason kEngineCheck): the check program of its engine (a file name
+/// in berth's engine-check folder, where the executor runs it from), for what its unit runs
+/// (`exec`); the executor runs it with the unit's environment.
+Action EngineCheckAction(const ServiceSpec& s, const std::string& address, const UnitExec& exec);
 
 }  // namespace berth

@@ -78,7 +78,7 @@ class Sequencer {
       auto exec = draft_.execs.find(t.unit);
       if (draft_.engine_check_dir && WantsEngineCheck(*t.spec) && exec != draft_.execs.end()) {
         if (!draft_.engine_check_dir->empty())
-          Emit(EngineCheckAction(*t.spec, t.address, exec->second, *draft_.engine_check_dir));
+          Emit(EngineCheckAction(*t.spec, t.address, exec->second));
         else
           unchecked += (unchecked.empty() ? "" : ", ") + t.address;
       }

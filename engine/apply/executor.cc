@@ -623,7 +623,7 @@ Status Executor::EngineCheck(const Action& a) {
     if (Result<std::vector<std::string>> m = d_.systemd->ManagerEnvironment(); m.ok()) manager = *m;
   Result<std::vector<std::string>> env = UnitEnvironment(a, manager);
   if (!env.ok()) return env.status();
-  Result<std::vector<std::string>> cmd = EngineCheckCommand(a, *env);
+  Result<std::vector<std::string>> cmd = EngineCheckCommand(a, *env, d_.engine_check_dir);
   if (!cmd.ok()) return cmd.status();
   CommandResult c = d_.commands->Run(*cmd, a.timeout_ms, &*env);
   if (c.ok()) return Status::Ok();

@@ -435,6 +435,7 @@ class Pass {
     deps.smoke = host_.smoke;
     deps.load = host_.load;
     deps.commands = host_.commands;
+    deps.engine_check_dir = d_.engine_check_dir.value_or("");
     deps.lineage = state_.lineage;
     deps.clock = &clock_;
     deps.progress = &say_.progress();

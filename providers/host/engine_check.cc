@@ -324,9 +324,20 @@ Result<std::vector<std::string>> UnitEnvironment(const Action& a,
 }
 
 Result<std::vector<std::string>> EngineCheckCommand(const Action& a,
-                                                    const std::vector<std::string>& env) {
+                                                    const std::vector<std::string>& env,
+                                                    const std::string& check_dir) {
   if (a.argv.empty() || a.argv[0].empty())
     return Status::InvalidArgument("the engine check of " + a.address + " has no command");
+  if (a.engine != "llama-server" &&
+      (a.check_program.empty() || a.check_program.find('/') != std::string::npos ||
+       a.check_program[0] == '.' || check_dir.empty()))
+    return Status::FailedPrecondition(
+        "the engine check of " + a.address + " cannot run: " +
+        (check_dir.empty()
+             ? std::string("berth's engine-check programs are not installed next to "
+                           "it")
+             : "its check program '" + EscapeLine(a.check_program) + "' is not a file name") +
+        "; reinstall berth, or set preflight: {engine: off} on the service");
   std::string exe = a.argv[0];
   if (exe.find('/') == std::string::npos) {
     std::string found = Lookup(exe, kSystemdSearchPath);
@@ -355,7 +366,7 @@ Result<std::vector<std::string>> EngineCheckCommand(const Action& a,
     cmd = *interp;
     if (a.engine == "sglang" && !rest.empty() && rest[0] == "serve") rest.erase(rest.begin());
   }
-  cmd.push_back(a.check_program);
+  cmd.push_back(check_dir + "/" + a.check_program);
   cmd.insert(cmd.end(), rest.begin(), rest.end());
   return cmd;
 }

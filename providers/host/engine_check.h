@@ -38,13 +38,15 @@ Result<std::vector<std::string>> UnitEnvironment(const Action& a,
                                                  const std::vector<std::string>& manager = {});
 
 /// The argv that runs the engine check of `a` with `env` (UnitEnvironment): for vllm,
-/// `<interpreter of argv[0]> <check_program> <argv[1:]>`; for sglang the same with the server's
+/// `<interpreter of argv[0]> <check_dir>/<check_program> <argv[1:]>` (check_program a file name
+/// in berth's engine-check folder `check_dir`: a plan names no other program); for sglang the same with the server's
 /// arguments (after `-m sglang.launch_server` or the `serve` subcommand); for llama-server
 /// `<argv[0]> --version`. argv[0] without a slash is looked up along kSystemdSearchPath, as
 /// systemd does; the interpreter is the `#!` line of the executable (a Python executable is its
 /// own interpreter for sglang); `#!/usr/bin/env NAME` looks NAME up along the PATH of `env`.
 /// FailedPrecondition, saying what to set, when the executable is not a Python program.
 Result<std::vector<std::string>> EngineCheckCommand(const Action& a,
-                                                    const std::vector<std::string>& env);
+                                                    const std::vector<std::string>& env,
+                                                    const std::string& check_dir);
 
 }  // namespace berth

@@ -93,7 +93,7 @@ TEST(SavedPlanEngineCheck, AnEngineCheckReadsBackWithItsArgvAndEnvironment) {
   check.reason = Reason::kEngineCheck;
   check.unit = "vllm-chat.service";
   check.engine = "vllm";
-  check.check_program = "/usr/libexec/berth/engine-check/vllm_check.py";
+  check.check_program = "vllm_check.py";
   check.argv = {"/opt/venv/bin/vllm", "serve", "/models/x", "--port", "8000"};
   check.env = {"CUDA_VISIBLE_DEVICES=0", "HF_HUB_OFFLINE=1", "A=b=c"};
   check.env_file = "/etc/berth/chat.env";

@@ -208,7 +208,7 @@ TEST_F(EngineCheckTest, TheCheckRunsBeforeTheStopWithTheUnitsArgvAndEnvironment)
   const Action& check = p.actions[1];
   EXPECT_EQ(check.kind, ActionKind::kPreflight);
   EXPECT_EQ(check.engine, "vllm");
-  EXPECT_EQ(check.check_program, std::string(kDir) + "/vllm_check.py");
+  EXPECT_EQ(check.check_program, "vllm_check.py");
   EXPECT_EQ(check.timeout_ms, 120'000u);  // preflight: timeout bounds both checks
   // Exactly the unit's ExecStart, word for word.
   const std::string& unit = p.actions[3].unit_content;
@@ -225,7 +225,7 @@ TEST_F(EngineCheckTest, TheCheckRunsBeforeTheStopWithTheUnitsArgvAndEnvironment)
   EXPECT_THAT(unit, HasSubstr("EnvironmentFile=/etc/berth/minimax.env"));
   EXPECT_THAT(check.detail,
               HasSubstr("engine check: vLLM's own argument parser and engine config for this "
-                        "argv (/usr/libexec/berth/engine-check/vllm_check.py run by the "
+                        "argv (engine-check/vllm_check.py run by the "
                         "interpreter of vllm), loading no weights"));
   EXPECT_THAT(check.detail, HasSubstr("must pass before anything is stopped"));
 }
@@ -289,7 +289,7 @@ TEST_F(EngineCheckTest, OtherEnginesGetTheirOwnCheck) {
   ASSERT_NE(sg_check, nullptr) << ::testing::PrintToString(Steps(p));
   ASSERT_NE(ll_check, nullptr);
   EXPECT_EQ(sg_check->engine, "sglang");
-  EXPECT_EQ(sg_check->check_program, std::string(kDir) + "/sglang_check.py");
+  EXPECT_EQ(sg_check->check_program, "sglang_check.py");
   EXPECT_EQ(ll_check->engine, "llama-server");
   EXPECT_EQ(ll_check->check_program, "");
   EXPECT_THAT(ll_check->detail, HasSubstr("llama-server --version"));

@@ -59,8 +59,10 @@ class EngineCheckCommandTest : public ::testing::Test {
   EngineCheckCommandTest() {
     a.address = "service/chat";
     a.engine = "vllm";
-    a.check_program = "/usr/libexec/berth/engine-check/vllm_check.py";
+    a.check_program = "vllm_check.py";
   }
+  static constexpr char kChecks[] = "/usr/libexec/berth/engine-check";
+  static std::string Check(const std::string& name) { return std::string(kChecks) + "/" + name; }
   std::string Script(const std::string& rel, const std::string& text) {
     dir.Write(rel, text);
     ::chmod((dir / rel).c_str(), 0755);
@@ -88,19 +90,20 @@ TEST_F(EngineCheckCommandTest, TheInterpreterOfTheUnitsVllm) {
   a.argv = {Script("venv/bin/vllm", "#!" + (dir / "venv/bin/python3") + "\nimport vllm\n"), "serve",
             "/models/x", "--port", "8000"};
   Script("venv/bin/python3", "");
-  Result<std::vector<std::string>> cmd = EngineCheckCommand(a, {});
+  Result<std::vector<std::string>> cmd = EngineCheckCommand(a, {}, kChecks);
   ASSERT_TRUE(cmd.ok()) << cmd.status().message();
-  EXPECT_THAT(*cmd, ElementsAre(dir / "venv/bin/python3", a.check_program, "serve", "/models/x",
-                                "--port", "8000"));
+  EXPECT_THAT(*cmd, ElementsAre(dir / "venv/bin/python3", Check("vllm_check.py"), "serve",
+                                "/models/x", "--port", "8000"));
 }
 
 TEST_F(EngineCheckCommandTest, EnvPythonIsLookedUpAlongTheUnitsPath) {
   Script("bin/python3.12", "");
   a.argv = {Script("bin/vllm", "#!/usr/bin/env python3.12\n"), "serve", "m"};
-  Result<std::vector<std::string>> cmd = EngineCheckCommand(a, {"PATH=/nowhere:" + (dir / "bin")});
+  Result<std::vector<std::string>> cmd =
+      EngineCheckCommand(a, {"PATH=/nowhere:" + (dir / "bin")}, kChecks);
   ASSERT_TRUE(cmd.ok()) << cmd.status().message();
-  EXPECT_THAT(*cmd, ElementsAre(dir / "bin/python3.12", a.check_program, "serve", "m"));
-  Result<std::vector<std::string>> not_on_path = EngineCheckCommand(a, {"PATH=/nowhere"});
+  EXPECT_THAT(*cmd, ElementsAre(dir / "bin/python3.12", Check("vllm_check.py"), "serve", "m"));
+  Result<std::vector<std::string>> not_on_path = EngineCheckCommand(a, {"PATH=/nowhere"}, kChecks);
   ASSERT_FALSE(not_on_path.ok());
   EXPECT_THAT(not_on_path.status().message(), HasSubstr("no python3.12 is on the unit's PATH"));
 }
@@ -112,13 +115,20 @@ TEST_F(EngineCheckCommandTest, AnythingButAPythonScriptIsRefusedSayingWhatToSet)
         std::string("#!/bin/sh\n"), std::string("#!/usr/bin/env -S python3 -u\n"),
         std::string("#!") + std::string(300, 'x')}) {
     a.argv = {Script("vllm", first), "serve", "m"};
-    Result<std::vector<std::string>> cmd = EngineCheckCommand(a, {"PATH=/usr/bin"});
+    Result<std::vector<std::string>> cmd = EngineCheckCommand(a, {"PATH=/usr/bin"}, kChecks);
     ASSERT_FALSE(cmd.ok()) << first;
     EXPECT_THAT(cmd.status().message(), HasSubstr("is not a Python program")) << first;
     EXPECT_THAT(cmd.status().message(), HasSubstr("preflight: {engine: off}")) << first;
   }
+  // A plan names a program in berth's folder, nothing else; and the folder must be there.
+  a.argv = {Script("venv/bin/vllm", "#!/usr/bin/python3\n"), "serve", "m"};
+  a.check_program = "../../../tmp/evil.py";
+  EXPECT_THAT(EngineCheckCommand(a, {}, kChecks).status().message(), HasSubstr("not a file name"));
+  a.check_program = "vllm_check.py";
+  EXPECT_THAT(EngineCheckCommand(a, {}, "").status().message(),
+              HasSubstr("engine-check programs are not installed"));
   a.argv = {"no-such-vllm-anywhere", "serve", "m"};
-  Result<std::vector<std::string>> bare = EngineCheckCommand(a, {});
+  Result<std::vector<std::string>> bare = EngineCheckCommand(a, {}, kChecks);
   ASSERT_FALSE(bare.ok());
   EXPECT_THAT(bare.status().message(),
               HasSubstr("no-such-vllm-anywhere is not in /usr/local/sbin:/usr/local/bin:"
@@ -127,22 +137,22 @@ TEST_F(EngineCheckCommandTest, AnythingButAPythonScriptIsRefusedSayingWhatToSet)
 
 TEST_F(EngineCheckCommandTest, SglangAndLlamaServer) {
   a.engine = "sglang";
-  a.check_program = "/c/sglang_check.py";
+  a.check_program = "sglang_check.py";
   a.argv = {Script("venv/bin/python3", ""), "-m", "sglang.launch_server", "--model-path", "m"};
-  Result<std::vector<std::string>> py = EngineCheckCommand(a, {});
+  Result<std::vector<std::string>> py = EngineCheckCommand(a, {}, kChecks);
   ASSERT_TRUE(py.ok()) << py.status().message();
   EXPECT_THAT(*py,
-              ElementsAre(dir / "venv/bin/python3", "/c/sglang_check.py", "--model-path", "m"));
+              ElementsAre(dir / "venv/bin/python3", Check("sglang_check.py"), "--model-path", "m"));
   a.argv = {Script("venv/bin/sglang", "#!" + (dir / "venv/bin/python3") + "\n"), "serve",
             "--model-path", "m"};
-  Result<std::vector<std::string>> script = EngineCheckCommand(a, {});
+  Result<std::vector<std::string>> script = EngineCheckCommand(a, {}, kChecks);
   ASSERT_TRUE(script.ok()) << script.status().message();
   EXPECT_THAT(*script,
-              ElementsAre(dir / "venv/bin/python3", "/c/sglang_check.py", "--model-path", "m"));
+              ElementsAre(dir / "venv/bin/python3", Check("sglang_check.py"), "--model-path", "m"));
   a.engine = "llama-server";
   a.check_program = "";
   a.argv = {"/opt/llama/llama-server", "--model", "m.gguf"};
-  Result<std::vector<std::string>> llama = EngineCheckCommand(a, {});
+  Result<std::vector<std::string>> llama = EngineCheckCommand(a, {}, kChecks);
   ASSERT_TRUE(llama.ok());
   EXPECT_THAT(*llama, ElementsAre("/opt/llama/llama-server", "--version"));
 }
