@@ -39,8 +39,9 @@ Result<std::vector<std::string>> UnitEnvironment(const Action& a,
 
 /// The argv that runs the engine check of `a` with `env` (UnitEnvironment): for vllm,
 /// `<interpreter of argv[0]> <check_dir>/<check_program> <argv[1:]>` (check_program a file name
-/// in berth's engine-check folder `check_dir`: a plan names no other program); for sglang the same with the server's
-/// arguments (after `-m sglang.launch_server` or the `serve` subcommand); for llama-server
+/// in berth's engine-check folder `check_dir`: a plan names no other program); for sglang the same
+/// with the server's arguments (after `-m sglang.launch_server` or the `serve` subcommand); for
+/// llama-server
 /// `<argv[0]> --version`. argv[0] without a slash is looked up along kSystemdSearchPath, as
 /// systemd does; the interpreter is the `#!` line of the executable (a Python executable is its
 /// own interpreter for sglang); `#!/usr/bin/env NAME` looks NAME up along the PATH of `env`.

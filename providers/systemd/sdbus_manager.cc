@@ -89,8 +89,8 @@ class SdBusManager : public SystemdManager {
   Result<std::vector<std::string>> ManagerEnvironment() override {
     BusError err;
     char** strv = nullptr;
-    int r = sd_bus_get_property_strv(bus_.get(), kDest, kPath, kManager, "Environment",
-                                     err.get(), &strv);
+    int r = sd_bus_get_property_strv(bus_.get(), kDest, kPath, kManager, "Environment", err.get(),
+                                     &strv);
     if (r < 0)
       return Status::Unavailable("cannot read systemd's environment for services: " +
                                  err.Describe(r));
