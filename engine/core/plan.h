@@ -114,11 +114,10 @@ struct Action {
   std::vector<int> gpus;     // start / restart: the GPUs the service runs on (side by side starts)
   std::vector<std::string> argv;  // preflight: the command, run without a shell (timeout_ms)
   // preflight with reason kEngineCheck: argv is the unit's ExecStart argv, unchanged; the check
-  // runs `check_program` (engine "vllm", "sglang": the file name of a Python program in berth's
-  // engine-check folder, ExecutorDeps::engine_check_dir, run by the interpreter of argv[0]) or
-  // argv[0] --version (engine "llama-server"), with `env` (the unit's Environment= assignments,
-  // "KEY=VALUE" in the unit's order) over systemd's base environment, then the assignments of
-  // `env_file` (the unit's EnvironmentFile=, read when the check runs).
+  // runs `check_program` (vllm, sglang: a file in ExecutorDeps::engine_check_dir, run by the
+  // interpreter of argv[0]) or argv[0] --version (engine "llama-server"), with `env` (the unit's
+  // Environment= assignments, "KEY=VALUE" in the unit's order) over systemd's base environment,
+  // then the assignments of `env_file` (the unit's EnvironmentFile=, read when the check runs).
   std::string engine;
   std::string check_program;
   std::vector<std::string> env;
