@@ -1,10 +1,15 @@
-# `cmake --install`: berth in BINDIR, engine/dist's units where systemd reads them (with
+# `cmake --install`: berth in BINDIR, its engine checks in LIBEXECDIR/berth/engine-check, engine/dist's units where systemd reads them (with
 # ExecStart= naming the installed berth), the manifest schema and examples in DATADIR/berth,
 # berth(1) and the bash completion written by berth itself, the copyright and changelog in
 # DOCDIR. CPack (cmake/berth_package.cmake) builds the .deb from the same rules.
 include(GNUInstallDirs)
 
 install(TARGETS berth RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# The engine checks berth runs before anything goes dark: LIBEXECDIR/berth/engine-check/, which
+# berth finds as ../libexec/berth/engine-check/ from its own executable. Not executable, no #!
+# line: berth runs each with the interpreter of the engine it checks.
+install(FILES engine/dist/engine-check/vllm_check.py engine/dist/engine-check/sglang_check.py
+        DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/berth/engine-check)
 install(FILES manifests/schema.json DESTINATION ${CMAKE_INSTALL_DATADIR}/berth)
 install(DIRECTORY manifests/examples DESTINATION ${CMAKE_INSTALL_DATADIR}/berth)
 install(FILES ${BERTH_DOCS_DIR}/berth.1.gz DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)

@@ -23,7 +23,8 @@ constexpr std::string_view kEngines[] = {"vllm", "sglang", "llama-server", "trtl
 constexpr std::string_view kStates[] = {"running", "stopped", "absent"};
 constexpr std::string_view kStrategies[] = {"auto", "stop-first", "start-first"};
 constexpr std::string_view kHealthKeys[] = {"path", "timeout", "interval"};
-constexpr std::string_view kPreflightKeys[] = {"command", "timeout"};
+constexpr std::string_view kPreflightKeys[] = {"command", "timeout", "engine"};
+constexpr std::string_view kOnOff[] = {"on", "off"};
 constexpr std::string_view kGateKinds[] = {"smoke", "floor"};
 constexpr std::string_view kFloorKeys[] = {"concurrency", "duration",   "output_tps",   "ttft_p50",
                                            "ttft_p99",    "max_tokens", "prompt_tokens"};
@@ -82,9 +83,12 @@ void DecodeHealth(YamlReader& r, const Field& block, HealthSpec* h) {
 
 void DecodePreflight(YamlReader& r, const Field& block, std::optional<PreflightSpec>* out) {
   PreflightSpec p;
-  bool has_command = false;
+  bool has_command = false, has_engine = false;
   for (const Field& f : r.Entries(block.value, kPreflightKeys, "in preflight")) {
-    if (f.key == "command") {
+    if (f.key == "engine") {
+      has_engine = true;
+      if (auto v = r.Enum(f, kOnOff)) p.engine_check = *v == "on";
+    } else if (f.key == "command") {
       has_command = true;
       std::optional<std::vector<std::string>> argv = r.StringList(f, false);
       if (argv && argv->empty()) {
@@ -102,10 +106,11 @@ void DecodePreflight(YamlReader& r, const Field& block, std::optional<PreflightS
       if (auto v = r.DurationMs(f)) p.timeout_ms = *v;
     }
   }
-  if (!has_command)
-    r.Error(block.key_loc, "preflight needs 'command'",
-            "e.g. preflight: {command: [/usr/local/bin/check-model, --arch]}");
-  if (!p.command.empty()) *out = p;
+  if (!has_command && !has_engine)
+    r.Error(block.key_loc, "preflight needs 'command' or 'engine'",
+            "e.g. preflight: {command: [/usr/local/bin/check-model, --arch]}, or "
+            "preflight: {engine: off} to skip the engine check");
+  if (!p.command.empty() || has_engine) *out = p;
 }
 
 void DecodeSmoke(YamlReader& r, const Field& block, std::optional<SmokeSpec>* out) {

@@ -57,7 +57,16 @@ struct StateOnlyWords {
   std::string unknown;  // a warning naming what is unknown and how to declare it; "" if none
 };
 
+/// What the unit of a service runs, as rendered: its ExecStart argv and environment.
+struct UnitExec {
+  std::vector<std::string> argv;
+  std::vector<std::string> env;  // Environment=, "KEY=VALUE" in order
+  std::string env_file;          // EnvironmentFile=, "" for none
+};
+
 struct Draft {
+  std::optional<std::string> engine_check_dir;  // PlanOptions::engine_check_dir
+  std::map<std::string, UnitExec> execs;        // unit name -> what it runs (engine services)
   std::vector<ResolvedModel> models;
   std::vector<PlannedDownload> downloads;
   std::vector<Action> unit_writes;

@@ -21,6 +21,7 @@ Plan MakePlan(const Desired& desired, const Observed& observed, const PlanOption
     }
   }
   Draft draft;
+  draft.engine_check_dir = options.engine_check_dir;
   // State-only services with the port and GPUs the manifest declares or berth saw them hold.
   const Desired resolved = ResolveStateOnly(desired, observed, &draft);
   DiffModels(resolved, observed, &draft);

@@ -2,6 +2,7 @@
 // inputs give the same plan, byte for byte once printed.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "engine/core/desired.h"
@@ -13,6 +14,11 @@ namespace berth {
 
 struct PlanOptions {
   std::string berth_version = BERTH_VERSION;  // written into unit headers
+  /// The folder of berth's engine-check programs (vllm_check.py, sglang_check.py), found by
+  /// the caller next to berth's executable. "" : looked for and not found (each engine check
+  /// is left out, with a warning). Unset (default): no engine checks, no warning (a caller
+  /// that runs no engine, such as a test of the plan's other steps).
+  std::optional<std::string> engine_check_dir;
 };
 
 /// The ordered, checked plan. Observed.state is berth's inventory: only what it lists (and

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <map>
 
 #include "engine/core/units.h"
 #include "planners/engines/adapter.h"
@@ -16,6 +17,39 @@ const ResolvedModel* ModelOf(const ServiceSpec& s, const std::vector<ResolvedMod
   return nullptr;
 }
 
+// llama-server's model file, from the GGUF headers the store scan read: it must be in the
+// complete snapshot and be GGUF of a version llama.cpp reads.
+std::optional<Problem> GgufPreflight(const Transition& t, const ResolvedModel* m) {
+  const ServiceSpec& s = *t.spec;
+  if (!m || s.llama.model_file.empty() || !m->present || !m->present->complete || !m->present->gguf)
+    return std::nullopt;
+  const std::map<std::string, GgufHeader>& files = *m->present->gguf;
+  const std::string where = m->spec->repo_id + "@" + m->present->commit.substr(0, 7);
+  Problem p;
+  p.resource = "model/" + m->spec->name;
+  auto it = files.find(s.llama.model_file);
+  if (it == files.end()) {
+    std::string names;
+    for (const auto& [f, h] : files) {
+      if (names.size() > 300) {
+        names += ", ...";
+        break;
+      }
+      names += (names.empty() ? "" : ", ") + f;
+    }
+    p.message = t.address + " cannot start: its model_file " + s.llama.model_file +
+                " is not a .gguf file of " + where + " (its .gguf files: " + names +
+                "). Set llama_server.model_file to one of them";
+    return p;
+  }
+  if (it->second.problem.empty()) return std::nullopt;
+  p.message = t.address + " cannot start: " + s.llama.model_file + " of " + where + " " +
+              it->second.problem +
+              ", so llama-server cannot load it. Check llama_server.model_file and the revision, "
+              "and download it again if the file is damaged";
+  return p;
+}
+
 }  // namespace
 
 std::vector<Problem> ModelPreflight(const Transition& t, const std::vector<ResolvedModel>& models,
@@ -23,6 +57,10 @@ std::vector<Problem> ModelPreflight(const Transition& t, const std::vector<Resol
   std::vector<Problem> out;
   if (!t.spec || !t.spec->has_engine) return out;
   const ServiceSpec& s = *t.spec;
+  if (s.engine == EngineKind::kLlamaServer) {
+    if (std::optional<Problem> p = GgufPreflight(t, ModelOf(s, models))) out.push_back(*p);
+    return out;
+  }
   const EngineAdapter& engine = AdapterFor(s.engine);
   std::optional<WeightSplit> split = engine.Split(s);
   std::optional<std::pair<double, std::string>> share = engine.MemoryShare(s);
@@ -106,6 +144,46 @@ std::optional<Action> PreflightAction(const ServiceSpec& s, const std::string& a
   for (const auto& x : a.argv) cmd += (cmd.empty() ? "" : " ") + x;
   a.detail = "run " + cmd + " (timeout " + FormatDurationMs(a.timeout_ms) +
              "): must exit 0 before anything is stopped";
+  return a;
+}
+
+bool WantsEngineCheck(const ServiceSpec& s) {
+  if (!s.has_engine) return false;
+  if (s.preflight && !s.preflight->engine_check) return false;
+  return s.engine == EngineKind::kVllm || s.engine == EngineKind::kSglang ||
+         s.engine == EngineKind::kLlamaServer;
+}
+
+Action EngineCheckAction(const ServiceSpec& s, const std::string& address, const UnitExec& exec) {
+  Action a;
+  a.kind = ActionKind::kPreflight;
+  a.address = address;
+  a.unit = s.UnitName();
+  a.reason = Reason::kEngineCheck;
+  a.engine = EngineName(s.engine);
+  a.argv = exec.argv;
+  a.env = exec.env;
+  a.env_file = exec.env_file;
+  a.timeout_ms = s.preflight ? s.preflight->timeout_ms : PreflightSpec{}.timeout_ms;
+  const std::string exe = exec.argv.empty() ? std::string() : exec.argv[0];
+  std::string what;
+  switch (s.engine) {
+    case EngineKind::kVllm:
+      a.check_program = "vllm_check.py";
+      what = "vLLM's own argument parser and engine config for this argv (engine-check/" +
+             a.check_program + " run by the interpreter of " + exe + ")";
+      break;
+    case EngineKind::kSglang:
+      a.check_program = "sglang_check.py";
+      what = "SGLang's own ServerArgs parsing and checks for this argv (engine-check/" +
+             a.check_program + " run by the interpreter of " + exe + ")";
+      break;
+    default:
+      what = exe + " --version, with the unit's environment";
+      break;
+  }
+  a.detail = "engine check: " + what + ", loading no weights (timeout " +
+             FormatDurationMs(a.timeout_ms) + "): must pass before anything is stopped";
   return a;
 }
 

@@ -68,12 +68,29 @@ class Sequencer {
 
   // Before anything goes dark (after the downloads the checks may need, before the first unit
   // write): what was observed of each started service's model, and its own preflight command.
+  // The engine check of each started service comes first: the engine's own validation of the
+  // argv and environment its unit will run with.
   void Preflights() {
+    std::string unchecked;
     for (const Transition& t : draft_.starts) {
       for (Problem& p : ModelPreflight(t, draft_.models, host_)) plan_->problems.push_back(p);
-      if (t.spec)
-        if (std::optional<Action> a = PreflightAction(*t.spec, t.address)) Emit(*a);
+      if (!t.spec) continue;
+      auto exec = draft_.execs.find(t.unit);
+      if (draft_.engine_check_dir && WantsEngineCheck(*t.spec) && exec != draft_.execs.end()) {
+        if (!draft_.engine_check_dir->empty())
+          Emit(EngineCheckAction(*t.spec, t.address, exec->second));
+        else
+          unchecked += (unchecked.empty() ? "" : ", ") + t.address;
+      }
+      if (std::optional<Action> a = PreflightAction(*t.spec, t.address)) Emit(*a);
     }
+    if (!unchecked.empty())
+      plan_->warnings.push_back(
+          "no engine check for " + unchecked +
+          ": berth's engine-check programs are not installed next to it (engine-check/ beside "
+          "the berth executable, or ../libexec/berth/engine-check/), so a configuration the "
+          "engine refuses is found only after the stop. Reinstall berth, or set preflight: "
+          "{engine: off} on the service to say so");
   }
 
   void UnitFiles() {

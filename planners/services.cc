@@ -117,6 +117,7 @@ UnitFileChange PlanUnitFile(const Desired& d, const Observed& o, const ServiceSp
     return change;
   }
   const RenderedUnit& want = *rendered;
+  draft->execs[want.name] = {want.argv, want.env, want.env_file};
 
   Action w;
   w.kind = ActionKind::kWriteUnit;

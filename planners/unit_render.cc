@@ -35,6 +35,19 @@ class UnitWriter {
   Status status_;
 };
 
+// The Environment= assignments of the unit, in order.
+std::vector<std::pair<std::string, std::string>> Environment(const ServiceSpec& s,
+                                                             const RenderContext& ctx) {
+  std::vector<std::pair<std::string, std::string>> env;
+  if (!s.gpus.empty()) env.emplace_back("CUDA_VISIBLE_DEVICES", JoinInts(s.gpus, ","));
+  if (!ctx.store.empty()) {
+    env.emplace_back("HF_HUB_OFFLINE", "1");
+    env.emplace_back("HF_HUB_CACHE", ctx.store);
+  }
+  for (const auto& [k, v] : s.env) env.emplace_back(k, v);
+  return env;
+}
+
 // The name of the manifest field an ExecStart word came from, for a refusal.
 std::string ArgField(const ServiceSpec& s, const std::vector<std::string>& argv, size_t i) {
   if (i == 0) return s.engine == EngineKind::kCommand ? "command" : "executable";
@@ -58,13 +71,7 @@ std::string Body(const ServiceSpec& s, const RenderContext& ctx, const RenderedU
   for (size_t i = 0; i < r.argv.size(); ++i)
     b << (i ? " " : "") << w->Value(UnitValueKind::kExecArg, ArgField(s, r.argv, i), r.argv[i]);
   b << "\n";
-  if (!s.gpus.empty())
-    b << "Environment=" << w->Env("CUDA_VISIBLE_DEVICES", JoinInts(s.gpus, ",")) << "\n";
-  if (!ctx.store.empty()) {
-    b << "Environment=" << w->Env("HF_HUB_OFFLINE", "1") << "\n";
-    b << "Environment=" << w->Env("HF_HUB_CACHE", ctx.store) << "\n";
-  }
-  for (const auto& [k, v] : s.env) b << "Environment=" << w->Env(k, v) << "\n";
+  for (const auto& [k, v] : Environment(s, ctx)) b << "Environment=" << w->Env(k, v) << "\n";
   if (!s.env_file.empty())
     b << "EnvironmentFile=" << w->Value(UnitValueKind::kPlain, "env_file", s.env_file) << "\n";
   b << "Restart=on-failure\nRestartSec=10\n";
@@ -88,6 +95,9 @@ Result<RenderedUnit> TryRenderUnit(const ServiceSpec& s, const RenderContext& ct
   RenderedUnit r;
   r.name = s.UnitName();
   r.argv = ServiceArgv(s, ctx);
+  for (const auto& [k, v] : Environment(s, ctx))
+    r.env.push_back(std::string(k).append("=").append(v));
+  r.env_file = s.env_file;
   UnitWriter w;
   std::string body = Body(s, ctx, r, &w);
   if (!w.status().ok()) return w.status().WithContext("unit " + r.name);

@@ -20,7 +20,12 @@ struct RenderedUnit {
   std::string content;            // the whole file, header included
   std::string spec_hash;          // sha256 of the body (what berth compares; the header may change)
   std::vector<std::string> argv;  // ExecStart, unquoted
-  std::string refused;            // RenderUnit only: why no unit could be written, else ""
+  /// The Environment= assignments, "KEY=VALUE" in the unit's order, and its EnvironmentFile=
+  /// ("" for none): what the unit's process gets over systemd's own environment (the engine
+  /// check runs with them).
+  std::vector<std::string> env;
+  std::string env_file;
+  std::string refused;  // RenderUnit only: why no unit could be written, else ""
 };
 
 /// The unit file of `service`: berth's header (marker, version, spec hash), then [Unit],

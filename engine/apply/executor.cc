@@ -16,6 +16,7 @@
 #include "providers/health/health_probe.h"
 #include "providers/health/smoke_client.h"
 #include "providers/host/command_runner.h"
+#include "providers/host/engine_check.h"
 #include "providers/systemd/systemd_manager.h"
 #include "providers/systemd/unit_files.h"
 
@@ -558,21 +559,11 @@ std::optional<Status> Executor::ProbeOnce(const Action& a, std::string* last) {
   return std::nullopt;
 }
 
-Status Executor::Preflight(const Action& a) {
-  if (!d_.commands)
-    return Status::Internal("no command runner to run the preflight of " + a.address);
-  std::string cmd;
-  for (const auto& x : a.argv) cmd += (cmd.empty() ? "" : " ") + x;
-  CommandResult c = d_.commands->Run(a.argv, a.timeout_ms);
-  if (c.ok()) return Status::Ok();
-  std::string what =
-      !c.started    ? c.error
-      : c.timed_out ? "did not finish within " + FormatDurationMs(a.timeout_ms) + " and was killed"
-      : c.signal    ? "was killed by signal " + std::to_string(c.signal)
-                    : "exited with status " + std::to_string(c.exit_status);
-  // Its last lines, at most 15, each one line with its controls and stray bytes shown as \xNN.
-  // The tail may begin inside a character the runner cut: those bytes are left out.
-  std::string_view output = c.output_tail;
+namespace {
+
+// A command's output tail as lines, each one line with its controls and stray bytes shown as
+// \xNN. The tail may begin inside a character the runner cut: those bytes are left out.
+std::vector<std::string> OutputLines(std::string_view output) {
   for (int k = 0;
        k < 3 && !output.empty() && (static_cast<unsigned char>(output[0]) & 0xc0) == 0x80; ++k)
     output.remove_prefix(1);
@@ -582,9 +573,92 @@ Status Executor::Preflight(const Action& a) {
     lines.push_back(EscapeLine(output.substr(from, nl - from)));
     from = nl + 1;
   }
+  return lines;
+}
+
+// Its last lines, at most 15, after "its output (last lines):"; "" when it printed nothing.
+std::string TailOf(const std::vector<std::string>& lines) {
   std::string tail = lines.empty() ? "" : "\n  its output (last lines):";
   for (size_t k = lines.size() > 15 ? lines.size() - 15 : 0; k < lines.size(); ++k)
     tail += "\n    " + lines[k];
+  return tail;
+}
+
+std::string Failure(const CommandResult& c, uint64_t timeout_ms) {
+  return !c.started    ? c.error
+         : c.timed_out ? "did not finish within " + FormatDurationMs(timeout_ms) + " and was killed"
+         : c.signal    ? "was killed by signal " + std::to_string(c.signal)
+                       : "exited with status " + std::to_string(c.exit_status);
+}
+
+// The engine's own words in the check program's last line "berth-engine-check: refused:
+// TYPE: MESSAGE" (or "... error: ..." when the check itself could not run); "" for none.
+std::string CheckVerdict(const std::vector<std::string>& lines, bool* refused) {
+  constexpr std::string_view kRefused = "berth-engine-check: refused: ";
+  constexpr std::string_view kError = "berth-engine-check: error: ";
+  for (size_t k = lines.size(); k-- > 0;) {
+    std::string_view l = lines[k];
+    if (l.rfind(kRefused, 0) == 0) {
+      *refused = true;
+      return std::string(Utf8Prefix(l.substr(kRefused.size()), 2000));
+    }
+    if (l.rfind(kError, 0) == 0) {
+      *refused = false;
+      return std::string(Utf8Prefix(l.substr(kError.size()), 2000));
+    }
+  }
+  return "";
+}
+
+const char* EngineWords(const std::string& engine) {
+  return engine == "vllm" ? "vLLM" : engine == "sglang" ? "SGLang" : "llama.cpp";
+}
+
+}  // namespace
+
+Status Executor::EngineCheck(const Action& a) {
+  // What systemd gives every service: without it (no systemd, an error), its search path only.
+  std::vector<std::string> manager;
+  if (d_.systemd)
+    if (Result<std::vector<std::string>> m = d_.systemd->ManagerEnvironment(); m.ok()) manager = *m;
+  Result<std::vector<std::string>> env = UnitEnvironment(a, manager);
+  if (!env.ok()) return env.status();
+  Result<std::vector<std::string>> cmd = EngineCheckCommand(a, *env, d_.engine_check_dir);
+  if (!cmd.ok()) return cmd.status();
+  CommandResult c = d_.commands->Run(*cmd, a.timeout_ms, &*env);
+  if (c.ok()) return Status::Ok();
+  std::vector<std::string> lines = OutputLines(c.output_tail);
+  bool refused = false;
+  std::string verdict = CheckVerdict(lines, &refused);
+  std::string cmdline;
+  for (const auto& x : *cmd) cmdline += (cmdline.empty() ? "" : " ") + EscapeLine(x);
+  const std::string nothing =
+      "; nothing was stopped or started (the check runs before anything goes dark)";
+  const std::string off = "set preflight: {engine: off} on the service to skip the check";
+  if (refused)
+    return Status::FailedPrecondition(
+        "the engine check of " + a.address + " failed: " + EngineWords(a.engine) +
+        " refused this configuration: " + verdict + nothing +
+        ". Fix the service's settings (its args, engine options or model) so that " +
+        EngineWords(a.engine) + " accepts them, or " + off + TailOf(lines));
+  return Status::FailedPrecondition(
+      "the engine check of " + a.address + " could not run: " + cmdline + " " +
+      Failure(c, a.timeout_ms) + " after " + FormatDurationMs(c.elapsed_ms) +
+      (verdict.empty() ? "" : ": " + verdict) + nothing +
+      ". The unit's engine may not start either (check its executable and environment), or " + off +
+      TailOf(lines));
+}
+
+Status Executor::Preflight(const Action& a) {
+  if (!d_.commands)
+    return Status::Internal("no command runner to run the preflight of " + a.address);
+  if (a.reason == Reason::kEngineCheck) return EngineCheck(a);
+  std::string cmd;
+  for (const auto& x : a.argv) cmd += (cmd.empty() ? "" : " ") + x;
+  CommandResult c = d_.commands->Run(a.argv, a.timeout_ms);
+  if (c.ok()) return Status::Ok();
+  std::string what = Failure(c, a.timeout_ms);
+  std::string tail = TailOf(OutputLines(c.output_tail));
   return Status::FailedPrecondition(
       "the preflight of " + a.address + " failed: " + cmd + " " + what + " after " +
       FormatDurationMs(c.elapsed_ms) +

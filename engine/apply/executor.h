@@ -45,6 +45,9 @@ struct ExecutorDeps {
   SmokeClient* smoke = nullptr;       // smoke gates; needed only by a plan that has one
   LoadRunner load;                    // throughput floors; likewise
   CommandRunner* commands = nullptr;  // preflight commands; needed only by a plan that has one
+  /// The folder of berth's engine-check programs (FindEngineCheckDir): an engine check runs
+  /// <this>/<Action::check_program>. Needed only by a plan that has one.
+  std::string engine_check_dir;
   /// The state lineage stamped into every unit file written ("# berth-lineage:"), so that
   /// another state directory takes the unit as foreign. "" writes the content as planned.
   std::string lineage;
@@ -123,6 +126,7 @@ class Executor {
   Status WaitHealthy(const Action& a);
   /// A service's preflight command: it must exit 0 within its timeout.
   Status Preflight(const Action& a);
+  Status EngineCheck(const Action& a);  // Preflight of reason kEngineCheck
   /// The throughput floor: a bounded load, its figures against the floor's limits.
   Status Floor(const Action& a, ExecResult* result);
   /// The smoke gate: one request must return non-empty text within its timeout.

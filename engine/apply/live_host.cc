@@ -1,6 +1,10 @@
 #include "engine/apply/live_host.h"
 
+#include <limits.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <cstdlib>
 
 #include "engine/core/hf_cache.h"
 #include "engine/observe/live_observer.h"
@@ -54,8 +58,26 @@ std::string LocalHostname() {
   return name;
 }
 
+std::string FindEngineCheckDir() {
+  char self[4096];
+  ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return "";
+  std::string exe(self, static_cast<size_t>(n));
+  std::string dir = exe.substr(0, exe.rfind('/'));
+  for (const std::string& candidate :
+       {dir + "/engine-check", dir + "/../libexec/berth/engine-check"}) {
+    char real[PATH_MAX];
+    if (!::realpath(candidate.c_str(), real)) continue;
+    struct stat st {};
+    if (::stat((std::string(real) + "/vllm_check.py").c_str(), &st) == 0 && S_ISREG(st.st_mode))
+      return real;
+  }
+  return "";
+}
+
 ReconcilerDeps LiveReconcilerDeps(LiveHost* host, Reporter* reporter, Clock* clock) {
   ReconcilerDeps d;
+  d.engine_check_dir = FindEngineCheckDir();
   d.connect = [host](const Desired& desired) { return host->Connect(desired); };
   d.hostname = LocalHostname;
   d.connect_etcd = ConnectFleetEtcd;

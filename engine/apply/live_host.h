@@ -56,4 +56,10 @@ ReconcilerDeps LiveReconcilerDeps(LiveHost* host, Reporter* reporter, Clock* clo
 /// This machine's host name.
 std::string LocalHostname();
 
+/// The folder of berth's engine-check programs, found from this process's executable
+/// (/proc/self/exe): <its folder>/engine-check/ (a build tree), else
+/// <its folder>/../libexec/berth/engine-check/ (an install); "" when neither holds
+/// vllm_check.py (PlanOptions::engine_check_dir).
+std::string FindEngineCheckDir();
+
 }  // namespace berth

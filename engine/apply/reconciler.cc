@@ -289,7 +289,7 @@ class Pass {
 
   bool MakeOrCheckPlan() {
     if (o_.saved_plan_path.empty()) {
-      plan_ = MakePlan(desired_, observed_);
+      plan_ = MakePlan(desired_, observed_, PlanOpts());
     } else {
       std::vector<std::string> why =
           StaleReasons(saved_, desired_.digest, state_.lineage, state_.serial, observed_,
@@ -304,7 +304,7 @@ class Pass {
       }
       // The file is not trusted: what runs is the plan berth makes now, and only when it is the
       // one that was saved (and reviewed), action for action.
-      plan_ = MakePlan(desired_, observed_);
+      plan_ = MakePlan(desired_, observed_, PlanOpts());
       std::vector<std::string> differ = PlanDifferences(saved_.plan, plan_);
       if (!differ.empty()) {
         say_.Error("berth apply: refusing " + o_.saved_plan_path +
@@ -435,6 +435,7 @@ class Pass {
     deps.smoke = host_.smoke;
     deps.load = host_.load;
     deps.commands = host_.commands;
+    deps.engine_check_dir = d_.engine_check_dir.value_or("");
     deps.lineage = state_.lineage;
     deps.clock = &clock_;
     deps.progress = &say_.progress();
@@ -625,7 +626,7 @@ class Pass {
     Learn(*after);
     after->state = state_.ToObserved();
     CountUp(desired_, *after, &rep_);
-    Plan left = MakePlan(desired_, *after);
+    Plan left = MakePlan(desired_, *after, PlanOpts());
     if (!left.empty()) {
       std::ostringstream text;
       Reporter(text, text).ShowPlan(left, desired_);
@@ -685,6 +686,12 @@ class Pass {
     r.start_to_healthy_ms = rep_.exec.start_to_healthy_ms;
     r.floor_figures = rep_.exec.floor_figures;
     fleet_->Publish(r);
+  }
+
+  PlanOptions PlanOpts() const {
+    PlanOptions p;
+    p.engine_check_dir = d_.engine_check_dir;
+    return p;
   }
 
   const ReconcilerDeps& d_;

@@ -14,6 +14,7 @@
 #include <functional>
 #include <istream>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "engine/apply/executor.h"
@@ -65,6 +66,9 @@ struct ReconcilerDeps {
   /// ExecutorDeps::at_step: called as each step begins. A test build's fault seam (berth_faulty
   /// kills itself there); null in berth.
   std::function<void(int step)> at_step;
+  /// PlanOptions::engine_check_dir: where berth's engine checks are (FindEngineCheckDir);
+  /// unset: no engine checks (tests of other things).
+  std::optional<std::string> engine_check_dir;
 };
 
 struct ReconcileOptions {

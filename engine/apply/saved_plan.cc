@@ -140,6 +140,10 @@ std::string SavedPlanToJson(const SavedPlan& p) {
                        {"for_service", a.for_service},
                        {"gpus", a.gpus},
                        {"argv", a.argv},
+                       {"engine", a.engine},
+                       {"check_program", a.check_program},
+                       {"env", a.env},
+                       {"env_file", a.env_file},
                        {"api", a.api},
                        {"prompt", a.prompt},
                        {"max_tokens", a.max_tokens},
@@ -322,6 +326,10 @@ Result<SavedPlan> SavedPlanFromJson(const std::string& text, const std::string& 
       x.for_service = a.value("for_service", "");
       x.gpus = a.value("gpus", std::vector<int>{});
       x.argv = a.value("argv", std::vector<std::string>{});
+      x.engine = a.value("engine", "");
+      x.check_program = a.value("check_program", "");
+      x.env = a.value("env", std::vector<std::string>{});
+      x.env_file = a.value("env_file", "");
       x.api = a.value("api", "");
       x.prompt = a.value("prompt", "");
       x.max_tokens = a.value("max_tokens", 0);
@@ -370,6 +378,10 @@ std::vector<std::pair<const char*, std::string>> Effect(const Action& a) {
           {"service it makes room for", a.for_service},
           {"GPUs", list(ints(a.gpus))},
           {"command", list(a.argv)},
+          {"engine checked", a.engine},
+          {"check program", a.check_program},
+          {"environment", list(a.env)},
+          {"environment file", a.env_file},
           {"API", a.api},
           {"prompt", a.prompt},
           {"max tokens", std::to_string(a.max_tokens)},

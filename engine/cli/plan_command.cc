@@ -29,6 +29,7 @@ int RunPlan(const PlanCommand& cmd, std::ostream& out, std::ostream& err) {
   } else {
     // A saved observation (made elsewhere, e.g. in CI): it carries berth's state and host name.
     deps.reporter = &say;
+    deps.engine_check_dir = FindEngineCheckDir();  // the plan apply makes on the host
     deps.connect = [&saved](const Desired&) -> Result<HostSeams> {
       HostSeams seams;
       seams.observer = &saved;

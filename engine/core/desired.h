@@ -165,9 +165,12 @@ struct HealthSpec {
 
 /// `preflight:` the service's own check (an engine's architecture check, say), run at apply
 /// time without a shell after the downloads and before anything goes dark; it must exit 0.
+/// `engine:` (on by default, also without a preflight: block) adds the engine check: the
+/// engine's own argument parser and configuration for the unit's argv and environment.
 struct PreflightSpec {
-  std::vector<std::string> command;     // argv; the first is an absolute path
-  uint64_t timeout_ms = 5 * 60 * 1000;  // killed past it (and the apply fails)
+  std::vector<std::string> command;     // argv; the first is an absolute path; empty: none
+  uint64_t timeout_ms = 5 * 60 * 1000;  // killed past it (and the apply fails); both checks
+  bool engine_check = true;             // `engine: on` (default) or `engine: off`
 };
 
 /// `gates: {smoke: ...}`: one request after the health gate must return non-empty text.

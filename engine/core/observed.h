@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/core/gguf_header.h"
 #include "engine/core/model_config.h"
 
 namespace berth {
@@ -25,6 +26,9 @@ struct ObservedRevision {
   std::optional<ModelConfig> config;
   /// Bytes of the snapshot's *.safetensors files present; unset when it has none.
   std::optional<uint64_t> weights_bytes;
+  /// The header of each *.gguf file of a complete snapshot (path in the snapshot -> what its
+  /// first bytes say, at most kMaxGgufHeaderBytes read). Unset: not looked at.
+  std::optional<std::map<std::string, GgufHeader>> gguf;
 };
 
 struct ObservedRepo {

@@ -55,8 +55,8 @@ Status ExpectArray(const ordered_json* j, const std::string& path) {
 
 Status ReadRevision(const ordered_json& j, const std::string& path, ObservedRevision* r) {
   Reader rd(j, path);
-  BERTH_RETURN_IF_ERROR(rd.Keys(
-      {"commit", "refs", "complete", "bytes_present", "bytes_total", "config", "weights_bytes"}));
+  BERTH_RETURN_IF_ERROR(rd.Keys({"commit", "refs", "complete", "bytes_present", "bytes_total",
+                                 "config", "weights_bytes", "gguf"}));
   BERTH_RETURN_IF_ERROR(rd.Get("commit", &r->commit));
   BERTH_RETURN_IF_ERROR(rd.Get("refs", &r->refs));
   BERTH_RETURN_IF_ERROR(rd.Get("complete", &r->complete));
@@ -77,6 +77,20 @@ Status ReadRevision(const ordered_json& j, const std::string& path, ObservedRevi
                                      std::to_string(kMaxModelTypeBytes) + " bytes");
     BERTH_RETURN_IF_ERROR(rc.Get("problem", &config.problem));
     r->config = config;
+  }
+  if (const ordered_json* g = rd.Child("gguf")) {
+    if (!g->is_object()) return Status::InvalidArgument(path + ".gguf: expected an object");
+    std::map<std::string, GgufHeader> files;
+    for (const auto& [file, h] : g->items()) {
+      Reader rg(h, path + ".gguf." + file.substr(0, 200));
+      BERTH_RETURN_IF_ERROR(rg.Keys({"version", "architecture", "problem"}));
+      GgufHeader header;
+      BERTH_RETURN_IF_ERROR(rg.Get("version", &header.version));
+      BERTH_RETURN_IF_ERROR(rg.Get("architecture", &header.architecture));
+      BERTH_RETURN_IF_ERROR(rg.Get("problem", &header.problem));
+      files[file] = header;
+    }
+    r->gguf = std::move(files);
   }
   if (rd.Child("weights_bytes")) {
     uint64_t weights = 0;
@@ -340,6 +354,13 @@ std::string ObservedToJson(const Observed& o) {
         jv["config"]["problem"] = v.config->problem;
       }
       if (v.weights_bytes) jv["weights_bytes"] = *v.weights_bytes;
+      if (v.gguf) {
+        ordered_json g = ordered_json::object();
+        for (const auto& [file, h] : *v.gguf)
+          g[file] = {
+              {"version", h.version}, {"architecture", h.architecture}, {"problem", h.problem}};
+        jv["gguf"] = std::move(g);
+      }
       revs.push_back(std::move(jv));
     }
     repos.push_back({{"repo_id", r.repo_id}, {"revisions", std::move(revs)}});

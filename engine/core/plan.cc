@@ -95,6 +95,8 @@ const char* ReasonName(Reason r) {
       return "floor_gate";
     case Reason::kInterruptedSwitch:
       return "interrupted_switch";
+    case Reason::kEngineCheck:
+      return "engine_check";
   }
   return "?";
 }

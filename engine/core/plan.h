@@ -23,7 +23,8 @@ enum class ActionKind {
   kWaitHealthy,
   kEnable,   // the unit starts at boot (systemctl enable: WantedBy= symlinks)
   kDisable,  // the unit no longer starts at boot
-  /// Before anything goes dark: a service's own `preflight:` command must exit 0.
+  /// Before anything goes dark: a service's own `preflight:` command must exit 0, or (reason
+  /// kEngineCheck) the engine's own validation of the unit's argv and environment must pass.
   kPreflight,
   /// A gate after wait-healthy: one completion (or chat) request must return non-empty text.
   /// Gates after the health gate fail a switch like it (IsGate); another kind (a throughput
@@ -66,6 +67,9 @@ enum class Reason {
   /// A gate of a switch that an apply began but was stopped (kill -9, power lost) before the
   /// gate passed: the next run gates the service again, every gate of its chain.
   kInterruptedSwitch,
+  /// The engine check of a service that starts: the engine's own argument parser and
+  /// configuration for the unit's argv and environment, loading no weights (preflight).
+  kEngineCheck,
 };
 const char* ReasonName(Reason r);  // "model_missing", ...
 
@@ -109,6 +113,15 @@ struct Action {
   std::string for_service;   // stop: the service whose start needs what it frees (rollback)
   std::vector<int> gpus;     // start / restart: the GPUs the service runs on (side by side starts)
   std::vector<std::string> argv;  // preflight: the command, run without a shell (timeout_ms)
+  // preflight with reason kEngineCheck: argv is the unit's ExecStart argv, unchanged; the check
+  // runs `check_program` (vllm, sglang: a file in ExecutorDeps::engine_check_dir, run by the
+  // interpreter of argv[0]) or argv[0] --version (engine "llama-server"), with `env` (the unit's
+  // Environment= assignments, "KEY=VALUE" in the unit's order) over systemd's base environment,
+  // then the assignments of `env_file` (the unit's EnvironmentFile=, read when the check runs).
+  std::string engine;
+  std::string check_program;
+  std::vector<std::string> env;
+  std::string env_file;
   // smoke: POST http://<host>:<port>/v1/<api> for served_name within timeout_ms.
   std::string api;     // "completions" or "chat/completions"
   std::string prompt;  // the prompt (the user message for chat)

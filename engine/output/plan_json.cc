@@ -81,6 +81,12 @@ std::string PlanToJson(const Plan& plan, const Desired& desired) {
         break;
       case ActionKind::kPreflight:
         c["preflight"] = {{"command", a.argv}, {"timeout_ms", a.timeout_ms}};
+        if (a.reason == Reason::kEngineCheck)
+          c["engine_check"] = {{"engine", a.engine},
+                               {"check_program", a.check_program},
+                               {"argv", a.argv},
+                               {"environment", a.env},
+                               {"environment_file", a.env_file}};
         c["unit"] = a.unit;
         break;
       case ActionKind::kSmoke:

@@ -46,8 +46,8 @@ void WriteAll(int fd, const void* data, size_t n) {
 // session, a subreaper for everything the command starts, dead with berth; it starts the
 // command, sends its wait status on `status_fd` the moment it exits, and reaps every orphan
 // until none is left. An errno on `error_fd` says the command could not be run.
-[[noreturn]] void Keeper(char* const* args, pid_t berth, int devnull, int out_fd, int status_fd,
-                         int error_fd) {
+[[noreturn]] void Keeper(char* const* args, char* const* envp, pid_t berth, int devnull, int out_fd,
+                         int status_fd, int error_fd) {
   setsid();
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
@@ -73,7 +73,7 @@ void WriteAll(int fd, const void* data, size_t n) {
     dup2(devnull, 0);
     dup2(out_fd, 1);
     dup2(out_fd, 2);
-    execve(args[0], args, environ);
+    execve(args[0], args, envp ? envp : environ);
     int e = errno;
     WriteAll(error_fd, &e, sizeof e);
     _exit(127);
@@ -148,11 +148,36 @@ bool EndAll(pid_t keeper) {
 
 }  // namespace
 
-CommandResult PosixCommandRunner::Run(const std::vector<std::string>& argv, uint64_t timeout_ms) {
+std::string EnvironmentProblem(const std::vector<std::string>& env) {
+  if (env.size() > CommandRunner::kMaxEnvEntries)
+    return "its environment has " + std::to_string(env.size()) + " variables, more than the " +
+           std::to_string(CommandRunner::kMaxEnvEntries) + " berth passes";
+  size_t bytes = 0;
+  for (const std::string& e : env) {
+    bytes += e.size() + 1;
+    size_t eq = e.find('=');
+    if (eq == std::string::npos || eq == 0 || e.find('\0') != std::string::npos)
+      return "its environment holds an entry that is not KEY=VALUE";
+  }
+  if (bytes > CommandRunner::kMaxEnvBytes)
+    return "its environment is " + std::to_string(bytes) + " bytes, more than the " +
+           std::to_string(CommandRunner::kMaxEnvBytes) + " berth passes";
+  return "";
+}
+
+CommandResult PosixCommandRunner::Run(const std::vector<std::string>& argv, uint64_t timeout_ms,
+                                      const std::vector<std::string>* env) {
   CommandResult r;
   if (argv.empty() || argv[0].empty() || argv[0][0] != '/') {
     r.error = "the command must start with an absolute path";
     return r;
+  }
+  if (env) {
+    std::string problem = EnvironmentProblem(*env);
+    if (!problem.empty()) {
+      r.error = "cannot run " + argv[0] + ": " + problem;
+      return r;
+    }
   }
   // Its output, the keeper's word of its exit, the exec's errno; its stdin.
   int out[2] = {-1, -1}, status[2] = {-1, -1}, error[2] = {-1, -1};
@@ -168,10 +193,16 @@ CommandResult PosixCommandRunner::Run(const std::vector<std::string>& argv, uint
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  std::vector<char*> envp;
+  if (env) {
+    for (const auto& e : *env) envp.push_back(const_cast<char*>(e.c_str()));
+    envp.push_back(nullptr);
+  }
   const pid_t self = getpid();
   auto t0 = Clock::now();
   pid_t keeper = fork();
-  if (keeper == 0) Keeper(args.data(), self, devnull, out[1], status[1], error[1]);
+  if (keeper == 0)
+    Keeper(args.data(), env ? envp.data() : nullptr, self, devnull, out[1], status[1], error[1]);
   int fork_errno = errno;
   for (int fd : {out[1], status[1], error[1], devnull}) close(fd);
   if (keeper < 0) {

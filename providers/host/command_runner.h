@@ -27,8 +27,20 @@ class CommandRunner {
   /// `timeout_ms` passes. Its own exit decides the result, not the end of its output: a child
   /// it leaves behind holding stdout does not make it time out. When it ends (or at the
   /// timeout), every process it started is killed, those that left its session too.
-  virtual CommandResult Run(const std::vector<std::string>& argv, uint64_t timeout_ms) = 0;
+  /// `env`: the command's whole environment, "KEY=VALUE" each (at most kMaxEnvEntries entries
+  /// and kMaxEnvBytes in all; an entry without '=' or with a NUL is refused, nothing runs);
+  /// nullptr: berth's own environment.
+  virtual CommandResult Run(const std::vector<std::string>& argv, uint64_t timeout_ms,
+                            const std::vector<std::string>* env) = 0;
+  CommandResult Run(const std::vector<std::string>& argv, uint64_t timeout_ms) {
+    return Run(argv, timeout_ms, nullptr);
+  }
+  static constexpr size_t kMaxEnvEntries = 4096;
+  static constexpr size_t kMaxEnvBytes = 1 << 20;
 };
+
+/// "" when `env` is an environment Run accepts, else why not.
+std::string EnvironmentProblem(const std::vector<std::string>& env);
 
 /// The real one. The command runs under a keeper process in a new session, a child subreaper
 /// (PR_SET_CHILD_SUBREAPER): whatever the command starts stays the keeper's descendant even
@@ -40,7 +52,9 @@ class PosixCommandRunner : public CommandRunner {
   /// After the command exited, how long its output is still read while something it left
   /// behind keeps the pipe open.
   static constexpr int kDrainMs = 200;
-  CommandResult Run(const std::vector<std::string>& argv, uint64_t timeout_ms) override;
+  using CommandRunner::Run;
+  CommandResult Run(const std::vector<std::string>& argv, uint64_t timeout_ms,
+                    const std::vector<std::string>* env) override;
 };
 
 }  // namespace berth

@@ -88,6 +88,27 @@ class PosixFs : public StoreFs {
     return ReadRegularFile(path, {.max_bytes = max_bytes, .follow_links = follow});
   }
 
+  Result<std::string> ReadPrefix(const std::string& path, size_t max_bytes, bool follow) override {
+    Result<int> fd = OpenRegularFile(path, {.max_bytes = UINT64_MAX, .follow_links = follow});
+    if (!fd.ok()) return fd.status();
+    std::string out(max_bytes, '\0');
+    size_t got = 0;
+    while (got < max_bytes) {
+      ssize_t n = ::read(*fd, out.data() + got, max_bytes - got);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        int e = errno;
+        ::close(*fd);
+        return Errno("cannot read", path, e);
+      }
+      if (n == 0) break;
+      got += static_cast<size_t>(n);
+    }
+    ::close(*fd);
+    out.resize(got);
+    return out;
+  }
+
   Result<DiskSpace> SpaceOf(const std::string& path) override {
     struct statvfs v;
     if (statvfs(path.c_str(), &v) != 0) return Errno("cannot statvfs", path, errno);

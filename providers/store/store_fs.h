@@ -44,6 +44,12 @@ class StoreFs {
   virtual Result<std::string> ReadSmallFile(const std::string& path, size_t max_bytes,
                                             bool follow) = 0;
   virtual Result<DiskSpace> SpaceOf(const std::string& path) = 0;
+  /// The first `max_bytes` (or fewer) of a regular file of any size (a GGUF file's header),
+  /// with ReadSmallFile's refusals but not its size limit. By default (a fake store of small
+  /// files): ReadSmallFile.
+  virtual Result<std::string> ReadPrefix(const std::string& path, size_t max_bytes, bool follow) {
+    return ReadSmallFile(path, max_bytes, follow);
+  }
 };
 
 /// The real one: POSIX calls.

@@ -5,6 +5,7 @@
 #include <set>
 #include <vector>
 
+#include "engine/core/gguf_header.h"
 #include "engine/core/hf_cache.h"
 #include "engine/core/model_config.h"
 
@@ -254,6 +255,30 @@ class RepoScan {
                          : ModelConfig{{}, "cannot be read (" + text.status().message() + ")"};
     }
     rev->config = std::move(config);
+    ReadGgufHeaders(snap_dir, snap, rev);
+  }
+
+  /// The header of each *.gguf file (at most kMaxGgufFiles of them): llama.cpp's model format,
+  /// read as far as kMaxGgufHeaderBytes, untrusted.
+  void ReadGgufHeaders(const std::string& snap_dir, const Snapshot& snap, ObservedRevision* rev) {
+    constexpr size_t kMaxGgufFiles = 256;
+    std::map<std::string, GgufHeader> found;
+    for (const auto& [path, size] : snap.files) {
+      constexpr std::string_view kExt = ".gguf";
+      if (path.size() <= kExt.size() ||
+          path.compare(path.size() - kExt.size(), kExt.size(), kExt) != 0)
+        continue;
+      if (found.size() == kMaxGgufFiles) break;
+      Result<std::string> head = fs_.ReadPrefix(snap_dir + "/" + path, kMaxGgufHeaderBytes,
+                                                /*follow=*/true);
+      GgufHeader h;
+      if (head.ok())
+        h = ParseGgufHeader(*head);
+      else
+        h.problem = "cannot be read (" + head.status().message() + ")";
+      found[path] = h;
+    }
+    if (!found.empty()) rev->gguf = std::move(found);
   }
 
   void JudgeCompleteness(const Snapshot& snap, ObservedRevision* rev) {

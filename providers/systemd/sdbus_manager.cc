@@ -4,6 +4,7 @@
 #include <systemd/sd-bus.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 
@@ -85,6 +86,22 @@ class SdBusManager : public SystemdManager {
   }
   Status Enable(const std::string& unit) override;
   Status Disable(const std::string& unit) override;
+  Result<std::vector<std::string>> ManagerEnvironment() override {
+    BusError err;
+    char** strv = nullptr;
+    int r = sd_bus_get_property_strv(bus_.get(), kDest, kPath, kManager, "Environment", err.get(),
+                                     &strv);
+    if (r < 0)
+      return Status::Unavailable("cannot read systemd's environment for services: " +
+                                 err.Describe(r));
+    std::vector<std::string> out;
+    for (char** p = strv; p && *p; ++p) {
+      out.emplace_back(*p);
+      free(*p);
+    }
+    free(strv);
+    return out;
+  }
 
  private:
   static int OnJobRemoved(sd_bus_message* m, void* userdata, sd_bus_error*) {

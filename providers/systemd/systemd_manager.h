@@ -51,6 +51,12 @@ class SystemdManager {
   /// [Install] section (static) or a masked one; nothing is changed then.
   virtual Status Enable(const std::string& unit) = 0;
   virtual Status Disable(const std::string& unit) = 0;
+  /// The environment the manager gives every service it starts ("KEY=VALUE": its
+  /// DefaultEnvironment=, systemctl set-environment, the locale), before a unit's own
+  /// Environment= lines: the Manager's Environment property. By default (a fake): none.
+  virtual Result<std::vector<std::string>> ManagerEnvironment() {
+    return std::vector<std::string>{};
+  }
 };
 
 /// The last lines a unit logged, for error messages.

@@ -185,7 +185,8 @@ class FleetE2eTest : public ::testing::Test {
       << "  new: {source: hf://org/new, revision: " << std::string(40, 'b') << "}\n"
       << "services:\n  chat:\n    model: " << model
       << "\n    engine: vllm\n    gpus: [0]\n    port: " << kPort
-      << "\n    bind: 127.0.0.1\n    env: {" << env << "}\n"
+      << "\n    bind: 127.0.0.1\n    env: {" << env << (env.empty() ? "" : ", ")
+      << "PYTHONPATH: " << SourceDir() << "/tests/fake_vllm/pkg}\n"
       << "    health: {timeout: " << health_timeout << ", interval: 100ms}\n";
     std::string path = (tmp_ / ("berth-" + std::to_string(++manifests_) + ".yaml")).string();
     std::ofstream(path) << m.str();

@@ -36,6 +36,9 @@ class GatesE2eTest : public SandboxSuite {
     MakeModel(store_, "org/old", std::string(40, 'a'));
     MakeModel(store_, "org/new", std::string(40, 'b'));
     port_ = FreePort();
+    // The fake vllm package, for berth's engine check of each start (as a virtualenv's vllm).
+    env_file_ = (tmp_ / "engine.env").string();
+    std::ofstream(env_file_) << "PYTHONPATH=" << SourceDir() << "/tests/fake_vllm/pkg\n";
   }
 
   // svc-old serves port P; `switched`: svc-new (with `new_extra`) serves it instead.
@@ -49,11 +52,11 @@ class GatesE2eTest : public SandboxSuite {
       << "services:\n"
       << "  svc-old:\n    model: old\n    engine: vllm\n    gpus: [0]\n    port: " << port_
       << "\n    bind: 127.0.0.1\n    state: " << (switched ? "stopped" : "running")
-      << "\n    health: {timeout: 30s, interval: 100ms}\n";
+      << "\n    health: {timeout: 30s, interval: 100ms}\n    env_file: " << env_file_ << "\n";
     if (switched)
       m << "  svc-new:\n    model: new\n    engine: vllm\n    gpus: [0]\n    port: " << port_
         << "\n    bind: 127.0.0.1\n    strategy: stop-first\n"
-        << "    health: {timeout: 30s, interval: 100ms}\n"
+        << "    health: {timeout: 30s, interval: 100ms}\n    env_file: " << env_file_ << "\n"
         << new_extra;
     std::string path = (tmp_ / ("berth-" + std::to_string(++manifests_) + ".yaml")).string();
     std::ofstream(path) << m.str();
@@ -152,7 +155,7 @@ class GatesE2eTest : public SandboxSuite {
     return r.ok() ? r.output : "ERROR: " + r.output + r.error;
   }
 
-  std::string store_;
+  std::string store_, env_file_;
   int port_ = 0;
   int manifests_ = 0;
   std::ostringstream out_, err_;

@@ -117,10 +117,18 @@ class LifecycleTest : public SandboxSuite {
       << "    state: " << minimax_state << "\n"
       << "    vllm: {gpu_memory_utilization: " << gmu << ", served_model_name: MiniMax-M2.5}\n"
       << "    health: {timeout: 20s, interval: 100ms}\n"
+      << "    env_file: " << EngineEnvFile() << "\n"
       << extra;
     // One file per manifest: a path handed out earlier keeps its content.
     std::string path = (tmp_ / ("berth-" + std::to_string(++manifests_) + ".yaml")).string();
     std::ofstream(path) << m.str();
+    return path;
+  }
+  // The fake vllm package on the unit's PYTHONPATH, for berth's engine check of each start (as a
+  // virtualenv's vllm has vLLM beside it).
+  std::string EngineEnvFile() {
+    std::string path = (tmp_ / "engine.env").string();
+    std::ofstream(path) << "PYTHONPATH=" << SourceDir() << "/tests/fake_vllm/pkg\n";
     return path;
   }
   HostAccess Access() {

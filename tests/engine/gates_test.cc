@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -76,7 +78,9 @@ class GatesTest : public ::testing::Test {
     o.yes = true;
     o.retry = retry;
     if (!apply) o.out_path = dir / "plan.json";
-    return Reconciler(world.Deps(&say)).Run(o);
+    ReconcilerDeps deps = world.Deps(&say);
+    if (!checks.empty()) deps.engine_check_dir = checks;
+    return Reconciler(deps).Run(o);
   }
   RunReport Apply(const std::string& manifest) { return Pass(manifest, true); }
   bool Running(const std::string& unit) {
@@ -94,6 +98,7 @@ class GatesTest : public ::testing::Test {
 
   TempDir dir;
   bool retry = false;
+  std::string checks;  // the engine checks' folder; "": no engine checks
   FakeWorld world;
   std::ostringstream out, err;
 };
@@ -167,6 +172,85 @@ TEST_F(GatesTest, AFailedPreflightStopsBeforeAnythingGoesDarkAndIsNotHeld) {
   world.fail_commands.clear();
   ASSERT_EQ(Apply("minimax").outcome, Outcome::kApplied) << err.str();
   EXPECT_TRUE(Running("vllm-minimax.service"));
+}
+
+// The engine check of vLLM through the Reconciler with a fake runner: it runs the check program
+// with the interpreter of the unit's vllm (its #! line) and the unit's environment; when vLLM
+// refuses, the apply stops before anything is written or stopped, quoting vLLM's message.
+TEST_F(GatesTest, AnEngineCheckThatRefusesStopsBeforeAnythingGoesDarkQuotingTheEngine) {
+  // The unit's vllm: a console script of a virtualenv, and its env file.
+  dir.Write("venv/bin/vllm", "#!/usr/bin/python3 -s\nimport vllm\n");
+  ASSERT_EQ(::chmod((dir / "venv/bin/vllm").c_str(), 0755), 0);
+  dir.Write("minimax.env", "# the venv's own settings\nVLLM_LOGGING_LEVEL = 'DEBUG'\n");
+  dir.Write("checks/vllm_check.py", "");
+  const std::string vllm = dir / "venv/bin/vllm";
+  dir.Write("checked/berth.yaml",
+            Manifest(true, "    executable: " + vllm + "\n    env_file: " + (dir / "minimax.env") +
+                               "\n    args: [--speculative-config, '{\"method\": \"mtp\"}']\n"));
+  ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
+  world.fail_commands["/usr/bin/python3"] = 1;
+  world.fail_output["/usr/bin/python3"] =
+      "INFO 12-02 loading config\n"
+      "berth-engine-check: refused: NotImplementedError: Unsupported speculative method: 'mtp'\n";
+  world.calls.clear();
+  world.command_envs.clear();
+  checks = dir / "checks";
+  RunReport r = Apply("checked");
+  EXPECT_EQ(r.outcome, Outcome::kFailed) << err.str();
+  EXPECT_EQ(r.exit_code, 4);
+  EXPECT_FALSE(r.terminal) << "nothing went dark";
+  EXPECT_THAT(r.status.message(),
+              HasSubstr("the engine check of service/vllm-minimax failed: vLLM refused this "
+                        "configuration: NotImplementedError: Unsupported speculative method: "
+                        "'mtp'; nothing was stopped or started"));
+  EXPECT_THAT(r.status.message(), HasSubstr("preflight: {engine: off}"));
+  // What ran: the venv's interpreter with its #! argument, the check, the unit's arguments.
+  ASSERT_FALSE(world.calls.empty());
+  std::string run;
+  for (const std::string& call : world.calls)
+    if (call.rfind("run ", 0) == 0) run = call;
+  EXPECT_THAT(run, HasSubstr("run /usr/bin/python3 -s " + (dir / "checks/vllm_check.py") +
+                             " serve /models/models--MiniMaxAI--MiniMax-M2/snapshots/"));
+  EXPECT_THAT(run, HasSubstr("--speculative-config {\"method\": \"mtp\"}"));
+  ASSERT_EQ(world.command_envs.size(), 1u);
+  EXPECT_THAT(world.command_envs[0],
+              ::testing::ElementsAre("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin",
+                                     "CUDA_VISIBLE_DEVICES=0", "HF_HUB_OFFLINE=1",
+                                     "HF_HUB_CACHE=/models", "VLLM_LOGGING_LEVEL=DEBUG"));
+  for (const std::string& call : world.calls) {
+    EXPECT_NE(call.rfind("stop ", 0), 0u) << call;
+    EXPECT_NE(call.rfind("start ", 0), 0u) << call;
+    EXPECT_NE(call, "write vllm-minimax.service") << "no unit is written before the check";
+  }
+  EXPECT_TRUE(Running("vllm-kimi.service"));
+  EXPECT_TRUE(Held().empty());
+
+  // vLLM accepts it now: the switch goes on.
+  world.fail_commands.clear();
+  ASSERT_EQ(Apply("checked").outcome, Outcome::kApplied) << err.str();
+  EXPECT_TRUE(Running("vllm-minimax.service"));
+}
+
+TEST_F(GatesTest, AnExecutableThatIsNotPythonIsRefusedSayingWhatToSet) {
+  dir.Write("bin/vllm",
+            "\x7f"
+            "ELF binary");
+  ASSERT_EQ(::chmod((dir / "bin/vllm").c_str(), 0755), 0);
+  dir.Write("checks/vllm_check.py", "");
+  dir.Write("elf/berth.yaml", Manifest(true, "    executable: " + (dir / "bin/vllm") + "\n"));
+  ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
+  world.calls.clear();
+  checks = dir / "checks";
+  RunReport r = Apply("elf");
+  EXPECT_EQ(r.outcome, Outcome::kFailed) << err.str();
+  EXPECT_THAT(r.status.message(),
+              HasSubstr("the engine check of service/vllm-minimax cannot run: " +
+                        (dir / "bin/vllm") + " is not a Python program"));
+  EXPECT_THAT(r.status.message(), HasSubstr("set the service's executable to the virtualenv's "
+                                            "vllm"));
+  EXPECT_THAT(r.status.message(), HasSubstr("preflight: {engine: off}"));
+  for (const std::string& call : world.calls) EXPECT_NE(call.rfind("run ", 0), 0u) << call;
+  EXPECT_TRUE(Running("vllm-kimi.service"));
 }
 
 // A saved plan's preflight command and smoke request are what the executor acts on: an edit is

@@ -36,10 +36,12 @@ TEST(ObservedJson, TheSeedObservationRoundTripsByteForByte) {
 TEST(ObservedJson, AModelsConfigAndWeightsRoundTrip) {
   Observed o;
   o.hostname = "h";
-  ObservedRevision good{"c", {"main"}, true, 30, 30, std::nullopt, std::nullopt};
+  ObservedRevision good{"c", {"main"}, true, 30, 30, std::nullopt, std::nullopt, std::nullopt};
   good.config = ModelConfig{{"MiniMaxM2ForCausalLM"}, "", "minimax_m2"};
   good.weights_bytes = 230'000'000'000;
-  ObservedRevision bad{"d", {}, true, 3, 3, std::nullopt, std::nullopt};
+  ObservedRevision bad{"d", {}, true, 3, 3, std::nullopt, std::nullopt, std::nullopt};
+  bad.gguf = std::map<std::string, GgufHeader>{{"Q4/m.gguf", {3, "llama", ""}},
+                                               {"x.gguf", {0, "", "is not a GGUF file (...)"}}};
   bad.config = ModelConfig{{}, "is not JSON"};
   o.store = {"/m", true, 10, 5, {{"a/b", {good, bad}}}};
   std::string text = ObservedToJson(o);
@@ -53,6 +55,9 @@ TEST(ObservedJson, AModelsConfigAndWeightsRoundTrip) {
   EXPECT_EQ(revs[1].config->problem, "is not JSON");
   EXPECT_EQ(revs[1].config->model_type, "");
   EXPECT_FALSE(revs[1].weights_bytes.has_value());
+  EXPECT_FALSE(revs[0].gguf.has_value());
+  ASSERT_TRUE(revs[1].gguf.has_value());
+  EXPECT_EQ(*revs[1].gguf, *bad.gguf);
   EXPECT_EQ(ObservedToJson(*back), text);
 
   // A saved observation is bounded like the file it was read from.
@@ -87,8 +92,11 @@ TEST(ObservedJsonDoc, TheDocumentedExampleIsValidInput) {
 TEST(ObservedJson, EverySectionRoundTrips) {
   Observed o;
   o.hostname = "h";
-  o.store = {
-      "/m", true, 10, 5, {{"a/b", {{"c", {"main"}, false, 3, 9, std::nullopt, std::nullopt}}}}};
+  o.store = {"/m",
+             true,
+             10,
+             5,
+             {{"a/b", {{"c", {"main"}, false, 3, 9, std::nullopt, std::nullopt, std::nullopt}}}}};
   o.gpus_known = false;
   o.gpu_error = "NVML not found";
   o.units.push_back({"x.service",

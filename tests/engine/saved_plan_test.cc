@@ -86,6 +86,45 @@ TEST_F(SavedPlanFile, WhatBerthWritesReadsBackWithItsFingerprints) {
   EXPECT_TRUE(StaleReasons(*p, desired_.digest, "", 0, observed_, 1'000'010, 60).empty());
 }
 
+TEST(SavedPlanEngineCheck, AnEngineCheckReadsBackWithItsArgvAndEnvironment) {
+  Action check;
+  check.kind = ActionKind::kPreflight;
+  check.address = "service/chat";
+  check.reason = Reason::kEngineCheck;
+  check.unit = "vllm-chat.service";
+  check.engine = "vllm";
+  check.check_program = "vllm_check.py";
+  check.argv = {"/opt/venv/bin/vllm", "serve", "/models/x", "--port", "8000"};
+  check.env = {"CUDA_VISIBLE_DEVICES=0", "HF_HUB_OFFLINE=1", "A=b=c"};
+  check.env_file = "/etc/berth/chat.env";
+  check.timeout_ms = 300'000;
+  Plan plan;
+  plan.actions = {check};
+  Observed observed;
+  observed.hostname = "gpu-01";
+  Desired desired;
+  desired.digest = std::string(64, 'd');
+  Result<SavedPlan> p = SavedPlanFromJson(
+      SavedPlanToJson(MakeSavedPlan(plan, desired, observed, "/m/berth.yaml", 1'000'000)),
+      "plan.json");
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  ASSERT_EQ(p->plan.actions.size(), 1u);
+  const Action& back = p->plan.actions[0];
+  EXPECT_EQ(back.reason, Reason::kEngineCheck);
+  EXPECT_EQ(back.engine, "vllm");
+  EXPECT_EQ(back.check_program, check.check_program);
+  EXPECT_EQ(back.argv, check.argv);
+  EXPECT_EQ(back.env, check.env);
+  EXPECT_EQ(back.env_file, check.env_file);
+  EXPECT_TRUE(PlanDifferences(p->plan, plan).empty());
+  // A plan whose check would run with another environment is not the saved one.
+  Plan other = plan;
+  other.actions[0].env.push_back("PYTHONPATH=/elsewhere");
+  EXPECT_THAT(PlanDifferences(p->plan, other),
+              ElementsAre(HasSubstr("step 1 (preflight service/chat): its environment is not "
+                                    "what berth would do now")));
+}
+
 TEST_F(SavedPlanFile, AKeyWrittenTwiceIsRefusedNamingIt) {
   // A reviewer's tool shows the first "unit_content", berth would write the last.
   std::string text = Text();

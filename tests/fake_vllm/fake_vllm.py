@@ -20,6 +20,14 @@ an --extra_llm_api_options file that cannot be read is an error at start (trtllm
 
 Unknown flags are accepted (like argparse's parse_known_args) and listed on stderr.
 
+`serve` checks its arguments as `vllm serve` does before its engine starts, with the fake vllm
+package beside it (pkg/vllm, the one berth's engine check imports from the unit's PYTHONPATH in
+tests): a speculative method the model's config.json model_type has no MTP for, an unknown
+tool-call or reasoning parser, an architecture vLLM does not know. A refusal is logged with
+vLLM's own wording and the server exits with status 1 before it listens, as vLLM dies.
+
+  fake_vllm.py --version    prints a version line and exits 0 (llama-server's --version)
+
 At start it reads the model like a real server would: MODEL_DIR/config.json must parse as JSON,
 every *.safetensors file must have a valid header (8-byte little-endian length N, then N bytes of
 JSON), and model.safetensors.index.json (if present) must parse and name shards that exist. A
@@ -62,6 +70,8 @@ Environment switches for tests:
   FAKE_VLLM_TOKENS_PER_SECOND=R, FAKE_VLLM_MAX_AGGREGATE_TOKENS_PER_SECOND=A
                                 the pacing flags' defaults (for units berth renders)
   FAKE_VLLM_EMPTY_COMPLETIONS=1 /v1/completions answers 200 with empty text (a failing smoke gate)
+  FAKE_VLLM_ENV_DUMP=DIR        write the server's environment as JSON to DIR/serve.json (the fake
+                                vllm package's engine check writes DIR/check.json)
   FAKE_VLLM_BAD_BYTES=1         (or --bad-bytes) every completion's text, every streamed token and
                                 the message of every failed completion holds the byte 0xff, which
                                 is not UTF-8, raw in the JSON (a server berth must survive)
@@ -82,6 +92,22 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 sys.dont_write_bytecode = True  # no __pycache__ beside the sources when a unit runs us
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fake_stream  # noqa: E402
+
+PKG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pkg")
+
+
+def engine_refusal(argv):
+    """What `vllm serve ARGV` refuses before its engine starts, in vLLM's words; None if fine."""
+    if argv[:1] != ["serve"]:
+        return None
+    sys.path.insert(0, PKG)
+    from vllm import _fake_rules  # noqa: E402 - the fake package beside this file
+    _fake_rules.SERVING = True
+    try:
+        _fake_rules.serve_check(argv)
+    except Exception as e:  # noqa: BLE001 - the fake engine's refusal
+        return "%s: %s" % (type(e).__name__, e)
+    return None
 
 # flag -> destination; flags that take one value.
 VALUE_FLAGS = {
@@ -471,6 +497,9 @@ def on_signal(signum, frame):
 
 
 def main():
+    if sys.argv[1:] == ["--version"]:
+        print("version: 0 (fake_vllm)\nbuilt with fake_vllm.py for berth's tests")
+        return 0
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     argv_file = os.environ.get("FAKE_VLLM_ARGV_FILE")
@@ -496,6 +525,14 @@ def main():
     except ModelError as e:
         log("cannot load model: %s" % e)
         return 2
+    dump = os.environ.get("FAKE_VLLM_ENV_DUMP")
+    if dump:
+        write_atomically(os.path.join(dump, "serve.json"),
+                         json.dumps(dict(os.environ), indent=1, sort_keys=True).encode())
+    refusal = engine_refusal(sys.argv[1:])
+    if refusal:
+        log(refusal)
+        return 1
     name = opts.get("served_model_name") or opts["model"]
     if opts["trtllm"]:
         extra = opts.get("trtllm_extra_options")

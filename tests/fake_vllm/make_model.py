@@ -54,11 +54,15 @@ def make_model(path, shards=1, max_position_embeddings=2048, architecture="Llama
     return path
 
 
-def make_gguf(path):
-    """Writes a small file that starts like a GGUF v3 file; returns `path`."""
+def make_gguf(path, architecture="llama"):
+    """Writes a small file that starts like a GGUF v3 file: no tensors, one metadata key,
+    general.architecture (a string, type 8); returns `path`."""
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    key, value = b"general.architecture", architecture.encode()
     with open(path, "wb") as f:
-        f.write(b"GGUF" + struct.pack("<IQQ", 3, 0, 0))
+        f.write(b"GGUF" + struct.pack("<IQQ", 3, 0, 1))
+        f.write(struct.pack("<Q", len(key)) + key + struct.pack("<I", 8))
+        f.write(struct.pack("<Q", len(value)) + value)
     return path
 
 

@@ -396,5 +396,89 @@ class FakeVllmTest(FakeVllmFixture):
         self.assertEqual(len(data) - 8 - n, end - begin)
 
 
+CHECK = os.path.join(HERE, "..", "..", "engine", "dist", "engine-check", "vllm_check.py")
+PKG = os.path.join(HERE, "pkg")
+MTP = '{"method": "mtp", "num_speculative_tokens": 3}'
+
+
+class EngineRefusalTest(FakeVllmFixture):
+    """The fake engine refuses what vLLM refuses, at its start as in berth's engine check (the
+    fake vllm package on PYTHONPATH), with vLLM's own words."""
+
+    def check(self, extra, env=None):
+        full_env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": PKG}
+        full_env.update(env or {})
+        r = subprocess.run([PYTHON, CHECK, "serve", self.model, "--port", "1"] + list(extra),
+                           env=full_env, capture_output=True, text=True, timeout=60)
+        return r.returncode, r.stdout.strip().splitlines()[-1]
+
+    def refused_at_start(self, extra, words):
+        p = self.start(["serve", self.model, "--port", str(free_port())] + list(extra))
+        code, err = self.finish(p)
+        self.assertEqual(code, 1, err)
+        self.assertIn(words, err)
+        code, line = self.check(extra)
+        self.assertEqual(code, 1, line)
+        self.assertTrue(line.startswith("berth-engine-check: refused: " + words), line)
+
+    def test_a_configuration_vllm_accepts_passes_the_check(self):
+        self.assertEqual(self.check(["--served-model-name", "x", "--enable-auto-tool-choice",
+                                     "--tool-call-parser", "hermes", "--reasoning-parser",
+                                     "qwen3"]), (0, "berth-engine-check: ok"))
+
+    def test_mtp_for_a_model_type_without_mtp(self):
+        self.refused_at_start(["--speculative-config", MTP],
+                              "NotImplementedError: Unsupported speculative method: 'mtp'")
+
+    def test_mtp_for_a_model_type_with_mtp_passes(self):
+        with open(os.path.join(self.model, "config.json")) as f:
+            config = json.load(f)
+        config["model_type"] = "deepseek_v3"
+        config["architectures"] = ["DeepseekV3ForCausalLM"]
+        with open(os.path.join(self.model, "config.json"), "w") as f:
+            json.dump(config, f)
+        self.assertEqual(self.check(["--speculative-config", MTP]), (0, "berth-engine-check: ok"))
+
+    def test_unknown_tool_call_parser(self):
+        self.refused_at_start(["--enable-auto-tool-choice", "--tool-call-parser", "minimax-m2"],
+                              "KeyError: 'invalid tool call parser: minimax-m2 (chose from {")
+
+    def test_unknown_reasoning_parser(self):
+        self.refused_at_start(["--reasoning-parser", "minimax-append-think"],
+                              "KeyError: 'invalid reasoning parser: minimax-append-think")
+
+    def test_unknown_architecture(self):
+        make_model.make_model(self.model, architecture="NoSuchForCausalLM")
+        self.refused_at_start([], "ValueError: Model architectures ['NoSuchForCausalLM'] are "
+                                  "not supported for now.")
+
+    def test_an_interpreter_without_vllm_is_an_error_not_a_refusal(self):
+        code, line = self.check([], env={"PYTHONPATH": ""})
+        self.assertEqual(code, 2)
+        self.assertIn("berth-engine-check: error: this interpreter", line)
+        self.assertIn("cannot import vLLM: ModuleNotFoundError", line)
+
+    def test_sglang_check_refuses_what_its_parser_refuses(self):
+        sglang = os.path.join(os.path.dirname(CHECK), "sglang_check.py")
+
+        def run(*extra):
+            r = subprocess.run([PYTHON, sglang, "--model-path", self.model] + list(extra),
+                               env={"PATH": "/usr/bin:/bin", "PYTHONPATH": PKG},
+                               capture_output=True, text=True, timeout=60)
+            return r.returncode, r.stdout.strip().splitlines()[-1]
+        self.assertEqual(run("--tool-call-parser", "minimax-m2", "--reasoning-parser",
+                             "minimax-append-think"), (0, "berth-engine-check: ok"))
+        code, line = run("--tool-call-parser", "minimax_m2")  # vLLM's spelling
+        self.assertEqual(code, 1)
+        self.assertIn("refused: ArgumentError: sglang serve: error: argument --tool-call-parser: "
+                      "invalid choice: 'minimax_m2'", line)
+
+    def test_version_like_llama_server(self):
+        r = subprocess.run([PYTHON, FAKE, "--version"], capture_output=True, text=True,
+                           timeout=30)
+        self.assertEqual(r.returncode, 0)
+        self.assertIn("version:", r.stdout)
+
+
 if __name__ == "__main__":
     unittest.main()

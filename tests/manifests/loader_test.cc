@@ -238,6 +238,34 @@ services:
   EXPECT_EQ(r.desired.services.at("tgi").served_name, "meta-llama/Llama-3.1-8B-Instruct");
 }
 
+TEST(Loader, TheEngineCheckIsOnUnlessPreflightTurnsItOff) {
+  LoadResult r = Load(R"(berth: 1
+models:
+  m:
+    source: hf://org/name
+services:
+  plain: {model: m, engine: vllm, gpus: [0], port: 8000}
+  off: {model: m, engine: vllm, gpus: [1], port: 8001, preflight: {engine: off}}
+  both:
+    model: m
+    engine: vllm
+    gpus: [2]
+    port: 8002
+    preflight: {engine: on, command: [/bin/true], timeout: 2m}
+)");
+  ASSERT_THAT(testing::ToStrings(r), IsEmpty());
+  EXPECT_FALSE(r.desired.services.at("plain").preflight.has_value());  // on by default
+  const ServiceSpec& off = r.desired.services.at("off");
+  ASSERT_TRUE(off.preflight.has_value());
+  EXPECT_FALSE(off.preflight->engine_check);
+  EXPECT_TRUE(off.preflight->command.empty());
+  const ServiceSpec& both = r.desired.services.at("both");
+  ASSERT_TRUE(both.preflight.has_value());
+  EXPECT_TRUE(both.preflight->engine_check);
+  EXPECT_THAT(both.preflight->command, ElementsAre("/bin/true"));
+  EXPECT_EQ(both.preflight->timeout_ms, 2u * 60 * 1000);
+}
+
 TEST(Loader, AStateOnlyServiceMayDeclareWhereItServesAndWhatItHolds) {
   LoadResult r = Load(R"(berth: 1
 services:

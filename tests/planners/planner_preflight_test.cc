@@ -1,5 +1,6 @@
 // Preflight at plan time (config.json, weights against the GPUs), the preflight action before
 // anything goes dark, and the smoke gate after the health gate.
+#include "engine/core/gguf_header.h"
 #include "engine/core/model_config.h"
 #include "tests/planners/planner_fixture.h"
 
@@ -208,7 +209,7 @@ TEST_F(PreflightTest, ThePreflightCommandRunsBeforeAnythingGoesDarkAndSmokeAfter
   ForeignService("vllm-kimi-k25.service", {0, 1, 2, 3, 4, 5, 6, 7}, GiB(73.7), 8000);
   StateOnly("vllm-kimi-k25", ServiceState::kStopped);
   ServiceSpec& s = Vllm("vllm-minimax-m25", "minimax-m25", {0, 1, 2, 3, 4, 5, 6, 7}, 8000);
-  s.preflight = PreflightSpec{{"/opt/vllm/bin/check-arch", "MiniMaxM2ForCausalLM"}, 120'000};
+  s.preflight = PreflightSpec{{"/opt/vllm/bin/check-arch", "MiniMaxM2ForCausalLM"}, 120'000, true};
   s.gates.smoke = SmokeSpec{"chat", "Say hello.", 8, 30'000};
   Plan p = PlanNow();
   ASSERT_FALSE(p.blocked()) << Problems(p);
@@ -237,6 +238,201 @@ TEST_F(PreflightTest, ThePreflightCommandRunsBeforeAnythingGoesDarkAndSmokeAfter
   EXPECT_EQ(p.disruptions[0].from_step, 5);
   EXPECT_EQ(p.disruptions[0].until_step, 7);
   Converge();
+}
+
+// The engine check: vLLM's own validation of what the unit will run, before the first step that
+// takes anything down (and before the service's own preflight command).
+class EngineCheckTest : public PreflightTest {
+ protected:
+  static constexpr char kDir[] = "/usr/libexec/berth/engine-check";
+  Plan PlanWithChecks(std::optional<std::string> dir = std::string(kDir)) {
+    PlanOptions options;
+    options.engine_check_dir = std::move(dir);
+    return MakePlan(d, o, options);
+  }
+  // Kimi by hand on 8 GPUs; MiniMax replaces it.
+  ServiceSpec& MinimaxReplacesKimi() {
+    Gpus(8, GiB(96));
+    Model("minimax-m25", "MiniMaxAI/MiniMax-M2.5");
+    Hub("MiniMaxAI/MiniMax-M2.5", "main", Commit("b"), 230'000'000'000);
+    ForeignService("vllm-kimi-k25.service", {0, 1, 2, 3, 4, 5, 6, 7}, GiB(73.7), 8000);
+    StateOnly("vllm-kimi-k25", ServiceState::kStopped);
+    ServiceSpec& s = Vllm("vllm-minimax-m25", "minimax-m25", {0, 1, 2, 3, 4, 5, 6, 7}, 8000);
+    s.env["PYTHONPATH"] = "/opt/extra";
+    s.env_file = "/etc/berth/minimax.env";
+    s.args = {"--speculative-config", R"({"method": "mtp", "num_speculative_tokens": 3})"};
+    return s;
+  }
+  static std::vector<std::string> EngineWarnings(const Plan& p) {
+    std::vector<std::string> out;
+    for (const std::string& w : p.warnings)
+      if (w.find("engine check") != std::string::npos) out.push_back(w);
+    return out;
+  }
+  static const Action* Find(const Plan& p, Reason r) {
+    for (const Action& a : p.actions)
+      if (a.reason == r) return &a;
+    return nullptr;
+  }
+};
+
+TEST_F(EngineCheckTest, TheCheckRunsBeforeTheStopWithTheUnitsArgvAndEnvironment) {
+  ServiceSpec& s = MinimaxReplacesKimi();
+  s.preflight = PreflightSpec{{"/opt/vllm/bin/check-arch"}, 120'000, true};
+  Plan p = PlanWithChecks();
+  ASSERT_FALSE(p.blocked()) << Problems(p);
+  EXPECT_THAT(Steps(p), ElementsAre("download model/minimax-m25 model_missing",
+                                    "preflight service/vllm-minimax-m25 engine_check",
+                                    "preflight service/vllm-minimax-m25 preflight",
+                                    "write-unit unit/vllm-minimax-m25.service unit_missing",
+                                    "daemon-reload systemd unit_files_changed",
+                                    "stop service/vllm-kimi-k25 frees_resources",
+                                    "start service/vllm-minimax-m25 not_running",
+                                    "wait-healthy service/vllm-minimax-m25 health_gate",
+                                    "enable unit/vllm-minimax-m25.service not_enabled"));
+  const Action& check = p.actions[1];
+  EXPECT_EQ(check.kind, ActionKind::kPreflight);
+  EXPECT_EQ(check.engine, "vllm");
+  EXPECT_EQ(check.check_program, "vllm_check.py");
+  EXPECT_EQ(check.timeout_ms, 120'000u);  // preflight: timeout bounds both checks
+  // Exactly the unit's ExecStart, word for word.
+  const std::string& unit = p.actions[3].unit_content;
+  EXPECT_EQ(check.argv[0], "vllm");
+  EXPECT_EQ(check.argv[1], "serve");
+  EXPECT_EQ(check.argv.back(), R"({"method": "mtp", "num_speculative_tokens": 3})");
+  EXPECT_THAT(unit, HasSubstr("--speculative-config"));
+  // The environment the unit's Environment= lines give, in their order, and its env file.
+  EXPECT_THAT(check.env, ElementsAre("CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7", "HF_HUB_OFFLINE=1",
+                                     "HF_HUB_CACHE=/models", "PYTHONPATH=/opt/extra"));
+  for (const std::string& e : check.env)
+    EXPECT_THAT(unit, HasSubstr("Environment=\"" + e + "\"\n"));
+  EXPECT_EQ(check.env_file, "/etc/berth/minimax.env");
+  EXPECT_THAT(unit, HasSubstr("EnvironmentFile=/etc/berth/minimax.env"));
+  EXPECT_THAT(check.detail,
+              HasSubstr("engine check: vLLM's own argument parser and engine config for this "
+                        "argv (engine-check/vllm_check.py run by the "
+                        "interpreter of vllm), loading no weights"));
+  EXPECT_THAT(check.detail, HasSubstr("must pass before anything is stopped"));
+}
+
+TEST_F(EngineCheckTest, EngineOffLeavesTheCheckOut) {
+  ServiceSpec& s = MinimaxReplacesKimi();
+  s.preflight = PreflightSpec{};
+  s.preflight->engine_check = false;
+  Plan p = PlanWithChecks();
+  ASSERT_FALSE(p.blocked()) << Problems(p);
+  EXPECT_EQ(Find(p, Reason::kEngineCheck), nullptr) << ::testing::PrintToString(Steps(p));
+  EXPECT_EQ(Find(p, Reason::kPreflight), nullptr) << "no command: no preflight command";
+  EXPECT_THAT(EngineWarnings(p), IsEmpty());
+}
+
+TEST_F(EngineCheckTest, ARestartIsCheckedAndARunningServiceThatStaysIsNot) {
+  Gpus(2, GiB(80));
+  Model("a", "org/a").revision = Commit("a");
+  InStore("org/a", Commit("a"), 1000);
+  Vllm("one", "a", {0}, 8000);
+  Vllm("two", "a", {1}, 8001);
+  Converge();
+  d.services.at("one").args = {"--max-num-seqs", "8"};  // one restarts, two stays
+  Plan p = PlanWithChecks();
+  ASSERT_FALSE(p.blocked()) << Problems(p);
+  std::vector<std::string> steps = Steps(p);
+  ASSERT_FALSE(steps.empty());
+  EXPECT_EQ(steps[0], "preflight service/one engine_check");
+  for (size_t i = 1; i < steps.size(); ++i)
+    EXPECT_THAT(steps[i], ::testing::Not(HasSubstr("engine_check"))) << steps[i];
+  EXPECT_EQ(p.actions[0].argv.back(), "8");
+}
+
+TEST_F(EngineCheckTest, ChecksNotFoundNextToBerthAreAWarningNotAStep) {
+  MinimaxReplacesKimi();
+  Plan p = PlanWithChecks("");
+  EXPECT_EQ(Find(p, Reason::kEngineCheck), nullptr);
+  std::vector<std::string> warned = EngineWarnings(p);
+  ASSERT_EQ(warned.size(), 1u) << ::testing::PrintToString(p.warnings);
+  EXPECT_THAT(warned[0], HasSubstr("no engine check for service/vllm-minimax-m25"));
+  EXPECT_THAT(warned[0], HasSubstr("preflight: {engine: off}"));
+  // A caller that plans no engine (the default options): neither.
+  Plan q = PlanWithChecks(std::nullopt);
+  EXPECT_EQ(Find(q, Reason::kEngineCheck), nullptr);
+  EXPECT_THAT(EngineWarnings(q), IsEmpty());
+}
+
+TEST_F(EngineCheckTest, OtherEnginesGetTheirOwnCheck) {
+  Gpus(2, GiB(80));
+  Model("a", "org/a").revision = Commit("a");
+  InStore("org/a", Commit("a"), 1000);
+  ServiceSpec& sg = Vllm("sg", "a", {0}, 30000);
+  sg.engine = EngineKind::kSglang;
+  ServiceSpec& ll = Vllm("ll", "a", {1}, 8080);
+  ll.engine = EngineKind::kLlamaServer;
+  Plan p = PlanWithChecks();
+  const Action* sg_check = nullptr;
+  const Action* ll_check = nullptr;
+  for (const Action& a : p.actions)
+    if (a.reason == Reason::kEngineCheck) (a.address == "service/sg" ? sg_check : ll_check) = &a;
+  ASSERT_NE(sg_check, nullptr) << ::testing::PrintToString(Steps(p));
+  ASSERT_NE(ll_check, nullptr);
+  EXPECT_EQ(sg_check->engine, "sglang");
+  EXPECT_EQ(sg_check->check_program, "sglang_check.py");
+  EXPECT_EQ(ll_check->engine, "llama-server");
+  EXPECT_EQ(ll_check->check_program, "");
+  EXPECT_THAT(ll_check->detail, HasSubstr("llama-server --version"));
+}
+
+std::string Gguf(uint32_t version, const std::string& arch) {
+  auto u32 = [](uint32_t v) { return std::string(reinterpret_cast<const char*>(&v), 4); };
+  auto u64 = [](uint64_t v) { return std::string(reinterpret_cast<const char*>(&v), 8); };
+  auto str = [&](const std::string& x) { return u64(x.size()) + x; };
+  // A first key berth skips (an array of strings), then general.architecture.
+  return "GGUF" + u32(version) + u64(0) + u64(2) + str("tokenizer.ggml.tokens") + u32(9) + u32(8) +
+         u64(2) + str("a") + str("bc") + str("general.architecture") + u32(8) + str(arch);
+}
+
+TEST(GgufHeaderTest, MagicVersionAndArchitectureOfUntrustedBytes) {
+  EXPECT_EQ(ParseGgufHeader(Gguf(3, "qwen3moe")), (GgufHeader{3, "qwen3moe", ""}));
+  EXPECT_EQ(ParseGgufHeader(Gguf(2, "llama")).architecture, "llama");
+  EXPECT_THAT(ParseGgufHeader(Gguf(1, "llama")).problem, HasSubstr("GGUF version 1"));
+  EXPECT_THAT(ParseGgufHeader(Gguf(9, "llama")).problem, HasSubstr("version 9"));
+  EXPECT_THAT(ParseGgufHeader("{\"not\": \"gguf\"}").problem,
+              HasSubstr("is not a GGUF file (it starts with '{\"no'"));
+  EXPECT_THAT(ParseGgufHeader("GGUF").problem, HasSubstr("is cut short"));
+  EXPECT_THAT(ParseGgufHeader("").problem, HasSubstr("is not a GGUF file (it starts with ''"));
+  EXPECT_THAT(ParseGgufHeader(Gguf(3, "x").substr(0, 12)).problem, HasSubstr("cut short"));
+  // Cut anywhere past the counts: no architecture, no crash, no problem (the header is GGUF).
+  const std::string full = Gguf(3, "llama");
+  for (size_t n = 24; n < full.size(); ++n) {
+    GgufHeader h = ParseGgufHeader(full.substr(0, n));
+    EXPECT_EQ(h.problem, "") << n;
+    EXPECT_EQ(h.architecture, "") << n;
+  }
+  // Counts that claim more than the bytes hold.
+  std::string lying = full;
+  lying[24] = '\xff';  // the first key's length: huge
+  EXPECT_EQ(ParseGgufHeader(lying).architecture, "");
+}
+
+TEST_F(PreflightTest, ALlamaServerModelFileThatIsNotGgufBlocks) {
+  Gpus(1, GiB(80));
+  Model("g", "org/g").revision = Commit("a");
+  ObservedRevision& rev = InStore("org/g", Commit("a"), 1000);
+  rev.gguf = std::map<std::string, GgufHeader>{
+      {"Q4/m.gguf", {3, "llama", ""}},
+      {"broken.gguf", {0, "", "is not a GGUF file (it starts with '<htm', not 'GGUF')"}}};
+  ServiceSpec& s = Vllm("ll", "g", {0}, 8080);
+  s.engine = EngineKind::kLlamaServer;
+  s.llama.model_file = "Q4/m.gguf";
+  EXPECT_FALSE(PlanNow().blocked()) << Problems(PlanNow());
+  s.llama.model_file = "broken.gguf";
+  Plan p = PlanNow();
+  ASSERT_TRUE(p.blocked());
+  EXPECT_THAT(Problems(p), HasSubstr("service/ll cannot start: broken.gguf of org/g@aaaaaaa is "
+                                     "not a GGUF file (it starts with '<htm', not 'GGUF'), so "
+                                     "llama-server cannot load it"));
+  s.llama.model_file = "Q8/m.gguf";
+  EXPECT_THAT(Problems(PlanNow()),
+              HasSubstr("its model_file Q8/m.gguf is not a .gguf file of org/g@aaaaaaa (its "
+                        ".gguf files: Q4/m.gguf, broken.gguf)"));
 }
 
 TEST_F(PreflightTest, ServicesWithSmokeGatesStillStartSideBySide) {

@@ -124,6 +124,28 @@ TEST(ScanStore, ReadsConfigArchitecturesAndSumsTheSafetensors) {
   EXPECT_EQ(none->config->problem, "is missing from the snapshot");
 }
 
+// llama.cpp's files: the header of each .gguf file of a complete snapshot, read through the real
+// file system as far as its first MiB (a large file is not refused for its size).
+TEST(ScanStore, ReadsTheHeaderOfEachGgufFile) {
+  Cache c;
+  const std::string repo = "models--org--gguf";
+  std::string gguf = std::string("GGUF") + std::string("\x03\0\0\0", 4) + std::string(8, '\0') +
+                     std::string("\x01\0\0\0\0\0\0\0", 8) + std::string("\x14\0\0\0\0\0\0\0", 8) +
+                     "general.architecture" + std::string("\x08\0\0\0", 4) +
+                     std::string("\x05\0\0\0\0\0\0\0", 8) + "llama";
+  c.dir.Write(repo + "/blobs/q4", gguf + std::string(3 << 20, 'w'));  // 3 MiB of "weights"
+  c.dir.Write(repo + "/blobs/html", "<html>rate limited</html>");
+  c.File(repo, kC1, "Q4/m.gguf", "q4");
+  c.File(repo, kC1, "m-f16.gguf", "html");
+  Result<ObservedStore> s = c.Scan();
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  const ObservedRevision* r = Find(*s, "org/gguf", kC1);
+  ASSERT_TRUE(r && r->gguf) << "no headers read";
+  ASSERT_EQ(r->gguf->size(), 2u);
+  EXPECT_EQ(r->gguf->at("Q4/m.gguf"), (GgufHeader{3, "llama", ""}));
+  EXPECT_THAT(r->gguf->at("m-f16.gguf").problem, ::testing::HasSubstr("is not a GGUF file"));
+}
+
 TEST(ScanStore, RepoIdsComeFromDirectoryNamesAndOtherKindsAreIgnored) {
   Cache c;
   c.Blob("models--meta-llama--Llama-3.1-8B", "b", 1);

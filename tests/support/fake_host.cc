@@ -52,7 +52,8 @@ void FakeHost::Download(const Action& a, const Desired& d) {
   for (auto& r : repo->revisions)
     if (r.commit == commit) rev = &r;
   if (!rev) {
-    repo->revisions.push_back({commit, {}, false, 0, std::nullopt, std::nullopt, std::nullopt});
+    repo->revisions.push_back(
+        {commit, {}, false, 0, std::nullopt, std::nullopt, std::nullopt, std::nullopt});
     rev = &repo->revisions.back();
   }
   for (auto& r : repo->revisions) {

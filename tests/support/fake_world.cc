@@ -202,16 +202,22 @@ SmokeResult FakeSmoke::Send(const std::string& host, int port, const SmokeReques
   return r;
 }
 
-CommandResult FakeCommands::Run(const std::vector<std::string>& argv, uint64_t) {
+CommandResult FakeCommands::Run(const std::vector<std::string>& argv, uint64_t,
+                                const std::vector<std::string>* env) {
   std::string cmd;
   for (const auto& a : argv) cmd += (cmd.empty() ? "" : " ") + a;
   w_->calls.push_back("run " + cmd);
+  w_->command_envs.push_back(env ? *env : std::vector<std::string>{});
   CommandResult r;
   r.started = true;
   r.elapsed_ms = 50;
   auto it = argv.empty() ? w_->fail_commands.end() : w_->fail_commands.find(argv[0]);
   r.exit_status = it == w_->fail_commands.end() ? 0 : it->second;
-  if (r.exit_status != 0) r.output_tail = "ValueError: unsupported architecture\n";
+  if (r.exit_status != 0) {
+    auto out = argv.empty() ? w_->fail_output.end() : w_->fail_output.find(argv[0]);
+    r.output_tail =
+        out != w_->fail_output.end() ? out->second : "ValueError: unsupported architecture\n";
+  }
   return r;
 }
 

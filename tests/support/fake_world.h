@@ -93,7 +93,9 @@ class FakeSmoke : public SmokeClient {
 class FakeCommands : public CommandRunner {
  public:
   explicit FakeCommands(FakeWorld* w) : w_(w) {}
-  CommandResult Run(const std::vector<std::string>& argv, uint64_t timeout_ms) override;
+  using CommandRunner::Run;
+  CommandResult Run(const std::vector<std::string>& argv, uint64_t timeout_ms,
+                    const std::vector<std::string>* env) override;
 
  private:
   FakeWorld* w_;
@@ -138,6 +140,10 @@ class FakeWorld {
   /// recorded as "load PORT" in calls).
   std::map<int, LoadFigures> load_figures;
   std::map<std::string, int> fail_commands;  // argv[0] -> the exit status it fails with
+  /// argv[0] -> what a failing command prints (default "ValueError: unsupported architecture").
+  std::map<std::string, std::string> fail_output;
+  /// The environment each command was given (empty: berth's own), in the order of the calls.
+  std::vector<std::vector<std::string>> command_envs;
   /// Called at the start of every systemd job with its verb and unit (tests set `stop` here).
   std::function<void(const std::string& verb, const std::string& unit)> on_job;
 

@@ -13,7 +13,8 @@ echo "== dpkg-deb -c $deb"
 listing=$(dpkg-deb -c "$deb")
 echo "$listing"
 paths=$(awk '{print $6}' <<<"$listing")
-for p in ./usr/bin/berth ./usr/share/berth/schema.json ./usr/share/berth/examples/blackwell-8x/berth.yaml \
+for p in ./usr/bin/berth ./usr/libexec/berth/engine-check/vllm_check.py \
+         ./usr/libexec/berth/engine-check/sglang_check.py ./usr/share/berth/schema.json ./usr/share/berth/examples/blackwell-8x/berth.yaml \
          ./usr/share/man/man1/berth.1.gz ./usr/share/bash-completion/completions/berth \
          ./usr/share/doc/berth/copyright ./usr/share/doc/berth/changelog.gz; do
   grep -qx -- "$p" <<<"$paths" || problem "$deb lacks $p"

@@ -13,7 +13,8 @@ problem() { echo "install_check: $*" >&2; fail=1; }
 check_prefix() {  # check_prefix PREFIX
   local prefix=$1 root="$dest/${1//\//_}"
   DESTDIR=$root cmake --install "$build" --prefix "$prefix" >/dev/null
-  for f in bin/berth share/berth/schema.json share/berth/examples/blackwell-8x/berth.yaml \
+  for f in bin/berth libexec/berth/engine-check/vllm_check.py \
+           libexec/berth/engine-check/sglang_check.py share/berth/schema.json share/berth/examples/blackwell-8x/berth.yaml \
            share/berth/examples/single-gpu share/man/man1/berth.1.gz \
            share/bash-completion/completions/berth share/doc/berth/copyright \
            share/doc/berth/changelog.gz; do

@@ -408,6 +408,7 @@ class Runner:
             write(os.path.join(work, "manifests", "berth.yaml"), HOST_MANIFEST % {
                 "store": os.path.join(work, "store"), "units": sb.units,
                 "vllm": os.path.join(self.source, "tests/fake_vllm/fake_vllm.py"),
+                "pkg": os.path.join(self.source, "tests/fake_vllm/pkg"),
                 "port": port})
             os.symlink("manifests/berth.yaml", os.path.join(work, "m"))
             env = dict(self.env, HF_ENDPOINT=api, DBUS_SYSTEM_BUS_ADDRESS=sb.bus, PORT=str(port))
@@ -500,6 +501,7 @@ services:
     port: %(port)d
     bind: 127.0.0.1
     health: {timeout: 60s, interval: 100ms}
+    env: {PYTHONPATH: %(pkg)s}   # the fake vllm package, for berth's engine check
 """
 
 
