@@ -1,12 +1,13 @@
 // The engine check end to end: berth (the binary, which finds build/engine-check/ beside it) on
 // the sandboxed systemd, a fake-vLLM service svc-a whose unit puts the fake vllm package
-// (tests/fake_vllm/pkg) on its PYTHONPATH through its env_file. A change of svc-a to a
-// configuration vLLM refuses (speculative method mtp for a model whose config.json model_type
-// has no MTP) is stopped by the engine check before anything goes dark: svc-a keeps its
+// (tests/fake_vllm/pkg) on its PYTHONPATH through its env_file. A switch of svc-a to a model
+// vLLM cannot serve (its config.json names an architecture vLLM's registry lacks: only the
+// engine knows) is stopped by the engine check before anything goes dark: svc-a keeps its
 // InvocationID and serves, and the error quotes vLLM's message. With `preflight: {engine: off}`
 // the same change is what berth did before the check: svc-a is restarted, the new server dies
-// at its start with the same message, and the switch is rolled back. And the check runs with the
-// environment systemd gives the unit.
+// at its start with the same message, and the switch is rolled back. What berth can tell from
+// the store itself (speculative mtp on a model type without MTP layers) is refused by the plan,
+// before any step. And the check runs with the environment systemd gives the unit.
 #include <gmock/gmock.h>
 
 #include <filesystem>
@@ -22,8 +23,6 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-constexpr char kMtp[] = R"({"method":"mtp","num_speculative_tokens":3})";
-
 class EngineCheckE2eTest : public SandboxSuite {
  protected:
   void SetUp() override {
@@ -31,6 +30,12 @@ class EngineCheckE2eTest : public SandboxSuite {
     if (IsSkipped() || HasFatalFailure()) return;
     store_ = (tmp_ / "store").string();
     MakeModel(store_, "org/a", std::string(40, 'a'));  // model_type llama: no MTP
+    // org/b: a well-formed checkpoint of an architecture vLLM has no model for.
+    std::string b = MakeModel(store_, "org/b", std::string(40, 'b'));
+    CommandResult made =
+        RunCommand({"/usr/bin/python3", SourceDir() + "/tests/fake_vllm/make_model.py", b,
+                    "--architecture", "NoSuchModelForCausalLM"});
+    EXPECT_TRUE(made.ok()) << made.output << made.error;
     port_ = FreePort();
     dump_ = (tmp_ / "env-dump").string();
     std::filesystem::create_directories(dump_);
@@ -42,17 +47,19 @@ class EngineCheckE2eTest : public SandboxSuite {
                              << "  SPACED = kept\\ too  \n";
   }
 
-  // svc-a on port P; `args` after berth's own flags; `preflight` its preflight block.
-  std::string Manifest(const std::string& args, const std::string& preflight = "") {
+  // svc-a on port P serving `model` (a or b); `extra` more of its keys (indented).
+  std::string Manifest(const std::string& model, const std::string& extra = "") {
     std::ostringstream m;
     m << "berth: 1\nhost:\n  store: " << store_ << "\n  unit_dir: " << sandbox_->units_dir()
       << "\n  executables: {vllm: " << FakeVllm() << "}\n"
       << "models:\n  a: {source: hf://org/a, revision: " << std::string(40, 'a') << "}\n"
-      << "services:\n  svc-a:\n    model: a\n    engine: vllm\n    gpus: [0]\n    port: " << port_
+      << "  b: {source: hf://org/b, revision: " << std::string(40, 'b') << "}\n"
+      << "services:\n  svc-a:\n    model: " << model
+      << "\n    engine: vllm\n    gpus: [0]\n    port: " << port_
       << "\n    bind: 127.0.0.1\n    health: {timeout: 30s, interval: 100ms}\n"
       << "    env: {FAKE_VLLM_ENV_DUMP: " << dump_ << "}\n"
       << "    env_file: " << env_file_ << "\n"
-      << (args.empty() ? "" : "    args: " + args + "\n") << preflight;
+      << extra;
     std::string path = (tmp_ / ("berth-" + std::to_string(++manifests_) + ".yaml")).string();
     std::ofstream(path) << m.str();
     return path;
@@ -91,7 +98,7 @@ class EngineCheckE2eTest : public SandboxSuite {
 };
 
 TEST_F(EngineCheckE2eTest, AConfigurationVllmRefusesIsStoppedBeforeTheOldServiceIsStopped) {
-  CommandResult r = Berth("apply", Manifest(""));
+  CommandResult r = Berth("apply", Manifest("a"));
   ASSERT_TRUE(r.ok()) << r.output << r.error;
   EXPECT_THAT(r.output, HasSubstr("preflight     service/svc-a"));
   EXPECT_THAT(r.output, HasSubstr("engine check: vLLM's own argument parser and engine config"));
@@ -99,9 +106,9 @@ TEST_F(EngineCheckE2eTest, AConfigurationVllmRefusesIsStoppedBeforeTheOldService
   const std::string before = Invocation();
   const std::string unit_before = ReadAll(sandbox_->units_dir() + "/svc-a.service");
 
-  // The change: speculative mtp for a llama model. The plan shows the check before the write
-  // and the restart.
-  std::string bad = Manifest(std::string("[--speculative-config, '") + kMtp + "']");
+  // The change: svc-a switches to model b. The plan shows the check before the write and the
+  // restart.
+  std::string bad = Manifest("b");
   r = Berth("plan", bad);
   EXPECT_THAT(r.output, HasSubstr("engine check:"));
   size_t check = r.output.find("preflight     service/svc-a");
@@ -115,8 +122,8 @@ TEST_F(EngineCheckE2eTest, AConfigurationVllmRefusesIsStoppedBeforeTheOldService
   r = Berth("apply", bad);
   EXPECT_EQ(r.exit_code, 4) << r.output << r.error;
   EXPECT_THAT(r.output, HasSubstr("the engine check of service/svc-a failed: vLLM refused this "
-                                  "configuration: NotImplementedError: Unsupported speculative "
-                                  "method: 'mtp'"));
+                                  "configuration: ValueError: Model architectures "
+                                  "['NoSuchModelForCausalLM'] are not supported for now"));
   EXPECT_THAT(r.output, HasSubstr("nothing was stopped or started"));
   EXPECT_THAT(r.output, HasSubstr("preflight: {engine: off}"));
   EXPECT_EQ(Invocation(), before) << "svc-a was never stopped";
@@ -129,19 +136,34 @@ TEST_F(EngineCheckE2eTest, AConfigurationVllmRefusesIsStoppedBeforeTheOldService
 // What berth did before it had the engine check, and what `engine: off` still does: the old
 // server is stopped (restarted) and the new one dies at its start with vLLM's message.
 TEST_F(EngineCheckE2eTest, WithTheEngineCheckOffTheSameChangeTakesTheServiceDown) {
-  ASSERT_TRUE(Berth("apply", Manifest("")).ok());
+  ASSERT_TRUE(Berth("apply", Manifest("a")).ok());
   const std::string before = Invocation();
-  CommandResult r = Berth("apply", Manifest(std::string("[--speculative-config, '") + kMtp + "']",
-                                            "    preflight: {engine: off}\n"));
+  CommandResult r = Berth("apply", Manifest("b", "    preflight: {engine: off}\n"));
   EXPECT_EQ(r.exit_code, 4) << r.output << r.error;
   EXPECT_THAT(r.output, Not(HasSubstr("engine check")));
-  EXPECT_THAT(r.output, HasSubstr("Unsupported speculative method: 'mtp'"))
+  EXPECT_THAT(r.output, HasSubstr("Model architectures ['NoSuchModelForCausalLM'] are not "
+                                  "supported for now"))
       << "the new server's own last words, from its journal";
   EXPECT_NE(Invocation(), before) << "svc-a was restarted: its port went dark";
 }
 
+// Speculative mtp on a model whose config.json model_type has no MTP layers: berth reads the
+// model type in the store and vLLM's table in its catalogue, so the plan itself refuses it.
+TEST_F(EngineCheckE2eTest, SpeculativeMtpOnAModelWithoutMtpLayersIsRefusedByThePlan) {
+  ASSERT_TRUE(Berth("apply", Manifest("a")).ok());
+  const std::string before = Invocation();
+  CommandResult r =
+      Berth("apply",
+            Manifest("a", "    vllm: {speculative: {method: mtp, num_speculative_tokens: 3}}\n"));
+  EXPECT_NE(r.exit_code, 0) << r.output << r.error;
+  EXPECT_THAT(r.output + r.error, HasSubstr("Unsupported speculative method: 'mtp'"));
+  EXPECT_THAT(r.output + r.error, HasSubstr("llama"));
+  EXPECT_EQ(Invocation(), before) << "svc-a was never stopped";
+  EXPECT_TRUE(Healthy());
+}
+
 TEST_F(EngineCheckE2eTest, TheCheckSeesTheEnvironmentSystemdGivesTheUnit) {
-  CommandResult r = Berth("apply", Manifest(""));
+  CommandResult r = Berth("apply", Manifest("a"));
   ASSERT_TRUE(r.ok()) << r.output << r.error;
   nlohmann::json check = Dump("check.json"), serve = Dump("serve.json");
   ASSERT_TRUE(check.is_object()) << ReadAll(dump_ + "/check.json");

@@ -186,7 +186,7 @@ TEST_F(GatesTest, AnEngineCheckThatRefusesStopsBeforeAnythingGoesDarkQuotingTheE
   const std::string vllm = dir / "venv/bin/vllm";
   dir.Write("checked/berth.yaml",
             Manifest(true, "    executable: " + vllm + "\n    env_file: " + (dir / "minimax.env") +
-                               "\n    args: [--speculative-config, '{\"method\": \"mtp\"}']\n"));
+                               "\n    args: [--enforce-eager]\n"));
   ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
   world.fail_commands["/usr/bin/python3"] = 1;
   world.fail_output["/usr/bin/python3"] =
@@ -211,7 +211,7 @@ TEST_F(GatesTest, AnEngineCheckThatRefusesStopsBeforeAnythingGoesDarkQuotingTheE
     if (call.rfind("run ", 0) == 0) run = call;
   EXPECT_THAT(run, HasSubstr("run /usr/bin/python3 -s " + (dir / "checks/vllm_check.py") +
                              " serve /models/models--MiniMaxAI--MiniMax-M2/snapshots/"));
-  EXPECT_THAT(run, HasSubstr("--speculative-config {\"method\": \"mtp\"}"));
+  EXPECT_THAT(run, HasSubstr("--enforce-eager"));
   ASSERT_EQ(world.command_envs.size(), 1u);
   EXPECT_THAT(world.command_envs[0],
               ::testing::ElementsAre("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin",
