@@ -368,6 +368,10 @@ void DecodeLlama(YamlReader& r, const Field& block, LlamaServerOptions* o) {
         else
           r.Error(f.value_loc,
                   "'n_gpu_layers' must be a number of layers, 'auto' or 'all', got '" + v + "'");
+      } else if (YamlReader::KindOf(f.value) == ScalarKind::kInt && f.value.Scalar() == "-1") {
+        r.Error(f.value_loc, "'n_gpu_layers' -1 is llama.cpp's 'auto' now, not 'all'",
+                "write n_gpu_layers: all to put every layer on the GPU, or auto to let "
+                "llama-server fit them to the free memory");
       } else if (auto v = r.Int(f, 0, INT_MAX)) {
         o->n_gpu_layers = std::to_string(*v);
       }

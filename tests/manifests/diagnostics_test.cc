@@ -108,7 +108,8 @@ services:
 }
 
 TEST(Diagnostics, NumbersOutOfRange) {
-  EXPECT_THAT(Problems(R"(berth: 1
+  EXPECT_THAT(
+      Problems(R"(berth: 1
 models: {m: {source: hf://a/b}}
 services:
   a:
@@ -129,15 +130,17 @@ services:
     port: 8080
     llama_server: {n_gpu_layers: -1, ctx_size: 99999999999, model_file: m.gguf}
 )"),
-              ElementsAre("berth.yaml:8:11: 'port' must be between 1 and 65535, got 70000",
-                          "berth.yaml:9:36: 'gpu_memory_utilization' must be greater than 0 and "
-                          "at most 1, got 0",
-                          "berth.yaml:9:54: 'max_model_len' must be at least 1, got 0",
-                          "berth.yaml:14:11: 'port' must be between 1 and 65535, got 0",
-                          "berth.yaml:15:35: 'mem_fraction_static' must be greater than 0 and at "
-                          "most 1, got 1.5",
-                          "berth.yaml:20:34: 'n_gpu_layers' must be at least 0, got -1",
-                          "berth.yaml:20:48: 'ctx_size' must be at least 1, got 99999999999"));
+      ElementsAre("berth.yaml:8:11: 'port' must be between 1 and 65535, got 70000",
+                  "berth.yaml:9:36: 'gpu_memory_utilization' must be greater than 0 and "
+                  "at most 1, got 0",
+                  "berth.yaml:9:54: 'max_model_len' must be at least 1, got 0",
+                  "berth.yaml:14:11: 'port' must be between 1 and 65535, got 0",
+                  "berth.yaml:15:35: 'mem_fraction_static' must be greater than 0 and at "
+                  "most 1, got 1.5",
+                  "berth.yaml:20:34: 'n_gpu_layers' -1 is llama.cpp's 'auto' now, not 'all' (write "
+                  "n_gpu_layers: all to put every layer on the GPU, or auto to let "
+                  "llama-server fit them to the free memory)",
+                  "berth.yaml:20:48: 'ctx_size' must be at least 1, got 99999999999"));
 }
 
 // .nan compares false with every figure: a floor of .nan would check nothing and pass.
