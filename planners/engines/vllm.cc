@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/core/json_text.h"
 #include "engine/core/units.h"
 #include "planners/engines/adapters.h"
 #include "planners/engines/catalogue.h"
@@ -50,7 +51,8 @@ std::string SpeculativeJson(const VllmSpeculative& sp, const RenderContext& ctx)
     j["draft_tensor_parallel_size"] = *sp.draft_tensor_parallel_size;
   if (sp.prompt_lookup_min) j["prompt_lookup_min"] = *sp.prompt_lookup_min;
   if (sp.prompt_lookup_max) j["prompt_lookup_max"] = *sp.prompt_lookup_max;
-  return j.dump();
+  // DumpJson, not dump(): the store path comes from the manifest and need not be UTF-8.
+  return DumpJson(j);
 }
 
 class VllmAdapter final : public EngineAdapter {

@@ -386,3 +386,32 @@ TEST(CommandAdapter, ItReportsTheServedNameTheManifestGivesAndNothingElse) {
 
 }  // namespace
 }  // namespace berth
+
+namespace berth {
+namespace {
+
+// The draft model's snapshot path comes from the manifest's store, which need not be UTF-8: the
+// speculative config is still rendered (the byte as \xNN), never an exception.
+TEST(VllmAdapter, ADraftPathThatIsNotUtf8IsRenderedNotThrown) {
+  ServiceSpec s;
+  s.name = "v";
+  s.has_engine = true;
+  s.engine = EngineKind::kVllm;
+  s.model = "m";
+  s.port = 8000;
+  s.vllm.speculative = VllmSpeculative{"eagle3", 3, "d", {}, {}, {}};
+  s.draft_model = "d";
+  RenderContext c;
+  c.executable = "vllm";
+  c.snapshot_path = "/models/m";
+  c.draft_snapshot_path = "/mod\xffls/models--o--d/snapshots/def";
+  std::vector<std::string> argv;
+  ASSERT_NO_THROW(argv = ServiceArgv(s, c));
+  auto at = std::find(argv.begin(), argv.end(), "--speculative-config");
+  ASSERT_NE(at, argv.end());
+  ASSERT_NE(at + 1, argv.end());
+  EXPECT_NE((at + 1)->find("snapshots/def"), std::string::npos) << *(at + 1);
+}
+
+}  // namespace
+}  // namespace berth
