@@ -39,6 +39,24 @@ const char* ActionKindName(ActionKind k) {
   return "?";
 }
 
+const char* SwitchModeName(SwitchMode m) {
+  switch (m) {
+    case SwitchMode::kFresh:
+      return "fresh";
+    case SwitchMode::kStartFirst:
+      return "start-first";
+    case SwitchMode::kStopFirst:
+      return "stop-first";
+    case SwitchMode::kInPlace:
+      return "in-place";
+    case SwitchMode::kMakeBeforeBreak:
+      return "make-before-break";
+    case SwitchMode::kHold:
+      return "hold";
+  }
+  return "?";
+}
+
 bool IsGate(ActionKind k) {
   return k == ActionKind::kWaitHealthy || k == ActionKind::kSmoke || k == ActionKind::kFloor;
 }

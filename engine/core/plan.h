@@ -179,6 +179,57 @@ struct Disruption {
   DarkEstimate estimate;
 };
 
+/// How a switch keeps its port: what a client of the port sees while it runs.
+enum class SwitchMode {
+  kFresh,       // starts a service that replaces nothing and restarts nothing
+  kStartFirst,  // new before old: what it replaces stops after its gates (other GPUs or port)
+  kStopFirst,   // what it replaces stops first: the port is dark until the new one is healthy
+  kInPlace,     // a restart of the same unit: dark for the restart
+  /// Behind a front (the port is held by HAProxy): the new service starts on its internal port,
+  /// its gates run there, the front routes to it, the old backend drains, then stops. No dark
+  /// window.
+  kMakeBeforeBreak,
+  /// Behind a front without room for both: the front holds requests (they wait, up to the
+  /// front's hold bound) while the old one drains and stops and the new one starts; refused
+  /// never, answered 503 with Retry-After past the bound.
+  kHold,
+};
+const char* SwitchModeName(SwitchMode m);  // "fresh", "start-first", ... (stable: JSON)
+
+/// A service a switch stops to make room, and how the switch's undo brings it back.
+struct Replaced {
+  std::string address;  // "service/vllm-kimi-k25"
+  std::string unit;     // "vllm-kimi-k25.service"
+  size_t stop_step = 0;  // its stop (0-based index into Plan::actions)
+  /// Its own health gate (a kWaitHealthy action: port, host, health_path, served_name,
+  /// timeout_ms, interval_ms), which the undo waits for after starting it again; port 0: berth
+  /// knows no health check for it.
+  Action gate;
+};
+
+/// One switch: the start or restart of one service, with its gates, what it replaces, and how
+/// it is undone. The planner states all of it; the executor runs it and infers nothing.
+struct Switch {
+  std::string address;  // "service/x": the service switched to
+  std::string unit;
+  SwitchMode mode = SwitchMode::kFresh;
+  std::vector<size_t> steps;  // every action of the switch, 0-based, in plan order
+  size_t start = 0;           // its start or restart
+  std::vector<size_t> gates;  // its wait-healthy, smoke and floor, in order
+  /// What the undo starts again after stopping the new service (in order).
+  std::vector<Replaced> replaces;
+  /// An in-place update of a rewritten unit: the undo writes the unit file back as it was when
+  /// the apply began (read then, kept in the journal), reloads and restarts it.
+  bool restores_unit = false;
+  /// Some step of it takes a service down (a stop, a restart, a dark window): the fleet's turn
+  /// must be held before its first such step.
+  bool needs_turn = false;
+  /// The public port whose front it is behind (0: none); its internal (backend) port.
+  int front_port = 0;
+  int backend_port = 0;
+  int group = -1;  // its index in Plan::groups when it starts side by side with others; -1: none
+};
+
 /// Why the plan cannot run.
 struct Problem {
   int step = 0;          // the step that cannot run; 0 = before any step
@@ -196,6 +247,7 @@ struct Plan {
   std::vector<Action> actions;
   std::vector<Note> notes;
   std::vector<Disruption> disruptions;
+  std::vector<Switch> switches;       // one per service started or restarted, in plan order
   std::vector<Problem> problems;      // non-empty: blocked
   std::vector<std::string> warnings;  // checks that could not be made, assumptions
   // Disk summary, for the reviewer.
