@@ -5,7 +5,8 @@ Python 3 standard library only; loopback traffic only in berth's tests and bench
 
   prober.py [--url http://127.0.0.1:8000] [--interval-ms 10] [--path /v1/models] [--completions]
             [--model NAME] [--body-bytes N] [--max-tokens N] [--streams K] [--stream-tokens T]
-            [--duration S] [--stop-file PATH] [--timeout S] [--max-inflight N] [--out FILE]
+            [--duration S] [--stop-file PATH] [--ready-file PATH] [--timeout S]
+            [--max-inflight N] [--out FILE]
 
 Every --interval-ms a new request starts, each on a NEW TCP connection (so a closed port shows
 as a refusal, not as a stale keep-alive), each in its own thread (a held or slow request does not
@@ -30,7 +31,8 @@ Every request (streams included) is classified:
   stream_incomplete  a stream that started (200) and ended before [DONE] or short of tokens
 
 The run ends after --duration seconds, on SIGTERM/SIGINT, or when --stop-file exists (at most
---max-duration, default 3600 s, whatever is given). Requests in flight are then waited for up to
+--max-duration, default 3600 s, whatever is given). --ready-file PATH is created when the first
+HTTP response (any status) arrives: a caller waits for it before it starts what it measures. Requests in flight are then waited for up to
 --timeout seconds (streams finish the one they hold and start no other). The summary (JSON, to
 --out or stdout) has: counts per class (all requests, and per kind get/completion/stream), total,
 streams_started/completed/failed, latency p50/p90/p99/max in ms over ok requests (streams apart:
@@ -155,7 +157,7 @@ def read_stream(res, r, want_tokens, deadline):
             tokens, want_tokens, "" if done else " without [DONE]")
 
 
-def one_request(target, args, res, t0):
+def one_request(target, args, res, t0, on_response=None):
     """Runs one request on a new connection and fills `res`."""
     if res.kind == "get":
         method, path, body = "GET", target.prefix + args.path, None
@@ -172,6 +174,8 @@ def one_request(target, args, res, t0):
             headers["Content-Type"] = "application/json"
         conn.request(method, path, body=body, headers=headers)
         r = conn.getresponse()
+        if on_response:
+            on_response()
         if res.kind == "stream" and r.status == 200:
             read_stream(res, r, args.stream_tokens, deadline)
             return
@@ -302,6 +306,7 @@ def parse_args(argv):
     p.add_argument("--duration", type=float, default=0.0, help="seconds; 0: until told to stop")
     p.add_argument("--max-duration", type=float, default=3600.0)
     p.add_argument("--stop-file", default=None)
+    p.add_argument("--ready-file", default=None)
     p.add_argument("--timeout", type=float, default=700.0)
     p.add_argument("--max-inflight", type=int, default=2000)
     p.add_argument("--bucket-ms", type=float, default=100.0)
@@ -325,11 +330,19 @@ def run(args):
     inflight = threading.BoundedSemaphore(args.max_inflight)
     threads = []
     t0 = time.monotonic()
+    ready = threading.Event()
+
+    def on_response():
+        if not ready.is_set() and args.ready_file:
+            with lock:
+                if not ready.is_set():
+                    open(args.ready_file, "w").close()
+                    ready.set()
 
     def request(kind):
         res = Result(time.monotonic() - t0, kind)
         try:
-            one_request(target, args, res, t0)
+            one_request(target, args, res, t0, on_response)
         finally:
             with lock:
                 results.append(res)
