@@ -87,11 +87,13 @@ def main(argv):
             continue
         c = s["counts"]
         print("%s: failed = reset %d + 503 %d (Retry-After %d) + other %d + timeout %d + "
-              "stream_incomplete %d + refused %d; held (ok after > 1 s) %d, max %s ms; "
+              "stream_incomplete %d + refused %d (%s); held (ok after > 1 s) %d, max %s ms; "
               "first error: %s" % (
                   TITLES.get(mode, mode), c["reset"], c["http_503"],
                   s["http_503_retry_after"]["with"], c["http_other"], c["timeout"],
-                  c["stream_incomplete"], c["refused"], s["held"]["n"],
+                  c["stream_incomplete"], c["refused"],
+                  ", ".join("%s %d" % (k, v["refused"]) for k, v in sorted(s["by_kind"].items())),
+                  s["held"]["n"],
                   fmt_ms(s["held"]["max"]), s["first_error"]))
     return 0
 
