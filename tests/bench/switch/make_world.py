@@ -1,0 +1,170 @@
+#!/usr/bin/python3
+"""make_world.py - the world of the switch benchmark (see README.md beside this file).
+
+  make_world.py models   --store DIR
+  make_world.py manifest --store DIR --unit-dir DIR --vllm PATH --env-dir DIR --port P
+                         --serving a|b [--front] [--gpu room|full] --out FILE
+  make_world.py nvml     --gpu room|full --cgroup DIR --out FILE [--until PATH]
+
+`models`: two tiny fake models, bench/switch-a and bench/switch-b, in the Hugging Face cache
+layout (blobs, snapshots/<commit> of symlinks, refs/main) at pinned commits: no Hub is asked.
+`manifest`: service svc-a (model a, served as "a") and svc-b (model b, served as "b"), both on
+port P, GPU 0; --serving says which one runs (the other is `state: stopped`). svc-b's fake vLLM
+loads for 4 s (FAKE_VLLM_STARTUP_DELAY in its env file). --front adds the top-level
+`fronts: {P: {hold: 10m, drain: 2m}}`. --gpu sets gpu_memory_utilization: room 0.40 (two fit on
+the GPU), full 0.90 (one fills it).
+`nvml`: the fake NVML's config (tests/fake_nvml/fake_nvml.cc): one 80 GiB GPU holding what the
+running fake servers would claim (0.40 or 0.90 of it each), by the PIDs in the sandbox's
+DIR/system.slice/svc-{a,b}.service/cgroup.procs (what NVML would list). With --until it keeps
+the file in step every 100 ms until PATH exists (the GPU follows the switch).
+Python 3 standard library only.
+"""
+
+import argparse
+import hashlib
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "tests", "fake_vllm"))
+import make_model  # noqa: E402
+
+GIB = 1 << 30
+GPU_BYTES = 80 * GIB
+GMU = {"room": 0.40, "full": 0.90}
+TOKENS_PER_SECOND = 50  # the fake's pace per stream: a 150-token stream lasts 3 s
+
+
+def commit_of(name):
+    return hashlib.sha1(b"berth-switch-bench-" + name.encode()).hexdigest()
+
+
+def folder_of(store, name):
+    return os.path.join(store, "models--bench--switch-%s" % name)
+
+
+def sha256_file(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        h.update(f.read())
+    return h.hexdigest()
+
+
+def cmd_models(a):
+    for name in ("a", "b"):
+        folder = folder_of(a.store, name)
+        snap = os.path.join(folder, "snapshots", commit_of(name))
+        if os.path.isdir(snap):
+            continue
+        tmp = os.path.join(folder, ".make")
+        make_model.make_model(tmp)
+        os.makedirs(os.path.join(folder, "blobs"), exist_ok=True)
+        os.makedirs(snap, exist_ok=True)
+        for f in sorted(os.listdir(tmp)):
+            digest = sha256_file(os.path.join(tmp, f))
+            os.replace(os.path.join(tmp, f), os.path.join(folder, "blobs", digest))
+            os.symlink(os.path.join("..", "..", "blobs", digest), os.path.join(snap, f))
+        os.rmdir(tmp)
+        os.makedirs(os.path.join(folder, "refs"), exist_ok=True)
+        with open(os.path.join(folder, "refs", "main"), "w") as f:
+            f.write(commit_of(name))
+    return 0
+
+
+def env_file(env_dir, name):
+    """The unit's environment: the fake vllm package for berth's engine check, the fake's pace,
+    and for b a 4 s load."""
+    os.makedirs(env_dir, exist_ok=True)
+    path = os.path.join(env_dir, "svc-%s.env" % name)
+    lines = ["PYTHONPATH=%s" % os.path.join(ROOT, "tests", "fake_vllm", "pkg"),
+             "FAKE_VLLM_TOKENS_PER_SECOND=%d" % TOKENS_PER_SECOND]
+    if name == "b":
+        lines.append("FAKE_VLLM_STARTUP_DELAY=4")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return path
+
+
+def cmd_manifest(a):
+    out = ["berth: 1", "host:", "  store: %s" % a.store, "  unit_dir: %s" % a.unit_dir,
+           "  executables: {vllm: %s}" % a.vllm, "models:"]
+    for name in ("a", "b"):
+        out.append("  model-%s: {source: hf://bench/switch-%s, revision: %s, keep: true}"
+                   % (name, name, commit_of(name)))
+    if a.front:
+        out += ["fronts:", "  %d: {hold: 10m, drain: 2m}" % a.port]
+    out.append("services:")
+    for name in ("a", "b"):
+        out += ["  svc-%s:" % name,
+                "    model: model-%s" % name,
+                "    engine: vllm",
+                "    gpus: [0]",
+                "    port: %d" % a.port,
+                "    bind: 127.0.0.1",
+                "    state: %s" % ("running" if a.serving == name else "stopped"),
+                "    vllm: {gpu_memory_utilization: %.2f, max_model_len: 2048, "
+                "served_model_name: %s}" % (GMU[a.gpu], name),
+                "    health: {timeout: 60s, interval: 100ms}",
+                "    env_file: %s" % env_file(a.env_dir, name)]
+    with open(a.out, "w") as f:
+        f.write("\n".join(out) + "\n")
+    return 0
+
+
+def main_pid(cgroup, unit):
+    try:
+        with open(os.path.join(cgroup, "system.slice", unit, "cgroup.procs")) as f:
+            pids = [int(x) for x in f.read().split()]
+    except (OSError, ValueError):
+        return 0
+    return min(pids) if pids else 0
+
+
+def write_nvml(a):
+    claim = int(GMU[a.gpu] * GPU_BYTES)
+    procs = [pid for pid in (main_pid(a.cgroup, "svc-a.service"),
+                             main_pid(a.cgroup, "svc-b.service")) if pid > 0]
+    lines = ["# the switch bench's GPU: %s" % a.gpu,
+             "device 0 GPU-bench-0000 %d %d 0 NVIDIA H100 80GB HBM3"
+             % (GPU_BYTES, min(GPU_BYTES, claim * len(procs)))]
+    lines += ["process 0 %d %d" % (pid, claim) for pid in procs]
+    tmp = a.out + ".tmp"
+    with open(tmp, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    os.replace(tmp, a.out)  # the fake reads it at every nvmlInit: never half a file
+
+
+def cmd_nvml(a):
+    write_nvml(a)
+    deadline = time.monotonic() + 600  # bounded, whatever happens to the caller
+    while a.until and not os.path.exists(a.until) and time.monotonic() < deadline:
+        time.sleep(0.1)
+        write_nvml(a)
+    return 0
+
+
+def main(argv):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    m = sub.add_parser("models")
+    m.add_argument("--store", required=True)
+    f = sub.add_parser("manifest")
+    for k in ("--store", "--unit-dir", "--vllm", "--env-dir", "--out"):
+        f.add_argument(k, required=True)
+    f.add_argument("--port", type=int, required=True)
+    f.add_argument("--serving", choices=("a", "b"), required=True)
+    f.add_argument("--front", action="store_true")
+    f.add_argument("--gpu", choices=("room", "full"), default="room")
+    n = sub.add_parser("nvml")
+    n.add_argument("--gpu", choices=("room", "full"), required=True)
+    n.add_argument("--cgroup", required=True)
+    n.add_argument("--until", default=None)
+    n.add_argument("--out", required=True)
+    a = p.parse_args(argv)
+    return {"models": cmd_models, "manifest": cmd_manifest, "nvml": cmd_nvml}[a.cmd](a)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

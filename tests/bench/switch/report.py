@@ -1,0 +1,102 @@
+#!/usr/bin/python3
+"""report.py - the switch benchmark's table, from run.sh's rows and the prober's summaries.
+
+  report.py ROWS.tsv --port P
+
+ROWS.tsv: one line per mode, `MODE<TAB>SWITCH_S<TAB>APPLY_RC<TAB>PROBER_JSON`, or
+`MODE<TAB>unavailable` for a front half this berth refuses. Python 3 standard library only.
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+TITLES = {"none": "no front", "front": "front (room)", "front-full": "front (full GPU)"}
+
+
+def fmt_ms(v):
+    return "-" if v is None else "%.1f" % v
+
+
+def ratio(base, other):
+    if base is None or other is None:
+        return "-"
+    if other == 0:
+        return "%d -> 0" % base
+    return "%.1fx" % (base / other)
+
+
+def dark_gap(timeline):
+    """The longest run of 100 ms buckets with refusals and nothing ok, in ms."""
+    best = run = 0
+    for ok, refused, _ in timeline["buckets"]:
+        run = run + 1 if refused and not ok else 0
+        best = max(best, run)
+    return best * timeline["bucket_ms"]
+
+
+def main(argv):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("rows")
+    p.add_argument("--port", type=int, required=True)
+    a = p.parse_args(argv)
+    rows = []
+    with open(a.rows) as f:
+        for line in f:
+            parts = line.rstrip("\n").split("\t")
+            if len(parts) == 2:
+                rows.append((parts[0], None, None, None))
+                continue
+            mode, switch_s, rc, path = parts[:4]
+            with open(path) as j:
+                rows.append((mode, float(switch_s), int(rc), json.load(j)))
+    print("switch benchmark: svc-a (model a) -> svc-b (model b, loads 4 s) on port %d, "
+          "%d cores, %s" % (a.port, os.cpu_count() or 0, time.strftime("%Y-%m-%dT%H:%MZ",
+                                                                       time.gmtime())))
+    print("prober: a request every 10 ms on a new connection (GET /v1/models, POST "
+          "/v1/completions alternating), 4 streams of 150 tokens at 50 tok/s back to back")
+    head = ("%-17s %8s %5s %8s %8s %9s %8s %9s %9s %9s  %s" % (
+        "mode", "switch", "rc", "requests", "refused", "failed", "dark", "streams", "p50 ms",
+        "p99 ms", "models"))
+    print(head)
+    base = None
+    for mode, switch_s, rc, s in rows:
+        title = TITLES.get(mode, mode)
+        if s is None:
+            print("%-17s front: not available in this berth (manifest key fronts unknown)"
+                  % title)
+            continue
+        lat = s["latency_ms"]
+        print("%-17s %7.2fs %5d %8d %8d %9d %6.0fms %9s %9s %9s  %s" % (
+            title, switch_s, rc, s["total"], s["counts"]["refused"], s["failed"],
+            dark_gap(s["timeline"]), "%d/%d" % (s["streams_completed"], s["streams_started"]),
+            fmt_ms(lat["p50"]), fmt_ms(lat["p99"]), json.dumps(s["models"], sort_keys=True)))
+        if mode == "none":
+            base = s
+    for mode, _, _, s in rows:
+        if s is None or mode == "none" or base is None:
+            continue
+        print("%s vs no front: refused %s, failed %s, p99 %s ms -> %s ms" % (
+            TITLES.get(mode, mode), ratio(base["counts"]["refused"], s["counts"]["refused"]),
+            ratio(base["failed"], s["failed"]), fmt_ms(base["latency_ms"]["p99"]),
+            fmt_ms(s["latency_ms"]["p99"])))
+    for mode, _, _, s in rows:
+        if s is None:
+            continue
+        c = s["counts"]
+        print("%s: failed = reset %d + 503 %d (Retry-After %d) + other %d + timeout %d + "
+              "stream_incomplete %d + refused %d (%s); held (ok after > 1 s) %d, max %s ms; "
+              "first error: %s" % (
+                  TITLES.get(mode, mode), c["reset"], c["http_503"],
+                  s["http_503_retry_after"]["with"], c["http_other"], c["timeout"],
+                  c["stream_incomplete"], c["refused"],
+                  ", ".join("%s %d" % (k, v["refused"]) for k, v in sorted(s["by_kind"].items())),
+                  s["held"]["n"],
+                  fmt_ms(s["held"]["max"]), s["first_error"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,198 @@
+#!/usr/bin/env bash
+# The switch benchmark: what a client of the port sees while `berth apply` replaces the service
+# serving it (svc-a, model a, by svc-b, model b, on the same port; svc-b's fake vLLM loads for
+# 4 s), without a front and with one, on a real systemd booted in a sandbox
+# (tests/sandbox/sdsandbox.sh), measured by tests/prober/prober.py. See README.md beside this file.
+#
+#   tests/bench/switch/run.sh [--berth PATH] [--modes "none front front-full"] [--port P]
+#                             [--work DIR] [--keep]
+#
+#   --berth PATH   the berth binary (default: $BERTH, build/berth, else built into build-bench/)
+#   --modes M      which halves to run, in order (default "none front front-full"):
+#                    none        no front: today's switch (the port is shared: stop-first)
+#                    front       fronts: {P: {hold: 10m, drain: 2m}}, the GPU has room for both
+#                                (make-before-break)
+#                    front-full  the same front, the GPU full with svc-a (hold)
+#   --port P       the public port (default 8000; when something listens there already, the
+#                  first free port from 18000, said so)
+#   --work DIR     scratch dir: store, manifests, logs, prober summaries, results.txt (default
+#                  /var/tmp/berth-bench-switch)
+#   --keep         leave each mode's state and logs in DIR (default: removed, results kept)
+#
+# Must run as root (the sandbox needs it). Builds the fake NVML (tests/fake_nvml/fake_nvml.cc)
+# with g++ into DIR. A measurement, not a test: exits 0 whatever the numbers, non-zero only when
+# something failed to run. A front half that this berth's `berth validate` refuses (the manifest
+# key `fronts` unknown) prints "front: not available in this berth (manifest key fronts unknown)".
+set -euo pipefail
+umask 022
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/../../.." && pwd)
+BERTH_BIN=${BERTH:-}
+MODES="none front front-full"
+PORT=8000
+WORK=/var/tmp/berth-bench-switch
+KEEP=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --berth) BERTH_BIN=$2; shift 2 ;;
+    --modes) MODES=$2; shift 2 ;;
+    --port) PORT=$2; shift 2 ;;
+    --work) WORK=$2; shift 2 ;;
+    --keep) KEEP=1; shift ;;
+    -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+log() { echo "== $*" >&2; }
+[ "$(id -u)" = 0 ] || { echo "run.sh: must run as root (the systemd sandbox needs it)" >&2; exit 2; }
+
+if [ -z "$BERTH_BIN" ]; then
+  if [ -x "$ROOT/build/berth" ]; then
+    BERTH_BIN=$ROOT/build/berth
+  else
+    log "building berth into $ROOT/build-bench (RelWithDebInfo)"
+    cmake -S "$ROOT" -B "$ROOT/build-bench" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DBUILD_TESTING=OFF >/dev/null
+    cmake --build "$ROOT/build-bench" --target berth >/dev/null
+    BERTH_BIN=$ROOT/build-bench/berth
+  fi
+fi
+[ -x "$BERTH_BIN" ] || { echo "run.sh: no berth binary at $BERTH_BIN" >&2; exit 2; }
+SDSB=$ROOT/tests/sandbox/sdsandbox.sh
+FAKE_VLLM=$ROOT/tests/fake_vllm/fake_vllm.py
+PROBER=$ROOT/tests/prober/prober.py
+MW="python3 $HERE/make_world.py"
+
+mkdir -p "$WORK"
+WORK=$(cd "$WORK" && pwd)
+export SDSB_BASE=$WORK/sandboxes SDSB_OWNER=$$
+mkdir -p "$SDSB_BASE"
+SANDBOX=
+PROBER_PID=
+NVML_PID=
+cleanup() {
+  local rc=$?
+  set +e
+  [ -n "$PROBER_PID" ] && kill "$PROBER_PID" 2>/dev/null && wait "$PROBER_PID" 2>/dev/null
+  [ -n "$NVML_PID" ] && kill "$NVML_PID" 2>/dev/null && wait "$NVML_PID" 2>/dev/null
+  if [ -n "$SANDBOX" ]; then bash "$SDSB" stop "$SANDBOX" >/dev/null 2>&1 || bash "$SDSB" stop "$SANDBOX"; fi
+  bash "$SDSB" stop-all --orphans --prune >/dev/null 2>&1
+  exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+listening() {  # PORT: does anything accept on 127.0.0.1:PORT now?
+  python3 - "$1" <<'PY'
+import socket, sys
+s = socket.socket()
+s.settimeout(1)
+sys.exit(0 if s.connect_ex(("127.0.0.1", int(sys.argv[1]))) == 0 else 1)
+PY
+}
+if listening "$PORT"; then
+  want=$PORT
+  PORT=$(python3 - <<'PY'
+import socket
+for p in range(18000, 19000):
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", p)); print(p); break
+    except OSError:
+        pass
+    finally:
+        s.close()
+PY
+)
+  log "port $want is taken on this host (the sandbox shares its network): using $PORT"
+fi
+
+log "fake NVML: g++ tests/fake_nvml/fake_nvml.cc into $WORK/nvml"
+mkdir -p "$WORK/nvml"
+g++ -std=c++20 -O1 -shared -fPIC -I"$ROOT" "$ROOT/tests/fake_nvml/fake_nvml.cc" \
+  -o "$WORK/nvml/libnvidia-ml.so.1"
+NVML_LIB=$WORK/nvml/libnvidia-ml.so.1
+
+$MW models --store "$WORK/store"
+ROWS=$WORK/rows.tsv
+: >"$ROWS"
+now() { date +%s.%N; }
+
+run_mode() {  # MODE
+  local mode=$1 front=() gpu=room D=$WORK/$1
+  case "$mode" in
+    none) ;;
+    front) front=(--front) ;;
+    front-full) front=(--front); gpu=full ;;
+    *) echo "run.sh: unknown mode $mode" >&2; exit 2 ;;
+  esac
+  rm -rf "$D"; mkdir -p "$D"
+  SANDBOX=switch-$$-$mode
+  log "$mode: booting sandbox $SANDBOX"
+  bash "$SDSB" start "$SANDBOX" --timeout 60 >"$D/sandbox.log" 2>&1 || { cat "$D/sandbox.log" >&2; exit 1; }
+  # shellcheck disable=SC1090
+  source "$SDSB_BASE/$SANDBOX/env"
+  local mk=(--store "$WORK/store" --unit-dir "$SDSB_UNITS" --vllm "$FAKE_VLLM" --env-dir "$D/env"
+            --port "$PORT" --gpu "$gpu" "${front[@]}")
+  $MW manifest "${mk[@]}" --serving a --out "$D/before.yaml"
+  $MW manifest "${mk[@]}" --serving b --out "$D/after.yaml"
+
+  if [ ${#front[@]} -gt 0 ] && ! "$BERTH_BIN" validate -f "$D/before.yaml" >"$D/validate.txt" 2>&1; then
+    if grep -qi "fronts" "$D/validate.txt"; then
+      log "$mode: berth validate refuses the key fronts: $(grep -i -m1 fronts "$D/validate.txt")"
+      printf '%s\tunavailable\n' "$mode" >>"$ROWS"
+      bash "$SDSB" stop "$SANDBOX" >>"$D/sandbox.log" 2>&1; SANDBOX=
+      return 0
+    fi
+    cat "$D/validate.txt" >&2; echo "run.sh: $mode: the manifest is refused" >&2; exit 1
+  fi
+
+  # The fake GPU follows the units' processes (host PIDs, as berth on the host reads them).
+  export FAKE_NVML_CONFIG=$D/nvml.conf
+  rm -f "$D/nvml.stop"
+  $MW nvml --gpu "$gpu" --cgroup "$SDSB_CGROUP" --out "$FAKE_NVML_CONFIG" --until "$D/nvml.stop" &
+  NVML_PID=$!
+  local host=(--bus "$SDSB_SYSTEM_BUS_ADDRESS" --journal-dir "$SDSB_ROOT/run/log/journal"
+              --nvml-library "$NVML_LIB" --state-dir "$D/state")
+  local berth=("$BERTH_BIN" apply --yes "${host[@]}")
+
+  log "$mode: svc-a (model a) up on port $PORT"
+  "${berth[@]}" -f "$D/before.yaml" >"$D/apply-before.log" 2>&1 || { tail -30 "$D/apply-before.log" >&2; exit 1; }
+  sleep 0.3  # one turn of the NVML follower: the plan sees svc-a's memory on the GPU
+
+  log "$mode: prober on (a request every 10 ms, GET /v1/models and POST completions, 4 streams)"
+  python3 "$PROBER" --url "http://127.0.0.1:$PORT" --interval-ms 10 --path /v1/models \
+    --completions --body-bytes 2000 --streams 4 --stream-tokens 150 --timeout 120 \
+    --max-duration 170 --stop-file "$D/prober.stop" --ready-file "$D/prober.ready" \
+    --out "$D/prober.json" 2>"$D/prober.txt" &
+  PROBER_PID=$!
+  for _ in $(seq 300); do [ -e "$D/prober.ready" ] && break; sleep 0.05; done
+  [ -e "$D/prober.ready" ] || { echo "run.sh: the prober saw no answer from svc-a" >&2; exit 1; }
+  sleep 1
+
+  # The plan of the switch, kept for reading (its disruption lines say how the port fares).
+  "$BERTH_BIN" plan "${host[@]}" -f "$D/after.yaml" >"$D/plan-switch.txt" 2>&1 || true
+  log "$mode: berth apply: svc-a -> svc-b (svc-b loads for 4 s)"
+  local t0 t1 rc=0
+  t0=$(now)
+  "${berth[@]}" -f "$D/after.yaml" >"$D/apply-switch.log" 2>&1 || rc=$?
+  t1=$(now)
+  [ "$rc" = 0 ] || { echo "run.sh: $mode: the switch's apply exited $rc:" >&2; tail -20 "$D/apply-switch.log" >&2; }
+  sleep 3.5  # the streams begun on svc-b run to their end; the prober sees svc-b settled
+  touch "$D/prober.stop"
+  wait "$PROBER_PID"; PROBER_PID=
+  touch "$D/nvml.stop"; wait "$NVML_PID"; NVML_PID=
+  cat "$D/prober.txt" >&2
+  printf '%s\t%s\t%s\t%s\n' "$mode" "$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f", b - a}')" \
+    "$rc" "$D/prober.json" >>"$ROWS"
+
+  bash "$SDSB" stop "$SANDBOX" >>"$D/sandbox.log" 2>&1
+  rm -rf "${SDSB_BASE:?}/$SANDBOX"
+  SANDBOX=
+  [ "$KEEP" = 1 ] || rm -rf "$D/state" "$D/env"
+}
+
+log "berth: $BERTH_BIN; $(nproc) cores; port $PORT; work dir $WORK"
+for mode in $MODES; do run_mode "$mode"; done
+python3 "$HERE/report.py" "$ROWS" --port "$PORT" | tee "$WORK/results.txt"
