@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,9 @@ struct ServiceDraft {
   SourceLoc model_loc;        // the `model:` value; line 0 when absent
   SourceLoc port_loc;         // the `port:` value; line 0 when absent
   SourceLoc draft_model_loc;  // the speculative draft model's value; line 0 when absent
+  std::optional<int> backend_port;  // `backend_port:` (behind a front)
+  SourceLoc backend_port_loc;
+  SourceLoc bind_loc;  // the `bind:` value; line 0 when absent
 };
 
 struct FilePart {
@@ -28,6 +32,7 @@ struct FilePart {
   std::map<std::string, std::string> executables;  // host.executables
   std::vector<ModelSpec> models;                   // in source order
   std::vector<ServiceDraft> services;              // in source order
+  std::vector<FrontDecl> fronts;                   // in source order
 };
 
 /// Parses `text` (named `file` in diagnostics) and checks it. Broken YAML gives one diagnostic

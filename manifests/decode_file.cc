@@ -1,4 +1,5 @@
 // The top level of a file, `host:` and `models:`. Services are in decode_service.cc.
+#include <cctype>
 #include <exception>
 #include <utility>
 
@@ -12,13 +13,15 @@
 namespace berth::manifests {
 namespace {
 
-constexpr std::string_view kTopKeys[] = {"berth", "host", "fleet", "models", "services"};
-constexpr std::string_view kHostKeys[] = {"match",       "store", "reserve",       "unit_dir",
-                                          "executables", "gpus",  "keep_revisions"};
+constexpr std::string_view kTopKeys[] = {"berth", "host", "fleet", "models", "services", "fronts"};
+constexpr std::string_view kHostKeys[] = {"match", "store",          "reserve",  "unit_dir",
+                                          "executables", "gpus", "keep_revisions", "front_dir"};
+constexpr std::string_view kFrontKeys[] = {"bind", "hold", "drain", "retry_after", "ready"};
+constexpr std::string_view kReadyKeys[] = {"path", "lead"};
 constexpr std::string_view kGpuInventoryKeys[] = {"count", "memory"};
 constexpr std::string_view kMatchKeys[] = {"hostname"};
 constexpr std::string_view kExecutableEngines[] = {"vllm", "sglang", "llama-server",
-                                                   "trtllm-serve"};
+                                                   "trtllm-serve", "haproxy"};
 constexpr std::string_view kModelKeys[] = {"source",  "revision", "include",
                                            "exclude", "keep",     "size"};
 
@@ -43,6 +46,15 @@ void DecodeHost(YamlReader& r, const Field& host, FilePart* part) {
       if (auto v = r.Int(f, 0, 100)) part->host.keep_revisions = static_cast<int>(*v);
     } else if (f.key == "unit_dir") {
       if (auto v = r.AbsolutePath(f)) part->host.unit_dir = *v;
+    } else if (f.key == "front_dir") {
+      // Its socket paths (<dir>/<port>.master) must fit a unix socket's 108 bytes.
+      if (auto v = r.AbsolutePath(f); v && r.UnitValue(f.value_loc, f.key, *v)) {
+        if (v->size() > 80)
+          r.Error(f.value_loc, "'front_dir' is " + std::to_string(v->size()) + " bytes long",
+                  "use a path of at most 80 bytes: the fronts' unix sockets live there");
+        else
+          part->host.front_dir = *v;
+      }
     } else if (f.key == "gpus") {
       if (!r.ExpectMap(f)) continue;
       GpuInventory inv;
@@ -125,6 +137,63 @@ void DecodeModel(YamlReader& r, const Field& entry, FilePart* part) {
   part->models.push_back(std::move(model));
 }
 
+// `fronts: {8000: {hold: 10m, drain: 2m, ready: {path: /ready, lead: 30s}}}`.
+void DecodeFronts(YamlReader& r, const Field& fronts, FilePart* part) {
+  if (!r.ExpectMap(fronts)) return;
+  for (const Field& entry : r.NamedEntries(fronts.value, "in fronts", "front")) {
+    FrontDecl front;
+    front.loc = entry.key_loc;
+    int port = 0;
+    for (char c : entry.key) port = std::isdigit(static_cast<unsigned char>(c)) && port < 100000
+                                         ? port * 10 + (c - '0')
+                                         : 100000;
+    if (entry.key.empty() || port < 1 || port > 65535) {
+      r.Error(entry.key_loc, "'" + entry.key + "' is not a port",
+              "fronts are keyed by the public port they hold, e.g. fronts: {8000: {hold: 10m}}");
+      continue;
+    }
+    front.port = port;
+    if (!entry.value.IsNull() && r.ExpectMap(entry)) {
+      for (const Field& f : r.Entries(entry.value, kFrontKeys, "in front " + entry.key)) {
+        if (f.key == "bind") {
+          std::optional<std::string> v = r.String(f);
+          if (v && v->empty()) r.Error(f.value_loc, "'bind' must not be empty");
+          if (v && !v->empty() && r.UnitValue(f.value_loc, f.key, *v)) front.bind = *v;
+        } else if (f.key == "hold") {
+          if (auto v = r.DurationMs(f)) front.hold_ms = *v;
+        } else if (f.key == "drain") {
+          if (auto v = r.DurationMs(f)) front.drain_ms = *v;
+        } else if (f.key == "retry_after") {
+          if (auto v = r.DurationMs(f)) front.retry_after_ms = *v;
+        } else if (f.key == "ready") {
+          if (!r.ExpectMap(f)) continue;
+          bool has_path = false;
+          for (const Field& g : r.Entries(f.value, kReadyKeys, "in ready")) {
+            if (g.key == "path") {
+              std::optional<std::string> v = r.String(g);
+              if (!v) continue;
+              has_path = true;
+              bool ok = v->size() > 1 && v->size() <= 200 && (*v)[0] == '/';
+              for (char c : *v) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) ||
+                                            std::string_view("/-_.").find(c) != std::string::npos);
+              if (ok)
+                front.ready_path = *v;
+              else
+                r.Error(g.value_loc, "bad ready path '" + *v + "'",
+                        "a path of letters, digits, '/', '-', '_' and '.', starting with '/', "
+                        "e.g. /berth/ready");
+            } else if (auto v = r.DurationMs(g)) {
+              front.ready_lead_ms = *v;
+            }
+          }
+          if (!has_path) r.Error(f.key_loc, "'ready' needs 'path'", "e.g. ready: {path: /ready}");
+        }
+      }
+    }
+    part->fronts.push_back(std::move(front));
+  }
+}
+
 void DecodeRoot(YamlReader& r, const YAML::Node& root, FilePart* part) {
   const SourceLoc file_start{r.file(), 1, 1};
   if (root.IsNull()) {
@@ -155,6 +224,8 @@ void DecodeRoot(YamlReader& r, const YAML::Node& root, FilePart* part) {
       for (const Field& m : r.NamedEntries(f.value, "in models", "model")) {
         DecodeModel(r, m, part);
       }
+    } else if (f.key == "fronts") {
+      DecodeFronts(r, f, part);
     } else if (f.key == "services") {
       if (!r.ExpectMap(f)) continue;
       for (const Field& s : r.NamedEntries(f.value, "in services", "service")) {

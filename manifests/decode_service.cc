@@ -17,7 +17,7 @@ constexpr std::string_view kServiceKeys[] = {
     "model",       "engine", "state",     "gpus",         "port",       "bind",
     "executable",  "vllm",   "sglang",    "llama_server", "trtllm",     "command",
     "served_name", "args",   "env",       "env_file",     "gpu_memory", "health",
-    "strategy",    "adopt",  "preflight", "gates"};
+    "strategy",    "adopt",  "preflight", "gates",        "backend_port"};
 constexpr std::string_view kEngines[] = {"vllm", "sglang", "llama-server", "trtllm-serve",
                                          "command"};
 constexpr std::string_view kStates[] = {"running", "stopped", "absent"};
@@ -323,7 +323,11 @@ ServiceDraft DecodeService(YamlReader& r, const Field& entry) {
       has_port = true;
       d.port_loc = f.value_loc;
       if (auto v = r.Int(f, 1, 65535)) s.port = static_cast<int>(*v);
+    } else if (f.key == "backend_port") {
+      d.backend_port_loc = f.value_loc;
+      if (auto v = r.Int(f, 1, 65535)) d.backend_port = static_cast<int>(*v);
     } else if (f.key == "bind") {
+      d.bind_loc = f.value_loc;
       std::optional<std::string> v = r.String(f);
       if (v && v->empty()) r.Error(f.value_loc, "'bind' must not be empty");
       if (v && !v->empty() && r.UnitValue(f.value_loc, f.key, *v)) s.bind = *v;

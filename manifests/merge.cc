@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -30,6 +31,132 @@ std::vector<const ServiceDraft*> RunningOnPorts(const std::vector<ServiceDraft>&
   std::stable_sort(out.begin(), out.end(),
                    [&](const ServiceDraft* a, const ServiceDraft* b) { return key(a) < key(b); });
   return out;
+}
+
+// A deterministic backend port for a service behind a front: 20000-29999 by its name (FNV-1a),
+// so that adding or removing another service does not move it (which would restart it).
+int DerivedBackendPort(const std::string& name) {
+  uint32_t h = 2166136261u;
+  for (unsigned char c : name) h = (h ^ c) * 16777619u;
+  return 20000 + static_cast<int>(h % 10000);
+}
+
+// The front of `front.port` as a service of its own: HAProxy in master-worker mode, its
+// configuration in host.front_dir (written by the plan, reloaded through the master socket),
+// its health the monitor URI every configuration berth renders answers.
+ServiceSpec FrontService(const FrontDecl& front, const HostSpec& host,
+                         const std::map<std::string, std::string>& executables) {
+  ServiceSpec s;
+  s.name = FrontServiceName(front.port);
+  s.has_engine = true;
+  s.engine = EngineKind::kCommand;
+  s.is_front = true;
+  auto exe = executables.find("haproxy");
+  std::string base = host.front_dir + "/" + std::to_string(front.port);
+  s.command = {exe == executables.end() ? "/usr/sbin/haproxy" : exe->second,
+               "-W",
+               "-f",
+               base + ".cfg",
+               "-S",
+               base + ".master"};
+  s.port = front.port;
+  s.bind = front.bind;
+  s.health.path = std::string(kFrontMonitorPath);
+  s.health.timeout_ms = 60 * 1000;
+  s.health.interval_ms = 1000;
+  s.preflight = PreflightSpec{};
+  s.preflight->engine_check = false;
+  s.loc = front.loc;
+  return s;
+}
+
+// `fronts:`: each front once; the services on a fronted port move to loopback backend ports
+// (their public port becomes front_port); each front becomes a service of its own.
+void MergeFronts(const std::vector<FilePart>& parts, const std::vector<ServiceDraft>& services,
+                 Desired* desired, std::vector<Diagnostic>* diagnostics) {
+  for (const FilePart& part : parts)
+    for (const FrontDecl& f : part.fronts) {
+      auto [it, inserted] = desired->fronts.emplace(f.port, f);
+      if (!inserted)
+        Add(diagnostics, f.loc,
+            "the front of port " + std::to_string(f.port) + " is defined twice, first at " +
+                it->second.loc.ToString(),
+            "keep each front in one file");
+    }
+  std::set<int> taken;  // public ports and backend ports given so far
+  for (const ServiceDraft& d : services)
+    if (d.spec.port) taken.insert(*d.spec.port);
+  for (const auto& [port, f] : desired->fronts) taken.insert(port);
+  std::vector<const ServiceDraft*> behind;
+  for (const ServiceDraft& d : services) {
+    const ServiceSpec& s = d.spec;
+    if (s.name.rfind(kFrontServicePrefix, 0) == 0)
+      Add(diagnostics, s.loc,
+          "service name '" + s.name + "' begins with '" + std::string(kFrontServicePrefix) +
+              "', which berth keeps for the services of its fronts",
+          "rename the service");
+    bool fronted = s.port && desired->fronts.count(*s.port);
+    if (d.backend_port && !fronted) {
+      Add(diagnostics, d.backend_port_loc,
+          "'backend_port' applies only to a service behind a front, and port " +
+              (s.port ? std::to_string(*s.port) : std::string("(none)")) + " has none",
+          "add the port to fronts:, or remove backend_port");
+      continue;
+    }
+    if (!fronted) continue;
+    if (!s.has_engine && s.state == ServiceState::kRunning) {
+      Add(diagnostics, d.port_loc,
+          "service '" + s.name + "' runs on port " + std::to_string(*s.port) +
+              ", which has a front, but berth does not write its unit (it has no engine), so it "
+              "cannot move it to a backend port behind the front",
+          "give the service an engine (berth then writes its unit), or set state: stopped");
+      continue;
+    }
+    if (d.bind_loc.line != 0 && s.bind != "127.0.0.1" && s.bind != "::1" &&
+        s.bind != "localhost") {
+      Add(diagnostics, d.bind_loc,
+          "service '" + s.name + "' binds " + s.bind + ", but it is behind the front of port " +
+              std::to_string(*s.port) + ", and its backend listens on loopback",
+          "remove bind (the front's bind: says where the public port listens)");
+      continue;
+    }
+    behind.push_back(&d);
+  }
+  // Explicit backend ports first, then derived ones in name order, each past the ports taken.
+  std::map<std::string, int> backend;
+  for (const ServiceDraft* d : behind) {
+    if (!d->backend_port) continue;
+    if (!taken.insert(*d->backend_port).second) {
+      Add(diagnostics, d->backend_port_loc,
+          "backend_port " + std::to_string(*d->backend_port) +
+              " is already a public or backend port of this manifest",
+          "choose another backend_port, or remove it to let berth choose");
+      continue;
+    }
+    backend[d->spec.name] = *d->backend_port;
+  }
+  std::vector<const ServiceDraft*> derived;
+  for (const ServiceDraft* d : behind)
+    if (!d->backend_port) derived.push_back(d);
+  std::sort(derived.begin(), derived.end(),
+            [](const ServiceDraft* a, const ServiceDraft* b) { return a->spec.name < b->spec.name; });
+  for (const ServiceDraft* d : derived) {
+    int p = DerivedBackendPort(d->spec.name);
+    while (taken.count(p)) p = p == 29999 ? 20000 : p + 1;
+    taken.insert(p);
+    backend[d->spec.name] = p;
+  }
+  for (const auto& [name, p] : backend) {
+    ServiceSpec& s = desired->services.at(name);
+    s.front_port = *s.port;
+    s.port = p;
+    s.bind = "127.0.0.1";
+  }
+  for (const auto& [port, f] : desired->fronts) {
+    ServiceSpec front = FrontService(f, desired->host, desired->executables);
+    if (desired->services.count(front.name)) continue;  // reported above
+    desired->services.emplace(front.name, std::move(front));
+  }
 }
 
 }  // namespace
@@ -109,6 +236,7 @@ Desired MergeParts(std::vector<FilePart> parts, std::vector<Diagnostic>* diagnos
             first.spec.name + "' at " + first.port_loc.ToString(),
         "give one of them another port, or set state: stopped on one");
   }
+  MergeFronts(parts, services, &desired, diagnostics);
   return desired;
 }
 

@@ -8,6 +8,7 @@
 #include "engine/core/units.h"
 #include "planners/draft.h"
 #include "planners/feasibility.h"
+#include "planners/fronts.h"
 #include "planners/gates.h"
 #include "planners/host_ledger.h"
 #include "planners/preflight.h"
@@ -28,7 +29,9 @@ class Sequencer {
     Downloads();
     Preflights();
     UnitFiles();
+    FrontWrites();
     Transitions();
+    FrontFinals();
     BootState();
     Removals();
     // A state-only service of unknown port may serve what this plan leaves dark.
@@ -207,6 +210,8 @@ class Sequencer {
     }
     int step = Emit(a);
     stopped_.insert(t.unit);
+    // Behind a front the backend port is nobody's to miss: the front holds or routes (below).
+    if (t.spec && t.spec->front_port) return;
     for (int p : freed.ports) {
       Disruption dis;
       dis.port = p;
@@ -250,6 +255,7 @@ class Sequencer {
     std::vector<int> closed;
     if (restart) closed = host_.Release(t.unit).ports;
     if (restart && s.port && closed.empty()) closed.push_back(*s.port);
+    if (s.front_port) closed.clear();  // the front holds its port (FrontSwitchBegin)
     a.requires_ = claim;
     a.gpus = s.gpus;
     int step = Emit(a);
@@ -286,7 +292,11 @@ class Sequencer {
 
   void Transitions() {
     std::vector<const Transition*> remaining;
-    for (const auto& t : draft_.starts) remaining.push_back(&t);
+    // The fronts first: every route of a switch behind one needs it running.
+    for (const auto& t : draft_.starts)
+      if (t.spec && t.spec->is_front) remaining.push_back(&t);
+    for (const auto& t : draft_.starts)
+      if (!t.spec || !t.spec->is_front) remaining.push_back(&t);
     while (!remaining.empty()) {
       // Prefer a start that needs no stop (new before old); else the first by name.
       const Transition* pick = nullptr;
@@ -311,6 +321,13 @@ class Sequencer {
       if (pick->spec->strategy == Strategy::kStopFirst)
         for (const auto& u : ReplacedBy(*pick, host_, pending))
           if (std::find(stops.begin(), stops.end(), u) == stops.end()) stops.push_back(u);
+      // Behind a front, what it replaces is the front's other backend, on another port.
+      if (pick->spec->strategy == Strategy::kStopFirst && pick->spec->front_port)
+        for (const auto& [name, other] : d_.services)
+          if (&other != pick->spec && other.front_port == pick->spec->front_port &&
+              Pending(other.UnitName()) &&
+              std::find(stops.begin(), stops.end(), other.UnitName()) == stops.end())
+            stops.push_back(other.UnitName());
       if (pick->spec->strategy == Strategy::kStartFirst && !need.stops.empty()) {
         Problem p;
         p.step = NextStep();
@@ -325,6 +342,7 @@ class Sequencer {
         plan_->problems.push_back(p);
       }
       std::sort(stops.begin(), stops.end());
+      FrontSwitchBegin(*pick, stops);
       for (const auto& u : stops)
         if (const Transition* st = PendingStop(u))
           EmitStop(*st, pick->spec);
@@ -335,13 +353,17 @@ class Sequencer {
         plan_->problems.push_back(p);
       }
       EmitStart(*pick);
+      FrontSwitchEnd(*pick);
       // Boot state follows once the new service is healthy: a replacement that fails (and is
       // rolled back) leaves what a reboot brings up as it was.
       EmitBoot(draft_.enables, pick->unit);
       for (const auto& u : stops) EmitBoot(draft_.disables, u);
+      for (const auto& u : replaced_after_) EmitBoot(draft_.disables, u);
+      replaced_after_.clear();
     }
     for (const auto& t : draft_.stops)
       if (!stopped_.count(t.unit)) {
+        FrontStopBegin(t);
         EmitStop(t, nullptr);
         EmitBoot(draft_.disables, t.unit);
       }
@@ -365,6 +387,159 @@ class Sequencer {
   void BootState() {
     for (const Action& a : draft_.enables) EmitBoot(draft_.enables, a.unit);
     for (const Action& a : draft_.disables) EmitBoot(draft_.disables, a.unit);
+  }
+
+  // ---- Fronts (planners/fronts.h) ----
+  // Each front's configuration as the plan starts: every backend the manifest puts behind
+  // it, routing to what serves now. Written (and reloaded, when the front runs) before any
+  // switch, so that a new backend is a server of the front before it is routed to.
+  void FrontWrites() {
+    for (const auto& [port, decl] : d_.fronts) {
+      route_[port] = ActiveNow(d_, o_, port);
+      FrontSpec spec = FrontOf(d_, port, route_[port]);
+      std::string text = FrontConfigText(spec);
+      auto now = o_.front_configs.find(port);
+      written_[port] = now == o_.front_configs.end() ? "" : now->second;
+      if (std::string why = FrontProblem(spec); !why.empty()) {
+        Problem p;
+        p.step = NextStep();
+        p.resource = "front " + std::to_string(port);
+        p.message = "the front of port " + std::to_string(port) + " cannot be configured: " + why;
+        plan_->problems.push_back(p);
+      }
+      if (written_[port] == text) continue;
+      const ObservedUnit* u = o_.FindUnit(FrontServiceName(port) + ".service");
+      bool running = u && u->IsUp();
+      Emit(WriteFrontAction(d_.host, spec,
+                            now == o_.front_configs.end() ? "new front configuration"
+                                                          : "the front's backends changed",
+                            running));
+      written_[port] = text;
+    }
+  }
+
+  const FrontDecl* FrontOfService(const ServiceSpec* s) const {
+    if (!s || !s->front_port) return nullptr;
+    auto it = d_.fronts.find(s->front_port);
+    return it == d_.fronts.end() ? nullptr : &it->second;
+  }
+
+  // Routes the front of `port` to `server` and, when another backend served, drains it.
+  void RouteFront(int port, const std::string& server, const std::string& why) {
+    const FrontDecl& decl = d_.fronts.at(port);
+    FrontSpec spec = FrontOf(d_, port, route_[port]);
+    std::string before = route_[port];
+    Emit(RouteAction(d_.host, spec, server, why));
+    route_[port] = server;
+    if (before != kHoldServer && before != server) drain_[port] = before;
+    (void)decl;
+  }
+
+  // A backend the front routed away from: its requests in flight finish before it stops.
+  void DrainBefore(int port) {
+    auto it = drain_.find(port);
+    if (it == drain_.end()) return;
+    Emit(DrainAction(d_.host, FrontOf(d_, port, route_[port]), d_.fronts.at(port), it->second));
+    drain_.erase(it);
+  }
+
+  // Before a switch behind a front stops or restarts what serves: the front holds new
+  // requests instead (they wait for the new backend), and the old one drains.
+  void FrontSwitchBegin(const Transition& pick, const std::vector<std::string>& stops) {
+    const FrontDecl* decl = FrontOfService(pick.spec);
+    if (!decl) return;
+    int port = decl->port;
+    bool restart = pick.kind == ActionKind::kRestart && !stopped_.count(pick.unit);
+    bool stops_server = restart;
+    for (const auto& u : stops)
+      if (route_[port] != kHoldServer && d_.services.count(route_[port]) &&
+          d_.services.at(route_[port]).UnitName() == u)
+        stops_server = true;
+    if (!stops_server) {
+      mbb_[port] = route_[port] != kHoldServer && route_[port] != pick.spec->name;
+      return;
+    }
+    mbb_[port] = false;
+    if (!decl->ready_path.empty())
+      Emit(ReadyAction(d_.host, FrontOf(d_, port, route_[port]), *decl, false));
+    held_from_[port] = NextStep();
+    RouteFront(port, std::string(kHoldServer),
+               "while " + pick.spec->name + (restart ? " restarts" : " starts"));
+    DrainBefore(port);
+  }
+
+  // After its gates: the front routes to the new backend; a backend it replaces that still
+  // runs (make-before-break) drains, then stops.
+  void FrontSwitchEnd(const Transition& pick) {
+    const FrontDecl* decl = FrontOfService(pick.spec);
+    if (!decl) return;
+    int port = decl->port;
+    std::string old = route_[port];
+    RouteFront(port, pick.spec->name, "it passed its gates");
+    int routed = NextStep() - 1;
+    if (held_from_.count(port)) {
+      Disruption dis;
+      dis.port = port;
+      dis.from_step = held_from_[port];
+      dis.until_step = routed;
+      dis.service = pick.address;
+      dis.front_mode = "held";
+      dis.hold_ms = decl->hold_ms;
+      dis.reason = "requests wait while " + pick.spec->name + " starts";
+      plan_->disruptions.push_back(dis);
+      held_from_.erase(port);
+      if (!decl->ready_path.empty())
+        Emit(ReadyAction(d_.host, FrontOf(d_, port, route_[port]), *decl, true));
+      return;
+    }
+    if (mbb_[port] && old != kHoldServer && d_.services.count(old)) {
+      const ServiceSpec& was = d_.services.at(old);
+      DrainBefore(port);
+      if (const Transition* st = PendingStop(was.UnitName()); st && !stopped_.count(st->unit)) {
+        EmitStop(*st, pick.spec);
+        replaced_after_.push_back(st->unit);
+      }
+      Disruption dis;
+      dis.port = port;
+      dis.from_step = routed;
+      dis.until_step = routed;
+      dis.service = pick.address;
+      dis.front_mode = "none";
+      dis.reason = "make-before-break" +
+                   (pick.spec->gpus.empty() ? std::string() : " on GPU " + GpuList(pick.spec->gpus)) +
+                   ": " + pick.spec->name + " started beside " + old +
+                   ", the front routes to it after its gates, then " + old + " drains and stops";
+      plan_->disruptions.push_back(dis);
+    }
+    drain_.erase(port);
+  }
+
+  // A stop of what a front routes to, with nothing replacing it: the front holds instead.
+  void FrontStopBegin(const Transition& t) {
+    const FrontDecl* decl = FrontOfService(t.spec);
+    if (!decl || route_[decl->port] != t.spec->name) return;
+    RouteFront(decl->port, std::string(kHoldServer), t.spec->name + " stops");
+    DrainBefore(decl->port);
+  }
+
+  // Each front's configuration as the plan leaves it: routing to the backend wanted running.
+  // The route itself happened at run time (the admin socket); the file follows, so that the
+  // next reload keeps it.
+  void FrontFinals() {
+    for (const auto& [port, decl] : d_.fronts) {
+      std::string want = ActiveWanted(d_, port);
+      if (route_[port] != want) {
+        const ServiceSpec& s = d_.services.at(want == kHoldServer ? route_[port] : want);
+        const ObservedUnit* u = o_.FindUnit(s.UnitName());
+        bool up = want == kHoldServer || (u && u->IsUp() && !stopped_.count(s.UnitName()));
+        if (up) RouteFront(port, want, "the front's route as the manifest wants it");
+      }
+      std::string text = FrontConfigText(FrontOf(d_, port, route_[port]));
+      if (text == written_[port]) continue;
+      Emit(WriteFrontAction(d_.host, FrontOf(d_, port, route_[port]),
+                            "the front's configuration as this plan leaves it", false));
+      written_[port] = text;
+    }
   }
 
   void Removals() {
@@ -395,6 +570,15 @@ class Sequencer {
   std::set<std::string> booted_;     // units whose enable or disable is emitted
   std::vector<size_t> open_;         // disruptions waiting for the next health gate
   std::string unknown_port_starts_;  // "service/x starts at step 2 on a port berth does not know"
+  // Fronts, by public port: the server each routes to as the steps so far leave it, the
+  // backend to drain before its stop, where a hold began, whether the switch under way is
+  // make-before-break, and the configuration text on disk as the steps so far leave it.
+  std::map<int, std::string> route_;
+  std::map<int, std::string> drain_;
+  std::map<int, int> held_from_;
+  std::map<int, bool> mbb_;
+  std::map<int, std::string> written_;
+  std::vector<std::string> replaced_after_;  // units a make-before-break switch stopped
 };
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <mutex>
 #include <thread>
 
+#include "engine/apply/front_steps.h"
 #include "engine/apply/model_store.h"
 #include "engine/core/desired.h"
 #include "engine/core/unit_marker.h"
@@ -487,6 +488,11 @@ Status Executor::RunAction(const Action& a, ExecResult* result) {
       return Floor(a, result);
     case ActionKind::kSmoke:
       return Smoke(a);
+    case ActionKind::kWriteFront:
+    case ActionKind::kRoute:
+    case ActionKind::kDrain:
+    case ActionKind::kReady:
+      return FrontSteps(d_.connect_front, d_.reload_front, d_.clock, d_.progress).Run(a);
     case ActionKind::kEnable:
       return d_.systemd->Enable(a.unit);
     case ActionKind::kDisable:

@@ -29,6 +29,7 @@ class ModelStore;
 class ProgressPrinter;
 class SmokeClient;
 class CommandRunner;
+class FrontControl;
 
 /// Called before ("running") and after ("done", "failed") each action, with its 1-based step.
 using ActionHook = std::function<void(int step, const Action& a, const std::string& status,
@@ -72,6 +73,10 @@ struct ExecutorDeps {
   /// the seam a test build injects faults through (berth_faulty kills itself there, as a
   /// kill -9 during that step would). Null in berth.
   std::function<void(int step)> at_step;
+  /// The fronts (engine/apply/front_steps.h): null connects to HAProxy's admin socket and
+  /// reloads through its master socket, as in production; tests put fakes here.
+  std::function<std::unique_ptr<FrontControl>(const std::string& socket)> connect_front;
+  std::function<Status(const std::string& master, const std::string& admin)> reload_front;
   /// How long a start, stop or restart job may take before berth gives up on it.
   std::chrono::milliseconds job_timeout{std::chrono::minutes(5)};
 };

@@ -104,4 +104,8 @@ const LockEntry* Desired::PinFor(const ModelSpec& m) const {
   return &it->second;
 }
 
+std::string FrontServiceName(int port) {
+  return std::string(kFrontServicePrefix) + std::to_string(port);
+}
+
 }  // namespace berth

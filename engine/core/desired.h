@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace berth {
@@ -33,8 +34,38 @@ struct HostSpec {
   /// Revisions of a model berth deployed before its current one that stay in the store for a
   /// rollback (host.keep_revisions, default 1); older ones berth downloaded are pruned.
   int keep_revisions = 1;
+  /// host.front_dir: where each front's HAProxy configuration and sockets live
+  /// (<front_dir>/<port>.cfg, <port>.sock, <port>.master, <port>.hold).
+  std::string front_dir = "/var/lib/berth/fronts";
   SourceLoc loc;
 };
+
+/// `fronts: {PORT: {...}}`: berth holds the public port with HAProxy (a unit berth writes, one
+/// per port, `berth-front-PORT`), and the services on that port listen on loopback backend
+/// ports, so that a switch routes traffic from the old server to the new one instead of closing
+/// the port (docs/operating.md "Fronts").
+struct FrontDecl {
+  int port = 0;                 // the public port
+  std::string bind = "0.0.0.0";  // the address the front listens on
+  /// How long a request waits while no backend serves (a stop-first switch, a restart): past
+  /// it, 503 with Retry-After. 0: answered 503 at once.
+  uint64_t hold_ms = 10ULL * 60 * 1000;
+  /// How long the old backend's in-flight requests (streams too) may take to finish after the
+  /// front stops sending it new ones, before it is stopped anyway.
+  uint64_t drain_ms = 2ULL * 60 * 1000;
+  uint64_t retry_after_ms = 30ULL * 1000;  // the Retry-After of a 503 past the hold
+  /// `ready: {path, lead}`: a path the front answers 200 on, 503 from `lead` before this host's
+  /// first disruptive step until the switch is done, for an outside load balancer. "": none.
+  std::string ready_path;
+  uint64_t ready_lead_ms = 0;
+  SourceLoc loc;
+};
+
+/// The name of the service (and unit, without ".service") of the front of `port`.
+std::string FrontServiceName(int port);  // "berth-front-8000"
+constexpr std::string_view kFrontServicePrefix = "berth-front-";
+/// The path every front answers 200 on while it runs (HAProxy's monitor-uri): its health gate.
+constexpr std::string_view kFrontMonitorPath = "/berth/front";
 
 /// One wave of a fleet rollout: the hosts (globs on the host name) that go in it.
 struct FleetWave {
@@ -212,8 +243,14 @@ struct ServiceSpec {
   EngineKind engine = EngineKind::kVllm;
   std::string model;  // a key of Desired::models; "" for engine command without model
   std::vector<int> gpus;
+  /// Where the server listens. Behind a front (front_port set), the loopback backend port the
+  /// loader assigned (backend_port:, or derived from the name); bind is then 127.0.0.1.
   std::optional<int> port;
   std::string bind = "0.0.0.0";
+  /// The public port when the service is behind a front (`fronts:` names its `port:`); 0: none.
+  int front_port = 0;
+  /// The front of this port itself (a service berth adds for each `fronts:` entry).
+  bool is_front = false;
   std::string executable;  // "" = engine default (host.executables or the engine's name)
   VllmOptions vllm;
   SglangOptions sglang;
@@ -272,7 +309,8 @@ struct Desired {
   FleetSpec fleet;
   std::map<std::string, std::string> executables;  // engine name -> path (host level)
   std::map<std::string, ModelSpec> models;
-  std::map<std::string, ServiceSpec> services;
+  std::map<std::string, ServiceSpec> services;  // fronts' own services included
+  std::map<int, FrontDecl> fronts;              // by public port
   std::string digest;  // sha256 of the manifest files' bytes, in path order, then berth.lock's
   std::vector<std::string> files;
   /// berth.lock's entries by model name (empty when there is no lock file).

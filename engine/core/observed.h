@@ -63,6 +63,9 @@ struct ObservedGpu {
 /// The largest unit file not written by berth whose text the observation keeps.
 inline constexpr uint64_t kMaxForeignUnitBytes = 64 * 1024;
 
+/// The largest front configuration the observation reads (berth writes a few KiB).
+inline constexpr uint64_t kMaxFrontConfigBytes = 256 * 1024;
+
 struct ObservedUnit {
   std::string name;          // "vllm-kimi-k25.service"
   std::string load_state;    // loaded | not-found | masked | error
@@ -210,6 +213,10 @@ struct Observed {
   bool ports_known = true;
   std::vector<ListeningPort> ports;
   std::vector<HubInfo> hub;
+  /// Each front's configuration file as berth last wrote it (<front_dir>/<port>.cfg), by
+  /// public port; a port without a file is absent. Read bounded (kMaxFrontConfigBytes); berth's
+  /// own file, but parsed as untrusted.
+  std::map<int, std::string> front_configs;
   BerthState state;
   /// What could not be observed and why ("model/x: the Hub refused the token ..."); the plan
   /// repeats them as warnings.

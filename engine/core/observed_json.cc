@@ -5,6 +5,7 @@
 
 #include "engine/core/json_text.h"
 #include "engine/core/unit_marker.h"
+#include "engine/core/untrusted_text.h"
 
 namespace berth {
 namespace {
@@ -213,6 +214,23 @@ Status ReadUnits(const ordered_json& j, Observed* o) {
     BERTH_RETURN_IF_ERROR(ru.Get("active_enter_usec", &u.active_enter_usec));
     BERTH_RETURN_IF_ERROR(ru.Get("crash_looping", &u.crash_looping));
     o->units.push_back(std::move(u));
+  }
+  return Status::Ok();
+}
+
+Status ReadFrontConfigs(const ordered_json& j, Observed* o) {
+  if (!j.is_object()) return Status::InvalidArgument("front_configs: expected an object");
+  for (const auto& [key, text] : j.items()) {
+    int port = 0;
+    bool digits = !key.empty() && key.size() <= 5;
+    for (char c : key) digits = digits && c >= '0' && c <= '9';
+    if (digits) port = std::stoi(key);
+    if (!digits || port < 1 || port > 65535)
+      return Status::InvalidArgument("front_configs: '" + EscapeLine(key) + "' is not a port");
+    if (!text.is_string() || text.get_ref<const std::string&>().size() > kMaxFrontConfigBytes)
+      return Status::InvalidArgument("front_configs." + key + ": expected a string of at most " +
+                                     std::to_string(kMaxFrontConfigBytes) + " bytes");
+    o->front_configs[port] = text.get<std::string>();
   }
   return Status::Ok();
 }
@@ -427,6 +445,12 @@ std::string ObservedToJson(const Observed& o) {
                    {"files", std::move(files)}});
   }
   j["hub"] = std::move(hub);
+  // Only when there are fronts, so observations of hosts without them stay byte for byte.
+  if (!o.front_configs.empty()) {
+    ordered_json fronts = ordered_json::object();
+    for (const auto& [port, text] : o.front_configs) fronts[std::to_string(port)] = text;
+    j["front_configs"] = std::move(fronts);
+  }
   ordered_json models = ordered_json::object();
   for (const auto& [repo, commits] : o.state.models) models[repo] = commits;
   j["berth_state"] = {{"serial", o.state.serial},
@@ -474,7 +498,7 @@ Result<Observed> ObservedFromJson(const std::string& text, const std::string& so
   Observed o;
   Reader rd(j, "(top)");
   Status s = rd.Keys({"format_version", "hostname", "observed_at", "store", "gpus", "units",
-                      "ports", "hub", "berth_state", "warnings"});
+                      "ports", "hub", "front_configs", "berth_state", "warnings"});
   if (s.ok()) {
     int version = 0;
     s = rd.Get("format_version", &version);
@@ -491,6 +515,7 @@ Result<Observed> ObservedFromJson(const std::string& text, const std::string& so
   if (s.ok() && rd.Child("units")) s = ReadUnits(*rd.Child("units"), &o);
   if (s.ok() && rd.Child("ports")) s = ReadPorts(*rd.Child("ports"), &o);
   if (s.ok() && rd.Child("hub")) s = ReadHub(*rd.Child("hub"), &o);
+  if (s.ok() && rd.Child("front_configs")) s = ReadFrontConfigs(*rd.Child("front_configs"), &o);
   if (s.ok() && rd.Child("berth_state")) s = ReadState(*rd.Child("berth_state"), &o.state);
   if (s.ok()) s = rd.Get("warnings", &o.warnings);
   if (!s.ok()) return s.WithContext(source);

@@ -35,6 +35,14 @@ const char* ActionKindName(ActionKind k) {
       return "smoke";
     case ActionKind::kFloor:
       return "floor";
+    case ActionKind::kWriteFront:
+      return "write-front";
+    case ActionKind::kRoute:
+      return "route";
+    case ActionKind::kDrain:
+      return "drain";
+    case ActionKind::kReady:
+      return "ready";
   }
   return "?";
 }

@@ -32,6 +32,14 @@ enum class ActionKind {
   kSmoke,
   /// A gate after the smoke gate: a throughput floor measured for a bounded time.
   kFloor,
+  /// A front's HAProxy configuration written (and, when the front runs, reloaded seamlessly).
+  kWriteFront,
+  /// A front sends new requests to one backend, or holds them; the others drain.
+  kRoute,
+  /// Wait until a front has no request in flight on a backend (bounded), before its stop.
+  kDrain,
+  /// A front's readiness path for an outside load balancer turns 200 or 503.
+  kReady,
 };
 const char* ActionKindName(ActionKind k);  // "download", "remove-model", ...
 /// A gate that must pass after a start or restart: the health gate and the gates that follow
@@ -133,6 +141,17 @@ struct Action {
   double min_output_tps = 0;
   uint64_t max_ttft_p50_ms = 0;
   uint64_t max_ttft_p99_ms = 0;
+  // Fronts (kWriteFront, kRoute, kDrain, kReady): the public port, the backend a route sends
+  // to or a drain waits on ("hold": none), the front's admin and master sockets and its
+  // configuration file (kWriteFront: unit_content is its text; `reload` when the front runs).
+  // kDrain's bound is timeout_ms; kReady's lead (how long it waits after turning 503) too.
+  int front_port = 0;
+  std::string front_server;
+  std::string front_socket;
+  std::string front_master;
+  std::string front_config;
+  bool reload = false;
+  bool ready = false;
   // A stop for another service also carries the stopped service's own health gate in
   // health_path, port, served_name, timeout_ms and interval_ms: a rollback that starts it again
   // waits for it (port 0: berth knows none).
@@ -177,6 +196,11 @@ struct Disruption {
   /// How long it is likely to last (planners/dark_windows.h); informative only: a saved plan is
   /// not compared on it. Empty when nothing ends it (until_step 0) or no health gate does.
   DarkEstimate estimate;
+  /// Behind a front: "held" (the port stays open; requests wait, up to hold_ms, from_step to
+  /// until_step, the route to the new backend), or "none" (make-before-break: no request
+  /// waits; `reason` says how). "" : dark (refused).
+  std::string front_mode;
+  uint64_t hold_ms = 0;
 };
 
 /// How a switch keeps its port: what a client of the port sees while it runs.
@@ -227,6 +251,9 @@ struct Switch {
   /// The public port whose front it is behind (0: none); its internal (backend) port.
   int front_port = 0;
   int backend_port = 0;
+  /// Behind a front: the server the undo routes the front back to (the old backend, or "hold"
+  /// when nothing served); "" when the switch is not behind a front.
+  std::string undo_route;
   int group = -1;  // its index in Plan::groups when it starts side by side with others; -1: none
 };
 

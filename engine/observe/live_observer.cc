@@ -7,6 +7,7 @@
 #include <ctime>
 
 #include "engine/core/hf_cache.h"
+#include "engine/core/read_file.h"
 #include "providers/host/ports.h"
 #include "providers/hub/hub_api.h"
 #include "providers/store/store_scan.h"
@@ -149,6 +150,19 @@ Result<Observed> LiveObserver::Observe(const Desired& desired) {
     o.ports = std::move(ports).value();
   } else {
     o.ports_known = false;
+  }
+  // Each front's configuration as berth last wrote it: what the plan compares with the one it
+  // renders, and which backend it routed to.
+  for (const auto& [port, front] : desired.fronts) {
+    std::string path = desired.host.front_dir + "/" + std::to_string(port) + ".cfg";
+    FileReadOptions bounded;
+    bounded.max_bytes = kMaxFrontConfigBytes;
+    Result<std::string> text = ReadRegularFile(path, bounded);
+    if (text.ok())
+      o.front_configs[port] = std::move(text).value();
+    else if (text.status().code() != Status::Code::kNotFound)
+      o.warnings.push_back("the front of port " + std::to_string(port) + ": " +
+                           text.status().message() + "; berth writes it again");
   }
   AskHub(desired, &o);
   GpuProbeOptions gpu = opt_.gpu;

@@ -22,6 +22,7 @@ ordered_json TerraformActions(const Action& a) {
     case ActionKind::kPreflight:
     case ActionKind::kSmoke:
     case ActionKind::kFloor:
+    case ActionKind::kDrain:
       return {"read"};
     default:
       return {"update"};
@@ -112,6 +113,21 @@ std::string PlanToJson(const Plan& plan, const Desired& desired) {
         break;
       case ActionKind::kDaemonReload:
         break;
+      case ActionKind::kWriteFront:
+      case ActionKind::kRoute:
+      case ActionKind::kDrain:
+      case ActionKind::kReady:
+        c["front"] = {{"port", a.front_port},
+                      {"server", a.front_server},
+                      {"admin_socket", a.front_socket},
+                      {"master_socket", a.front_master},
+                      {"config", a.front_config},
+                      {"reload", a.reload},
+                      {"ready", a.ready},
+                      {"timeout_ms", a.timeout_ms}};
+        if (a.kind == ActionKind::kWriteFront) c["front"]["content"] = a.unit_content;
+        c["unit"] = a.unit;
+        break;
       case ActionKind::kWriteUnit:
         c["unit"] = a.unit;
         c["diff"] = UnitFileDiff(a);
@@ -135,6 +151,11 @@ std::string PlanToJson(const Plan& plan, const Desired& desired) {
                    {"until_step", d.until_step},
                    {"service", d.service},
                    {"reason", d.reason}});
+    // Behind a front: "held" (requests wait, up to hold_ms) or "none" (make-before-break).
+    if (!d.front_mode.empty()) {
+      dis.back()["front"] = d.front_mode;
+      if (d.front_mode == "held") dis.back()["hold_ms"] = d.hold_ms;
+    }
     // The estimate (planners/dark_windows.h): null and [] when nothing estimates it.
     const DarkEstimate& e = d.estimate;
     ordered_json& entry = dis.back();

@@ -30,7 +30,12 @@ const char* ActionSymbol(const Action& a) {
     case ActionKind::kPreflight:
     case ActionKind::kSmoke:
     case ActionKind::kFloor:
+    case ActionKind::kDrain:
       return ">";
+    case ActionKind::kWriteFront:
+    case ActionKind::kRoute:
+    case ActionKind::kReady:
+      return "~";
   }
   return "?";
 }
@@ -146,7 +151,23 @@ std::string PlanToText(const Plan& plan, const Desired& desired, const PlanTextO
 
   bool downloads = std::any_of(plan.actions.begin(), plan.actions.end(),
                                [](const Action& a) { return a.kind == ActionKind::kDownload; });
+  bool dark = false;
   for (const auto& d : plan.disruptions) {
+    if (d.front_mode == "none") {
+      out << "port " << d.port << ": no disruption: " << d.reason << " (step " << d.from_step
+          << ")\n";
+      continue;
+    }
+    if (d.front_mode == "held") {
+      out << "port " << d.port << ": held up to " << FormatDurationMs(d.hold_ms)
+          << ", not refused, from step " << d.from_step << " until step " << d.until_step << " ("
+          << d.reason << ")";
+      std::string estimate = DarkEstimateText(d.estimate);
+      if (!estimate.empty()) out << ": " << estimate;
+      out << "; past the bound, 503 with Retry-After\n";
+      continue;
+    }
+    dark = true;
     out << "disruption: port " << d.port << " unavailable from step " << d.from_step;
     if (d.until_step > 0)
       out << " until step " << d.until_step << " is healthy";
@@ -159,8 +180,7 @@ std::string PlanToText(const Plan& plan, const Desired& desired, const PlanTextO
     if (downloads && d.until_step > 0) out << "; the downloads finish before it";
     out << "\n";
   }
-  if (plan.disruptions.empty() && !plan.actions.empty())
-    out << "disruption: none (no port goes dark)\n";
+  if (!dark && !plan.actions.empty()) out << "disruption: none (no port goes dark)\n";
   if (desired.fleet.enabled()) {
     std::optional<size_t> turn = FirstDisruptiveStep(plan);
     const FleetSpec& f = desired.fleet;

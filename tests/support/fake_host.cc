@@ -222,6 +222,12 @@ void FakeHost::Apply(const Plan& plan, const Desired& d) {
       case ActionKind::kPreflight:
       case ActionKind::kSmoke:
       case ActionKind::kFloor:
+      case ActionKind::kRoute:
+      case ActionKind::kDrain:
+      case ActionKind::kReady:
+        break;
+      case ActionKind::kWriteFront:
+        o_.front_configs[a.front_port] = a.unit_content;
         break;
       case ActionKind::kEnable:
         SetUnitFileState(a.unit, "enabled");

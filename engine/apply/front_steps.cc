@@ -1,0 +1,179 @@
+#include "engine/apply/front_steps.h"
+
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+#include "engine/core/atomic_file.h"
+#include "engine/core/units.h"
+#include "engine/core/untrusted_text.h"
+
+namespace berth {
+namespace {
+
+// The front's pid from `show info` ("Pid: 1234"); "" when the answer has none.
+std::string PidOf(const std::string& info) {
+  size_t at = info.find("\nPid: ");
+  if (at == std::string::npos && info.rfind("Pid: ", 0) == 0) at = 0;
+  else if (at != std::string::npos) ++at;
+  if (at == std::string::npos) return "";
+  size_t from = at + 5, to = from;
+  while (to < info.size() && to - from < 10 && info[to] >= '0' && info[to] <= '9') ++to;
+  return info.substr(from, to - from);
+}
+
+// One command on HAProxy's master CLI; its answer is not needed (reload closes the
+// connection). Bounded: a socket that does not answer within 5 s is an error.
+Status MasterCommand(const std::string& master, const std::string& command) {
+  sockaddr_un addr{};
+  if (master.size() >= sizeof addr.sun_path)
+    return Status::InvalidArgument("the front's master socket path " + master + " is too long");
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Status::IoError(std::string("socket: ") + std::strerror(errno));
+  timeval tv{5, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, master.data(), master.size());
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    int e = errno;
+    ::close(fd);
+    return Status::Unavailable("cannot reach the front's master socket " + master + ": " +
+                               std::strerror(e));
+  }
+  std::string line = command + "\n";
+  ssize_t n = ::send(fd, line.data(), line.size(), MSG_NOSIGNAL);
+  if (n != static_cast<ssize_t>(line.size())) {
+    int e = errno;
+    ::close(fd);
+    return Status::IoError("the front's master socket " + master + ": '" + command +
+                           "' not sent: " + std::strerror(e));
+  }
+  char buf[4096];
+  for (int k = 0; k < 256 && ::recv(fd, buf, sizeof buf, 0) > 0; ++k) {
+  }
+  ::close(fd);
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::unique_ptr<FrontControl> ConnectHaproxy(const std::string& socket) {
+  HaproxyAdminOptions o;
+  o.socket = socket;
+  return std::make_unique<HaproxyAdmin>(o);
+}
+
+Status ReloadHaproxy(const std::string& master, const std::string& admin,
+                     std::chrono::milliseconds timeout) {
+  HaproxyAdminOptions o;
+  o.socket = admin;
+  HaproxyAdmin before(o);
+  Result<std::string> info = before.Command("show info");
+  std::string old_pid = info.ok() ? PidOf(*info) : "";
+  BERTH_RETURN_IF_ERROR(MasterCommand(master, "reload"));
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::string last = "no answer yet";
+  while (std::chrono::steady_clock::now() < deadline) {
+    HaproxyAdmin after(o);
+    Result<std::string> now = after.Command("show info");
+    if (now.ok()) {
+      std::string pid = PidOf(*now);
+      if (!pid.empty() && pid != old_pid) return Status::Ok();
+      last = "the worker " + (pid.empty() ? std::string("(no pid)") : pid) + " still answers";
+    } else {
+      last = now.status().message();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return Status::Unavailable("the front did not come back on its new configuration within " +
+                             FormatDurationMs(static_cast<uint64_t>(timeout.count())) + " (" +
+                             last + "); its old worker still holds the port");
+}
+
+Status FrontSteps::Run(const Action& a) {
+  switch (a.kind) {
+    case ActionKind::kWriteFront:
+      return Write(a);
+    case ActionKind::kRoute:
+      return Route(a.front_socket, a.front_port, a.front_server);
+    case ActionKind::kDrain:
+      return Drain(a);
+    case ActionKind::kReady:
+      return Ready(a);
+    default:
+      return Status::Internal(std::string("not a front action: ") + ActionKindName(a.kind));
+  }
+}
+
+Status FrontSteps::Write(const Action& a) {
+  std::string dir = a.front_config.substr(0, a.front_config.rfind('/'));
+  if (!dir.empty() && ::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
+    return Status::IoError("cannot create the fronts' folder " + dir + ": " +
+                           std::strerror(errno));
+  BERTH_RETURN_IF_ERROR(WriteFileAtomically(a.front_config, a.unit_content));
+  if (!a.reload) return Status::Ok();
+  Status s = reload_ ? reload_(a.front_master, a.front_socket)
+                     : ReloadHaproxy(a.front_master, a.front_socket);
+  if (!s.ok())
+    return s.WithContext("the front of port " + std::to_string(a.front_port) +
+                         " was not reloaded on its new configuration");
+  if (progress_)
+    *progress_ << "front " << a.front_port << ": reloaded seamlessly on its new configuration"
+               << std::endl;
+  return Status::Ok();
+}
+
+Status FrontSteps::Route(const std::string& socket, int port, const std::string& server) {
+  std::unique_ptr<FrontControl> f = (connect_ ? connect_ : ConnectHaproxy)(socket);
+  Status s = server == kFrontHoldServer ? f->Hold() : f->Route(server);
+  if (!s.ok())
+    return s.WithContext("the front of port " + std::to_string(port) + " could not " +
+                         (server == kFrontHoldServer ? std::string("hold requests")
+                                                     : "route to " + server));
+  if (progress_)
+    *progress_ << "front " << port << ": "
+               << (server == kFrontHoldServer ? std::string("holding new requests")
+                                              : "new requests go to " + server)
+               << std::endl;
+  return Status::Ok();
+}
+
+Status FrontSteps::RouteBack(const Action& a, const std::string& server) {
+  return Route(a.front_socket, a.front_port, server);
+}
+
+Status FrontSteps::Drain(const Action& a) {
+  std::unique_ptr<FrontControl> f = (connect_ ? connect_ : ConnectHaproxy)(a.front_socket);
+  Status s = WaitForNoSessions(*f, a.front_server, *clock_, std::chrono::milliseconds(a.timeout_ms));
+  if (progress_)
+    *progress_ << "front " << a.front_port << ": " << a.front_server
+               << (s.ok() ? " drained: no request in flight"
+                          : " did not drain (" + EscapeLine(s.message()) +
+                                "); its stop ends what is left")
+               << std::endl;
+  // A drain that runs out is not a failure: the bound is the manifest's word on how long
+  // to wait. A front that cannot be asked is.
+  if (!s.ok() && s.code() != Status::Code::kUnavailable) return s;
+  return Status::Ok();
+}
+
+Status FrontSteps::Ready(const Action& a) {
+  std::unique_ptr<FrontControl> f = (connect_ ? connect_ : ConnectHaproxy)(a.front_socket);
+  BERTH_RETURN_IF_ERROR(f->SetReady(a.ready));
+  if (!a.ready && a.timeout_ms) {
+    if (progress_)
+      *progress_ << "front " << a.front_port << ": the ready path answers 503; waiting "
+                 << FormatDurationMs(a.timeout_ms)
+                 << " for the outside load balancer to move traffic away" << std::endl;
+    clock_->SleepFor(std::chrono::milliseconds(a.timeout_ms));
+  }
+  return Status::Ok();
+}
+
+}  // namespace berth

@@ -1,0 +1,55 @@
+// The front steps of a plan (planners/fronts.h): write a front's configuration and reload it
+// seamlessly, route it to a backend or hold, wait for a backend to drain, turn its readiness
+// path. Run by the executor through the FrontControl seam (providers/front/haproxy_admin.h).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <ostream>
+#include <string>
+
+#include "engine/core/clock.h"
+#include "engine/core/plan.h"
+#include "engine/core/status.h"
+#include "providers/front/haproxy_admin.h"
+
+namespace berth {
+
+/// The front whose admin socket is `socket`: HaproxyAdmin in berth, a fake in tests.
+using FrontConnector = std::function<std::unique_ptr<FrontControl>(const std::string& socket)>;
+/// Reloads the front of the master socket `master` seamlessly and returns once the new worker
+/// answers on `admin` (a fake in tests).
+using FrontReloader = std::function<Status(const std::string& master, const std::string& admin)>;
+
+/// HaproxyAdmin on `socket`.
+std::unique_ptr<FrontControl> ConnectHaproxy(const std::string& socket);
+/// `reload` on HAProxy's master CLI, then waits (at most `timeout`) until a worker with another
+/// pid answers `show info` on the admin socket: the new configuration serves.
+Status ReloadHaproxy(const std::string& master, const std::string& admin,
+                     std::chrono::milliseconds timeout = std::chrono::seconds(30));
+
+class FrontSteps {
+ public:
+  FrontSteps(FrontConnector connect, FrontReloader reload, Clock* clock, std::ostream* progress)
+      : connect_(std::move(connect)),
+        reload_(std::move(reload)),
+        clock_(clock),
+        progress_(progress) {}
+  /// One front action (kWriteFront, kRoute, kDrain, kReady).
+  Status Run(const Action& a);
+  /// The undo of a switch behind a front: route it back to `server` (a backend, or "hold").
+  Status RouteBack(const Action& any_front_action, const std::string& server);
+
+ private:
+  Status Write(const Action& a);
+  Status Route(const std::string& socket, int port, const std::string& server);
+  Status Drain(const Action& a);
+  Status Ready(const Action& a);
+
+  FrontConnector connect_;
+  FrontReloader reload_;
+  Clock* clock_;
+  std::ostream* progress_;
+};
+
+}  // namespace berth

@@ -1,0 +1,222 @@
+// Fronts end to end: a port held by a real HAProxy (berth-front-PORT, a unit berth writes and
+// runs on the sandboxed systemd) while berth switches the fake vLLM behind it, under the
+// operator's prober (tests/prober/prober.py: a request every 10 ms on a new connection, streamed
+// completions held open). Make-before-break, a stop-first switch that holds requests, a failed
+// replacement routed back, an in-place restart and a reload of the front's configuration: no
+// connection is ever refused.
+#include <gmock/gmock.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "engine/cli/commands.h"
+#include "tests/e2e/e2e_fixture.h"
+
+namespace berth::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+class FrontE2eTest : public SandboxSuite {
+ protected:
+  void SetUp() override {
+    SandboxSuite::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    ASSERT_TRUE(std::filesystem::exists("/usr/sbin/haproxy"))
+        << "haproxy is not installed: .ci/setup --tests installs Debian's haproxy package";
+    store_ = (tmp_ / "store").string();
+    MakeModel(store_, "org/a", std::string(40, 'a'));
+    MakeModel(store_, "org/b", std::string(40, 'b'));
+    port_ = FreePort();
+    // Short: the front's sockets live there (108 bytes at most).
+    fronts_ = "/tmp/bf-" + std::to_string(::getpid()) + "-" + std::to_string(port_);
+    std::filesystem::create_directories(fronts_);
+  }
+  void TearDown() override {
+    StopProber();
+    SandboxSuite::TearDown();
+    std::error_code ec;
+    std::filesystem::remove_all(fronts_, ec);
+  }
+
+  struct Svc {
+    std::string name, model, state = "running", strategy, env, health = "{timeout: 30s, interval: 100ms}";
+  };
+  std::string Manifest(const std::vector<Svc>& services, const std::string& front = "{hold: 1m, drain: 30s}") {
+    std::ostringstream m;
+    m << "berth: 1\nhost:\n  store: " << store_ << "\n  unit_dir: " << sandbox_->units_dir()
+      << "\n  front_dir: " << fronts_ << "\n  executables: {vllm: " << FakeVllm() << "}\n"
+      << "fronts:\n  " << port_ << ": " << front << "\n"
+      << "models:\n"
+      << "  a: {source: hf://org/a, revision: " << std::string(40, 'a') << "}\n"
+      << "  b: {source: hf://org/b, revision: " << std::string(40, 'b') << "}\n"
+      << "services:\n";
+    for (const Svc& s : services) {
+      m << "  " << s.name << ":\n    model: " << s.model << "\n    engine: vllm\n    gpus: [0]\n"
+        << "    port: " << port_ << "\n    state: " << s.state << "\n    health: " << s.health
+        << "\n    preflight: {engine: off}\n"
+        << "    vllm: {served_model_name: " << s.model << "}\n"
+        << "    env: {FAKE_VLLM_TOKENS_PER_SECOND: '50'" << (s.env.empty() ? "" : ", " + s.env)
+        << "}\n";
+      if (!s.strategy.empty()) m << "    strategy: " << s.strategy << "\n";
+    }
+    std::string path = (tmp_ / ("berth-" + std::to_string(++manifests_) + ".yaml")).string();
+    std::ofstream(path) << m.str();
+    return path;
+  }
+  int Apply(const std::string& manifest) {
+    ApplyCommand cmd;
+    cmd.manifest_path = manifest;
+    cmd.yes = true;
+    cmd.host.bus_address = sandbox_->system_bus_address();
+    cmd.host.journal_dir = sandbox_->journal_dir();
+    cmd.state_dir = (tmp_ / "state").string();
+    out_.str("");
+    err_.str("");
+    std::istringstream in;
+    return RunApply(cmd, in, out_, err_);
+  }
+  std::string PlanText(const std::string& manifest) {
+    PlanCommand cmd;
+    cmd.manifest_path = manifest;
+    cmd.host.bus_address = sandbox_->system_bus_address();
+    cmd.state_dir = (tmp_ / "state").string();
+    out_.str("");
+    err_.str("");
+    RunPlan(cmd, out_, err_);
+    return out_.str();
+  }
+
+  // The prober on the public port: a request every 10 ms (GET /v1/models and completions, in
+  // turn), `streams` streamed completions of 100 tokens at the fakes' 50 tok/s held open.
+  void StartProber(int streams = 2) {
+    summary_ = (tmp_ / "prober.json").string();
+    stop_file_ = (tmp_ / "prober.stop").string();
+    std::string ready = (tmp_ / "prober.ready").string();
+    std::string url = "http://127.0.0.1:" + std::to_string(port_);
+    prober_ = ::fork();
+    if (prober_ == 0) {
+      std::string streams_arg = std::to_string(streams);
+      ::execl("/usr/bin/python3", "python3", (SourceDir() + "/tests/prober/prober.py").c_str(),
+              "--url", url.c_str(), "--interval-ms", "10", "--path", "/v1/models",
+              "--completions", "--streams", streams_arg.c_str(), "--stream-tokens", "100",
+              "--timeout", "120", "--max-duration", "300", "--stop-file", stop_file_.c_str(),
+              "--ready-file", ready.c_str(), "--out", summary_.c_str(),
+              static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    ASSERT_TRUE(WaitFor([&] { return std::filesystem::exists(ready); }, std::chrono::seconds(20)))
+        << "the prober saw no answer on port " << port_;
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  }
+  // Stops the prober (it finishes what is in flight) and reads its summary.
+  nlohmann::json StopProber() {
+    if (prober_ <= 0) return nlohmann::json();
+    std::ofstream(stop_file_) << "stop\n";
+    int status = 0;
+    if (!WaitFor([&] { return ::waitpid(prober_, &status, WNOHANG) == prober_; },
+                 std::chrono::seconds(150))) {
+      ::kill(prober_, SIGKILL);
+      ::waitpid(prober_, &status, 0);
+      ADD_FAILURE() << "the prober did not stop";
+    }
+    prober_ = 0;
+    auto j = nlohmann::json::parse(ReadAll(summary_), nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << "no prober summary in " << summary_;
+    return j;
+  }
+  static int Count(const nlohmann::json& s, const char* cls) {
+    return s.contains("counts") ? s["counts"].value(cls, -1) : -1;
+  }
+  // The model /v1/models lists through the front now.
+  std::string ServedModel() {
+    CommandResult r = RunCommand(
+        {"/usr/bin/python3", "-c",
+         "import sys, urllib.request\n"
+         "print(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode())",
+         "http://127.0.0.1:" + std::to_string(port_) + "/v1/models"});
+    auto j = nlohmann::json::parse(r.output, nullptr, false);
+    if (j.is_discarded() || !j.contains("data") || j["data"].empty()) return "(none: " + r.output + ")";
+    return j["data"][0].value("id", "");
+  }
+
+  std::string store_, fronts_, summary_, stop_file_;
+  int port_ = 0;
+  int manifests_ = 0;
+  pid_t prober_ = 0;
+  std::ostringstream out_, err_;
+};
+
+TEST_F(FrontE2eTest, AMakeBeforeBreakSwitchRefusesNothingAndEveryStreamCompletes) {
+  ASSERT_EQ(Apply(Manifest({{"svc-a", "a"}})), 0) << out_.str() << err_.str();
+  EXPECT_EQ(ServedModel(), "a");
+  std::string next = Manifest({{"svc-a", "a", "stopped"}, {"svc-b", "b"}});
+  std::string plan = PlanText(next);
+  EXPECT_THAT(plan, HasSubstr("no disruption: make-before-break")) << plan;
+  StartProber();
+  ASSERT_EQ(Apply(next), 0) << out_.str() << err_.str();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  nlohmann::json s = StopProber();
+  EXPECT_EQ(Count(s, "refused"), 0) << s.dump();
+  EXPECT_EQ(s.value("failed", -1), 0) << s.dump();
+  EXPECT_GT(s.value("streams_started", 0), 0) << s.dump();
+  EXPECT_EQ(s.value("streams_completed", -1), s.value("streams_started", -2)) << s.dump();
+  EXPECT_TRUE(s["models"].contains("a") && s["models"].contains("b")) << s.dump();
+  EXPECT_EQ(ServedModel(), "b");
+}
+
+TEST_F(FrontE2eTest, AStopFirstSwitchHoldsRequestsUntilTheNewServerServes) {
+  ASSERT_EQ(Apply(Manifest({{"svc-a", "a"}})), 0) << out_.str() << err_.str();
+  // svc-b takes 3 s to load: requests sent meanwhile wait in the front.
+  std::string next = Manifest(
+      {{"svc-a", "a", "stopped"}, {"svc-b", "b", "running", "stop-first", "FAKE_VLLM_STARTUP_DELAY: '3'"}});
+  std::string plan = PlanText(next);
+  EXPECT_THAT(plan, HasSubstr("held up to 1m, not refused")) << plan;
+  StartProber();
+  ASSERT_EQ(Apply(next), 0) << out_.str() << err_.str();
+  nlohmann::json s = StopProber();
+  EXPECT_EQ(Count(s, "refused"), 0) << s.dump();
+  EXPECT_EQ(Count(s, "reset"), 0) << s.dump();
+  EXPECT_EQ(s.value("failed", -1), 0) << s.dump();
+  EXPECT_GT(s["held"].value("n", 0), 0) << "no request waited: was anything held? " << s.dump();
+  EXPECT_EQ(ServedModel(), "b");
+}
+
+TEST_F(FrontE2eTest, AFailedReplacementIsRoutedBackAndRefusesNothing) {
+  ASSERT_EQ(Apply(Manifest({{"svc-a", "a"}})), 0) << out_.str() << err_.str();
+  Svc bad{"svc-b", "b", "running", "stop-first", "FAKE_VLLM_FAIL_HEALTH: '1'",
+          "{timeout: 3s, interval: 100ms}"};
+  StartProber();
+  EXPECT_EQ(Apply(Manifest({{"svc-a", "a", "stopped"}, bad})), 4) << out_.str() << err_.str();
+  nlohmann::json s = StopProber();
+  EXPECT_EQ(Count(s, "refused"), 0) << s.dump();
+  EXPECT_EQ(Count(s, "reset"), 0) << s.dump();
+  EXPECT_EQ(ServedModel(), "a") << out_.str() << err_.str();
+}
+
+TEST_F(FrontE2eTest, ARestartInPlaceAndAFrontReloadRefuseNothing) {
+  ASSERT_EQ(Apply(Manifest({{"svc-a", "a"}})), 0) << out_.str() << err_.str();
+  StartProber();
+  // A changed environment restarts svc-a in place: the front holds while it restarts.
+  ASSERT_EQ(Apply(Manifest({{"svc-a", "a", "running", "", "FAKE_VLLM_STARTUP_DELAY: '1'"}})), 0)
+      << out_.str() << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("holding new requests")) << out_.str();
+  // A new backend (svc-b, stopped) changes the front's configuration: a seamless reload.
+  ASSERT_EQ(Apply(Manifest({{"svc-a", "a", "running", "", "FAKE_VLLM_STARTUP_DELAY: '1'"},
+                            {"svc-b", "b", "stopped"}})),
+            0)
+      << out_.str() << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("reloaded seamlessly")) << out_.str();
+  nlohmann::json s = StopProber();
+  EXPECT_EQ(Count(s, "refused"), 0) << s.dump();
+  EXPECT_EQ(Count(s, "reset"), 0) << s.dump();
+  EXPECT_EQ(s.value("failed", -1), 0) << s.dump();
+  EXPECT_EQ(s.value("streams_completed", -1), s.value("streams_started", -2)) << s.dump();
+  EXPECT_EQ(ServedModel(), "a");
+}
+
+}  // namespace
+}  // namespace berth::testing
