@@ -7,9 +7,12 @@
 
 #include <cerrno>
 #include <cstring>
+#include <sstream>
+#include <vector>
 #include <thread>
 
 #include "engine/core/atomic_file.h"
+#include "engine/core/front.h"
 #include "engine/core/units.h"
 #include "engine/core/untrusted_text.h"
 
@@ -27,9 +30,9 @@ std::string PidOf(const std::string& info) {
   return info.substr(from, to - from);
 }
 
-// One command on HAProxy's master CLI; its answer is not needed (reload closes the
-// connection). Bounded: a socket that does not answer within 5 s is an error.
-Status MasterCommand(const std::string& master, const std::string& command) {
+// One command on HAProxy's master CLI and its answer (at most 1 MiB; reload closes the
+// connection without one). Bounded: a socket that does not answer within 5 s is an error.
+Result<std::string> MasterAnswer(const std::string& master, const std::string& command) {
   sockaddr_un addr{};
   if (master.size() >= sizeof addr.sun_path)
     return Status::InvalidArgument("the front's master socket path " + master + " is too long");
@@ -46,7 +49,8 @@ Status MasterCommand(const std::string& master, const std::string& command) {
     return Status::Unavailable("cannot reach the front's master socket " + master + ": " +
                                std::strerror(e));
   }
-  std::string line = command + "\n";
+  // The master CLI keeps a connection open after an answer: "; quit" closes it.
+  std::string line = command + "; quit\n";
   ssize_t n = ::send(fd, line.data(), line.size(), MSG_NOSIGNAL);
   if (n != static_cast<ssize_t>(line.size())) {
     int e = errno;
@@ -54,11 +58,32 @@ Status MasterCommand(const std::string& master, const std::string& command) {
     return Status::IoError("the front's master socket " + master + ": '" + command +
                            "' not sent: " + std::strerror(e));
   }
+  std::string answer;
   char buf[4096];
-  for (int k = 0; k < 256 && ::recv(fd, buf, sizeof buf, 0) > 0; ++k) {
-  }
+  for (ssize_t got; answer.size() < (1u << 20) && (got = ::recv(fd, buf, sizeof buf, 0)) > 0;)
+    answer.append(buf, static_cast<size_t>(got));
   ::close(fd);
-  return Status::Ok();
+  return answer;
+}
+
+Status MasterCommand(const std::string& master, const std::string& command) {
+  return MasterAnswer(master, command).status();
+}
+
+// The pids of every worker of the front, the current one and those a reload left finishing
+// their connections: `show proc` lines "PID worker ...".
+std::vector<std::string> WorkerPids(const std::string& show_proc) {
+  std::vector<std::string> pids;
+  std::istringstream lines(show_proc);
+  std::string line;
+  while (std::getline(lines, line) && pids.size() < 64) {
+    std::istringstream words(line);
+    std::string pid, type;
+    if (!(words >> pid >> type) || type != "worker") continue;
+    if (pid.size() > 10 || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    pids.push_back(pid);
+  }
+  return pids;
 }
 
 }  // namespace
@@ -148,8 +173,49 @@ Status FrontSteps::RouteBack(const Action& a, const std::string& server) {
   return Route(a.front_socket, a.front_port, server);
 }
 
+Result<int64_t> SessionsInEveryWorker(const std::string& master, const std::string& server) {
+  Result<std::string> procs = MasterAnswer(master, "show proc");
+  if (!procs.ok()) return procs.status();
+  int64_t total = 0;
+  for (const std::string& pid : WorkerPids(*procs)) {
+    Result<std::string> csv = MasterAnswer(master, "@!" + pid + " show stat");
+    if (!csv.ok()) continue;  // a worker that just exited
+    Result<FrontStats> stats = ParseShowStat(*csv);
+    if (!stats.ok()) continue;
+    if (const FrontServerStats* sv = stats->Server(server)) total += sv->current_sessions;
+  }
+  return total;
+}
+
+namespace {
+
+// Requests in flight on a server, counted in every worker of the front: a seamless reload
+// leaves the old worker carrying the streams it had, which the new worker's counters miss.
+class EveryWorker : public FrontControl {
+ public:
+  EveryWorker(std::unique_ptr<FrontControl> current, std::string master)
+      : current_(std::move(current)), master_(std::move(master)) {}
+  Status Route(const std::string& server) override { return current_->Route(server); }
+  Status Hold() override { return current_->Hold(); }
+  Status Drain(const std::string& server) override { return current_->Drain(server); }
+  Result<int64_t> Sessions(const std::string& server) override {
+    Result<int64_t> all = SessionsInEveryWorker(master_, server);
+    return all.ok() ? all : current_->Sessions(server);
+  }
+  Status SetReady(bool ready) override { return current_->SetReady(ready); }
+  Result<FrontStats> Stats() override { return current_->Stats(); }
+
+ private:
+  std::unique_ptr<FrontControl> current_;
+  std::string master_;
+};
+
+}  // namespace
+
 Status FrontSteps::Drain(const Action& a) {
   std::unique_ptr<FrontControl> f = (connect_ ? connect_ : ConnectHaproxy)(a.front_socket);
+  if (!connect_ && !a.front_master.empty())
+    f = std::make_unique<EveryWorker>(std::move(f), a.front_master);
   Status s = WaitForNoSessions(*f, a.front_server, *clock_, std::chrono::milliseconds(a.timeout_ms));
   if (progress_)
     *progress_ << "front " << a.front_port << ": " << a.front_server

@@ -28,6 +28,10 @@ std::unique_ptr<FrontControl> ConnectHaproxy(const std::string& socket);
 Status ReloadHaproxy(const std::string& master, const std::string& admin,
                      std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
+/// The requests in flight on `server` in every worker of the front (through the master CLI's
+/// `show proc` and `@!PID show stat`): the current worker and those a reload left finishing.
+Result<int64_t> SessionsInEveryWorker(const std::string& master, const std::string& server);
+
 class FrontSteps {
  public:
   FrontSteps(FrontConnector connect, FrontReloader reload, Clock* clock, std::ostream* progress)

@@ -6,6 +6,7 @@
 #include "engine/apply/live_host.h"
 #include "engine/apply/reconciler.h"
 #include "engine/cli/commands.h"
+#include "manifests/loader.h"
 #include "engine/core/clock.h"
 #include "engine/core/units.h"
 #include "engine/loop/manifest_probe.h"
@@ -70,6 +71,24 @@ int RunReconcile(const ReconcileCommand& cmd, std::ostream& out, std::ostream& e
   deps.bench_records = [&ro] {
     auto records = BenchHistory(ro.state_dir).Load();
     return records.ok() ? LatestPerKey(*records, {}) : std::vector<BenchRecord>{};
+  };
+  deps.front_metrics = [&cmd] {
+    std::vector<FrontMetrics> fronts;
+    LoadResult loaded = LoadManifests(cmd.manifest_path);
+    for (const auto& [port, front] : loaded.desired.fronts) {
+      FrontMetrics f;
+      f.port = port;
+      HaproxyAdminOptions o;
+      o.socket = loaded.desired.host.front_dir + "/" + std::to_string(port) + ".sock";
+      o.timeout = std::chrono::seconds(2);
+      Result<FrontStats> stats = HaproxyAdmin(o).Stats();
+      if (stats.ok())
+        f.stats = *stats;
+      else
+        f.error = stats.status().message();
+      fronts.push_back(std::move(f));
+    }
+    return fronts;
   };
   deps.manifest_fingerprint = [&] { return ManifestFingerprint(cmd.manifest_path); };
   deps.clock = &clock;

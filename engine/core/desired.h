@@ -48,7 +48,7 @@ struct FrontDecl {
   int port = 0;                 // the public port
   std::string bind = "0.0.0.0";  // the address the front listens on
   /// How long a request waits while no backend serves (a stop-first switch, a restart): past
-  /// it, 503 with Retry-After. 0: answered 503 at once.
+  /// it, 503 with Retry-After. Rounded up to whole hold rounds (1 s), at least one.
   uint64_t hold_ms = 10ULL * 60 * 1000;
   /// How long the old backend's in-flight requests (streams too) may take to finish after the
   /// front stops sending it new ones, before it is stopped anyway.

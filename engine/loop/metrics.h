@@ -11,8 +11,21 @@
 #include "engine/core/atomic_file.h"
 #include "engine/core/status.h"
 #include "engine/state/bench_history.h"
+#include "providers/front/haproxy_admin.h"
 
 namespace berth {
+
+/// One front's figures for the textfile.
+struct FrontMetrics {
+  int port = 0;
+  FrontStats stats;
+  std::string error;  // "" when the front answered
+};
+
+/// The berth_front_* part of the textfile: per front (label port) whether it answered, its
+/// requests, 5xx answers (503s past the hold bound among them), the seconds requests spent held
+/// (one per hold round: the hold server's sessions), its retries, and which backend is routed to.
+std::string FrontMetricsText(const std::vector<FrontMetrics>& fronts);
 
 /// The failure kinds of berth_failures_total, in the order they are written.
 inline constexpr std::array<const char*, 7> kFailureKinds = {
@@ -39,6 +52,9 @@ struct LoopMetrics {
   /// The newest `berth bench` record of each service, model and commit (LatestPerKey), read
   /// from the state directory before each write; exported as berth_bench_* gauges.
   std::vector<BenchRecord> bench;
+  /// Each front's counters (its admin socket's `show stat`), read before each write; a front
+  /// that did not answer has `error` set.
+  std::vector<FrontMetrics> fronts;
 
   /// Folds one pass in: its report, when it started (unix seconds) and how long it took.
   void Record(const RunReport& report, double started_unix, double duration_s);

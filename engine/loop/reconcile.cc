@@ -140,6 +140,7 @@ class Loop {
   void WriteMetrics() {
     if (o_.metrics_path.empty()) return;
     if (d_.bench_records) metrics_.bench = d_.bench_records();
+    if (d_.front_metrics) metrics_.fronts = d_.front_metrics();
     Status s = d_.write_file ? d_.write_file(o_.metrics_path, MetricsText(metrics_))
                              : WriteFileAtomically(o_.metrics_path, MetricsText(metrics_));
     if (!s.ok()) Log("metrics: " + s.message());

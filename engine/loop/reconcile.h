@@ -12,6 +12,7 @@
 #include "engine/apply/reconciler.h"
 #include "engine/core/clock.h"
 #include "engine/core/status.h"
+#include "engine/loop/metrics.h"
 #include "engine/loop/notifier.h"
 #include "engine/loop/schedule.h"
 #include "engine/state/bench_history.h"
@@ -36,6 +37,8 @@ struct LoopDeps {
   std::ostream* log = nullptr;                        // one status line per pass; null: none
   /// berth bench's newest records (LatestPerKey), exported with the metrics; null: none.
   std::function<std::vector<BenchRecord>()> bench_records;
+  /// The fronts' counters (their admin sockets), exported with the metrics; null: none.
+  std::function<std::vector<FrontMetrics>()> front_metrics;
   /// Writes the metrics file; null: WriteFileAtomically.
   std::function<Status(const std::string& path, const std::string& text)> write_file;
 };

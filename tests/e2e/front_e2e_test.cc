@@ -10,6 +10,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "engine/cli/commands.h"
@@ -43,7 +44,15 @@ class FrontE2eTest : public SandboxSuite {
   }
 
   struct Svc {
-    std::string name, model, state = "running", strategy, env, health = "{timeout: 30s, interval: 100ms}";
+    Svc(std::string n, std::string m, std::string st = "running", std::string strat = "",
+        std::string e = "", std::string h = "{timeout: 30s, interval: 100ms}")
+        : name(std::move(n)),
+          model(std::move(m)),
+          state(std::move(st)),
+          strategy(std::move(strat)),
+          env(std::move(e)),
+          health(std::move(h)) {}
+    std::string name, model, state, strategy, env, health;
   };
   std::string Manifest(const std::vector<Svc>& services, const std::string& front = "{hold: 1m, drain: 30s}") {
     std::ostringstream m;
@@ -56,7 +65,8 @@ class FrontE2eTest : public SandboxSuite {
       << "services:\n";
     for (const Svc& s : services) {
       m << "  " << s.name << ":\n    model: " << s.model << "\n    engine: vllm\n    gpus: [0]\n"
-        << "    port: " << port_ << "\n    state: " << s.state << "\n    health: " << s.health
+        << "    port: " << port_ << "\n    backend_port: " << Backend(s.name)
+        << "\n    state: " << s.state << "\n    health: " << s.health
         << "\n    preflight: {engine: off}\n"
         << "    vllm: {served_model_name: " << s.model << "}\n"
         << "    env: {FAKE_VLLM_TOKENS_PER_SECOND: '50'" << (s.env.empty() ? "" : ", " + s.env)
@@ -66,6 +76,13 @@ class FrontE2eTest : public SandboxSuite {
     std::string path = (tmp_ / ("berth-" + std::to_string(++manifests_) + ".yaml")).string();
     std::ofstream(path) << m.str();
     return path;
+  }
+  // Each service's backend port, free when first asked (sandboxes share the host's network, so
+  // the ports berth would derive from the names could collide between tests run at once).
+  int Backend(const std::string& name) {
+    auto [it, fresh] = backends_.emplace(name, 0);
+    if (fresh) it->second = FreePort();
+    return it->second;
   }
   int Apply(const std::string& manifest) {
     ApplyCommand cmd;
@@ -147,6 +164,7 @@ class FrontE2eTest : public SandboxSuite {
   int port_ = 0;
   int manifests_ = 0;
   pid_t prober_ = 0;
+  std::map<std::string, int> backends_;
   std::ostringstream out_, err_;
 };
 

@@ -247,3 +247,38 @@ TEST(Metrics, TheLastBenchFiguresOfEachModelWithLabels) {
 
 }  // namespace
 }  // namespace berth::testing
+
+namespace berth {
+namespace {
+
+// The fronts' counters join the textfile: whether each answered, its requests, 5xx, the
+// seconds requests spent held (the hold server's sessions) and the server routed to.
+TEST(FrontMetrics, EachFrontsCountersAndItsRouteAreInTheTextfile) {
+  LoopMetrics m;
+  FrontMetrics up;
+  up.port = 8000;
+  up.stats.requests = 1234;
+  up.stats.responses_5xx = 2;
+  up.stats.retries = 42;
+  up.stats.servers = {{"svc-a", "MAINT", 1, 10, 0, 0, 0, 0},
+                      {"svc-b", "no check", 3, 20, 0, 0, 0, 0},
+                      {"hold", "MAINT", 0, 40, 0, 0, 0, 0}};
+  FrontMetrics down;
+  down.port = 9000;
+  down.error = "cannot reach /run/fronts/9000.sock";
+  m.fronts = {up, down};
+  std::string text = MetricsText(m);
+  EXPECT_THAT(text, ::testing::HasSubstr("berth_front_up{port=\"8000\"} 1\n"));
+  EXPECT_THAT(text, ::testing::HasSubstr("berth_front_up{port=\"9000\"} 0\n"));
+  EXPECT_THAT(text, ::testing::HasSubstr("berth_front_requests_total{port=\"8000\"} 1234\n"));
+  EXPECT_THAT(text, ::testing::HasSubstr("berth_front_responses_5xx_total{port=\"8000\"} 2\n"));
+  EXPECT_THAT(text, ::testing::HasSubstr("berth_front_held_seconds_total{port=\"8000\"} 40\n"));
+  EXPECT_THAT(text, ::testing::HasSubstr("berth_front_retries_total{port=\"8000\"} 42\n"));
+  EXPECT_THAT(text, ::testing::HasSubstr("berth_front_backend{port=\"8000\",server=\"svc-b\"} 1\n"));
+  EXPECT_THAT(text, ::testing::HasSubstr("berth_front_backend{port=\"8000\",server=\"svc-a\"} 0\n"));
+  EXPECT_THAT(text, ::testing::Not(::testing::HasSubstr("berth_front_requests_total{port=\"9000\"}")));
+  EXPECT_EQ(FrontMetricsText({}), "");
+}
+
+}  // namespace
+}  // namespace berth
