@@ -17,6 +17,20 @@
 //    replay the buffered request, body included) and re-picks a server on every retry
 //    (`option redispatch 1`), so a held request goes to the server routed to within a second.
 //    N retries hold about N+1 seconds; after the last, the 425 becomes a 503 with Retry-After.
+//    A request larger than one buffer (FrontSpec::buffer_bytes) cannot be replayed: held, it
+//    gets that 503 after one round.
+//  - Server states set over the admin socket do not survive a reload (the new worker reads
+//    the file): berth renders the state it wants (active, ready) before it reloads.
+//  - Reloads: master-worker mode; the master passes the listening sockets to the new worker
+//    over its socketpair (2.6 needs no -x then; expose-fd listeners is kept for a manual -x),
+//    and the old worker finishes its streams, bounded by hard-stop-after (drain_ms). At start
+//    and at each reload the master re-executes itself; meanwhile its CLI refuses connections
+//    and SIGUSR2 is ignored, so a reload asked then is lost: berth reloads with
+//    HaproxyMaster::Reload (providers/front), which confirms it by `show proc`'s counter. The
+//    unit's ExecReload (SIGUSR2, as Debian's haproxy.service) is for an operator.
+//  - `retries`: HAProxy reads it with atol() into an int and checks no bound; berth renders at
+//    most kFrontMaxRetries. N retries hold about N + 1 seconds (measured: 2 s of hold_ms gives
+//    a 503 with Retry-After after about 2.2 s).
 //  - The ready path answers from the number of usable servers of a one-server backend `ready`
 //    (`nbsrv(ready)`), flipped with `set server ready/ready state` (no map file, no
 //    experimental-mode `set var`).
