@@ -17,8 +17,10 @@ touching anything, and carries it out through systemd units.")
 set(CPACK_DEBIAN_PACKAGE_SECTION admin)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
-# berth drives systemd over D-Bus; `berth plan --observed` works without it.
-set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "systemd")
+# berth drives systemd over D-Bus; `berth plan --observed` works without it. HAProxy holds a
+# public port while its model server changes (the front, berth-front-PORT.service); hosts
+# without a front do not need it.
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "systemd, haproxy")
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 # Install as /usr with DESTDIR staging, so that the unit install script sees the real prefix.
 set(CPACK_SET_DESTDIR ON)

@@ -33,6 +33,9 @@ for lib in libc6 libstdc++6 libyaml-cpp libcurl libsystemd0 libspdlog libfmt; do
   grep -q "$lib" <<<"$depends" || problem "Depends lacks $lib (is dpkg-shlibdeps installed?): $depends"
 done
 
+recommends=$(dpkg-deb -f "$deb" Recommends)
+grep -qw haproxy <<<"$recommends" || problem "Recommends lacks haproxy (the front): $recommends"
+
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 dpkg-deb -x "$deb" "$work"

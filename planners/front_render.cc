@@ -1,0 +1,161 @@
+#include "planners/front_render.h"
+
+#include <sstream>
+
+#include "engine/core/hash.h"
+#include "engine/core/unit_marker.h"
+#include "planners/unit_syntax.h"
+
+namespace berth {
+
+uint64_t FrontRetries(uint64_t hold_ms) {
+  uint64_t rounds = (hold_ms + kFrontHoldRoundMs - 1) / kFrontHoldRoundMs;
+  if (rounds < 2) return 1;
+  return rounds - 1 > kFrontMaxRetries ? kFrontMaxRetries : rounds - 1;
+}
+
+namespace {
+
+std::string Ms(uint64_t ms) { return std::to_string(ms) + "ms"; }
+
+/// A path for an ExecStart= word and a HAProxy argument: absolute, printable, no space.
+bool IsPlainPath(const std::string& s) {
+  if (s.empty() || s[0] != '/') return false;
+  for (char c : s) {
+    if (c <= ' ' || c >= 0x7f || c == '"' || c == '\'' || c == '\\' || c == '#' || c == '$' ||
+        c == '%')
+      return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<std::string> RenderHaproxyConfig(const FrontSpec& spec) {
+  std::string problems = FrontSpecProblems(spec);
+  if (!problems.empty()) return Status::InvalidArgument(problems);
+  const std::string port = std::to_string(spec.port);
+  const std::string hold_addr = "abns@" + spec.hold_name;
+  auto disabled = [&spec](const std::string& server) {
+    return spec.active == server ? "" : " disabled";
+  };
+  std::ostringstream c;
+  c << "# Managed by berth: the front of port " << port << " (" << FrontUnitName(spec.port)
+    << "). berth rewrites this file.\n";
+  c << "global\n";
+  c << "  # A master and workers: a reload starts a new worker that gets the listening sockets\n"
+       "  # from the master (no refused connection) while the old one finishes its streams.\n";
+  c << "  master-worker\n";
+  c << "  # berth's admin socket (server states, show stat). expose-fd listeners also lets a\n"
+       "  # `haproxy -x` started outside the master take the listeners.\n";
+  c << "  stats socket " << spec.admin_socket << " mode 600 level admin expose-fd listeners\n";
+  c << "  # An admin connection idle this long is closed.\n";
+  c << "  stats timeout 10s\n";
+  c << "  # An old worker left by a reload exits at the latest this long after it.\n";
+  c << "  hard-stop-after " << Ms(spec.drain_ms) << "\n";
+  c << "  maxconn " << spec.max_connections << "\n";
+  c << "  # A request is replayed by a retry (a held request) only when it fits in one buffer.\n";
+  c << "  tune.bufsize " << spec.buffer_bytes << "\n";
+  c << "\n";
+  c << "defaults\n";
+  c << "  mode http\n";
+  c << "  # Loopback connects are immediate; 1 s covers a dropped SYN (a full accept queue).\n";
+  c << "  timeout connect 1s\n";
+  c << "  # A stream (SSE) or a long completion may be silent this long either way.\n";
+  c << "  timeout client " << Ms(spec.idle_ms) << "\n";
+  c << "  timeout server " << Ms(spec.idle_ms) << "\n";
+  c << "  timeout tunnel " << Ms(spec.idle_ms) << "\n";
+  c << "  # A client has 30 s to send its headers and, buffered, its body.\n";
+  c << "  timeout http-request 30s\n";
+  c << "  # An idle keep-alive client connection is closed after 10 s.\n";
+  c << "  timeout http-keep-alive 10s\n";
+  c << "\n";
+  c << "frontend " << kFrontProxy << "\n";
+  c << "  bind " << spec.bind << ":" << port << "\n";
+  c << "  # The front's own health (berth's health gate of berth-front-PORT): 200 while it runs.\n";
+  c << "  monitor-uri " << kFrontMonitorUri << "\n";
+  if (!spec.ready_path.empty()) {
+    c << "  # The ready path: 503 while berth says draining (server ready/ready in maintenance).\n";
+    c << "  http-request return status 503 content-type text/plain string draining if { path "
+      << spec.ready_path << " } !{ nbsrv(" << kFrontReadyBackend << ") gt 0 }\n";
+    c << "  http-request return status 200 content-type text/plain string ready if { path "
+      << spec.ready_path << " }\n";
+  }
+  c << "  default_backend " << kFrontBackend << "\n";
+  c << "\n";
+  c << "backend " << kFrontBackend << "\n";
+  c << "  balance roundrobin\n";
+  c << "  # Wait for the body (up to a buffer) before connecting: the whole request can be\n"
+       "  # replayed on a retry.\n";
+  c << "  option http-buffer-request\n";
+  c << "  # Retry when the connect fails, and when a hold round ends (the hold loop's 425).\n";
+  c << "  retry-on conn-failure 425\n";
+  c << "  # One retry per hold round: about " << FrontRetries(spec.hold_ms) + 1
+    << " s of hold, then 503.\n";
+  c << "  retries " << FrontRetries(spec.hold_ms) << "\n";
+  c << "  # Pick a server again on every retry: a held request goes to the server routed to.\n";
+  c << "  option redispatch 1\n";
+  c << "  # Past the hold bound: the last round's 425 becomes a 503 with Retry-After.\n";
+  c << "  http-response return status 503 content-type text/plain string held-too-long hdr "
+       "Retry-After "
+    << spec.retry_after_s << " if { status 425 }\n";
+  c << "  # HAProxy's own 503 (no server ready, every retry failed) says when to come back.\n";
+  c << "  http-error status 503 content-type text/plain string no-model-server hdr Retry-After "
+    << spec.retry_after_s << "\n";
+  c << "  # No health checks: a server checked DOWN would make HAProxy answer 503 at once.\n";
+  for (const FrontBackend& b : spec.backends)
+    c << "  server " << b.name << " " << b.host << ":" << b.port << disabled(b.name) << "\n";
+  c << "  server " << kFrontHoldServer << " " << hold_addr << disabled(kFrontHoldServer) << "\n";
+  c << "\n";
+  c << "backend " << kFrontReadyBackend << "\n";
+  c << "  # Never connected to: its one server's state is the ready path's answer.\n";
+  c << "  server " << kFrontReadyBackend << " " << hold_addr << (spec.ready ? "" : " disabled")
+    << "\n";
+  c << "\n";
+  c << "frontend " << kFrontHoldProxy << "\n";
+  c << "  # The hold loop: each request waits one round, then 425 sends it back to be retried.\n";
+  c << "  bind " << hold_addr << "\n";
+  c << "  timeout tarpit " << Ms(kFrontHoldRoundMs) << "\n";
+  c << "  http-request tarpit deny_status 425\n";
+  return c.str();
+}
+
+Result<std::string> RenderFrontUnit(const FrontSpec& spec, const std::string& config_path,
+                                    const std::string& haproxy_path) {
+  std::string problems = FrontSpecProblems(spec);
+  if (!IsPlainPath(config_path))
+    problems += "front config path '" + config_path + "' is not a plain absolute path\n";
+  if (!IsPlainPath(haproxy_path))
+    problems += "haproxy path '" + haproxy_path + "' is not a plain absolute path\n";
+  if (!problems.empty()) return Status::InvalidArgument(problems);
+  const std::string hx = QuoteExecArg(haproxy_path);
+  const std::string cfg = QuoteExecArg(config_path);
+  const std::string port = std::to_string(spec.port);
+  std::ostringstream b;
+  b << "[Unit]\n";
+  b << "Description=berth front of port " << port << " (HAProxy)\n";
+  b << "After=network-online.target\nWants=network-online.target\n\n";
+  b << "[Service]\n";
+  // -Ws: master-worker with sd_notify; the master is the main process.
+  b << "Type=notify\n";
+  // The sockets and the pid file live in /run/berth/front-PORT (removed when the unit stops).
+  if (spec.admin_socket.rfind(FrontRuntimeDir(spec.port) + "/", 0) == 0)
+    b << "RuntimeDirectory=berth/front-" << port << "\nRuntimeDirectoryMode=0750\n";
+  b << "ExecStartPre=" << hx << " -c -q -f " << cfg << "\n";
+  b << "ExecStart=" << hx << " -Ws -f " << cfg << " -p " << QuoteExecArg(spec.pid_file) << " -S "
+    << QuoteExecArg(spec.master_socket + ",mode,600") << "\n";
+  // As Debian's haproxy.service: check the new configuration, then SIGUSR2 to the master.
+  b << "ExecReload=" << hx << " -Ws -c -q -f " << cfg << "\n";
+  b << "ExecReload=/bin/kill -USR2 $MAINPID\n";
+  b << "KillMode=mixed\n";
+  b << "Restart=on-failure\nRestartSec=2\n";
+  // 143: the master exits with 128+SIGTERM on a clean stop.
+  b << "SuccessExitStatus=143\n";
+  b << "TimeoutStopSec=" << (spec.drain_ms + 999) / 1000 + 30 << "s\n\n";
+  b << "[Install]\nWantedBy=multi-user.target\n";
+  const std::string body = b.str();
+  return std::string(kUnitMarker) + ". Edits are drift: berth rewrites this file.\n" +
+         kSpecHashKey + Sha256Hex(body) + "\n" + body;
+}
+
+}  // namespace berth
