@@ -66,10 +66,6 @@ Result<std::string> MasterAnswer(const std::string& master, const std::string& c
   return answer;
 }
 
-Status MasterCommand(const std::string& master, const std::string& command) {
-  return MasterAnswer(master, command).status();
-}
-
 // The pids of every worker of the front, the current one and those a reload left finishing
 // their connections: `show proc` lines "PID worker ...".
 std::vector<std::string> WorkerPids(const std::string& show_proc) {
@@ -101,7 +97,11 @@ Status ReloadHaproxy(const std::string& master, const std::string& admin,
   HaproxyAdmin before(o);
   Result<std::string> info = before.Command("show info");
   std::string old_pid = info.ok() ? PidOf(*info) : "";
-  BERTH_RETURN_IF_ERROR(MasterCommand(master, "reload"));
+  // The master re-executes itself at each reload and refuses its CLI meanwhile: HaproxyMaster
+  // confirms the reload by its counter, and says when the new configuration did not load.
+  HaproxyAdminOptions m;
+  m.socket = master;
+  BERTH_RETURN_IF_ERROR(HaproxyMaster(m).Reload(RealClock(), timeout));
   auto deadline = std::chrono::steady_clock::now() + timeout;
   std::string last = "no answer yet";
   while (std::chrono::steady_clock::now() < deadline) {
