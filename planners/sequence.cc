@@ -156,8 +156,10 @@ class Sequencer {
 
   // Stops `t`. `for_spec`: the service whose start needs what it frees (nullptr: a stop the
   // manifest asks for on its own). The detail says what it frees for that service, and apart
-  // from that, what it frees and the ports that go dark with it.
-  void EmitStop(const Transition& t, const ServiceSpec* for_spec) {
+  // from that, what it frees and the ports that go dark with it. Returns what the stop replaces
+  // for the switch of `for_spec`: its step and the stopped service's own health gate, which an
+  // undo waits for after starting it again (port 0: berth knows none).
+  Replaced EmitStop(const Transition& t, const ServiceSpec* for_spec) {
     const std::string for_service = for_spec ? for_spec->name : "";
     const int for_port = for_spec && for_spec->port ? *for_spec->port : 0;
     Action a;
@@ -166,16 +168,15 @@ class Sequencer {
     a.unit = t.unit;
     a.reason = for_spec ? Reason::kFreesResources : t.reason;
     a.for_service = for_service;
-    // Its own health gate, for a rollback that starts it again (berth waits until it serves).
-    if (for_spec && t.spec && t.spec->port) {
-      Action gate = HealthGate(*t.spec, t.address, draft_.reported_names, "");
-      a.port = gate.port;
-      a.host = gate.host;
-      a.health_path = gate.health_path;
-      a.served_name = gate.served_name;
-      a.timeout_ms = gate.timeout_ms;
-      a.interval_ms = gate.interval_ms;
-    }
+    Replaced replaced;
+    replaced.address = t.address;
+    replaced.unit = t.unit;
+    replaced.stop_step = plan_->actions.size();
+    replaced.gate.kind = ActionKind::kWaitHealthy;
+    replaced.gate.address = t.address;
+    replaced.gate.unit = t.unit;
+    if (for_spec && t.spec && t.spec->port)
+      replaced.gate = HealthGate(*t.spec, t.address, draft_.reported_names, "");
     Resources freed = host_.Release(t.unit);
     a.frees = freed;
     if (!for_spec) {
@@ -223,6 +224,7 @@ class Sequencer {
       }
       plan_->disruptions.push_back(dis);
     }
+    return replaced;
   }
 
   void EmitStart(const Transition& t) {
@@ -324,21 +326,51 @@ class Sequencer {
                     ". Use strategy: auto or stop-first";
         plan_->problems.push_back(p);
       }
+      // What it replaces and stops only after its gates (new before old).
+      bool old_stops_later = false;
+      if (pick->spec->strategy != Strategy::kStopFirst)
+        for (const auto& u : ReplacedBy(*pick, host_, pending))
+          old_stops_later =
+              old_stops_later ||
+              (PendingStop(u) && std::find(stops.begin(), stops.end(), u) == stops.end());
       std::sort(stops.begin(), stops.end());
-      for (const auto& u : stops)
-        if (const Transition* st = PendingStop(u))
-          EmitStop(*st, pick->spec);
-        else if (const Transition* rt = PendingRestart(u))
-          EmitStop(*rt, pick->spec);
+      Switch sw;
+      sw.address = pick->address;
+      sw.unit = pick->unit;
+      for (const auto& u : stops) {
+        const Transition* st = PendingStop(u);
+        if (!st) st = PendingRestart(u);
+        if (!st) continue;
+        sw.replaces.push_back(EmitStop(*st, pick->spec));
+        sw.steps.push_back(sw.replaces.back().stop_step);
+      }
       for (Problem& p : need.problems) {
         p.step = NextStep();
         plan_->problems.push_back(p);
       }
+      sw.start = plan_->actions.size();
       EmitStart(*pick);
+      for (size_t k = sw.start + 1; k < plan_->actions.size(); ++k)
+        if (IsGate(plan_->actions[k].kind)) sw.gates.push_back(k);
       // Boot state follows once the new service is healthy: a replacement that fails (and is
       // rolled back) leaves what a reboot brings up as it was.
       EmitBoot(draft_.enables, pick->unit);
       for (const auto& u : stops) EmitBoot(draft_.disables, u);
+      for (size_t k = sw.start; k < plan_->actions.size(); ++k) sw.steps.push_back(k);
+      const Action& start = plan_->actions[sw.start];
+      sw.mode = start.kind == ActionKind::kRestart ? SwitchMode::kInPlace
+                : !sw.replaces.empty()             ? SwitchMode::kStopFirst
+                : old_stops_later                  ? SwitchMode::kStartFirst
+                                                   : SwitchMode::kFresh;
+      // An in-place update of a unit file berth replaces: the undo writes the old one back.
+      sw.restores_unit = start.kind == ActionKind::kRestart &&
+                         std::any_of(plan_->actions.begin(),
+                                     plan_->actions.begin() + static_cast<std::ptrdiff_t>(sw.start),
+                                     [&](const Action& w) {
+                                       return w.kind == ActionKind::kWriteUnit &&
+                                              w.unit == sw.unit && w.reason != Reason::kUnitMissing;
+                                     });
+      plan_->switches.push_back(std::move(sw));
     }
     for (const auto& t : draft_.stops)
       if (!stopped_.count(t.unit)) {
