@@ -189,6 +189,29 @@ TEST_F(StateTest, TheJournalKeepsWhatEachSwitchReplacedAndEveryUnfinishedGate) {
   EXPECT_THAT(b.interrupted, HasSubstr("stopped at step 9"));
 }
 
+// A journal written before switches kept their own gate (its stops named for_service, no "gate")
+// still reads: what each switch replaced comes back with its gate, and the switch's own gate is
+// unknown (port 0: the undo does not wait for it).
+TEST(JournalFormat, AJournalFromBeforeSwitchGatesStillReads) {
+  auto j = JournalFromJson(R"({"started": "2026-12-01T01:00:00Z", "pid": "77",
+      "manifest_digest": "d", "finished": false,
+      "actions": [{"step": 1, "kind": "stop", "address": "service/old", "status": "done",
+                   "message": ""}],
+      "switches": [{"address": "service/new", "unit": "new.service",
+                    "stopped": [{"unit": "old.service", "address": "service/old",
+                                 "for_service": "new", "host": "", "port": 8000,
+                                 "health_path": "/health", "served_name": "old",
+                                 "timeout_ms": 600000, "interval_ms": 5000}]}]})",
+                           "journal.json");
+  ASSERT_TRUE(j.ok()) << j.status().message();
+  EXPECT_EQ(j->entries[0].status, "done");
+  ASSERT_EQ(j->switches.size(), 1u);
+  ASSERT_EQ(j->switches[0].replaced.size(), 1u);
+  EXPECT_EQ(j->switches[0].replaced[0].gate.port, 8000);
+  EXPECT_EQ(j->switches[0].replaced[0].gate.health_path, "/health");
+  EXPECT_EQ(j->switches[0].gate.port, 0);
+}
+
 TEST_F(StateTest, ASecondLockIsToldWhoHoldsTheFirst) {
   auto first = StateLock::Acquire(dir_.string(), std::chrono::milliseconds(0), "berth apply");
   ASSERT_TRUE(first.ok()) << first.status().message();
