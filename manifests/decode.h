@@ -15,9 +15,9 @@ namespace berth::manifests {
 /// A service plus where its cross-checked values were written.
 struct ServiceDraft {
   ServiceSpec spec;
-  SourceLoc model_loc;        // the `model:` value; line 0 when absent
-  SourceLoc port_loc;         // the `port:` value; line 0 when absent
-  SourceLoc draft_model_loc;  // the speculative draft model's value; line 0 when absent
+  SourceLoc model_loc;              // the `model:` value; line 0 when absent
+  SourceLoc port_loc;               // the `port:` value; line 0 when absent
+  SourceLoc draft_model_loc;        // the speculative draft model's value; line 0 when absent
   std::optional<int> backend_port;  // `backend_port:` (behind a front)
   SourceLoc backend_port_loc;
   SourceLoc bind_loc;  // the `bind:` value; line 0 when absent

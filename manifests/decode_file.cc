@@ -14,14 +14,14 @@ namespace berth::manifests {
 namespace {
 
 constexpr std::string_view kTopKeys[] = {"berth", "host", "fleet", "models", "services", "fronts"};
-constexpr std::string_view kHostKeys[] = {"match", "store",          "reserve",  "unit_dir",
-                                          "executables", "gpus", "keep_revisions", "front_dir"};
+constexpr std::string_view kHostKeys[] = {"match",       "store", "reserve",        "unit_dir",
+                                          "executables", "gpus",  "keep_revisions", "front_dir"};
 constexpr std::string_view kFrontKeys[] = {"bind", "hold", "drain", "retry_after", "ready"};
 constexpr std::string_view kReadyKeys[] = {"path", "lead"};
 constexpr std::string_view kGpuInventoryKeys[] = {"count", "memory"};
 constexpr std::string_view kMatchKeys[] = {"hostname"};
-constexpr std::string_view kExecutableEngines[] = {"vllm", "sglang", "llama-server",
-                                                   "trtllm-serve", "haproxy"};
+constexpr std::string_view kExecutableEngines[] = {"vllm", "sglang", "llama-server", "trtllm-serve",
+                                                   "haproxy"};
 constexpr std::string_view kModelKeys[] = {"source",  "revision", "include",
                                            "exclude", "keep",     "size"};
 
@@ -144,9 +144,9 @@ void DecodeFronts(YamlReader& r, const Field& fronts, FilePart* part) {
     FrontDecl front;
     front.loc = entry.key_loc;
     int port = 0;
-    for (char c : entry.key) port = std::isdigit(static_cast<unsigned char>(c)) && port < 100000
-                                         ? port * 10 + (c - '0')
-                                         : 100000;
+    for (char c : entry.key)
+      port = std::isdigit(static_cast<unsigned char>(c)) && port < 100000 ? port * 10 + (c - '0')
+                                                                          : 100000;
     if (entry.key.empty() || port < 1 || port > 65535) {
       r.Error(entry.key_loc, "'" + entry.key + "' is not a port",
               "fronts are keyed by the public port they hold, e.g. fronts: {8000: {hold: 10m}}");
@@ -174,8 +174,9 @@ void DecodeFronts(YamlReader& r, const Field& fronts, FilePart* part) {
               if (!v) continue;
               has_path = true;
               bool ok = v->size() > 1 && v->size() <= 200 && (*v)[0] == '/';
-              for (char c : *v) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) ||
-                                            std::string_view("/-_.").find(c) != std::string::npos);
+              for (char c : *v)
+                ok = ok && (std::isalnum(static_cast<unsigned char>(c)) ||
+                            std::string_view("/-_.").find(c) != std::string::npos);
               if (ok)
                 front.ready_path = *v;
               else

@@ -14,9 +14,9 @@ namespace berth::manifests {
 namespace {
 
 constexpr std::string_view kServiceKeys[] = {
-    "model",       "engine", "state",     "gpus",         "port",       "bind",
-    "executable",  "vllm",   "sglang",    "llama_server", "trtllm",     "command",
-    "served_name", "args",   "env",       "env_file",     "gpu_memory", "health",
+    "model",       "engine", "state",     "gpus",         "port",        "bind",
+    "executable",  "vllm",   "sglang",    "llama_server", "trtllm",      "command",
+    "served_name", "args",   "env",       "env_file",     "gpu_memory",  "health",
     "strategy",    "adopt",  "preflight", "gates",        "backend_port"};
 constexpr std::string_view kEngines[] = {"vllm", "sglang", "llama-server", "trtllm-serve",
                                          "command"};

@@ -112,8 +112,7 @@ void MergeFronts(const std::vector<FilePart>& parts, const std::vector<ServiceDr
           "give the service an engine (berth then writes its unit), or set state: stopped");
       continue;
     }
-    if (d.bind_loc.line != 0 && s.bind != "127.0.0.1" && s.bind != "::1" &&
-        s.bind != "localhost") {
+    if (d.bind_loc.line != 0 && s.bind != "127.0.0.1" && s.bind != "::1" && s.bind != "localhost") {
       Add(diagnostics, d.bind_loc,
           "service '" + s.name + "' binds " + s.bind + ", but it is behind the front of port " +
               std::to_string(*s.port) + ", and its backend listens on loopback",
@@ -138,8 +137,9 @@ void MergeFronts(const std::vector<FilePart>& parts, const std::vector<ServiceDr
   std::vector<const ServiceDraft*> derived;
   for (const ServiceDraft* d : behind)
     if (!d->backend_port) derived.push_back(d);
-  std::sort(derived.begin(), derived.end(),
-            [](const ServiceDraft* a, const ServiceDraft* b) { return a->spec.name < b->spec.name; });
+  std::sort(derived.begin(), derived.end(), [](const ServiceDraft* a, const ServiceDraft* b) {
+    return a->spec.name < b->spec.name;
+  });
   for (const ServiceDraft* d : derived) {
     int p = DerivedBackendPort(d->spec.name);
     while (taken.count(p)) p = p == 29999 ? 20000 : p + 1;

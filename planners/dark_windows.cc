@@ -11,28 +11,28 @@ std::vector<uint64_t> Recorded(const Observed& o, const std::string& unit) {
 }
 
 // What the executor's rollback starts again, in its order, before the port of `d` serves again
-// when the change `gate` waits for fails: the services stopped to make room for it (up to the
-// one that served this port), or the unit itself on its previous file (an in-place update).
-std::vector<RollbackStart> RollbackOf(const Observed& o, const std::vector<Action>& actions,
-                                      const Disruption& d, const Action& gate) {
+// when the switch whose gate ends it fails: the services it stopped to make room (up to the one
+// that served this port), or the unit itself on its previous file (an in-place update).
+std::vector<RollbackStart> RollbackOf(const Observed& o, const Plan& plan, const Disruption& d) {
   std::vector<RollbackStart> out;
-  const Action& from = actions[static_cast<size_t>(d.from_step - 1)];
-  const std::string service = gate.address.substr(gate.address.find('/') + 1);
-  if (from.kind == ActionKind::kStop && from.for_service == service) {
-    for (int i = 0; i < d.from_step; ++i) {
-      const Action& stop = actions[static_cast<size_t>(i)];
-      if (stop.kind != ActionKind::kStop || stop.for_service != service) continue;
-      out.push_back({stop.unit, Recorded(o, stop.unit), stop.port ? stop.timeout_ms : 0});
+  const size_t from = static_cast<size_t>(d.from_step - 1);
+  const size_t until = static_cast<size_t>(d.until_step - 1);
+  for (const Switch& sw : plan.switches) {
+    if (std::find(sw.gates.begin(), sw.gates.end(), until) == sw.gates.end()) continue;
+    bool stopped_for_it = std::any_of(sw.replaces.begin(), sw.replaces.end(),
+                                      [&](const Replaced& r) { return r.stop_step == from; });
+    if (stopped_for_it) {
+      for (const Replaced& r : sw.replaces)
+        if (r.stop_step <= from)
+          out.push_back({r.unit, Recorded(o, r.unit), r.gate.port ? r.gate.timeout_ms : 0});
+      return out;
+    }
+    // An in-place update: the executor restores the unit file it replaced and restarts it.
+    if (sw.start == from && sw.restores_unit) {
+      const Action& gate = plan.actions[until];
+      out.push_back({sw.unit, Recorded(o, sw.unit), gate.timeout_ms});
     }
     return out;
-  }
-  // An in-place update: the executor restores the unit file it replaced and restarts it.
-  if (from.kind == ActionKind::kRestart && from.unit == gate.unit) {
-    bool rewritten = std::any_of(actions.begin(), actions.begin() + d.from_step, [&](auto& a) {
-      return a.kind == ActionKind::kWriteUnit && a.unit == gate.unit &&
-             a.reason != Reason::kUnitMissing;
-    });
-    if (rewritten) out.push_back({gate.unit, Recorded(o, gate.unit), gate.timeout_ms});
   }
   return out;
 }
@@ -60,7 +60,7 @@ void EstimateDarkWindows(const Observed& observed, Plan* plan) {
     e.samples_ms = Recorded(observed, gate.unit);
     if (!e.samples_ms.empty()) e.expected_ms = MedianMs(e.samples_ms);
     e.gate_timeout_ms = gate.timeout_ms;
-    e.rollback = RollbackOf(observed, actions, d, gate);
+    e.rollback = RollbackOf(observed, *plan, d);
     e.worst_ms = gate.timeout_ms;
     for (const RollbackStart& r : e.rollback)
       e.worst_ms += r.samples_ms.empty()

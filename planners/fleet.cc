@@ -41,14 +41,6 @@ std::optional<size_t> FirstDisruptiveStep(const Plan& plan) {
   return first;
 }
 
-bool TakesAServiceDown(const Plan& plan, size_t i) {
-  if (i >= plan.actions.size()) return false;
-  ActionKind k = plan.actions[i].kind;
-  if (k == ActionKind::kStop || k == ActionKind::kRestart) return true;
-  return std::any_of(plan.disruptions.begin(), plan.disruptions.end(),
-                     [&](const Disruption& d) { return d.from_step == static_cast<int>(i + 1); });
-}
-
 FleetTurnVerdict MayGoDark(const FleetSpec& fleet, const std::string& host,
                            const std::string& digest, const std::vector<FleetReport>& reports) {
   for (const FleetReport& r : reports) {

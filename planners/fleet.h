@@ -23,9 +23,6 @@ std::string WaveName(const FleetSpec& fleet, size_t index);
 /// The 0-based index of the first action that takes a service down (a stop, a restart, or the
 /// start of a port's dark window); nullopt when nothing of the plan goes dark.
 std::optional<size_t> FirstDisruptiveStep(const Plan& plan);
-/// Whether action `i` (0-based) takes a service down: a stop, a restart, or the start of a
-/// port's dark window. The fleet's turn must be held before each of them.
-bool TakesAServiceDown(const Plan& plan, size_t i);
 
 struct FleetTurnVerdict {
   enum Kind { kGo, kWait, kStop } kind = kGo;

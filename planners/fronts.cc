@@ -74,9 +74,8 @@ std::string ActiveNow(const Desired& d, const Observed& o, int port) {
   const std::string& text = file->second;
   if (text.rfind(kActiveLine, 0) != 0) return std::string(kHoldServer);
   size_t end = text.find('\n');
-  std::string name = text.substr(kActiveLine.size(), end == std::string::npos
-                                                         ? std::string::npos
-                                                         : end - kActiveLine.size());
+  std::string name = text.substr(
+      kActiveLine.size(), end == std::string::npos ? std::string::npos : end - kActiveLine.size());
   auto s = d.services.find(name);
   if (s == d.services.end() || s->second.front_port != port) return std::string(kHoldServer);
   const ObservedUnit* u = o.FindUnit(s->second.UnitName());
@@ -96,9 +95,9 @@ Action WriteFrontAction(const HostSpec& host, const FrontSpec& spec, const std::
   a.reason = Reason::kUnitChanged;
   a.unit_content = FrontConfigText(spec);
   a.reload = reload;
-  a.detail = why + "; routes to " + spec.active +
-             (reload ? "; reloaded seamlessly (the port stays open, requests in flight finish)"
-                     : "");
+  a.detail =
+      why + "; routes to " + spec.active +
+      (reload ? "; reloaded seamlessly (the port stays open, requests in flight finish)" : "");
   return a;
 }
 
@@ -129,8 +128,7 @@ Action DrainAction(const HostSpec& host, const FrontSpec& spec, const FrontDecl&
   return a;
 }
 
-Action ReadyAction(const HostSpec& host, const FrontSpec& spec, const FrontDecl& decl,
-                   bool ready) {
+Action ReadyAction(const HostSpec& host, const FrontSpec& spec, const FrontDecl& decl, bool ready) {
   Action a = FrontAction(ActionKind::kReady, host, spec);
   a.reason = Reason::kHealthGate;
   a.ready = ready;

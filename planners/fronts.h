@@ -43,13 +43,16 @@ std::string ActiveWanted(const Desired& d, int port);
 
 /// kWriteFront: write the configuration text (unit_content) to its file (front_config), and
 /// when `reload` (the front runs), reload the front seamlessly through its master socket.
-Action WriteFrontAction(const HostSpec& host, const FrontSpec& spec, const std::string& why, bool reload);
+Action WriteFrontAction(const HostSpec& host, const FrontSpec& spec, const std::string& why,
+                        bool reload);
 /// kRoute: the front of `spec.port` sends new requests to `server` (a backend, or kHoldServer);
 /// every other server drains (its requests in flight finish).
-Action RouteAction(const HostSpec& host, const FrontSpec& spec, const std::string& server, const std::string& why);
+Action RouteAction(const HostSpec& host, const FrontSpec& spec, const std::string& server,
+                   const std::string& why);
 /// kDrain: wait until the front has no request in flight on `server`, at most the front's
 /// drain bound (then berth goes on: the stop that follows ends them).
-Action DrainAction(const HostSpec& host, const FrontSpec& spec, const FrontDecl& decl, const std::string& server);
+Action DrainAction(const HostSpec& host, const FrontSpec& spec, const FrontDecl& decl,
+                   const std::string& server);
 /// kReady: the front's readiness path answers 200 (`ready`) or 503; turning it 503 waits the
 /// front's ready lead, so that an outside load balancer moves traffic away first.
 Action ReadyAction(const HostSpec& host, const FrontSpec& spec, const FrontDecl& decl, bool ready);

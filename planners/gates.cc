@@ -115,6 +115,15 @@ void InsertGates(Plan* plan, size_t at, const std::vector<Action>& gates) {
     if (d.from_step > static_cast<int>(at)) d.from_step += n;
     if (d.until_step > static_cast<int>(at)) d.until_step += n;
   }
+  auto shift = [&](size_t& i) {
+    if (i >= at) i += gates.size();
+  };
+  for (Switch& sw : plan->switches) {
+    for (size_t& i : sw.steps) shift(i);
+    for (size_t& i : sw.gates) shift(i);
+    for (Replaced& r : sw.replaces) shift(r.stop_step);
+    shift(sw.start);
+  }
 }
 
 }  // namespace

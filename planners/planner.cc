@@ -30,7 +30,32 @@ Plan MakePlan(const Desired& desired, const Observed& observed, const PlanOption
   Sequence(resolved, observed, std::move(draft), &plan);
   EstimateDarkWindows(observed, &plan);
   ApplyStateRules(resolved, observed, names, &plan);
+  MarkTurnsAndGroups(&plan);
   return plan;
+}
+
+void MarkTurnsAndGroups(Plan* plan) {
+  std::vector<Action>& acts = plan->actions;
+  for (size_t i = 0; i < acts.size(); ++i)
+    acts[i].takes_down = acts[i].kind == ActionKind::kStop || acts[i].kind == ActionKind::kRestart;
+  for (const Disruption& d : plan->disruptions)
+    if (d.front_mode != "none" && d.from_step >= 1 &&
+        static_cast<size_t>(d.from_step) <= acts.size())
+      acts[static_cast<size_t>(d.from_step - 1)].takes_down = true;
+  // Make-before-break: the old backend stops after the front routed away from it and it
+  // drained; nobody notices, so no turn is needed.
+  for (const Switch& sw : plan->switches)
+    if (sw.mode == SwitchMode::kMakeBeforeBreak)
+      for (const Replaced& r : sw.replaces) acts[r.stop_step].takes_down = false;
+  plan->groups = ParallelStarts(*plan);
+  for (Switch& sw : plan->switches) {
+    sw.needs_turn = false;
+    for (size_t i : sw.steps) sw.needs_turn = sw.needs_turn || acts[i].takes_down;
+    sw.group = -1;
+    for (size_t g = 0; g < plan->groups.size(); ++g)
+      for (const auto& [first, last] : plan->groups[g].chains)
+        if (first == sw.start) sw.group = static_cast<int>(g);
+  }
 }
 
 }  // namespace berth

@@ -25,6 +25,12 @@ struct PlanOptions {
 /// units carrying berth's marker) is ever pruned.
 Plan MakePlan(const Desired& desired, const Observed& observed, const PlanOptions& options = {});
 
+/// The facts of a plan the executor runs on, stated once its actions are final (MakePlan calls
+/// it last; a test that builds a plan by hand may too): Action::takes_down of each stop,
+/// restart and step a port's dark window begins at; Plan::groups (ParallelStarts); each
+/// switch's needs_turn and group.
+void MarkTurnsAndGroups(Plan* plan);
+
 /// The store directory berth uses: host.store, else the observed store's path.
 std::string StorePath(const Desired& desired, const Observed& observed);
 // SnapshotPath(store, repo_id, commit), once declared here, is in engine/core/hf_cache.h.

@@ -159,8 +159,10 @@ class Sequencer {
 
   // Stops `t`. `for_spec`: the service whose start needs what it frees (nullptr: a stop the
   // manifest asks for on its own). The detail says what it frees for that service, and apart
-  // from that, what it frees and the ports that go dark with it.
-  void EmitStop(const Transition& t, const ServiceSpec* for_spec) {
+  // from that, what it frees and the ports that go dark with it. Returns what the stop replaces
+  // for the switch of `for_spec`: its step and the stopped service's own health gate, which an
+  // undo waits for after starting it again (port 0: berth knows none).
+  Replaced EmitStop(const Transition& t, const ServiceSpec* for_spec) {
     const std::string for_service = for_spec ? for_spec->name : "";
     const int for_port = for_spec && for_spec->port ? *for_spec->port : 0;
     Action a;
@@ -169,16 +171,15 @@ class Sequencer {
     a.unit = t.unit;
     a.reason = for_spec ? Reason::kFreesResources : t.reason;
     a.for_service = for_service;
-    // Its own health gate, for a rollback that starts it again (berth waits until it serves).
-    if (for_spec && t.spec && t.spec->port) {
-      Action gate = HealthGate(*t.spec, t.address, draft_.reported_names, "");
-      a.port = gate.port;
-      a.host = gate.host;
-      a.health_path = gate.health_path;
-      a.served_name = gate.served_name;
-      a.timeout_ms = gate.timeout_ms;
-      a.interval_ms = gate.interval_ms;
-    }
+    Replaced replaced;
+    replaced.address = t.address;
+    replaced.unit = t.unit;
+    replaced.stop_step = plan_->actions.size();
+    replaced.gate.kind = ActionKind::kWaitHealthy;
+    replaced.gate.address = t.address;
+    replaced.gate.unit = t.unit;
+    if (for_spec && t.spec && t.spec->port)
+      replaced.gate = HealthGate(*t.spec, t.address, draft_.reported_names, "");
     Resources freed = host_.Release(t.unit);
     a.frees = freed;
     if (!for_spec) {
@@ -211,7 +212,7 @@ class Sequencer {
     int step = Emit(a);
     stopped_.insert(t.unit);
     // Behind a front the backend port is nobody's to miss: the front holds or routes (below).
-    if (t.spec && t.spec->front_port) return;
+    if (t.spec && t.spec->front_port) return replaced;
     for (int p : freed.ports) {
       Disruption dis;
       dis.port = p;
@@ -228,6 +229,7 @@ class Sequencer {
       }
       plan_->disruptions.push_back(dis);
     }
+    return replaced;
   }
 
   void EmitStart(const Transition& t) {
@@ -341,25 +343,61 @@ class Sequencer {
                     ". Use strategy: auto or stop-first";
         plan_->problems.push_back(p);
       }
+      // What it replaces and stops only after its gates (new before old).
+      bool old_stops_later = false;
+      if (pick->spec->strategy != Strategy::kStopFirst)
+        for (const auto& u : ReplacedBy(*pick, host_, pending))
+          old_stops_later =
+              old_stops_later ||
+              (PendingStop(u) && std::find(stops.begin(), stops.end(), u) == stops.end());
       std::sort(stops.begin(), stops.end());
-      FrontSwitchBegin(*pick, stops);
-      for (const auto& u : stops)
-        if (const Transition* st = PendingStop(u))
-          EmitStop(*st, pick->spec);
-        else if (const Transition* rt = PendingRestart(u))
-          EmitStop(*rt, pick->spec);
+      Switch sw;
+      sw.address = pick->address;
+      sw.unit = pick->unit;
+      FrontSwitchBegin(*pick, stops, &sw);
+      for (const auto& u : stops) {
+        const Transition* st = PendingStop(u);
+        if (!st) st = PendingRestart(u);
+        if (!st) continue;
+        sw.replaces.push_back(EmitStop(*st, pick->spec));
+        sw.steps.push_back(sw.replaces.back().stop_step);
+      }
       for (Problem& p : need.problems) {
         p.step = NextStep();
         plan_->problems.push_back(p);
       }
+      sw.start = plan_->actions.size();
       EmitStart(*pick);
-      FrontSwitchEnd(*pick);
+      for (size_t k = sw.start + 1; k < plan_->actions.size(); ++k)
+        if (IsGate(plan_->actions[k].kind)) sw.gates.push_back(k);
+      FrontSwitchEnd(*pick, &sw);
       // Boot state follows once the new service is healthy: a replacement that fails (and is
       // rolled back) leaves what a reboot brings up as it was.
       EmitBoot(draft_.enables, pick->unit);
       for (const auto& u : stops) EmitBoot(draft_.disables, u);
       for (const auto& u : replaced_after_) EmitBoot(draft_.disables, u);
       replaced_after_.clear();
+      for (size_t k = sw.start; k < plan_->actions.size(); ++k) sw.steps.push_back(k);
+      const Action& start = plan_->actions[sw.start];
+      sw.mode = start.kind == ActionKind::kRestart ? SwitchMode::kInPlace
+                : !sw.replaces.empty()             ? SwitchMode::kStopFirst
+                : old_stops_later                  ? SwitchMode::kStartFirst
+                                                   : SwitchMode::kFresh;
+      // An in-place update of a unit file berth replaces: the undo writes the old one back.
+      sw.restores_unit = start.kind == ActionKind::kRestart &&
+                         std::any_of(plan_->actions.begin(),
+                                     plan_->actions.begin() + static_cast<std::ptrdiff_t>(sw.start),
+                                     [&](const Action& w) {
+                                       return w.kind == ActionKind::kWriteUnit &&
+                                              w.unit == sw.unit && w.reason != Reason::kUnitMissing;
+                                     });
+      // Behind a front: held (the front holds while the old stops or restarts), or
+      // make-before-break (the old one drains and stops after the route).
+      if (sw.front_port)
+        sw.mode = sw_held_  ? SwitchMode::kHold
+                  : sw_mbb_ ? SwitchMode::kMakeBeforeBreak
+                            : SwitchMode::kFresh;
+      plan_->switches.push_back(std::move(sw));
     }
     for (const auto& t : draft_.stops)
       if (!stopped_.count(t.unit)) {
@@ -445,10 +483,14 @@ class Sequencer {
 
   // Before a switch behind a front stops or restarts what serves: the front holds new
   // requests instead (they wait for the new backend), and the old one drains.
-  void FrontSwitchBegin(const Transition& pick, const std::vector<std::string>& stops) {
+  void FrontSwitchBegin(const Transition& pick, const std::vector<std::string>& stops, Switch* sw) {
+    sw_held_ = sw_mbb_ = false;
     const FrontDecl* decl = FrontOfService(pick.spec);
     if (!decl) return;
     int port = decl->port;
+    sw->front_port = port;
+    sw->backend_port = pick.spec->port.value_or(0);
+    sw->undo_route = route_[port];
     bool restart = pick.kind == ActionKind::kRestart && !stopped_.count(pick.unit);
     bool stops_server = restart;
     for (const auto& u : stops)
@@ -460,17 +502,20 @@ class Sequencer {
       return;
     }
     mbb_[port] = false;
+    sw_held_ = true;
+    held_from_[port] = NextStep();
+    size_t first = plan_->actions.size();
     if (!decl->ready_path.empty())
       Emit(ReadyAction(d_.host, FrontOf(d_, port, route_[port]), *decl, false));
-    held_from_[port] = NextStep();
     RouteFront(port, std::string(kHoldServer),
                "while " + pick.spec->name + (restart ? " restarts" : " starts"));
     DrainBefore(port);
+    for (size_t k = first; k < plan_->actions.size(); ++k) sw->steps.push_back(k);
   }
 
   // After its gates: the front routes to the new backend; a backend it replaces that still
   // runs (make-before-break) drains, then stops.
-  void FrontSwitchEnd(const Transition& pick) {
+  void FrontSwitchEnd(const Transition& pick, Switch* sw) {
     const FrontDecl* decl = FrontOfService(pick.spec);
     if (!decl) return;
     int port = decl->port;
@@ -496,8 +541,9 @@ class Sequencer {
       const ServiceSpec& was = d_.services.at(old);
       DrainBefore(port);
       if (const Transition* st = PendingStop(was.UnitName()); st && !stopped_.count(st->unit)) {
-        EmitStop(*st, pick.spec);
+        sw->replaces.push_back(EmitStop(*st, pick.spec));
         replaced_after_.push_back(st->unit);
+        sw_mbb_ = true;
       }
       Disruption dis;
       dis.port = port;
@@ -505,10 +551,11 @@ class Sequencer {
       dis.until_step = routed;
       dis.service = pick.address;
       dis.front_mode = "none";
-      dis.reason = "make-before-break" +
-                   (pick.spec->gpus.empty() ? std::string() : " on GPU " + GpuList(pick.spec->gpus)) +
-                   ": " + pick.spec->name + " started beside " + old +
-                   ", the front routes to it after its gates, then " + old + " drains and stops";
+      dis.reason =
+          "make-before-break" +
+          (pick.spec->gpus.empty() ? std::string() : " on GPU " + GpuList(pick.spec->gpus)) + ": " +
+          pick.spec->name + " started beside " + old +
+          ", the front routes to it after its gates, then " + old + " drains and stops";
       plan_->disruptions.push_back(dis);
     }
     drain_.erase(port);
@@ -579,6 +626,8 @@ class Sequencer {
   std::map<int, bool> mbb_;
   std::map<int, std::string> written_;
   std::vector<std::string> replaced_after_;  // units a make-before-break switch stopped
+  bool sw_held_ = false;                     // the switch being placed holds its front
+  bool sw_mbb_ = false;                      // the switch being placed is make-before-break
 };
 
 }  // namespace

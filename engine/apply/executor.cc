@@ -12,7 +12,6 @@
 #include "engine/core/units.h"
 #include "engine/core/untrusted_text.h"
 #include "engine/output/progress.h"
-#include "planners/fleet.h"
 #include "providers/bench/load.h"
 #include "providers/health/health_probe.h"
 #include "providers/health/smoke_client.h"
@@ -30,30 +29,31 @@ std::string StepName(size_t i, const Action& a) {
 
 }  // namespace
 
+const char* StepStateName(StepState s) {
+  switch (s) {
+    case StepState::kRunning:
+      return "running";
+    case StepState::kDone:
+      return "done";
+    case StepState::kFailed:
+      return "failed";
+  }
+  return "?";
+}
+
 std::vector<SwitchUndo> SwitchesOf(
     const Plan& plan,
     const std::function<std::optional<std::string>(const std::string& unit)>& read_unit) {
   std::vector<SwitchUndo> out;
-  const std::vector<Action>& acts = plan.actions;
-  for (size_t i = 0; i < acts.size(); ++i) {
-    const Action& a = acts[i];
-    if (a.kind != ActionKind::kStart && a.kind != ActionKind::kRestart) continue;
-    if (std::none_of(acts.begin() + static_cast<std::ptrdiff_t>(i), acts.end(),
-                     [&](const Action& g) {
-                       return g.kind == ActionKind::kWaitHealthy && g.unit == a.unit;
-                     }))
-      continue;
+  for (const Switch& sw : plan.switches) {
+    if (sw.gates.empty()) continue;
     SwitchUndo u;
-    u.address = a.address;
-    u.unit = a.unit;
-    std::string service = a.address.substr(a.address.find('/') + 1);
-    bool rewritten = false;
-    for (size_t k = 0; k < i; ++k) {
-      if (acts[k].kind == ActionKind::kStop && acts[k].for_service == service)
-        u.stopped.push_back(acts[k]);
-      if (acts[k].kind == ActionKind::kWriteUnit && acts[k].unit == a.unit) rewritten = true;
-    }
-    if (a.kind == ActionKind::kRestart && rewritten) u.unit_before = read_unit(a.unit);
+    u.address = sw.address;
+    u.unit = sw.unit;
+    u.replaced = sw.replaces;
+    const Action& gate = plan.actions[sw.gates.front()];
+    if (gate.kind == ActionKind::kWaitHealthy) u.gate = gate;
+    if (sw.restores_unit) u.unit_before = read_unit(sw.unit);
     out.push_back(std::move(u));
   }
   return out;
@@ -75,11 +75,12 @@ ExecResult Executor::Run(const Plan& plan) {
   }
   size_t n = plan.actions.size();
   step_started_.assign(n, d_.clock->Now());
-  std::vector<ParallelGroup> groups = ParallelStarts(plan);
+  owner_.assign(n, -1);
+  for (size_t k = 0; k < plan.switches.size(); ++k)
+    for (size_t i : plan.switches[k].steps)
+      if (i < n) owner_[i] = static_cast<int>(k);
+  const std::vector<ParallelGroup>& groups = plan.groups;
   auto group = groups.begin();
-  // The steps that take a service down: the fleet's turn is asked for (or checked) before each.
-  std::vector<char> dark(n);
-  for (size_t i = 0; i < n; ++i) dark[i] = TakesAServiceDown(plan, i);
   bool went_dark = false;  // a step that takes a service down was let through
   for (size_t i = 0; i < n; ++i) {
     step_started_[i] = d_.clock->Now();
@@ -114,8 +115,9 @@ ExecResult Executor::Run(const Plan& plan) {
     // takes it again if not.
     size_t to = grouped ? group->last : i;
     if (d_.before_disruption &&
-        std::any_of(dark.begin() + static_cast<std::ptrdiff_t>(i),
-                    dark.begin() + static_cast<std::ptrdiff_t>(to) + 1, [](char c) { return c; })) {
+        std::any_of(plan.actions.begin() + static_cast<std::ptrdiff_t>(i),
+                    plan.actions.begin() + static_cast<std::ptrdiff_t>(to) + 1,
+                    [](const Action& x) { return x.takes_down; })) {
       Status s = d_.before_disruption();
       if (!s.ok()) {
         r.interrupted = d_.stop && d_.stop->load();
@@ -165,21 +167,16 @@ Status Executor::Step(const Plan& plan, size_t i, ExecResult* r) {
   if (d_.progress)
     *d_.progress << "[" << (i + 1) << "/" << n << "] " << ActionKindName(a.kind) << " " << a.address
                  << " ..." << std::endl;
-  if (d_.on_action) d_.on_action(static_cast<int>(i + 1), a, "running", "");
+  Tell(i, a, StepState::kRunning);
   if (d_.at_step) d_.at_step(static_cast<int>(i + 1));
   Status s = RunAction(a, r);
-  if (d_.on_action)
-    d_.on_action(static_cast<int>(i + 1), a, s.ok() ? "done" : "failed", s.message());
+  Tell(i, a, s.ok() ? StepState::kDone : StepState::kFailed, s.message());
   if (!s.ok()) return s.WithContext(StepName(i, a));
-  // A health gate after this run's start or restart of its unit: how long that start took.
-  if (a.kind == ActionKind::kWaitHealthy)
-    for (size_t k = i; k-- > 0;) {
-      const Action& b = plan.actions[k];
-      if (b.unit != a.unit || (b.kind != ActionKind::kStart && b.kind != ActionKind::kRestart))
-        continue;
-      NoteHealthy(a.unit, step_started_[k], r);
-      break;
-    }
+  // The health gate of a switch: how long its start or restart took to become healthy.
+  if (a.kind == ActionKind::kWaitHealthy && owner_[i] >= 0) {
+    const Switch& sw = plan.switches[static_cast<size_t>(owner_[i])];
+    if (sw.start < i) NoteHealthy(sw.unit, step_started_[sw.start], r);
+  }
   if (d_.progress) {
     auto ms =
         std::chrono::duration_cast<std::chrono::milliseconds>(d_.clock->Now() - step_started_[i]);
@@ -194,10 +191,6 @@ Status Executor::RunGroup(const Plan& plan, const ParallelGroup& g, ExecResult* 
     size_t start = 0, gate = 0, last = 0;
     Status status;      // the first failure of this chain
     size_t failed = 0;  // its step (0-based), when status is not ok
-    bool waiting = false;
-    Clock::TimePoint deadline, due;
-    std::chrono::milliseconds wait{0}, interval{0};
-    std::string last_probe = "no probe made";
   };
   std::vector<Chain> chains;
   for (const auto& [first, last] : g.chains) {
@@ -216,69 +209,40 @@ Status Executor::RunGroup(const Plan& plan, const ParallelGroup& g, ExecResult* 
     if (!c.status.ok()) c.failed = c.start;
   }
   // Then every gate at once, each on its own schedule (fast first probes, then backing off).
-  for (Chain& c : chains) {
+  std::vector<GateWait> waits;
+  std::vector<size_t> chain_of;  // waits[k] is the gate of chains[chain_of[k]]
+  for (size_t k = 0; k < chains.size(); ++k) {
+    Chain& c = chains[k];
     if (!c.status.ok()) continue;
     const Action& gate = plan.actions[c.gate];
     step_started_[c.gate] = d_.clock->Now();
     if (d_.progress)
       *d_.progress << "[" << (c.gate + 1) << "/" << plan.actions.size() << "] wait-healthy "
                    << gate.address << " ..." << std::endl;
-    if (d_.on_action) d_.on_action(static_cast<int>(c.gate + 1), gate, "running", "");
+    Tell(c.gate, gate, StepState::kRunning);
     if (d_.at_step) d_.at_step(static_cast<int>(c.gate + 1));
-    c.waiting = true;
-    c.deadline = d_.clock->Now() + std::chrono::milliseconds(gate.timeout_ms);
-    c.interval = std::chrono::milliseconds(gate.interval_ms ? gate.interval_ms : 1000);
-    c.wait = std::min(c.interval, std::chrono::milliseconds(200));
-    c.due = d_.clock->Now();
+    waits.push_back(BeginGate(gate));
+    chain_of.push_back(k);
   }
-  for (;;) {
-    bool any = false;
-    Clock::TimePoint next = Clock::TimePoint::max();
-    for (Chain& c : chains) {
-      if (!c.waiting) continue;
-      const Action& gate = plan.actions[c.gate];
-      if (d_.clock->Now() >= c.due) {
-        std::optional<Status> verdict = ProbeOnce(gate, &c.last_probe);
-        bool again = !verdict.has_value();
-        Status s = verdict.value_or(Status::Ok());
-        if (again && d_.clock->Now() >= c.deadline)
-          s = Status::Unavailable(gate.unit + " did not become healthy within " +
-                                  FormatDurationMs(gate.timeout_ms) +
-                                  "; last probe: " + c.last_probe + JournalTail(gate.unit));
-        else if (again) {
-          c.due = d_.clock->Now() + c.wait;
-          c.wait = std::min(c.interval, c.wait * 2);
-        }
-        if (!again || d_.clock->Now() >= c.deadline) {
-          c.waiting = false;
-          if (d_.on_action)
-            d_.on_action(static_cast<int>(c.gate + 1), gate, s.ok() ? "done" : "failed",
-                         s.message());
-          if (!s.ok()) {
-            c.status = s.WithContext(StepName(c.gate, gate));
-            c.failed = c.gate;
-            continue;
-          }
-          NoteHealthy(gate.unit, step_started_[c.start], r);
-          if (d_.progress) {
-            auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(d_.clock->Now() -
-                                                                            step_started_[c.start]);
-            *d_.progress << "[" << (c.gate + 1) << "/" << plan.actions.size() << "] " << gate.unit
-                         << " healthy " << FormatDurationMs(ms.count()) << " after its start"
-                         << std::endl;
-          }
-          continue;
-        }
-      }
-      any = true;
-      next = std::min(next, c.due);
+  PollGates(&waits, [&](size_t k) {
+    Chain& c = chains[chain_of[k]];
+    const Action& gate = plan.actions[c.gate];
+    const Status& s = waits[k].status;
+    Tell(c.gate, gate, s.ok() ? StepState::kDone : StepState::kFailed, s.message());
+    if (!s.ok()) {
+      c.status = s.WithContext(StepName(c.gate, gate));
+      c.failed = c.gate;
+      return;
     }
-    if (!any) break;
-    auto now = d_.clock->Now();
-    if (next > now)
-      d_.clock->SleepFor(std::chrono::duration_cast<std::chrono::milliseconds>(
-          next - now + std::chrono::microseconds(999)));
-  }
+    NoteHealthy(gate.unit, step_started_[c.start], r);
+    if (d_.progress) {
+      auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(d_.clock->Now() -
+                                                                      step_started_[c.start]);
+      *d_.progress << "[" << (c.gate + 1) << "/" << plan.actions.size() << "] " << gate.unit
+                   << " healthy " << FormatDurationMs(ms.count()) << " after its start"
+                   << std::endl;
+    }
+  });
   // Boot state of the services that came up.
   for (Chain& c : chains)
     for (size_t i = c.gate + 1; c.status.ok() && i <= c.last; ++i) {
@@ -317,8 +281,7 @@ Status Executor::RunDownloads(const Plan& plan, size_t first, size_t last, ExecR
   std::vector<Status> results(last - first + 1);
   std::vector<ExecResult> partial(results.size());
   std::vector<std::thread> threads;
-  for (size_t i = first; i <= last; ++i)
-    if (d_.on_action) d_.on_action(static_cast<int>(i + 1), plan.actions[i], "running", "");
+  for (size_t i = first; i <= last; ++i) Tell(i, plan.actions[i], StepState::kRunning);
   if (d_.at_step) d_.at_step(static_cast<int>(first + 1));
   for (size_t i = first; i <= last; ++i) {
     threads.emplace_back([this, &plan, &results, &partial, first, i] {
@@ -329,9 +292,7 @@ Status Executor::RunDownloads(const Plan& plan, size_t first, size_t last, ExecR
   Status first_error;
   for (size_t i = first; i <= last; ++i) {
     const Status& s = results[i - first];
-    if (d_.on_action)
-      d_.on_action(static_cast<int>(i + 1), plan.actions[i], s.ok() ? "done" : "failed",
-                   s.message());
+    Tell(i, plan.actions[i], s.ok() ? StepState::kDone : StepState::kFailed, s.message());
     for (auto& d : partial[i - first].downloaded) r->downloaded.push_back(d);
     r->bytes_downloaded += partial[i - first].bytes_downloaded;
     if (!s.ok() && first_error.ok()) {
@@ -345,37 +306,37 @@ Status Executor::RunDownloads(const Plan& plan, size_t first, size_t last, ExecR
 
 std::optional<bool> Executor::Rollback(const Plan& plan, size_t failed, ExecResult* r) {
   const Action& f = plan.actions[failed];
-  // A failed gate (health, smoke) undoes the change like a failed start.
-  if (f.kind != ActionKind::kStart && !IsGate(f.kind) && f.kind != ActionKind::kRestart)
-    return std::nullopt;
-  std::string service = f.address.substr(f.address.find('/') + 1);
-  // What the failed change replaced: services stopped to make room for it, or (an in-place
-  // update) the unit file it rewrote and restarted.
-  std::vector<Action> replaced;
-  size_t restart_step = failed + 1;  // none
-  size_t began = failed;             // the first step of this change in this run
-  for (size_t i = 0; i <= failed; ++i) {
-    const Action& a = plan.actions[i];
-    if (i < failed && a.kind == ActionKind::kStop && a.for_service == service) {
-      replaced.push_back(a);
-      began = std::min(began, i);
-    }
-    if (a.kind == ActionKind::kRestart && a.unit == f.unit) restart_step = i;
-    bool own = a.kind == ActionKind::kStart || a.kind == ActionKind::kRestart || IsGate(a.kind);
-    if (own && a.address == f.address) began = std::min(began, i);
-  }
+  const Switch* sw =
+      owner_[failed] >= 0 ? &plan.switches[static_cast<size_t>(owner_[failed])] : nullptr;
+  // Its start or one of its gates failed; a gate of no switch of this plan may be one an
+  // interrupted apply began (resumed below).
+  bool undoable = sw ? failed == sw->start ||
+                           std::find(sw->gates.begin(), sw->gates.end(), failed) != sw->gates.end()
+                     : IsGate(f.kind);
+  if (!undoable) return std::nullopt;
+  const std::string address = sw ? sw->address : f.address;
+  const std::string unit = sw ? sw->unit : f.unit;
+  // What the switch replaced: services stopped to make room for it, or (an in-place update)
+  // the unit file it rewrote and restarted.
+  std::vector<Replaced> replaced;
   std::optional<std::string> before;
-  if (restart_step <= failed && replaced_units_.count(f.unit)) before = replaced_units_[f.unit];
+  Action gate;  // its own health gate: how berth knows the service is back
+  if (sw) {
+    replaced = sw->replaces;
+    if (sw->restores_unit && replaced_units_.count(unit)) before = replaced_units_[unit];
+    if (!sw->gates.empty()) gate = plan.actions[sw->gates.front()];
+  }
   // A switch an interrupted apply began (this run resumes its gates): what it replaced is in
   // that apply's journal, the unit file as it was before that apply first of all.
   auto earlier = std::find_if(d_.resumed.begin(), d_.resumed.end(),
-                              [&](const SwitchUndo& u) { return u.address == f.address; });
+                              [&](const SwitchUndo& u) { return u.address == address; });
   if (earlier != d_.resumed.end()) {
-    for (const Action& stop : earlier->stopped)
+    for (const Replaced& x : earlier->replaced)
       if (std::none_of(replaced.begin(), replaced.end(),
-                       [&](const Action& x) { return x.unit == stop.unit; }))
-        replaced.push_back(stop);
+                       [&](const Replaced& y) { return y.unit == x.unit; }))
+        replaced.push_back(x);
     if (earlier->unit_before) before = earlier->unit_before;
+    if (!sw) gate = earlier->gate;
   }
   bool in_place = before.has_value();
   if (replaced.empty() && !in_place) return std::nullopt;
@@ -383,15 +344,12 @@ std::optional<bool> Executor::Rollback(const Plan& plan, size_t failed, ExecResu
     r->rollback_log.push_back(line);
     if (d_.progress) *d_.progress << "rollback: " << EscapeControl(line) << std::endl;
   };
-  // The gate the failed change would have passed: how berth knows the service is back.
-  const Action* own_gate = nullptr;
-  for (const Action& a : plan.actions)
-    if (a.kind == ActionKind::kWaitHealthy && a.address == f.address) own_gate = &a;
-  Clock::TimePoint down = step_started_[began];
+  // The switch went dark at its first step in this run.
+  Clock::TimePoint down = step_started_[sw && !sw->steps.empty() ? sw->steps.front() : failed];
 
   if (in_place) {
-    Status s = d_.unit_files->Write(f.unit, *before).status();
-    note("restore the unit file of " + f.unit + " that berth replaced" +
+    Status s = d_.unit_files->Write(unit, *before).status();
+    note("restore the unit file of " + unit + " that berth replaced" +
          (s.ok() ? "" : " failed: " + s.message()));
     if (s.ok()) {
       s = d_.systemd->Reload();
@@ -399,33 +357,39 @@ std::optional<bool> Executor::Rollback(const Plan& plan, size_t failed, ExecResu
     }
     auto restarted = d_.clock->Now();
     if (s.ok()) {
-      s = d_.systemd->Restart(f.unit, d_.job_timeout);
-      note("restart " + f.unit + " on its previous unit file" +
+      s = d_.systemd->Restart(unit, d_.job_timeout);
+      note("restart " + unit + " on its previous unit file" +
            (s.ok() ? "" : " failed: " + s.message()));
     }
-    Action gate = own_gate ? *own_gate : Action{};
-    return s.ok() && BackHealthy(gate, f.unit, down, restarted, r);
+    bool back = s.ok() && BackHealthy(gate, unit, down, restarted, r);
+    return RouteBack(plan, sw, r) && back;
   }
-  Status s = d_.systemd->Stop(f.unit, d_.job_timeout);
-  note("stop " + f.unit + (s.ok() ? "" : " failed: " + s.message()));
+  Status s = d_.systemd->Stop(unit, d_.job_timeout);
+  note("stop " + unit + (s.ok() ? "" : " failed: " + s.message()));
   bool all = true;
-  for (const Action& stop : replaced) {
+  for (const Replaced& x : replaced) {
     auto started = d_.clock->Now();
-    Status st = d_.systemd->Start(stop.unit, d_.job_timeout);
-    note("start " + stop.unit + " again" + (st.ok() ? "" : " failed: " + st.message()));
-    // The stop carries the stopped service's own health gate (the planner put it there).
-    Action gate;
-    gate.kind = ActionKind::kWaitHealthy;
-    gate.unit = stop.unit;
-    gate.port = stop.port;
-    gate.host = stop.host;
-    gate.health_path = stop.health_path;
-    gate.served_name = stop.served_name;
-    gate.timeout_ms = stop.timeout_ms;
-    gate.interval_ms = stop.interval_ms;
-    all = all && st.ok() && BackHealthy(gate, stop.unit, down, started, r);
+    Status st = d_.systemd->Start(x.unit, d_.job_timeout);
+    note("start " + x.unit + " again" + (st.ok() ? "" : " failed: " + st.message()));
+    all = all && st.ok() && BackHealthy(x.gate, x.unit, down, started, r);
   }
-  return all;
+  return RouteBack(plan, sw, r) && all;
+}
+
+bool Executor::RouteBack(const Plan& plan, const Switch* sw, ExecResult* r) {
+  if (!sw || !sw->front_port || sw->undo_route.empty()) return true;
+  // The front's sockets, as every front step of the plan names them.
+  const Action* front = nullptr;
+  for (const Action& a : plan.actions)
+    if (a.front_port == sw->front_port && !a.front_socket.empty()) front = &a;
+  if (!front) return true;
+  Status s = FrontSteps(d_.connect_front, d_.reload_front, d_.clock, d_.progress)
+                 .RouteBack(*front, sw->undo_route);
+  std::string line = "route the front of port " + std::to_string(sw->front_port) + " back to " +
+                     sw->undo_route + (s.ok() ? "" : " failed: " + s.message());
+  r->rollback_log.push_back(line);
+  if (d_.progress) *d_.progress << "rollback: " << EscapeControl(line) << std::endl;
+  return s.ok();
 }
 
 void Executor::NoteHealthy(const std::string& unit, Clock::TimePoint started, ExecResult* r) {
@@ -744,21 +708,59 @@ Status Executor::Smoke(const Action& a) {
       "; it passed its health gate but does not answer requests" + JournalTail(a.unit));
 }
 
-Status Executor::WaitHealthy(const Action& a) {
-  auto deadline = d_.clock->Now() + std::chrono::milliseconds(a.timeout_ms);
-  auto interval = std::chrono::milliseconds(a.interval_ms ? a.interval_ms : 1000);
+void Executor::Tell(size_t i, const Action& a, StepState state, const std::string& message) {
+  if (d_.observer) d_.observer->OnStep(static_cast<int>(i + 1), a, state, message);
+}
+
+Executor::GateWait Executor::BeginGate(const Action& gate) {
+  GateWait w;
+  w.gate = &gate;
+  w.deadline = d_.clock->Now() + std::chrono::milliseconds(gate.timeout_ms);
+  w.interval = std::chrono::milliseconds(gate.interval_ms ? gate.interval_ms : 1000);
   // The first probes come quickly: a small model is up in a second or two.
-  auto wait = std::min(interval, std::chrono::milliseconds(200));
-  std::string last = "no probe made";
+  w.wait = std::min(w.interval, std::chrono::milliseconds(200));
+  w.due = d_.clock->Now();
+  return w;
+}
+
+void Executor::PollGates(std::vector<GateWait>* waits, const std::function<void(size_t)>& ended) {
   for (;;) {
-    if (std::optional<Status> verdict = ProbeOnce(a, &last)) return *verdict;
-    if (d_.clock->Now() >= deadline)
-      return Status::Unavailable(a.unit + " did not become healthy within " +
-                                 FormatDurationMs(a.timeout_ms) + "; last probe: " + last +
-                                 JournalTail(a.unit));
-    d_.clock->SleepFor(wait);
-    wait = std::min(interval, wait * 2);
+    bool any = false;
+    Clock::TimePoint next = Clock::TimePoint::max();
+    for (size_t k = 0; k < waits->size(); ++k) {
+      GateWait& w = (*waits)[k];
+      if (!w.waiting) continue;
+      if (d_.clock->Now() >= w.due) {
+        const Action& gate = *w.gate;
+        std::optional<Status> verdict = ProbeOnce(gate, &w.last_probe);
+        if (!verdict && d_.clock->Now() >= w.deadline)
+          verdict = Status::Unavailable(gate.unit + " did not become healthy within " +
+                                        FormatDurationMs(gate.timeout_ms) +
+                                        "; last probe: " + w.last_probe + JournalTail(gate.unit));
+        if (verdict) {
+          w.waiting = false;
+          w.status = *verdict;
+          if (ended) ended(k);
+          continue;
+        }
+        w.due = d_.clock->Now() + w.wait;
+        w.wait = std::min(w.interval, w.wait * 2);
+      }
+      any = true;
+      next = std::min(next, w.due);
+    }
+    if (!any) return;
+    auto now = d_.clock->Now();
+    if (next > now)
+      d_.clock->SleepFor(std::chrono::duration_cast<std::chrono::milliseconds>(
+          next - now + std::chrono::microseconds(999)));
   }
+}
+
+Status Executor::WaitHealthy(const Action& a) {
+  std::vector<GateWait> one = {BeginGate(a)};
+  PollGates(&one, nullptr);
+  return one[0].status;
 }
 
 }  // namespace berth

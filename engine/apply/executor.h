@@ -31,9 +31,19 @@ class SmokeClient;
 class CommandRunner;
 class FrontControl;
 
-/// Called before ("running") and after ("done", "failed") each action, with its 1-based step.
-using ActionHook = std::function<void(int step, const Action& a, const std::string& status,
-                                      const std::string& message)>;
+/// Where a step stands.
+enum class StepState { kRunning, kDone, kFailed };
+/// The journal's words for it: "running", "done", "failed" (what its state files hold).
+const char* StepStateName(StepState s);
+
+/// Told of every step as it begins and ends: the journal.
+class StepObserver {
+ public:
+  virtual ~StepObserver() = default;
+  /// Step `step` (1-based) of the plan, action `a`, is now `state`; `message` says why a step
+  /// failed ("" otherwise). Downloads side by side are reported from the calling thread.
+  virtual void OnStep(int step, const Action& a, StepState state, const std::string& message) = 0;
+};
 
 struct ExecutorDeps {
   SystemdManager* systemd = nullptr;
@@ -52,13 +62,13 @@ struct ExecutorDeps {
   /// The state lineage stamped into every unit file written ("# berth-lineage:"), so that
   /// another state directory takes the unit as foreign. "" writes the content as planned.
   std::string lineage;
-  bool progress_tty = false;  // draw download bars instead of log lines
-  ActionHook on_action;       // the journal
+  bool progress_tty = false;         // draw download bars instead of log lines
+  StepObserver* observer = nullptr;  // the journal; null: no one is told
   /// Called the moment a download is verified and published (from the downloading thread;
   /// several may run at once), so berth records the revision as its own even if it dies next.
   std::function<void(const std::string& repo_id, const std::string& commit)> on_downloaded;
   const std::atomic<bool>* stop = nullptr;  // checked between actions
-  /// Called just before each step that takes a service down (TakesAServiceDown; once for a
+  /// Called just before each step that takes a service down (Action::takes_down; once for a
   /// side-by-side group holding one): the fleet's turn (engine/apply/fleet_turn.h), which
   /// checks that it is still held and takes it again when it was lost. Not ok before the first
   /// of them: the run ends there, nothing went dark (ExecResult::turn_refused); before a later
@@ -110,10 +120,10 @@ struct ExecResult {
   uint64_t bytes_downloaded = 0;
 };
 
-/// The switches of `plan` and what each replaces: for every start or restart of a service
-/// that a health gate follows, the stops that make room for it (for_service) and, when the plan
-/// rewrites its unit and restarts it, that unit's file now (`read_unit`: its content, nullopt
-/// when there is none). What a journal keeps before the plan runs.
+/// The switches of `plan` (Plan::switches) that have gates, and what each replaces: the
+/// services stopped to make room for it with their gates, its own health gate, and, when it
+/// restores its unit (Switch::restores_unit), that unit's file now (`read_unit`: its content,
+/// nullopt when there is none). What a journal keeps before the plan runs.
 std::vector<SwitchUndo> SwitchesOf(
     const Plan& plan,
     const std::function<std::optional<std::string>(const std::string& unit)>& read_unit);
@@ -128,7 +138,24 @@ class Executor {
   Status RunAction(const Action& action, ExecResult* result = nullptr);
 
  private:
+  /// One gate being waited for: its own schedule (quick first probes, then backing off to its
+  /// interval) until its deadline.
+  struct GateWait {
+    const Action* gate = nullptr;
+    Status status;  // its verdict, once it ended
+    bool waiting = true;
+    Clock::TimePoint deadline, due;
+    std::chrono::milliseconds wait{0}, interval{0};
+    std::string last_probe = "no probe made";
+  };
+  GateWait BeginGate(const Action& gate);
+  /// The gate scheduler: probes every gate of `waits` on its own schedule until each passed or
+  /// failed, sleeping until the next one is due; `ended(k)` is called the moment waits[k] ends.
+  void PollGates(std::vector<GateWait>* waits, const std::function<void(size_t k)>& ended);
+  /// A health gate on its own: a group of one for PollGates.
   Status WaitHealthy(const Action& a);
+  /// Tells the observer (the journal) that step `i` (0-based) is now `state`.
+  void Tell(size_t i, const Action& a, StepState state, const std::string& message = "");
   /// A service's preflight command: it must exit 0 within its timeout.
   Status Preflight(const Action& a);
   Status EngineCheck(const Action& a);  // Preflight of reason kEngineCheck
@@ -139,17 +166,21 @@ class Executor {
   /// One look at a starting service: its unit still up, then one health probe. Ok: healthy;
   /// nullopt: not yet (`last` says what the probe saw); another status: the gate failed.
   std::optional<Status> ProbeOnce(const Action& a, std::string* last);
-  /// The steps of a side-by-side group (ParallelStarts): every start, then every gate at once,
+  /// The steps of a side-by-side group (Plan::groups): every start, then every gate at once,
   /// then the boot actions of the services that passed. Rolls back each one that failed.
   Status RunGroup(const Plan& plan, const ParallelGroup& g, ExecResult* r);
   /// One step with its journal hooks and progress lines (and the at_step seam).
   Status Step(const Plan& plan, size_t i, ExecResult* r);
   Status Download(const Action& a, ExecResult* r);
   Status RunDownloads(const Plan& plan, size_t first, size_t last, ExecResult* r);
-  /// Undoes the failed change at step `failed`: nullopt when it replaced nothing, else whether
-  /// what it replaced runs again and passed its gate. What it replaced comes from the plan, and
-  /// for a switch an interrupted apply began, from that apply's journal (ExecutorDeps::resumed).
+  /// Undoes the switch whose start or gate failed at step `failed`: nullopt when it replaced
+  /// nothing, else whether what it replaced runs again and passed its gate. The switch comes
+  /// from Plan::switches, and for a switch an interrupted apply began, from that apply's
+  /// journal (ExecutorDeps::resumed).
   std::optional<bool> Rollback(const Plan& plan, size_t failed, ExecResult* r);
+  /// The end of an undo behind a front: the front routes back to what served before the switch
+  /// (Switch::undo_route). True when there is no front, or the route succeeded.
+  bool RouteBack(const Plan& plan, const Switch* sw, ExecResult* r);
   /// After a rollback started `unit` again (at `started`): its health gate, then the outage
   /// since `down`.
   bool BackHealthy(const Action& gate, const std::string& unit, Clock::TimePoint down,
@@ -161,6 +192,7 @@ class Executor {
   std::unique_ptr<ProgressPrinter> printer_;
   std::map<std::string, std::string> replaced_units_;  // unit -> its file before this run
   std::vector<Clock::TimePoint> step_started_;         // when each step began
+  std::vector<int> owner_;  // step -> the index of its switch in Plan::switches, or -1
 };
 
 }  // namespace berth

@@ -8,8 +8,8 @@
 #include <cerrno>
 #include <cstring>
 #include <sstream>
-#include <vector>
 #include <thread>
+#include <vector>
 
 #include "engine/core/atomic_file.h"
 #include "engine/core/front.h"
@@ -22,8 +22,10 @@ namespace {
 // The front's pid from `show info` ("Pid: 1234"); "" when the answer has none.
 std::string PidOf(const std::string& info) {
   size_t at = info.find("\nPid: ");
-  if (at == std::string::npos && info.rfind("Pid: ", 0) == 0) at = 0;
-  else if (at != std::string::npos) ++at;
+  if (at == std::string::npos && info.rfind("Pid: ", 0) == 0)
+    at = 0;
+  else if (at != std::string::npos)
+    ++at;
   if (at == std::string::npos) return "";
   size_t from = at + 5, to = from;
   while (to < info.size() && to - from < 10 && info[to] >= '0' && info[to] <= '9') ++to;
@@ -139,8 +141,7 @@ Status FrontSteps::Run(const Action& a) {
 Status FrontSteps::Write(const Action& a) {
   std::string dir = a.front_config.substr(0, a.front_config.rfind('/'));
   if (!dir.empty() && ::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
-    return Status::IoError("cannot create the fronts' folder " + dir + ": " +
-                           std::strerror(errno));
+    return Status::IoError("cannot create the fronts' folder " + dir + ": " + std::strerror(errno));
   BERTH_RETURN_IF_ERROR(WriteFileAtomically(a.front_config, a.unit_content));
   if (!a.reload) return Status::Ok();
   Status s = reload_ ? reload_(a.front_master, a.front_socket)
@@ -158,9 +159,9 @@ Status FrontSteps::Route(const std::string& socket, int port, const std::string&
   std::unique_ptr<FrontControl> f = (connect_ ? connect_ : ConnectHaproxy)(socket);
   Status s = server == kFrontHoldServer ? f->Hold() : f->Route(server);
   if (!s.ok())
-    return s.WithContext("the front of port " + std::to_string(port) + " could not " +
-                         (server == kFrontHoldServer ? std::string("hold requests")
-                                                     : "route to " + server));
+    return s.WithContext(
+        "the front of port " + std::to_string(port) + " could not " +
+        (server == kFrontHoldServer ? std::string("hold requests") : "route to " + server));
   if (progress_)
     *progress_ << "front " << port << ": "
                << (server == kFrontHoldServer ? std::string("holding new requests")
@@ -216,7 +217,8 @@ Status FrontSteps::Drain(const Action& a) {
   std::unique_ptr<FrontControl> f = (connect_ ? connect_ : ConnectHaproxy)(a.front_socket);
   if (!connect_ && !a.front_master.empty())
     f = std::make_unique<EveryWorker>(std::move(f), a.front_master);
-  Status s = WaitForNoSessions(*f, a.front_server, *clock_, std::chrono::milliseconds(a.timeout_ms));
+  Status s =
+      WaitForNoSessions(*f, a.front_server, *clock_, std::chrono::milliseconds(a.timeout_ms));
   if (progress_)
     *progress_ << "front " << a.front_port << ": " << a.front_server
                << (s.ok() ? " drained: no request in flight"

@@ -104,11 +104,12 @@ std::vector<SwitchUndo> CarrySwitches(const std::vector<SwitchUndo>& earlier,
     auto f = std::find_if(fresh.begin(), fresh.end(),
                           [&](const SwitchUndo& x) { return x.address == e.address; });
     if (f != fresh.end()) {
-      for (const Action& stop : f->stopped)
-        if (std::none_of(u.stopped.begin(), u.stopped.end(),
-                         [&](const Action& x) { return x.unit == stop.unit; }))
-          u.stopped.push_back(stop);
+      for (const Replaced& x : f->replaced)
+        if (std::none_of(u.replaced.begin(), u.replaced.end(),
+                         [&](const Replaced& y) { return y.unit == x.unit; }))
+          u.replaced.push_back(x);
       if (!u.unit_before) u.unit_before = f->unit_before;
+      if (!u.gate.port) u.gate = f->gate;
       fresh.erase(f);
     }
     out.push_back(std::move(u));
@@ -444,20 +445,31 @@ class Pass {
     deps.resumed = std::move(resumed);
     deps.at_step = d_.at_step;
     std::mutex recording;
-    deps.on_action = [&](int step, const Action& a, const std::string& status,
-                         const std::string& message) {
-      journal.entries[static_cast<size_t>(step - 1)].status = status;
-      journal.entries[static_cast<size_t>(step - 1)].message = message;
-      (void)dir_->SaveJournal(journal);  // best effort: the host is observed afresh anyway
-      if (status == "done" && (a.kind == ActionKind::kStart || a.kind == ActionKind::kRestart)) {
-        std::lock_guard<std::mutex> hold(recording);
-        if (NoteStarted(a.unit)) (void)dir_->Save(state_);
+    // The journal: each step's state as it changes, and what the state records the moment it
+    // is done (a start, a unit rewritten).
+    struct JournalSteps : StepObserver {
+      Pass* run;
+      Journal* journal;
+      std::mutex* recording;
+      void OnStep(int step, const Action& a, StepState state, const std::string& message) override {
+        journal->entries[static_cast<size_t>(step - 1)].status = StepStateName(state);
+        journal->entries[static_cast<size_t>(step - 1)].message = message;
+        (void)run->dir_->SaveJournal(*journal);  // best effort: the host is observed afresh anyway
+        if (state != StepState::kDone) return;
+        if (a.kind == ActionKind::kStart || a.kind == ActionKind::kRestart) {
+          std::lock_guard<std::mutex> hold(*recording);
+          if (run->NoteStarted(a.unit)) (void)run->dir_->Save(run->state_);
+        }
+        if (a.kind == ActionKind::kWriteUnit && !run->StartsOrStops(a.unit)) {
+          std::lock_guard<std::mutex> hold(*recording);
+          if (run->NoteRewritten(a.unit, a.unit_content)) (void)run->dir_->Save(run->state_);
+        }
       }
-      if (status == "done" && a.kind == ActionKind::kWriteUnit && !StartsOrStops(a.unit)) {
-        std::lock_guard<std::mutex> hold(recording);
-        if (NoteRewritten(a.unit, a.unit_content)) (void)dir_->Save(state_);
-      }
-    };
+    } journal_steps;
+    journal_steps.run = this;
+    journal_steps.journal = &journal;
+    journal_steps.recording = &recording;
+    deps.observer = &journal_steps;
     deps.on_downloaded = [&](const std::string& repo, const std::string& commit) {
       std::lock_guard<std::mutex> hold(recording);
       auto& commits = state_.models[repo];

@@ -22,7 +22,8 @@ const ActionKind kKinds[] = {
     ActionKind::kRemoveUnit, ActionKind::kDaemonReload, ActionKind::kStart,
     ActionKind::kStop,       ActionKind::kRestart,      ActionKind::kWaitHealthy,
     ActionKind::kEnable,     ActionKind::kDisable,      ActionKind::kPreflight,
-    ActionKind::kSmoke,      ActionKind::kFloor};
+    ActionKind::kSmoke,      ActionKind::kFloor,        ActionKind::kWriteFront,
+    ActionKind::kRoute,      ActionKind::kDrain,        ActionKind::kReady};
 
 ordered_json ResourcesToJson(const Resources& r) {
   ordered_json g = ordered_json::object();
@@ -50,6 +51,71 @@ std::string UnitFacts(const ObservedUnit* u) {
   return u->load_state + "|" + u->active_state + "|" + u->sub_state + "|" + u->content_hash + "|" +
          (u->need_daemon_reload ? "reload" : "") + "|" + u->unit_file_state;
 }
+
+// A gate as a saved plan keeps it (Replaced::gate): what the probe dials and how long it waits.
+ordered_json GateToJson(const Action& g) {
+  return {{"host", g.host},
+          {"port", g.port},
+          {"health_path", g.health_path},
+          {"served_name", g.served_name},
+          {"timeout_ms", g.timeout_ms},
+          {"interval_ms", g.interval_ms}};
+}
+
+Action GateFromJson(const ordered_json& j, const std::string& address, const std::string& unit) {
+  Action g;
+  g.kind = ActionKind::kWaitHealthy;
+  g.reason = Reason::kHealthGate;
+  g.address = address;
+  g.unit = unit;
+  g.host = j.at("host").get<std::string>();
+  g.port = j.at("port").get<int>();
+  g.health_path = j.at("health_path").get<std::string>();
+  g.served_name = j.at("served_name").get<std::string>();
+  g.timeout_ms = j.at("timeout_ms").get<uint64_t>();
+  g.interval_ms = j.at("interval_ms").get<uint64_t>();
+  return g;
+}
+
+ordered_json SwitchesToJson(const Plan& plan) {
+  ordered_json out = ordered_json::array();
+  for (const Switch& sw : plan.switches) {
+    ordered_json replaces = ordered_json::array();
+    for (const Replaced& r : sw.replaces)
+      replaces.push_back({{"address", r.address},
+                          {"unit", r.unit},
+                          {"stop_step", r.stop_step},
+                          {"gate", GateToJson(r.gate)}});
+    out.push_back({{"address", sw.address},
+                   {"unit", sw.unit},
+                   {"mode", SwitchModeName(sw.mode)},
+                   {"steps", sw.steps},
+                   {"start", sw.start},
+                   {"gates", sw.gates},
+                   {"replaces", replaces},
+                   {"restores_unit", sw.restores_unit},
+                   {"needs_turn", sw.needs_turn},
+                   {"front_port", sw.front_port},
+                   {"backend_port", sw.backend_port},
+                   {"undo_route", sw.undo_route},
+                   {"group", sw.group}});
+  }
+  return out;
+}
+
+ordered_json GroupsToJson(const Plan& plan) {
+  ordered_json out = ordered_json::array();
+  for (const ParallelGroup& g : plan.groups) {
+    ordered_json chains = ordered_json::array();
+    for (const auto& [first, last] : g.chains) chains.push_back({first, last});
+    out.push_back({{"first", g.first}, {"last", g.last}, {"chains", chains}});
+  }
+  return out;
+}
+
+const SwitchMode kModes[] = {SwitchMode::kFresh,           SwitchMode::kStartFirst,
+                             SwitchMode::kStopFirst,       SwitchMode::kInPlace,
+                             SwitchMode::kMakeBeforeBreak, SwitchMode::kHold};
 
 }  // namespace
 
@@ -151,8 +217,18 @@ std::string SavedPlanToJson(const SavedPlan& p) {
                        {"prompt_tokens", a.prompt_tokens},
                        {"min_output_tps", a.min_output_tps},
                        {"max_ttft_p50_ms", a.max_ttft_p50_ms},
-                       {"max_ttft_p99_ms", a.max_ttft_p99_ms}});
+                       {"max_ttft_p99_ms", a.max_ttft_p99_ms},
+                       {"front_port", a.front_port},
+                       {"front_server", a.front_server},
+                       {"front_socket", a.front_socket},
+                       {"front_master", a.front_master},
+                       {"front_config", a.front_config},
+                       {"reload", a.reload},
+                       {"ready", a.ready},
+                       {"takes_down", a.takes_down}});
   j["actions"] = actions;
+  j["switches"] = SwitchesToJson(p.plan);
+  j["groups"] = GroupsToJson(p.plan);
   return DumpJson(j, 2) + "\n";
 }
 
@@ -161,13 +237,15 @@ namespace {
 // The keys this berth writes at each place of a saved plan, from what SavedPlanToJson writes:
 // anything else is not of its making (a field this berth does not know it checks nothing).
 struct KnownKeys {
-  std::set<std::string> top, manifest, state, action, resources;
+  std::set<std::string> top, manifest, state, action, resources, switch_, replaced, gate, group;
 };
 
 const KnownKeys& Known() {
   static const KnownKeys known = [] {
     SavedPlan sample;
     sample.plan.actions.emplace_back();
+    sample.plan.switches.emplace_back().replaces.emplace_back();
+    sample.plan.groups.emplace_back();
     ordered_json j = ordered_json::parse(SavedPlanToJson(sample));
     KnownKeys k;
     for (const auto& [key, v] : j.items()) k.top.insert(key);
@@ -175,6 +253,10 @@ const KnownKeys& Known() {
     for (const auto& [key, v] : j["state"].items()) k.state.insert(key);
     for (const auto& [key, v] : j["actions"][0].items()) k.action.insert(key);
     for (const auto& [key, v] : j["actions"][0]["requires"].items()) k.resources.insert(key);
+    for (const auto& [key, v] : j["switches"][0].items()) k.switch_.insert(key);
+    for (const auto& [key, v] : j["switches"][0]["replaces"][0].items()) k.replaced.insert(key);
+    for (const auto& [key, v] : j["switches"][0]["replaces"][0]["gate"].items()) k.gate.insert(key);
+    for (const auto& [key, v] : j["groups"][0].items()) k.group.insert(key);
     return k;
   }();
   return known;
@@ -240,6 +322,78 @@ bool IsDigest(const ordered_json& v) {
   return s.size() == 64 && s.find_first_not_of("0123456789abcdef") == std::string::npos;
 }
 
+// The switches and groups of a saved plan into `plan` (its actions read already): "" when
+// they are well formed, every step they name one of its actions; else what is wrong.
+std::string ReadSwitches(const ordered_json& j, const KnownKeys& known, Plan* plan) {
+  const size_t n = plan->actions.size();
+  auto step = [&](const ordered_json& v, const std::string& where, size_t* out) {
+    size_t i = v.get<size_t>();
+    if (i >= n)
+      return where + " names step " + std::to_string(i + 1) + " of a plan of " + std::to_string(n);
+    *out = i;
+    return std::string();
+  };
+  std::string problem;
+  for (const auto& g : j.at("groups")) {
+    std::string where = "group " + std::to_string(plan->groups.size() + 1);
+    if (!(problem = UnknownKeys(g, known.group, where)).empty()) return problem;
+    ParallelGroup x;
+    if (!(problem = step(g.at("first"), where, &x.first)).empty()) return problem;
+    if (!(problem = step(g.at("last"), where, &x.last)).empty()) return problem;
+    for (const auto& c : g.at("chains")) {
+      std::pair<size_t, size_t> chain;
+      if (!(problem = step(c.at(0), where, &chain.first)).empty()) return problem;
+      if (!(problem = step(c.at(1), where, &chain.second)).empty()) return problem;
+      if (chain.first + 1 > chain.second || chain.first < x.first || chain.second > x.last)
+        return where + " has a chain outside its steps";
+      x.chains.push_back(chain);
+    }
+    plan->groups.push_back(std::move(x));
+  }
+  for (const auto& s : j.at("switches")) {
+    std::string where = "switch " + std::to_string(plan->switches.size() + 1);
+    if (!(problem = UnknownKeys(s, known.switch_, where)).empty()) return problem;
+    Switch sw;
+    sw.address = s.at("address").get<std::string>();
+    sw.unit = s.at("unit").get<std::string>();
+    std::string mode = s.at("mode").get<std::string>();
+    bool known_mode = false;
+    for (SwitchMode m : kModes)
+      if (mode == SwitchModeName(m)) {
+        sw.mode = m;
+        known_mode = true;
+      }
+    if (!known_mode)
+      return where + " has the mode '" + mode.substr(0, 80) + "', which this berth does not know";
+    for (const auto& v : s.at("steps"))
+      if (!(problem = step(v, where, &sw.steps.emplace_back())).empty()) return problem;
+    if (!(problem = step(s.at("start"), where, &sw.start)).empty()) return problem;
+    for (const auto& v : s.at("gates"))
+      if (!(problem = step(v, where, &sw.gates.emplace_back())).empty()) return problem;
+    for (const auto& r : s.at("replaces")) {
+      if (!(problem = UnknownKeys(r, known.replaced, where + " replaces")).empty()) return problem;
+      if (!(problem = UnknownKeys(r.at("gate"), known.gate, where + " replaces gate")).empty())
+        return problem;
+      Replaced x;
+      x.address = r.at("address").get<std::string>();
+      x.unit = r.at("unit").get<std::string>();
+      if (!(problem = step(r.at("stop_step"), where, &x.stop_step)).empty()) return problem;
+      x.gate = GateFromJson(r.at("gate"), x.address, x.unit);
+      sw.replaces.push_back(std::move(x));
+    }
+    sw.restores_unit = s.at("restores_unit").get<bool>();
+    sw.needs_turn = s.at("needs_turn").get<bool>();
+    sw.front_port = s.at("front_port").get<int>();
+    sw.backend_port = s.at("backend_port").get<int>();
+    sw.undo_route = s.at("undo_route").get<std::string>();
+    sw.group = s.at("group").get<int>();
+    if (sw.group < -1 || sw.group >= static_cast<int>(plan->groups.size()))
+      return where + " names group " + std::to_string(sw.group) + ", which the plan does not have";
+    plan->switches.push_back(std::move(sw));
+  }
+  return "";
+}
+
 }  // namespace
 
 Result<SavedPlan> SavedPlanFromJson(const std::string& text, const std::string& source) {
@@ -252,8 +406,14 @@ Result<SavedPlan> SavedPlanFromJson(const std::string& text, const std::string& 
     std::string problem;
     auto j = ParseStrict(text, &problem);
     if (!problem.empty()) return refuse(problem);
+    if (j.is_object() && j.value("format_version", 0) == 1)
+      return Status::InvalidArgument(
+          source +
+          ": this plan was saved by an older berth (format 1); make it again with `berth plan "
+          "--out`");
     if (!j.is_object() || j.value("format_version", 0) != SavedPlan::kFormatVersion)
-      return Status::InvalidArgument(source + " is not a berth saved plan of format 1");
+      return Status::InvalidArgument(source + " is not a berth saved plan of format " +
+                                     std::to_string(SavedPlan::kFormatVersion));
     const KnownKeys& known = Known();
     problem = UnknownKeys(j, known.top, "the plan");
     if (problem.empty()) problem = UnknownKeys(j.at("manifest"), known.manifest, "manifest");
@@ -338,8 +498,18 @@ Result<SavedPlan> SavedPlanFromJson(const std::string& text, const std::string& 
       x.min_output_tps = a.value("min_output_tps", 0.0);
       x.max_ttft_p50_ms = a.value("max_ttft_p50_ms", uint64_t{0});
       x.max_ttft_p99_ms = a.value("max_ttft_p99_ms", uint64_t{0});
+      x.front_port = a.value("front_port", 0);
+      x.front_server = a.value("front_server", "");
+      x.front_socket = a.value("front_socket", "");
+      x.front_master = a.value("front_master", "");
+      x.front_config = a.value("front_config", "");
+      x.reload = a.value("reload", false);
+      x.ready = a.value("ready", false);
+      x.takes_down = a.value("takes_down", false);
       p.plan.actions.push_back(std::move(x));
     }
+    problem = ReadSwitches(j, known, &p.plan);
+    if (!problem.empty()) return refuse(problem);
   } catch (const std::exception& e) {
     return Status::InvalidArgument(source + " is not a readable saved plan: " + e.what());
   }
@@ -389,7 +559,12 @@ std::vector<std::pair<const char*, std::string>> Effect(const Action& a) {
           {"prompt tokens", std::to_string(a.prompt_tokens)},
           {"minimum output tok/s", std::to_string(a.min_output_tps)},
           {"TTFT p50 limit", std::to_string(a.max_ttft_p50_ms)},
-          {"TTFT p99 limit", std::to_string(a.max_ttft_p99_ms)}};
+          {"TTFT p99 limit", std::to_string(a.max_ttft_p99_ms)},
+          {"front", std::to_string(a.front_port) + " " + a.front_server + " " + a.front_socket +
+                        " " + a.front_master + " " + a.front_config},
+          {"front reload", a.reload ? "yes" : "no"},
+          {"front ready", a.ready ? "yes" : "no"},
+          {"takes a service down", a.takes_down ? "yes" : "no"}};
 }
 
 std::string Step(size_t i, const Action& a) {
@@ -415,6 +590,13 @@ std::vector<std::string> PlanDifferences(const Plan& saved, const Plan& fresh) {
     why.push_back(Step(i, saved.actions[i]) + " is not in the plan berth makes now");
   for (size_t i = n; i < fresh.actions.size() && why.size() < 5; ++i)
     why.push_back(Step(i, fresh.actions[i]) + " is missing from the saved plan");
+  // The switches and groups the executor runs (and undoes) as stated.
+  if (why.empty() && SwitchesToJson(saved) != SwitchesToJson(fresh))
+    why.push_back(
+        "its switches (what each start replaces and how it is undone) are not what "
+        "berth would do now");
+  if (why.empty() && GroupsToJson(saved) != GroupsToJson(fresh))
+    why.push_back("its side-by-side starts are not what berth would do now");
   if (saved.blocked() != fresh.blocked())
     why.push_back(fresh.blocked() ? "the plan is blocked now" : "the saved plan was blocked");
   return why;

@@ -21,7 +21,9 @@ inline constexpr uint64_t kMaxSavedPlanBytes = uint64_t{64} << 20;
 inline constexpr int64_t kSavedPlanClockSkewS = 300;
 
 struct SavedPlan {
-  static constexpr int kFormatVersion = 1;
+  /// 2: the plan's switches, its side-by-side groups and each action's takes_down are saved
+  /// (the executor runs them as the planner stated them). A plan of format 1 is refused.
+  static constexpr int kFormatVersion = 2;
   Plan plan;
   std::string manifest_path;
   std::string manifest_digest;

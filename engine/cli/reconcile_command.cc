@@ -6,13 +6,13 @@
 #include "engine/apply/live_host.h"
 #include "engine/apply/reconciler.h"
 #include "engine/cli/commands.h"
-#include "manifests/loader.h"
 #include "engine/core/clock.h"
 #include "engine/core/units.h"
 #include "engine/loop/manifest_probe.h"
 #include "engine/loop/notifier.h"
 #include "engine/loop/reconcile.h"
 #include "engine/state/bench_history.h"
+#include "manifests/loader.h"
 
 namespace berth {
 

@@ -45,7 +45,7 @@ struct HostSpec {
 /// ports, so that a switch routes traffic from the old server to the new one instead of closing
 /// the port (docs/operating.md "Fronts").
 struct FrontDecl {
-  int port = 0;                 // the public port
+  int port = 0;                  // the public port
   std::string bind = "0.0.0.0";  // the address the front listens on
   /// How long a request waits while no backend serves (a stop-first switch, a restart): past
   /// it, 503 with Retry-After. Rounded up to whole hold rounds (1 s), at least one.

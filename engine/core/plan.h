@@ -3,10 +3,12 @@
 // it.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace berth {
@@ -152,9 +154,10 @@ struct Action {
   std::string front_config;
   bool reload = false;
   bool ready = false;
-  // A stop for another service also carries the stopped service's own health gate in
-  // health_path, port, served_name, timeout_ms and interval_ms: a rollback that starts it again
-  // waits for it (port 0: berth knows none).
+  /// Set by the planner: this step takes a service down (a stop, a restart, or the step a
+  /// port's dark window begins at). The fleet's turn must be held before it runs; the executor
+  /// reads this and works out nothing.
+  bool takes_down = false;
 };
 
 /// Something the plan leaves as it is but a reviewer wants to see ("= keep model/kimi ...").
@@ -222,8 +225,8 @@ const char* SwitchModeName(SwitchMode m);  // "fresh", "start-first", ... (stabl
 
 /// A service a switch stops to make room, and how the switch's undo brings it back.
 struct Replaced {
-  std::string address;  // "service/vllm-kimi-k25"
-  std::string unit;     // "vllm-kimi-k25.service"
+  std::string address;   // "service/vllm-kimi-k25"
+  std::string unit;      // "vllm-kimi-k25.service"
   size_t stop_step = 0;  // its stop (0-based index into Plan::actions)
   /// Its own health gate (a kWaitHealthy action: port, host, health_path, served_name,
   /// timeout_ms, interval_ms), which the undo waits for after starting it again; port 0: berth
@@ -266,6 +269,14 @@ struct Problem {
   uint64_t available = 0;
 };
 
+/// Services brought up side by side: consecutive chains (a start or restart, its health gate,
+/// the enables and disables that follow it) on pairwise disjoint GPUs and ports. Steps are
+/// 0-based indexes into Plan::actions; a chain is [first, last].
+struct ParallelGroup {
+  size_t first = 0, last = 0;
+  std::vector<std::pair<size_t, size_t>> chains;  // two or more
+};
+
 struct Plan {
   static constexpr int kFormatVersion = 1;
   std::string host;
@@ -275,6 +286,7 @@ struct Plan {
   std::vector<Note> notes;
   std::vector<Disruption> disruptions;
   std::vector<Switch> switches;       // one per service started or restarted, in plan order
+  std::vector<ParallelGroup> groups;  // the side-by-side starts (ParallelStarts), in plan order
   std::vector<Problem> problems;      // non-empty: blocked
   std::vector<std::string> warnings;  // checks that could not be made, assumptions
   // Disk summary, for the reviewer.
@@ -287,17 +299,10 @@ struct Plan {
   bool empty() const { return actions.empty(); }
 };
 
-/// Services brought up side by side: consecutive chains (a start or restart, its health gate,
-/// the enables and disables that follow it) on pairwise disjoint GPUs and ports. Steps are
-/// 0-based indexes into Plan::actions; a chain is [first, last].
-struct ParallelGroup {
-  size_t first = 0, last = 0;
-  std::vector<std::pair<size_t, size_t>> chains;  // two or more
-};
-/// Every group of the plan, in order. A chain joins a group only when its service names its
-/// GPUs (none named: berth cannot tell it is independent) and has a health gate; nothing
-/// else (a stop, a write) may sit between two chains. The executor runs each group's starts
-/// one after another without waiting, then their gates together.
+/// Every group of the plan, in order: what the planner puts in Plan::groups. A chain joins a group
+/// only when its service names its GPUs (none named: berth cannot tell it is independent) and has a
+/// health gate; nothing else (a stop, a write) may sit between two chains. The executor runs each
+/// group's starts one after another without waiting, then their gates together.
 std::vector<ParallelGroup> ParallelStarts(const Plan& plan);
 
 }  // namespace berth

@@ -1,6 +1,7 @@
-// What a switch of one service replaced, so that a failed gate can undo it. The executor reads it
-// off the plan it runs; an apply's journal keeps it (engine/state/state.h), so that a later run
-// that resumes the switch's gates after a kill -9 undoes it the same way when one fails.
+// What a switch of one service replaced, so that a failed gate can undo it. The executor takes it
+// from the plan's Switch (SwitchesOf); an apply's journal keeps it (engine/state/state.h), so
+// that a later run that resumes the switch's gates after a kill -9 undoes it the same way when
+// one fails.
 #pragma once
 
 #include <optional>
@@ -14,13 +15,15 @@ namespace berth {
 struct SwitchUndo {
   std::string address;  // "service/x": the service switched to
   std::string unit;     // its unit
-  /// The stops that made room for it (kind kStop, for_service naming it), each with the
-  /// stopped service's own health gate: unit, address, port, health_path, served_name,
-  /// timeout_ms, interval_ms (port 0: berth knows none).
-  std::vector<Action> stopped;
+  /// The services stopped to make room for it, each with its own health gate (Replaced::gate;
+  /// port 0: berth knows none). Replaced::stop_step is the plan's and is not kept.
+  std::vector<Replaced> replaced;
   /// An in-place update: its unit file as it was before the switch rewrote it (byte for byte,
   /// lineage line included); nullopt when the switch did not rewrite a file it restarted.
   std::optional<std::string> unit_before;
+  /// Its own health gate (kWaitHealthy), which an in-place undo waits for after the restart;
+  /// port 0 (a journal written before it was kept): berth does not wait.
+  Action gate;
 };
 
 }  // namespace berth

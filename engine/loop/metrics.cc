@@ -162,11 +162,13 @@ std::string FrontMetricsText(const std::vector<FrontMetrics>& fronts) {
   auto port = [](const FrontMetrics& f) { return "port=\"" + std::to_string(f.port) + "\""; };
   Metric(out, "berth_front_up", "gauge",
          "1 when the front of this port answered on its admin socket at the last write.");
-  for (const auto& f : fronts) out << "berth_front_up{" << port(f) << "} " << (f.error.empty() ? 1 : 0) << "\n";
+  for (const auto& f : fronts)
+    out << "berth_front_up{" << port(f) << "} " << (f.error.empty() ? 1 : 0) << "\n";
   Metric(out, "berth_front_requests_total", "counter",
          "HTTP requests the front of this port received (since its last start).");
   for (const auto& f : fronts)
-    if (f.error.empty()) out << "berth_front_requests_total{" << port(f) << "} " << f.stats.requests << "\n";
+    if (f.error.empty())
+      out << "berth_front_requests_total{" << port(f) << "} " << f.stats.requests << "\n";
   Metric(out, "berth_front_responses_5xx_total", "counter",
          "5xx answers of the front of this port, 503s past the hold bound among them.");
   for (const auto& f : fronts)
@@ -178,20 +180,22 @@ std::string FrontMetricsText(const std::vector<FrontMetrics>& fronts) {
   for (const auto& f : fronts)
     if (f.error.empty()) {
       const FrontServerStats* hold = f.stats.Server("hold");
-      out << "berth_front_held_seconds_total{" << port(f) << "} " << (hold ? hold->total_sessions : 0)
-          << "\n";
+      out << "berth_front_held_seconds_total{" << port(f) << "} "
+          << (hold ? hold->total_sessions : 0) << "\n";
     }
   Metric(out, "berth_front_retries_total", "counter",
          "Retries of the front of this port's backend (each hold round is one).");
   for (const auto& f : fronts)
-    if (f.error.empty()) out << "berth_front_retries_total{" << port(f) << "} " << f.stats.retries << "\n";
+    if (f.error.empty())
+      out << "berth_front_retries_total{" << port(f) << "} " << f.stats.retries << "\n";
   Metric(out, "berth_front_backend", "gauge",
          "1 for the server the front of this port routes new requests to (a service, or hold).");
   for (const auto& f : fronts)
     if (f.error.empty())
       for (const auto& s : f.stats.servers)
         out << "berth_front_backend{" << port(f) << ",server=\"" << LabelValue(s.name) << "\"} "
-            << (s.status != "MAINT" && s.status != "DRAIN" && s.status.find("MAINT") == std::string::npos
+            << (s.status != "MAINT" && s.status != "DRAIN" &&
+                        s.status.find("MAINT") == std::string::npos
                     ? 1
                     : 0)
             << "\n";

@@ -166,6 +166,41 @@ std::string PlanToJson(const Plan& plan, const Desired& desired) {
     if (!d.caveat.empty()) entry["caveat"] = d.caveat;
   }
   j["disruption"] = std::move(dis);
+  // Each switch as the planner stated it; steps 1-based, like the rest of this form.
+  ordered_json switches = ordered_json::array();
+  auto steps = [](const std::vector<size_t>& v) {
+    std::vector<size_t> out;
+    for (size_t i : v) out.push_back(i + 1);
+    return out;
+  };
+  for (const Switch& sw : plan.switches) {
+    ordered_json replaces = ordered_json::array();
+    for (const Replaced& r : sw.replaces)
+      replaces.push_back({{"address", r.address},
+                          {"unit", r.unit},
+                          {"stop_step", r.stop_step + 1},
+                          {"health",
+                           {{"port", r.gate.port},
+                            {"path", r.gate.health_path},
+                            {"served_model_name", r.gate.served_name},
+                            {"timeout_ms", r.gate.timeout_ms}}}});
+    switches.push_back({{"address", sw.address},
+                        {"unit", sw.unit},
+                        {"mode", SwitchModeName(sw.mode)},
+                        {"steps", steps(sw.steps)},
+                        {"start", sw.start + 1},
+                        {"gates", steps(sw.gates)},
+                        {"replaces", std::move(replaces)},
+                        {"restores_unit", sw.restores_unit},
+                        {"needs_turn", sw.needs_turn},
+                        {"group", sw.group}});
+    // Behind a front: its public port, the backend port, and where the undo routes back.
+    if (sw.front_port)
+      switches.back()["front"] = {{"port", sw.front_port},
+                                  {"backend_port", sw.backend_port},
+                                  {"undo_route", sw.undo_route}};
+  }
+  j["switches"] = std::move(switches);
   ordered_json problems = ordered_json::array();
   for (const auto& p : plan.problems)
     problems.push_back({{"step", p.step},

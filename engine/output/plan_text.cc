@@ -112,6 +112,47 @@ std::string UnitFileDiff(const Action& a) {
                      "b/" + a.unit);
 }
 
+namespace {
+
+// "5-9", "3-4, 7": 1-based steps, runs of consecutive ones as ranges.
+std::string StepRanges(const std::vector<size_t>& steps) {
+  std::string out;
+  for (size_t k = 0; k < steps.size();) {
+    size_t end = k;
+    while (end + 1 < steps.size() && steps[end + 1] == steps[end] + 1) ++end;
+    out += (out.empty() ? "" : ", ") + std::to_string(steps[k] + 1) +
+           (end > k ? "-" + std::to_string(steps[end] + 1) : "");
+    k = end + 1;
+  }
+  return out;
+}
+
+// "switch service/x (stop-first): steps 5-9; undo: stop it, start y.service again and wait for
+// its health": what the switch is, and what the executor does when one of its gates fails.
+std::string SwitchLine(const Switch& sw) {
+  std::string line = "switch " + sw.address + " (" + SwitchModeName(sw.mode) + "): step" +
+                     (sw.steps.size() == 1 ? " " : "s ") + StepRanges(sw.steps) + "; undo: ";
+  if (sw.restores_unit) {
+    line += "write back its unit file as it was, reload, restart it" +
+            std::string(sw.gates.empty() ? "" : " and wait for its health");
+  } else if (!sw.replaces.empty()) {
+    line += "stop it";
+    for (const Replaced& r : sw.replaces)
+      line += ", start " + r.unit + " again" +
+              (r.gate.port ? " and wait for its health" : " (berth knows no health check for it)");
+  } else {
+    line += sw.mode == SwitchMode::kStartFirst ? "none (what it replaces stops after its gates)"
+            : sw.mode == SwitchMode::kInPlace  ? "none (it restarts on the unit it had)"
+                                               : "none (it replaces nothing)";
+  }
+  if (sw.front_port && !sw.undo_route.empty())
+    line += "; then the front of port " + std::to_string(sw.front_port) + " routes back to " +
+            sw.undo_route;
+  return line;
+}
+
+}  // namespace
+
 std::string PlanToText(const Plan& plan, const Desired& desired, const PlanTextOptions& options) {
   std::ostringstream out;
   if (!plan.host_matches) {
@@ -137,7 +178,8 @@ std::string PlanToText(const Plan& plan, const Desired& desired, const PlanTextO
   for (const auto& n : plan.notes)
     out << "     = " << Pad("keep", 14) << Pad(n.address, width) << EscapeControl(n.detail) << "\n";
   out << "\n";
-  for (const ParallelGroup& g : ParallelStarts(plan)) {
+  for (const Switch& sw : plan.switches) out << SwitchLine(sw) << "\n";
+  for (const ParallelGroup& g : plan.groups) {
     out << "together: ";
     for (size_t k = 0; k < g.chains.size(); ++k) {
       const auto& [first, last] = g.chains[k];

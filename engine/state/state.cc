@@ -310,18 +310,24 @@ std::string JournalToJson(const Journal& j) {
   o["actions"] = entries;
   ordered_json switches = ordered_json::array();
   for (const SwitchUndo& u : j.switches) {
+    // A gate as the journal keeps it: the stopped service's (under "stopped", beside its unit)
+    // or the switch's own (under "gate").
+    auto gate = [](const Action& a) {
+      return ordered_json{{"host", a.host},
+                          {"port", a.port},
+                          {"health_path", a.health_path},
+                          {"served_name", a.served_name},
+                          {"timeout_ms", a.timeout_ms},
+                          {"interval_ms", a.interval_ms}};
+    };
     ordered_json stopped = ordered_json::array();
-    for (const Action& a : u.stopped)
-      stopped.push_back({{"unit", a.unit},
-                         {"address", a.address},
-                         {"for_service", a.for_service},
-                         {"host", a.host},
-                         {"port", a.port},
-                         {"health_path", a.health_path},
-                         {"served_name", a.served_name},
-                         {"timeout_ms", a.timeout_ms},
-                         {"interval_ms", a.interval_ms}});
+    for (const Replaced& x : u.replaced) {
+      ordered_json e = {{"unit", x.unit}, {"address", x.address}};
+      e.update(gate(x.gate));
+      stopped.push_back(e);
+    }
     ordered_json sw = {{"address", u.address}, {"unit", u.unit}, {"stopped", stopped}};
+    if (u.gate.port) sw["gate"] = gate(u.gate);
     // Base64: a unit file is any bytes (an adopted one need not be UTF-8), restored byte for byte.
     if (u.unit_before) sw["unit_before_base64"] = Base64Encode(*u.unit_before);
     switches.push_back(sw);
@@ -347,20 +353,28 @@ Result<Journal> JournalFromJson(const std::string& text, const std::string& sour
       SwitchUndo u;
       u.address = sw.at("address").get<std::string>();
       u.unit = sw.at("unit").get<std::string>();
+      auto gate = [](const ordered_json& a, const std::string& address, const std::string& unit) {
+        Action g;
+        g.kind = ActionKind::kWaitHealthy;
+        g.address = address;
+        g.unit = unit;
+        g.host = a.value("host", "");
+        g.port = a.value("port", 0);
+        g.health_path = a.value("health_path", "");
+        g.served_name = a.value("served_name", "");
+        g.timeout_ms = a.value("timeout_ms", uint64_t{0});
+        g.interval_ms = a.value("interval_ms", uint64_t{0});
+        return g;
+      };
       for (const auto& a : sw.at("stopped")) {
-        Action x;
-        x.kind = ActionKind::kStop;
+        Replaced x;
         x.unit = a.at("unit").get<std::string>();
         x.address = a.value("address", "");
-        x.for_service = a.value("for_service", "");
-        x.host = a.value("host", "");
-        x.port = a.value("port", 0);
-        x.health_path = a.value("health_path", "");
-        x.served_name = a.value("served_name", "");
-        x.timeout_ms = a.value("timeout_ms", uint64_t{0});
-        x.interval_ms = a.value("interval_ms", uint64_t{0});
-        u.stopped.push_back(std::move(x));
+        x.gate = gate(a, x.address, x.unit);
+        u.replaced.push_back(std::move(x));
       }
+      // A journal written before the switch's own gate was kept: port 0, not waited for.
+      if (sw.contains("gate")) u.gate = gate(sw.at("gate"), u.address, u.unit);
       if (sw.contains("unit_before_base64")) {
         std::string bytes;
         if (!Base64Decode(sw.at("unit_before_base64").get<std::string>(), &bytes))

@@ -54,7 +54,8 @@ class FrontE2eTest : public SandboxSuite {
           health(std::move(h)) {}
     std::string name, model, state, strategy, env, health;
   };
-  std::string Manifest(const std::vector<Svc>& services, const std::string& front = "{hold: 1m, drain: 30s}") {
+  std::string Manifest(const std::vector<Svc>& services,
+                       const std::string& front = "{hold: 1m, drain: 30s}") {
     std::ostringstream m;
     m << "berth: 1\nhost:\n  store: " << store_ << "\n  unit_dir: " << sandbox_->units_dir()
       << "\n  front_dir: " << fronts_ << "\n  executables: {vllm: " << FakeVllm() << "}\n"
@@ -118,11 +119,10 @@ class FrontE2eTest : public SandboxSuite {
     if (prober_ == 0) {
       std::string streams_arg = std::to_string(streams);
       ::execl("/usr/bin/python3", "python3", (SourceDir() + "/tests/prober/prober.py").c_str(),
-              "--url", url.c_str(), "--interval-ms", "10", "--path", "/v1/models",
-              "--completions", "--streams", streams_arg.c_str(), "--stream-tokens", "100",
-              "--timeout", "120", "--max-duration", "300", "--stop-file", stop_file_.c_str(),
-              "--ready-file", ready.c_str(), "--out", summary_.c_str(),
-              static_cast<char*>(nullptr));
+              "--url", url.c_str(), "--interval-ms", "10", "--path", "/v1/models", "--completions",
+              "--streams", streams_arg.c_str(), "--stream-tokens", "100", "--timeout", "120",
+              "--max-duration", "300", "--stop-file", stop_file_.c_str(), "--ready-file",
+              ready.c_str(), "--out", summary_.c_str(), static_cast<char*>(nullptr));
       ::_exit(127);
     }
     ASSERT_TRUE(WaitFor([&] { return std::filesystem::exists(ready); }, std::chrono::seconds(20)))
@@ -150,13 +150,14 @@ class FrontE2eTest : public SandboxSuite {
   }
   // The model /v1/models lists through the front now.
   std::string ServedModel() {
-    CommandResult r = RunCommand(
-        {"/usr/bin/python3", "-c",
-         "import sys, urllib.request\n"
-         "print(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode())",
-         "http://127.0.0.1:" + std::to_string(port_) + "/v1/models"});
+    CommandResult r =
+        RunCommand({"/usr/bin/python3", "-c",
+                    "import sys, urllib.request\n"
+                    "print(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode())",
+                    "http://127.0.0.1:" + std::to_string(port_) + "/v1/models"});
     auto j = nlohmann::json::parse(r.output, nullptr, false);
-    if (j.is_discarded() || !j.contains("data") || j["data"].empty()) return "(none: " + r.output + ")";
+    if (j.is_discarded() || !j.contains("data") || j["data"].empty())
+      return "(none: " + r.output + ")";
     return j["data"][0].value("id", "");
   }
 
@@ -189,8 +190,9 @@ TEST_F(FrontE2eTest, AMakeBeforeBreakSwitchRefusesNothingAndEveryStreamCompletes
 TEST_F(FrontE2eTest, AStopFirstSwitchHoldsRequestsUntilTheNewServerServes) {
   ASSERT_EQ(Apply(Manifest({{"svc-a", "a"}})), 0) << out_.str() << err_.str();
   // svc-b takes 3 s to load: requests sent meanwhile wait in the front.
-  std::string next = Manifest(
-      {{"svc-a", "a", "stopped"}, {"svc-b", "b", "running", "stop-first", "FAKE_VLLM_STARTUP_DELAY: '3'"}});
+  std::string next =
+      Manifest({{"svc-a", "a", "stopped"},
+                {"svc-b", "b", "running", "stop-first", "FAKE_VLLM_STARTUP_DELAY: '3'"}});
   std::string plan = PlanText(next);
   EXPECT_THAT(plan, HasSubstr("held up to 1m, not refused")) << plan;
   StartProber();
@@ -205,7 +207,11 @@ TEST_F(FrontE2eTest, AStopFirstSwitchHoldsRequestsUntilTheNewServerServes) {
 
 TEST_F(FrontE2eTest, AFailedReplacementIsRoutedBackAndRefusesNothing) {
   ASSERT_EQ(Apply(Manifest({{"svc-a", "a"}})), 0) << out_.str() << err_.str();
-  Svc bad{"svc-b", "b", "running", "stop-first", "FAKE_VLLM_FAIL_HEALTH: '1'",
+  Svc bad{"svc-b",
+          "b",
+          "running",
+          "stop-first",
+          "FAKE_VLLM_FAIL_HEALTH: '1'",
           "{timeout: 3s, interval: 100ms}"};
   StartProber();
   EXPECT_EQ(Apply(Manifest({{"svc-a", "a", "stopped"}, bad})), 4) << out_.str() << err_.str();

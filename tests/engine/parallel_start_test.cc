@@ -86,7 +86,7 @@ class ParallelStartTest : public ::testing::Test {
 
 TEST_F(ParallelStartTest, ThePlanFindsTheServicesOnDisjointGpusAndSaysTheyStartTogether) {
   RunReport r = Pass("apart", false);
-  std::vector<ParallelGroup> groups = ParallelStarts(r.plan);
+  const std::vector<ParallelGroup>& groups = r.plan.groups;
   ASSERT_EQ(groups.size(), 1u) << out.str();
   ASSERT_EQ(groups[0].chains.size(), 2u);
   const Action& first = r.plan.actions[groups[0].chains[0].first];
@@ -101,7 +101,7 @@ TEST_F(ParallelStartTest, ThePlanFindsTheServicesOnDisjointGpusAndSaysTheyStartT
   // On one GPU they fit (0.4 + 0.4), but one waits for the other: nothing side by side.
   RunReport shared = Pass("shared", false);
   EXPECT_FALSE(shared.plan.blocked()) << out.str();
-  EXPECT_TRUE(ParallelStarts(shared.plan).empty());
+  EXPECT_TRUE(shared.plan.groups.empty());
   EXPECT_THAT(out.str(), ::testing::Not(HasSubstr("side by side")));
 }
 

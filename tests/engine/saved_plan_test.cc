@@ -206,5 +206,136 @@ TEST_F(SavedPlanFile, AnUnknownReasonIsRefusedNotTakenForAMissingModel) {
   EXPECT_TRUE(Read(Text()).ok());
 }
 
+// A plan saved by a berth before switches were saved (format 1) says so, and how to make it
+// again: this berth would run it without the switches its executor undoes.
+TEST_F(SavedPlanFile, APlanOfFormat1IsRefusedSayingItIsOlder) {
+  json_["format_version"] = 1;
+  Result<SavedPlan> p = Read(Text());
+  ASSERT_FALSE(p.ok());
+  EXPECT_THAT(p.status().message(),
+              HasSubstr("this plan was saved by an older berth (format 1); make it again with "
+                        "`berth plan --out`"));
+}
+
+namespace {
+
+// kimi stops (its own gate kept on the switch), minimax starts side by side with nothing: a
+// stop-first switch with everything a saved plan carries.
+Plan StopFirstPlan() {
+  Plan plan;
+  auto act = [](ActionKind k, const std::string& name) {
+    Action a;
+    a.kind = k;
+    a.address = "service/" + name;
+    a.unit = name + ".service";
+    return a;
+  };
+  Action stop = act(ActionKind::kStop, "kimi");
+  stop.takes_down = true;
+  Action start = act(ActionKind::kStart, "minimax");
+  Action gate = act(ActionKind::kWaitHealthy, "minimax");
+  gate.port = 8000;
+  gate.timeout_ms = 60'000;
+  plan.actions = {stop, start, gate};
+  Switch sw;
+  sw.address = "service/minimax";
+  sw.unit = "minimax.service";
+  sw.mode = SwitchMode::kStopFirst;
+  sw.steps = {0, 1, 2};
+  sw.start = 1;
+  sw.gates = {2};
+  Replaced old;
+  old.address = "service/kimi";
+  old.unit = "kimi.service";
+  old.stop_step = 0;
+  old.gate = act(ActionKind::kWaitHealthy, "kimi");
+  old.gate.port = 8000;
+  old.gate.health_path = "/health";
+  old.gate.served_name = "kimi";
+  old.gate.timeout_ms = 600'000;
+  old.gate.interval_ms = 5'000;
+  sw.replaces = {old};
+  sw.needs_turn = true;
+  plan.switches = {sw};
+  return plan;
+}
+
+Result<SavedPlan> RoundTrip(const Plan& plan) {
+  Observed observed;
+  observed.hostname = "gpu-01";
+  Desired desired;
+  desired.digest = std::string(64, 'd');
+  return SavedPlanFromJson(
+      SavedPlanToJson(MakeSavedPlan(plan, desired, observed, "/m/berth.yaml", 1'000'000)),
+      "plan.json");
+}
+
+}  // namespace
+
+TEST(SavedPlanSwitches, AStopFirstSwitchReadsBackWithWhatItReplacesAndItsGate) {
+  Plan plan = StopFirstPlan();
+  Result<SavedPlan> p = RoundTrip(plan);
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  ASSERT_EQ(p->plan.switches.size(), 1u);
+  const Switch& sw = p->plan.switches[0];
+  EXPECT_EQ(sw.mode, SwitchMode::kStopFirst);
+  EXPECT_EQ(sw.steps, (std::vector<size_t>{0, 1, 2}));
+  EXPECT_EQ(sw.start, 1u);
+  EXPECT_EQ(sw.gates, (std::vector<size_t>{2}));
+  EXPECT_TRUE(sw.needs_turn);
+  EXPECT_EQ(sw.group, -1);
+  ASSERT_EQ(sw.replaces.size(), 1u);
+  const Replaced& r = sw.replaces[0];
+  EXPECT_EQ(r.unit, "kimi.service");
+  EXPECT_EQ(r.stop_step, 0u);
+  EXPECT_EQ(r.gate.kind, ActionKind::kWaitHealthy);
+  EXPECT_EQ(r.gate.unit, "kimi.service");
+  EXPECT_EQ(r.gate.port, 8000);
+  EXPECT_EQ(r.gate.health_path, "/health");
+  EXPECT_EQ(r.gate.served_name, "kimi");
+  EXPECT_EQ(r.gate.timeout_ms, 600'000u);
+  EXPECT_EQ(r.gate.interval_ms, 5'000u);
+  EXPECT_TRUE(p->plan.actions[0].takes_down);
+  EXPECT_FALSE(p->plan.actions[1].takes_down);
+  EXPECT_TRUE(PlanDifferences(p->plan, plan).empty());
+  // Another undo is another plan, though every action is the same.
+  Plan other = plan;
+  other.switches[0].replaces[0].gate.timeout_ms = 1;
+  EXPECT_THAT(PlanDifferences(p->plan, other), ElementsAre(HasSubstr("its switches")));
+}
+
+TEST(SavedPlanSwitches, ASideBySideGroupReadsBack) {
+  Plan plan = StopFirstPlan();
+  ParallelGroup g;
+  g.first = 1;
+  g.last = 2;
+  g.chains = {{1, 2}};
+  plan.groups = {g};
+  plan.switches[0].group = 0;
+  Result<SavedPlan> p = RoundTrip(plan);
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  ASSERT_EQ(p->plan.groups.size(), 1u);
+  EXPECT_EQ(p->plan.groups[0].chains, (std::vector<std::pair<size_t, size_t>>{{1, 2}}));
+  EXPECT_EQ(p->plan.switches[0].group, 0);
+}
+
+TEST(SavedPlanSwitches, ASwitchNamingAStepThePlanLacksIsRefused) {
+  Observed observed;
+  observed.hostname = "gpu-01";
+  Desired desired;
+  desired.digest = std::string(64, 'd');
+  auto j = nlohmann::ordered_json::parse(SavedPlanToJson(
+      MakeSavedPlan(StopFirstPlan(), desired, observed, "/m/berth.yaml", 1'000'000)));
+  j["switches"][0]["gates"] = {7};
+  Result<SavedPlan> p = SavedPlanFromJson(j.dump(2), "plan.json");
+  ASSERT_FALSE(p.ok());
+  EXPECT_THAT(p.status().message(), HasSubstr("switch 1 names step 8 of a plan of 3"));
+  j["switches"][0]["gates"] = {2};
+  j["switches"][0]["mode"] = "sideways";
+  p = SavedPlanFromJson(j.dump(2), "plan.json");
+  ASSERT_FALSE(p.ok());
+  EXPECT_THAT(p.status().message(), HasSubstr("the mode 'sideways'"));
+}
+
 }  // namespace
 }  // namespace berth

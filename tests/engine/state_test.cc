@@ -142,32 +142,44 @@ TEST_F(StateTest, TheJournalKeepsWhatEachSwitchReplacedAndEveryUnfinishedGate) {
                {7, "floor", "service/inplace", "pending", ""},
                {8, "start", "service/ok", "done", ""},
                {9, "wait-healthy", "service/ok", "done", ""}};
-  Action stop;
-  stop.kind = ActionKind::kStop;
-  stop.unit = "old.service";
-  stop.address = "service/old";
-  stop.for_service = "new";
-  stop.port = 8000;
-  stop.health_path = "/health";
-  stop.served_name = "old";
-  stop.timeout_ms = 600000;
-  stop.interval_ms = 5000;
+  Replaced old;
+  old.unit = "old.service";
+  old.address = "service/old";
+  old.gate.kind = ActionKind::kWaitHealthy;
+  old.gate.unit = "old.service";
+  old.gate.address = "service/old";
+  old.gate.port = 8000;
+  old.gate.health_path = "/health";
+  old.gate.served_name = "old";
+  old.gate.timeout_ms = 600000;
+  old.gate.interval_ms = 5000;
+  Action own;
+  own.kind = ActionKind::kWaitHealthy;
+  own.unit = "inplace.service";
+  own.address = "service/inplace";
+  own.port = 8001;
+  own.health_path = "/health";
+  own.timeout_ms = 300000;
   j.switches = {
-      {"service/new", "new.service", {stop}, std::nullopt},
-      {"service/inplace", "inplace.service", {}, "[Unit]\nDescription=\xff\xfe not UTF-8\n"}};
+      {"service/new", "new.service", {old}, std::nullopt, {}},
+      {"service/inplace", "inplace.service", {}, "[Unit]\nDescription=\xff\xfe not UTF-8\n", own}};
   ASSERT_TRUE(sd.SaveJournal(j).ok());
   bool exists = false;
   auto back = sd.LoadJournal(&exists);
   ASSERT_TRUE(exists && back.ok()) << back.status().message();
   EXPECT_EQ(JournalToJson(*back), JournalToJson(j));
   ASSERT_EQ(back->switches.size(), 2u);
-  ASSERT_EQ(back->switches[0].stopped.size(), 1u);
-  const Action& s = back->switches[0].stopped[0];
-  EXPECT_EQ(s.kind, ActionKind::kStop);
+  ASSERT_EQ(back->switches[0].replaced.size(), 1u);
+  const Replaced& s = back->switches[0].replaced[0];
   EXPECT_EQ(s.unit, "old.service");
-  EXPECT_EQ(s.port, 8000);
-  EXPECT_EQ(s.served_name, "old");
-  EXPECT_EQ(s.timeout_ms, 600000u);
+  EXPECT_EQ(s.gate.kind, ActionKind::kWaitHealthy);
+  EXPECT_EQ(s.gate.unit, "old.service");
+  EXPECT_EQ(s.gate.port, 8000);
+  EXPECT_EQ(s.gate.served_name, "old");
+  EXPECT_EQ(s.gate.timeout_ms, 600000u);
+  EXPECT_EQ(back->switches[0].gate.port, 0) << "none kept: not waited for";
+  EXPECT_EQ(back->switches[1].gate.port, 8001);
+  EXPECT_EQ(back->switches[1].gate.unit, "inplace.service");
   EXPECT_FALSE(back->switches[0].unit_before);
   EXPECT_EQ(back->switches[1].unit_before, "[Unit]\nDescription=\xff\xfe not UTF-8\n");
 
@@ -175,6 +187,29 @@ TEST_F(StateTest, TheJournalKeepsWhatEachSwitchReplacedAndEveryUnfinishedGate) {
   NoteUnfinishedApply(*back, &b);
   EXPECT_EQ(b.ungated, (std::vector<std::string>{"service/new", "service/inplace"}));
   EXPECT_THAT(b.interrupted, HasSubstr("stopped at step 9"));
+}
+
+// A journal written before switches kept their own gate (its stops named for_service, no "gate")
+// still reads: what each switch replaced comes back with its gate, and the switch's own gate is
+// unknown (port 0: the undo does not wait for it).
+TEST(JournalFormat, AJournalFromBeforeSwitchGatesStillReads) {
+  auto j = JournalFromJson(R"({"started": "2026-12-01T01:00:00Z", "pid": "77",
+      "manifest_digest": "d", "finished": false,
+      "actions": [{"step": 1, "kind": "stop", "address": "service/old", "status": "done",
+                   "message": ""}],
+      "switches": [{"address": "service/new", "unit": "new.service",
+                    "stopped": [{"unit": "old.service", "address": "service/old",
+                                 "for_service": "new", "host": "", "port": 8000,
+                                 "health_path": "/health", "served_name": "old",
+                                 "timeout_ms": 600000, "interval_ms": 5000}]}]})",
+                           "journal.json");
+  ASSERT_TRUE(j.ok()) << j.status().message();
+  EXPECT_EQ(j->entries[0].status, "done");
+  ASSERT_EQ(j->switches.size(), 1u);
+  ASSERT_EQ(j->switches[0].replaced.size(), 1u);
+  EXPECT_EQ(j->switches[0].replaced[0].gate.port, 8000);
+  EXPECT_EQ(j->switches[0].replaced[0].gate.health_path, "/health");
+  EXPECT_EQ(j->switches[0].gate.port, 0);
 }
 
 TEST_F(StateTest, ASecondLockIsToldWhoHoldsTheFirst) {

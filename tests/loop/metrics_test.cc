@@ -274,9 +274,12 @@ TEST(FrontMetrics, EachFrontsCountersAndItsRouteAreInTheTextfile) {
   EXPECT_THAT(text, ::testing::HasSubstr("berth_front_responses_5xx_total{port=\"8000\"} 2\n"));
   EXPECT_THAT(text, ::testing::HasSubstr("berth_front_held_seconds_total{port=\"8000\"} 40\n"));
   EXPECT_THAT(text, ::testing::HasSubstr("berth_front_retries_total{port=\"8000\"} 42\n"));
-  EXPECT_THAT(text, ::testing::HasSubstr("berth_front_backend{port=\"8000\",server=\"svc-b\"} 1\n"));
-  EXPECT_THAT(text, ::testing::HasSubstr("berth_front_backend{port=\"8000\",server=\"svc-a\"} 0\n"));
-  EXPECT_THAT(text, ::testing::Not(::testing::HasSubstr("berth_front_requests_total{port=\"9000\"}")));
+  EXPECT_THAT(text,
+              ::testing::HasSubstr("berth_front_backend{port=\"8000\",server=\"svc-b\"} 1\n"));
+  EXPECT_THAT(text,
+              ::testing::HasSubstr("berth_front_backend{port=\"8000\",server=\"svc-a\"} 0\n"));
+  EXPECT_THAT(text,
+              ::testing::Not(::testing::HasSubstr("berth_front_requests_total{port=\"9000\"}")));
   EXPECT_EQ(FrontMetricsText({}), "");
 }
 

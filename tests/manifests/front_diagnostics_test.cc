@@ -70,8 +70,7 @@ TEST(FrontDiagnostics, AFrontDefinedInTwoFilesIsRefused) {
 }
 
 TEST(FrontDiagnostics, AValidFrontLoadsWithItsDurations) {
-  LoadResult r = LoadManifestTexts(
-      {{"berth.yaml", std::string(kModels) + R"(fronts:
+  LoadResult r = LoadManifestTexts({{"berth.yaml", std::string(kModels) + R"(fronts:
   8000: {hold: 90s, drain: 10s, retry_after: 5s, bind: 127.0.0.1, ready: {path: /ready, lead: 2s}}
 services:
   s: {model: a, engine: vllm, gpus: [0], port: 8000}

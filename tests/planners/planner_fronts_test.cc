@@ -21,11 +21,13 @@ class FrontPlanTest : public ScenarioTest {
   }
   // svc-a and svc-b on port 8000 behind a front; `b_gpu`: svc-b's GPU (0: svc-a's, no room).
   void Load(const std::string& a_state, const std::string& b_state, int b_gpu = 1,
-            const std::string& a_extra = "") {
+            const std::string& a_extra = "", const std::string& front = "{hold: 5m, drain: 1m}") {
     std::string yaml =
         "berth: 1\n"
         "host: {store: /models, front_dir: /run/fronts}\n"
-        "fronts:\n  8000: {hold: 5m, drain: 1m}\n"
+        "fronts:\n  8000: " +
+        front +
+        "\n"
         "models:\n"
         "  a: {source: hf://org/a, revision: " +
         Commit("a") +
@@ -79,9 +81,11 @@ TEST_F(FrontPlanTest, TheFirstApplyStartsTheFrontThenTheBackendAndRoutesToIt) {
   auto at = [&](const std::string& s) {
     return std::find(steps.begin(), steps.end(), s) - steps.begin();
   };
-  ASSERT_LT(at("write-front front/8000 unit_changed"), at("start service/berth-front-8000 not_running"))
+  ASSERT_LT(at("write-front front/8000 unit_changed"),
+            at("start service/berth-front-8000 not_running"))
       << ::testing::PrintToString(steps);
-  EXPECT_LT(at("start service/berth-front-8000 not_running"), at("start service/svc-a not_running"));
+  EXPECT_LT(at("start service/berth-front-8000 not_running"),
+            at("start service/svc-a not_running"));
   EXPECT_LT(at("wait-healthy service/svc-a health_gate"), at("route front/8000 health_gate"));
   EXPECT_EQ(At(p, "route front/8000 health_gate").front_server, "svc-a");
   Converge();
@@ -99,16 +103,14 @@ TEST_F(FrontPlanTest, WithRoomForBothTheSwitchIsMakeBeforeBreak) {
   for (const auto& s : steps)
     if (s.find("svc-") != std::string::npos || s.find("front/") != std::string::npos)
       switching.push_back(s);
-  EXPECT_THAT(switching,
-              ElementsAre("write-unit unit/svc-b.service unit_missing",
-                          "write-front front/8000 unit_changed",
-                          "start service/svc-b not_running",
-                          "wait-healthy service/svc-b health_gate", "route front/8000 health_gate",
-                          "drain service/svc-a frees_resources",
-                          "stop service/svc-a frees_resources",
-                          "enable unit/svc-b.service not_enabled",
-                          "disable unit/svc-a.service wanted_stopped",
-                          "write-front front/8000 unit_changed"));
+  EXPECT_THAT(
+      switching,
+      ElementsAre(
+          "write-unit unit/svc-b.service unit_missing", "write-front front/8000 unit_changed",
+          "start service/svc-b not_running", "wait-healthy service/svc-b health_gate",
+          "route front/8000 health_gate", "drain service/svc-a frees_resources",
+          "stop service/svc-a frees_resources", "enable unit/svc-b.service not_enabled",
+          "disable unit/svc-a.service wanted_stopped", "write-front front/8000 unit_changed"));
   EXPECT_TRUE(At(p, "write-front front/8000 unit_changed").reload);
   EXPECT_EQ(Port(p, 8000), "none ");
   Converge();
@@ -125,15 +127,15 @@ TEST_F(FrontPlanTest, WithoutRoomTheFrontHoldsWhileTheOldStopsAndTheNewStarts) {
   for (const auto& s : Steps(p))
     if (s.find("svc-") != std::string::npos || s.find("front/") != std::string::npos)
       switching.push_back(s);
-  EXPECT_THAT(switching,
-              ElementsAre("write-unit unit/svc-b.service unit_missing",
-                          "write-front front/8000 unit_changed", "route front/8000 health_gate",
-                          "drain service/svc-a frees_resources",
-                          "stop service/svc-a frees_resources", "start service/svc-b not_running",
-                          "wait-healthy service/svc-b health_gate", "route front/8000 health_gate",
-                          "enable unit/svc-b.service not_enabled",
-                          "disable unit/svc-a.service wanted_stopped",
-                          "write-front front/8000 unit_changed"));
+  EXPECT_THAT(
+      switching,
+      ElementsAre("write-unit unit/svc-b.service unit_missing",
+                  "write-front front/8000 unit_changed", "route front/8000 health_gate",
+                  "drain service/svc-a frees_resources", "stop service/svc-a frees_resources",
+                  "start service/svc-b not_running", "wait-healthy service/svc-b health_gate",
+                  "route front/8000 health_gate", "enable unit/svc-b.service not_enabled",
+                  "disable unit/svc-a.service wanted_stopped",
+                  "write-front front/8000 unit_changed"));
   EXPECT_EQ(At(p, "route front/8000 health_gate").front_server, "hold");  // the first route
   EXPECT_EQ(Port(p, 8000), "held ");
   ASSERT_EQ(p.disruptions.size(), 1u);
@@ -152,14 +154,57 @@ TEST_F(FrontPlanTest, ARestartInPlaceIsHeldNotDark) {
   for (const auto& s : Steps(p))
     if (s.find("svc-a") != std::string::npos || s.find("front/") != std::string::npos)
       switching.push_back(s);
-  EXPECT_THAT(switching, ElementsAre("write-unit unit/svc-a.service unit_changed",
-                                     "route front/8000 health_gate",
-                                     "drain service/svc-a frees_resources",
-                                     "restart service/svc-a config_changed",
-                                     "wait-healthy service/svc-a health_gate",
-                                     "route front/8000 health_gate"));
+  EXPECT_THAT(
+      switching,
+      ElementsAre("write-unit unit/svc-a.service unit_changed", "route front/8000 health_gate",
+                  "drain service/svc-a frees_resources", "restart service/svc-a config_changed",
+                  "wait-healthy service/svc-a health_gate", "route front/8000 health_gate"));
   EXPECT_EQ(Port(p, 8000), "held ");
   Converge();
+}
+
+// An outside load balancer is told first: the ready path turns 503 (and berth waits its lead)
+// before the front holds, under the fleet's turn; it turns 200 again after the route.
+TEST_F(FrontPlanTest, TheReadyPathTurnsBeforeTheHoldAndTheTurnIsTakenThere) {
+  std::string front = "{hold: 5m, drain: 1m, ready: {path: /ready, lead: 20s}}";
+  Load("running", "absent", 1, "", front);
+  Converge();
+  Load("stopped", "running", 0, "", front);
+  Plan p = PlanNow();
+  ASSERT_FALSE(p.blocked()) << Problems(p);
+  std::vector<std::string> fronts;
+  for (size_t i = 0; i < p.actions.size(); ++i)
+    if (p.actions[i].front_port)
+      fronts.push_back(Steps(p)[i] + (p.actions[i].takes_down ? " (turn)" : "") +
+                       (p.actions[i].kind == ActionKind::kReady
+                            ? std::string(p.actions[i].ready ? " 200" : " 503")
+                            : ""));
+  EXPECT_THAT(
+      fronts,
+      ElementsAre("write-front front/8000 unit_changed", "ready front/8000 health_gate (turn) 503",
+                  "route front/8000 health_gate", "drain service/svc-a frees_resources",
+                  "route front/8000 health_gate", "ready front/8000 health_gate 200",
+                  "write-front front/8000 unit_changed"));
+  EXPECT_EQ(At(p, "ready front/8000 health_gate").timeout_ms, 20000u);
+  ASSERT_EQ(p.switches.size(), 1u);
+  EXPECT_EQ(p.switches[0].mode, SwitchMode::kHold);
+  EXPECT_EQ(p.switches[0].undo_route, "svc-a");
+  EXPECT_TRUE(p.switches[0].needs_turn);
+}
+
+// Make-before-break takes nobody's turn: nothing goes dark, nothing is held.
+TEST_F(FrontPlanTest, AMakeBeforeBreakSwitchNeedsNoTurn) {
+  Load("running", "absent");
+  Converge();
+  Load("stopped", "running", 1);
+  Plan p = PlanNow();
+  ASSERT_EQ(p.switches.size(), 1u);
+  EXPECT_EQ(p.switches[0].mode, SwitchMode::kMakeBeforeBreak);
+  EXPECT_FALSE(p.switches[0].needs_turn);
+  for (const Action& a : p.actions) EXPECT_FALSE(a.takes_down) << a.address;
+  ASSERT_EQ(p.switches[0].replaces.size(), 1u);
+  EXPECT_EQ(p.switches[0].replaces[0].unit, "svc-a.service");
+  EXPECT_EQ(p.switches[0].front_port, 8000);
 }
 
 TEST_F(FrontPlanTest, ANoOpPlanWithAFrontIsEmpty) {

@@ -443,7 +443,7 @@ TEST_F(PreflightTest, ServicesWithSmokeGatesStillStartSideBySide) {
   Vllm("two", "a", {1}, 8001).gates.smoke = SmokeSpec{};
   Plan p = PlanNow();
   ASSERT_FALSE(p.blocked()) << Problems(p);
-  std::vector<ParallelGroup> groups = ParallelStarts(p);
+  const std::vector<ParallelGroup>& groups = p.groups;
   ASSERT_EQ(groups.size(), 1u) << ::testing::PrintToString(Steps(p));
   ASSERT_EQ(groups[0].chains.size(), 2u);
   // Each chain: start, wait-healthy, smoke, enable.

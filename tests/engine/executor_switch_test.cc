@@ -1,0 +1,180 @@
+// The executor runs the switches the planner stated (engine/core/plan.h Switch) and works out
+// nothing: a plan built by hand here whose stop carries no health gate, whose Switch does, is
+// rolled back waiting for the Switch's gate; the fleet's turn is asked before the steps the
+// plan marks takes_down; the journal hears each step's StepState.
+#include "engine/apply/executor.h"
+
+#include "tests/engine/reconciler_fixture.h"
+
+namespace berth::testing {
+namespace {
+
+using ::testing::Contains;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Pair;
+
+class ExecutorSwitchTest : public ReconcilerTest {
+ protected:
+  static Action Act(ActionKind kind, const std::string& name) {
+    Action a;
+    a.kind = kind;
+    a.address = "service/" + name;
+    a.unit = name + ".service";
+    return a;
+  }
+
+  // Kimi stops, MiniMax starts on port 8000 and is waited for: a stop-first switch. The stop
+  // has no health fields; Kimi's gate is on the Switch alone (port 0: none).
+  static berth::Plan StopFirst(int kimi_gate_port) {
+    berth::Plan plan;
+    Action write = Act(ActionKind::kWriteUnit, "vllm-minimax");
+    write.address = "unit/vllm-minimax.service";
+    write.unit_content = "[Unit]\nDescription=minimax\n[Service]\nExecStart=/bin/true\n";
+    Action reload;
+    reload.kind = ActionKind::kDaemonReload;
+    reload.address = "systemd";
+    Action stop = Act(ActionKind::kStop, "vllm-kimi");
+    stop.takes_down = true;
+    Action start = Act(ActionKind::kStart, "vllm-minimax");
+    Action gate = Act(ActionKind::kWaitHealthy, "vllm-minimax");
+    gate.port = 8000;
+    gate.health_path = "/health";
+    gate.timeout_ms = 60'000;
+    gate.interval_ms = 1'000;
+    plan.actions = {write, reload, stop, start, gate};
+    Switch sw;
+    sw.address = "service/vllm-minimax";
+    sw.unit = "vllm-minimax.service";
+    sw.mode = SwitchMode::kStopFirst;
+    sw.steps = {2, 3, 4};
+    sw.start = 3;
+    sw.gates = {4};
+    sw.needs_turn = true;
+    Replaced kimi;
+    kimi.address = "service/vllm-kimi";
+    kimi.unit = "vllm-kimi.service";
+    kimi.stop_step = 2;
+    kimi.gate = Act(ActionKind::kWaitHealthy, "vllm-kimi");
+    kimi.gate.port = kimi_gate_port;
+    kimi.gate.health_path = "/health";
+    kimi.gate.timeout_ms = 600'000;
+    kimi.gate.interval_ms = 5'000;
+    sw.replaces = {kimi};
+    plan.switches = {sw};
+    return plan;
+  }
+
+  ExecutorDeps Deps() {
+    ExecutorDeps deps;
+    deps.systemd = &world.systemd;
+    deps.unit_files = &world.unit_files;
+    deps.health = &world.health;
+    deps.clock = &world.clock;
+    return deps;
+  }
+};
+
+struct Recorder : StepObserver {
+  std::vector<std::pair<int, StepState>> seen;
+  void OnStep(int step, const Action&, StepState state, const std::string&) override {
+    seen.emplace_back(step, state);
+  }
+};
+
+TEST_F(ExecutorSwitchTest, AFailedStopFirstSwitchStartsWhatItReplacedAndWaitsForTheSwitchsGate) {
+  ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
+  world.calls.clear();
+  Recorder journal;
+  int turns = 0;
+  ExecutorDeps deps = Deps();
+  deps.observer = &journal;
+  deps.before_disruption = [&] {
+    ++turns;
+    return Status::Ok();
+  };
+  Executor ex(deps);
+  ExecResult r = ex.Run(StopFirst(8000));
+  EXPECT_FALSE(r.status.ok());
+  EXPECT_EQ(r.failed_step, 5);
+  EXPECT_TRUE(r.rolled_back);
+  EXPECT_EQ(turns, 1) << "asked once, before the stop the plan marks takes_down";
+  EXPECT_THAT(r.rollback_log, Contains(HasSubstr("start vllm-kimi.service again")));
+  EXPECT_THAT(r.rollback_log,
+              Contains(HasSubstr("vllm-kimi.service is healthy again; port 8000 was dark for")));
+  // Kimi's gate was probed after the rollback started it again.
+  auto start = std::find(world.calls.begin(), world.calls.end(), "start vllm-kimi.service");
+  ASSERT_NE(start, world.calls.end());
+  EXPECT_NE(std::find(start, world.calls.end(), "probe 8000"), world.calls.end());
+  EXPECT_TRUE(Running("vllm-kimi.service"));
+  EXPECT_FALSE(Running("vllm-minimax.service"));
+  // Its start-to-healthy time is recorded from the rollback's start.
+  EXPECT_THAT(r.start_to_healthy_ms, Contains(Pair("vllm-kimi.service", ::testing::_)));
+  // The journal heard every step begin and end, the gate as failed.
+  EXPECT_THAT(journal.seen, ElementsAre(Pair(1, StepState::kRunning), Pair(1, StepState::kDone),
+                                        Pair(2, StepState::kRunning), Pair(2, StepState::kDone),
+                                        Pair(3, StepState::kRunning), Pair(3, StepState::kDone),
+                                        Pair(4, StepState::kRunning), Pair(4, StepState::kDone),
+                                        Pair(5, StepState::kRunning), Pair(5, StepState::kFailed)));
+  EXPECT_STREQ(StepStateName(StepState::kFailed), "failed");
+}
+
+TEST_F(ExecutorSwitchTest, AReplacedServiceWithoutAGateOnItsSwitchIsNotWaitedFor) {
+  ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
+  Executor ex(Deps());
+  ExecResult r = ex.Run(StopFirst(0));
+  EXPECT_TRUE(r.rolled_back);
+  EXPECT_THAT(r.rollback_log,
+              Contains("vllm-kimi.service runs again; berth knows no health check for it, so it "
+                       "did not wait for one"));
+}
+
+TEST_F(ExecutorSwitchTest, AStepTheSwitchDoesNotMarkAsTakingDownAsksNoTurn) {
+  ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
+  berth::Plan plan = StopFirst(8000);
+  plan.actions[2].takes_down = false;
+  int turns = 0;
+  ExecutorDeps deps = Deps();
+  deps.before_disruption = [&] {
+    ++turns;
+    return Status::Ok();
+  };
+  Executor ex(deps);
+  ex.Run(plan);
+  EXPECT_EQ(turns, 0) << "the executor reads takes_down; it does not work it out";
+}
+
+TEST(SwitchesOfPlan, TheJournalsUndoListComesFromThePlansSwitches) {
+  Plan plan;
+  Action restart;
+  restart.kind = ActionKind::kRestart;
+  restart.address = "service/x";
+  restart.unit = "x.service";
+  Action gate = restart;
+  gate.kind = ActionKind::kWaitHealthy;
+  gate.port = 8000;
+  plan.actions = {restart, gate};
+  Switch sw;
+  sw.address = "service/x";
+  sw.unit = "x.service";
+  sw.mode = SwitchMode::kInPlace;
+  sw.steps = {0, 1};
+  sw.start = 0;
+  sw.gates = {1};
+  sw.restores_unit = true;
+  plan.switches = {sw};
+  std::vector<SwitchUndo> undo =
+      SwitchesOf(plan, [](const std::string& unit) { return std::optional<std::string>(unit); });
+  ASSERT_EQ(undo.size(), 1u);
+  EXPECT_EQ(undo[0].address, "service/x");
+  EXPECT_EQ(undo[0].unit_before, "x.service");
+  EXPECT_EQ(undo[0].gate.port, 8000);
+  // Without the planner's word that it restores its unit, nothing is read.
+  plan.switches[0].restores_unit = false;
+  undo = SwitchesOf(plan, [](const std::string& unit) { return std::optional<std::string>(unit); });
+  ASSERT_EQ(undo.size(), 1u);
+  EXPECT_FALSE(undo[0].unit_before);
+}
+
+}  // namespace
+}  // namespace berth::testing
