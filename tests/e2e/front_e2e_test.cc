@@ -110,7 +110,8 @@ class FrontE2eTest : public SandboxSuite {
 
   // The prober on the public port: a request every 10 ms (GET /v1/models and completions, in
   // turn), `streams` streamed completions of 100 tokens at the fakes' 50 tok/s held open.
-  void StartProber(int streams = 2) {
+  // `body_bytes`: each completion's request body is about that long (a long prompt).
+  void StartProber(int streams = 2, int body_bytes = 0) {
     summary_ = (tmp_ / "prober.json").string();
     stop_file_ = (tmp_ / "prober.stop").string();
     std::string ready = (tmp_ / "prober.ready").string();
@@ -118,6 +119,7 @@ class FrontE2eTest : public SandboxSuite {
     prober_ = ::fork();
     if (prober_ == 0) {
       std::string streams_arg = std::to_string(streams);
+      std::string body_arg = std::to_string(body_bytes);
       ::execl("/usr/bin/python3", "python3", (SourceDir() + "/tests/prober/prober.py").c_str(),
               "--url", url.c_str(), "--interval-ms", "10", "--path", "/v1/models", "--completions",
               "--streams", streams_arg.c_str(), "--stream-tokens", "100", "--timeout", "120",
@@ -195,7 +197,7 @@ TEST_F(FrontE2eTest, AStopFirstSwitchHoldsRequestsUntilTheNewServerServes) {
                 {"svc-b", "b", "running", "stop-first", "FAKE_VLLM_STARTUP_DELAY: '3'"}});
   std::string plan = PlanText(next);
   EXPECT_THAT(plan, HasSubstr("held up to 1m, not refused")) << plan;
-  StartProber();
+  StartProber(2, 200000);  // held completions carry 200 KB bodies
   ASSERT_EQ(Apply(next), 0) << out_.str() << err_.str();
   nlohmann::json s = StopProber();
   EXPECT_EQ(Count(s, "refused"), 0) << s.dump();
