@@ -139,9 +139,15 @@ Status FrontSteps::Run(const Action& a) {
 }
 
 Status FrontSteps::Write(const Action& a) {
+  // The fronts' folder and its parents (host.front_dir, /var/lib/berth/fronts by default).
   std::string dir = a.front_config.substr(0, a.front_config.rfind('/'));
-  if (!dir.empty() && ::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
-    return Status::IoError("cannot create the fronts' folder " + dir + ": " + std::strerror(errno));
+  for (size_t at = 1; !dir.empty() && at <= dir.size(); ++at) {
+    if (at < dir.size() && dir[at] != '/') continue;
+    std::string part = dir.substr(0, at);
+    if (::mkdir(part.c_str(), 0755) != 0 && errno != EEXIST)
+      return Status::IoError("cannot create the fronts' folder " + part + ": " +
+                             std::strerror(errno) + "; check host.front_dir");
+  }
   BERTH_RETURN_IF_ERROR(WriteFileAtomically(a.front_config, a.unit_content));
   if (!a.reload) return Status::Ok();
   Status s = reload_ ? reload_(a.front_master, a.front_socket)

@@ -145,7 +145,7 @@ std::string SwitchLine(const Switch& sw) {
             : sw.mode == SwitchMode::kInPlace  ? "none (it restarts on the unit it had)"
                                                : "none (it replaces nothing)";
   }
-  if (sw.front_port && !sw.undo_route.empty())
+  if (sw.front_port && !sw.undo_route.empty() && (sw.restores_unit || !sw.replaces.empty()))
     line += "; then the front of port " + std::to_string(sw.front_port) + " routes back to " +
             sw.undo_route;
   return line;
