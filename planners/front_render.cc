@@ -18,16 +18,8 @@ namespace {
 
 std::string Ms(uint64_t ms) { return std::to_string(ms) + "ms"; }
 
-/// A path for an ExecStart= word and a HAProxy argument: absolute, printable, no space.
-bool IsPlainPath(const std::string& s) {
-  if (s.empty() || s[0] != '/') return false;
-  for (char c : s) {
-    if (c <= ' ' || c >= 0x7f || c == '"' || c == '\'' || c == '\\' || c == '#' || c == '$' ||
-        c == '%')
-      return false;
-  }
-  return true;
-}
+/// A path for an ExecStart= word and a HAProxy argument: absolute, and a plain word.
+bool IsPlainPath(const std::string& s) { return !s.empty() && s[0] == '/' && IsPlainFrontWord(s); }
 
 }  // namespace
 

@@ -36,9 +36,9 @@ bool IsName(const std::string& s) {
   return true;
 }
 
-/// A word HAProxy's parser takes as one argument with no meaning of its own: printable ASCII,
-/// no space, quote, backslash, '#', '$' (environment variables) or '%'.
-bool IsPlainWord(const std::string& s) {
+}  // namespace
+
+bool IsPlainFrontWord(const std::string& s) {
   if (s.empty() || s.size() > 200) return false;
   for (char c : s) {
     if (c <= ' ' || c >= 0x7f || c == '"' || c == '\'' || c == '\\' || c == '#' || c == '$' ||
@@ -48,24 +48,22 @@ bool IsPlainWord(const std::string& s) {
   return true;
 }
 
-}  // namespace
-
 std::string FrontSpecProblems(const FrontSpec& spec) {
   std::string out;
   auto problem = [&out](const std::string& p) { out += p + "\n"; };
   if (spec.port < 1 || spec.port > 65535)
     problem("front port " + std::to_string(spec.port) + " is not 1..65535");
-  if (!IsPlainWord(spec.bind)) problem("front bind address is empty or not a plain word");
+  if (!IsPlainFrontWord(spec.bind)) problem("front bind address is empty or not a plain word");
   if (spec.hold_ms == 0) problem("front hold_ms is 0");
   if (spec.idle_ms == 0) problem("front idle_ms is 0");
   if (spec.drain_ms == 0) problem("front drain_ms is 0");
   if (spec.buffer_bytes < 16384 || spec.buffer_bytes > (64u << 20))
     problem("front buffer_bytes is not 16 KiB..64 MiB");
   if (spec.max_connections < 1) problem("front max_connections is below 1");
-  if (!spec.ready_path.empty() && (spec.ready_path[0] != '/' || !IsPlainWord(spec.ready_path)))
+  if (!spec.ready_path.empty() && (spec.ready_path[0] != '/' || !IsPlainFrontWord(spec.ready_path)))
     problem("front ready path '" + spec.ready_path + "' is not a plain absolute path");
   for (const auto* path : {&spec.admin_socket, &spec.master_socket, &spec.pid_file}) {
-    if (path->empty() || (*path)[0] != '/' || !IsPlainWord(*path))
+    if (path->empty() || (*path)[0] != '/' || !IsPlainFrontWord(*path))
       problem("front socket or pid file path '" + *path + "' is not a plain absolute path");
   }
   if (!IsName(spec.hold_name)) problem("front hold name '" + spec.hold_name + "' is not a name");
@@ -74,7 +72,8 @@ std::string FrontSpecProblems(const FrontSpec& spec) {
     if (!IsName(b.name)) problem("front backend name '" + b.name + "' is not [A-Za-z0-9_.-]+");
     if (b.name == kFrontHoldServer) problem("front backend name 'hold' is the hold server's");
     if (!names.insert(b.name).second) problem("front backend '" + b.name + "' is named twice");
-    if (!IsPlainWord(b.host)) problem("front backend '" + b.name + "' host is not a plain word");
+    if (!IsPlainFrontWord(b.host))
+      problem("front backend '" + b.name + "' host is not a plain word");
     if (b.port < 1 || b.port > 65535)
       problem("front backend '" + b.name + "' port " + std::to_string(b.port) + " is not 1..65535");
   }

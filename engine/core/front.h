@@ -94,6 +94,11 @@ std::string FrontHoldName(int port);
 /// A spec for `port` with the default paths above filled in; the rest as declared.
 FrontSpec DefaultFrontSpec(int port);
 
+/// A word HAProxy's parser takes as one argument with no meaning of its own (and a unit's
+/// ExecStart= as one word): printable ASCII, 1-200 bytes, no space, quote, backslash, '#', '$'
+/// (environment variables) or '%'.
+bool IsPlainFrontWord(const std::string& s);
+
 /// Every problem of `spec`, one per line ("" when none): ports out of range, names HAProxy
 /// would not take or that would change the configuration's meaning (spaces, newlines, '#'),
 /// duplicate names, an `active` that is not a backend nor "hold", a ready path that is not a
