@@ -120,8 +120,11 @@ std::string StepRanges(const std::vector<size_t>& steps) {
   for (size_t k = 0; k < steps.size();) {
     size_t end = k;
     while (end + 1 < steps.size() && steps[end + 1] == steps[end] + 1) ++end;
-    out += (out.empty() ? "" : ", ") + std::to_string(steps[k] + 1) +
-           (end > k ? "-" + std::to_string(steps[end] + 1) : "");
+    // Appended piece by piece, not ("" or ", ") + std::to_string(...): g++ 12 -O3 warns falsely
+    // on the temporary (-Wrestrict, GCC bug 105329), which fails the Release build.
+    if (!out.empty()) out.append(", ");
+    out.append(std::to_string(steps[k] + 1));
+    if (end > k) out.append("-").append(std::to_string(steps[end] + 1));
     k = end + 1;
   }
   return out;
