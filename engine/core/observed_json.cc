@@ -222,9 +222,9 @@ Status ReadFrontConfigs(const ordered_json& j, Observed* o) {
   if (!j.is_object()) return Status::InvalidArgument("front_configs: expected an object");
   for (const auto& [key, text] : j.items()) {
     int port = 0;
-    bool digits = !key.empty() && key.size() <= 5;
-    for (char c : key) digits = digits && c >= '0' && c <= '9';
-    if (digits) port = std::stoi(key);
+    auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), port);
+    bool digits =
+        !key.empty() && key[0] != '-' && ec == std::errc() && end == key.data() + key.size();
     if (!digits || port < 1 || port > 65535)
       return Status::InvalidArgument("front_configs: '" + EscapeLine(key) + "' is not a port");
     if (!text.is_string() || text.get_ref<const std::string&>().size() > kMaxFrontConfigBytes)

@@ -221,3 +221,29 @@ TEST(ObservedJson, AHandWrittenUnitWithoutItsTextIsNotTakenForAnEmptyFile) {
 
 }  // namespace
 }  // namespace berth
+
+namespace berth {
+namespace {
+
+// A saved observation's front files: round trip, and keys that are not ports are refused, not
+// thrown (a huge number, a sign, trailing text, an empty key).
+TEST(ObservedJsonFronts, FrontConfigsRoundTripAndBadPortKeysAreRefused) {
+  Observed o;
+  o.front_configs[8000] = "# berth-front-active: svc-a\nglobal\n";
+  std::string text = ObservedToJson(o);
+  Result<Observed> back = ObservedFromJson(text, "o.json");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->front_configs, o.front_configs);
+  for (const char* key : {"99999999999999999999", "-1", "80x", "", "0", "65536"}) {
+    std::string bad = text;
+    bad.replace(bad.find("\"8000\""), 6, std::string("\"") + key + "\"");
+    Result<Observed> r = ObservedFromJson(bad, "o.json");
+    EXPECT_FALSE(r.ok()) << key;
+    if (!r.ok()) {
+      EXPECT_THAT(r.status().message(), ::testing::HasSubstr("is not a port")) << key;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace berth
