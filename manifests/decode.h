@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/desired.h"
+#include "core/desired.h"
 #include "manifests/loader.h"
 
 namespace berth::manifests {

@@ -1,5 +1,5 @@
 // The engine sections of a service (vllm:, sglang:, llama_server:, trtllm:): each decodes into its
-// engine's options (engine/core/desired.h), which that engine's adapter (planners/engines/)
+// engine's options (core/desired.h), which that engine's adapter (planners/engines/)
 // renders.
 #include "manifests/decode_engines.h"
 

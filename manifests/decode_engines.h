@@ -5,7 +5,7 @@
 
 #include <optional>
 
-#include "engine/core/desired.h"
+#include "core/desired.h"
 #include "manifests/yaml_reader.h"
 
 namespace berth::manifests {

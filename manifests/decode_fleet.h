@@ -1,7 +1,7 @@
 // `fleet:` of one manifest file (decode_fleet.cc).
 #pragma once
 
-#include "engine/core/desired.h"
+#include "core/desired.h"
 #include "manifests/yaml_reader.h"
 
 namespace berth::manifests {

@@ -15,9 +15,9 @@
 #include <tuple>
 #include <utility>
 
-#include "engine/core/hash.h"
-#include "engine/core/lock_file.h"
-#include "engine/core/untrusted_text.h"
+#include "core/hash.h"
+#include "core/lock_file.h"
+#include "core/untrusted_text.h"
 #include "manifests/decode.h"
 #include "manifests/merge.h"
 
@@ -47,7 +47,7 @@ std::string TooLarge(uint64_t size) {
 // is refused without blocking: the file is opened with O_NONBLOCK and checked with fstat before
 // any read. A file over kMaxManifestFileBytes is refused before it is read (and one that grows
 // past it while read). `own` is a file berth writes itself (berth.lock): a link there is
-// refused, not followed (engine/core/read_file.h reads the same way).
+// refused, not followed (core/read_file.h reads the same way).
 std::string ReadRegularFile(const std::string& file, std::string* bytes, bool own = false) {
   int fd =
       ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY | (own ? O_NOFOLLOW : 0));

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/core/desired.h"
+#include "core/desired.h"
 
 namespace berth {
 

@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "engine/core/desired.h"
+#include "core/desired.h"
 #include "manifests/decode.h"
 #include "manifests/loader.h"
 

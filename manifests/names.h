@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "engine/core/hf_cache.h"
+#include "core/hf_cache.h"
 
 namespace berth::manifests {
 
@@ -17,18 +17,18 @@ std::string ModelNameProblem(std::string_view name);
 /// ":_.-" only, not starting with '.', at most 255 characters in all.
 std::string UnitNameProblem(std::string_view name);
 
-/// "hf://org/name" -> "org/name", by engine/core/hf_cache.h's ParseHfSource; nullopt if
+/// "hf://org/name" -> "org/name", by core/hf_cache.h's ParseHfSource; nullopt if
 /// malformed or if it names a revision ("@rev": the manifest has revision: for that).
 std::optional<std::string> ParseHfSource(std::string_view source);
 
-/// A branch, tag or commit as the Hub takes it (engine/core/hf_cache.h).
+/// A branch, tag or commit as the Hub takes it (core/hf_cache.h).
 using ::berth::IsRevision;
 
 /// Environment variable names: ^[A-Za-z_][A-Za-z0-9_]*$.
 bool IsEnvKey(std::string_view key);
 
 /// A path relative to the model snapshot: non-empty, not absolute, no ".." component
-/// (engine/core/hf_cache.h).
+/// (core/hf_cache.h).
 using ::berth::IsSnapshotRelativePath;
 
 }  // namespace berth::manifests

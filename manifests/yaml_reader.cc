@@ -7,8 +7,8 @@
 #include <map>
 #include <utility>
 
-#include "engine/core/unit_text.h"
-#include "engine/core/units.h"
+#include "core/unit_text.h"
+#include "core/units.h"
 #include "manifests/did_you_mean.h"
 
 namespace berth::manifests {

@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/core/unit_text.h"
+#include "core/unit_text.h"
 #include "manifests/loader.h"
 
 namespace berth::manifests {

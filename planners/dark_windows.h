@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/core/observed.h"
-#include "engine/core/plan.h"
+#include "core/observed.h"
+#include "core/plan.h"
 
 namespace berth {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <tuple>
 
-#include "engine/core/units.h"
+#include "core/units.h"
 
 namespace berth {
 namespace {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/plan.h"
+#include "core/plan.h"
 #include "planners/draft.h"
 #include "planners/host_ledger.h"
 

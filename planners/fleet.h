@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/desired.h"
-#include "engine/core/fleet_report.h"
-#include "engine/core/plan.h"
+#include "core/desired.h"
+#include "core/fleet_report.h"
+#include "core/plan.h"
 
 namespace berth {
 

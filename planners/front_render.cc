@@ -2,8 +2,8 @@
 
 #include <sstream>
 
-#include "engine/core/hash.h"
-#include "engine/core/unit_marker.h"
+#include "core/hash.h"
+#include "core/unit_marker.h"
 #include "planners/unit_syntax.h"
 
 namespace berth {

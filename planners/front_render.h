@@ -1,4 +1,4 @@
-// Rendering the front (engine/core/front.h): HAProxy's configuration and the systemd unit that
+// Rendering the front (core/front.h): HAProxy's configuration and the systemd unit that
 // runs it. Pure and deterministic: the same spec gives the same bytes.
 //
 // What the configuration does, verified against HAProxy 2.6.12 (Debian 12) by
@@ -38,13 +38,13 @@
 
 #include <string>
 
-#include "engine/core/front.h"
-#include "engine/core/status.h"
+#include "core/front.h"
+#include "core/status.h"
 
 namespace berth {
 
 /// The path the front answers 200 on while it runs (HAProxy's monitor-uri), whatever it routes
-/// to: its health gate. The same as kFrontMonitorPath (engine/core/desired.h).
+/// to: its health gate. The same as kFrontMonitorPath (core/desired.h).
 inline constexpr const char* kFrontMonitorUri = "/berth/front";
 
 /// The length of one hold round (the hold loop's `timeout tarpit`), in milliseconds.

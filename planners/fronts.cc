@@ -1,6 +1,6 @@
 #include "planners/fronts.h"
 
-#include "engine/core/units.h"
+#include "core/units.h"
 #include "planners/front_render.h"
 
 namespace berth {

@@ -8,10 +8,10 @@
 #include <string>
 #include <string_view>
 
-#include "engine/core/desired.h"
-#include "engine/core/front.h"
-#include "engine/core/observed.h"
-#include "engine/core/plan.h"
+#include "core/desired.h"
+#include "core/front.h"
+#include "core/observed.h"
+#include "core/plan.h"
 
 namespace berth {
 

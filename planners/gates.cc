@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "engine/core/units.h"
+#include "core/units.h"
 #include "planners/engines/adapter.h"
 
 namespace berth {

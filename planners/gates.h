@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/desired.h"
-#include "engine/core/observed.h"
-#include "engine/core/plan.h"
+#include "core/desired.h"
+#include "core/observed.h"
+#include "core/plan.h"
 
 namespace berth {
 

@@ -1,5 +1,5 @@
 // Glob matching for host.match (fnmatch: '*' also crosses '/'). The include/exclude filter of a
-// model's files is FileWanted in engine/core/hf_cache.h.
+// model's files is FileWanted in core/hf_cache.h.
 #pragma once
 
 #include <string>

@@ -1,8 +1,8 @@
 // The model diff: which revisions to download, which to remove, what to keep.
 #include <algorithm>
 
-#include "engine/core/hf_cache.h"
-#include "engine/core/units.h"
+#include "core/hf_cache.h"
+#include "core/units.h"
 #include "planners/draft.h"
 #include "planners/planner.h"
 

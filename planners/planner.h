@@ -5,10 +5,10 @@
 #include <optional>
 #include <string>
 
-#include "engine/core/desired.h"
-#include "engine/core/hf_cache.h"
-#include "engine/core/observed.h"
-#include "engine/core/plan.h"
+#include "core/desired.h"
+#include "core/hf_cache.h"
+#include "core/observed.h"
+#include "core/plan.h"
 
 namespace berth {
 
@@ -33,6 +33,6 @@ void MarkTurnsAndGroups(Plan* plan);
 
 /// The store directory berth uses: host.store, else the observed store's path.
 std::string StorePath(const Desired& desired, const Observed& observed);
-// SnapshotPath(store, repo_id, commit), once declared here, is in engine/core/hf_cache.h.
+// SnapshotPath(store, repo_id, commit), once declared here, is in core/hf_cache.h.
 
 }  // namespace berth

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <map>
 
-#include "engine/core/units.h"
+#include "core/units.h"
 #include "planners/engines/adapter.h"
 #include "planners/feasibility.h"
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/desired.h"
-#include "engine/core/plan.h"
+#include "core/desired.h"
+#include "core/plan.h"
 #include "planners/draft.h"
 #include "planners/host_ledger.h"
 

@@ -5,7 +5,7 @@
 #include <map>
 #include <set>
 
-#include "engine/core/units.h"
+#include "core/units.h"
 #include "planners/draft.h"
 #include "planners/feasibility.h"
 #include "planners/fronts.h"

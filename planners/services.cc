@@ -1,9 +1,9 @@
 // The service diff: unit files to write or remove, services to start, restart or stop.
 #include <algorithm>
 
-#include "engine/core/hash.h"
-#include "engine/core/hf_cache.h"
-#include "engine/core/unit_marker.h"
+#include "core/hash.h"
+#include "core/hf_cache.h"
+#include "core/unit_marker.h"
 #include "planners/draft.h"
 #include "planners/planner.h"
 #include "planners/unit_render.h"

@@ -7,8 +7,8 @@
 #include <map>
 #include <string>
 
-#include "engine/core/desired.h"
-#include "engine/core/observed.h"
+#include "core/desired.h"
+#include "core/observed.h"
 
 namespace berth {
 

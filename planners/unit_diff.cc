@@ -4,9 +4,9 @@
 #include <set>
 #include <vector>
 
-#include "engine/core/hash.h"
-#include "engine/core/hf_cache.h"
-#include "engine/core/unit_marker.h"
+#include "core/hash.h"
+#include "core/hf_cache.h"
+#include "core/unit_marker.h"
 #include "planners/unit_syntax.h"
 
 namespace berth {

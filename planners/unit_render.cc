@@ -2,8 +2,8 @@
 
 #include <sstream>
 
-#include "engine/core/hash.h"
-#include "engine/core/units.h"
+#include "core/hash.h"
+#include "core/units.h"
 
 namespace berth {
 namespace {

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/desired.h"
-#include "engine/core/unit_marker.h"
+#include "core/desired.h"
+#include "core/unit_marker.h"
 #include "planners/engines/adapter.h"
 #include "planners/unit_diff.h"
 #include "planners/unit_syntax.h"

@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <sstream>
 
-#include "engine/core/unit_text.h"
+#include "core/unit_text.h"
 
 namespace berth {
 namespace {

@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/core/status.h"
+#include "core/status.h"
 
 namespace berth {
 

@@ -2,9 +2,9 @@
 // (store, GPUs, systemd, ports); the saved one reads `berth observe -o json` output.
 #pragma once
 
-#include "engine/core/desired.h"
-#include "engine/core/observed.h"
-#include "engine/core/status.h"
+#include "core/desired.h"
+#include "core/observed.h"
+#include "core/status.h"
 
 namespace berth {
 

@@ -5,12 +5,12 @@
 #include <mutex>
 #include <thread>
 
+#include "core/desired.h"
+#include "core/unit_marker.h"
+#include "core/units.h"
+#include "core/untrusted_text.h"
 #include "engine/apply/front_steps.h"
 #include "engine/apply/model_store.h"
-#include "engine/core/desired.h"
-#include "engine/core/unit_marker.h"
-#include "engine/core/units.h"
-#include "engine/core/untrusted_text.h"
 #include "engine/output/progress.h"
 #include "providers/bench/load.h"
 #include "providers/health/health_probe.h"

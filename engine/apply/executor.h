@@ -13,10 +13,10 @@
 #include <utility>
 #include <vector>
 
-#include "engine/core/clock.h"
-#include "engine/core/plan.h"
-#include "engine/core/status.h"
-#include "engine/core/switch_undo.h"
+#include "core/clock.h"
+#include "core/plan.h"
+#include "core/status.h"
+#include "core/switch_undo.h"
 #include "providers/bench/load.h"
 
 namespace berth {

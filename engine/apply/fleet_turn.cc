@@ -2,9 +2,9 @@
 
 #include <sstream>
 
-#include "engine/core/log.h"
-#include "engine/core/read_file.h"
-#include "engine/core/untrusted_text.h"
+#include "core/log.h"
+#include "core/read_file.h"
+#include "core/untrusted_text.h"
 #include "planners/fleet.h"
 
 namespace berth {

@@ -21,10 +21,10 @@
 #include <thread>
 #include <vector>
 
-#include "engine/core/clock.h"
-#include "engine/core/desired.h"
-#include "engine/core/fleet_report.h"
-#include "engine/core/status.h"
+#include "core/clock.h"
+#include "core/desired.h"
+#include "core/fleet_report.h"
+#include "core/status.h"
 #include "providers/etcd/etcd.h"
 
 namespace berth {

@@ -11,10 +11,10 @@
 #include <thread>
 #include <vector>
 
-#include "engine/core/atomic_file.h"
-#include "engine/core/front.h"
-#include "engine/core/units.h"
-#include "engine/core/untrusted_text.h"
+#include "core/atomic_file.h"
+#include "core/front.h"
+#include "core/units.h"
+#include "core/untrusted_text.h"
 
 namespace berth {
 namespace {

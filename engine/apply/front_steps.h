@@ -8,9 +8,9 @@
 #include <ostream>
 #include <string>
 
-#include "engine/core/clock.h"
-#include "engine/core/plan.h"
-#include "engine/core/status.h"
+#include "core/clock.h"
+#include "core/plan.h"
+#include "core/status.h"
 #include "providers/front/haproxy_admin.h"
 
 namespace berth {

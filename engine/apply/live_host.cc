@@ -6,7 +6,7 @@
 
 #include <cstdlib>
 
-#include "engine/core/hf_cache.h"
+#include "core/hf_cache.h"
 #include "engine/observe/live_observer.h"
 #include "providers/systemd/sdbus_manager.h"
 

@@ -6,11 +6,11 @@
 #include <memory>
 #include <string>
 
+#include "core/desired.h"
+#include "core/observed.h"
+#include "core/status.h"
 #include "engine/apply/model_store.h"
 #include "engine/apply/reconciler.h"
-#include "engine/core/desired.h"
-#include "engine/core/observed.h"
-#include "engine/core/status.h"
 #include "providers/health/health_probe.h"
 #include "providers/health/smoke_client.h"
 #include "providers/host/command_runner.h"

@@ -7,8 +7,8 @@
 #include <functional>
 #include <string>
 
-#include "engine/core/plan.h"
-#include "engine/core/status.h"
+#include "core/plan.h"
+#include "core/status.h"
 #include "providers/hub/hub_types.h"
 
 namespace berth {

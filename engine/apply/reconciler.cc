@@ -10,11 +10,11 @@
 #include <mutex>
 #include <sstream>
 
+#include "core/atomic_file.h"
+#include "core/log.h"
+#include "core/read_file.h"
+#include "core/unit_marker.h"
 #include "engine/apply/saved_plan.h"
-#include "engine/core/atomic_file.h"
-#include "engine/core/log.h"
-#include "engine/core/read_file.h"
-#include "engine/core/unit_marker.h"
 #include "engine/state/history.h"
 #include "engine/state/state.h"
 #include "manifests/loader.h"

@@ -17,12 +17,12 @@
 #include <optional>
 #include <string>
 
+#include "core/clock.h"
+#include "core/desired.h"
+#include "core/plan.h"
+#include "core/status.h"
 #include "engine/apply/executor.h"
 #include "engine/apply/fleet_turn.h"
-#include "engine/core/clock.h"
-#include "engine/core/desired.h"
-#include "engine/core/plan.h"
-#include "engine/core/status.h"
 #include "engine/output/reporter.h"
 #include "providers/observer.h"
 

@@ -7,10 +7,10 @@
 #include <stdexcept>
 #include <string_view>
 
-#include "engine/core/desired.h"
-#include "engine/core/hash.h"
-#include "engine/core/json_text.h"
-#include "engine/core/units.h"
+#include "core/desired.h"
+#include "core/hash.h"
+#include "core/json_text.h"
+#include "core/units.h"
 
 namespace berth {
 namespace {

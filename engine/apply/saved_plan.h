@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/desired.h"
-#include "engine/core/observed.h"
-#include "engine/core/plan.h"
-#include "engine/core/status.h"
+#include "core/desired.h"
+#include "core/observed.h"
+#include "core/plan.h"
+#include "core/status.h"
 
 namespace berth {
 

@@ -3,12 +3,12 @@
 #include <charconv>
 #include <set>
 
+#include "core/hf_cache.h"
+#include "core/read_file.h"
+#include "core/units.h"
 #include "engine/apply/reconciler.h"
 #include "engine/cli/cli_support.h"
 #include "engine/cli/commands.h"
-#include "engine/core/hf_cache.h"
-#include "engine/core/read_file.h"
-#include "engine/core/units.h"
 #include "engine/output/bench_text.h"
 #include "engine/state/bench_history.h"
 #include "engine/state/state.h"

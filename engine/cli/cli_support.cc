@@ -1,6 +1,6 @@
 #include "engine/cli/cli_support.h"
 
-#include "engine/core/untrusted_text.h"
+#include "core/untrusted_text.h"
 #include "manifests/loader.h"
 
 namespace berth {

@@ -4,7 +4,7 @@
 #include <ostream>
 #include <string>
 
-#include "engine/core/desired.h"
+#include "core/desired.h"
 
 namespace berth {
 

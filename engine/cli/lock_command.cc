@@ -6,11 +6,11 @@
 #include <ctime>
 #include <filesystem>
 
+#include "core/atomic_file.h"
+#include "core/hf_cache.h"
+#include "core/lock_file.h"
 #include "engine/cli/cli_support.h"
 #include "engine/cli/commands.h"
-#include "engine/core/atomic_file.h"
-#include "engine/core/hf_cache.h"
-#include "engine/core/lock_file.h"
 #include "engine/state/state.h"
 #include "providers/hub/hub_api.h"
 

@@ -5,10 +5,10 @@
 #include <atomic>
 #include <iostream>
 
+#include "core/log.h"
 #include "engine/cli/berth_build_version.h"
 #include "engine/cli/cli_docs.h"
 #include "engine/cli/commands.h"
-#include "engine/core/log.h"
 #include "engine/loop/signals.h"
 
 namespace {

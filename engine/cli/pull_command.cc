@@ -1,9 +1,9 @@
 #include <unistd.h>
 
+#include "core/hf_cache.h"
+#include "core/units.h"
 #include "engine/cli/cli_support.h"
 #include "engine/cli/commands.h"
-#include "engine/core/hf_cache.h"
-#include "engine/core/units.h"
 #include "engine/output/progress.h"
 #include "providers/hub/pull.h"
 

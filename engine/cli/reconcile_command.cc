@@ -3,11 +3,11 @@
 #include <random>
 #include <sstream>
 
+#include "core/clock.h"
+#include "core/units.h"
 #include "engine/apply/live_host.h"
 #include "engine/apply/reconciler.h"
 #include "engine/cli/commands.h"
-#include "engine/core/clock.h"
-#include "engine/core/units.h"
 #include "engine/loop/manifest_probe.h"
 #include "engine/loop/notifier.h"
 #include "engine/loop/reconcile.h"

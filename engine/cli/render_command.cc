@@ -1,10 +1,10 @@
 #include <iterator>
 
+#include "core/hf_cache.h"
+#include "core/units.h"
 #include "engine/apply/live_host.h"
 #include "engine/cli/cli_support.h"
 #include "engine/cli/commands.h"
-#include "engine/core/hf_cache.h"
-#include "engine/core/units.h"
 #include "planners/planner.h"
 #include "planners/unit_render.h"
 #include "providers/saved/saved_observer.h"

@@ -1,6 +1,6 @@
+#include "core/untrusted_text.h"
 #include "engine/cli/cli_support.h"
 #include "engine/cli/commands.h"
-#include "engine/core/untrusted_text.h"
 
 namespace berth {
 

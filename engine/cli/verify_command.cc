@@ -1,9 +1,9 @@
 #include <cctype>
 #include <string_view>
 
+#include "core/hf_cache.h"
 #include "engine/cli/cli_support.h"
 #include "engine/cli/commands.h"
-#include "engine/core/hf_cache.h"
 #include "providers/hub/cache_layout.h"
 #include "providers/hub/hub_api.h"
 #include "providers/hub/pull.h"

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <vector>
 
-#include "engine/core/lock_file.h"
+#include "core/lock_file.h"
 
 namespace berth {
 namespace {

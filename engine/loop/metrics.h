@@ -7,9 +7,9 @@
 #include <map>
 #include <string>
 
+#include "core/atomic_file.h"
+#include "core/status.h"
 #include "engine/apply/reconciler.h"
-#include "engine/core/atomic_file.h"
-#include "engine/core/status.h"
 #include "engine/state/bench_history.h"
 #include "providers/front/haproxy_admin.h"
 

@@ -5,8 +5,8 @@
 #include <mutex>
 #include <thread>
 
-#include "engine/core/units.h"
-#include "engine/core/untrusted_text.h"
+#include "core/units.h"
+#include "core/untrusted_text.h"
 #include "engine/loop/metrics.h"
 
 namespace berth {

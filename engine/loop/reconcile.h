@@ -9,9 +9,9 @@
 #include <ostream>
 #include <string>
 
+#include "core/clock.h"
+#include "core/status.h"
 #include "engine/apply/reconciler.h"
-#include "engine/core/clock.h"
-#include "engine/core/status.h"
 #include "engine/loop/metrics.h"
 #include "engine/loop/notifier.h"
 #include "engine/loop/schedule.h"

@@ -6,8 +6,8 @@
 #include <cstdlib>
 #include <ctime>
 
-#include "engine/core/hf_cache.h"
-#include "engine/core/read_file.h"
+#include "core/hf_cache.h"
+#include "core/read_file.h"
 #include "providers/host/ports.h"
 #include "providers/hub/hub_api.h"
 #include "providers/store/store_scan.h"

@@ -3,8 +3,8 @@
 
 #include <string>
 
-#include "engine/core/clock.h"
-#include "engine/core/hf_cache.h"
+#include "core/clock.h"
+#include "core/hf_cache.h"
 #include "providers/gpu/gpu_probe.h"
 #include "providers/hub/hub_types.h"
 #include "providers/observer.h"
@@ -44,7 +44,7 @@ class LiveObserver : public HostObserver {
   LiveObserverOptions opt_;
 };
 
-// DefaultStorePath(), once declared here, is in engine/core/hf_cache.h (included above so that
+// DefaultStorePath(), once declared here, is in core/hf_cache.h (included above so that
 // callers keep compiling; include it directly).
 
 }  // namespace berth

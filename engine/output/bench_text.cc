@@ -6,8 +6,8 @@
 #include <set>
 #include <sstream>
 
-#include "engine/core/json_text.h"
-#include "engine/core/untrusted_text.h"
+#include "core/json_text.h"
+#include "core/untrusted_text.h"
 
 namespace berth {
 namespace {

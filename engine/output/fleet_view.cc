@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "engine/core/json_text.h"
+#include "core/json_text.h"
 #include "planners/fleet.h"
 
 namespace berth {

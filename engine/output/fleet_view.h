@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/desired.h"
-#include "engine/core/fleet_report.h"
+#include "core/desired.h"
+#include "core/fleet_report.h"
 
 namespace berth {
 

@@ -2,7 +2,7 @@
 
 #include <sstream>
 
-#include "engine/core/units.h"
+#include "core/units.h"
 
 namespace berth {
 

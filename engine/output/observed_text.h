@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "engine/core/observed.h"
+#include "core/observed.h"
 
 namespace berth {
 

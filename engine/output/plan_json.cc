@@ -1,6 +1,6 @@
 #include <nlohmann/json.hpp>
 
-#include "engine/core/json_text.h"
+#include "core/json_text.h"
 #include "engine/output/plan_output.h"
 
 namespace berth {

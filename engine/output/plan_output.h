@@ -3,8 +3,8 @@
 
 #include <string>
 
-#include "engine/core/desired.h"
-#include "engine/core/plan.h"
+#include "core/desired.h"
+#include "core/plan.h"
 
 namespace berth {
 

@@ -1,7 +1,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/units.h"
+#include "core/units.h"
 #include "engine/output/plan_output.h"
 
 namespace berth {

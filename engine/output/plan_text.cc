@@ -2,9 +2,9 @@
 #include <sstream>
 #include <string_view>
 
-#include "engine/core/unified_diff.h"
-#include "engine/core/units.h"
-#include "engine/core/untrusted_text.h"
+#include "core/unified_diff.h"
+#include "core/units.h"
+#include "core/untrusted_text.h"
 #include "engine/output/plan_output.h"
 #include "planners/fleet.h"
 

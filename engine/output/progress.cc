@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "engine/core/units.h"
+#include "core/units.h"
 
 namespace berth {
 

@@ -1,6 +1,6 @@
 #include "engine/output/reporter.h"
 
-#include "engine/core/untrusted_text.h"
+#include "core/untrusted_text.h"
 #include "engine/output/plan_output.h"
 
 namespace berth {

@@ -6,8 +6,8 @@
 #include <ostream>
 #include <string>
 
-#include "engine/core/desired.h"
-#include "engine/core/plan.h"
+#include "core/desired.h"
+#include "core/plan.h"
 
 namespace berth {
 

@@ -3,10 +3,10 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "engine/core/hf_cache.h"
-#include "engine/core/json_text.h"
-#include "engine/core/units.h"
-#include "engine/core/untrusted_text.h"
+#include "core/hf_cache.h"
+#include "core/json_text.h"
+#include "core/units.h"
+#include "core/untrusted_text.h"
 
 namespace berth {
 namespace {

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/desired.h"
-#include "engine/core/observed.h"
+#include "core/desired.h"
+#include "core/observed.h"
 #include "engine/state/bench_history.h"
 
 namespace berth {

@@ -12,9 +12,9 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "engine/core/atomic_file.h"
-#include "engine/core/json_text.h"
-#include "engine/core/read_file.h"
+#include "core/atomic_file.h"
+#include "core/json_text.h"
+#include "core/read_file.h"
 #include "engine/state/state.h"
 
 namespace berth {

@@ -4,11 +4,11 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "engine/core/atomic_file.h"
-#include "engine/core/json_text.h"
-#include "engine/core/read_file.h"
-#include "engine/core/units.h"
-#include "engine/core/untrusted_text.h"
+#include "core/atomic_file.h"
+#include "core/json_text.h"
+#include "core/read_file.h"
+#include "core/units.h"
+#include "core/untrusted_text.h"
 #include "engine/state/state.h"
 
 namespace berth {

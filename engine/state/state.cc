@@ -1,9 +1,9 @@
 #include "engine/state/state.h"
 
-#include "engine/core/atomic_file.h"
-#include "engine/core/json_text.h"
-#include "engine/core/log.h"
-#include "engine/core/read_file.h"
+#include "core/atomic_file.h"
+#include "core/json_text.h"
+#include "core/log.h"
+#include "core/read_file.h"
 #include "providers/etcd/base64.h"
 
 #include <fcntl.h>

@@ -13,11 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/clock.h"
-#include "engine/core/observed.h"
-#include "engine/core/plan.h"
-#include "engine/core/status.h"
-#include "engine/core/switch_undo.h"
+#include "core/clock.h"
+#include "core/observed.h"
+#include "core/plan.h"
+#include "core/status.h"
+#include "core/switch_undo.h"
 
 namespace berth {
 

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/desired.h"
-#include "engine/core/model_config.h"
+#include "core/desired.h"
+#include "core/model_config.h"
 
 namespace berth {
 

@@ -3,7 +3,7 @@
 // at 001067fffe33427bee0ed2f007fb7551a1d76b44).
 #include <regex>
 
-#include "engine/core/units.h"
+#include "core/units.h"
 #include "planners/engines/adapters.h"
 
 namespace berth::engines {

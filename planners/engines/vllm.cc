@@ -8,8 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/core/json_text.h"
-#include "engine/core/units.h"
+#include "core/json_text.h"
+#include "core/units.h"
 #include "planners/engines/adapters.h"
 #include "planners/engines/catalogue.h"
 

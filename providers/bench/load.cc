@@ -11,8 +11,8 @@
 #include <random>
 #include <vector>
 
-#include "engine/core/json_text.h"
-#include "engine/core/untrusted_text.h"
+#include "core/json_text.h"
+#include "core/untrusted_text.h"
 #include "providers/bench/sse.h"
 #include "providers/http/curl_easy.h"
 #include "providers/http/curl_global.h"

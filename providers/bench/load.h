@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/clock.h"
-#include "engine/core/status.h"
+#include "core/clock.h"
+#include "core/status.h"
 
 namespace berth {
 

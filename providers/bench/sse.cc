@@ -3,8 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/core/json_text.h"
-#include "engine/core/untrusted_text.h"
+#include "core/json_text.h"
+#include "core/untrusted_text.h"
 
 namespace berth {
 namespace {

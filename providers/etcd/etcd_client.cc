@@ -4,8 +4,8 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 
-#include "engine/core/json_text.h"
-#include "engine/core/untrusted_text.h"
+#include "core/json_text.h"
+#include "core/untrusted_text.h"
 #include "providers/etcd/etcd.h"
 #include "providers/etcd/etcd_transport.h"
 #include "providers/etcd/etcd_wire.h"

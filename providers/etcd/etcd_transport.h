@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/status.h"
+#include "core/status.h"
 #include "providers/etcd/etcd.h"
 
 namespace berth {

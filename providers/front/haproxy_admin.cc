@@ -10,8 +10,8 @@
 #include <charconv>
 #include <map>
 
-#include "engine/core/front.h"
-#include "engine/core/untrusted_text.h"
+#include "core/front.h"
+#include "core/untrusted_text.h"
 
 namespace berth {
 

@@ -1,5 +1,5 @@
 // The front's admin seam: route, hold, drain and read the counters of the HAProxy that holds a
-// public port (engine/core/front.h, planners/front_render.h names its proxies and servers).
+// public port (core/front.h, planners/front_render.h names its proxies and servers).
 // HaproxyAdmin speaks HAProxy's stats socket, one command per connection; its answers are
 // untrusted text, read bounded, parsed without exceptions.
 #pragma once
@@ -10,8 +10,8 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/core/clock.h"
-#include "engine/core/status.h"
+#include "core/clock.h"
+#include "core/status.h"
 
 namespace berth {
 

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/observed.h"
+#include "core/observed.h"
 
 namespace berth {
 

@@ -5,7 +5,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/core/read_file.h"
+#include "core/read_file.h"
 #include "providers/gpu/attribution.h"
 #include "providers/host/cgroup.h"
 

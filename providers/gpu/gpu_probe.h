@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/observed.h"
-#include "engine/core/status.h"
+#include "core/observed.h"
+#include "core/status.h"
 
 namespace berth {
 

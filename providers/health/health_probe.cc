@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/untrusted_text.h"
+#include "core/untrusted_text.h"
 #include "providers/http/curl_easy.h"
 #include "providers/http/curl_global.h"
 

@@ -7,8 +7,8 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "engine/core/json_text.h"
-#include "engine/core/untrusted_text.h"
+#include "core/json_text.h"
+#include "core/untrusted_text.h"
 #include "providers/http/curl_easy.h"
 #include "providers/http/curl_global.h"
 

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/read_file.h"
+#include "core/read_file.h"
 
 namespace berth {
 namespace {

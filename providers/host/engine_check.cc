@@ -7,8 +7,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "engine/core/read_file.h"
-#include "engine/core/untrusted_text.h"
+#include "core/read_file.h"
+#include "core/untrusted_text.h"
 
 namespace berth {
 namespace {

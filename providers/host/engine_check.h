@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "engine/core/plan.h"
-#include "engine/core/status.h"
+#include "core/plan.h"
+#include "core/status.h"
 
 namespace berth {
 

@@ -15,7 +15,7 @@
 #include <tuple>
 #include <unordered_map>
 
-#include "engine/core/read_file.h"
+#include "core/read_file.h"
 #include "providers/host/cgroup.h"
 
 namespace berth {

@@ -5,8 +5,8 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/core/observed.h"
-#include "engine/core/status.h"
+#include "core/observed.h"
+#include "core/status.h"
 
 namespace berth {
 

@@ -1,7 +1,7 @@
 // Where huggingface_hub finds its endpoint and token; berth reads them the same way.
 #include <cstdlib>
 
-#include "engine/core/read_file.h"
+#include "core/read_file.h"
 #include "providers/hub/hub_types.h"
 
 namespace berth {

@@ -8,8 +8,8 @@
 #include <cstring>
 #include <filesystem>
 
-#include "engine/core/atomic_file.h"
-#include "engine/core/read_file.h"
+#include "core/atomic_file.h"
+#include "core/read_file.h"
 
 namespace berth {
 namespace {

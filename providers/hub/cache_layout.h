@@ -1,5 +1,5 @@
 // The Hugging Face cache layout on disk, byte-compatible with huggingface_hub: the paths are
-// engine/core/hf_cache.h's HfCachePaths; this adds the I/O (folders, symlinks, refs, berth's
+// core/hf_cache.h's HfCachePaths; this adds the I/O (folders, symlinks, refs, berth's
 // snapshot record) and berth's chunk map beside a partial blob.
 #pragma once
 
@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/hf_cache.h"
-#include "engine/core/status.h"
+#include "core/hf_cache.h"
+#include "core/status.h"
 #include "providers/hub/hub_types.h"
 
 namespace berth {

@@ -12,8 +12,8 @@
 #include <memory>
 #include <random>
 
-#include "engine/core/clock.h"
-#include "engine/core/log.h"
+#include "core/clock.h"
+#include "core/log.h"
 #include "providers/http/classify.h"
 #include "providers/http/curl_easy.h"
 #include "providers/hub/hub_parse.h"

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/status.h"
+#include "core/status.h"
 #include "providers/hub/cache_layout.h"
 #include "providers/hub/http.h"
 

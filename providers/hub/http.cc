@@ -2,8 +2,8 @@
 
 #include <curl/curl.h>
 
-#include "engine/core/clock.h"
-#include "engine/core/log.h"
+#include "core/clock.h"
+#include "core/log.h"
 #include "providers/http/classify.h"
 #include "providers/http/curl_easy.h"
 #include "providers/http/curl_global.h"

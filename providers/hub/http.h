@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/status.h"
+#include "core/status.h"
 #include "providers/http/retry_policy.h"
 #include "providers/http/url.h"
 #include "providers/hub/hub_types.h"

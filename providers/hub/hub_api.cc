@@ -1,6 +1,6 @@
 #include "providers/hub/hub_api.h"
 
-#include "engine/core/hf_cache.h"
+#include "core/hf_cache.h"
 
 #include <algorithm>
 #include <set>

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "engine/core/status.h"
+#include "core/status.h"
 #include "providers/hub/http.h"
 #include "providers/hub/hub_types.h"
 

@@ -3,9 +3,9 @@
 #include <charconv>
 #include <nlohmann/json.hpp>
 
-#include "engine/core/hf_cache.h"
-#include "engine/core/json_text.h"
-#include "engine/core/untrusted_text.h"
+#include "core/hf_cache.h"
+#include "core/json_text.h"
+#include "core/untrusted_text.h"
 
 namespace berth {
 namespace {

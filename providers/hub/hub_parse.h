@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/core/status.h"
+#include "core/status.h"
 #include "providers/hub/hub_types.h"
 
 namespace berth {

@@ -9,7 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "engine/core/read_file.h"
+#include "core/read_file.h"
 
 namespace berth {
 namespace {

@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "engine/core/status.h"
+#include "core/status.h"
 #include "providers/hub/cache_layout.h"
 #include "providers/hub/hasher.h"
 #include "providers/hub/resume_state.h"

@@ -10,9 +10,9 @@
 #include <cstring>
 #include <filesystem>
 
-#include "engine/core/hf_cache.h"
-#include "engine/core/read_file.h"
-#include "engine/core/units.h"
+#include "core/hf_cache.h"
+#include "core/read_file.h"
+#include "core/units.h"
 #include "providers/hub/cache_layout.h"
 #include "providers/hub/hasher.h"
 #include "providers/hub/hub_api.h"

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/status.h"
+#include "core/status.h"
 #include "providers/hub/downloader.h"
 #include "providers/hub/hub_types.h"
 #include "providers/store/store_fs.h"

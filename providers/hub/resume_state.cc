@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <sstream>
 
-#include "engine/core/read_file.h"
+#include "core/read_file.h"
 
 namespace berth {
 

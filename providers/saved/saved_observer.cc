@@ -1,7 +1,7 @@
 #include "providers/saved/saved_observer.h"
 
-#include "engine/core/observed_json.h"
-#include "engine/core/read_file.h"
+#include "core/observed_json.h"
+#include "core/read_file.h"
 
 namespace berth {
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/status.h"
+#include "core/status.h"
 
 namespace berth {
 

@@ -5,9 +5,9 @@
 #include <set>
 #include <vector>
 
-#include "engine/core/gguf_header.h"
-#include "engine/core/hf_cache.h"
-#include "engine/core/model_config.h"
+#include "core/gguf_header.h"
+#include "core/hf_cache.h"
+#include "core/model_config.h"
 
 namespace berth {
 namespace {

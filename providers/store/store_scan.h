@@ -4,8 +4,8 @@
 
 #include <string>
 
-#include "engine/core/observed.h"
-#include "engine/core/status.h"
+#include "core/observed.h"
+#include "core/status.h"
 #include "providers/store/store_fs.h"
 
 namespace berth {

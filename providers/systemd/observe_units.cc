@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
-#include "engine/core/hash.h"
-#include "engine/core/unit_marker.h"
-#include "engine/core/untrusted_text.h"
+#include "core/hash.h"
+#include "core/unit_marker.h"
+#include "core/untrusted_text.h"
 
 namespace berth {
 

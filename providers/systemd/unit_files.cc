@@ -9,9 +9,9 @@
 #include <cerrno>
 #include <cstring>
 
-#include "engine/core/atomic_file.h"
-#include "engine/core/read_file.h"
-#include "engine/core/unit_marker.h"
+#include "core/atomic_file.h"
+#include "core/read_file.h"
+#include "core/unit_marker.h"
 
 namespace berth {
 namespace {

@@ -15,7 +15,7 @@
 #include <string>
 #include <thread>
 
-#include "engine/core/hf_cache.h"
+#include "core/hf_cache.h"
 #include "providers/systemd/journal.h"
 #include "providers/systemd/sdbus_manager.h"
 #include "providers/systemd/unit_files.h"

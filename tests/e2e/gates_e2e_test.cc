@@ -17,8 +17,8 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 
+#include "core/untrusted_text.h"
 #include "engine/cli/commands.h"
-#include "engine/core/untrusted_text.h"
 #include "tests/e2e/e2e_fixture.h"
 
 namespace berth::testing {

@@ -5,8 +5,8 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include "core/observed_json.h"
 #include "engine/cli/commands.h"
-#include "engine/core/observed_json.h"
 #include "tests/e2e/e2e_fixture.h"
 
 namespace berth::testing {

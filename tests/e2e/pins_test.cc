@@ -4,8 +4,8 @@
 // service left stays in the store for a rollback.
 #include <gmock/gmock.h>
 
+#include "core/hf_cache.h"
 #include "engine/cli/commands.h"
-#include "engine/core/hf_cache.h"
 #include "providers/hub/hub_api.h"
 #include "tests/e2e/e2e_fixture.h"
 #include "tests/hub/fake_hub_server.h"

@@ -1,7 +1,7 @@
 // The systemd provider against a real systemd: unit files, jobs, states, journal lines.
 #include <gmock/gmock.h>
 
-#include "engine/core/hash.h"
+#include "core/hash.h"
 #include "planners/unit_render.h"
 #include "providers/systemd/observe_units.h"
 #include "tests/e2e/e2e_fixture.h"

@@ -1,4 +1,4 @@
-// The executor runs the switches the planner stated (engine/core/plan.h Switch) and works out
+// The executor runs the switches the planner stated (core/plan.h Switch) and works out
 // nothing: a plan built by hand here whose stop carries no health gate, whose Switch does, is
 // rolled back waiting for the Switch's gate; the fleet's turn is asked before the steps the
 // plan marks takes_down; the journal hears each step's StepState.

@@ -1,4 +1,4 @@
-#include "engine/core/hf_cache.h"
+#include "core/hf_cache.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

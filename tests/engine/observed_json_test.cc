@@ -1,4 +1,4 @@
-#include "engine/core/observed_json.h"
+#include "core/observed_json.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// Services on disjoint GPUs and ports come up side by side (engine/core/plan.h ParallelStarts):
+// Services on disjoint GPUs and ports come up side by side (core/plan.h ParallelStarts):
 // both starts go out before either gate is waited on, the gates are probed together, and the
 // one that fails is the only one the apply reports (and rolls back); the other stays up.
 // In-memory host with a jumping clock, so "together" is exact: two services take the time of

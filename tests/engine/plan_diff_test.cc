@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "core/hash.h"
 #include "engine/apply/reconciler.h"
-#include "engine/core/hash.h"
 #include "engine/output/plan_output.h"
 #include "providers/systemd/observe_units.h"
 #include "tests/providers/temp_dir.h"

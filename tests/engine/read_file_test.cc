@@ -1,8 +1,8 @@
-// engine/core/read_file.h: whatever stands at a path berth reads (a link where berth writes, a
+// core/read_file.h: whatever stands at a path berth reads (a link where berth writes, a
 // FIFO, a device, a file of gigabytes), the read ends at once with an error naming the file and
 // what it is; a regular file is read whole. Reads that could block run aside with a deadline, so
 // that a regression fails the test instead of hanging it.
-#include "engine/core/read_file.h"
+#include "core/read_file.h"
 
 #include <fcntl.h>
 #include <gmock/gmock.h>
@@ -15,7 +15,7 @@
 #include <fstream>
 #include <future>
 
-#include "engine/core/atomic_file.h"
+#include "core/atomic_file.h"
 
 namespace berth {
 namespace {

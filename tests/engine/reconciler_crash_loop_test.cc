@@ -14,9 +14,9 @@
 #include <regex>
 #include <sstream>
 
+#include "core/hash.h"
+#include "core/unit_marker.h"
 #include "engine/apply/reconciler.h"
-#include "engine/core/hash.h"
-#include "engine/core/unit_marker.h"
 #include "engine/loop/metrics.h"
 #include "engine/loop/reconcile.h"
 #include "engine/state/state.h"

@@ -1,5 +1,5 @@
 // The unified diff a reviewer reads under a write-unit step.
-#include "engine/core/unified_diff.h"
+#include "core/unified_diff.h"
 
 #include <gtest/gtest.h>
 

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/core/hf_cache.h"
+#include "core/hf_cache.h"
 #include "providers/hub/hub_parse.h"
 
 namespace {

@@ -13,7 +13,7 @@
 #include <fstream>
 #include <string>
 
-#include "engine/core/hash.h"
+#include "core/hash.h"
 #include "manifests/loader.h"
 #include "tests/manifests/test_util.h"
 

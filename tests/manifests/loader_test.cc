@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "engine/core/hash.h"
+#include "core/hash.h"
 #include "manifests/loader.h"
 #include "tests/manifests/test_util.h"
 

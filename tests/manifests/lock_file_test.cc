@@ -8,7 +8,7 @@
 #include <fstream>
 #include <string>
 
-#include "engine/core/lock_file.h"
+#include "core/lock_file.h"
 #include "manifests/loader.h"
 #include "tests/manifests/test_util.h"
 

@@ -5,7 +5,7 @@
 namespace berth {
 namespace {
 
-// The include/exclude filter of a model's files is tested with engine/core/hf_cache.h.
+// The include/exclude filter of a model's files is tested with core/hf_cache.h.
 TEST(Glob, HostnamePatterns) {
   EXPECT_TRUE(GlobMatch("gpu-*", "gpu-01"));
   EXPECT_FALSE(GlobMatch("gpu-?", "gpu-01"));

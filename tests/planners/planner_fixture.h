@@ -4,9 +4,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "engine/core/desired.h"
-#include "engine/core/observed.h"
-#include "engine/core/plan.h"
+#include "core/desired.h"
+#include "core/observed.h"
+#include "core/plan.h"
 #include "planners/planner.h"
 #include "tests/support/fake_host.h"
 

@@ -1,7 +1,7 @@
 // Preflight at plan time (config.json, weights against the GPUs), the preflight action before
 // anything goes dark, and the smoke gate after the health gate.
-#include "engine/core/gguf_header.h"
-#include "engine/core/model_config.h"
+#include "core/gguf_header.h"
+#include "core/model_config.h"
 #include "tests/planners/planner_fixture.h"
 
 namespace berth::testing {

@@ -1,4 +1,4 @@
-// The switches the planner states (engine/core/plan.h Switch): for each service a plan starts or
+// The switches the planner states (core/plan.h Switch): for each service a plan starts or
 // restarts, its mode, its steps, its gates, what it replaces with that service's own gate, its
 // undo, whether it needs the fleet's turn and its side-by-side group. The executor runs them as
 // stated and works out nothing, so each is asserted here exactly.

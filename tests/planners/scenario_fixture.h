@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "engine/core/hash.h"
+#include "core/hash.h"
 #include "planners/unit_render.h"
 #include "tests/planners/planner_fixture.h"
 

@@ -3,7 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "engine/core/hash.h"
+#include "core/hash.h"
 
 #include <functional>
 #include <tuple>

@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <future>
 
-#include "engine/core/hash.h"
+#include "core/hash.h"
 #include "providers/hub/pull.h"
 #include "providers/store/store_scan.h"
 #include "tests/providers/temp_dir.h"

@@ -10,8 +10,8 @@
 #include <future>
 #include <thread>
 
-#include "engine/core/clock.h"
-#include "engine/core/front.h"
+#include "core/clock.h"
+#include "core/front.h"
 #include "planners/front_render.h"
 #include "providers/front/haproxy_admin.h"
 #include "tests/providers/front_harness.h"

@@ -5,7 +5,7 @@
 
 #include <random>
 
-#include "engine/core/front.h"
+#include "core/front.h"
 #include "providers/front/haproxy_admin.h"
 #include "tests/support/fake_clock.h"
 

@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine/core/untrusted_text.h"
+#include "core/untrusted_text.h"
 
 namespace berth {
 namespace {

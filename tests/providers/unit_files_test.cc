@@ -7,7 +7,7 @@
 #include <chrono>
 #include <future>
 
-#include "engine/core/unit_marker.h"
+#include "core/unit_marker.h"
 #include "providers/systemd/unit_files.h"
 #include "tests/providers/temp_dir.h"
 

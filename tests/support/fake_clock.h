@@ -6,7 +6,7 @@
 #include <functional>
 #include <vector>
 
-#include "engine/core/clock.h"
+#include "core/clock.h"
 
 namespace berth::testing {
 

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "engine/core/hash.h"
-#include "engine/core/unit_marker.h"
+#include "core/hash.h"
+#include "core/unit_marker.h"
 #include "planners/host_ledger.h"
 #include "planners/unit_render.h"
 

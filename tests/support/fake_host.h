@@ -8,9 +8,9 @@
 #include <utility>
 #include <vector>
 
-#include "engine/core/desired.h"
-#include "engine/core/observed.h"
-#include "engine/core/plan.h"
+#include "core/desired.h"
+#include "core/observed.h"
+#include "core/plan.h"
 
 namespace berth::testing {
 

@@ -19,8 +19,8 @@
 #include <string>
 #include <string_view>
 
-#include "engine/core/desired.h"
-#include "engine/core/status.h"
+#include "core/desired.h"
+#include "core/status.h"
 
 namespace berth {
 

@@ -1,11 +1,11 @@
-#include "engine/core/observed_json.h"
+#include "core/observed_json.h"
 
 #include <charconv>
 #include <nlohmann/json.hpp>
 
-#include "engine/core/json_text.h"
-#include "engine/core/unit_marker.h"
-#include "engine/core/untrusted_text.h"
+#include "core/json_text.h"
+#include "core/unit_marker.h"
+#include "core/untrusted_text.h"
 
 namespace berth {
 namespace {

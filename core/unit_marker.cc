@@ -1,4 +1,4 @@
-#include "engine/core/unit_marker.h"
+#include "core/unit_marker.h"
 
 #include <string_view>
 

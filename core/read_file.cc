@@ -1,4 +1,4 @@
-#include "engine/core/read_file.h"
+#include "core/read_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "engine/core/units.h"
+#include "core/units.h"
 
 namespace berth {
 namespace {

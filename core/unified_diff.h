@@ -1,5 +1,5 @@
 // A line-based unified diff (as `diff -u` prints it) for showing a reviewer what a file change
-// does. The terminal guard for text berth did not write is engine/core/untrusted_text.h.
+// does. The terminal guard for text berth did not write is core/untrusted_text.h.
 #pragma once
 
 #include <cstddef>

@@ -9,7 +9,7 @@
 #include <map>
 #include <string>
 
-#include "engine/core/status.h"
+#include "core/status.h"
 
 namespace berth {
 

@@ -1,11 +1,11 @@
-#include "engine/core/desired.h"
+#include "core/desired.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
 #include <cstring>
 
-#include "engine/core/hf_cache.h"
+#include "core/hf_cache.h"
 
 namespace berth {
 

@@ -1,4 +1,4 @@
-#include "engine/core/unified_diff.h"
+#include "core/unified_diff.h"
 
 #include <algorithm>
 #include <vector>

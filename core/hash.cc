@@ -1,4 +1,4 @@
-#include "engine/core/hash.h"
+#include "core/hash.h"
 
 #include <openssl/evp.h>
 

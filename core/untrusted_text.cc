@@ -1,4 +1,4 @@
-#include "engine/core/untrusted_text.h"
+#include "core/untrusted_text.h"
 
 #include <algorithm>
 #include <cstdint>

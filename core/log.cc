@@ -1,4 +1,4 @@
-#include "engine/core/log.h"
+#include "core/log.h"
 
 #include <spdlog/sinks/stdout_sinks.h>
 

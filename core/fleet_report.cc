@@ -1,9 +1,9 @@
-#include "engine/core/fleet_report.h"
+#include "core/fleet_report.h"
 
 #include <nlohmann/json.hpp>
 
-#include "engine/core/json_text.h"
-#include "engine/core/untrusted_text.h"
+#include "core/json_text.h"
+#include "core/untrusted_text.h"
 
 namespace berth {
 namespace {

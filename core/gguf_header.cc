@@ -1,8 +1,8 @@
-#include "engine/core/gguf_header.h"
+#include "core/gguf_header.h"
 
 #include <cstring>
 
-#include "engine/core/untrusted_text.h"
+#include "core/untrusted_text.h"
 
 namespace berth {
 namespace {

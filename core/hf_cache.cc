@@ -1,11 +1,11 @@
-#include "engine/core/hf_cache.h"
+#include "core/hf_cache.h"
 
 #include <fnmatch.h>
 
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
-#include "engine/core/json_text.h"
+#include "core/json_text.h"
 
 namespace berth {
 namespace {

@@ -1,4 +1,4 @@
-#include "engine/core/front.h"
+#include "core/front.h"
 
 #include <set>
 

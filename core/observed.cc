@@ -1,4 +1,4 @@
-#include "engine/core/observed.h"
+#include "core/observed.h"
 
 #include <algorithm>
 #include <string>

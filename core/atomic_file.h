@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "engine/core/status.h"
+#include "core/status.h"
 
 namespace berth {
 

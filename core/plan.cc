@@ -1,4 +1,4 @@
-#include "engine/core/plan.h"
+#include "core/plan.h"
 
 #include <algorithm>
 #include <set>

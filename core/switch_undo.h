@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/plan.h"
+#include "core/plan.h"
 
 namespace berth {
 

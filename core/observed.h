@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/gguf_header.h"
-#include "engine/core/model_config.h"
+#include "core/gguf_header.h"
+#include "core/model_config.h"
 
 namespace berth {
 

@@ -1,8 +1,8 @@
-#include "engine/core/model_config.h"
+#include "core/model_config.h"
 
 #include <nlohmann/json.hpp>
 
-#include "engine/core/untrusted_text.h"
+#include "core/untrusted_text.h"
 
 namespace berth {
 

@@ -49,8 +49,8 @@
 
 #include <string>
 
-#include "engine/core/observed.h"
-#include "engine/core/status.h"
+#include "core/observed.h"
+#include "core/status.h"
 
 namespace berth {
 

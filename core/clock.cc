@@ -1,4 +1,4 @@
-#include "engine/core/clock.h"
+#include "core/clock.h"
 
 #include <poll.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "engine/core/units.h"
+#include "core/units.h"
 
 #include <cctype>
 #include <cmath>

@@ -1,10 +1,10 @@
-#include "engine/core/lock_file.h"
+#include "core/lock_file.h"
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "engine/core/hf_cache.h"
-#include "engine/core/json_text.h"
+#include "core/hf_cache.h"
+#include "core/json_text.h"
 
 namespace berth {
 

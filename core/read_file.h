@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string>
 
-#include "engine/core/status.h"
+#include "core/status.h"
 
 namespace berth {
 
