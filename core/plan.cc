@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <utility>
 
 namespace berth {
 
@@ -45,6 +46,53 @@ const char* ActionKindName(ActionKind k) {
       return "ready";
   }
   return "?";
+}
+
+StepPayload PayloadFor(ActionKind k) {
+  switch (k) {
+    case ActionKind::kDownload:
+      return DownloadStep{};
+    case ActionKind::kRemoveModel:
+      return RemoveModelStep{};
+    case ActionKind::kWriteUnit:
+      return UnitFileStep{};
+    case ActionKind::kRemoveUnit:
+    case ActionKind::kStart:
+    case ActionKind::kStop:
+    case ActionKind::kRestart:
+    case ActionKind::kEnable:
+    case ActionKind::kDisable:
+      return ServiceStep{};
+    case ActionKind::kWaitHealthy:
+      return HealthStep{};
+    case ActionKind::kPreflight:
+      return PreflightStep{};
+    case ActionKind::kSmoke:
+      return SmokeStep{};
+    case ActionKind::kFloor:
+      return FloorStep{};
+    case ActionKind::kWriteFront:
+    case ActionKind::kRoute:
+    case ActionKind::kDrain:
+    case ActionKind::kReady:
+      return FrontStep{};
+    case ActionKind::kDaemonReload:
+      break;
+  }
+  return std::monostate{};
+}
+
+bool PayloadFits(ActionKind k, const StepPayload& step) {
+  return PayloadFor(k).index() == step.index();
+}
+
+Action MakeAction(ActionKind k, std::string address, Reason reason) {
+  Action a;
+  a.kind = k;
+  a.address = std::move(address);
+  a.reason = reason;
+  a.step = PayloadFor(k);
+  return a;
 }
 
 const char* SwitchModeName(SwitchMode m) {
@@ -134,10 +182,11 @@ namespace {
 size_t ChainEnd(const Plan& plan, size_t i) {
   const auto& acts = plan.actions;
   const Action& a = acts[i];
-  if ((a.kind != ActionKind::kStart && a.kind != ActionKind::kRestart) || a.gpus.empty())
+  if ((a.kind != ActionKind::kStart && a.kind != ActionKind::kRestart) ||
+      a.As<ServiceStep>().gpus.empty())
     return i - 1;
   if (i + 1 >= acts.size() || acts[i + 1].kind != ActionKind::kWaitHealthy ||
-      acts[i + 1].unit != a.unit || acts[i + 1].port == 0)
+      acts[i + 1].unit != a.unit || acts[i + 1].As<HealthStep>().port == 0)
     return i - 1;
   size_t last = i + 1;
   // The gates after the health gate (smoke) belong to the chain: they run once it is healthy.
@@ -170,15 +219,16 @@ std::vector<ParallelGroup> ParallelStarts(const Plan& plan) {
     }
     const Action& start = plan.actions[i];
     std::set<int> my_ports(start.requires_.ports.begin(), start.requires_.ports.end());
-    my_ports.insert(plan.actions[i + 1].port);
+    my_ports.insert(plan.actions[i + 1].As<HealthStep>().port);
+    const std::vector<int>& my_gpus = start.As<ServiceStep>().gpus;
     bool clash = false;
-    for (int x : start.gpus) clash = clash || gpus.count(x);
+    for (int x : my_gpus) clash = clash || gpus.count(x);
     for (int p : my_ports) clash = clash || ports.count(p);
     if (clash) close();
     if (g.chains.empty()) g.first = i;
     g.chains.emplace_back(i, end);
     g.last = end;
-    gpus.insert(start.gpus.begin(), start.gpus.end());
+    gpus.insert(my_gpus.begin(), my_gpus.end());
     ports.insert(my_ports.begin(), my_ports.end());
     i = end + 1;
   }

@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/steps.h"
+
 namespace berth {
 
 enum class ActionKind {
@@ -99,66 +101,34 @@ struct Action {
   std::string detail;   // human: "ExecStart changed: --port 8000 → 8001"
   Resources requires_;  // what must be available when it runs
   Resources frees;      // what it gives back
-
-  // What the executor needs (filled according to kind).
-  std::string unit;          // unit name for unit and service actions
-  std::string unit_content;  // write-unit: the file to write
-  // write-unit, for the reviewer's diff only: the executor never reads them and a saved plan
-  // does not carry them. The file it replaces as observed, without berth's lineage line ("" for
-  // a new unit), or why that text is not known ("the file is larger than 64 KiB ...").
-  std::string unit_old_content;
-  std::string unit_old_note;
-  std::string repo_id;   // download / remove-model
-  std::string revision;  // download: as asked
-  std::string commit;    // download / remove-model; "" if to be resolved at apply
-  std::vector<std::string> include, exclude;
-  std::string health_path;  // wait-healthy
-  int port = 0;             // wait-healthy
-  /// wait-healthy, smoke, floor and a stop's rollback gate: the address the probe dials, the
-  /// service's DialHost(); "" (a plan saved before it was recorded) dials DialAddress("").
-  std::string host;
-  std::string served_name;   // wait-healthy
-  uint64_t timeout_ms = 0;   // wait-healthy
-  uint64_t interval_ms = 0;  // wait-healthy: between probes
-  std::string for_service;   // stop: the service whose start needs what it frees (rollback)
-  std::vector<int> gpus;     // start / restart: the GPUs the service runs on (side by side starts)
-  std::vector<std::string> argv;  // preflight: the command, run without a shell (timeout_ms)
-  // preflight with reason kEngineCheck: argv is the unit's ExecStart argv, unchanged; the check
-  // runs `check_program` (vllm, sglang: a file in ExecutorDeps::engine_check_dir, run by the
-  // interpreter of argv[0]) or argv[0] --version (engine "llama-server"), with `env` (the unit's
-  // Environment= assignments, "KEY=VALUE" in the unit's order) over systemd's base environment,
-  // then the assignments of `env_file` (the unit's EnvironmentFile=, read when the check runs).
-  std::string engine;
-  std::string check_program;
-  std::vector<std::string> env;
-  std::string env_file;
-  // smoke: POST http://<host>:<port>/v1/<api> for served_name within timeout_ms.
-  std::string api;     // "completions" or "chat/completions"
-  std::string prompt;  // the prompt (the user message for chat)
-  int max_tokens = 0;  // the request's max_tokens (smoke, floor)
-  // floor: `concurrency` streams for timeout_ms (the measured time), prompts of prompt_tokens
-  // words; output tok/s at least min_output_tps, TTFT p50/p99 at most the maxima (0: unchecked).
-  int concurrency = 0;
-  int prompt_tokens = 0;
-  double min_output_tps = 0;
-  uint64_t max_ttft_p50_ms = 0;
-  uint64_t max_ttft_p99_ms = 0;
-  // Fronts (kWriteFront, kRoute, kDrain, kReady): the public port, the backend a route sends
-  // to or a drain waits on ("hold": none), the front's admin and master sockets and its
-  // configuration file (kWriteFront: unit_content is its text; `reload` when the front runs).
-  // kDrain's bound is timeout_ms; kReady's lead (how long it waits after turning 503) too.
-  int front_port = 0;
-  std::string front_server;
-  std::string front_socket;
-  std::string front_master;
-  std::string front_config;
-  bool reload = false;
-  bool ready = false;
+  std::string unit;     // the unit of a unit or service step, and of a gate
   /// Set by the planner: this step takes a service down (a stop, a restart, or the step a
   /// port's dark window begins at). The fleet's turn must be held before it runs; the executor
   /// reads this and works out nothing.
   bool takes_down = false;
+  /// What the step needs to run, by kind (core/steps.h; PayloadFits says which kind holds
+  /// which).
+  StepPayload step;
+
+  /// The payload, which must be of the kind's type (the planner and the saved-plan reader
+  /// build nothing else; a mismatch is a bug and throws std::bad_variant_access).
+  template <class T>
+  const T& As() const {
+    return std::get<T>(step);
+  }
+  template <class T>
+  T& As() {
+    if (std::holds_alternative<std::monostate>(step)) step = T{};
+    return std::get<T>(step);
+  }
 };
+
+/// Whether `step` is the payload type of kind `k` (a saved plan's reader checks every step).
+bool PayloadFits(ActionKind k, const StepPayload& step);
+/// A fresh payload of the type kind `k` holds.
+StepPayload PayloadFor(ActionKind k);
+/// An action of kind `k` with its empty payload.
+Action MakeAction(ActionKind k, std::string address = "", Reason reason = Reason::kModelMissing);
 
 /// Something the plan leaves as it is but a reviewer wants to see ("= keep model/kimi ...").
 struct Note {
@@ -228,10 +198,9 @@ struct Replaced {
   std::string address;   // "service/vllm-kimi-k25"
   std::string unit;      // "vllm-kimi-k25.service"
   size_t stop_step = 0;  // its stop (0-based index into Plan::actions)
-  /// Its own health gate (a kWaitHealthy action: port, host, health_path, served_name,
-  /// timeout_ms, interval_ms), which the undo waits for after starting it again; port 0: berth
+  /// Its own health gate, which the undo waits for after starting it again; port 0: berth
   /// knows no health check for it.
-  Action gate;
+  HealthStep gate;
 };
 
 /// One switch: the start or restart of one service, with its gates, what it replaces, and how
@@ -278,7 +247,7 @@ struct ParallelGroup {
 };
 
 struct Plan {
-  static constexpr int kFormatVersion = 1;
+  static constexpr int kFormatVersion = 1;  // the JSON form (plan-json.md)
   std::string host;
   bool host_matches = true;  // false: the manifest's host.match excludes this host
   std::string skip_reason;

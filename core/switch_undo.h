@@ -21,9 +21,9 @@ struct SwitchUndo {
   /// An in-place update: its unit file as it was before the switch rewrote it (byte for byte,
   /// lineage line included); nullopt when the switch did not rewrite a file it restarted.
   std::optional<std::string> unit_before;
-  /// Its own health gate (kWaitHealthy), which an in-place undo waits for after the restart;
-  /// port 0 (a journal written before it was kept): berth does not wait.
-  Action gate;
+  /// Its own health gate, which an in-place undo waits for after the restart; port 0 (a
+  /// journal written before it was kept): berth does not wait.
+  HealthStep gate;
 };
 
 }  // namespace berth

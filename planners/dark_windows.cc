@@ -30,7 +30,8 @@ std::vector<RollbackStart> RollbackOf(const Observed& o, const Plan& plan, const
     // An in-place update: the executor restores the unit file it replaced and restarts it.
     if (sw.start == from && sw.restores_unit) {
       const Action& gate = plan.actions[until];
-      out.push_back({sw.unit, Recorded(o, sw.unit), gate.timeout_ms});
+      if (gate.kind == ActionKind::kWaitHealthy)
+        out.push_back({sw.unit, Recorded(o, sw.unit), gate.As<HealthStep>().timeout_ms});
     }
     return out;
   }
@@ -59,9 +60,9 @@ void EstimateDarkWindows(const Observed& observed, Plan* plan) {
     e.gate_unit = gate.unit;
     e.samples_ms = Recorded(observed, gate.unit);
     if (!e.samples_ms.empty()) e.expected_ms = MedianMs(e.samples_ms);
-    e.gate_timeout_ms = gate.timeout_ms;
+    e.gate_timeout_ms = gate.As<HealthStep>().timeout_ms;
     e.rollback = RollbackOf(observed, *plan, d);
-    e.worst_ms = gate.timeout_ms;
+    e.worst_ms = e.gate_timeout_ms;
     for (const RollbackStart& r : e.rollback)
       e.worst_ms += r.samples_ms.empty()
                         ? r.timeout_ms

@@ -14,14 +14,13 @@ std::string Address(int port) { return "front/" + std::to_string(port); }
 
 // Sets the fields every front action carries.
 Action FrontAction(ActionKind kind, const HostSpec& host, const FrontSpec& spec) {
-  Action a;
-  a.kind = kind;
-  a.address = Address(spec.port);
+  Action a = MakeAction(kind, Address(spec.port), Reason::kUnitChanged);
   a.unit = FrontServiceName(spec.port) + ".service";
-  a.front_port = spec.port;
-  a.front_socket = spec.admin_socket;
-  a.front_master = spec.master_socket;
-  a.front_config = FrontConfigPath(host, spec.port);
+  FrontStep& f = a.As<FrontStep>();
+  f.port = spec.port;
+  f.socket = spec.admin_socket;
+  f.master = spec.master_socket;
+  f.config = FrontConfigPath(host, spec.port);
   return a;
 }
 
@@ -93,8 +92,8 @@ Action WriteFrontAction(const HostSpec& host, const FrontSpec& spec, const std::
                         bool reload) {
   Action a = FrontAction(ActionKind::kWriteFront, host, spec);
   a.reason = Reason::kUnitChanged;
-  a.unit_content = FrontConfigText(spec);
-  a.reload = reload;
+  a.As<FrontStep>().config_text = FrontConfigText(spec);
+  a.As<FrontStep>().reload = reload;
   a.detail =
       why + "; routes to " + spec.active +
       (reload ? "; reloaded seamlessly (the port stays open, requests in flight finish)" : "");
@@ -105,7 +104,7 @@ Action RouteAction(const HostSpec& host, const FrontSpec& spec, const std::strin
                    const std::string& why) {
   Action a = FrontAction(ActionKind::kRoute, host, spec);
   a.reason = Reason::kHealthGate;
-  a.front_server = server;
+  a.As<FrontStep>().server = server;
   if (server == kHoldServer)
     a.detail = "hold new requests on port " + std::to_string(spec.port) + " (they wait, up to " +
                FormatDurationMs(spec.hold_ms) + ", then 503 with Retry-After; never refused)" +
@@ -121,8 +120,8 @@ Action DrainAction(const HostSpec& host, const FrontSpec& spec, const FrontDecl&
   Action a = FrontAction(ActionKind::kDrain, host, spec);
   a.address = "service/" + server;
   a.reason = Reason::kFreesResources;
-  a.front_server = server;
-  a.timeout_ms = decl.drain_ms;
+  a.As<FrontStep>().server = server;
+  a.As<FrontStep>().timeout_ms = decl.drain_ms;
   a.detail = "its requests in flight on port " + std::to_string(spec.port) +
              " (streams too) finish before it stops, at most " + FormatDurationMs(decl.drain_ms);
   return a;
@@ -131,8 +130,8 @@ Action DrainAction(const HostSpec& host, const FrontSpec& spec, const FrontDecl&
 Action ReadyAction(const HostSpec& host, const FrontSpec& spec, const FrontDecl& decl, bool ready) {
   Action a = FrontAction(ActionKind::kReady, host, spec);
   a.reason = Reason::kHealthGate;
-  a.ready = ready;
-  a.timeout_ms = ready ? 0 : decl.ready_lead_ms;
+  a.As<FrontStep>().ready = ready;
+  a.As<FrontStep>().timeout_ms = ready ? 0 : decl.ready_lead_ms;
   a.detail = ready ? decl.ready_path + " answers 200 again: this host takes traffic"
                    : decl.ready_path + " answers 503, then berth waits " +
                          FormatDurationMs(decl.ready_lead_ms) +

@@ -28,19 +28,17 @@ std::string RequestModel(const ServiceSpec& s, const ReportedNames& names) {
 
 Action HealthGate(const ServiceSpec& s, const std::string& address, const ReportedNames& names,
                   std::string detail) {
-  Action w;
-  w.kind = ActionKind::kWaitHealthy;
-  w.address = address;
+  Action w = MakeAction(ActionKind::kWaitHealthy, address, Reason::kHealthGate);
   w.unit = s.UnitName();
-  w.reason = Reason::kHealthGate;
-  w.health_path = s.health.path;
-  w.port = s.port.value_or(0);
-  w.host = s.DialHost();
-  w.served_name = GateServedName(s, names);
-  w.timeout_ms = s.health.timeout_ms;
-  w.interval_ms = s.health.interval_ms;
-  std::string models = " and /v1/models lists '" + w.served_name + "'";
-  if (w.served_name.empty())
+  HealthStep& h = w.As<HealthStep>();
+  h.path = s.health.path;
+  h.port = s.port.value_or(0);
+  h.host = s.DialHost();
+  h.served_name = GateServedName(s, names);
+  h.timeout_ms = s.health.timeout_ms;
+  h.interval_ms = s.health.interval_ms;
+  std::string models = " and /v1/models lists '" + h.served_name + "'";
+  if (h.served_name.empty())
     models = s.has_engine && s.engine == EngineKind::kCommand
                  ? " (the health path alone: served_name does not say which model it lists)"
                  : "";
@@ -55,48 +53,44 @@ std::vector<Action> GatesAfterHealth(const ServiceSpec& s, const std::string& ad
   std::vector<Action> out;
   if (!s.port || !s.has_engine) return out;
   if (const std::optional<SmokeSpec>& smoke = s.gates.smoke) {
-    Action a;
-    a.kind = ActionKind::kSmoke;
-    a.address = address;
+    Action a = MakeAction(ActionKind::kSmoke, address, Reason::kSmokeGate);
     a.unit = s.UnitName();
-    a.reason = Reason::kSmokeGate;
-    a.port = *s.port;
-    a.host = s.DialHost();
-    a.served_name = RequestModel(s, names);
-    a.api = smoke->api;
-    a.prompt = smoke->prompt;
-    a.max_tokens = smoke->max_tokens;
-    a.timeout_ms = smoke->timeout_ms;
-    std::string prompt = a.prompt.size() > 40 ? a.prompt.substr(0, 40) + "..." : a.prompt;
-    a.detail = std::string("POST /v1/") + (a.api == "chat" ? "chat/completions" : "completions") +
-               " for '" + a.served_name + "' (prompt '" + prompt + "', max_tokens " +
-               std::to_string(a.max_tokens) + ") must return text within " +
-               FormatDurationMs(a.timeout_ms);
+    SmokeStep& g = a.As<SmokeStep>();
+    g.port = *s.port;
+    g.host = s.DialHost();
+    g.served_name = RequestModel(s, names);
+    g.api = smoke->api;
+    g.prompt = smoke->prompt;
+    g.max_tokens = smoke->max_tokens;
+    g.timeout_ms = smoke->timeout_ms;
+    std::string prompt = g.prompt.size() > 40 ? g.prompt.substr(0, 40) + "..." : g.prompt;
+    a.detail = std::string("POST /v1/") + (g.api == "chat" ? "chat/completions" : "completions") +
+               " for '" + g.served_name + "' (prompt '" + prompt + "', max_tokens " +
+               std::to_string(g.max_tokens) + ") must return text within " +
+               FormatDurationMs(g.timeout_ms);
     out.push_back(a);
   }
   if (const std::optional<FloorSpec>& floor = s.gates.floor) {
-    Action a;
-    a.kind = ActionKind::kFloor;
-    a.address = address;
+    Action a = MakeAction(ActionKind::kFloor, address, Reason::kFloorGate);
     a.unit = s.UnitName();
-    a.reason = Reason::kFloorGate;
-    a.port = *s.port;
-    a.host = s.DialHost();
-    a.served_name = RequestModel(s, names);
-    a.concurrency = floor->concurrency;
-    a.timeout_ms = floor->duration_ms;
-    a.max_tokens = floor->max_tokens;
-    a.prompt_tokens = floor->prompt_tokens;
-    a.min_output_tps = floor->output_tps;
-    a.max_ttft_p50_ms = floor->ttft_p50_ms;
-    a.max_ttft_p99_ms = floor->ttft_p99_ms;
+    FloorStep& g = a.As<FloorStep>();
+    g.port = *s.port;
+    g.host = s.DialHost();
+    g.served_name = RequestModel(s, names);
+    g.concurrency = floor->concurrency;
+    g.duration_ms = floor->duration_ms;
+    g.max_tokens = floor->max_tokens;
+    g.prompt_tokens = floor->prompt_tokens;
+    g.min_output_tps = floor->output_tps;
+    g.max_ttft_p50_ms = floor->ttft_p50_ms;
+    g.max_ttft_p99_ms = floor->ttft_p99_ms;
     std::string want;
     auto add = [&](const std::string& w) { want += (want.empty() ? "" : ", ") + w; };
-    if (a.min_output_tps > 0) add("at least " + FormatDouble(a.min_output_tps) + " output tok/s");
-    if (a.max_ttft_p50_ms) add("TTFT p50 at most " + FormatDurationMs(a.max_ttft_p50_ms));
-    if (a.max_ttft_p99_ms) add("TTFT p99 at most " + FormatDurationMs(a.max_ttft_p99_ms));
-    a.detail = std::to_string(a.concurrency) + " streamed requests for " +
-               FormatDurationMs(a.timeout_ms) + " (max_tokens " + std::to_string(a.max_tokens) +
+    if (g.min_output_tps > 0) add("at least " + FormatDouble(g.min_output_tps) + " output tok/s");
+    if (g.max_ttft_p50_ms) add("TTFT p50 at most " + FormatDurationMs(g.max_ttft_p50_ms));
+    if (g.max_ttft_p99_ms) add("TTFT p99 at most " + FormatDurationMs(g.max_ttft_p99_ms));
+    a.detail = std::to_string(g.concurrency) + " streamed requests for " +
+               FormatDurationMs(g.duration_ms) + " (max_tokens " + std::to_string(g.max_tokens) +
                "): " + want;
     out.push_back(a);
   }

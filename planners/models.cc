@@ -90,12 +90,8 @@ ResolvedModel Resolve(const Desired& d, const ModelSpec& m, const Observed& o) {
 
 Action Removal(const ResolvedModel& m, const ObservedRevision& rev, Reason reason,
                const std::string& why) {
-  Action a;
-  a.kind = ActionKind::kRemoveModel;
-  a.address = "model/" + m.spec->name;
-  a.reason = reason;
-  a.repo_id = m.spec->repo_id;
-  a.commit = rev.commit;
+  Action a = MakeAction(ActionKind::kRemoveModel, "model/" + m.spec->name, reason);
+  a.As<RemoveModelStep>() = {m.spec->repo_id, rev.commit};
   a.frees.disk_bytes = rev.bytes_present;
   a.detail = m.spec->repo_id + "@" + Short(rev.commit) + ", up to " +
              FormatBytes(rev.bytes_present) + " (blobs shared with kept revisions stay): " + why;
@@ -196,16 +192,10 @@ void DiffModels(const Desired& d, const Observed& o, Draft* draft) {
         draft->notes.push_back({address, detail});
       }
     } else if (wanted_on_disk) {
-      Action a;
-      a.kind = ActionKind::kDownload;
-      a.address = address;
-      a.repo_id = m.repo_id;
-      // The executor fetches a.commit (when known) whatever the branch says by then, and points
-      // the store's ref of a.revision at it.
-      a.revision = m.revision;
-      a.commit = r.commit;
-      a.include = m.include;
-      a.exclude = m.exclude;
+      Action a = MakeAction(ActionKind::kDownload, address, Reason::kModelMissing);
+      // The executor fetches the commit (when known) whatever the branch says by then, and
+      // points the store's ref of the revision at it.
+      a.As<DownloadStep>() = {m.repo_id, m.revision, r.commit, m.include, m.exclude};
       uint64_t present = r.present ? r.present->bytes_present : 0;
       std::string previous = repo ? PreviousCommit(o, repo, r.commit) : "";
       if (r.present) {
@@ -312,12 +302,8 @@ void DiffModels(const Desired& d, const Observed& o, Draft* draft) {
     if (named || !repo) continue;
     for (const auto& rev : repo->revisions) {
       if (std::find(commits.begin(), commits.end(), rev.commit) == commits.end()) continue;
-      Action a;
-      a.kind = ActionKind::kRemoveModel;
-      a.address = "model/" + repo_id;
-      a.reason = Reason::kNotInManifest;
-      a.repo_id = repo_id;
-      a.commit = rev.commit;
+      Action a = MakeAction(ActionKind::kRemoveModel, "model/" + repo_id, Reason::kNotInManifest);
+      a.As<RemoveModelStep>() = {repo_id, rev.commit};
       a.frees.disk_bytes = rev.bytes_present;
       a.detail = repo_id + "@" + Short(rev.commit) + ", up to " + FormatBytes(rev.bytes_present) +
                  ": berth downloaded it and no manifest model names it any more";

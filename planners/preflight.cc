@@ -133,16 +133,14 @@ std::vector<Problem> ModelPreflight(const Transition& t, const std::vector<Resol
 
 std::optional<Action> PreflightAction(const ServiceSpec& s, const std::string& address) {
   if (!s.preflight || s.preflight->command.empty()) return std::nullopt;
-  Action a;
-  a.kind = ActionKind::kPreflight;
-  a.address = address;
+  Action a = MakeAction(ActionKind::kPreflight, address, Reason::kPreflight);
   a.unit = s.UnitName();
-  a.reason = Reason::kPreflight;
-  a.argv = s.preflight->command;
-  a.timeout_ms = s.preflight->timeout_ms;
+  PreflightStep& p = a.As<PreflightStep>();
+  p.argv = s.preflight->command;
+  p.timeout_ms = s.preflight->timeout_ms;
   std::string cmd;
-  for (const auto& x : a.argv) cmd += (cmd.empty() ? "" : " ") + x;
-  a.detail = "run " + cmd + " (timeout " + FormatDurationMs(a.timeout_ms) +
+  for (const auto& x : p.argv) cmd += (cmd.empty() ? "" : " ") + x;
+  a.detail = "run " + cmd + " (timeout " + FormatDurationMs(p.timeout_ms) +
              "): must exit 0 before anything is stopped";
   return a;
 }
@@ -155,35 +153,33 @@ bool WantsEngineCheck(const ServiceSpec& s) {
 }
 
 Action EngineCheckAction(const ServiceSpec& s, const std::string& address, const UnitExec& exec) {
-  Action a;
-  a.kind = ActionKind::kPreflight;
-  a.address = address;
+  Action a = MakeAction(ActionKind::kPreflight, address, Reason::kEngineCheck);
   a.unit = s.UnitName();
-  a.reason = Reason::kEngineCheck;
-  a.engine = EngineName(s.engine);
-  a.argv = exec.argv;
-  a.env = exec.env;
-  a.env_file = exec.env_file;
-  a.timeout_ms = s.preflight ? s.preflight->timeout_ms : PreflightSpec{}.timeout_ms;
+  PreflightStep& p = a.As<PreflightStep>();
+  p.engine = EngineName(s.engine);
+  p.argv = exec.argv;
+  p.env = exec.env;
+  p.env_file = exec.env_file;
+  p.timeout_ms = s.preflight ? s.preflight->timeout_ms : PreflightSpec{}.timeout_ms;
   const std::string exe = exec.argv.empty() ? std::string() : exec.argv[0];
   std::string what;
   switch (s.engine) {
     case EngineKind::kVllm:
-      a.check_program = "vllm_check.py";
+      p.check_program = "vllm_check.py";
       what = "vLLM's own argument parser and engine config for this argv (engine-check/" +
-             a.check_program + " run by the interpreter of " + exe + ")";
+             p.check_program + " run by the interpreter of " + exe + ")";
       break;
     case EngineKind::kSglang:
-      a.check_program = "sglang_check.py";
+      p.check_program = "sglang_check.py";
       what = "SGLang's own ServerArgs parsing and checks for this argv (engine-check/" +
-             a.check_program + " run by the interpreter of " + exe + ")";
+             p.check_program + " run by the interpreter of " + exe + ")";
       break;
     default:
       what = exe + " --version, with the unit's environment";
       break;
   }
   a.detail = "engine check: " + what + ", loading no weights (timeout " +
-             FormatDurationMs(a.timeout_ms) + "): must pass before anything is stopped";
+             FormatDurationMs(p.timeout_ms) + "): must pass before anything is stopped";
   return a;
 }
 

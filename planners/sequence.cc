@@ -99,8 +99,7 @@ class Sequencer {
   void UnitFiles() {
     for (auto& w : draft_.unit_writes) Emit(w);
     if (!draft_.unit_writes.empty() || draft_.reload_pending) {
-      Action r;
-      r.kind = ActionKind::kDaemonReload;
+      Action r = MakeAction(ActionKind::kDaemonReload);
       r.address = "systemd";
       size_t n = draft_.unit_writes.size();
       r.reason = n ? Reason::kUnitFilesChanged : Reason::kPendingReload;
@@ -165,21 +164,17 @@ class Sequencer {
   Replaced EmitStop(const Transition& t, const ServiceSpec* for_spec) {
     const std::string for_service = for_spec ? for_spec->name : "";
     const int for_port = for_spec && for_spec->port ? *for_spec->port : 0;
-    Action a;
-    a.kind = ActionKind::kStop;
+    Action a = MakeAction(ActionKind::kStop);
     a.address = t.address;
     a.unit = t.unit;
     a.reason = for_spec ? Reason::kFreesResources : t.reason;
-    a.for_service = for_service;
+    a.As<ServiceStep>().for_service = for_service;
     Replaced replaced;
     replaced.address = t.address;
     replaced.unit = t.unit;
     replaced.stop_step = plan_->actions.size();
-    replaced.gate.kind = ActionKind::kWaitHealthy;
-    replaced.gate.address = t.address;
-    replaced.gate.unit = t.unit;
     if (for_spec && t.spec && t.spec->port)
-      replaced.gate = HealthGate(*t.spec, t.address, draft_.reported_names, "");
+      replaced.gate = HealthGate(*t.spec, t.address, draft_.reported_names, "").As<HealthStep>();
     Resources freed = host_.Release(t.unit);
     a.frees = freed;
     if (!for_spec) {
@@ -236,8 +231,7 @@ class Sequencer {
     const ServiceSpec& s = *t.spec;
     // A restart whose unit was stopped earlier to free a port is a start now.
     bool restart = t.kind == ActionKind::kRestart && !stopped_.count(t.unit);
-    Action a;
-    a.kind = restart || t.kind != ActionKind::kRestart ? t.kind : ActionKind::kStart;
+    Action a = MakeAction(restart || t.kind != ActionKind::kRestart ? t.kind : ActionKind::kStart);
     a.address = t.address;
     a.unit = t.unit;
     a.reason = t.reason;
@@ -259,7 +253,7 @@ class Sequencer {
     if (restart && s.port && closed.empty()) closed.push_back(*s.port);
     if (s.front_port) closed.clear();  // the front holds its port (FrontSwitchBegin)
     a.requires_ = claim;
-    a.gpus = s.gpus;
+    a.As<ServiceStep>().gpus = s.gpus;
     int step = Emit(a);
     host_.Hold(t.unit, claim);
     for (int p : closed) {
@@ -596,8 +590,7 @@ class Sequencer {
       Emit(a);
     }
     if (!reloaded_ && !draft_.unit_removals.empty()) {
-      Action r;
-      r.kind = ActionKind::kDaemonReload;
+      Action r = MakeAction(ActionKind::kDaemonReload);
       r.address = "systemd";
       r.reason = Reason::kUnitFilesChanged;
       size_t n = draft_.unit_removals.size();

@@ -119,15 +119,15 @@ UnitFileChange PlanUnitFile(const Desired& d, const Observed& o, const ServiceSp
   const RenderedUnit& want = *rendered;
   draft->execs[want.name] = {want.argv, want.env, want.env_file};
 
-  Action w;
-  w.kind = ActionKind::kWriteUnit;
+  Action w = MakeAction(ActionKind::kWriteUnit);
   w.address = "unit/" + want.name;
   w.unit = want.name;
-  w.unit_content = want.content;
+  UnitFileStep& file = w.As<UnitFileStep>();
+  file.content = want.content;
   bool has_file = u && u->HasFile();
   if (has_file) {
-    w.unit_old_content = WithoutLineage(u->content);
-    w.unit_old_note = u->content_note;
+    file.old_content = WithoutLineage(u->content);
+    file.old_note = u->content_note;
   }
   const bool active = u && u->IsActive();
   change.digest = RestartDigest(want.content);
@@ -188,8 +188,7 @@ UnitFileChange PlanUnitFile(const Desired& d, const Observed& o, const ServiceSp
 }
 
 Action BootAction(ActionKind kind, const std::string& unit, Reason reason, std::string detail) {
-  Action a;
-  a.kind = kind;
+  Action a = MakeAction(kind);
   a.address = "unit/" + unit;
   a.unit = unit;
   a.reason = reason;
@@ -270,8 +269,7 @@ void DiffServices(const Desired& d, const Observed& o, const std::string& berth_
         }
         // Its [Install] symlinks go first: they would dangle once the file is gone.
         PlanBoot(s, u->unit_file_state, /*fresh=*/false, draft);
-        Action r;
-        r.kind = ActionKind::kRemoveUnit;
+        Action r = MakeAction(ActionKind::kRemoveUnit);
         r.address = "unit/" + s.UnitName();
         r.unit = s.UnitName();
         r.reason = Reason::kWantedAbsent;
@@ -402,8 +400,7 @@ void DiffServices(const Desired& d, const Observed& o, const std::string& berth_
       draft->disables.push_back(BootAction(ActionKind::kDisable, u.name, Reason::kNotInManifest,
                                            "no manifest names it any more; enabled: a reboot "
                                            "would start it"));
-    Action r;
-    r.kind = ActionKind::kRemoveUnit;
+    Action r = MakeAction(ActionKind::kRemoveUnit);
     r.address = "unit/" + u.name;
     r.unit = u.name;
     r.reason = Reason::kNotInManifest;

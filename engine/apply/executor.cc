@@ -11,7 +11,6 @@
 #include "core/untrusted_text.h"
 #include "engine/apply/front_steps.h"
 #include "engine/apply/model_store.h"
-#include "engine/output/progress.h"
 #include "providers/bench/load.h"
 #include "providers/health/health_probe.h"
 #include "providers/health/smoke_client.h"
@@ -29,18 +28,6 @@ std::string StepName(size_t i, const Action& a) {
 
 }  // namespace
 
-const char* StepStateName(StepState s) {
-  switch (s) {
-    case StepState::kRunning:
-      return "running";
-    case StepState::kDone:
-      return "done";
-    case StepState::kFailed:
-      return "failed";
-  }
-  return "?";
-}
-
 std::vector<SwitchUndo> SwitchesOf(
     const Plan& plan,
     const std::function<std::optional<std::string>(const std::string& unit)>& read_unit) {
@@ -52,22 +39,77 @@ std::vector<SwitchUndo> SwitchesOf(
     u.unit = sw.unit;
     u.replaced = sw.replaces;
     const Action& gate = plan.actions[sw.gates.front()];
-    if (gate.kind == ActionKind::kWaitHealthy) u.gate = gate;
+    if (gate.kind == ActionKind::kWaitHealthy) u.gate = gate.As<HealthStep>();
     if (sw.restores_unit) u.unit_before = read_unit(sw.unit);
     out.push_back(std::move(u));
   }
   return out;
 }
 
-Executor::Executor(ExecutorDeps deps) : d_(deps) {
+Executor::Executor(ExecutorDeps deps) : d_(std::move(deps)) {
   if (!d_.clock) d_.clock = &RealClock();
-  // One board for every download of the run: a bar per model and one for the total.
-  if (d_.progress) printer_ = std::make_unique<ProgressPrinter>(*d_.progress, d_.progress_tty);
 }
 
 Executor::~Executor() = default;
 
+void Executor::Tell(const Plan& plan, size_t i, StepState state, const std::string& message,
+                    uint64_t healthy_after_ms) {
+  StepEvent e;
+  e.step = static_cast<int>(i + 1);
+  e.steps = static_cast<int>(plan.actions.size());
+  e.action = &plan.actions[i];
+  e.state = state;
+  e.message = message;
+  if (state != StepState::kRunning)
+    e.elapsed_ms = static_cast<uint64_t>(std::max<int64_t>(
+        0, std::chrono::duration_cast<std::chrono::milliseconds>(d_.clock->Now() - step_started_[i])
+               .count()));
+  e.healthy_after_ms = healthy_after_ms;
+  for (StepObserver* o : d_.observers) o->OnStep(e);
+}
+
+void Executor::Note(const std::string& line) {
+  for (StepObserver* o : d_.observers) o->OnNote(line);
+}
+
+Status Executor::TurnBefore(const Plan& plan, size_t i, size_t to, ExecResult* r) {
+  if (!d_.turn || std::none_of(plan.actions.begin() + static_cast<std::ptrdiff_t>(i),
+                               plan.actions.begin() + static_cast<std::ptrdiff_t>(to) + 1,
+                               [](const Action& x) { return x.takes_down; }))
+    return Status::Ok();
+  // The first takes the turn; each later one checks it is still held (a lease lost meanwhile
+  // lets another host go dark) and takes it again if not.
+  Status s;
+  std::string why;
+  if (turn_taken_ && d_.turn->StillHeld(&why)) return Status::Ok();
+  if (turn_taken_) Note("fleet: this host's turn was lost (" + why + "); taking it again");
+  s = d_.turn->Acquire();
+  if (s.ok()) {
+    turn_taken_ = true;
+    return s;
+  }
+  r->interrupted = d_.stop && d_.stop->load();
+  if (!turn_taken_) {
+    r->turn_refused = true;
+    return s;
+  }
+  r->turn_lost = true;
+  return Status::Unavailable(
+      "berth stopped before " + StepName(i, plan.actions[i]) +
+      ": this host's turn in its fleet was lost after an earlier step took a service down, "
+      "and taking it again failed (" +
+      s.message() + "); what went dark stays so until the next run takes the turn");
+}
+
 ExecResult Executor::Run(const Plan& plan) {
+  turn_taken_ = false;
+  ExecResult r = RunSteps(plan);
+  // After the gates passed, or the undo: the next host may go dark.
+  if (d_.turn && turn_taken_) d_.turn->Release();
+  return r;
+}
+
+ExecResult Executor::RunSteps(const Plan& plan) {
   ExecResult r;
   if (plan.blocked()) {
     r.status = Status::FailedPrecondition("the plan is blocked; nothing was changed");
@@ -81,7 +123,6 @@ ExecResult Executor::Run(const Plan& plan) {
       if (i < n) owner_[i] = static_cast<int>(k);
   const std::vector<ParallelGroup>& groups = plan.groups;
   auto group = groups.begin();
-  bool went_dark = false;  // a step that takes a service down was let through
   for (size_t i = 0; i < n; ++i) {
     step_started_[i] = d_.clock->Now();
     if (d_.stop && d_.stop->load()) {
@@ -110,31 +151,10 @@ ExecResult Executor::Run(const Plan& plan) {
     // Services on disjoint GPUs and ports come up side by side.
     while (group != groups.end() && group->last < i) ++group;
     bool grouped = group != groups.end() && group->first == i;
-    // The fleet's turn, before each step that takes a service down: the first takes it, each
-    // later one checks it is still held (a lease lost meanwhile lets another host go dark) and
-    // takes it again if not.
-    size_t to = grouped ? group->last : i;
-    if (d_.before_disruption &&
-        std::any_of(plan.actions.begin() + static_cast<std::ptrdiff_t>(i),
-                    plan.actions.begin() + static_cast<std::ptrdiff_t>(to) + 1,
-                    [](const Action& x) { return x.takes_down; })) {
-      Status s = d_.before_disruption();
-      if (!s.ok()) {
-        r.interrupted = d_.stop && d_.stop->load();
-        if (!went_dark) {
-          r.status = s;
-          r.turn_refused = true;
-          return r;
-        }
-        r.turn_lost = true;
-        r.status = Status::Unavailable(
-            "berth stopped before " + StepName(i, a) +
-            ": this host's turn in its fleet was lost after an earlier step took a service down, "
-            "and taking it again failed (" +
-            s.message() + "); what went dark stays so until the next run takes the turn");
-        return r;
-      }
-      went_dark = true;
+    // The fleet's turn, before each step that takes a service down.
+    if (Status s = TurnBefore(plan, i, grouped ? group->last : i, &r); !s.ok()) {
+      r.status = s;
+      return r;
     }
     if (grouped) {
       Status s = RunGroup(plan, *group, &r);
@@ -162,27 +182,21 @@ ExecResult Executor::Run(const Plan& plan) {
 
 Status Executor::Step(const Plan& plan, size_t i, ExecResult* r) {
   const Action& a = plan.actions[i];
-  size_t n = plan.actions.size();
   step_started_[i] = d_.clock->Now();
-  if (d_.progress)
-    *d_.progress << "[" << (i + 1) << "/" << n << "] " << ActionKindName(a.kind) << " " << a.address
-                 << " ..." << std::endl;
-  Tell(i, a, StepState::kRunning);
+  Tell(plan, i, StepState::kRunning);
   if (d_.at_step) d_.at_step(static_cast<int>(i + 1));
   Status s = RunAction(a, r);
-  Tell(i, a, s.ok() ? StepState::kDone : StepState::kFailed, s.message());
-  if (!s.ok()) return s.WithContext(StepName(i, a));
+  if (!s.ok()) {
+    Tell(plan, i, StepState::kFailed, s.message());
+    return s.WithContext(StepName(i, a));
+  }
   // The health gate of a switch: how long its start or restart took to become healthy.
+  uint64_t healthy_after = 0;
   if (a.kind == ActionKind::kWaitHealthy && owner_[i] >= 0) {
     const Switch& sw = plan.switches[static_cast<size_t>(owner_[i])];
-    if (sw.start < i) NoteHealthy(sw.unit, step_started_[sw.start], r);
+    if (sw.start < i) healthy_after = NoteHealthy(sw.unit, step_started_[sw.start], r);
   }
-  if (d_.progress) {
-    auto ms =
-        std::chrono::duration_cast<std::chrono::milliseconds>(d_.clock->Now() - step_started_[i]);
-    *d_.progress << "[" << (i + 1) << "/" << n << "] done in "
-                 << FormatDurationMs(static_cast<uint64_t>(ms.count())) << std::endl;
-  }
+  Tell(plan, i, StepState::kDone, "", healthy_after);
   return s;
 }
 
@@ -200,9 +214,8 @@ Status Executor::RunGroup(const Plan& plan, const ParallelGroup& g, ExecResult* 
     c.last = last;
     chains.push_back(c);
   }
-  if (d_.progress)
-    *d_.progress << "steps " << (g.first + 1) << "-" << (g.last + 1) << ": " << chains.size()
-                 << " services on disjoint GPUs and ports start side by side" << std::endl;
+  Note("steps " + std::to_string(g.first + 1) + "-" + std::to_string(g.last + 1) + ": " +
+       std::to_string(chains.size()) + " services on disjoint GPUs and ports start side by side");
   // Every start first: each is only a systemd job, the long part is the model loading.
   for (Chain& c : chains) {
     c.status = Step(plan, c.start, r);
@@ -216,32 +229,22 @@ Status Executor::RunGroup(const Plan& plan, const ParallelGroup& g, ExecResult* 
     if (!c.status.ok()) continue;
     const Action& gate = plan.actions[c.gate];
     step_started_[c.gate] = d_.clock->Now();
-    if (d_.progress)
-      *d_.progress << "[" << (c.gate + 1) << "/" << plan.actions.size() << "] wait-healthy "
-                   << gate.address << " ..." << std::endl;
-    Tell(c.gate, gate, StepState::kRunning);
+    Tell(plan, c.gate, StepState::kRunning);
     if (d_.at_step) d_.at_step(static_cast<int>(c.gate + 1));
-    waits.push_back(BeginGate(gate));
+    waits.push_back(BeginGate(gate.unit, gate.As<HealthStep>()));
     chain_of.push_back(k);
   }
   PollGates(&waits, [&](size_t k) {
     Chain& c = chains[chain_of[k]];
     const Action& gate = plan.actions[c.gate];
     const Status& s = waits[k].status;
-    Tell(c.gate, gate, s.ok() ? StepState::kDone : StepState::kFailed, s.message());
     if (!s.ok()) {
+      Tell(plan, c.gate, StepState::kFailed, s.message());
       c.status = s.WithContext(StepName(c.gate, gate));
       c.failed = c.gate;
       return;
     }
-    NoteHealthy(gate.unit, step_started_[c.start], r);
-    if (d_.progress) {
-      auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(d_.clock->Now() -
-                                                                      step_started_[c.start]);
-      *d_.progress << "[" << (c.gate + 1) << "/" << plan.actions.size() << "] " << gate.unit
-                   << " healthy " << FormatDurationMs(ms.count()) << " after its start"
-                   << std::endl;
-    }
+    Tell(plan, c.gate, StepState::kDone, "", NoteHealthy(gate.unit, step_started_[c.start], r));
   });
   // Boot state of the services that came up.
   for (Chain& c : chains)
@@ -281,18 +284,18 @@ Status Executor::RunDownloads(const Plan& plan, size_t first, size_t last, ExecR
   std::vector<Status> results(last - first + 1);
   std::vector<ExecResult> partial(results.size());
   std::vector<std::thread> threads;
-  for (size_t i = first; i <= last; ++i) Tell(i, plan.actions[i], StepState::kRunning);
+  for (size_t i = first; i <= last; ++i) Tell(plan, i, StepState::kRunning);
   if (d_.at_step) d_.at_step(static_cast<int>(first + 1));
   for (size_t i = first; i <= last; ++i) {
     threads.emplace_back([this, &plan, &results, &partial, first, i] {
-      results[i - first] = Download(plan.actions[i], &partial[i - first]);
+      results[i - first] = Download(plan.actions[i].As<DownloadStep>(), &partial[i - first]);
     });
   }
   for (auto& t : threads) t.join();
   Status first_error;
   for (size_t i = first; i <= last; ++i) {
     const Status& s = results[i - first];
-    Tell(i, plan.actions[i], s.ok() ? StepState::kDone : StepState::kFailed, s.message());
+    Tell(plan, i, s.ok() ? StepState::kDone : StepState::kFailed, s.message());
     for (auto& d : partial[i - first].downloaded) r->downloaded.push_back(d);
     r->bytes_downloaded += partial[i - first].bytes_downloaded;
     if (!s.ok() && first_error.ok()) {
@@ -320,11 +323,12 @@ std::optional<bool> Executor::Rollback(const Plan& plan, size_t failed, ExecResu
   // the unit file it rewrote and restarted.
   std::vector<Replaced> replaced;
   std::optional<std::string> before;
-  Action gate;  // its own health gate: how berth knows the service is back
+  HealthStep gate;  // its own health gate: how berth knows the service is back
   if (sw) {
     replaced = sw->replaces;
     if (sw->restores_unit && replaced_units_.count(unit)) before = replaced_units_[unit];
-    if (!sw->gates.empty()) gate = plan.actions[sw->gates.front()];
+    if (!sw->gates.empty() && plan.actions[sw->gates.front()].kind == ActionKind::kWaitHealthy)
+      gate = plan.actions[sw->gates.front()].As<HealthStep>();
   }
   // A switch an interrupted apply began (this run resumes its gates): what it replaced is in
   // that apply's journal, the unit file as it was before that apply first of all.
@@ -342,7 +346,7 @@ std::optional<bool> Executor::Rollback(const Plan& plan, size_t failed, ExecResu
   if (replaced.empty() && !in_place) return std::nullopt;
   auto note = [&](const std::string& line) {
     r->rollback_log.push_back(line);
-    if (d_.progress) *d_.progress << "rollback: " << EscapeControl(line) << std::endl;
+    Note("rollback: " + EscapeControl(line));
   };
   // The switch went dark at its first step in this run.
   Clock::TimePoint down = step_started_[sw && !sw->steps.empty() ? sw->steps.front() : failed];
@@ -378,39 +382,40 @@ std::optional<bool> Executor::Rollback(const Plan& plan, size_t failed, ExecResu
 
 bool Executor::RouteBack(const Plan& plan, const Switch* sw, ExecResult* r) {
   if (!sw || !sw->front_port || sw->undo_route.empty()) return true;
-  // The front's sockets, as every front step of the plan names them.
-  const Action* front = nullptr;
-  for (const Action& a : plan.actions)
-    if (a.front_port == sw->front_port && !a.front_socket.empty()) front = &a;
+  // The front's sockets, as the switch's own route step names them.
+  const FrontStep* front = nullptr;
+  for (size_t i : sw->steps)
+    if (i < plan.actions.size() && plan.actions[i].kind == ActionKind::kRoute)
+      front = &plan.actions[i].As<FrontStep>();
   if (!front) return true;
-  Status s = FrontSteps(d_.connect_front, d_.reload_front, d_.clock, d_.progress)
-                 .RouteBack(*front, sw->undo_route);
+  Status s = FrontSteps(d_.connect_front, d_.reload_front, d_.clock, [this](const std::string& l) {
+               Note(l);
+             }).RouteBack(*front, sw->undo_route);
   std::string line = "route the front of port " + std::to_string(sw->front_port) + " back to " +
                      sw->undo_route + (s.ok() ? "" : " failed: " + s.message());
   r->rollback_log.push_back(line);
-  if (d_.progress) *d_.progress << "rollback: " << EscapeControl(line) << std::endl;
+  Note("rollback: " + EscapeControl(line));
   return s.ok();
 }
 
-void Executor::NoteHealthy(const std::string& unit, Clock::TimePoint started, ExecResult* r) {
+uint64_t Executor::NoteHealthy(const std::string& unit, Clock::TimePoint started, ExecResult* r) {
   auto took = std::chrono::duration_cast<std::chrono::milliseconds>(d_.clock->Now() - started);
-  r->start_to_healthy_ms[unit] = static_cast<uint64_t>(std::max<int64_t>(0, took.count()));
+  uint64_t ms = static_cast<uint64_t>(std::max<int64_t>(0, took.count()));
+  r->start_to_healthy_ms[unit] = ms;
+  return ms;
 }
 
-bool Executor::BackHealthy(const Action& gate, const std::string& unit, Clock::TimePoint down,
+bool Executor::BackHealthy(const HealthStep& gate, const std::string& unit, Clock::TimePoint down,
                            Clock::TimePoint started, ExecResult* r) {
   auto note = [&](const std::string& line) {
     r->rollback_log.push_back(line);
-    if (d_.progress) *d_.progress << "rollback: " << EscapeControl(line) << std::endl;
+    Note("rollback: " + EscapeControl(line));
   };
   if (gate.port == 0) {
     note(unit + " runs again; berth knows no health check for it, so it did not wait for one");
     return true;
   }
-  Action wait = gate;
-  wait.kind = ActionKind::kWaitHealthy;
-  wait.unit = unit;
-  Status s = WaitHealthy(wait);
+  Status s = WaitHealthy(unit, gate);
   auto dark = std::chrono::duration_cast<std::chrono::milliseconds>(d_.clock->Now() - down);
   if (!s.ok()) {
     note(unit + " did not become healthy again: " + s.message() + "; port " +
@@ -427,13 +432,8 @@ bool Executor::BackHealthy(const Action& gate, const std::string& unit, Clock::T
 
 Status Executor::RunAction(const Action& a, ExecResult* result) {
   switch (a.kind) {
-    case ActionKind::kWriteUnit: {
-      // Kept for a rollback of an in-place update (restored as it was, byte for byte).
-      auto before = d_.unit_files->Read(a.unit);
-      if (before.ok() && before->has_value() && !replaced_units_.count(a.unit))
-        replaced_units_[a.unit] = **before;
-      return d_.unit_files->Write(a.unit, StampLineage(a.unit_content, d_.lineage)).status();
-    }
+    case ActionKind::kWriteUnit:
+      return WriteUnit(a.unit, a.As<UnitFileStep>());
     case ActionKind::kRemoveUnit:
       return d_.unit_files->Remove(a.unit).status();
     case ActionKind::kDaemonReload:
@@ -444,57 +444,72 @@ Status Executor::RunAction(const Action& a, ExecResult* result) {
       return d_.systemd->Stop(a.unit, d_.job_timeout);
     case ActionKind::kRestart:
       return d_.systemd->Restart(a.unit, d_.job_timeout);
-    case ActionKind::kWaitHealthy:
-      return WaitHealthy(a);
-    case ActionKind::kPreflight:
-      return Preflight(a);
-    case ActionKind::kFloor:
-      return Floor(a, result);
-    case ActionKind::kSmoke:
-      return Smoke(a);
-    case ActionKind::kWriteFront:
-    case ActionKind::kRoute:
-    case ActionKind::kDrain:
-    case ActionKind::kReady:
-      return FrontSteps(d_.connect_front, d_.reload_front, d_.clock, d_.progress).Run(a);
     case ActionKind::kEnable:
       return d_.systemd->Enable(a.unit);
     case ActionKind::kDisable:
       return d_.systemd->Disable(a.unit);
+    case ActionKind::kWaitHealthy:
+      return WaitHealthy(a.unit, a.As<HealthStep>());
+    case ActionKind::kPreflight:
+      return Preflight(a, a.As<PreflightStep>());
+    case ActionKind::kFloor:
+      return Floor(a.unit, a.As<FloorStep>(), result);
+    case ActionKind::kSmoke:
+      return Smoke(a.unit, a.As<SmokeStep>());
+    case ActionKind::kWriteFront:
+    case ActionKind::kRoute:
+    case ActionKind::kDrain:
+    case ActionKind::kReady:
+      return Front(a.kind, a.As<FrontStep>());
     case ActionKind::kDownload: {
       ExecResult ignored;
-      return Download(a, result ? result : &ignored);
+      return Download(a.As<DownloadStep>(), result ? result : &ignored);
     }
-    case ActionKind::kRemoveModel: {
-      auto freed = d_.models->Remove(a.repo_id, a.commit);
-      if (!freed.ok()) return freed.status();
-      if (d_.progress)
-        *d_.progress << "removed " << a.repo_id << "@" << a.commit.substr(0, 7) << ", freed "
-                     << FormatBytes(*freed) << std::endl;
-      return Status::Ok();
-    }
+    case ActionKind::kRemoveModel:
+      return RemoveModel(a.As<RemoveModelStep>());
   }
   return Status::Internal("unknown action kind");
 }
 
-Status Executor::Download(const Action& a, ExecResult* result) {
-  ProgressPrinter* printer = printer_.get();
+Status Executor::WriteUnit(const std::string& unit, const UnitFileStep& f) {
+  // Kept for a rollback of an in-place update (restored as it was, byte for byte).
+  auto before = d_.unit_files->Read(unit);
+  if (before.ok() && before->has_value() && !replaced_units_.count(unit))
+    replaced_units_[unit] = **before;
+  return d_.unit_files->Write(unit, StampLineage(f.content, d_.lineage)).status();
+}
+
+Status Executor::Front(ActionKind kind, const FrontStep& f) {
+  return FrontSteps(d_.connect_front, d_.reload_front, d_.clock,
+                    [this](const std::string& line) { Note(line); })
+      .Run(kind, f);
+}
+
+Status Executor::RemoveModel(const RemoveModelStep& m) {
+  auto freed = d_.models->Remove(m.repo_id, m.commit);
+  if (!freed.ok()) return freed.status();
+  Note("removed " + m.repo_id + "@" + m.commit.substr(0, 7) + ", freed " + FormatBytes(*freed));
+  return Status::Ok();
+}
+
+Status Executor::Download(const DownloadStep& d, ExecResult* result) {
   std::function<void(const PullProgress&)> on_progress;
-  if (printer) on_progress = [printer](const PullProgress& p) { printer->Update(p); };
-  auto r = d_.models->Download(a, d_.stop, on_progress);
+  if (!d_.observers.empty())
+    on_progress = [this](const PullProgress& p) {
+      for (StepObserver* o : d_.observers) o->OnDownload(p, false);
+    };
+  auto r = d_.models->Download(d, d_.stop, on_progress);
   if (!r.ok()) return r.status();
-  if (d_.on_downloaded) d_.on_downloaded(a.repo_id, r->commit);
-  result->downloaded.emplace_back(a.repo_id, r->commit);
+  if (d_.on_downloaded) d_.on_downloaded(d.repo_id, r->commit);
+  result->downloaded.emplace_back(d.repo_id, r->commit);
   result->bytes_downloaded += r->bytes_fetched;
-  if (printer) {
-    PullProgress p;
-    p.repo_id = a.repo_id;
-    p.bytes_done = p.bytes_total = r->bytes_total;
-    p.bytes_fetched = r->bytes_fetched;
-    p.files_done = p.files_total = r->files;
-    p.seconds = r->seconds;
-    printer->Done(p);
-  }
+  PullProgress p;
+  p.repo_id = d.repo_id;
+  p.bytes_done = p.bytes_total = r->bytes_total;
+  p.bytes_fetched = r->bytes_fetched;
+  p.files_done = p.files_total = r->files;
+  p.seconds = r->seconds;
+  for (StepObserver* o : d_.observers) o->OnDownload(p, true);
   return Status::Ok();
 }
 
@@ -506,26 +521,27 @@ std::string Executor::JournalTail(const std::string& unit) {
   return out.empty() ? "" : "\n  last journal lines of " + unit + ":" + out;
 }
 
-std::optional<Status> Executor::ProbeOnce(const Action& a, std::string* last) {
+std::optional<Status> Executor::ProbeOnce(const std::string& unit, const HealthStep& h,
+                                          std::string* last) {
   // A crash loop fails fast: the unit must stay up while it loads.
-  auto props = d_.systemd->GetUnits({a.unit});
+  auto props = d_.systemd->GetUnits({unit});
   if (!props.ok()) return props.status();
   const UnitProperties& p = (*props)[0];
   if (p.active_state == "failed" || p.active_state == "inactive") {
     return Status::FailedPrecondition(
-        a.unit + " stopped while berth waited for it to become healthy (" + p.active_state +
+        unit + " stopped while berth waited for it to become healthy (" + p.active_state +
         ", Result=" + p.result + ", exit status " + std::to_string(p.exec_main_status) +
-        "); last probe: " + *last + JournalTail(a.unit));
+        "); last probe: " + *last + JournalTail(unit));
   }
   if (p.sub_state == "auto-restart" || p.n_restarts > 0) {
     return Status::FailedPrecondition(
-        a.unit + " exited (Result=" + p.result + ", exit status " +
+        unit + " exited (Result=" + p.result + ", exit status " +
         std::to_string(p.exec_main_status) +
-        ") and systemd is restarting it instead of it becoming healthy" + JournalTail(a.unit));
+        ") and systemd is restarting it instead of it becoming healthy" + JournalTail(unit));
   }
-  HealthResult h = d_.health->Probe(DialAddress(a.host), a.port, a.health_path, a.served_name);
-  if (h.healthy) return Status::Ok();
-  *last = h.detail;
+  HealthResult seen = d_.health->Probe(DialAddress(h.host), h.port, h.path, h.served_name);
+  if (seen.healthy) return Status::Ok();
+  *last = seen.detail;
   return std::nullopt;
 }
 
@@ -586,7 +602,7 @@ const char* EngineWords(const std::string& engine) {
 
 }  // namespace
 
-Status Executor::EngineCheck(const Action& a) {
+Status Executor::EngineCheck(const Action& a, const PreflightStep& p) {
   // What systemd gives every service: without it (no systemd, an error), its search path only.
   std::vector<std::string> manager;
   if (d_.systemd)
@@ -595,7 +611,7 @@ Status Executor::EngineCheck(const Action& a) {
   if (!env.ok()) return env.status();
   Result<std::vector<std::string>> cmd = EngineCheckCommand(a, *env, d_.engine_check_dir);
   if (!cmd.ok()) return cmd.status();
-  CommandResult c = d_.commands->Run(*cmd, a.timeout_ms, &*env);
+  CommandResult c = d_.commands->Run(*cmd, p.timeout_ms, &*env);
   if (c.ok()) return Status::Ok();
   std::vector<std::string> lines = OutputLines(c.output_tail);
   bool refused = false;
@@ -607,27 +623,27 @@ Status Executor::EngineCheck(const Action& a) {
   const std::string off = "set preflight: {engine: off} on the service to skip the check";
   if (refused)
     return Status::FailedPrecondition(
-        "the engine check of " + a.address + " failed: " + EngineWords(a.engine) +
+        "the engine check of " + a.address + " failed: " + EngineWords(p.engine) +
         " refused this configuration: " + verdict + nothing +
         ". Fix the service's settings (its args, engine options or model) so that " +
-        EngineWords(a.engine) + " accepts them, or " + off + TailOf(lines));
+        EngineWords(p.engine) + " accepts them, or " + off + TailOf(lines));
   return Status::FailedPrecondition(
       "the engine check of " + a.address + " could not run: " + cmdline + " " +
-      Failure(c, a.timeout_ms) + " after " + FormatDurationMs(c.elapsed_ms) +
+      Failure(c, p.timeout_ms) + " after " + FormatDurationMs(c.elapsed_ms) +
       (verdict.empty() ? "" : ": " + verdict) + nothing +
       ". The unit's engine may not start either (check its executable and environment), or " + off +
       TailOf(lines));
 }
 
-Status Executor::Preflight(const Action& a) {
+Status Executor::Preflight(const Action& a, const PreflightStep& p) {
   if (!d_.commands)
     return Status::Internal("no command runner to run the preflight of " + a.address);
-  if (a.reason == Reason::kEngineCheck) return EngineCheck(a);
+  if (a.reason == Reason::kEngineCheck) return EngineCheck(a, p);
   std::string cmd;
-  for (const auto& x : a.argv) cmd += (cmd.empty() ? "" : " ") + x;
-  CommandResult c = d_.commands->Run(a.argv, a.timeout_ms);
+  for (const auto& x : p.argv) cmd += (cmd.empty() ? "" : " ") + x;
+  CommandResult c = d_.commands->Run(p.argv, p.timeout_ms);
   if (c.ok()) return Status::Ok();
-  std::string what = Failure(c, a.timeout_ms);
+  std::string what = Failure(c, p.timeout_ms);
   std::string tail = TailOf(OutputLines(c.output_tail));
   return Status::FailedPrecondition(
       "the preflight of " + a.address + " failed: " + cmd + " " + what + " after " +
@@ -637,35 +653,35 @@ Status Executor::Preflight(const Action& a) {
       tail);
 }
 
-Status Executor::Floor(const Action& a, ExecResult* result) {
-  if (!d_.load) return Status::Internal("no load generator to run the floor gate of " + a.address);
+Status Executor::Floor(const std::string& unit, const FloorStep& f, ExecResult* result) {
+  if (!d_.load) return Status::Internal("no load generator to run the floor gate of " + unit);
   LoadSpec spec;
-  spec.host = DialAddress(a.host);
-  spec.port = a.port;
-  spec.model = a.served_name;
-  spec.concurrency = a.concurrency;
-  spec.duration = std::chrono::milliseconds(a.timeout_ms);
-  spec.max_tokens = a.max_tokens;
-  spec.prompt_tokens = a.prompt_tokens;
+  spec.host = DialAddress(f.host);
+  spec.port = f.port;
+  spec.model = f.served_name;
+  spec.concurrency = f.concurrency;
+  spec.duration = std::chrono::milliseconds(f.duration_ms);
+  spec.max_tokens = f.max_tokens;
+  spec.prompt_tokens = f.prompt_tokens;
   Result<LoadFigures> r = d_.load(spec, d_.stop);
-  if (!r.ok()) return r.status().WithContext("the floor gate of " + a.unit + " could not run");
+  if (!r.ok()) return r.status().WithContext("the floor gate of " + unit + " could not run");
   const LoadFigures& m = *r;
   std::string figures = FormatDouble(m.output_tps) + " output tok/s at concurrency " +
                         std::to_string(m.concurrency) + " over " + FormatDouble(m.seconds) +
                         " s, TTFT p50 " + FormatDouble(m.ttft_p50_ms) + " ms, p99 " +
                         FormatDouble(m.ttft_p99_ms) + " ms, " + std::to_string(m.requests) +
                         " requests, " + std::to_string(m.errors) + " errors";
-  if (result) result->floor_figures[a.unit] = figures;
+  if (result) result->floor_figures[unit] = figures;
   std::vector<std::string> short_of;
-  if (a.min_output_tps > 0 && m.output_tps < a.min_output_tps)
+  if (f.min_output_tps > 0 && m.output_tps < f.min_output_tps)
     short_of.push_back("output " + FormatDouble(m.output_tps) + " tok/s is below the floor of " +
-                       FormatDouble(a.min_output_tps));
-  if (a.max_ttft_p50_ms && m.ttft_p50_ms > static_cast<double>(a.max_ttft_p50_ms))
+                       FormatDouble(f.min_output_tps));
+  if (f.max_ttft_p50_ms && m.ttft_p50_ms > static_cast<double>(f.max_ttft_p50_ms))
     short_of.push_back("TTFT p50 " + FormatDouble(m.ttft_p50_ms) + " ms is above " +
-                       std::to_string(a.max_ttft_p50_ms) + " ms");
-  if (a.max_ttft_p99_ms && m.ttft_p99_ms > static_cast<double>(a.max_ttft_p99_ms))
+                       std::to_string(f.max_ttft_p50_ms) + " ms");
+  if (f.max_ttft_p99_ms && m.ttft_p99_ms > static_cast<double>(f.max_ttft_p99_ms))
     short_of.push_back("TTFT p99 " + FormatDouble(m.ttft_p99_ms) + " ms is above " +
-                       std::to_string(a.max_ttft_p99_ms) + " ms");
+                       std::to_string(f.max_ttft_p99_ms) + " ms");
   if (m.output_tokens == 0) short_of.push_back("no output token came back");
   // Tokens of a stream that never ends count for nothing: a server must finish answers.
   if (m.requests == 0 && m.output_tokens > 0)
@@ -674,46 +690,42 @@ Status Executor::Floor(const Action& a, ExecResult* result) {
                        " still streaming at the end); if its answers are that long, lengthen "
                        "the floor's duration or lower its max_tokens");
   if (short_of.empty()) {
-    if (d_.progress) *d_.progress << "floor: " << a.unit << " passed: " << figures << std::endl;
+    Note("floor: " + unit + " passed: " + figures);
     return Status::Ok();
   }
   std::string why;
   for (const auto& s : short_of) why += (why.empty() ? "" : "; ") + s;
-  return Status::Unavailable("the floor gate of " + a.unit + " failed: " + why + " (measured " +
+  return Status::Unavailable("the floor gate of " + unit + " failed: " + why + " (measured " +
                              figures +
                              (m.first_error.empty() ? "" : "; first error: " + m.first_error) +
                              "); it serves, but slower than the manifest's floor");
 }
 
-Status Executor::Smoke(const Action& a) {
-  if (!d_.smoke) return Status::Internal("no smoke client to run the smoke gate of " + a.address);
+Status Executor::Smoke(const std::string& unit, const SmokeStep& g) {
+  if (!d_.smoke) return Status::Internal("no smoke client to run the smoke gate of " + unit);
   SmokeRequest req;
-  req.api = a.api;
-  req.model = a.served_name;
-  req.prompt = a.prompt;
-  req.max_tokens = a.max_tokens;
-  req.timeout_ms = a.timeout_ms;
-  SmokeResult r = d_.smoke->Send(DialAddress(a.host), a.port, req);
+  req.api = g.api;
+  req.model = g.served_name;
+  req.prompt = g.prompt;
+  req.max_tokens = g.max_tokens;
+  req.timeout_ms = g.timeout_ms;
+  SmokeResult r = d_.smoke->Send(DialAddress(g.host), g.port, req);
   if (r.ok) {
-    if (d_.progress)
-      *d_.progress << "smoke: " << a.unit << " answered in " << FormatDurationMs(r.elapsed_ms)
-                   << ": '" << EscapeLine(r.text) << "'" << std::endl;
+    Note("smoke: " + unit + " answered in " + FormatDurationMs(r.elapsed_ms) + ": '" +
+         EscapeLine(r.text) + "'");
     return Status::Ok();
   }
   return Status::Unavailable(
-      "the smoke gate of " + a.unit + " failed after " + FormatDurationMs(r.elapsed_ms) + " (" +
-      (a.api == "chat" ? std::string("chat") : std::string("completion")) + " of '" +
-      a.served_name + "', max_tokens " + std::to_string(a.max_tokens) + ", timeout " +
-      FormatDurationMs(a.timeout_ms) + "): " + r.detail +
-      "; it passed its health gate but does not answer requests" + JournalTail(a.unit));
+      "the smoke gate of " + unit + " failed after " + FormatDurationMs(r.elapsed_ms) + " (" +
+      (g.api == "chat" ? std::string("chat") : std::string("completion")) + " of '" +
+      g.served_name + "', max_tokens " + std::to_string(g.max_tokens) + ", timeout " +
+      FormatDurationMs(g.timeout_ms) + "): " + r.detail +
+      "; it passed its health gate but does not answer requests" + JournalTail(unit));
 }
 
-void Executor::Tell(size_t i, const Action& a, StepState state, const std::string& message) {
-  if (d_.observer) d_.observer->OnStep(static_cast<int>(i + 1), a, state, message);
-}
-
-Executor::GateWait Executor::BeginGate(const Action& gate) {
+Executor::GateWait Executor::BeginGate(const std::string& unit, const HealthStep& gate) {
   GateWait w;
+  w.unit = unit;
   w.gate = &gate;
   w.deadline = d_.clock->Now() + std::chrono::milliseconds(gate.timeout_ms);
   w.interval = std::chrono::milliseconds(gate.interval_ms ? gate.interval_ms : 1000);
@@ -731,12 +743,12 @@ void Executor::PollGates(std::vector<GateWait>* waits, const std::function<void(
       GateWait& w = (*waits)[k];
       if (!w.waiting) continue;
       if (d_.clock->Now() >= w.due) {
-        const Action& gate = *w.gate;
-        std::optional<Status> verdict = ProbeOnce(gate, &w.last_probe);
+        const HealthStep& gate = *w.gate;
+        std::optional<Status> verdict = ProbeOnce(w.unit, gate, &w.last_probe);
         if (!verdict && d_.clock->Now() >= w.deadline)
-          verdict = Status::Unavailable(gate.unit + " did not become healthy within " +
+          verdict = Status::Unavailable(w.unit + " did not become healthy within " +
                                         FormatDurationMs(gate.timeout_ms) +
-                                        "; last probe: " + w.last_probe + JournalTail(gate.unit));
+                                        "; last probe: " + w.last_probe + JournalTail(w.unit));
         if (verdict) {
           w.waiting = false;
           w.status = *verdict;
@@ -757,8 +769,8 @@ void Executor::PollGates(std::vector<GateWait>* waits, const std::function<void(
   }
 }
 
-Status Executor::WaitHealthy(const Action& a) {
-  std::vector<GateWait> one = {BeginGate(a)};
+Status Executor::WaitHealthy(const std::string& unit, const HealthStep& h) {
+  std::vector<GateWait> one = {BeginGate(unit, h)};
   PollGates(&one, nullptr);
   return one[0].status;
 }

@@ -17,6 +17,7 @@
 #include "core/plan.h"
 #include "core/status.h"
 #include "core/switch_undo.h"
+#include "engine/output/step_observer.h"
 #include "providers/bench/load.h"
 
 namespace berth {
@@ -26,23 +27,22 @@ class UnitFiles;
 class HealthProbe;
 class JournalReader;
 class ModelStore;
-class ProgressPrinter;
 class SmokeClient;
 class CommandRunner;
 class FrontControl;
 
-/// Where a step stands.
-enum class StepState { kRunning, kDone, kFailed };
-/// The journal's words for it: "running", "done", "failed" (what its state files hold).
-const char* StepStateName(StepState s);
-
-/// Told of every step as it begins and ends: the journal.
-class StepObserver {
+/// The fleet's turn as the executor sees it (engine/apply/fleet_turn.h in berth): taken before
+/// the first step that takes a service down, checked before each later one, given back when the
+/// run ends (after its gates passed, or its undo).
+class TurnSeam {
  public:
-  virtual ~StepObserver() = default;
-  /// Step `step` (1-based) of the plan, action `a`, is now `state`; `message` says why a step
-  /// failed ("" otherwise). Downloads side by side are reported from the calling thread.
-  virtual void OnStep(int step, const Action& a, StepState state, const std::string& message) = 0;
+  virtual ~TurnSeam() = default;
+  /// Blocks until this host may go dark. Not ok: nothing may go dark now.
+  virtual Status Acquire() = 0;
+  /// Whether the turn taken is still this host's (its lease alive); `why` says why not.
+  virtual bool StillHeld(std::string* why) = 0;
+  /// Gives it back. Idempotent.
+  virtual void Release() = 0;
 };
 
 struct ExecutorDeps {
@@ -51,29 +51,28 @@ struct ExecutorDeps {
   HealthProbe* health = nullptr;
   JournalReader* journal = nullptr;   // adds a failing unit's last lines to errors; may be null
   Clock* clock = nullptr;             // null = RealClock()
-  std::ostream* progress = nullptr;   // one line per action; null = silent
   ModelStore* models = nullptr;       // downloads and removals of models
   SmokeClient* smoke = nullptr;       // smoke gates; needed only by a plan that has one
   LoadRunner load;                    // throughput floors; likewise
   CommandRunner* commands = nullptr;  // preflight commands; needed only by a plan that has one
   /// The folder of berth's engine-check programs (FindEngineCheckDir): an engine check runs
-  /// <this>/<Action::check_program>. Needed only by a plan that has one.
+  /// <this>/<PreflightStep::check_program>. Needed only by a plan that has one.
   std::string engine_check_dir;
   /// The state lineage stamped into every unit file written ("# berth-lineage:"), so that
   /// another state directory takes the unit as foreign. "" writes the content as planned.
   std::string lineage;
-  bool progress_tty = false;         // draw download bars instead of log lines
-  StepObserver* observer = nullptr;  // the journal; null: no one is told
+  /// Told of every step, note and download (the journal, the progress lines); none: silent.
+  std::vector<StepObserver*> observers;
   /// Called the moment a download is verified and published (from the downloading thread;
   /// several may run at once), so berth records the revision as its own even if it dies next.
   std::function<void(const std::string& repo_id, const std::string& commit)> on_downloaded;
   const std::atomic<bool>* stop = nullptr;  // checked between actions
-  /// Called just before each step that takes a service down (Action::takes_down; once for a
-  /// side-by-side group holding one): the fleet's turn (engine/apply/fleet_turn.h), which
-  /// checks that it is still held and takes it again when it was lost. Not ok before the first
-  /// of them: the run ends there, nothing went dark (ExecResult::turn_refused); before a later
-  /// one: the run ends there (ExecResult::turn_lost). Null: no one to ask.
-  std::function<Status()> before_disruption;
+  /// The fleet's turn: acquired before the first step that takes a service down
+  /// (Action::takes_down; once for a side-by-side group holding one), checked before each later
+  /// one and acquired again when it was lost, released when the run ends. Not acquired before
+  /// the first: the run ends there, nothing went dark (ExecResult::turn_refused); before a later
+  /// one: the run ends there (ExecResult::turn_lost). Null: no fleet.
+  TurnSeam* turn = nullptr;
   bool rollback = true;  // undo a failed replacement
   /// What the switches of an interrupted apply replaced (its journal's): a gate of this plan
   /// whose switch began in that apply is undone from here when it fails, as it would have been
@@ -132,46 +131,61 @@ class Executor {
  public:
   explicit Executor(ExecutorDeps deps);
   ~Executor();
-  /// Runs every action in order and stops at the first failure.
+  /// Runs every action in order and stops at the first failure; gives back the fleet's turn
+  /// (when it took it) at the end.
   ExecResult Run(const Plan& plan);
-  /// One action; public for tests.
+  /// One action, by its kind's runner; public for tests.
   Status RunAction(const Action& action, ExecResult* result = nullptr);
 
  private:
   /// One gate being waited for: its own schedule (quick first probes, then backing off to its
   /// interval) until its deadline.
   struct GateWait {
-    const Action* gate = nullptr;
+    std::string unit;
+    const HealthStep* gate = nullptr;
     Status status;  // its verdict, once it ended
     bool waiting = true;
     Clock::TimePoint deadline, due;
     std::chrono::milliseconds wait{0}, interval{0};
     std::string last_probe = "no probe made";
   };
-  GateWait BeginGate(const Action& gate);
+  GateWait BeginGate(const std::string& unit, const HealthStep& gate);
   /// The gate scheduler: probes every gate of `waits` on its own schedule until each passed or
   /// failed, sleeping until the next one is due; `ended(k)` is called the moment waits[k] ends.
   void PollGates(std::vector<GateWait>* waits, const std::function<void(size_t k)>& ended);
-  /// A health gate on its own: a group of one for PollGates.
-  Status WaitHealthy(const Action& a);
-  /// Tells the observer (the journal) that step `i` (0-based) is now `state`.
-  void Tell(size_t i, const Action& a, StepState state, const std::string& message = "");
-  /// A service's preflight command: it must exit 0 within its timeout.
-  Status Preflight(const Action& a);
-  Status EngineCheck(const Action& a);  // Preflight of reason kEngineCheck
-  /// The throughput floor: a bounded load, its figures against the floor's limits.
-  Status Floor(const Action& a, ExecResult* result);
-  /// The smoke gate: one request must return non-empty text within its timeout.
-  Status Smoke(const Action& a);
   /// One look at a starting service: its unit still up, then one health probe. Ok: healthy;
   /// nullopt: not yet (`last` says what the probe saw); another status: the gate failed.
-  std::optional<Status> ProbeOnce(const Action& a, std::string* last);
+  std::optional<Status> ProbeOnce(const std::string& unit, const HealthStep& h, std::string* last);
+
+  ExecResult RunSteps(const Plan& plan);  // Run, but for the turn's release
+
+  // The step runners, one per kind of payload.
+  Status WaitHealthy(const std::string& unit, const HealthStep& h);
+  /// A service's preflight command: it must exit 0 within its timeout; or (reason
+  /// kEngineCheck) the engine check.
+  Status Preflight(const Action& a, const PreflightStep& p);
+  Status EngineCheck(const Action& a, const PreflightStep& p);
+  /// The throughput floor: a bounded load, its figures against the floor's limits.
+  Status Floor(const std::string& unit, const FloorStep& f, ExecResult* result);
+  /// The smoke gate: one request must return non-empty text within its timeout.
+  Status Smoke(const std::string& unit, const SmokeStep& g);
+  Status Download(const DownloadStep& d, ExecResult* r);
+  Status RemoveModel(const RemoveModelStep& m);
+  Status WriteUnit(const std::string& unit, const UnitFileStep& f);
+  Status Front(ActionKind kind, const FrontStep& f);
+
+  /// The observers: a step's state, a note.
+  void Tell(const Plan& plan, size_t i, StepState state, const std::string& message = "",
+            uint64_t healthy_after_ms = 0);
+  void Note(const std::string& line);
+  /// The fleet's turn before step `i` (through `to`, a group's last step), when one of them
+  /// takes a service down: Ok to go on; else the run ends (`r` says how).
+  Status TurnBefore(const Plan& plan, size_t i, size_t to, ExecResult* r);
   /// The steps of a side-by-side group (Plan::groups): every start, then every gate at once,
   /// then the boot actions of the services that passed. Rolls back each one that failed.
   Status RunGroup(const Plan& plan, const ParallelGroup& g, ExecResult* r);
   /// One step with its journal hooks and progress lines (and the at_step seam).
   Status Step(const Plan& plan, size_t i, ExecResult* r);
-  Status Download(const Action& a, ExecResult* r);
   Status RunDownloads(const Plan& plan, size_t first, size_t last, ExecResult* r);
   /// Undoes the switch whose start or gate failed at step `failed`: nullopt when it replaced
   /// nothing, else whether what it replaced runs again and passed its gate. The switch comes
@@ -183,13 +197,14 @@ class Executor {
   bool RouteBack(const Plan& plan, const Switch* sw, ExecResult* r);
   /// After a rollback started `unit` again (at `started`): its health gate, then the outage
   /// since `down`.
-  bool BackHealthy(const Action& gate, const std::string& unit, Clock::TimePoint down,
+  bool BackHealthy(const HealthStep& gate, const std::string& unit, Clock::TimePoint down,
                    Clock::TimePoint started, ExecResult* r);
-  /// Records in `r` that `unit`, started at `started`, passed its health gate just now.
-  void NoteHealthy(const std::string& unit, Clock::TimePoint started, ExecResult* r);
+  /// Records in `r` that `unit`, started at `started`, passed its health gate just now; returns
+  /// how long that took.
+  uint64_t NoteHealthy(const std::string& unit, Clock::TimePoint started, ExecResult* r);
   std::string JournalTail(const std::string& unit);
   ExecutorDeps d_;
-  std::unique_ptr<ProgressPrinter> printer_;
+  bool turn_taken_ = false;                            // this run acquired the fleet's turn
   std::map<std::string, std::string> replaced_units_;  // unit -> its file before this run
   std::vector<Clock::TimePoint> step_started_;         // when each step began
   std::vector<int> owner_;  // step -> the index of its switch in Plan::switches, or -1

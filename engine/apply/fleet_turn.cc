@@ -184,6 +184,10 @@ Status FleetTurn::TrySlot(bool* got, std::string* why) {
 }
 
 bool FleetTurn::StillHeld(std::string* why) {
+  if (!holding_) {
+    *why = "this host holds no turn";
+    return false;
+  }
   if (lease_lost_.load()) {
     *why = "its lease was lost (etcd did not renew it within its TTL)";
     return false;
@@ -200,7 +204,7 @@ bool FleetTurn::StillHeld(std::string* why) {
   return true;
 }
 
-Status FleetTurn::Take() {
+Status FleetTurn::Acquire() {
   if (holding_) {
     std::string why;
     if (StillHeld(&why)) return Status::Ok();
@@ -333,9 +337,15 @@ Status FleetPass::Connect() {
   return Status::Ok();
 }
 
-Status FleetPass::Take() {
+Status FleetPass::Acquire() {
   BERTH_RETURN_IF_ERROR(Connect());
-  return turn_->Take();
+  return turn_->Acquire();
+}
+
+bool FleetPass::StillHeld(std::string* why) {
+  if (turn_ && turn_->holding()) return turn_->StillHeld(why);
+  *why = "this host holds no turn";
+  return false;
 }
 
 void FleetPass::Release() {

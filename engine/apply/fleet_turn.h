@@ -3,11 +3,11 @@
 //   <prefix><fleet>/hosts/<host>   this host's FleetReport (no lease: it outlives the process)
 //   <prefix><fleet>/slots/<n>      n < max_unavailable: a FleetSlot on the holder's lease
 //
-// Take() waits until the rules allow this host to go dark (planners/fleet.h: no host failed
+// Acquire() waits until the rules allow this host to go dark (planners/fleet.h: no host failed
 // this manifest, every earlier wave converged on it), then creates a free slot key in a
 // transaction that succeeds only while that key does not exist, on a lease kept alive from a
 // thread. Release() revokes the lease, which deletes the slot; a host killed mid-switch loses
-// its slot when the lease expires. etcd unreachable: Take() fails, nothing goes dark.
+// its slot when the lease expires. etcd unreachable: Acquire() fails, nothing goes dark.
 #pragma once
 
 #include <atomic>
@@ -25,6 +25,7 @@
 #include "core/desired.h"
 #include "core/fleet_report.h"
 #include "core/status.h"
+#include "engine/apply/executor.h"
 #include "providers/etcd/etcd.h"
 
 namespace berth {
@@ -55,7 +56,7 @@ Status ForgetFleetHost(Etcd& etcd, const FleetSpec& f, const std::string& host);
 /// The etcd client for `fleet` (its password read from password_file, trailing newline cut).
 Result<std::unique_ptr<Etcd>> ConnectFleetEtcd(const FleetSpec& fleet);
 
-class FleetTurn {
+class FleetTurn : public TurnSeam {
  public:
   FleetTurn(const FleetSpec& fleet, Etcd* etcd, FleetTurnOptions options);
   ~FleetTurn();  // Release()
@@ -69,9 +70,12 @@ class FleetTurn {
   /// still is (the lease alive, the slot key still on it in etcd): Ok at once when so; when not
   /// (the lease expired while the host was dark, so another host may hold the slot now), gives
   /// up the old lease and waits for a turn again exactly as the first time.
-  Status Take();
+  Status Acquire() override;
+  /// Whether the slot taken is still this host's (the lease alive, the slot key still on it in
+  /// etcd); `why` says why not.
+  bool StillHeld(std::string* why) override;
   /// Gives the slot back (revokes the lease) and stops the keep-alive. Idempotent.
-  void Release();
+  void Release() override;
   bool holding() const { return holding_; }
   /// Whether the lease was lost while holding (etcd unreachable longer than its TTL, or
   /// expired): another host may have gone dark meanwhile.
@@ -82,8 +86,6 @@ class FleetTurn {
 
  private:
   Status TrySlot(bool* got, std::string* why);
-  /// Whether the slot taken is still this host's; `why` says why not.
-  bool StillHeld(std::string* why);
   void KeepAliveLoop();
   void StopKeepAlive();
 
@@ -105,14 +107,17 @@ class FleetTurn {
 using EtcdConnector = std::function<Result<std::unique_ptr<Etcd>>(const FleetSpec&)>;
 
 /// One pass's dealings with its fleet: connects to etcd when first needed, takes the turn
-/// before the first disruptive step and publishes the host's report at the end.
-class FleetPass {
+/// before the first disruptive step (the executor's TurnSeam) and publishes the host's report at
+/// the end.
+class FleetPass : public TurnSeam {
  public:
   FleetPass(const FleetSpec& fleet, EtcdConnector connect, FleetTurnOptions options);
   ~FleetPass();
-  /// FleetTurn::Take, connecting first (a connection error is Unavailable: nothing goes dark).
-  Status Take();
-  void Release();
+  /// FleetTurn::Acquire, connecting first (a connection error is Unavailable: nothing goes
+  /// dark).
+  Status Acquire() override;
+  bool StillHeld(std::string* why) override;
+  void Release() override;
   /// Publishes `report` (host, wave, digest, time filled in); a failure is logged, not fatal.
   void Publish(FleetReport report);
 

@@ -123,24 +123,24 @@ Status ReloadHaproxy(const std::string& master, const std::string& admin,
                              last + "); its old worker still holds the port");
 }
 
-Status FrontSteps::Run(const Action& a) {
-  switch (a.kind) {
+Status FrontSteps::Run(ActionKind kind, const FrontStep& a) {
+  switch (kind) {
     case ActionKind::kWriteFront:
       return Write(a);
     case ActionKind::kRoute:
-      return Route(a.front_socket, a.front_port, a.front_server);
+      return Route(a.socket, a.port, a.server);
     case ActionKind::kDrain:
       return Drain(a);
     case ActionKind::kReady:
       return Ready(a);
     default:
-      return Status::Internal(std::string("not a front action: ") + ActionKindName(a.kind));
+      return Status::Internal(std::string("not a front action: ") + ActionKindName(kind));
   }
 }
 
-Status FrontSteps::Write(const Action& a) {
+Status FrontSteps::Write(const FrontStep& a) {
   // The fronts' folder and its parents (host.front_dir, /var/lib/berth/fronts by default).
-  std::string dir = a.front_config.substr(0, a.front_config.rfind('/'));
+  std::string dir = a.config.substr(0, a.config.rfind('/'));
   for (size_t at = 1; !dir.empty() && at <= dir.size(); ++at) {
     if (at < dir.size() && dir[at] != '/') continue;
     std::string part = dir.substr(0, at);
@@ -148,16 +148,13 @@ Status FrontSteps::Write(const Action& a) {
       return Status::IoError("cannot create the fronts' folder " + part + ": " +
                              std::strerror(errno) + "; check host.front_dir");
   }
-  BERTH_RETURN_IF_ERROR(WriteFileAtomically(a.front_config, a.unit_content));
+  BERTH_RETURN_IF_ERROR(WriteFileAtomically(a.config, a.config_text));
   if (!a.reload) return Status::Ok();
-  Status s = reload_ ? reload_(a.front_master, a.front_socket)
-                     : ReloadHaproxy(a.front_master, a.front_socket);
+  Status s = reload_ ? reload_(a.master, a.socket) : ReloadHaproxy(a.master, a.socket);
   if (!s.ok())
-    return s.WithContext("the front of port " + std::to_string(a.front_port) +
+    return s.WithContext("the front of port " + std::to_string(a.port) +
                          " was not reloaded on its new configuration");
-  if (progress_)
-    *progress_ << "front " << a.front_port << ": reloaded seamlessly on its new configuration"
-               << std::endl;
+  Say("front " + std::to_string(a.port) + ": reloaded seamlessly on its new configuration");
   return Status::Ok();
 }
 
@@ -168,16 +165,14 @@ Status FrontSteps::Route(const std::string& socket, int port, const std::string&
     return s.WithContext(
         "the front of port " + std::to_string(port) + " could not " +
         (server == kFrontHoldServer ? std::string("hold requests") : "route to " + server));
-  if (progress_)
-    *progress_ << "front " << port << ": "
-               << (server == kFrontHoldServer ? std::string("holding new requests")
-                                              : "new requests go to " + server)
-               << std::endl;
+  Say("front " + std::to_string(port) + ": " +
+      (server == kFrontHoldServer ? std::string("holding new requests")
+                                  : "new requests go to " + server));
   return Status::Ok();
 }
 
-Status FrontSteps::RouteBack(const Action& a, const std::string& server) {
-  return Route(a.front_socket, a.front_port, server);
+Status FrontSteps::RouteBack(const FrontStep& a, const std::string& server) {
+  return Route(a.socket, a.port, server);
 }
 
 Result<int64_t> SessionsInEveryWorker(const std::string& master, const std::string& server) {
@@ -219,32 +214,25 @@ class EveryWorker : public FrontControl {
 
 }  // namespace
 
-Status FrontSteps::Drain(const Action& a) {
-  std::unique_ptr<FrontControl> f = (connect_ ? connect_ : ConnectHaproxy)(a.front_socket);
-  if (!connect_ && !a.front_master.empty())
-    f = std::make_unique<EveryWorker>(std::move(f), a.front_master);
-  Status s =
-      WaitForNoSessions(*f, a.front_server, *clock_, std::chrono::milliseconds(a.timeout_ms));
-  if (progress_)
-    *progress_ << "front " << a.front_port << ": " << a.front_server
-               << (s.ok() ? " drained: no request in flight"
-                          : " did not drain (" + EscapeLine(s.message()) +
-                                "); its stop ends what is left")
-               << std::endl;
+Status FrontSteps::Drain(const FrontStep& a) {
+  std::unique_ptr<FrontControl> f = (connect_ ? connect_ : ConnectHaproxy)(a.socket);
+  if (!connect_ && !a.master.empty()) f = std::make_unique<EveryWorker>(std::move(f), a.master);
+  Status s = WaitForNoSessions(*f, a.server, *clock_, std::chrono::milliseconds(a.timeout_ms));
+  Say("front " + std::to_string(a.port) + ": " + a.server +
+      (s.ok() ? " drained: no request in flight"
+              : " did not drain (" + EscapeLine(s.message()) + "); its stop ends what is left"));
   // A drain that runs out is not a failure: the bound is the manifest's word on how long
   // to wait. A front that cannot be asked is.
   if (!s.ok() && s.code() != Status::Code::kUnavailable) return s;
   return Status::Ok();
 }
 
-Status FrontSteps::Ready(const Action& a) {
-  std::unique_ptr<FrontControl> f = (connect_ ? connect_ : ConnectHaproxy)(a.front_socket);
+Status FrontSteps::Ready(const FrontStep& a) {
+  std::unique_ptr<FrontControl> f = (connect_ ? connect_ : ConnectHaproxy)(a.socket);
   BERTH_RETURN_IF_ERROR(f->SetReady(a.ready));
   if (!a.ready && a.timeout_ms) {
-    if (progress_)
-      *progress_ << "front " << a.front_port << ": the ready path answers 503; waiting "
-                 << FormatDurationMs(a.timeout_ms)
-                 << " for the outside load balancer to move traffic away" << std::endl;
+    Say("front " + std::to_string(a.port) + ": the ready path answers 503; waiting " +
+        FormatDurationMs(a.timeout_ms) + " for the outside load balancer to move traffic away");
     clock_->SleepFor(std::chrono::milliseconds(a.timeout_ms));
   }
   return Status::Ok();

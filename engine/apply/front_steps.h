@@ -5,7 +5,6 @@
 
 #include <functional>
 #include <memory>
-#include <ostream>
 #include <string>
 
 #include "core/clock.h"
@@ -34,26 +33,31 @@ Result<int64_t> SessionsInEveryWorker(const std::string& master, const std::stri
 
 class FrontSteps {
  public:
-  FrontSteps(FrontConnector connect, FrontReloader reload, Clock* clock, std::ostream* progress)
+  /// `say`: a line for the progress of each thing done (null: silent).
+  FrontSteps(FrontConnector connect, FrontReloader reload, Clock* clock,
+             std::function<void(const std::string&)> say)
       : connect_(std::move(connect)),
         reload_(std::move(reload)),
         clock_(clock),
-        progress_(progress) {}
-  /// One front action (kWriteFront, kRoute, kDrain, kReady).
-  Status Run(const Action& a);
+        say_(std::move(say)) {}
+  /// One front step (kWriteFront, kRoute, kDrain, kReady).
+  Status Run(ActionKind kind, const FrontStep& step);
   /// The undo of a switch behind a front: route it back to `server` (a backend, or "hold").
-  Status RouteBack(const Action& any_front_action, const std::string& server);
+  Status RouteBack(const FrontStep& front, const std::string& server);
 
  private:
-  Status Write(const Action& a);
+  Status Write(const FrontStep& a);
   Status Route(const std::string& socket, int port, const std::string& server);
-  Status Drain(const Action& a);
-  Status Ready(const Action& a);
+  Status Drain(const FrontStep& a);
+  Status Ready(const FrontStep& a);
+  void Say(const std::string& line) {
+    if (say_) say_(line);
+  }
 
   FrontConnector connect_;
   FrontReloader reload_;
   Clock* clock_;
-  std::ostream* progress_;
+  std::function<void(const std::string&)> say_;
 };
 
 }  // namespace berth

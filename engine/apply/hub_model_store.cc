@@ -5,7 +5,7 @@
 namespace berth {
 
 Result<Fetched> HubModelStore::Download(
-    const Action& a, const std::atomic<bool>* cancel,
+    const DownloadStep& a, const std::atomic<bool>* cancel,
     const std::function<void(const PullProgress&)>& on_progress) {
   PullRequest req;
   req.store = store_;

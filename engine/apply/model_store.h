@@ -29,7 +29,7 @@ class ModelStore {
   /// pinned, include/exclude). `cancel` stops it between transfers (partial bytes stay);
   /// `on_progress` is called a few times a second from the downloading thread. Thread-safe:
   /// downloads at the head of a plan run side by side.
-  virtual Result<Fetched> Download(const Action& download, const std::atomic<bool>* cancel,
+  virtual Result<Fetched> Download(const DownloadStep& download, const std::atomic<bool>* cancel,
                                    const std::function<void(const PullProgress&)>& on_progress) = 0;
   /// Removes repo_id@commit and the blobs nothing else uses; returns the bytes freed.
   virtual Result<uint64_t> Remove(const std::string& repo_id, const std::string& commit) = 0;
@@ -41,7 +41,7 @@ class HubModelStore : public ModelStore {
  public:
   HubModelStore(std::string store, HubOptions hub, uint64_t reserve_bytes = 0)
       : store_(std::move(store)), hub_(hub), reserve_bytes_(reserve_bytes) {}
-  Result<Fetched> Download(const Action& download, const std::atomic<bool>* cancel,
+  Result<Fetched> Download(const DownloadStep& download, const std::atomic<bool>* cancel,
                            const std::function<void(const PullProgress&)>& on_progress) override;
   Result<uint64_t> Remove(const std::string& repo_id, const std::string& commit) override;
 

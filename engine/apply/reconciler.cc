@@ -15,6 +15,7 @@
 #include "core/read_file.h"
 #include "core/unit_marker.h"
 #include "engine/apply/saved_plan.h"
+#include "engine/output/progress.h"
 #include "engine/state/history.h"
 #include "engine/state/state.h"
 #include "manifests/loader.h"
@@ -36,16 +37,17 @@ void Record(const Plan& plan, const Journal& journal, const ExecResult& exec, St
       case ActionKind::kWriteUnit:
         if (std::find(st->units.begin(), st->units.end(), a.unit) == st->units.end())
           st->units.push_back(a.unit);
-        st->applied[a.address] = UnitSpecHash(a.unit_content);
+        st->applied[a.address] = UnitSpecHash(a.As<UnitFileStep>().content);
         break;
       case ActionKind::kRemoveUnit:
         std::erase(st->units, a.unit);
         st->applied.erase("unit/" + a.unit);
         break;
       case ActionKind::kRemoveModel: {
-        auto& commits = st->models[a.repo_id];
-        std::erase(commits, a.commit);
-        if (commits.empty()) st->models.erase(a.repo_id);
+        const RemoveModelStep& m = a.As<RemoveModelStep>();
+        auto& commits = st->models[m.repo_id];
+        std::erase(commits, m.commit);
+        if (commits.empty()) st->models.erase(m.repo_id);
         break;
       }
       default:
@@ -58,7 +60,8 @@ void Record(const Plan& plan, const Journal& journal, const ExecResult& exec, St
       commits.push_back(commit);
   }
   for (const Action& a : plan.actions)
-    if (a.kind == ActionKind::kDownload && !a.commit.empty()) st->applied[a.address] = a.commit;
+    if (a.kind == ActionKind::kDownload && !a.As<DownloadStep>().commit.empty())
+      st->applied[a.address] = a.As<DownloadStep>().commit;
   // How long each start took to pass its health gate: the next plan estimates its dark windows.
   for (const auto& [unit, ms] : exec.start_to_healthy_ms) st->RecordStartTime(unit, ms);
 }
@@ -439,8 +442,7 @@ class Pass {
     deps.engine_check_dir = d_.engine_check_dir.value_or("");
     deps.lineage = state_.lineage;
     deps.clock = &clock_;
-    deps.progress = &say_.progress();
-    deps.progress_tty = say_.tty();
+    ProgressLines progress(say_.progress(), say_.tty());
     deps.stop = o_.stop;
     deps.resumed = std::move(resumed);
     deps.at_step = d_.at_step;
@@ -451,25 +453,27 @@ class Pass {
       Pass* run;
       Journal* journal;
       std::mutex* recording;
-      void OnStep(int step, const Action& a, StepState state, const std::string& message) override {
-        journal->entries[static_cast<size_t>(step - 1)].status = StepStateName(state);
-        journal->entries[static_cast<size_t>(step - 1)].message = message;
+      void OnStep(const StepEvent& e) override {
+        const Action& a = *e.action;
+        journal->entries[static_cast<size_t>(e.step - 1)].status = StepStateName(e.state);
+        journal->entries[static_cast<size_t>(e.step - 1)].message = e.message;
         (void)run->dir_->SaveJournal(*journal);  // best effort: the host is observed afresh anyway
-        if (state != StepState::kDone) return;
+        if (e.state != StepState::kDone) return;
         if (a.kind == ActionKind::kStart || a.kind == ActionKind::kRestart) {
           std::lock_guard<std::mutex> hold(*recording);
           if (run->NoteStarted(a.unit)) (void)run->dir_->Save(run->state_);
         }
         if (a.kind == ActionKind::kWriteUnit && !run->StartsOrStops(a.unit)) {
           std::lock_guard<std::mutex> hold(*recording);
-          if (run->NoteRewritten(a.unit, a.unit_content)) (void)run->dir_->Save(run->state_);
+          if (run->NoteRewritten(a.unit, a.As<UnitFileStep>().content))
+            (void)run->dir_->Save(run->state_);
         }
       }
     } journal_steps;
     journal_steps.run = this;
     journal_steps.journal = &journal;
     journal_steps.recording = &recording;
-    deps.observer = &journal_steps;
+    deps.observers = {&journal_steps, &progress};
     deps.on_downloaded = [&](const std::string& repo, const std::string& commit) {
       std::lock_guard<std::mutex> hold(recording);
       auto& commits = state_.models[repo];
@@ -478,11 +482,10 @@ class Pass {
       Status s = dir_->Save(state_);
       if (!s.ok()) spdlog::warn("could not record {}@{} as berth's: {}", repo, commit, s.message());
     };
-    if (Fleet()) deps.before_disruption = [this] { return fleet_->Take(); };
+    if (Fleet()) deps.turn = fleet_.get();
     std::string started = NowRfc3339(clock_);
     Clock::TimePoint began = clock_.Now();
-    rep_.exec = Executor(deps).Run(plan_);
-    if (fleet_) fleet_->Release();  // after the gates passed, or the rollback
+    rep_.exec = Executor(deps).Run(plan_);  // gives back the fleet's turn when it ends
     const ExecResult& ex = rep_.exec;
 
     State st = state_;

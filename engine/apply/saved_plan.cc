@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <nlohmann/json.hpp>
+#include <map>
 #include <set>
 #include <stdexcept>
 #include <string_view>
@@ -52,29 +53,135 @@ std::string UnitFacts(const ObservedUnit* u) {
          (u->need_daemon_reload ? "reload" : "") + "|" + u->unit_file_state;
 }
 
-// A gate as a saved plan keeps it (Replaced::gate): what the probe dials and how long it waits.
-ordered_json GateToJson(const Action& g) {
-  return {{"host", g.host},
-          {"port", g.port},
-          {"health_path", g.health_path},
-          {"served_name", g.served_name},
-          {"timeout_ms", g.timeout_ms},
-          {"interval_ms", g.interval_ms}};
+// Each payload as a saved plan keeps it (the step's "step" object), field by field; the reader
+// takes the same fields back. UnitFileStep's old text is for the reviewer only and not kept.
+// `Fields` lists every field of a payload once, for both directions.
+template <class F>
+void Fields(DownloadStep& d, F&& f) {
+  f("repo_id", d.repo_id);
+  f("revision", d.revision);
+  f("commit", d.commit);
+  f("include", d.include);
+  f("exclude", d.exclude);
+}
+template <class F>
+void Fields(RemoveModelStep& m, F&& f) {
+  f("repo_id", m.repo_id);
+  f("commit", m.commit);
+}
+template <class F>
+void Fields(UnitFileStep& u, F&& f) {
+  f("content", u.content);
+}
+template <class F>
+void Fields(ServiceStep& s, F&& f) {
+  f("gpus", s.gpus);
+  f("for_service", s.for_service);
+}
+template <class F>
+void Fields(HealthStep& h, F&& f) {
+  f("host", h.host);
+  f("port", h.port);
+  f("path", h.path);
+  f("served_name", h.served_name);
+  f("timeout_ms", h.timeout_ms);
+  f("interval_ms", h.interval_ms);
+}
+template <class F>
+void Fields(PreflightStep& p, F&& f) {
+  f("argv", p.argv);
+  f("timeout_ms", p.timeout_ms);
+  f("engine", p.engine);
+  f("check_program", p.check_program);
+  f("env", p.env);
+  f("env_file", p.env_file);
+}
+template <class F>
+void Fields(SmokeStep& g, F&& f) {
+  f("host", g.host);
+  f("port", g.port);
+  f("served_name", g.served_name);
+  f("api", g.api);
+  f("prompt", g.prompt);
+  f("max_tokens", g.max_tokens);
+  f("timeout_ms", g.timeout_ms);
+}
+template <class F>
+void Fields(FloorStep& g, F&& f) {
+  f("host", g.host);
+  f("port", g.port);
+  f("served_name", g.served_name);
+  f("concurrency", g.concurrency);
+  f("prompt_tokens", g.prompt_tokens);
+  f("max_tokens", g.max_tokens);
+  f("duration_ms", g.duration_ms);
+  f("min_output_tps", g.min_output_tps);
+  f("max_ttft_p50_ms", g.max_ttft_p50_ms);
+  f("max_ttft_p99_ms", g.max_ttft_p99_ms);
+}
+template <class F>
+void Fields(FrontStep& x, F&& f) {
+  f("port", x.port);
+  f("server", x.server);
+  f("socket", x.socket);
+  f("master", x.master);
+  f("config", x.config);
+  f("config_text", x.config_text);
+  f("reload", x.reload);
+  f("ready", x.ready);
+  f("timeout_ms", x.timeout_ms);
+}
+template <class F>
+void Fields(std::monostate&, F&&) {}
+
+template <class T>
+ordered_json PayloadToJson(const T& payload) {
+  ordered_json j = ordered_json::object();
+  T copy = payload;
+  Fields(copy, [&](const char* key, const auto& value) { j[key] = value; });
+  return j;
 }
 
-Action GateFromJson(const ordered_json& j, const std::string& address, const std::string& unit) {
-  Action g;
-  g.kind = ActionKind::kWaitHealthy;
-  g.reason = Reason::kHealthGate;
-  g.address = address;
-  g.unit = unit;
-  g.host = j.at("host").get<std::string>();
-  g.port = j.at("port").get<int>();
-  g.health_path = j.at("health_path").get<std::string>();
-  g.served_name = j.at("served_name").get<std::string>();
-  g.timeout_ms = j.at("timeout_ms").get<uint64_t>();
-  g.interval_ms = j.at("interval_ms").get<uint64_t>();
-  return g;
+ordered_json StepToJson(const StepPayload& step) {
+  return std::visit([](const auto& x) { return PayloadToJson(x); }, step);
+}
+
+// The payload of kind `k` from `j`: every field this berth writes must be there, and nothing
+// else ("" when so, else what is wrong). A type mismatch throws (the caller catches it).
+std::string StepFromJson(ActionKind k, const ordered_json& j, const std::string& where,
+                         StepPayload* out) {
+  *out = PayloadFor(k);
+  if (!j.is_object()) return where + " step is not an object";
+  std::string problem;
+  size_t seen = 0;
+  std::visit(
+      [&](auto& payload) {
+        Fields(payload, [&](const char* key, auto& value) {
+          if (!problem.empty()) return;
+          auto it = j.find(key);
+          if (it == j.end()) {
+            problem = where + " (" + ActionKindName(k) + ") has no step field '" + key + "'";
+            return;
+          }
+          ++seen;
+          it->get_to(value);
+        });
+      },
+      *out);
+  if (problem.empty() && seen != j.size())
+    problem = where + " (" + std::string(ActionKindName(k)) +
+              ") has a step field this berth does not write for it (a saved plan is refused "
+              "whole, not read in part)";
+  return problem;
+}
+
+// A gate as a saved plan keeps it (Replaced::gate): what the probe dials and how long it waits.
+ordered_json GateToJson(const HealthStep& g) { return PayloadToJson(g); }
+
+HealthStep GateFromJson(const ordered_json& j, const std::string& where, std::string* problem) {
+  StepPayload p;
+  *problem = StepFromJson(ActionKind::kWaitHealthy, j, where, &p);
+  return problem->empty() ? std::get<HealthStep>(p) : HealthStep{};
 }
 
 ordered_json SwitchesToJson(const Plan& plan) {
@@ -139,13 +246,16 @@ std::map<std::string, std::string> Fingerprint(const Plan& plan, const Observed&
   std::set<int> ports, gpus;
   for (const Action& a : plan.actions) {
     if (!a.unit.empty()) out["unit/" + a.unit] = Sha256Hex(UnitFacts(o.FindUnit(a.unit)));
-    if (!a.repo_id.empty()) {
+    std::string repo_id;
+    if (const auto* d = std::get_if<DownloadStep>(&a.step)) repo_id = d->repo_id;
+    if (const auto* m = std::get_if<RemoveModelStep>(&a.step)) repo_id = m->repo_id;
+    if (!repo_id.empty()) {
       std::string facts;
-      if (const ObservedRepo* r = o.FindRepo(a.repo_id))
+      if (const ObservedRepo* r = o.FindRepo(repo_id))
         for (const auto& v : r->revisions)
           facts +=
               v.commit + ":" + (v.complete ? "complete" : std::to_string(v.bytes_present)) + ";";
-      out["model/" + a.repo_id] = Sha256Hex(facts);
+      out["model/" + repo_id] = Sha256Hex(facts);
     }
     for (int p : a.requires_.ports) ports.insert(p);
     for (const auto& [g, b] : a.requires_.gpu_bytes) gpus.insert(g);
@@ -191,41 +301,8 @@ std::string SavedPlanToJson(const SavedPlan& p) {
                        {"requires", ResourcesToJson(a.requires_)},
                        {"frees", ResourcesToJson(a.frees)},
                        {"unit", a.unit},
-                       {"unit_content", a.unit_content},
-                       {"repo_id", a.repo_id},
-                       {"revision", a.revision},
-                       {"commit", a.commit},
-                       {"include", a.include},
-                       {"exclude", a.exclude},
-                       {"health_path", a.health_path},
-                       {"port", a.port},
-                       {"host", a.host},
-                       {"served_name", a.served_name},
-                       {"timeout_ms", a.timeout_ms},
-                       {"interval_ms", a.interval_ms},
-                       {"for_service", a.for_service},
-                       {"gpus", a.gpus},
-                       {"argv", a.argv},
-                       {"engine", a.engine},
-                       {"check_program", a.check_program},
-                       {"env", a.env},
-                       {"env_file", a.env_file},
-                       {"api", a.api},
-                       {"prompt", a.prompt},
-                       {"max_tokens", a.max_tokens},
-                       {"concurrency", a.concurrency},
-                       {"prompt_tokens", a.prompt_tokens},
-                       {"min_output_tps", a.min_output_tps},
-                       {"max_ttft_p50_ms", a.max_ttft_p50_ms},
-                       {"max_ttft_p99_ms", a.max_ttft_p99_ms},
-                       {"front_port", a.front_port},
-                       {"front_server", a.front_server},
-                       {"front_socket", a.front_socket},
-                       {"front_master", a.front_master},
-                       {"front_config", a.front_config},
-                       {"reload", a.reload},
-                       {"ready", a.ready},
-                       {"takes_down", a.takes_down}});
+                       {"takes_down", a.takes_down},
+                       {"step", StepToJson(a.step)}});
   j["actions"] = actions;
   j["switches"] = SwitchesToJson(p.plan);
   j["groups"] = GroupsToJson(p.plan);
@@ -237,7 +314,7 @@ namespace {
 // The keys this berth writes at each place of a saved plan, from what SavedPlanToJson writes:
 // anything else is not of its making (a field this berth does not know it checks nothing).
 struct KnownKeys {
-  std::set<std::string> top, manifest, state, action, resources, switch_, replaced, gate, group;
+  std::set<std::string> top, manifest, state, action, resources, switch_, replaced, group;
 };
 
 const KnownKeys& Known() {
@@ -255,7 +332,6 @@ const KnownKeys& Known() {
     for (const auto& [key, v] : j["actions"][0]["requires"].items()) k.resources.insert(key);
     for (const auto& [key, v] : j["switches"][0].items()) k.switch_.insert(key);
     for (const auto& [key, v] : j["switches"][0]["replaces"][0].items()) k.replaced.insert(key);
-    for (const auto& [key, v] : j["switches"][0]["replaces"][0]["gate"].items()) k.gate.insert(key);
     for (const auto& [key, v] : j["groups"][0].items()) k.group.insert(key);
     return k;
   }();
@@ -372,13 +448,12 @@ std::string ReadSwitches(const ordered_json& j, const KnownKeys& known, Plan* pl
       if (!(problem = step(v, where, &sw.gates.emplace_back())).empty()) return problem;
     for (const auto& r : s.at("replaces")) {
       if (!(problem = UnknownKeys(r, known.replaced, where + " replaces")).empty()) return problem;
-      if (!(problem = UnknownKeys(r.at("gate"), known.gate, where + " replaces gate")).empty())
-        return problem;
       Replaced x;
       x.address = r.at("address").get<std::string>();
       x.unit = r.at("unit").get<std::string>();
       if (!(problem = step(r.at("stop_step"), where, &x.stop_step)).empty()) return problem;
-      x.gate = GateFromJson(r.at("gate"), x.address, x.unit);
+      x.gate = GateFromJson(r.at("gate"), where + " replaces gate", &problem);
+      if (!problem.empty()) return problem;
       sw.replaces.push_back(std::move(x));
     }
     sw.restores_unit = s.at("restores_unit").get<bool>();
@@ -406,11 +481,11 @@ Result<SavedPlan> SavedPlanFromJson(const std::string& text, const std::string& 
     std::string problem;
     auto j = ParseStrict(text, &problem);
     if (!problem.empty()) return refuse(problem);
-    if (j.is_object() && j.value("format_version", 0) == 1)
-      return Status::InvalidArgument(
-          source +
-          ": this plan was saved by an older berth (format 1); make it again with `berth plan "
-          "--out`");
+    if (int old = j.is_object() ? j.value("format_version", 0) : 0;
+        old >= 1 && old < SavedPlan::kFormatVersion)
+      return Status::InvalidArgument(source + ": this plan was saved by an older berth (format " +
+                                     std::to_string(old) +
+                                     "); make it again with `berth plan --out`");
     if (!j.is_object() || j.value("format_version", 0) != SavedPlan::kFormatVersion)
       return Status::InvalidArgument(source + " is not a berth saved plan of format " +
                                      std::to_string(SavedPlan::kFormatVersion));
@@ -470,42 +545,10 @@ Result<SavedPlan> SavedPlanFromJson(const std::string& text, const std::string& 
       x.detail = a.value("detail", "");
       x.requires_ = ResourcesFromJson(a.at("requires"));
       x.frees = ResourcesFromJson(a.at("frees"));
-      x.unit = a.value("unit", "");
-      x.unit_content = a.value("unit_content", "");
-      x.repo_id = a.value("repo_id", "");
-      x.revision = a.value("revision", "");
-      x.commit = a.value("commit", "");
-      x.include = a.value("include", std::vector<std::string>{});
-      x.exclude = a.value("exclude", std::vector<std::string>{});
-      x.health_path = a.value("health_path", "");
-      x.port = a.value("port", 0);
-      x.host = a.value("host", "");
-      x.served_name = a.value("served_name", "");
-      x.timeout_ms = a.value("timeout_ms", uint64_t{0});
-      x.interval_ms = a.value("interval_ms", uint64_t{0});
-      x.for_service = a.value("for_service", "");
-      x.gpus = a.value("gpus", std::vector<int>{});
-      x.argv = a.value("argv", std::vector<std::string>{});
-      x.engine = a.value("engine", "");
-      x.check_program = a.value("check_program", "");
-      x.env = a.value("env", std::vector<std::string>{});
-      x.env_file = a.value("env_file", "");
-      x.api = a.value("api", "");
-      x.prompt = a.value("prompt", "");
-      x.max_tokens = a.value("max_tokens", 0);
-      x.concurrency = a.value("concurrency", 0);
-      x.prompt_tokens = a.value("prompt_tokens", 0);
-      x.min_output_tps = a.value("min_output_tps", 0.0);
-      x.max_ttft_p50_ms = a.value("max_ttft_p50_ms", uint64_t{0});
-      x.max_ttft_p99_ms = a.value("max_ttft_p99_ms", uint64_t{0});
-      x.front_port = a.value("front_port", 0);
-      x.front_server = a.value("front_server", "");
-      x.front_socket = a.value("front_socket", "");
-      x.front_master = a.value("front_master", "");
-      x.front_config = a.value("front_config", "");
-      x.reload = a.value("reload", false);
-      x.ready = a.value("ready", false);
-      x.takes_down = a.value("takes_down", false);
+      x.unit = a.at("unit").get<std::string>();
+      x.takes_down = a.at("takes_down").get<bool>();
+      problem = StepFromJson(x.kind, a.at("step"), where, &x.step);
+      if (!problem.empty()) return refuse(problem);
       p.plan.actions.push_back(std::move(x));
     }
     problem = ReadSwitches(j, known, &p.plan);
@@ -519,52 +562,48 @@ Result<SavedPlan> SavedPlanFromJson(const std::string& text, const std::string& 
 namespace {
 
 // What the executor acts on, field by field: two actions that agree here do the same thing.
-std::vector<std::pair<const char*, std::string>> Effect(const Action& a) {
-  auto list = [](const std::vector<std::string>& v) {
-    std::string out;
-    for (const auto& x : v) out += x + "\n";
-    return out;
-  };
-  auto ints = [](const std::vector<int>& v) {
-    std::vector<std::string> out;
-    for (int x : v) out.push_back(std::to_string(x));
-    return out;
-  };
-  return {{"kind", ActionKindName(a.kind)},
-          {"address", a.address},
-          {"unit", a.unit},
-          {"unit content", a.unit_content},
-          {"repo", a.repo_id},
-          {"revision", a.revision},
-          {"commit", a.commit},
-          {"include", list(a.include)},
-          {"exclude", list(a.exclude)},
-          {"health path", a.health_path},
-          {"port", std::to_string(a.port)},
-          {"address probed", DialAddress(a.host)},  // "" (saved before it was kept) is the default
-          {"served name", a.served_name},
-          {"timeout", std::to_string(a.timeout_ms)},
-          {"interval", std::to_string(a.interval_ms)},
-          {"service it makes room for", a.for_service},
-          {"GPUs", list(ints(a.gpus))},
-          {"command", list(a.argv)},
-          {"engine checked", a.engine},
-          {"check program", a.check_program},
-          {"environment", list(a.env)},
-          {"environment file", a.env_file},
-          {"API", a.api},
-          {"prompt", a.prompt},
-          {"max tokens", std::to_string(a.max_tokens)},
-          {"concurrency", std::to_string(a.concurrency)},
-          {"prompt tokens", std::to_string(a.prompt_tokens)},
-          {"minimum output tok/s", std::to_string(a.min_output_tps)},
-          {"TTFT p50 limit", std::to_string(a.max_ttft_p50_ms)},
-          {"TTFT p99 limit", std::to_string(a.max_ttft_p99_ms)},
-          {"front", std::to_string(a.front_port) + " " + a.front_server + " " + a.front_socket +
-                        " " + a.front_master + " " + a.front_config},
-          {"front reload", a.reload ? "yes" : "no"},
-          {"front ready", a.ready ? "yes" : "no"},
-          {"takes a service down", a.takes_down ? "yes" : "no"}};
+std::vector<std::pair<std::string, std::string>> Effect(const Action& a) {
+  std::vector<std::pair<std::string, std::string>> out = {
+      {"kind", ActionKindName(a.kind)},
+      {"address", a.address},
+      {"unit", a.unit},
+      {"taking a service down", a.takes_down ? "yes" : "no"}};
+  // The payload's fields, in words a reviewer reads ("its environment is not ...").
+  static const std::map<std::string, std::string> kWords = {
+      {"repo_id", "repo"},
+      {"content", "unit content"},
+      {"gpus", "GPUs"},
+      {"for_service", "service it makes room for"},
+      {"host", "address probed"},
+      {"path", "health path"},
+      {"served_name", "served name"},
+      {"timeout_ms", "timeout"},
+      {"interval_ms", "interval"},
+      {"argv", "command"},
+      {"engine", "engine checked"},
+      {"check_program", "check program"},
+      {"env", "environment"},
+      {"env_file", "environment file"},
+      {"api", "API"},
+      {"max_tokens", "max tokens"},
+      {"prompt_tokens", "prompt tokens"},
+      {"duration_ms", "duration"},
+      {"min_output_tps", "minimum output tok/s"},
+      {"max_ttft_p50_ms", "TTFT p50 limit"},
+      {"max_ttft_p99_ms", "TTFT p99 limit"},
+      {"server", "front's server"},
+      {"socket", "front's admin socket"},
+      {"master", "front's master socket"},
+      {"config", "front's configuration file"},
+      {"config_text", "front's configuration"},
+      {"reload", "front reload"},
+      {"ready", "front ready"}};
+  const ordered_json step = StepToJson(a.step);
+  for (const auto& [key, value] : step.items()) {
+    auto word = kWords.find(key);
+    out.emplace_back(word == kWords.end() ? key : word->second, DumpJson(value, -1));
+  }
+  return out;
 }
 
 std::string Step(size_t i, const Action& a) {
@@ -580,7 +619,7 @@ std::vector<std::string> PlanDifferences(const Plan& saved, const Plan& fresh) {
     auto a = Effect(saved.actions[i]);
     auto b = Effect(fresh.actions[i]);
     for (size_t f = 0; f < a.size(); ++f) {
-      if (a[f].second == b[f].second) continue;
+      if (f < b.size() && a[f] == b[f]) continue;
       why.push_back(Step(i, saved.actions[i]) + ": its " + a[f].first +
                     " is not what berth would do now (" + Step(i, fresh.actions[i]) + ")");
       break;

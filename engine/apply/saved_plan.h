@@ -23,7 +23,7 @@ inline constexpr int64_t kSavedPlanClockSkewS = 300;
 struct SavedPlan {
   /// 2: the plan's switches, its side-by-side groups and each action's takes_down are saved
   /// (the executor runs them as the planner stated them). A plan of format 1 is refused.
-  static constexpr int kFormatVersion = 2;
+  static constexpr int kFormatVersion = 3;
   Plan plan;
   std::string manifest_path;
   std::string manifest_digest;

@@ -68,8 +68,9 @@ int RunRender(const std::string& manifest_path, const std::string& observed_path
       if (const HubInfo* h = observed.FindHub(m.repo_id, m.revision)) commit = h->commit;
       if (const LockEntry* pin = desired.PinFor(m)) commit = pin->commit;
       for (const auto& a : plan.actions)
-        if (a.kind == ActionKind::kDownload && a.repo_id == m.repo_id && !a.commit.empty())
-          commit = a.commit;
+        if (a.kind == ActionKind::kDownload && a.As<DownloadStep>().repo_id == m.repo_id &&
+            !a.As<DownloadStep>().commit.empty())
+          commit = a.As<DownloadStep>().commit;
       if (const ObservedRepo* repo = observed.FindRepo(m.repo_id); repo && !IsCommit(commit))
         for (const auto& rev : repo->revisions)
           for (const auto& ref : rev.refs)

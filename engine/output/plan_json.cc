@@ -63,71 +63,81 @@ std::string PlanToJson(const Plan& plan, const Desired& desired) {
     c["requires"] = ResourcesJson(a.requires_);
     c["frees"] = ResourcesJson(a.frees);
     switch (a.kind) {
-      case ActionKind::kDownload:
-        c["model"] = {{"repo_id", a.repo_id},
-                      {"revision", a.revision},
-                      {"commit", a.commit},
-                      {"include", a.include},
-                      {"exclude", a.exclude}};
+      case ActionKind::kDownload: {
+        const DownloadStep& d = a.As<DownloadStep>();
+        c["model"] = {{"repo_id", d.repo_id},
+                      {"revision", d.revision},
+                      {"commit", d.commit},
+                      {"include", d.include},
+                      {"exclude", d.exclude}};
         break;
-      case ActionKind::kRemoveModel:
-        c["model"] = {{"repo_id", a.repo_id}, {"commit", a.commit}};
+      }
+      case ActionKind::kRemoveModel: {
+        const RemoveModelStep& m = a.As<RemoveModelStep>();
+        c["model"] = {{"repo_id", m.repo_id}, {"commit", m.commit}};
         break;
-      case ActionKind::kWaitHealthy:
-        c["health"] = {{"port", a.port},
-                       {"path", a.health_path},
-                       {"served_model_name", a.served_name},
-                       {"timeout_ms", a.timeout_ms}};
+      }
+      case ActionKind::kWaitHealthy: {
+        const HealthStep& h = a.As<HealthStep>();
+        c["health"] = {{"port", h.port},
+                       {"path", h.path},
+                       {"served_model_name", h.served_name},
+                       {"timeout_ms", h.timeout_ms}};
         c["unit"] = a.unit;
         break;
-      case ActionKind::kPreflight:
-        c["preflight"] = {{"command", a.argv}, {"timeout_ms", a.timeout_ms}};
+      }
+      case ActionKind::kPreflight: {
+        const PreflightStep& p = a.As<PreflightStep>();
+        c["preflight"] = {{"command", p.argv}, {"timeout_ms", p.timeout_ms}};
         if (a.reason == Reason::kEngineCheck)
-          c["engine_check"] = {{"engine", a.engine},
-                               {"check_program", a.check_program},
-                               {"argv", a.argv},
-                               {"environment", a.env},
-                               {"environment_file", a.env_file}};
+          c["engine_check"] = {{"engine", p.engine},
+                               {"check_program", p.check_program},
+                               {"argv", p.argv},
+                               {"environment", p.env},
+                               {"environment_file", p.env_file}};
         c["unit"] = a.unit;
         break;
-      case ActionKind::kSmoke:
-        c["smoke"] = {{"port", a.port},
-                      {"api", a.api},
-                      {"served_model_name", a.served_name},
-                      {"prompt", a.prompt},
-                      {"max_tokens", a.max_tokens},
-                      {"timeout_ms", a.timeout_ms}};
+      }
+      case ActionKind::kSmoke: {
+        const SmokeStep& g = a.As<SmokeStep>();
+        c["smoke"] = {{"port", g.port},
+                      {"api", g.api},
+                      {"served_model_name", g.served_name},
+                      {"prompt", g.prompt},
+                      {"max_tokens", g.max_tokens},
+                      {"timeout_ms", g.timeout_ms}};
         c["unit"] = a.unit;
         break;
-      case ActionKind::kFloor:
-        c["floor"] = {{"port", a.port},
-                      {"served_model_name", a.served_name},
-                      {"concurrency", a.concurrency},
-                      {"duration_ms", a.timeout_ms},
-                      {"max_tokens", a.max_tokens},
-                      {"prompt_tokens", a.prompt_tokens},
-                      {"min_output_tokens_per_second", a.min_output_tps},
-                      {"max_ttft_p50_ms", a.max_ttft_p50_ms},
-                      {"max_ttft_p99_ms", a.max_ttft_p99_ms}};
+      }
+      case ActionKind::kFloor: {
+        const FloorStep& f = a.As<FloorStep>();
+        c["floor"] = {{"port", f.port},
+                      {"served_model_name", f.served_name},
+                      {"concurrency", f.concurrency},
+                      {"duration_ms", f.duration_ms},
+                      {"max_tokens", f.max_tokens},
+                      {"prompt_tokens", f.prompt_tokens},
+                      {"min_output_tokens_per_second", f.min_output_tps},
+                      {"max_ttft_p50_ms", f.max_ttft_p50_ms},
+                      {"max_ttft_p99_ms", f.max_ttft_p99_ms}};
         c["unit"] = a.unit;
         break;
+      }
       case ActionKind::kDaemonReload:
         break;
       case ActionKind::kWriteFront:
       case ActionKind::kRoute:
       case ActionKind::kDrain:
-      case ActionKind::kReady:
-        c["front"] = {{"port", a.front_port},
-                      {"server", a.front_server},
-                      {"admin_socket", a.front_socket},
-                      {"master_socket", a.front_master},
-                      {"config", a.front_config},
-                      {"reload", a.reload},
-                      {"ready", a.ready},
-                      {"timeout_ms", a.timeout_ms}};
-        if (a.kind == ActionKind::kWriteFront) c["front"]["content"] = a.unit_content;
+      case ActionKind::kReady: {
+        const FrontStep& f = a.As<FrontStep>();
+        c["front"] = {{"port", f.port},           {"server", f.server},
+                      {"admin_socket", f.socket}, {"master_socket", f.master},
+                      {"config", f.config},       {"reload", f.reload},
+                      {"ready", f.ready},         {"timeout_ms", f.timeout_ms}};
+        if (a.kind == ActionKind::kWriteFront) c["front"]["content"] = f.config_text;
         c["unit"] = a.unit;
         break;
+      }
       case ActionKind::kWriteUnit:
         c["unit"] = a.unit;
         c["diff"] = UnitFileDiff(a);
@@ -135,8 +145,10 @@ std::string PlanToJson(const Plan& plan, const Desired& desired) {
       default:
         c["unit"] = a.unit;
     }
-    if (!a.for_service.empty()) c["for_service"] = a.for_service;
-    if (!a.gpus.empty()) c["gpus"] = a.gpus;
+    if (const auto* svc = std::get_if<ServiceStep>(&a.step)) {
+      if (!svc->for_service.empty()) c["for_service"] = svc->for_service;
+      if (!svc->gpus.empty()) c["gpus"] = svc->gpus;
+    }
     changes.push_back(std::move(c));
   }
   j["resource_changes"] = std::move(changes);
@@ -181,7 +193,7 @@ std::string PlanToJson(const Plan& plan, const Desired& desired) {
                           {"stop_step", r.stop_step + 1},
                           {"health",
                            {{"port", r.gate.port},
-                            {"path", r.gate.health_path},
+                            {"path", r.gate.path},
                             {"served_model_name", r.gate.served_name},
                             {"timeout_ms", r.gate.timeout_ms}}}});
     switches.push_back({{"address", sw.address},

@@ -106,10 +106,10 @@ std::string DarkEstimateText(const DarkEstimate& e) {
 
 std::string UnitFileDiff(const Action& a) {
   if (a.kind != ActionKind::kWriteUnit) return "";
-  if (!a.unit_old_note.empty()) return "(no diff: " + a.unit_old_note + ")\n";
+  const UnitFileStep& f = a.As<UnitFileStep>();
+  if (!f.old_note.empty()) return "(no diff: " + f.old_note + ")\n";
   bool fresh = a.reason == Reason::kUnitMissing;
-  return UnifiedDiff(a.unit_old_content, a.unit_content, fresh ? "/dev/null" : "a/" + a.unit,
-                     "b/" + a.unit);
+  return UnifiedDiff(f.old_content, f.content, fresh ? "/dev/null" : "a/" + a.unit, "b/" + a.unit);
 }
 
 namespace {

@@ -89,4 +89,42 @@ void ProgressPrinter::Done(const PullProgress& p) {
   Draw(true, p.repo_id);
 }
 
+const char* StepStateName(StepState s) {
+  switch (s) {
+    case StepState::kRunning:
+      return "running";
+    case StepState::kDone:
+      return "done";
+    case StepState::kFailed:
+      return "failed";
+  }
+  return "?";
+}
+
+void ProgressLines::OnStep(const StepEvent& e) {
+  if (e.state == StepState::kFailed || !e.action) return;  // the failure is reported as the run's
+  std::lock_guard<std::mutex> l(mu_);
+  out_ << "[" << e.step << "/" << e.steps << "] ";
+  if (e.state == StepState::kRunning)
+    out_ << ActionKindName(e.action->kind) << " " << e.action->address << " ...";
+  else if (e.healthy_after_ms)
+    out_ << e.action->unit << " healthy " << FormatDurationMs(e.healthy_after_ms)
+         << " after its start";
+  else
+    out_ << "done in " << FormatDurationMs(e.elapsed_ms);
+  out_ << std::endl;
+}
+
+void ProgressLines::OnNote(const std::string& line) {
+  std::lock_guard<std::mutex> l(mu_);
+  out_ << line << std::endl;
+}
+
+void ProgressLines::OnDownload(const PullProgress& p, bool finished) {
+  if (finished)
+    downloads_.Done(p);
+  else
+    downloads_.Update(p);
+}
+
 }  // namespace berth

@@ -9,6 +9,7 @@
 #include <ostream>
 #include <string>
 
+#include "engine/output/step_observer.h"
 #include "providers/hub/hub_types.h"
 
 namespace berth {
@@ -38,6 +39,21 @@ class ProgressPrinter {
   std::map<std::string, PullProgress> models_;  // in progress
   std::map<std::string, PullProgress> finished_;
   int drawn_ = 0;  // lines of the last redraw (tty)
+};
+
+/// The lines people read while a plan runs: "[3/7] start service/x ...", "[3/7] done in 1.2s",
+/// the notes of steps and undos, and the download bars (ProgressPrinter).
+class ProgressLines : public StepObserver {
+ public:
+  ProgressLines(std::ostream& out, bool tty) : out_(out), downloads_(out, tty) {}
+  void OnStep(const StepEvent& e) override;
+  void OnNote(const std::string& line) override;
+  void OnDownload(const PullProgress& p, bool finished) override;
+
+ private:
+  std::ostream& out_;
+  ProgressPrinter downloads_;
+  std::mutex mu_;
 };
 
 }  // namespace berth

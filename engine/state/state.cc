@@ -312,10 +312,10 @@ std::string JournalToJson(const Journal& j) {
   for (const SwitchUndo& u : j.switches) {
     // A gate as the journal keeps it: the stopped service's (under "stopped", beside its unit)
     // or the switch's own (under "gate").
-    auto gate = [](const Action& a) {
+    auto gate = [](const HealthStep& a) {
       return ordered_json{{"host", a.host},
                           {"port", a.port},
-                          {"health_path", a.health_path},
+                          {"health_path", a.path},
                           {"served_name", a.served_name},
                           {"timeout_ms", a.timeout_ms},
                           {"interval_ms", a.interval_ms}};
@@ -353,14 +353,11 @@ Result<Journal> JournalFromJson(const std::string& text, const std::string& sour
       SwitchUndo u;
       u.address = sw.at("address").get<std::string>();
       u.unit = sw.at("unit").get<std::string>();
-      auto gate = [](const ordered_json& a, const std::string& address, const std::string& unit) {
-        Action g;
-        g.kind = ActionKind::kWaitHealthy;
-        g.address = address;
-        g.unit = unit;
+      auto gate = [](const ordered_json& a) {
+        HealthStep g;
         g.host = a.value("host", "");
         g.port = a.value("port", 0);
-        g.health_path = a.value("health_path", "");
+        g.path = a.value("health_path", "");
         g.served_name = a.value("served_name", "");
         g.timeout_ms = a.value("timeout_ms", uint64_t{0});
         g.interval_ms = a.value("interval_ms", uint64_t{0});
@@ -370,11 +367,11 @@ Result<Journal> JournalFromJson(const std::string& text, const std::string& sour
         Replaced x;
         x.unit = a.at("unit").get<std::string>();
         x.address = a.value("address", "");
-        x.gate = gate(a, x.address, x.unit);
+        x.gate = gate(a);
         u.replaced.push_back(std::move(x));
       }
       // A journal written before the switch's own gate was kept: port 0, not waited for.
-      if (sw.contains("gate")) u.gate = gate(sw.at("gate"), u.address, u.unit);
+      if (sw.contains("gate")) u.gate = gate(sw.at("gate"));
       if (sw.contains("unit_before_base64")) {
         std::string bytes;
         if (!Base64Decode(sw.at("unit_before_base64").get<std::string>(), &bytes))

@@ -131,11 +131,11 @@ Status NotPython(const Action& a, const std::string& exe, const std::string& why
   return Status::FailedPrecondition(
       "the engine check of " + a.address + " cannot run: " + exe +
       " is not a Python program berth can run the check with (" + why + "). berth runs " +
-      a.engine +
+      a.As<PreflightStep>().engine +
       "'s own validation with the interpreter of the unit's executable: set the "
       "service's executable to the virtualenv's " +
-      (a.engine == "vllm" ? std::string("vllm") : std::string("python")) + " (e.g. /opt/venv/bin/" +
-      (a.engine == "vllm" ? "vllm" : "python") +
+      (a.As<PreflightStep>().engine == "vllm" ? std::string("vllm") : std::string("python")) +
+      " (e.g. /opt/venv/bin/" + (a.As<PreflightStep>().engine == "vllm" ? "vllm" : "python") +
       "), or set preflight: {engine: off} on the service to skip the check");
 }
 
@@ -302,19 +302,19 @@ Result<std::vector<std::string>> UnitEnvironment(const Action& a,
     }
   };
   assign(manager);
-  assign(a.env);
-  if (!a.env_file.empty()) {
+  assign(a.As<PreflightStep>().env);
+  if (!a.As<PreflightStep>().env_file.empty()) {
     FileReadOptions options;
     options.follow_links = true;
     options.max_bytes = kMaxEnvFileBytes;
-    Result<std::string> text = ReadRegularFile(a.env_file, options);
+    Result<std::string> text = ReadRegularFile(a.As<PreflightStep>().env_file, options);
     if (!text.ok())
       return Status::FailedPrecondition(
           "the engine check of " + a.address + " cannot read the unit's EnvironmentFile=: " +
           text.status().message() + "; systemd would not start the unit either");
     if (!IsUtf8(*text))
       return Status::FailedPrecondition(
-          "the engine check of " + a.address + ": " + a.env_file +
+          "the engine check of " + a.address + ": " + a.As<PreflightStep>().env_file +
           " (the unit's EnvironmentFile=) is not UTF-8 text, which systemd refuses");
     for (auto& [k, v] : ParseEnvironmentFile(*text)) Replace(&env, k, v);
   }
@@ -326,19 +326,21 @@ Result<std::vector<std::string>> UnitEnvironment(const Action& a,
 Result<std::vector<std::string>> EngineCheckCommand(const Action& a,
                                                     const std::vector<std::string>& env,
                                                     const std::string& check_dir) {
-  if (a.argv.empty() || a.argv[0].empty())
+  if (a.As<PreflightStep>().argv.empty() || a.As<PreflightStep>().argv[0].empty())
     return Status::InvalidArgument("the engine check of " + a.address + " has no command");
-  if (a.engine != "llama-server" &&
-      (a.check_program.empty() || a.check_program.find('/') != std::string::npos ||
-       a.check_program[0] == '.' || check_dir.empty()))
+  if (a.As<PreflightStep>().engine != "llama-server" &&
+      (a.As<PreflightStep>().check_program.empty() ||
+       a.As<PreflightStep>().check_program.find('/') != std::string::npos ||
+       a.As<PreflightStep>().check_program[0] == '.' || check_dir.empty()))
     return Status::FailedPrecondition(
         "the engine check of " + a.address + " cannot run: " +
         (check_dir.empty()
              ? std::string("berth's engine-check programs are not installed next to "
                            "it")
-             : "its check program '" + EscapeLine(a.check_program) + "' is not a file name") +
+             : "its check program '" + EscapeLine(a.As<PreflightStep>().check_program) +
+                   "' is not a file name") +
         "; reinstall berth, or set preflight: {engine: off} on the service");
-  std::string exe = a.argv[0];
+  std::string exe = a.As<PreflightStep>().argv[0];
   if (exe.find('/') == std::string::npos) {
     std::string found = Lookup(exe, kSystemdSearchPath);
     if (found.empty())
@@ -349,13 +351,16 @@ Result<std::vector<std::string>> EngineCheckCommand(const Action& a,
           "service's executable (or host.executables) to its absolute path");
     exe = found;
   }
-  std::vector<std::string> rest(a.argv.begin() + 1, a.argv.end());
-  if (a.engine == "llama-server") return std::vector<std::string>{exe, "--version"};
-  if (a.engine != "vllm" && a.engine != "sglang")
+  std::vector<std::string> rest(a.As<PreflightStep>().argv.begin() + 1,
+                                a.As<PreflightStep>().argv.end());
+  if (a.As<PreflightStep>().engine == "llama-server")
+    return std::vector<std::string>{exe, "--version"};
+  if (a.As<PreflightStep>().engine != "vllm" && a.As<PreflightStep>().engine != "sglang")
     return Status::InvalidArgument("the engine check of " + a.address + " names engine '" +
-                                   a.engine + "', which berth has no check for");
+                                   a.As<PreflightStep>().engine +
+                                   "', which berth has no check for");
   std::vector<std::string> cmd;
-  if (a.engine == "sglang" && IsPython(exe)) {
+  if (a.As<PreflightStep>().engine == "sglang" && IsPython(exe)) {
     cmd = {exe};
     // python -m sglang.launch_server ARGS: the check gets ARGS.
     if (rest.size() >= 2 && rest[0] == "-m" && rest[1] == "sglang.launch_server")
@@ -364,9 +369,10 @@ Result<std::vector<std::string>> EngineCheckCommand(const Action& a,
     Result<std::vector<std::string>> interp = InterpreterOf(a, exe, env);
     if (!interp.ok()) return interp.status();
     cmd = *interp;
-    if (a.engine == "sglang" && !rest.empty() && rest[0] == "serve") rest.erase(rest.begin());
+    if (a.As<PreflightStep>().engine == "sglang" && !rest.empty() && rest[0] == "serve")
+      rest.erase(rest.begin());
   }
-  cmd.push_back(check_dir + "/" + a.check_program);
+  cmd.push_back(check_dir + "/" + a.As<PreflightStep>().check_program);
   cmd.insert(cmd.end(), rest.begin(), rest.end());
   return cmd;
 }

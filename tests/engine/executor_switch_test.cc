@@ -17,31 +17,30 @@ using ::testing::Pair;
 class ExecutorSwitchTest : public ReconcilerTest {
  protected:
   static Action Act(ActionKind kind, const std::string& name) {
-    Action a;
-    a.kind = kind;
+    Action a = MakeAction(kind);
     a.address = "service/" + name;
     a.unit = name + ".service";
     return a;
   }
 
   // Kimi stops, MiniMax starts on port 8000 and is waited for: a stop-first switch. The stop
-  // has no health fields; Kimi's gate is on the Switch alone (port 0: none).
+  // carries a service payload only; Kimi's gate is on the Switch alone (port 0: none).
   static berth::Plan StopFirst(int kimi_gate_port) {
     berth::Plan plan;
     Action write = Act(ActionKind::kWriteUnit, "vllm-minimax");
     write.address = "unit/vllm-minimax.service";
-    write.unit_content = "[Unit]\nDescription=minimax\n[Service]\nExecStart=/bin/true\n";
-    Action reload;
-    reload.kind = ActionKind::kDaemonReload;
+    write.As<UnitFileStep>().content =
+        "[Unit]\nDescription=minimax\n[Service]\nExecStart=/bin/true\n";
+    Action reload = MakeAction(ActionKind::kDaemonReload);
     reload.address = "systemd";
     Action stop = Act(ActionKind::kStop, "vllm-kimi");
     stop.takes_down = true;
     Action start = Act(ActionKind::kStart, "vllm-minimax");
     Action gate = Act(ActionKind::kWaitHealthy, "vllm-minimax");
-    gate.port = 8000;
-    gate.health_path = "/health";
-    gate.timeout_ms = 60'000;
-    gate.interval_ms = 1'000;
+    gate.As<HealthStep>().port = 8000;
+    gate.As<HealthStep>().path = "/health";
+    gate.As<HealthStep>().timeout_ms = 60'000;
+    gate.As<HealthStep>().interval_ms = 1'000;
     plan.actions = {write, reload, stop, start, gate};
     Switch sw;
     sw.address = "service/vllm-minimax";
@@ -55,9 +54,8 @@ class ExecutorSwitchTest : public ReconcilerTest {
     kimi.address = "service/vllm-kimi";
     kimi.unit = "vllm-kimi.service";
     kimi.stop_step = 2;
-    kimi.gate = Act(ActionKind::kWaitHealthy, "vllm-kimi");
     kimi.gate.port = kimi_gate_port;
-    kimi.gate.health_path = "/health";
+    kimi.gate.path = "/health";
     kimi.gate.timeout_ms = 600'000;
     kimi.gate.interval_ms = 5'000;
     sw.replaces = {kimi};
@@ -77,8 +75,32 @@ class ExecutorSwitchTest : public ReconcilerTest {
 
 struct Recorder : StepObserver {
   std::vector<std::pair<int, StepState>> seen;
-  void OnStep(int step, const Action&, StepState state, const std::string&) override {
-    seen.emplace_back(step, state);
+  std::vector<std::string> notes;
+  void OnStep(const StepEvent& e) override { seen.emplace_back(e.step, e.state); }
+  void OnNote(const std::string& line) override { notes.push_back(line); }
+};
+
+// The fleet's turn as the executor sees it, counting what it is asked.
+struct FakeTurn : TurnSeam {
+  int acquired = 0, checked = 0, released = 0;
+  bool held = false;
+  bool lose_after_first = false;  // StillHeld says no once, after the first acquire
+  Status Acquire() override {
+    ++acquired;
+    held = true;
+    return Status::Ok();
+  }
+  bool StillHeld(std::string* why) override {
+    ++checked;
+    if (lose_after_first && checked == 1) {
+      *why = "its lease expired";
+      return false;
+    }
+    return held;
+  }
+  void Release() override {
+    ++released;
+    held = false;
   }
 };
 
@@ -86,19 +108,20 @@ TEST_F(ExecutorSwitchTest, AFailedStopFirstSwitchStartsWhatItReplacedAndWaitsFor
   ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
   world.calls.clear();
   Recorder journal;
-  int turns = 0;
+  FakeTurn turn;
   ExecutorDeps deps = Deps();
-  deps.observer = &journal;
-  deps.before_disruption = [&] {
-    ++turns;
-    return Status::Ok();
-  };
+  deps.observers = {&journal};
+  deps.turn = &turn;
   Executor ex(deps);
   ExecResult r = ex.Run(StopFirst(8000));
   EXPECT_FALSE(r.status.ok());
   EXPECT_EQ(r.failed_step, 5);
   EXPECT_TRUE(r.rolled_back);
-  EXPECT_EQ(turns, 1) << "asked once, before the stop the plan marks takes_down";
+  EXPECT_EQ(turn.acquired, 1) << "taken once, before the stop the plan marks takes_down";
+  EXPECT_EQ(turn.released, 1) << "given back once the undo ended";
+  // The undo told through the observer, as the progress shows it.
+  EXPECT_THAT(journal.notes, Contains(HasSubstr("rollback: start vllm-kimi.service again")));
+  EXPECT_THAT(journal.seen, Contains(std::make_pair(5, StepState::kFailed)));
   EXPECT_THAT(r.rollback_log, Contains(HasSubstr("start vllm-kimi.service again")));
   EXPECT_THAT(r.rollback_log,
               Contains(HasSubstr("vllm-kimi.service is healthy again; port 8000 was dark for")));
@@ -133,26 +156,46 @@ TEST_F(ExecutorSwitchTest, AStepTheSwitchDoesNotMarkAsTakingDownAsksNoTurn) {
   ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
   berth::Plan plan = StopFirst(8000);
   plan.actions[2].takes_down = false;
-  int turns = 0;
+  FakeTurn turn;
   ExecutorDeps deps = Deps();
-  deps.before_disruption = [&] {
-    ++turns;
-    return Status::Ok();
-  };
+  deps.turn = &turn;
   Executor ex(deps);
   ex.Run(plan);
-  EXPECT_EQ(turns, 0) << "the executor reads takes_down; it does not work it out";
+  EXPECT_EQ(turn.acquired, 0) << "the executor reads takes_down; it does not work it out";
+  EXPECT_EQ(turn.released, 0) << "nothing taken, nothing given back";
+}
+
+TEST_F(ExecutorSwitchTest, ALaterStepThatTakesDownChecksTheTurnAndTakesItAgainWhenLost) {
+  ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
+  berth::Plan plan = StopFirst(8000);
+  // Two steps that take a service down: the first acquires, the second checks it still holds.
+  size_t second = 0;
+  for (size_t i = 0; i < plan.actions.size(); ++i)
+    if (plan.actions[i].kind == ActionKind::kStart) second = i;
+  ASSERT_GT(second, 0u);
+  plan.actions[second].takes_down = true;
+  FakeTurn turn;
+  turn.lose_after_first = true;
+  Recorder seen;
+  ExecutorDeps deps = Deps();
+  deps.turn = &turn;
+  deps.observers = {&seen};
+  Executor ex(deps);
+  ex.Run(plan);
+  EXPECT_EQ(turn.checked, 1) << "the later step asks whether the turn is still held";
+  EXPECT_EQ(turn.acquired, 2) << "lost: taken again before the step goes on";
+  EXPECT_EQ(turn.released, 1);
+  EXPECT_THAT(seen.notes, Contains(HasSubstr("turn was lost (its lease expired)")));
 }
 
 TEST(SwitchesOfPlan, TheJournalsUndoListComesFromThePlansSwitches) {
   Plan plan;
-  Action restart;
-  restart.kind = ActionKind::kRestart;
+  Action restart = MakeAction(ActionKind::kRestart);
   restart.address = "service/x";
   restart.unit = "x.service";
-  Action gate = restart;
-  gate.kind = ActionKind::kWaitHealthy;
-  gate.port = 8000;
+  Action gate = MakeAction(ActionKind::kWaitHealthy, "service/x", Reason::kHealthGate);
+  gate.unit = "x.service";
+  gate.As<HealthStep>().port = 8000;
   plan.actions = {restart, gate};
   Switch sw;
   sw.address = "service/x";

@@ -91,8 +91,7 @@ TEST(FleetRules, TheFirstDisruptiveStepIsTheFirstStopOrRestart) {
   Plan p;
   for (ActionKind k : {ActionKind::kDownload, ActionKind::kWriteUnit, ActionKind::kDaemonReload,
                        ActionKind::kStop, ActionKind::kStart, ActionKind::kWaitHealthy}) {
-    Action a;
-    a.kind = k;
+    Action a = MakeAction(k);
     p.actions.push_back(a);
   }
   EXPECT_EQ(FirstDisruptiveStep(p), std::optional<size_t>(3));
@@ -200,7 +199,7 @@ TEST_F(FleetTurnTest, NoMoreHostsHoldASlotAtOnceThanMaxUnavailableAndEachGetsIts
       FleetTurnOptions o = Options("gpu-0" + std::to_string(h), &RealClock());
       o.poll = std::chrono::milliseconds(1);
       FleetTurn turn(f, &etcd, o);
-      Status s = turn.Take();
+      Status s = turn.Acquire();
       if (!s.ok()) return;
       int now = ++dark;
       for (int m = most.load(); now > m && !most.compare_exchange_weak(m, now);) {
@@ -222,7 +221,7 @@ TEST_F(FleetTurnTest, NoMoreHostsHoldASlotAtOnceThanMaxUnavailableAndEachGetsIts
 TEST_F(FleetTurnTest, AHostWaitsWhileTheSlotIsHeldAndGoesOnceItsLeaseExpires) {
   FleetSpec f = Fleet(1);
   FleetTurn first(f, &etcd, Options("gpu-01"));
-  ASSERT_TRUE(first.Take().ok());
+  ASSERT_TRUE(first.Acquire().ok());
   int64_t lease = etcd.kv().at("/berth/fleets/prod/slots/0").lease;
   // gpu-01 is killed -9 mid-switch: nothing releases; its lease expires after the TTL.
   clock.on_sleep = [&](std::chrono::milliseconds elapsed) {
@@ -232,7 +231,7 @@ TEST_F(FleetTurnTest, AHostWaitsWhileTheSlotIsHeldAndGoesOnceItsLeaseExpires) {
   FleetTurnOptions o = Options("gpu-02");
   o.say = [&](const std::string& l) { said.push_back(l); };
   FleetTurn second(f, &etcd, o);
-  ASSERT_TRUE(second.Take().ok());
+  ASSERT_TRUE(second.Acquire().ok());
   EXPECT_TRUE(second.holding());
   EXPECT_GE(clock.Elapsed(), std::chrono::seconds(5));
   ASSERT_FALSE(said.empty());
@@ -245,7 +244,7 @@ TEST_F(FleetTurnTest, AHostWaitsWhileTheSlotIsHeldAndGoesOnceItsLeaseExpires) {
 TEST_F(FleetTurnTest, ALeaseThatExpiredWhileWaitingIsReplacedAndTheTurnStillComes) {
   FleetSpec f = Fleet(1);
   FleetTurn first(f, &etcd, Options("gpu-01"));
-  ASSERT_TRUE(first.Take().ok());
+  ASSERT_TRUE(first.Acquire().ok());
   int64_t held = etcd.kv().at("/berth/fleets/prod/slots/0").lease;
   FleetTurn second(f, &etcd, Options("gpu-02"));
   // The second host's lease (the next one granted) expires first, then the holder's.
@@ -253,7 +252,7 @@ TEST_F(FleetTurnTest, ALeaseThatExpiredWhileWaitingIsReplacedAndTheTurnStillCome
     if (elapsed >= std::chrono::seconds(2)) etcd.Expire(held + 1);
     if (elapsed >= std::chrono::seconds(6)) etcd.Expire(held);
   };
-  ASSERT_TRUE(second.Take().ok());
+  ASSERT_TRUE(second.Acquire().ok());
   int64_t now = etcd.kv().at("/berth/fleets/prod/slots/0").lease;
   EXPECT_GT(now, held + 1);  // a new lease, not the expired one
 }
@@ -262,7 +261,7 @@ TEST_F(FleetTurnTest, WithEtcdUnreachableNoTurnIsGivenAndTheErrorSaysNothingWent
   etcd.SetDown(true);
   FleetSpec f = Fleet();
   FleetTurn turn(f, &etcd, Options("gpu-01"));
-  Status s = turn.Take();
+  Status s = turn.Acquire();
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.code(), Status::Code::kUnavailable);
   EXPECT_THAT(s.message(), HasSubstr("etcd cannot be reached"));
@@ -274,7 +273,7 @@ TEST_F(FleetTurnTest, WaitingLongerThanFleetWaitFailsWithWhatItWaitedFor) {
   FleetSpec f = Fleet(1, true);
   f.wait_ms = 10000;
   FleetTurn turn(f, &etcd, Options("gpu-02"));
-  Status s = turn.Take();
+  Status s = turn.Acquire();
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.code(), Status::Code::kUnavailable);
   EXPECT_THAT(s.message(), HasSubstr("waited 10s (fleet.wait) for a turn: wave canary goes first"));
@@ -288,7 +287,7 @@ TEST_F(FleetTurnTest, ASlotLeftByAnEarlierBerthOfThisHostIsTakenOver) {
                        FleetSlotToJson({"gpu-01", kDigest, 1'700'000'000}), *old_lease)
                   .ok());
   FleetTurn turn(f, &etcd, Options("gpu-01"));
-  ASSERT_TRUE(turn.Take().ok());
+  ASSERT_TRUE(turn.Acquire().ok());
   EXPECT_NE(etcd.kv().at("/berth/fleets/prod/slots/0").lease, *old_lease);
   turn.Release();
   EXPECT_EQ(etcd.kv().count("/berth/fleets/prod/slots/0"), 0u);
@@ -303,14 +302,14 @@ TEST_F(FleetTurnTest, ATurnLostWhileHeldIsTakenAgainBeforeGoingOn) {
   FleetTurnOptions o = Options("gpu-01");
   o.say = [&](const std::string& l) { said.push_back(l); };
   FleetTurn first(f, &etcd, o);
-  ASSERT_TRUE(first.Take().ok());
+  ASSERT_TRUE(first.Acquire().ok());
   etcd.Expire(etcd.kv().at("/berth/fleets/prod/slots/0").lease);
   FleetTurn second(f, &etcd, Options("gpu-02"));
-  ASSERT_TRUE(second.Take().ok());
+  ASSERT_TRUE(second.Acquire().ok());
   clock.on_sleep = [&](std::chrono::milliseconds elapsed) {
     if (elapsed >= std::chrono::seconds(20)) second.Release();
   };
-  ASSERT_TRUE(first.Take().ok());
+  ASSERT_TRUE(first.Acquire().ok());
   EXPECT_GE(clock.Elapsed(), std::chrono::seconds(20)) << "it waited for gpu-02's turn to end";
   EXPECT_TRUE(first.holding());
   EXPECT_EQ(etcd.max_slots_held(), 1);
@@ -320,11 +319,11 @@ TEST_F(FleetTurnTest, ATurnLostWhileHeldIsTakenAgainBeforeGoingOn) {
   EXPECT_THAT(said, ::testing::Contains(HasSubstr("this host's turn is lost")));
   // Still held: Take() says so at once.
   auto now = clock.Elapsed();
-  ASSERT_TRUE(first.Take().ok());
+  ASSERT_TRUE(first.Acquire().ok());
   EXPECT_EQ(clock.Elapsed(), now);
   // etcd unreachable: the turn cannot be shown held, so it is not (nothing more goes dark).
   etcd.SetDown(true);
-  Status s = first.Take();
+  Status s = first.Acquire();
   EXPECT_FALSE(s.ok());
   EXPECT_THAT(s.message(), HasSubstr("etcd cannot be reached"));
 }
@@ -370,7 +369,7 @@ TEST_F(FleetTurnTest, OversizedReportsAreLeftOutByNameAndTheTurnStillComes) {
   EXPECT_THAT(warnings[0], HasSubstr("the fleet report at /berth/fleets/prod/hosts/big-0 is "
                                      "larger than 64 KiB, which no berth writes: it is left out"));
   FleetTurn turn(f, &etcd, Options("gpu-02"));
-  EXPECT_TRUE(turn.Take().ok());
+  EXPECT_TRUE(turn.Acquire().ok());
   turn.Release();
 }
 
@@ -650,7 +649,7 @@ TEST_F(FleetReconcilerTest, ATurnLostAfterTheFirstRestartIsTakenAgainBeforeTheSe
     o.digest = kDigest;
     o.clock = &world.clock;
     other = std::make_unique<FleetTurn>(f, &etcd, o);
-    EXPECT_TRUE(other->Take().ok());
+    EXPECT_TRUE(other->Acquire().ok());
     taken = world.clock.Elapsed();
   };
   world.clock.on_sleep = [&](std::chrono::milliseconds elapsed) {

@@ -49,7 +49,7 @@ class FrontStepsTest : public ::testing::Test {
                         reloads.push_back(m + " " + a);
                         return Status::Ok();
                       },
-                      &clock, &progress);
+                      &clock, [this](const std::string& line) { progress << line << "\n"; });
   }
   // FrontSteps owns what the connector returns: a proxy onto the test's fake.
   struct Proxy : FrontControl {
@@ -63,15 +63,16 @@ class FrontStepsTest : public ::testing::Test {
     Result<FrontStats> Stats() override { return f->Stats(); }
   };
   static Action Front(ActionKind kind, const std::string& server = "") {
-    Action a;
-    a.kind = kind;
+    Action a = MakeAction(kind);
     a.address = "front/8000";
-    a.front_port = 8000;
-    a.front_server = server;
-    a.front_socket = "/run/f/8000.sock";
-    a.front_master = "/run/f/8000.master";
+    a.As<FrontStep>().port = 8000;
+    a.As<FrontStep>().server = server;
+    a.As<FrontStep>().socket = "/run/f/8000.sock";
+    a.As<FrontStep>().master = "/run/f/8000.master";
     return a;
   }
+  // A front step as the executor runs it: its kind's runner on its payload.
+  Status Run(const Action& a) { return Steps().Run(a.kind, a.As<FrontStep>()); }
   FakeFront front;
   FakeClock clock;
   std::ostringstream progress;
@@ -79,8 +80,8 @@ class FrontStepsTest : public ::testing::Test {
 };
 
 TEST_F(FrontStepsTest, ARouteToHoldHoldsAndARouteToAServiceRoutesThere) {
-  ASSERT_TRUE(Steps().Run(Front(ActionKind::kRoute, "hold")).ok());
-  ASSERT_TRUE(Steps().Run(Front(ActionKind::kRoute, "svc-b")).ok());
+  ASSERT_TRUE(Run(Front(ActionKind::kRoute, "hold")).ok());
+  ASSERT_TRUE(Run(Front(ActionKind::kRoute, "svc-b")).ok());
   EXPECT_THAT(front.calls, ElementsAre("hold", "route svc-b"));
   EXPECT_THAT(progress.str(), HasSubstr("front 8000: new requests go to svc-b"));
 }
@@ -88,8 +89,8 @@ TEST_F(FrontStepsTest, ARouteToHoldHoldsAndARouteToAServiceRoutesThere) {
 TEST_F(FrontStepsTest, ADrainWaitsUntilNoRequestIsInFlight) {
   front.sessions = {3, 1, 0};
   Action a = Front(ActionKind::kDrain, "svc-a");
-  a.timeout_ms = 60000;
-  ASSERT_TRUE(Steps().Run(a).ok());
+  a.As<FrontStep>().timeout_ms = 60000;
+  ASSERT_TRUE(Run(a).ok());
   EXPECT_THAT(front.calls, ElementsAre("sessions svc-a", "sessions svc-a", "sessions svc-a"));
   EXPECT_THAT(progress.str(), HasSubstr("svc-a drained: no request in flight"));
 }
@@ -97,26 +98,26 @@ TEST_F(FrontStepsTest, ADrainWaitsUntilNoRequestIsInFlight) {
 TEST_F(FrontStepsTest, ADrainThatRunsOutGoesOnButAFrontThatCannotBeAskedFails) {
   front.sessions = {2};
   Action a = Front(ActionKind::kDrain, "svc-a");
-  a.timeout_ms = 5000;
-  ASSERT_TRUE(Steps().Run(a).ok());  // the bound is the manifest's word on how long to wait
+  a.As<FrontStep>().timeout_ms = 5000;
+  ASSERT_TRUE(Run(a).ok());  // the bound is the manifest's word on how long to wait
   EXPECT_THAT(progress.str(), HasSubstr("svc-a did not drain"));
   EXPECT_GE(clock.Elapsed(), std::chrono::milliseconds(5000));
   front.fail = Status::IoError("cannot reach /run/f/8000.sock");
-  Status s = Steps().Run(a);
+  Status s = Run(a);
   EXPECT_FALSE(s.ok());
   EXPECT_THAT(s.message(), HasSubstr("cannot reach /run/f/8000.sock"));
 }
 
 TEST_F(FrontStepsTest, TheReadyPathTurns503ThenWaitsItsLead) {
   Action a = Front(ActionKind::kReady);
-  a.ready = false;
-  a.timeout_ms = 20000;
-  ASSERT_TRUE(Steps().Run(a).ok());
+  a.As<FrontStep>().ready = false;
+  a.As<FrontStep>().timeout_ms = 20000;
+  ASSERT_TRUE(Run(a).ok());
   EXPECT_THAT(front.calls, ElementsAre("ready 503"));
   EXPECT_THAT(clock.sleeps, ElementsAre(std::chrono::milliseconds(20000)));
-  a.ready = true;
-  a.timeout_ms = 0;
-  ASSERT_TRUE(Steps().Run(a).ok());
+  a.As<FrontStep>().ready = true;
+  a.As<FrontStep>().timeout_ms = 0;
+  ASSERT_TRUE(Run(a).ok());
   EXPECT_THAT(front.calls, ElementsAre("ready 503", "ready 200"));
 }
 
@@ -124,14 +125,14 @@ TEST_F(FrontStepsTest, AConfigurationIsWrittenWithItsFoldersAndReloadedOnlyWhenT
   auto dir = std::filesystem::temp_directory_path() /
              ("berth-front-steps-" + std::to_string(::getpid())) / "a" / "b";
   Action a = Front(ActionKind::kWriteFront);
-  a.front_config = (dir / "8000.cfg").string();
-  a.unit_content = "# berth-front-active: hold\nglobal\n";
-  ASSERT_TRUE(Steps().Run(a).ok());
-  std::ifstream in(a.front_config);
-  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), a.unit_content);
+  a.As<FrontStep>().config = (dir / "8000.cfg").string();
+  a.As<FrontStep>().config_text = "# berth-front-active: hold\nglobal\n";
+  ASSERT_TRUE(Run(a).ok());
+  std::ifstream in(a.As<FrontStep>().config);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), a.As<FrontStep>().config_text);
   EXPECT_TRUE(reloads.empty());
-  a.reload = true;
-  ASSERT_TRUE(Steps().Run(a).ok());
+  a.As<FrontStep>().reload = true;
+  ASSERT_TRUE(Run(a).ok());
   EXPECT_THAT(reloads, ElementsAre("/run/f/8000.master /run/f/8000.sock"));
   std::filesystem::remove_all(dir.parent_path().parent_path());
 }

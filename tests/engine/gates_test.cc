@@ -267,7 +267,7 @@ TEST_F(GatesTest, AnEditedPreflightCommandOrSmokePromptInASavedPlanNeverRuns) {
     nlohmann::json plan = nlohmann::json::parse(in);
     in.close();
     for (auto& a : plan["actions"])
-      if (a["kind"] == kind) a.update(nlohmann::json::parse(set));
+      if (a["kind"] == kind) a["step"].update(nlohmann::json::parse(set));
     std::ofstream(file, std::ios::trunc) << plan.dump(2);
     world.calls.clear();
     RunReport r = Pass("", true, file);

@@ -77,13 +77,11 @@ TEST(SeedExample, RendersExactlyTheFlagsOfMinimaxsVllmGuide) {
 TEST(PlanText, ADarkPortSaysWhenAServiceOfUnknownPortMayServeItAfter) {
   Plan p;
   p.host = "gpu-01";
-  Action start;
-  start.kind = ActionKind::kStart;
+  Action start = MakeAction(ActionKind::kStart);
   start.address = "service/kimi";
   start.reason = Reason::kNotRunning;
   start.detail = "not running (no engine)";
-  Action stop;
-  stop.kind = ActionKind::kStop;
+  Action stop = MakeAction(ActionKind::kStop);
   stop.address = "service/minimax";
   stop.reason = Reason::kWantedStopped;
   stop.detail = "state: stopped; frees port 8000";

@@ -240,14 +240,13 @@ TEST(ObserveUnitText, HandWrittenUnitsAreReadBoundedAndOnlyAsUtf8) {
 }
 
 Action Adopted(const std::string& note) {
-  Action a;
-  a.kind = ActionKind::kWriteUnit;
+  Action a = MakeAction(ActionKind::kWriteUnit);
   a.address = "unit/x.service";
   a.unit = "x.service";
   a.reason = Reason::kUnitAdopted;
   a.detail = "adopt: true replaces /etc/systemd/system/x.service";
-  a.unit_content = "[Service]\nExecStart=/bin/x\n";
-  a.unit_old_note = note;
+  a.As<UnitFileStep>().content = "[Service]\nExecStart=/bin/x\n";
+  a.As<UnitFileStep>().old_note = note;
   return a;
 }
 
@@ -266,8 +265,7 @@ TEST(PlanText, TheSummaryCountsEveryActionAndSaysWhenThePlanCannotRun) {
   Plan p;
   p.host = "gpu-01";
   auto act = [](ActionKind k, const std::string& address) {
-    Action a;
-    a.kind = k;
+    Action a = MakeAction(k);
     a.address = address;
     return a;
   };

@@ -191,7 +191,7 @@ TEST_F(ReconcilerTest, KilledApplyIsResumedFromItsJournal) {
   berth::Plan acted = planned.plan;
   for (Action& a : acted.actions)
     if (a.kind == ActionKind::kWriteUnit)
-      a.unit_content = StampLineage(a.unit_content, state->lineage);
+      a.As<UnitFileStep>().content = StampLineage(a.As<UnitFileStep>().content, state->lineage);
   Desired d = world.desired;
   world.host.Apply(acted, d);
 
@@ -457,7 +457,10 @@ TEST_P(SavedPlanTamperTest, AnEditedSavedPlanNeverRuns) {
     plan["actions"].push_back(patch["append"]);
   } else {
     for (auto& a : plan["actions"])
-      if (a["kind"] == patch["kind"]) a.update(patch["set"]);
+      if (a["kind"] == patch["kind"]) {
+        if (patch.contains("set")) a.update(patch["set"]);
+        if (patch.contains("step")) a["step"].update(patch["step"]);
+      }
   }
   std::ofstream(file, std::ios::trunc) << plan.dump(2);
   world.calls.clear();
@@ -475,30 +478,32 @@ INSTANTIATE_TEST_SUITE_P(
     Edits, SavedPlanTamperTest,
     ::testing::Values(
         std::make_pair("an ExecStartPre= added to the unit",
-                       R"({"kind": "write-unit", "set": {"unit_content":
+                       R"({"kind": "write-unit", "step": {"content":
                            "[Service]\nExecStartPre=/bin/touch /tmp/pwned\nExecStart=/bin/true\n"}})"),
         std::make_pair("another unit written and started",
                        R"({"append": {"kind": "write-unit", "address": "unit/evil.service",
                            "reason": "unit_missing", "requires": {"gpu_bytes": {}},
-                           "frees": {"gpu_bytes": {}}, "unit": "evil.service",
-                           "unit_content": "[Service]\nExecStart=/bin/sh -c id\n"}})"),
+                           "frees": {"gpu_bytes": {}}, "unit": "evil.service", "takes_down": false,
+                           "step": {"content": "[Service]\nExecStart=/bin/sh -c id\n"}}})"),
         std::make_pair("a unit path that climbs out of the unit directory",
                        R"({"kind": "write-unit", "set": {"unit": "../../../etc/cron.d/x"}})"),
         std::make_pair("the model's commit changed",
-                       R"({"kind": "download", "set": {"commit": "../../../../etc"}})"),
+                       R"({"kind": "download", "step": {"commit": "../../../../etc"}})"),
         std::make_pair("a removal of the model in use",
                        R"({"append": {"kind": "remove-model", "address": "model/minimax",
                            "reason": "not_used", "requires": {"gpu_bytes": {}},
-                           "frees": {"gpu_bytes": {}}, "repo_id": "MiniMaxAI/MiniMax-M2",
-                           "commit": "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"}})"),
+                           "frees": {"gpu_bytes": {}}, "unit": "", "takes_down": false,
+                           "step": {"repo_id": "MiniMaxAI/MiniMax-M2",
+                                    "commit": "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"}}})"),
         std::make_pair("a health gate with another port",
-                       R"({"kind": "wait-healthy", "set": {"port": 22}})"),
+                       R"({"kind": "wait-healthy", "step": {"port": 22}})"),
         std::make_pair("the disable turned onto another unit",
                        R"({"kind": "disable", "set": {"unit": "ssh.service"}})"),
         std::make_pair("an enable of another unit",
                        R"({"append": {"kind": "enable", "address": "unit/evil.service",
                            "reason": "not_enabled", "requires": {"gpu_bytes": {}},
-                           "frees": {"gpu_bytes": {}}, "unit": "evil.service"}})")));
+                           "frees": {"gpu_bytes": {}}, "unit": "evil.service", "takes_down": false,
+                           "step": {"gpus": [], "for_service": ""}}})")));
 
 // Fingerprints cut out of the file: apply could no longer tell whether what a step touches
 // changed since. All of them: the file is refused as unreadable; one: refused as stale.

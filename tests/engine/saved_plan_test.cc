@@ -49,14 +49,12 @@ TEST(SavedPlanStaleness, APlanFromTheFutureIsRefusedWhateverMaxAgeSays) {
 class SavedPlanFile : public ::testing::Test {
  protected:
   SavedPlanFile() {
-    Action write;
-    write.kind = ActionKind::kWriteUnit;
+    Action write = MakeAction(ActionKind::kWriteUnit);
     write.address = "service/chat";
     write.reason = Reason::kUnitMissing;
     write.unit = "vllm-chat.service";
-    write.unit_content = "[Service]\nExecStart=/bin/true\n";
-    Action start;
-    start.kind = ActionKind::kStart;
+    write.As<UnitFileStep>().content = "[Service]\nExecStart=/bin/true\n";
+    Action start = MakeAction(ActionKind::kStart);
     start.address = "service/chat";
     start.reason = Reason::kNotRunning;
     start.unit = "vllm-chat.service";
@@ -87,17 +85,16 @@ TEST_F(SavedPlanFile, WhatBerthWritesReadsBackWithItsFingerprints) {
 }
 
 TEST(SavedPlanEngineCheck, AnEngineCheckReadsBackWithItsArgvAndEnvironment) {
-  Action check;
-  check.kind = ActionKind::kPreflight;
+  Action check = MakeAction(ActionKind::kPreflight);
   check.address = "service/chat";
   check.reason = Reason::kEngineCheck;
   check.unit = "vllm-chat.service";
-  check.engine = "vllm";
-  check.check_program = "vllm_check.py";
-  check.argv = {"/opt/venv/bin/vllm", "serve", "/models/x", "--port", "8000"};
-  check.env = {"CUDA_VISIBLE_DEVICES=0", "HF_HUB_OFFLINE=1", "A=b=c"};
-  check.env_file = "/etc/berth/chat.env";
-  check.timeout_ms = 300'000;
+  check.As<PreflightStep>().engine = "vllm";
+  check.As<PreflightStep>().check_program = "vllm_check.py";
+  check.As<PreflightStep>().argv = {"/opt/venv/bin/vllm", "serve", "/models/x", "--port", "8000"};
+  check.As<PreflightStep>().env = {"CUDA_VISIBLE_DEVICES=0", "HF_HUB_OFFLINE=1", "A=b=c"};
+  check.As<PreflightStep>().env_file = "/etc/berth/chat.env";
+  check.As<PreflightStep>().timeout_ms = 300'000;
   Plan plan;
   plan.actions = {check};
   Observed observed;
@@ -111,31 +108,31 @@ TEST(SavedPlanEngineCheck, AnEngineCheckReadsBackWithItsArgvAndEnvironment) {
   ASSERT_EQ(p->plan.actions.size(), 1u);
   const Action& back = p->plan.actions[0];
   EXPECT_EQ(back.reason, Reason::kEngineCheck);
-  EXPECT_EQ(back.engine, "vllm");
-  EXPECT_EQ(back.check_program, check.check_program);
-  EXPECT_EQ(back.argv, check.argv);
-  EXPECT_EQ(back.env, check.env);
-  EXPECT_EQ(back.env_file, check.env_file);
+  EXPECT_EQ(back.As<PreflightStep>().engine, "vllm");
+  EXPECT_EQ(back.As<PreflightStep>().check_program, check.As<PreflightStep>().check_program);
+  EXPECT_EQ(back.As<PreflightStep>().argv, check.As<PreflightStep>().argv);
+  EXPECT_EQ(back.As<PreflightStep>().env, check.As<PreflightStep>().env);
+  EXPECT_EQ(back.As<PreflightStep>().env_file, check.As<PreflightStep>().env_file);
   EXPECT_TRUE(PlanDifferences(p->plan, plan).empty());
   // A plan whose check would run with another environment is not the saved one.
   Plan other = plan;
-  other.actions[0].env.push_back("PYTHONPATH=/elsewhere");
+  other.actions[0].As<PreflightStep>().env.push_back("PYTHONPATH=/elsewhere");
   EXPECT_THAT(PlanDifferences(p->plan, other),
               ElementsAre(HasSubstr("step 1 (preflight service/chat): its environment is not "
                                     "what berth would do now")));
 }
 
 TEST_F(SavedPlanFile, AKeyWrittenTwiceIsRefusedNamingIt) {
-  // A reviewer's tool shows the first "unit_content", berth would write the last.
+  // A reviewer's tool shows the first "content", berth would write the last.
   std::string text = Text();
-  std::string key = "\"unit_content\": ";
+  std::string key = "\"content\": ";
   size_t at = text.find(key);
   ASSERT_NE(at, std::string::npos);
   text.insert(at, key + "\"[Service]\\nExecStart=/usr/bin/harmless\\n\",\n      ");
   Result<SavedPlan> p = Read(text);
   ASSERT_FALSE(p.ok());
   EXPECT_THAT(p.status().message(),
-              HasSubstr("the key 'unit_content' appears twice in one object (in actions[])"));
+              HasSubstr("the key 'content' appears twice in one object (in actions[].step)"));
   EXPECT_THAT(p.status().message(), HasSubstr("make the plan again with `berth plan --out`"));
   // Top level too.
   std::string top = Text();
@@ -224,8 +221,7 @@ namespace {
 Plan StopFirstPlan() {
   Plan plan;
   auto act = [](ActionKind k, const std::string& name) {
-    Action a;
-    a.kind = k;
+    Action a = MakeAction(k);
     a.address = "service/" + name;
     a.unit = name + ".service";
     return a;
@@ -234,8 +230,8 @@ Plan StopFirstPlan() {
   stop.takes_down = true;
   Action start = act(ActionKind::kStart, "minimax");
   Action gate = act(ActionKind::kWaitHealthy, "minimax");
-  gate.port = 8000;
-  gate.timeout_ms = 60'000;
+  gate.As<HealthStep>().port = 8000;
+  gate.As<HealthStep>().timeout_ms = 60'000;
   plan.actions = {stop, start, gate};
   Switch sw;
   sw.address = "service/minimax";
@@ -248,9 +244,8 @@ Plan StopFirstPlan() {
   old.address = "service/kimi";
   old.unit = "kimi.service";
   old.stop_step = 0;
-  old.gate = act(ActionKind::kWaitHealthy, "kimi");
   old.gate.port = 8000;
-  old.gate.health_path = "/health";
+  old.gate.path = "/health";
   old.gate.served_name = "kimi";
   old.gate.timeout_ms = 600'000;
   old.gate.interval_ms = 5'000;
@@ -288,10 +283,8 @@ TEST(SavedPlanSwitches, AStopFirstSwitchReadsBackWithWhatItReplacesAndItsGate) {
   const Replaced& r = sw.replaces[0];
   EXPECT_EQ(r.unit, "kimi.service");
   EXPECT_EQ(r.stop_step, 0u);
-  EXPECT_EQ(r.gate.kind, ActionKind::kWaitHealthy);
-  EXPECT_EQ(r.gate.unit, "kimi.service");
   EXPECT_EQ(r.gate.port, 8000);
-  EXPECT_EQ(r.gate.health_path, "/health");
+  EXPECT_EQ(r.gate.path, "/health");
   EXPECT_EQ(r.gate.served_name, "kimi");
   EXPECT_EQ(r.gate.timeout_ms, 600'000u);
   EXPECT_EQ(r.gate.interval_ms, 5'000u);

@@ -145,24 +145,23 @@ TEST_F(StateTest, TheJournalKeepsWhatEachSwitchReplacedAndEveryUnfinishedGate) {
   Replaced old;
   old.unit = "old.service";
   old.address = "service/old";
-  old.gate.kind = ActionKind::kWaitHealthy;
-  old.gate.unit = "old.service";
-  old.gate.address = "service/old";
   old.gate.port = 8000;
-  old.gate.health_path = "/health";
+  old.gate.path = "/health";
   old.gate.served_name = "old";
   old.gate.timeout_ms = 600000;
   old.gate.interval_ms = 5000;
-  Action own;
-  own.kind = ActionKind::kWaitHealthy;
+  Action own = MakeAction(ActionKind::kWaitHealthy);
   own.unit = "inplace.service";
   own.address = "service/inplace";
-  own.port = 8001;
-  own.health_path = "/health";
-  own.timeout_ms = 300000;
-  j.switches = {
-      {"service/new", "new.service", {old}, std::nullopt, {}},
-      {"service/inplace", "inplace.service", {}, "[Unit]\nDescription=\xff\xfe not UTF-8\n", own}};
+  own.As<HealthStep>().port = 8001;
+  own.As<HealthStep>().path = "/health";
+  own.As<HealthStep>().timeout_ms = 300000;
+  j.switches = {{"service/new", "new.service", {old}, std::nullopt, {}},
+                {"service/inplace",
+                 "inplace.service",
+                 {},
+                 "[Unit]\nDescription=\xff\xfe not UTF-8\n",
+                 own.As<HealthStep>()}};
   ASSERT_TRUE(sd.SaveJournal(j).ok());
   bool exists = false;
   auto back = sd.LoadJournal(&exists);
@@ -172,14 +171,12 @@ TEST_F(StateTest, TheJournalKeepsWhatEachSwitchReplacedAndEveryUnfinishedGate) {
   ASSERT_EQ(back->switches[0].replaced.size(), 1u);
   const Replaced& s = back->switches[0].replaced[0];
   EXPECT_EQ(s.unit, "old.service");
-  EXPECT_EQ(s.gate.kind, ActionKind::kWaitHealthy);
-  EXPECT_EQ(s.gate.unit, "old.service");
   EXPECT_EQ(s.gate.port, 8000);
   EXPECT_EQ(s.gate.served_name, "old");
   EXPECT_EQ(s.gate.timeout_ms, 600000u);
   EXPECT_EQ(back->switches[0].gate.port, 0) << "none kept: not waited for";
   EXPECT_EQ(back->switches[1].gate.port, 8001);
-  EXPECT_EQ(back->switches[1].gate.unit, "inplace.service");
+  EXPECT_EQ(back->switches[1].gate.path, "/health");
   EXPECT_FALSE(back->switches[0].unit_before);
   EXPECT_EQ(back->switches[1].unit_before, "[Unit]\nDescription=\xff\xfe not UTF-8\n");
 
@@ -208,7 +205,7 @@ TEST(JournalFormat, AJournalFromBeforeSwitchGatesStillReads) {
   ASSERT_EQ(j->switches.size(), 1u);
   ASSERT_EQ(j->switches[0].replaced.size(), 1u);
   EXPECT_EQ(j->switches[0].replaced[0].gate.port, 8000);
-  EXPECT_EQ(j->switches[0].replaced[0].gate.health_path, "/health");
+  EXPECT_EQ(j->switches[0].replaced[0].gate.path, "/health");
   EXPECT_EQ(j->switches[0].gate.port, 0);
 }
 

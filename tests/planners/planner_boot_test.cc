@@ -205,7 +205,7 @@ TEST_F(ScenarioTest, AServiceAnInterruptedApplyLeftBeforeItsLastGateGetsItsWhole
   EXPECT_THAT(Steps(p), ElementsAre("wait-healthy service/svc interrupted_switch",
                                     "smoke service/svc interrupted_switch",
                                     "floor service/svc interrupted_switch"));
-  EXPECT_EQ(p.actions[1].port, 8000);
+  EXPECT_EQ(p.actions[1].As<SmokeStep>().port, 8000);
   EXPECT_THAT(p.actions[2].detail, ::testing::HasSubstr("never saw this gate pass"));
   // A service no longer wanted running is not gated.
   s.state = ServiceState::kStopped;

@@ -93,13 +93,12 @@ TEST_F(DarkWindowTest, ARestartWithoutANewUnitFileHasNoRollbackInItsWorstCase) {
   dis.port = 8000;
   dis.from_step = 1;
   dis.until_step = 2;
-  Action restart;
-  restart.kind = ActionKind::kRestart;
+  Action restart = MakeAction(ActionKind::kRestart);
   restart.address = "service/svc";
   restart.unit = "svc.service";
-  Action gate = restart;
-  gate.kind = ActionKind::kWaitHealthy;
-  gate.timeout_ms = 10 * kMinute;
+  Action gate = MakeAction(ActionKind::kWaitHealthy, restart.address, Reason::kHealthGate);
+  gate.unit = restart.unit;
+  gate.As<HealthStep>().timeout_ms = 10 * kMinute;
   p.actions = {restart, gate};
   p.disruptions = {dis};
   EstimateDarkWindows(o, &p);

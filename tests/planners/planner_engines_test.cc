@@ -27,17 +27,17 @@ TEST_F(ScenarioTest, ATrtllmServeServiceRendersItsCommandAndItsGateAsksForTheSna
   const Action* unit = Find(p, ActionKind::kWriteUnit, "unit/trt.service");
   ASSERT_NE(unit, nullptr);
   const std::string snapshot = "/models/models--org--a/snapshots/" + Commit("a");
-  EXPECT_THAT(unit->unit_content,
+  EXPECT_THAT(unit->As<UnitFileStep>().content,
               HasSubstr("ExecStart=\"/opt/trt/bin/trtllm-serve\" \"serve\" \"" + snapshot +
                         "\" \"--host\" \"0.0.0.0\" \"--port\" \"8000\" \"--tp_size\" \"4\" "
                         "\"--pp_size\" \"1\" \"--ep_size\" \"2\" \"--extra_llm_api_options\" "
                         "\"/etc/berth/trt.yaml\""));
-  EXPECT_THAT(unit->unit_content, HasSubstr("CUDA_VISIBLE_DEVICES=0,1,2,3"));
+  EXPECT_THAT(unit->As<UnitFileStep>().content, HasSubstr("CUDA_VISIBLE_DEVICES=0,1,2,3"));
   // trtllm-serve cannot be told a name: it lists the snapshot folder's, the commit.
   const Action* gate = Find(p, ActionKind::kWaitHealthy, "service/trt");
   ASSERT_NE(gate, nullptr);
-  EXPECT_EQ(gate->served_name, Commit("a"));
-  EXPECT_EQ(gate->health_path, "/health");
+  EXPECT_EQ(gate->As<HealthStep>().served_name, Commit("a"));
+  EXPECT_EQ(gate->As<HealthStep>().path, "/health");
   EXPECT_THAT(gate->detail, HasSubstr("/v1/models lists '" + Commit("a") + "'"));
   Converge();
 }
@@ -50,7 +50,7 @@ TEST_F(ScenarioTest, TrtllmServesSmokeRequestsAskForTheNameItLists) {
   ASSERT_FALSE(p.blocked()) << Problems(p);
   const Action* smoke = Find(p, ActionKind::kSmoke, "service/trt");
   ASSERT_NE(smoke, nullptr);
-  EXPECT_EQ(smoke->served_name, Commit("a"));
+  EXPECT_EQ(smoke->As<SmokeStep>().served_name, Commit("a"));
 }
 
 TEST_F(ScenarioTest, ACommandWithoutServedNameIsGatedOnItsHealthPathAloneAndSaysSo) {
@@ -60,14 +60,14 @@ TEST_F(ScenarioTest, ACommandWithoutServedNameIsGatedOnItsHealthPathAloneAndSays
   ASSERT_FALSE(p.blocked()) << Problems(p);
   const Action* gate = Find(p, ActionKind::kWaitHealthy, "service/tgi");
   ASSERT_NE(gate, nullptr);
-  EXPECT_EQ(gate->served_name, "");
+  EXPECT_EQ(gate->As<HealthStep>().served_name, "");
   EXPECT_THAT(gate->detail, HasSubstr("the health path alone"));
 
   d.services["tgi"].served_name = "meta-llama/Llama-3.1-8B-Instruct";
   p = PlanNow();
   gate = Find(p, ActionKind::kWaitHealthy, "service/tgi");
   ASSERT_NE(gate, nullptr);
-  EXPECT_EQ(gate->served_name, "meta-llama/Llama-3.1-8B-Instruct");
+  EXPECT_EQ(gate->As<HealthStep>().served_name, "meta-llama/Llama-3.1-8B-Instruct");
   EXPECT_THAT(gate->detail, HasSubstr("/v1/models lists 'meta-llama/Llama-3.1-8B-Instruct'"));
   EXPECT_THAT(gate->detail, Not(HasSubstr("alone")));
 }
@@ -86,7 +86,7 @@ TEST_F(ScenarioTest, AnSglangDraftModelIsKeptInTheStoreAndPassedAsItsSnapshot) {
   EXPECT_EQ(Find(p, ActionKind::kRemoveModel, "model/head"), nullptr) << "the draft is in use";
   const Action* unit = Find(p, ActionKind::kWriteUnit, "unit/sg.service");
   ASSERT_NE(unit, nullptr);
-  EXPECT_THAT(unit->unit_content,
+  EXPECT_THAT(unit->As<UnitFileStep>().content,
               HasSubstr("\"--speculative-algorithm\" \"EAGLE3\" \"--speculative-draft-model-path\" "
                         "\"/models/models--org--eagle3-head/snapshots/" +
                         Commit("e") + "\""));

@@ -87,7 +87,7 @@ TEST_F(FrontPlanTest, TheFirstApplyStartsTheFrontThenTheBackendAndRoutesToIt) {
   EXPECT_LT(at("start service/berth-front-8000 not_running"),
             at("start service/svc-a not_running"));
   EXPECT_LT(at("wait-healthy service/svc-a health_gate"), at("route front/8000 health_gate"));
-  EXPECT_EQ(At(p, "route front/8000 health_gate").front_server, "svc-a");
+  EXPECT_EQ(At(p, "route front/8000 health_gate").As<FrontStep>().server, "svc-a");
   Converge();
   EXPECT_EQ(ActiveNow(d, o, 8000), "svc-a");
 }
@@ -111,7 +111,7 @@ TEST_F(FrontPlanTest, WithRoomForBothTheSwitchIsMakeBeforeBreak) {
           "route front/8000 health_gate", "drain service/svc-a frees_resources",
           "stop service/svc-a frees_resources", "enable unit/svc-b.service not_enabled",
           "disable unit/svc-a.service wanted_stopped", "write-front front/8000 unit_changed"));
-  EXPECT_TRUE(At(p, "write-front front/8000 unit_changed").reload);
+  EXPECT_TRUE(At(p, "write-front front/8000 unit_changed").As<FrontStep>().reload);
   EXPECT_EQ(Port(p, 8000), "none ");
   Converge();
   EXPECT_EQ(ActiveNow(d, o, 8000), "svc-b");
@@ -136,7 +136,8 @@ TEST_F(FrontPlanTest, WithoutRoomTheFrontHoldsWhileTheOldStopsAndTheNewStarts) {
                   "route front/8000 health_gate", "enable unit/svc-b.service not_enabled",
                   "disable unit/svc-a.service wanted_stopped",
                   "write-front front/8000 unit_changed"));
-  EXPECT_EQ(At(p, "route front/8000 health_gate").front_server, "hold");  // the first route
+  EXPECT_EQ(At(p, "route front/8000 health_gate").As<FrontStep>().server,
+            "hold");  // the first route
   EXPECT_EQ(Port(p, 8000), "held ");
   ASSERT_EQ(p.disruptions.size(), 1u);
   EXPECT_EQ(p.disruptions[0].hold_ms, 5u * 60 * 1000);
@@ -174,10 +175,10 @@ TEST_F(FrontPlanTest, TheReadyPathTurnsBeforeTheHoldAndTheTurnIsTakenThere) {
   ASSERT_FALSE(p.blocked()) << Problems(p);
   std::vector<std::string> fronts;
   for (size_t i = 0; i < p.actions.size(); ++i)
-    if (p.actions[i].front_port)
+    if (std::holds_alternative<FrontStep>(p.actions[i].step))
       fronts.push_back(Steps(p)[i] + (p.actions[i].takes_down ? " (turn)" : "") +
                        (p.actions[i].kind == ActionKind::kReady
-                            ? std::string(p.actions[i].ready ? " 200" : " 503")
+                            ? std::string(p.actions[i].As<FrontStep>().ready ? " 200" : " 503")
                             : ""));
   EXPECT_THAT(
       fronts,
@@ -185,7 +186,7 @@ TEST_F(FrontPlanTest, TheReadyPathTurnsBeforeTheHoldAndTheTurnIsTakenThere) {
                   "route front/8000 health_gate", "drain service/svc-a frees_resources",
                   "route front/8000 health_gate", "ready front/8000 health_gate 200",
                   "write-front front/8000 unit_changed"));
-  EXPECT_EQ(At(p, "ready front/8000 health_gate").timeout_ms, 20000u);
+  EXPECT_EQ(At(p, "ready front/8000 health_gate").As<FrontStep>().timeout_ms, 20000u);
   ASSERT_EQ(p.switches.size(), 1u);
   EXPECT_EQ(p.switches[0].mode, SwitchMode::kHold);
   EXPECT_EQ(p.switches[0].undo_route, "svc-a");

@@ -35,7 +35,7 @@ class PinsTest : public PlannerTest {
   static std::vector<std::string> Removed(const Plan& p) {
     std::vector<std::string> v;
     for (const auto& a : p.actions)
-      if (a.kind == ActionKind::kRemoveModel) v.push_back(a.commit);
+      if (a.kind == ActionKind::kRemoveModel) v.push_back(a.As<RemoveModelStep>().commit);
     return v;
   }
 };
@@ -65,7 +65,7 @@ TEST_F(PinsTest, AMovedPinDownloadsRestartsKeepsThePreviousAndPrunesTheOneBefore
       ElementsAre("download model/a revision_changed", "write-unit unit/svc.service unit_changed",
                   "daemon-reload systemd unit_files_changed", "restart service/svc model_updated",
                   "wait-healthy service/svc health_gate"));
-  EXPECT_EQ(p.actions[0].commit, Commit("2"));
+  EXPECT_EQ(p.actions[0].As<DownloadStep>().commit, Commit("2"));
   EXPECT_THAT(p.actions[0].detail,
               HasSubstr("(main, pinned in berth.lock), 1.2 kB: berth.lock pins main at 2222222 "
                         "(the store has 1111111)"));
@@ -119,10 +119,11 @@ TEST_F(PinsTest, PinnedBehindUpstreamOnAFreshHostDownloadsThePinnedCommitWithIts
   Hub("org/a", Commit("1"), Commit("1"), 1000);  // the observer's question about the pin
   Plan p = PlanNow();
   const Action& dl = At(p, "download model/a model_missing");
-  EXPECT_EQ(dl.commit, Commit("1"));
-  EXPECT_EQ(dl.revision, "main");  // the executor fetches dl.commit and points refs/main at it
+  EXPECT_EQ(dl.As<DownloadStep>().commit, Commit("1"));
+  EXPECT_EQ(dl.As<DownloadStep>().revision,
+            "main");  // the executor fetches dl.commit and points refs/main at it
   EXPECT_EQ(dl.requires_.disk_bytes, 1000u);
-  EXPECT_THAT(At(p, "write-unit unit/svc.service unit_missing").unit_content,
+  EXPECT_THAT(At(p, "write-unit unit/svc.service unit_missing").As<UnitFileStep>().content,
               HasSubstr("snapshots/" + Commit("1")));
   EXPECT_THAT(NoteTexts(p), Contains(HasSubstr("upstream main moved to 2222222")));
 }
@@ -130,7 +131,7 @@ TEST_F(PinsTest, PinnedBehindUpstreamOnAFreshHostDownloadsThePinnedCommitWithIts
 TEST_F(PinsTest, AModelWithoutALockEntryFollowsTheHubAndWarnsThatItIsNotPinned) {
   Upstream(Commit("1"));
   Plan p = PlanNow();
-  EXPECT_EQ(At(p, "download model/a model_missing").commit, Commit("1"));
+  EXPECT_EQ(At(p, "download model/a model_missing").As<DownloadStep>().commit, Commit("1"));
   EXPECT_THAT(p.warnings, Contains(HasSubstr("model/a is not pinned: revision 'main' follows the "
                                              "Hub")));
   // A commit in the manifest pins it itself: no warning.
@@ -142,7 +143,7 @@ TEST_F(PinsTest, AStaleEntryIsSaidAndThePlanFollowsTheManifest) {
   Pin(Commit("1"), "v1");  // locked when the manifest asked for v1; it asks for main now
   Upstream(Commit("2"));
   Plan p = PlanNow();
-  EXPECT_EQ(At(p, "download model/a model_missing").commit, Commit("2"));
+  EXPECT_EQ(At(p, "download model/a model_missing").As<DownloadStep>().commit, Commit("2"));
   EXPECT_THAT(p.warnings, Contains(HasSubstr("model/a: berth.lock's entry is stale: it pins "
                                              "org/a@v1 at 1111111 but the manifest asks for "
                                              "org/a@main")));

@@ -223,15 +223,16 @@ TEST_F(PreflightTest, ThePreflightCommandRunsBeforeAnythingGoesDarkAndSmokeAfter
                                     "smoke service/vllm-minimax-m25 smoke_gate",
                                     "enable unit/vllm-minimax-m25.service not_enabled"));
   const Action& pre = p.actions[1];
-  EXPECT_THAT(pre.argv, ElementsAre("/opt/vllm/bin/check-arch", "MiniMaxM2ForCausalLM"));
-  EXPECT_EQ(pre.timeout_ms, 120'000u);
+  EXPECT_THAT(pre.As<PreflightStep>().argv,
+              ElementsAre("/opt/vllm/bin/check-arch", "MiniMaxM2ForCausalLM"));
+  EXPECT_EQ(pre.As<PreflightStep>().timeout_ms, 120'000u);
   EXPECT_THAT(pre.detail, HasSubstr("must exit 0 before anything is stopped"));
   const Action& smoke = p.actions[7];
-  EXPECT_EQ(smoke.api, "chat");
-  EXPECT_EQ(smoke.port, 8000);
-  EXPECT_EQ(smoke.served_name, "vllm-minimax-m25");
-  EXPECT_EQ(smoke.max_tokens, 8);
-  EXPECT_EQ(smoke.timeout_ms, 30'000u);
+  EXPECT_EQ(smoke.As<SmokeStep>().api, "chat");
+  EXPECT_EQ(smoke.As<SmokeStep>().port, 8000);
+  EXPECT_EQ(smoke.As<SmokeStep>().served_name, "vllm-minimax-m25");
+  EXPECT_EQ(smoke.As<SmokeStep>().max_tokens, 8);
+  EXPECT_EQ(smoke.As<SmokeStep>().timeout_ms, 30'000u);
   EXPECT_THAT(smoke.detail, HasSubstr("POST /v1/chat/completions"));
   // The port is dark from the stop until the health gate; the smoke gate does not extend it.
   ASSERT_EQ(p.disruptions.size(), 1u);
@@ -292,21 +293,24 @@ TEST_F(EngineCheckTest, TheCheckRunsBeforeTheStopWithTheUnitsArgvAndEnvironment)
                                     "enable unit/vllm-minimax-m25.service not_enabled"));
   const Action& check = p.actions[1];
   EXPECT_EQ(check.kind, ActionKind::kPreflight);
-  EXPECT_EQ(check.engine, "vllm");
-  EXPECT_EQ(check.check_program, "vllm_check.py");
-  EXPECT_EQ(check.timeout_ms, 120'000u);  // preflight: timeout bounds both checks
+  EXPECT_EQ(check.As<PreflightStep>().engine, "vllm");
+  EXPECT_EQ(check.As<PreflightStep>().check_program, "vllm_check.py");
+  EXPECT_EQ(check.As<PreflightStep>().timeout_ms,
+            120'000u);  // preflight: timeout bounds both checks
   // Exactly the unit's ExecStart, word for word.
-  const std::string& unit = p.actions[3].unit_content;
-  EXPECT_EQ(check.argv[0], "vllm");
-  EXPECT_EQ(check.argv[1], "serve");
-  EXPECT_EQ(check.argv.back(), R"({"method": "mtp", "num_speculative_tokens": 3})");
+  const std::string& unit = p.actions[3].As<UnitFileStep>().content;
+  EXPECT_EQ(check.As<PreflightStep>().argv[0], "vllm");
+  EXPECT_EQ(check.As<PreflightStep>().argv[1], "serve");
+  EXPECT_EQ(check.As<PreflightStep>().argv.back(),
+            R"({"method": "mtp", "num_speculative_tokens": 3})");
   EXPECT_THAT(unit, HasSubstr("--speculative-config"));
   // The environment the unit's Environment= lines give, in their order, and its env file.
-  EXPECT_THAT(check.env, ElementsAre("CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7", "HF_HUB_OFFLINE=1",
-                                     "HF_HUB_CACHE=/models", "PYTHONPATH=/opt/extra"));
-  for (const std::string& e : check.env)
+  EXPECT_THAT(check.As<PreflightStep>().env,
+              ElementsAre("CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7", "HF_HUB_OFFLINE=1",
+                          "HF_HUB_CACHE=/models", "PYTHONPATH=/opt/extra"));
+  for (const std::string& e : check.As<PreflightStep>().env)
     EXPECT_THAT(unit, HasSubstr("Environment=\"" + e + "\"\n"));
-  EXPECT_EQ(check.env_file, "/etc/berth/minimax.env");
+  EXPECT_EQ(check.As<PreflightStep>().env_file, "/etc/berth/minimax.env");
   EXPECT_THAT(unit, HasSubstr("EnvironmentFile=/etc/berth/minimax.env"));
   EXPECT_THAT(check.detail,
               HasSubstr("engine check: vLLM's own argument parser and engine config for this "
@@ -341,7 +345,7 @@ TEST_F(EngineCheckTest, ARestartIsCheckedAndARunningServiceThatStaysIsNot) {
   EXPECT_EQ(steps[0], "preflight service/one engine_check");
   for (size_t i = 1; i < steps.size(); ++i)
     EXPECT_THAT(steps[i], ::testing::Not(HasSubstr("engine_check"))) << steps[i];
-  EXPECT_EQ(p.actions[0].argv.back(), "8");
+  EXPECT_EQ(p.actions[0].As<PreflightStep>().argv.back(), "8");
 }
 
 TEST_F(EngineCheckTest, ChecksNotFoundNextToBerthAreAWarningNotAStep) {
@@ -373,10 +377,10 @@ TEST_F(EngineCheckTest, OtherEnginesGetTheirOwnCheck) {
     if (a.reason == Reason::kEngineCheck) (a.address == "service/sg" ? sg_check : ll_check) = &a;
   ASSERT_NE(sg_check, nullptr) << ::testing::PrintToString(Steps(p));
   ASSERT_NE(ll_check, nullptr);
-  EXPECT_EQ(sg_check->engine, "sglang");
-  EXPECT_EQ(sg_check->check_program, "sglang_check.py");
-  EXPECT_EQ(ll_check->engine, "llama-server");
-  EXPECT_EQ(ll_check->check_program, "");
+  EXPECT_EQ(sg_check->As<PreflightStep>().engine, "sglang");
+  EXPECT_EQ(sg_check->As<PreflightStep>().check_program, "sglang_check.py");
+  EXPECT_EQ(ll_check->As<PreflightStep>().engine, "llama-server");
+  EXPECT_EQ(ll_check->As<PreflightStep>().check_program, "");
   EXPECT_THAT(ll_check->detail, HasSubstr("llama-server --version"));
 }
 

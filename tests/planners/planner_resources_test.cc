@@ -328,10 +328,10 @@ TEST_F(ScenarioTest, ARevisionPinnedToACommitNeedsNoHub) {
       ElementsAre("download model/a model_missing", "write-unit unit/svc.service unit_missing",
                   "daemon-reload systemd unit_files_changed", "start service/svc not_running",
                   "wait-healthy service/svc health_gate", "enable unit/svc.service not_enabled"));
-  EXPECT_EQ(p.actions[0].commit, Commit("d"));
+  EXPECT_EQ(p.actions[0].As<DownloadStep>().commit, Commit("d"));
   EXPECT_THAT(p.actions[0].detail, HasSubstr("org/a@ddddddd, 2 kB"));
   EXPECT_THAT(p.warnings, IsEmpty());
-  EXPECT_THAT(p.actions[1].unit_content,
+  EXPECT_THAT(p.actions[1].As<UnitFileStep>().content,
               HasSubstr("/models/models--org--a/snapshots/" + Commit("d")));
   Converge();
 }
@@ -359,7 +359,8 @@ TEST_F(ScenarioTest, AnSglangServiceClaimsItsMemFractionOfEachGpu) {
                   "wait-healthy service/sg health_gate", "enable unit/sg.service not_enabled"));
   EXPECT_EQ(p.actions[2].requires_.gpu_bytes.at(0), static_cast<uint64_t>(0.75 * GiB(100)));
   EXPECT_EQ(p.actions[2].requires_.gpu_bytes.at(1), static_cast<uint64_t>(0.75 * GiB(100)));
-  EXPECT_THAT(p.actions[0].unit_content, HasSubstr("\"--mem-fraction-static\" \"0.75\""));
+  EXPECT_THAT(p.actions[0].As<UnitFileStep>().content,
+              HasSubstr("\"--mem-fraction-static\" \"0.75\""));
   Converge();
 }
 
@@ -375,7 +376,8 @@ TEST_F(ScenarioTest, ACommandServiceClaimsItsGpuMemory) {
                   "daemon-reload systemd unit_files_changed", "start service/srv not_running",
                   "wait-healthy service/srv health_gate", "enable unit/srv.service not_enabled"));
   EXPECT_EQ(p.actions[2].requires_.gpu_bytes.at(0), GiB(30));
-  EXPECT_THAT(p.actions[0].unit_content, HasSubstr("ExecStart=\"/opt/srv/bin/serve\""));
+  EXPECT_THAT(p.actions[0].As<UnitFileStep>().content,
+              HasSubstr("ExecStart=\"/opt/srv/bin/serve\""));
   d.services["srv"].gpu_memory = GiB(50);
   Plan blocked = PlanNow();
   ASSERT_TRUE(blocked.blocked());
@@ -407,7 +409,7 @@ TEST_F(ScenarioTest, PlanningTheSameInputsTwiceGivesTheSamePlan) {
   ASSERT_EQ(p1.actions.size(), p2.actions.size());
   for (size_t i = 0; i < p1.actions.size(); ++i) {
     EXPECT_EQ(p1.actions[i].detail, p2.actions[i].detail);
-    EXPECT_EQ(p1.actions[i].unit_content, p2.actions[i].unit_content);
+    EXPECT_TRUE(p1.actions[i].step == p2.actions[i].step) << "step " << i + 1;
   }
   ASSERT_EQ(p1.disruptions.size(), p2.disruptions.size());
   for (size_t i = 0; i < p1.disruptions.size(); ++i) {

@@ -37,10 +37,11 @@ TEST_F(ScenarioTest, ADraftModelIsDownloadedAndNamedByItsSnapshotPath) {
   EXPECT_EQ(Steps(p)[0], "download model/draft model_missing");
   const Action& w = p.actions[1];
   ASSERT_EQ(w.kind, ActionKind::kWriteUnit);
-  EXPECT_THAT(w.unit_content, HasSubstr("\"--speculative-config\" \"{\\\"method\\\":\\\"eagle3\\\","
-                                        "\\\"model\\\":\\\"" +
-                                        d.host.store + "/models--org--draft-eagle3/snapshots/" +
-                                        Commit("d") + "\\\",\\\"num_speculative_tokens\\\":3}\""));
+  EXPECT_THAT(w.As<UnitFileStep>().content,
+              HasSubstr("\"--speculative-config\" \"{\\\"method\\\":\\\"eagle3\\\","
+                        "\\\"model\\\":\\\"" +
+                        d.host.store + "/models--org--draft-eagle3/snapshots/" + Commit("d") +
+                        "\\\",\\\"num_speculative_tokens\\\":3}\""));
   Converge();
   // The draft is in use: keep: false does not remove it while the service runs.
   EXPECT_TRUE(PlanNow().empty()) << Problems(PlanNow());
@@ -303,7 +304,7 @@ TEST_F(ScenarioTest, APartialDownloadResumesAndNeedsOnlyTheMissingBytes) {
   ASSERT_FALSE(p.blocked()) << Problems(p);
   EXPECT_THAT(Steps(p), ElementsAre("download model/a model_partial"));
   EXPECT_EQ(p.actions[0].requires_.disk_bytes, 600u);
-  EXPECT_EQ(p.actions[0].commit, Commit("c"));
+  EXPECT_EQ(p.actions[0].As<DownloadStep>().commit, Commit("c"));
   EXPECT_THAT(p.actions[0].detail, HasSubstr("600 B more (400 B of 1 kB present)"));
   EXPECT_THAT(p.actions[0].detail, HasSubstr("partial in the store, resuming"));
   EXPECT_EQ(p.disk_needed, 600u);
@@ -316,7 +317,7 @@ TEST_F(ScenarioTest, ADownloadOfUnknownSizeWarnsAndLeavesTheDiskUnknown) {
   ASSERT_FALSE(p.blocked()) << Problems(p);
   EXPECT_THAT(Steps(p), ElementsAre("download model/a model_missing"));
   EXPECT_THAT(p.actions[0].detail, HasSubstr("org/a@main, size unknown: not in the store"));
-  EXPECT_EQ(p.actions[0].commit, "");
+  EXPECT_EQ(p.actions[0].As<DownloadStep>().commit, "");
   EXPECT_FALSE(p.disk_known);
   ASSERT_EQ(p.warnings.size(), 3u);
   EXPECT_THAT(p.warnings[0], HasSubstr("model/a is not pinned"));
@@ -402,7 +403,7 @@ TEST_F(ScenarioTest, ARepoBerthDownloadedThatNoModelNamesIsRemovedLast) {
                   "wait-healthy service/svc health_gate", "enable unit/svc.service not_enabled",
                   "remove-model model/org/old not_in_manifest"));
   const Action& r = At(p, "remove-model model/org/old not_in_manifest");
-  EXPECT_EQ(r.commit, Commit("0"));
+  EXPECT_EQ(r.As<RemoveModelStep>().commit, Commit("0"));
   EXPECT_EQ(r.frees.disk_bytes, 3000u);
   EXPECT_THAT(r.detail, HasSubstr("berth downloaded it and no manifest model names it"));
   Converge();

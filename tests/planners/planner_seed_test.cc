@@ -41,7 +41,7 @@ TEST_F(SeedTest, KimiToMinimaxOnFullGpusDownloadsFirstThenStopsThenStarts) {
                                     "enable unit/vllm-minimax-m25.service not_enabled"));
   EXPECT_THAT(p.actions[0].detail, HasSubstr("230 GB"));
   EXPECT_THAT(p.actions[0].detail, HasSubstr("fits"));
-  EXPECT_EQ(p.actions[0].commit, Commit("b"));
+  EXPECT_EQ(p.actions[0].As<DownloadStep>().commit, Commit("b"));
   EXPECT_THAT(p.actions[3].detail,
               HasSubstr("frees 8 × 73.7 GiB on GPU 0-7 and port 8000 for vllm-minimax-m25"));
   ASSERT_EQ(p.disruptions.size(), 1u);
@@ -247,8 +247,8 @@ TEST_F(PlannerTest, AForeignUnitOfTheSameNameIsNotOverwrittenWithoutAdopt) {
   EXPECT_FALSE(p.blocked());
   EXPECT_EQ(Steps(p)[0], "write-unit unit/svc.service unit_adopted");
   // What it replaces travels with it, for the reviewer's diff.
-  EXPECT_EQ(p.actions[0].unit_old_content, "[Service]\nExecStart=/opt/by-hand\n");
-  EXPECT_EQ(p.actions[0].unit_old_note, "");
+  EXPECT_EQ(p.actions[0].As<UnitFileStep>().old_content, "[Service]\nExecStart=/opt/by-hand\n");
+  EXPECT_EQ(p.actions[0].As<UnitFileStep>().old_note, "");
 }
 
 // Another state directory's berth unit is foreign too: its lineage line, stamped at write, is
@@ -265,14 +265,15 @@ TEST_F(PlannerTest, AnAdoptedUnitCarriesItsOldTextWithoutTheLineageOrWhyItHasNon
   Vllm("svc", "a", {0}, 8000).adopt = true;
   Plan p = PlanNow();
   ASSERT_EQ(Steps(p)[0], "write-unit unit/svc.service unit_adopted") << Problems(p);
-  EXPECT_EQ(p.actions[0].unit_old_content,
+  EXPECT_EQ(p.actions[0].As<UnitFileStep>().old_content,
             "# Managed by berth 0.1.0\n# berth-spec-hash: 1\n[Unit]\n");
   u.managed = false;
   u.lineage.clear();
   u.content.clear();
   u.content_note = "the file is larger than 64 KiB (70000 bytes)";
   p = PlanNow();
-  EXPECT_EQ(p.actions[0].unit_old_note, "the file is larger than 64 KiB (70000 bytes)");
+  EXPECT_EQ(p.actions[0].As<UnitFileStep>().old_note,
+            "the file is larger than 64 KiB (70000 bytes)");
 }
 
 TEST_F(PlannerTest, AModelDroppedWithKeepFalseIsRemovedLastAfterItsServiceStops) {
@@ -306,7 +307,7 @@ TEST_F(PlannerTest, ARevisionChangeDownloadsRestartsAndPrunesTheOldOneLastWhenNo
       ElementsAre("download model/a revision_changed", "write-unit unit/svc.service unit_changed",
                   "daemon-reload systemd unit_files_changed", "restart service/svc model_updated",
                   "wait-healthy service/svc health_gate", "remove-model model/a old_revision"));
-  EXPECT_EQ(p.actions[5].commit, Commit("1"));
+  EXPECT_EQ(p.actions[5].As<RemoveModelStep>().commit, Commit("1"));
   EXPECT_THAT(p.actions[1].detail, HasSubstr("snapshots/" + Commit("2")));
   Converge();
 }

@@ -92,9 +92,9 @@ TEST_F(StateOnlyTest, BackToALearnedStateOnlyServiceStopsTheHolderFirstThenGates
             "it run)");
   EXPECT_EQ(p.actions[1].requires_.gpu_bytes.at(0), GiB(73.7));
   const Action& gate = p.actions[2];
-  EXPECT_EQ(gate.port, 8000);
-  EXPECT_EQ(gate.health_path, "/health");
-  EXPECT_EQ(gate.served_name, "") << "berth does not know what Kimi serves";
+  EXPECT_EQ(gate.As<HealthStep>().port, 8000);
+  EXPECT_EQ(gate.As<HealthStep>().path, "/health");
+  EXPECT_EQ(gate.As<HealthStep>().served_name, "") << "berth does not know what Kimi serves";
   EXPECT_EQ(gate.detail, "GET /health until 200 (timeout 30m)");
   ASSERT_EQ(p.disruptions.size(), 1u);
   EXPECT_EQ(p.disruptions[0].port, 8000);
@@ -125,7 +125,7 @@ TEST_F(StateOnlyTest, DeclaredPortGpusAndMemoryWinOverWhatWasLearned) {
             "manifest)");
   EXPECT_THAT(p.actions[0].requires_.gpu_bytes,
               UnorderedElementsAre(Pair(0, GiB(5)), Pair(1, GiB(5))));
-  EXPECT_EQ(p.actions[1].port, 8001);
+  EXPECT_EQ(p.actions[1].As<HealthStep>().port, 8001);
   EXPECT_EQ(p.actions[1].detail, "GET /ready until 200 (timeout 30m)");
   ASSERT_EQ(p.disruptions.size(), 1u);
   EXPECT_EQ(p.disruptions[0].port, 8000);

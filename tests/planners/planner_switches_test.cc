@@ -49,16 +49,13 @@ TEST_F(ScenarioTest, AStopFirstSwitchReplacesTheStoppedServiceWithItsOwnGate) {
   EXPECT_EQ(old.address, "service/old");
   EXPECT_EQ(old.unit, "old.service");
   EXPECT_EQ(old.stop_step, 2u);
-  EXPECT_EQ(old.gate.kind, ActionKind::kWaitHealthy);
-  EXPECT_EQ(old.gate.unit, "old.service");
   EXPECT_EQ(old.gate.port, 8000);
-  EXPECT_EQ(old.gate.health_path, "/health");
+  EXPECT_EQ(old.gate.path, "/health");
   EXPECT_GT(old.gate.timeout_ms, 0u);
-  // The stop itself carries no gate: the switch does.
+  // The stop itself carries no gate (its payload is a service step's): the switch does.
   const Action& stop = p.actions[2];
-  EXPECT_EQ(stop.port, 0);
-  EXPECT_EQ(stop.health_path, "");
-  EXPECT_EQ(stop.timeout_ms, 0u);
+  EXPECT_TRUE(std::holds_alternative<ServiceStep>(stop.step));
+  EXPECT_EQ(stop.As<ServiceStep>().for_service, "new");
   EXPECT_TRUE(stop.takes_down);
   EXPECT_FALSE(p.actions[3].takes_down) << "new serves 8001, which was not dark";
   EXPECT_FALSE(p.actions[4].takes_down);

@@ -58,8 +58,8 @@ class EngineCheckCommandTest : public ::testing::Test {
  protected:
   EngineCheckCommandTest() {
     a.address = "service/chat";
-    a.engine = "vllm";
-    a.check_program = "vllm_check.py";
+    a.As<PreflightStep>().engine = "vllm";
+    a.As<PreflightStep>().check_program = "vllm_check.py";
   }
   static constexpr char kChecks[] = "/usr/libexec/berth/engine-check";
   static std::string Check(const std::string& name) { return std::string(kChecks) + "/" + name; }
@@ -74,21 +74,23 @@ class EngineCheckCommandTest : public ::testing::Test {
 
 TEST_F(EngineCheckCommandTest, TheUnitsEnvironmentOverSystemdsPathWithItsFileLast) {
   dir.Write("chat.env", "HF_HUB_OFFLINE=0\nEXTRA=\"x y\"\n");
-  a.env = {"CUDA_VISIBLE_DEVICES=0,1", "HF_HUB_OFFLINE=1", "PATH=/opt/venv/bin:/usr/bin"};
-  a.env_file = dir / "chat.env";
+  a.As<PreflightStep>().env = {"CUDA_VISIBLE_DEVICES=0,1", "HF_HUB_OFFLINE=1",
+                               "PATH=/opt/venv/bin:/usr/bin"};
+  a.As<PreflightStep>().env_file = dir / "chat.env";
   Result<std::vector<std::string>> env = UnitEnvironment(a);
   ASSERT_TRUE(env.ok()) << env.status().message();
   EXPECT_THAT(*env, ElementsAre("PATH=/opt/venv/bin:/usr/bin", "CUDA_VISIBLE_DEVICES=0,1",
                                 "HF_HUB_OFFLINE=0", "EXTRA=x y"));
-  a.env_file = dir / "missing.env";
+  a.As<PreflightStep>().env_file = dir / "missing.env";
   Result<std::vector<std::string>> missing = UnitEnvironment(a);
   ASSERT_FALSE(missing.ok());
   EXPECT_THAT(missing.status().message(), HasSubstr("systemd would not start the unit either"));
 }
 
 TEST_F(EngineCheckCommandTest, TheInterpreterOfTheUnitsVllm) {
-  a.argv = {Script("venv/bin/vllm", "#!" + (dir / "venv/bin/python3") + "\nimport vllm\n"), "serve",
-            "/models/x", "--port", "8000"};
+  a.As<PreflightStep>().argv = {
+      Script("venv/bin/vllm", "#!" + (dir / "venv/bin/python3") + "\nimport vllm\n"), "serve",
+      "/models/x", "--port", "8000"};
   Script("venv/bin/python3", "");
   Result<std::vector<std::string>> cmd = EngineCheckCommand(a, {}, kChecks);
   ASSERT_TRUE(cmd.ok()) << cmd.status().message();
@@ -98,7 +100,7 @@ TEST_F(EngineCheckCommandTest, TheInterpreterOfTheUnitsVllm) {
 
 TEST_F(EngineCheckCommandTest, EnvPythonIsLookedUpAlongTheUnitsPath) {
   Script("bin/python3.12", "");
-  a.argv = {Script("bin/vllm", "#!/usr/bin/env python3.12\n"), "serve", "m"};
+  a.As<PreflightStep>().argv = {Script("bin/vllm", "#!/usr/bin/env python3.12\n"), "serve", "m"};
   Result<std::vector<std::string>> cmd =
       EngineCheckCommand(a, {"PATH=/nowhere:" + (dir / "bin")}, kChecks);
   ASSERT_TRUE(cmd.ok()) << cmd.status().message();
@@ -114,20 +116,20 @@ TEST_F(EngineCheckCommandTest, AnythingButAPythonScriptIsRefusedSayingWhatToSet)
                     "ELF"),
         std::string("#!/bin/sh\n"), std::string("#!/usr/bin/env -S python3 -u\n"),
         std::string("#!") + std::string(300, 'x')}) {
-    a.argv = {Script("vllm", first), "serve", "m"};
+    a.As<PreflightStep>().argv = {Script("vllm", first), "serve", "m"};
     Result<std::vector<std::string>> cmd = EngineCheckCommand(a, {"PATH=/usr/bin"}, kChecks);
     ASSERT_FALSE(cmd.ok()) << first;
     EXPECT_THAT(cmd.status().message(), HasSubstr("is not a Python program")) << first;
     EXPECT_THAT(cmd.status().message(), HasSubstr("preflight: {engine: off}")) << first;
   }
   // A plan names a program in berth's folder, nothing else; and the folder must be there.
-  a.argv = {Script("venv/bin/vllm", "#!/usr/bin/python3\n"), "serve", "m"};
-  a.check_program = "../../../tmp/evil.py";
+  a.As<PreflightStep>().argv = {Script("venv/bin/vllm", "#!/usr/bin/python3\n"), "serve", "m"};
+  a.As<PreflightStep>().check_program = "../../../tmp/evil.py";
   EXPECT_THAT(EngineCheckCommand(a, {}, kChecks).status().message(), HasSubstr("not a file name"));
-  a.check_program = "vllm_check.py";
+  a.As<PreflightStep>().check_program = "vllm_check.py";
   EXPECT_THAT(EngineCheckCommand(a, {}, "").status().message(),
               HasSubstr("engine-check programs are not installed"));
-  a.argv = {"no-such-vllm-anywhere", "serve", "m"};
+  a.As<PreflightStep>().argv = {"no-such-vllm-anywhere", "serve", "m"};
   Result<std::vector<std::string>> bare = EngineCheckCommand(a, {}, kChecks);
   ASSERT_FALSE(bare.ok());
   EXPECT_THAT(bare.status().message(),
@@ -136,22 +138,23 @@ TEST_F(EngineCheckCommandTest, AnythingButAPythonScriptIsRefusedSayingWhatToSet)
 }
 
 TEST_F(EngineCheckCommandTest, SglangAndLlamaServer) {
-  a.engine = "sglang";
-  a.check_program = "sglang_check.py";
-  a.argv = {Script("venv/bin/python3", ""), "-m", "sglang.launch_server", "--model-path", "m"};
+  a.As<PreflightStep>().engine = "sglang";
+  a.As<PreflightStep>().check_program = "sglang_check.py";
+  a.As<PreflightStep>().argv = {Script("venv/bin/python3", ""), "-m", "sglang.launch_server",
+                                "--model-path", "m"};
   Result<std::vector<std::string>> py = EngineCheckCommand(a, {}, kChecks);
   ASSERT_TRUE(py.ok()) << py.status().message();
   EXPECT_THAT(*py,
               ElementsAre(dir / "venv/bin/python3", Check("sglang_check.py"), "--model-path", "m"));
-  a.argv = {Script("venv/bin/sglang", "#!" + (dir / "venv/bin/python3") + "\n"), "serve",
-            "--model-path", "m"};
+  a.As<PreflightStep>().argv = {Script("venv/bin/sglang", "#!" + (dir / "venv/bin/python3") + "\n"),
+                                "serve", "--model-path", "m"};
   Result<std::vector<std::string>> script = EngineCheckCommand(a, {}, kChecks);
   ASSERT_TRUE(script.ok()) << script.status().message();
   EXPECT_THAT(*script,
               ElementsAre(dir / "venv/bin/python3", Check("sglang_check.py"), "--model-path", "m"));
-  a.engine = "llama-server";
-  a.check_program = "";
-  a.argv = {"/opt/llama/llama-server", "--model", "m.gguf"};
+  a.As<PreflightStep>().engine = "llama-server";
+  a.As<PreflightStep>().check_program = "";
+  a.As<PreflightStep>().argv = {"/opt/llama/llama-server", "--model", "m.gguf"};
   Result<std::vector<std::string>> llama = EngineCheckCommand(a, {}, kChecks);
   ASSERT_TRUE(llama.ok());
   EXPECT_THAT(*llama, ElementsAre("/opt/llama/llama-server", "--version"));

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "core/hash.h"
+#include "core/hf_cache.h"
 #include "core/unit_marker.h"
 #include "planners/host_ledger.h"
 #include "planners/unit_render.h"
@@ -36,9 +37,18 @@ ObservedUnit& FakeHost::Unit(const std::string& name) {
   return o_.units.back();
 }
 
-void FakeHost::Download(const Action& a, const Desired& d) {
+uint64_t FakeHost::DownloadSize(const DownloadStep& a, const Desired& d) const {
+  (void)d;
+  uint64_t size = 0;
+  if (const HubInfo* hub = o_.FindHub(a.repo_id, a.revision))
+    for (const auto& f : hub->files)
+      if (FileWanted(f.path, a.include, a.exclude)) size += f.size;
+  return size;
+}
+
+void FakeHost::Download(const DownloadStep& a, const Desired& d) {
   std::string commit = a.commit.empty() ? Commit("f") : a.commit;
-  uint64_t size = a.requires_.disk_bytes;
+  uint64_t size = DownloadSize(a, d);
   for (const auto& [n, m] : d.models)
     if (m.repo_id == a.repo_id && m.size_hint && size == 0) size = *m.size_hint;
   ObservedRepo* repo = nullptr;
@@ -194,13 +204,13 @@ void FakeHost::Apply(const Plan& plan, const Desired& d) {
                    (a.unit.empty() ? a.address : a.unit));
     switch (a.kind) {
       case ActionKind::kDownload:
-        Download(a, d);
+        Download(a.As<DownloadStep>(), d);
         break;
       case ActionKind::kRemoveModel:
-        RemoveModel(a.repo_id, a.commit);
+        RemoveModel(a.As<RemoveModelStep>().repo_id, a.As<RemoveModelStep>().commit);
         break;
       case ActionKind::kWriteUnit:
-        WriteUnit(a.unit, a.unit_content);
+        WriteUnit(a.unit, a.As<UnitFileStep>().content);
         break;
       case ActionKind::kRemoveUnit:
         RemoveUnit(a.unit);
@@ -227,7 +237,7 @@ void FakeHost::Apply(const Plan& plan, const Desired& d) {
       case ActionKind::kReady:
         break;
       case ActionKind::kWriteFront:
-        o_.front_configs[a.front_port] = a.unit_content;
+        o_.front_configs[a.As<FrontStep>().port] = a.As<FrontStep>().config_text;
         break;
       case ActionKind::kEnable:
         SetUnitFileState(a.unit, "enabled");

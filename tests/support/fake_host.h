@@ -29,7 +29,10 @@ class FakeHost {
   const std::vector<std::string>& log() const { return log_; }
 
   // One action each, as the fake providers of the executor tests carry them out.
-  void Download(const Action& a, const Desired& d);
+  /// What a download brings: its files on the Hub as observed (include/exclude applied), else
+  /// nothing (the caller adds the manifest's size hint).
+  uint64_t DownloadSize(const DownloadStep& a, const Desired& d) const;
+  void Download(const DownloadStep& a, const Desired& d);
   void RemoveModel(const std::string& repo_id, const std::string& commit);
   void WriteUnit(const std::string& unit, const std::string& content);
   void RemoveUnit(const std::string& unit);

@@ -120,7 +120,7 @@ Result<std::vector<std::string>> FakeUnitFiles::ListBerthUnits() const {
   return out;
 }
 
-Result<Fetched> FakeModelStore::Download(const Action& a, const std::atomic<bool>*,
+Result<Fetched> FakeModelStore::Download(const DownloadStep& a, const std::atomic<bool>*,
                                          const std::function<void(const PullProgress&)>&) {
   std::lock_guard<std::mutex> lock(w_->download_mu);
   w_->calls.push_back("download " + a.repo_id);
@@ -129,7 +129,7 @@ Result<Fetched> FakeModelStore::Download(const Action& a, const std::atomic<bool
   w_->host.Download(a, w_->desired);
   Fetched f;
   f.commit = a.commit.empty() ? Commit("f") : a.commit;
-  f.bytes_total = f.bytes_fetched = a.requires_.disk_bytes;
+  f.bytes_total = f.bytes_fetched = w_->host.DownloadSize(a, w_->desired);
   f.files = 1;
   return f;
 }

@@ -61,7 +61,7 @@ class FakeUnitFiles : public UnitFiles {
 class FakeModelStore : public ModelStore {
  public:
   explicit FakeModelStore(FakeWorld* w) : w_(w) {}
-  Result<Fetched> Download(const Action& a, const std::atomic<bool>* cancel,
+  Result<Fetched> Download(const DownloadStep& a, const std::atomic<bool>* cancel,
                            const std::function<void(const PullProgress&)>& on_progress) override;
   Result<uint64_t> Remove(const std::string& repo_id, const std::string& commit) override;
 

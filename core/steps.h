@@ -1,0 +1,127 @@
+// The payload of each kind of step: what the executor needs to carry it out, and nothing else.
+// An Action holds exactly one of these (Action::step), chosen by its kind (PayloadFits); the
+// planner fills it, a saved plan carries it, the executor's runner for that kind reads it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace berth {
+
+/// kDownload: a model's files into the store.
+struct DownloadStep {
+  std::string repo_id;
+  std::string revision;  // as asked
+  std::string commit;    // "" : resolved when it runs
+  std::vector<std::string> include, exclude;
+  friend bool operator==(const DownloadStep&, const DownloadStep&) = default;
+};
+
+/// kRemoveModel: a revision (or a whole model) out of the store.
+struct RemoveModelStep {
+  std::string repo_id;
+  std::string commit;
+  friend bool operator==(const RemoveModelStep&, const RemoveModelStep&) = default;
+};
+
+/// kWriteUnit: the file to write. The file it replaces (as observed, without berth's lineage
+/// line; "" for a new unit) and why that text is not known are for the reviewer's diff only: the
+/// executor never reads them and a saved plan does not carry them.
+struct UnitFileStep {
+  std::string content;
+  std::string old_content;
+  std::string old_note;
+  friend bool operator==(const UnitFileStep&, const UnitFileStep&) = default;
+};
+
+/// kStart, kRestart, kStop, kEnable, kDisable, kRemoveUnit: a unit; Action::unit names it.
+struct ServiceStep {
+  std::vector<int> gpus;    // start / restart: the GPUs it runs on (side-by-side starts)
+  std::string for_service;  // stop: the service whose start needs what it frees
+  friend bool operator==(const ServiceStep&, const ServiceStep&) = default;
+};
+
+/// kWaitHealthy: GET <path> on host:port until 200 and /v1/models lists served_name ("": the
+/// health path alone), probed every interval_ms (after quick first probes) for timeout_ms.
+/// port 0: no health check is known (a Replaced service's gate).
+struct HealthStep {
+  std::string host;  // the address the probe dials (the service's DialHost())
+  int port = 0;
+  std::string path;
+  std::string served_name;
+  uint64_t timeout_ms = 0;
+  uint64_t interval_ms = 0;
+  friend bool operator==(const HealthStep&, const HealthStep&) = default;
+};
+
+/// kPreflight: the service's own command (argv, run without a shell, within timeout_ms), or
+/// with reason kEngineCheck the engine's own validation of the unit: argv is the unit's
+/// ExecStart argv, unchanged; the check runs `check_program` (vllm, sglang: a file in
+/// ExecutorDeps::engine_check_dir, run by the interpreter of argv[0]) or argv[0] --version
+/// (engine "llama-server"), with `env` (the unit's Environment= assignments, "KEY=VALUE" in the
+/// unit's order) over systemd's base environment, then the assignments of `env_file` (the
+/// unit's EnvironmentFile=, read when the check runs).
+struct PreflightStep {
+  std::vector<std::string> argv;
+  uint64_t timeout_ms = 0;
+  std::string engine;
+  std::string check_program;
+  std::vector<std::string> env;
+  std::string env_file;
+  friend bool operator==(const PreflightStep&, const PreflightStep&) = default;
+};
+
+/// kSmoke: POST http://host:port/v1/<api> for served_name must return text within timeout_ms.
+struct SmokeStep {
+  std::string host;
+  int port = 0;
+  std::string served_name;
+  std::string api;     // "completions" or "chat"
+  std::string prompt;  // the prompt (the user message for chat)
+  int max_tokens = 0;
+  uint64_t timeout_ms = 0;
+  friend bool operator==(const SmokeStep&, const SmokeStep&) = default;
+};
+
+/// kFloor: `concurrency` streams for duration_ms, prompts of prompt_tokens words, max_tokens
+/// each; output tok/s at least min_output_tps, TTFT p50/p99 at most the maxima (0: unchecked).
+struct FloorStep {
+  std::string host;
+  int port = 0;
+  std::string served_name;
+  int concurrency = 0;
+  int prompt_tokens = 0;
+  int max_tokens = 0;
+  uint64_t duration_ms = 0;
+  double min_output_tps = 0;
+  uint64_t max_ttft_p50_ms = 0;
+  uint64_t max_ttft_p99_ms = 0;
+  friend bool operator==(const FloorStep&, const FloorStep&) = default;
+};
+
+/// kWriteFront, kRoute, kDrain, kReady: a front (HAProxy holding public `port`). `server`: the
+/// backend a route sends to or a drain waits on ("hold": none); the admin and master sockets and
+/// the configuration file. kWriteFront: `config_text` is written there, and `reload` when the
+/// front runs. kDrain's bound and kReady's lead (how long it waits after turning 503):
+/// timeout_ms. kReady: `ready` is the state the path turns to.
+struct FrontStep {
+  int port = 0;
+  std::string server;
+  std::string socket;
+  std::string master;
+  std::string config;
+  std::string config_text;
+  bool reload = false;
+  bool ready = false;
+  uint64_t timeout_ms = 0;
+  friend bool operator==(const FrontStep&, const FrontStep&) = default;
+};
+
+/// What one step carries (std::monostate: kDaemonReload, which needs nothing).
+using StepPayload =
+    std::variant<std::monostate, DownloadStep, RemoveModelStep, UnitFileStep, ServiceStep,
+                 HealthStep, PreflightStep, SmokeStep, FloorStep, FrontStep>;
+
+}  // namespace berth
