@@ -1,5 +1,7 @@
 // The load generator's event loop: libcurl multi, one easy handle per stream, reused for the
 // stream's next request (and so its connection). CURLcode becomes an operator's sentence here.
+// It records when each request was sent and when each of its content chunks arrived;
+// FigureBuilder (figures.h) turns those into the figures.
 #include "providers/bench/load.h"
 
 #include <curl/curl.h>
@@ -25,28 +27,6 @@ constexpr size_t kErrorBodyBytes = 4096;
 double Ms(Clock::TimePoint::duration d) {
   return std::chrono::duration<double, std::milli>(d).count();
 }
-
-/// At most `cap` samples, each of the values seen equally likely to be kept.
-class Reservoir {
- public:
-  explicit Reservoir(size_t cap) : cap_(cap) {}
-  void Add(double x) {
-    ++seen_;
-    if (samples_.size() < cap_) {
-      samples_.push_back(x);
-      return;
-    }
-    uint64_t j = std::uniform_int_distribution<uint64_t>(0, seen_ - 1)(rng_);
-    if (j < cap_) samples_[j] = x;
-  }
-  std::vector<double>* samples() { return &samples_; }
-
- private:
-  size_t cap_;
-  uint64_t seen_ = 0;
-  std::vector<double> samples_;
-  std::minstd_rand rng_{12345};
-};
 
 /// A made-up prompt of `words` words, different for every request (so a server's prefix cache
 /// does not answer it from the last one).
@@ -105,11 +85,10 @@ struct Run;
 struct Stream {
   Run* run = nullptr;
   CURL* easy = nullptr;
+  bool busy = false;  // a request is attached to the multi handle
   std::string body;
-  std::unique_ptr<SseParser> parser;
-  Clock::TimePoint started{};
-  Clock::TimePoint last_token{};
-  bool got_token = false;
+  SseParser parser;
+  RequestTiming timing;  // when the request in flight was sent, when its content came
   bool done = false;
   bool has_usage = false;
   uint64_t deltas = 0;         // content deltas within the measured time
@@ -124,16 +103,31 @@ struct Stream {
 struct Run {
   const LoadSpec& spec;
   Clock* clock;
+  CURLM* multi = nullptr;
   std::string url;
-  Clock::TimePoint deadline{};
+  /// The measured time's start: the figures' times are milliseconds from here.
+  Clock::TimePoint origin{};
+  /// No content that arrives after it counts (the end of a measured duration).
+  Clock::TimePoint deadline = Clock::TimePoint::max();
+  bool measuring = false;  // false during the warm-up: nothing it does reaches the figures
+  size_t max_chunk_times = 0;
   uint64_t next_request = 0;
+  uint64_t warmup_errors = 0;
   LoadFigures result;
-  Reservoir ttft, itl;
-  Run(const LoadSpec& s, Clock* c) : spec(s), clock(c), ttft(s.max_samples), itl(s.max_samples) {}
+  FigureBuilder figures;
+  Run(const LoadSpec& s, Clock* c) : spec(s), clock(c), figures(s) {}
 
   void Error(const std::string& what) {
-    ++result.errors;
-    if (result.first_error.empty()) result.first_error = "POST " + url + ": " + what;
+    if (measuring)
+      ++result.errors;
+    else
+      ++warmup_errors;
+    if (result.first_error.empty())
+      result.first_error = (measuring ? "POST " : "(warm-up) POST ") + url + ": " + what;
+  }
+  bool TooManyErrors() const {
+    return spec.max_errors > 0 &&
+           result.errors + warmup_errors >= static_cast<uint64_t>(spec.max_errors);
   }
 };
 
@@ -155,15 +149,19 @@ bool OnEvent(Stream* s, std::string_view data, Clock::TimePoint now) {
     s->has_usage = true;
     s->usage_tokens = e.completion_tokens;
   }
-  if (e.content_deltas == 0 || now >= s->run->deadline) return true;
+  Run* run = s->run;
+  if (e.content_deltas == 0 || now >= run->deadline) return true;
   s->deltas += e.content_deltas;
   s->content_bytes += e.content_bytes;
-  if (!s->got_token)
-    s->run->ttft.Add(Ms(now - s->started));
+  // A server that sends far more chunks than the request asked for tokens does not grow the
+  // list without bound: beyond the cap, the last time is overwritten (E2E stays right; the
+  // gaps in between are lost).
+  std::vector<double>& times = s->timing.chunk_ms;
+  double at = Ms(now - run->origin);
+  if (times.size() < run->max_chunk_times)
+    times.push_back(at);
   else
-    s->run->itl.Add(Ms(now - s->last_token));
-  s->got_token = true;
-  s->last_token = now;
+    times.back() = at;
   return true;
 }
 
@@ -177,20 +175,22 @@ size_t OnData(char* data, size_t size, size_t n, void* user) {
     return len;
   }
   Clock::TimePoint now = s->run->clock->Now();  // one arrival time for the whole chunk
-  bool ok = s->parser->Feed(std::string_view(data, len),
-                            [s, now](std::string_view event) { return OnEvent(s, event, now); });
+  bool ok = s->parser.Feed(std::string_view(data, len),
+                           [s, now](std::string_view event) { return OnEvent(s, event, now); });
   if (!ok) {
-    if (s->fail.empty()) s->fail = s->parser->error() + " (the stream is cut off there)";
+    if (s->fail.empty()) s->fail = s->parser.error() + " (the stream is cut off there)";
     return CURL_WRITEFUNC_ERROR;
   }
   return len;
 }
 
-void Start(Run* run, Stream* s, CURLM* multi) {
+void Start(Run* run, Stream* s) {
   uint64_t request = run->next_request++;
   s->body = RequestBody(run->spec, request);
-  s->parser = std::make_unique<SseParser>(run->spec.max_event_bytes);
-  s->got_token = s->done = s->has_usage = false;
+  s->parser = SseParser(run->spec.max_event_bytes);
+  s->timing.chunk_ms.clear();
+  s->timing.tokens = 0;
+  s->done = s->has_usage = false;
   s->deltas = s->content_bytes = s->usage_tokens = 0;
   s->status = 0;
   s->fail.clear();
@@ -198,8 +198,9 @@ void Start(Run* run, Stream* s, CURLM* multi) {
   s->errbuf[0] = 0;
   curl_easy_setopt(s->easy, CURLOPT_POSTFIELDS, s->body.c_str());
   curl_easy_setopt(s->easy, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(s->body.size()));
-  s->started = run->clock->Now();
-  curl_multi_add_handle(multi, s->easy);
+  s->timing.start_ms = Ms(run->clock->Now() - run->origin);
+  s->busy = true;
+  curl_multi_add_handle(run->multi, s->easy);
 }
 
 /// The output tokens a request is credited with: what arrived, not what the server claims.
@@ -215,8 +216,11 @@ uint64_t CountedTokens(const Stream& s, const LoadSpec& spec) {
   return std::clamp(s.usage_tokens, arrived, most);
 }
 
-/// Folds a finished request into the result.
+/// Detaches a finished request and folds it into the figures (when measuring).
 void Finish(Run* run, Stream* s, CURLcode code) {
+  curl_multi_remove_handle(run->multi, s->easy);
+  s->busy = false;
+  s->timing.end = RequestTiming::End::kFailed;
   if (!s->fail.empty()) {
     run->Error(s->fail);
   } else if (code != CURLE_OK) {
@@ -232,20 +236,116 @@ void Finish(Run* run, Stream* s, CURLcode code) {
   } else if (!s->done) {
     run->Error("the stream ended without 'data: [DONE]' (the server closed it mid-answer)");
   } else {
-    ++run->result.requests;
-    run->result.output_tokens += CountedTokens(*s, run->spec);
+    s->timing.end = RequestTiming::End::kFinished;
+    s->timing.tokens = CountedTokens(*s, run->spec);
   }
+  if (run->measuring)
+    run->figures.Add(s->timing);
+  else
+    ++run->result.warmup_requests;
+}
+
+/// Detaches a request still streaming when its phase ends: measured, it is credited the
+/// content chunks it got within the measured time (at most its max_tokens).
+void Cut(Run* run, Stream* s) {
+  curl_multi_remove_handle(run->multi, s->easy);
+  s->busy = false;
+  if (!run->measuring) return;
+  ++run->result.cancelled;
+  s->timing.end = RequestTiming::End::kCut;
+  s->timing.tokens = std::min(s->deltas, static_cast<uint64_t>(run->spec.max_tokens));
+  run->figures.Add(s->timing);
+}
+
+/// Arrival times of a phase's requests: every free stream at once (no rate), or a Poisson
+/// process: a fixed schedule of `requests` (as vLLM draws it) or gaps drawn one at a time.
+class Arrivals {
+ public:
+  Arrivals(double rate, uint64_t requests, uint64_t seed)
+      : rate_(rate), poisson_(rate > 0 ? rate : 1, seed) {
+    if (rate_ <= 0) return;
+    if (requests > 0) schedule_ = ArrivalSchedule(requests, rate, seed);
+    next_s_ = schedule_.empty() ? poisson_.NextGapSeconds() : schedule_[0];
+  }
+  bool paced() const { return rate_ > 0; }
+  /// Seconds after the phase's start when the next request is due (after `due` were).
+  double next_seconds() const { return next_s_; }
+  void Advance(uint64_t due) {
+    if (schedule_.empty())
+      next_s_ += poisson_.NextGapSeconds();
+    else
+      next_s_ = due < schedule_.size() ? schedule_[due] : HUGE_VAL;
+  }
+
+ private:
+  double rate_;
+  PoissonArrivals poisson_;
+  std::vector<double> schedule_;
+  double next_s_ = 0;
+};
+
+/// One phase (a warm-up or the measured run): `requests` requests in all (0: no limit) until
+/// `deadline`, at `rate` per second (0: each free stream sends at once), then the requests
+/// still in flight are cut. Returns false when it was stopped (`stop`, or too many errors).
+bool RunPhase(Run* run, std::vector<Stream>* streams, uint64_t requests, Clock::TimePoint deadline,
+              double rate, const std::atomic<bool>* stop) {
+  std::vector<Stream*> idle;
+  for (auto& s : *streams) idle.push_back(&s);
+  Arrivals arrivals(rate, requests, run->spec.seed);
+  Clock::TimePoint phase_start = run->clock->Now();
+  auto at = [&](double seconds) {
+    return phase_start + std::chrono::duration_cast<Clock::TimePoint::duration>(
+                             std::chrono::duration<double>(std::min(seconds, 1e9)));
+  };
+  uint64_t due = 0, sent = 0, ended = 0;
+  bool stopped = false;
+  while (true) {
+    Clock::TimePoint now = run->clock->Now();
+    if (arrivals.paced()) {
+      while ((requests == 0 || due < requests) && at(arrivals.next_seconds()) <= now)
+        arrivals.Advance(++due);
+    } else {
+      due = requests == 0 ? sent + idle.size() : requests;
+    }
+    while (!idle.empty() && sent < due) {
+      Start(run, idle.back());
+      idle.pop_back();
+      ++sent;
+    }
+    int running = 0;
+    curl_multi_perform(run->multi, &running);
+    now = run->clock->Now();
+    // What ends after the measured time is not part of it: requests still attached then are
+    // cut with the tokens they had (OnEvent counts none after the deadline).
+    if (now >= deadline) break;
+    int left = 0;
+    while (CURLMsg* msg = curl_multi_info_read(run->multi, &left)) {
+      if (msg->msg != CURLMSG_DONE) continue;
+      Stream* s = nullptr;
+      curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &s);
+      Finish(run, s, msg->data.result);
+      idle.push_back(s);
+      ++ended;
+    }
+    if ((stop && stop->load()) || run->TooManyErrors()) {
+      stopped = true;
+      break;
+    }
+    if (requests > 0 && ended >= requests) break;
+    if (!idle.empty() && sent < due) continue;  // a stream came free for a waiting request
+    Clock::TimePoint wake = std::min(deadline, now + std::chrono::milliseconds(50));
+    if (arrivals.paced() && (requests == 0 || due < requests))
+      wake = std::min(wake, at(arrivals.next_seconds()));
+    int wait_ms =
+        static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(wake - now).count());
+    curl_multi_poll(run->multi, nullptr, 0, std::clamp(wait_ms, 1, 50), nullptr);
+  }
+  for (auto& s : *streams)
+    if (s.busy) Cut(run, &s);
+  return !stopped;
 }
 
 }  // namespace
-
-double Percentile(std::vector<double>* samples, double q) {
-  if (samples->empty()) return 0;
-  std::sort(samples->begin(), samples->end());
-  double rank = std::ceil(q * static_cast<double>(samples->size()));
-  size_t i = rank < 1 ? 0 : static_cast<size_t>(rank) - 1;
-  return (*samples)[std::min(i, samples->size() - 1)];
-}
 
 Result<LoadFigures> RunLoad(const LoadSpec& spec, const std::atomic<bool>* stop, Clock* clock) {
   if (spec.port <= 0 || spec.port > 65535)
@@ -258,10 +358,21 @@ Result<LoadFigures> RunLoad(const LoadSpec& spec, const std::atomic<bool>* stop,
                                    std::to_string(spec.concurrency));
   if (spec.max_tokens < 1 || spec.prompt_tokens < 1)
     return Status::InvalidArgument("max tokens and prompt tokens must be at least 1");
-  if (spec.duration.count() <= 0) return Status::InvalidArgument("the duration must be positive");
+  if (spec.num_prompts == 0 && spec.duration.count() <= 0)
+    return Status::InvalidArgument("the duration must be positive");
+  if (!std::isfinite(spec.request_rate) || spec.request_rate < 0)
+    return Status::InvalidArgument(
+        "the request rate must be a number of requests per second "
+        ">= 0 (0: as fast as the concurrency allows)");
+  for (double limit : {spec.goodput_ttft_ms, spec.goodput_tpot_ms, spec.goodput_e2e_ms})
+    if (!std::isfinite(limit) || limit < 0)
+      return Status::InvalidArgument("goodput limits must be milliseconds >= 0 (0: not given)");
+  if (spec.warmup_duration.count() < 0)
+    return Status::InvalidArgument("the warm-up duration must not be negative");
   CurlGlobalInit();
   Run run(spec, clock ? clock : &RealClock());
   run.result.concurrency = spec.concurrency;
+  run.max_chunk_times = 4 * static_cast<size_t>(spec.max_tokens) + 64;
   std::string host = spec.host.find(':') != std::string::npos ? "[" + spec.host + "]" : spec.host;
   run.url = "http://" + host + ":" + std::to_string(spec.port) +
             (spec.chat ? "/v1/chat/completions" : "/v1/completions");
@@ -269,6 +380,7 @@ Result<LoadFigures> RunLoad(const LoadSpec& spec, const std::atomic<bool>* stop,
   std::unique_ptr<CURLM, decltype(&curl_multi_cleanup)> multi(curl_multi_init(),
                                                               &curl_multi_cleanup);
   if (!multi) return Status::Internal("cannot start an HTTP client (curl_multi_init failed)");
+  run.multi = multi.get();
   curl_multi_setopt(multi.get(), CURLMOPT_MAXCONNECTS, static_cast<long>(spec.concurrency));
   std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> headers(nullptr,
                                                                       &curl_slist_free_all);
@@ -281,7 +393,7 @@ Result<LoadFigures> RunLoad(const LoadSpec& spec, const std::atomic<bool>* stop,
   auto cleanup = [&] {
     for (auto& s : streams) {
       if (!s.easy) continue;
-      curl_multi_remove_handle(multi.get(), s.easy);
+      if (s.busy) curl_multi_remove_handle(multi.get(), s.easy);
       curl_easy_cleanup(s.easy);
       s.easy = nullptr;
     }
@@ -311,55 +423,26 @@ Result<LoadFigures> RunLoad(const LoadSpec& spec, const std::atomic<bool>* stop,
     curl_easy_setopt(e, CURLOPT_USERAGENT, "berth-bench/" BERTH_VERSION);
   }
 
-  Clock::TimePoint start = run.clock->Now();
-  run.deadline = start + spec.duration;
-  for (auto& s : streams) Start(&run, &s, multi.get());
-  bool stopped = false;
-  while (true) {
-    int running = 0;
-    curl_multi_perform(multi.get(), &running);
-    Clock::TimePoint now = run.clock->Now();
-    // What ends after the measured time is not part of it: requests still attached then are
-    // cancelled with the tokens they had (OnEvent counts none after the deadline).
-    if (now >= run.deadline) break;
-    int left = 0;
-    while (CURLMsg* msg = curl_multi_info_read(multi.get(), &left)) {
-      if (msg->msg != CURLMSG_DONE) continue;
-      Stream* s = nullptr;
-      curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &s);
-      CURLcode code = msg->data.result;
-      curl_multi_remove_handle(multi.get(), s->easy);
-      Finish(&run, s, code);
-      Start(&run, s, multi.get());
-    }
-    if ((stop && stop->load()) ||
-        (spec.max_errors > 0 && run.result.errors >= static_cast<uint64_t>(spec.max_errors))) {
-      stopped = true;
-      break;
-    }
-    auto wait =
-        std::min<Clock::TimePoint::duration>(run.deadline - now, std::chrono::milliseconds(50));
-    int wait_ms = static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(wait).count());
-    curl_multi_poll(multi.get(), nullptr, 0, std::max(wait_ms, 1), nullptr);
-  }
-  Clock::TimePoint end = stopped ? run.clock->Now() : run.deadline;
-  // Every stream has a request attached: a finished one was replaced at once.
-  for (const auto& s : streams) {
-    ++run.result.cancelled;
-    run.result.output_tokens += std::min(s.deltas, static_cast<uint64_t>(spec.max_tokens));
+  // The warm-up: its requests run at the measured concurrency, without a rate (as vLLM's), and
+  // reach no figure.
+  bool go_on = true;
+  if (spec.warmup_requests > 0)
+    go_on = RunPhase(&run, &streams, spec.warmup_requests, Clock::TimePoint::max(), 0, stop);
+  if (go_on && spec.warmup_duration.count() > 0)
+    go_on = RunPhase(&run, &streams, 0, run.clock->Now() + spec.warmup_duration, 0, stop);
+
+  run.measuring = true;
+  run.origin = run.clock->Now();
+  Clock::TimePoint end = run.origin;
+  if (go_on) {
+    if (spec.num_prompts == 0) run.deadline = run.origin + spec.duration;
+    bool whole = RunPhase(&run, &streams, spec.num_prompts, run.deadline, spec.request_rate, stop);
+    // A closed loop measures its duration; a fixed number of requests, until the last ended.
+    end = whole && spec.num_prompts == 0 ? run.deadline : run.clock->Now();
   }
   cleanup();
-
-  LoadFigures& r = run.result;
-  r.seconds = std::chrono::duration<double>(end - start).count();
-  r.output_tps = r.seconds > 0 ? static_cast<double>(r.output_tokens) / r.seconds : 0;
-  r.ttft_p50_ms = Percentile(run.ttft.samples(), 0.50);
-  r.ttft_p90_ms = Percentile(run.ttft.samples(), 0.90);
-  r.ttft_p99_ms = Percentile(run.ttft.samples(), 0.99);
-  r.itl_p50_ms = Percentile(run.itl.samples(), 0.50);
-  r.itl_p90_ms = Percentile(run.itl.samples(), 0.90);
-  r.itl_p99_ms = Percentile(run.itl.samples(), 0.99);
-  return r;
+  run.figures.Fill(std::chrono::duration<double>(end - run.origin).count(), &run.result);
+  return run.result;
 }
 
 }  // namespace berth

@@ -277,15 +277,12 @@ TEST(RunLoad, RefusesAnInvalidSpec) {
   spec.model = "m";
   spec.concurrency = 0;
   EXPECT_THAT(RunLoad(spec).status().message(), HasSubstr("concurrency must be 1 to 10000"));
-}
-
-TEST(Percentile, NearestRank) {
-  std::vector<double> v = {5, 1, 4, 2, 3, 6, 7, 8, 9, 10};
-  EXPECT_EQ(Percentile(&v, 0.5), 5);
-  EXPECT_EQ(Percentile(&v, 0.9), 9);
-  EXPECT_EQ(Percentile(&v, 0.99), 10);
-  std::vector<double> none;
-  EXPECT_EQ(Percentile(&none, 0.5), 0);
+  spec.concurrency = 1;
+  spec.request_rate = -1;
+  EXPECT_THAT(RunLoad(spec).status().message(), HasSubstr("request rate"));
+  spec.request_rate = 0;
+  spec.goodput_tpot_ms = -5;
+  EXPECT_THAT(RunLoad(spec).status().message(), HasSubstr("goodput limits"));
 }
 
 }  // namespace
