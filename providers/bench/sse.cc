@@ -1,10 +1,12 @@
-// The only reader of streamed completion chunks: nlohmann-json without exceptions.
+// The only reader of streamed completion chunks: ScanJson (json_scan.h) for every chunk,
+// nlohmann-json without exceptions for the message of an error.
 #include "providers/bench/sse.h"
 
 #include <nlohmann/json.hpp>
 
 #include "core/json_text.h"
 #include "core/untrusted_text.h"
+#include "providers/bench/json_scan.h"
 
 namespace berth {
 namespace {
@@ -12,34 +14,29 @@ namespace {
 std::string Cut(std::string_view s) { return Excerpt(s, 200); }
 
 /// Reads the few fields of a chunk that count (choices[0]'s text or delta content, usage's
-/// completion_tokens, whether "error" is there) as nlohmann-json's SAX parser meets them: the
-/// whole event is still checked to be JSON, but no document is built (building one was most of
-/// the generator's CPU per token). A key given twice counts the last time, as in a document.
-class ChunkReader : public nlohmann::json_sax<nlohmann::json> {
+/// completion_tokens, whether "error" is there) as ScanJson meets them: the whole event is
+/// still checked to be JSON, but no document is built (building one was most of the
+/// generator's CPU per token). A key given twice counts the last time, as in a document.
+class ChunkReader : public JsonHandler {
  public:
-  using json = nlohmann::json;
   bool is_object = false;
   bool error = false;  // a top-level "error" that is not null
   size_t text = 0, content = 0, reasoning = 0;
   bool has_usage = false;
   uint64_t completion_tokens = 0;
 
-  bool null() override {
+  void Null() override {
     if (Value() == Role::kError) error = false;  // "error": null is no error
-    return true;
   }
-  bool boolean(bool) override { return Skip(); }
-  bool number_integer(json::number_integer_t v) override {
-    Role r = Value();
-    if (r == Role::kCompletionTokens && v >= 0) SetTokens(static_cast<uint64_t>(v));
-    return true;
+  void Boolean(bool) override { Value(); }
+  void Signed(int64_t v) override {
+    if (Value() == Role::kCompletionTokens && v >= 0) SetTokens(static_cast<uint64_t>(v));
   }
-  bool number_unsigned(json::number_unsigned_t v) override {
+  void Unsigned(uint64_t v) override {
     if (Value() == Role::kCompletionTokens) SetTokens(v);
-    return true;
   }
-  bool number_float(json::number_float_t, const json::string_t&) override { return Skip(); }
-  bool string(json::string_t& s) override {
+  void Float() override { Value(); }
+  void String(std::string_view s) override {
     switch (Value()) {
       case Role::kText:
         text = s.size();
@@ -53,15 +50,13 @@ class ChunkReader : public nlohmann::json_sax<nlohmann::json> {
       default:
         break;
     }
-    return true;
   }
-  bool binary(json::binary_t&) override { return Skip(); }
-  bool start_object(std::size_t) override { return Open(/*array=*/false); }
-  bool end_object() override { return Close(); }
-  bool start_array(std::size_t) override { return Open(/*array=*/true); }
-  bool end_array() override { return Close(); }
-  bool key(json::string_t& k) override {
-    if (depth_ > kTracked) return true;
+  void StartObject() override { Open(/*array=*/false); }
+  void EndObject() override { --depth_; }
+  void StartArray() override { Open(/*array=*/true); }
+  void EndArray() override { --depth_; }
+  void Key(std::string_view k) override {
+    if (depth_ > kTracked) return;
     Frame& f = frames_[depth_ - 1];
     f.next = Role::kOther;
     switch (f.role) {
@@ -104,10 +99,6 @@ class ChunkReader : public nlohmann::json_sax<nlohmann::json> {
       default:
         break;
     }
-    return true;
-  }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
-    return false;
   }
 
  private:
@@ -145,7 +136,7 @@ class ChunkReader : public nlohmann::json_sax<nlohmann::json> {
     if (r == Role::kError) error = true;  // null() takes it back
     return r;
   }
-  bool Open(bool array) {
+  void Open(bool array) {
     Role r = depth_ == 0 ? Role::kTop : Value();
     if (depth_ == 0) is_object = !array;
     // Each role is a container of one kind: "choices" an array, the rest objects.
@@ -154,16 +145,6 @@ class ChunkReader : public nlohmann::json_sax<nlohmann::json> {
               : (r == Role::kTop || r == Role::kChoice0 || r == Role::kDelta || r == Role::kUsage);
     ++depth_;
     if (depth_ <= kTracked) frames_[depth_ - 1] = Frame{fits ? r : Role::kOther, array, 0};
-    return true;
-  }
-  bool Close() {
-    --depth_;
-    return true;
-  }
-  /// A value nothing here reads (it still counts as an element, or as an "error").
-  bool Skip() {
-    Value();
-    return true;
   }
   void SetTokens(uint64_t v) {
     has_usage = true;
@@ -197,9 +178,7 @@ StreamEvent InterpretEvent(std::string_view data) {
     return e;
   }
   ChunkReader r;
-  bool ok = nlohmann::json::sax_parse(data.begin(), data.end(), &r,
-                                      nlohmann::json::input_format_t::json, /*strict=*/true);
-  if (!ok || !r.is_object) {
+  if (!ScanJson(data, r) || !r.is_object) {
     e.kind = StreamEvent::Kind::kMalformed;
     e.error = "a streamed event is not a JSON object: '" + Cut(data) + "'";
     return e;
