@@ -329,7 +329,10 @@ void Finish(Run* run, Stream* s, CURLcode code) {
 void Cut(Run* run, Stream* s) {
   curl_multi_remove_handle(run->multi, s->easy);
   s->busy = false;
-  if (!run->measuring) return;
+  if (!run->measuring) {
+    ++run->result.warmup_requests;
+    return;
+  }
   ++run->result.cancelled;
   s->timing.end = RequestTiming::End::kCut;
   s->timing.tokens = std::min(s->deltas, static_cast<uint64_t>(run->spec.max_tokens));

@@ -89,7 +89,7 @@ struct LoadFigures {
   bool has_goodput = false;      // limits were given (LoadSpec's goodput_*)
   uint64_t good_requests = 0;    // finished requests that met every limit given
   double goodput_rps = 0;        // good_requests per second
-  uint64_t warmup_requests = 0;  // requests that ran before measuring, in no figure
+  uint64_t warmup_requests = 0;  // requests sent during the warm-up, in no figure
 };
 
 /// Keeps `spec.concurrency` streamed requests in flight for `spec.duration` (or until `stop`

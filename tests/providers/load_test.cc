@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -25,6 +26,7 @@ using namespace std::chrono_literals;
 /// request), then is closed. Connections beyond the list are held open without an answer.
 class CannedServer {
  public:
+  static constexpr const char* kPause = "<pause>";
   /// keep_open: the connections that got their answer are held open instead of closed (a
   /// stream that never ends).
   explicit CannedServer(std::vector<std::string> answers, bool keep_open = false)
@@ -78,11 +80,19 @@ class CannedServer {
         continue;
       }
       ReadRequest(c);
-      const std::string& a = answers_[i];
-      for (size_t off = 0; off < a.size();) {
-        ssize_t n = send(c, a.data() + off, a.size() - off, MSG_NOSIGNAL);
-        if (n <= 0) break;
-        off += static_cast<size_t>(n);
+      // kPause in an answer: what came before it is sent, then the server waits 30 ms.
+      std::string_view rest = answers_[i];
+      while (true) {
+        size_t pause = rest.find(kPause);
+        std::string_view a = rest.substr(0, pause);
+        for (size_t off = 0; off < a.size();) {
+          ssize_t n = send(c, a.data() + off, a.size() - off, MSG_NOSIGNAL);
+          if (n <= 0) break;
+          off += static_cast<size_t>(n);
+        }
+        if (pause == std::string_view::npos) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(30));
+        rest.remove_prefix(pause + std::string_view(kPause).size());
       }
       if (keep_open_)
         held_.push_back(c);
@@ -267,6 +277,76 @@ TEST(RunLoad, StopEndsTheRunEarly) {
   ASSERT_TRUE(r.ok());
   EXPECT_LT(r->seconds, 60.0);
   EXPECT_EQ(r->cancelled, 1u);
+}
+
+// A fixed number of requests (--num-prompts): the run ends when the last one has, whatever the
+// duration, and nothing is cut.
+TEST(RunLoad, AFixedNumberOfRequestsEndsWhenTheLastHas) {
+  std::string answer = Sse(Chunk("a") + Chunk("b") + "data: [DONE]\n\n");
+  CannedServer server({answer, answer, answer});
+  LoadSpec spec = Spec(server.port(), 2);
+  spec.duration = 600s;  // would hold the test for ten minutes if it counted
+  spec.num_prompts = 3;
+  auto r = RunLoad(spec);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->requests, 3u);
+  EXPECT_EQ(r->cancelled, 0u);
+  EXPECT_EQ(r->output_tokens, 6u);
+  EXPECT_EQ(server.connections(), 3);
+  EXPECT_GT(r->seconds, 0);
+  EXPECT_NEAR(r->request_tps, 3 / r->seconds, 1e-9);
+}
+
+// At a request rate, a fixed number of requests all go out (the schedule ends at n / rate).
+TEST(RunLoad, ARequestRateSendsEveryRequest) {
+  std::string answer = Sse(Chunk("a") + "data: [DONE]\n\n");
+  CannedServer server({answer, answer, answer, answer, answer});
+  LoadSpec spec = Spec(server.port(), 2);
+  spec.num_prompts = 5;
+  spec.request_rate = 200;
+  spec.seed = 3;
+  auto r = RunLoad(spec);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->requests, 5u);
+  EXPECT_EQ(server.connections(), 5);
+}
+
+// The warm-up's requests run first and reach no figure.
+TEST(RunLoad, WarmUpRequestsAreLeftOutOfTheFigures) {
+  std::string warm = Sse(Chunk("w") + Chunk("w") + Chunk("w") + "data: [DONE]\n\n");
+  std::string measured = Sse(Chunk("m") + "data: [DONE]\n\n");
+  CannedServer server({warm, warm, measured, measured});
+  LoadSpec spec = Spec(server.port(), 2);
+  spec.warmup_requests = 2;
+  spec.num_prompts = 2;
+  auto r = RunLoad(spec);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->warmup_requests, 2u);
+  EXPECT_EQ(r->requests, 2u);
+  EXPECT_EQ(r->output_tokens, 2u);  // one each; the warm-up's three are not counted
+  EXPECT_EQ(server.connections(), 4);
+}
+
+// The times the generator records reach the figures: one request of four tokens, each chunk
+// 30 ms after the last. The definitions hold exactly between the figures (TPOT is
+// (E2E - TTFT) / 3, the mean ITL a third of the same); no chunk can come before the server
+// sent it, so each gap is at least the server's pause. No bound on how fast anything is.
+TEST(RunLoad, TheRecordedTimesReachTheFigures) {
+  std::string p = CannedServer::kPause;
+  CannedServer server(
+      {Sse(Chunk("a") + p + Chunk("b") + p + Chunk("c") + p + Chunk("d") + "data: [DONE]\n\n")});
+  LoadSpec spec = Spec(server.port(), 1);
+  spec.num_prompts = 1;
+  auto r = RunLoad(spec);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->requests, 1u);
+  EXPECT_EQ(r->output_tokens, 4u);
+  EXPECT_GT(r->ttft_p50_ms, 0);
+  EXPECT_GE(r->e2e_p50_ms, r->ttft_p50_ms + 3 * 29.9);
+  EXPECT_NEAR(r->tpot_p50_ms, (r->e2e_p50_ms - r->ttft_p50_ms) / 3, 1e-6);
+  EXPECT_NEAR(r->itl_mean_ms, (r->e2e_p50_ms - r->ttft_p50_ms) / 3, 1e-6);
+  EXPECT_GE(r->itl_p50_ms, 29.9);
+  EXPECT_NEAR(r->user_tps_p50, 1000 / r->tpot_p50_ms, 1e-6);
 }
 
 TEST(RunLoad, RefusesAnInvalidSpec) {
