@@ -20,7 +20,8 @@ void Reservoir::Add(double x) {
 
 double Percentile(std::vector<double>* samples, double q) {
   if (samples->empty()) return 0;
-  std::sort(samples->begin(), samples->end());
+  if (!std::is_sorted(samples->begin(), samples->end()))
+    std::sort(samples->begin(), samples->end());
   double rank = std::clamp(q, 0.0, 1.0) * static_cast<double>(samples->size() - 1);
   size_t below = static_cast<size_t>(std::floor(rank));
   size_t above = std::min(below + 1, samples->size() - 1);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -107,6 +108,82 @@ class CannedServer {
   std::atomic<bool> stop_{false};
   std::atomic<int> accepted_{0};
   std::vector<int> held_;
+  std::thread thread_;
+};
+
+/// Answers requests one connection at a time, keeping each connection alive for `per_connection`
+/// answers (chunked, no "Connection: close"), then closing it while idle, as uvicorn closes a
+/// connection idle for 5 s. Counts the connections and the requests.
+class KeepAliveServer {
+ public:
+  KeepAliveServer(std::string chunked_body, int per_connection)
+      : body_(std::move(chunked_body)), per_connection_(per_connection) {
+    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+    listen(fd_, 64);
+    socklen_t len = sizeof(addr);
+    getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~KeepAliveServer() {
+    stop_ = true;
+    thread_.join();
+    close(fd_);
+  }
+  int port() const { return port_; }
+  int connections() const { return connections_.load(); }
+  int requests() const { return requests_.load(); }
+
+ private:
+  /// Reads one request (head and Content-Length body); false when the client went away.
+  static bool ReadRequest(int fd) {
+    std::string in;
+    char buf[4096];
+    size_t need = std::string::npos;
+    while (need == std::string::npos || in.size() < need) {
+      pollfd p{fd, POLLIN, 0};
+      if (poll(&p, 1, 2000) <= 0) return false;
+      ssize_t n = recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) return false;
+      in.append(buf, static_cast<size_t>(n));
+      size_t end = in.find("\r\n\r\n");
+      if (end != std::string::npos && need == std::string::npos) {
+        size_t cl = in.find("Content-Length: ");
+        need = end + 4 + (cl == std::string::npos ? 0 : std::stoul(in.substr(cl + 16)));
+      }
+    }
+    return true;
+  }
+  void Serve() {
+    std::string answer =
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+        "Transfer-Encoding: chunked\r\n\r\n";
+    char size[32];
+    std::snprintf(size, sizeof size, "%zx\r\n", body_.size());
+    answer += size + body_ + "\r\n0\r\n\r\n";
+    while (!stop_) {
+      pollfd p{fd_, POLLIN, 0};
+      if (poll(&p, 1, 20) <= 0) continue;
+      int c = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (c < 0) continue;
+      ++connections_;
+      for (int i = 0; i < per_connection_ && ReadRequest(c); ++i) {
+        ++requests_;
+        send(c, answer.data(), answer.size(), MSG_NOSIGNAL);
+      }
+      close(c);
+    }
+  }
+  std::string body_;
+  int per_connection_;
+  int fd_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> connections_{0}, requests_{0};
   std::thread thread_;
 };
 
@@ -347,6 +424,32 @@ TEST(RunLoad, TheRecordedTimesReachTheFigures) {
   EXPECT_NEAR(r->itl_mean_ms, (r->e2e_p50_ms - r->ttft_p50_ms) / 3, 1e-6);
   EXPECT_GE(r->itl_p50_ms, 29.9);
   EXPECT_NEAR(r->user_tps_p50, 1000 / r->tpot_p50_ms, 1e-6);
+}
+
+// A stream keeps its connection for its next request (HTTP/1.1 keep-alive, as libcurl did).
+TEST(RunLoad, AStreamReusesItsConnection) {
+  KeepAliveServer server(Chunk("a") + Chunk("b") + "data: [DONE]\n\n", /*per_connection=*/100);
+  LoadSpec spec = Spec(server.port(), 1);
+  spec.num_prompts = 5;
+  auto r = RunLoad(spec);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->requests, 5u);
+  EXPECT_EQ(r->errors, 0u) << r->first_error;
+  EXPECT_EQ(server.connections(), 1);
+}
+
+// A connection the server closed while it was idle is found out when the next request on it
+// gets no answer at all: the request is sent again on a new connection, not counted an error.
+TEST(RunLoad, AConnectionClosedWhileIdleIsReplacedNotCountedAnError) {
+  KeepAliveServer server(Chunk("a") + "data: [DONE]\n\n", /*per_connection=*/1);
+  LoadSpec spec = Spec(server.port(), 1);
+  spec.num_prompts = 4;
+  auto r = RunLoad(spec);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->requests, 4u);
+  EXPECT_EQ(r->errors, 0u) << r->first_error;
+  EXPECT_EQ(server.requests(), 4);
+  EXPECT_EQ(server.connections(), 4);
 }
 
 TEST(RunLoad, RefusesAnInvalidSpec) {
