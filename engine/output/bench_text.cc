@@ -96,10 +96,12 @@ std::string BenchLevelsText(const BenchRecord& r) {
     for (const auto& l : r.levels) {
       std::vector<std::string> cells = {std::to_string(l.concurrency)};
       if (l.has_request_figures) {
-        cells.insert(cells.end(), {Printf("%.2f", l.request_tps), FormatLatencyMs(l.tpot_p50_ms),
-                                   FormatLatencyMs(l.tpot_p90_ms), FormatLatencyMs(l.tpot_p99_ms),
-                                   FormatLatencyMs(l.e2e_p50_ms), FormatLatencyMs(l.e2e_p90_ms),
-                                   FormatLatencyMs(l.e2e_p99_ms), FormatTps(l.user_tps_p50)});
+        // No request finished (all cut at the end of the duration): no TPOT or E2E to show.
+        auto ms = [&](double v) { return l.requests ? FormatLatencyMs(v) : std::string("-"); };
+        cells.insert(cells.end(),
+                     {Printf("%.2f", l.request_tps), ms(l.tpot_p50_ms), ms(l.tpot_p90_ms),
+                      ms(l.tpot_p99_ms), ms(l.e2e_p50_ms), ms(l.e2e_p90_ms), ms(l.e2e_p99_ms),
+                      l.requests ? FormatTps(l.user_tps_p50) : "-"});
         if (goodput) cells.push_back(l.has_goodput ? Printf("%.2f", l.goodput_rps) : "-");
       }
       cells.resize(head.size(), "-");
@@ -159,7 +161,7 @@ std::string BenchCompareText(const std::vector<BenchRecord>& columns) {
                             bool latency) {
     row(label + " @" + std::to_string(c), [&](const BenchRecord& r) -> std::string {
       const BenchLevel* l = FindLevel(r, c);
-      if (!l || !l->has_request_figures) return "-";
+      if (!l || !l->has_request_figures || (latency && l->requests == 0)) return "-";
       return latency ? FormatLatencyMs(l->*field) : Printf("%.2f", l->*field);
     });
   };

@@ -251,6 +251,9 @@ TEST_F(BenchHistoryTest, TheRequestFiguresAndGoodputRoundTrip) {
                               "          8       1.75    20.0 ms    30.0 ms    45.0 ms     5.10 s"
                               "     6.00 s     7.00 s        50.0           1.50\n"));
   EXPECT_THAT(BenchCompareText(*loaded), ContainsRegex("TPOT p99 @8 +45.0 ms"));
+  // A level where no request finished (all cut at the end) has no TPOT or E2E to show.
+  r.levels[0].requests = 0;
+  EXPECT_THAT(BenchLevelsText(r), ContainsRegex("\n +8 +1.75 +- +- +- +- +- +- +- +1.50\n"));
 }
 
 // bench.json is a file on disk and its first errors quote servers: a record holding a byte that is
