@@ -1,7 +1,8 @@
 // A load generator for OpenAI-compatible model servers (vLLM, SGLang, llama-server): N streams
 // of streamed completions kept busy for a while, measured as an operator benchmarks a model
-// (output tokens per second, time to first token, inter-token latency). `berth bench` and a
-// switch's throughput gate call it. One thread, libcurl multi, every answer untrusted.
+// (output tokens per second, time to first token, inter-token latency, and the rest of what
+// `vllm bench serve` reports: figures.h). `berth bench` and a switch's throughput gate call it.
+// One thread, epoll, its own HTTP/1.1 reader, every answer untrusted.
 #pragma once
 
 #include <atomic>
@@ -92,10 +93,12 @@ struct LoadFigures {
   uint64_t warmup_requests = 0;  // requests sent during the warm-up, in no figure
 };
 
-/// Keeps `spec.concurrency` streamed requests in flight for `spec.duration` (or until `stop`
-/// becomes true) and measures them. Time comes from `clock` (null: the real clock); it must be
+/// Keeps up to `spec.concurrency` streamed requests in flight for `spec.duration`, or until
+/// `spec.num_prompts` have ended (or until `stop` becomes true), after the warm-up, and
+/// measures them. Time comes from `clock` (null: the real clock); it must be
 /// a real clock, as the server's answers take real time. An error only when nothing could be
-/// measured (invalid spec, libcurl refused); failed requests are counted in the result.
+/// measured (invalid spec, no epoll); failed requests are counted in the result, a host name
+/// that does not resolve among them.
 Result<LoadFigures> RunLoad(const LoadSpec& spec, const std::atomic<bool>* stop = nullptr,
                             Clock* clock = nullptr);
 
