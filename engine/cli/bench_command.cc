@@ -1,6 +1,8 @@
 // berth bench: the service's port, served name and model from the manifest, a health check,
 // then the load generator (providers/bench) at each concurrency; results into the state dir.
 #include <charconv>
+#include <cmath>
+#include <optional>
 #include <set>
 
 #include "core/hf_cache.h"
@@ -40,6 +42,88 @@ Result<std::vector<int>> ParseLevels(const std::string& text) {
   return out;
 }
 
+/// --num-prompts, --request-rate, --seed, --warmup and --goodput, parsed.
+struct LoadOptions {
+  uint64_t num_prompts = 0;
+  double request_rate = 0;
+  uint64_t seed = 0;
+  uint64_t warmup_requests = 0;
+  uint64_t warmup_ms = 0;
+  double ttft_ms = 0, tpot_ms = 0, e2e_ms = 0;
+};
+
+std::optional<uint64_t> ParseCount(std::string_view text) {
+  uint64_t v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return v;
+}
+
+std::optional<double> ParseNumber(std::string_view text) {
+  double v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || !std::isfinite(v))
+    return std::nullopt;
+  return v;
+}
+
+/// The options of how requests are sent; an error names the flag and the value.
+Result<LoadOptions> ParseLoadOptions(const BenchCommand& cmd) {
+  LoadOptions o;
+  if (!cmd.num_prompts.empty()) {
+    std::optional<uint64_t> n = ParseCount(cmd.num_prompts);
+    if (!n || *n == 0 || *n > 100000000)
+      return Status::InvalidArgument("--num-prompts: '" + cmd.num_prompts +
+                                     "' is not a number of requests from 1 to 100000000");
+    o.num_prompts = *n;
+  }
+  if (!cmd.request_rate.empty() && cmd.request_rate != "inf") {
+    std::optional<double> r = ParseNumber(cmd.request_rate);
+    if (!r || *r <= 0 || *r > 1e6)
+      return Status::InvalidArgument(
+          "--request-rate: '" + cmd.request_rate +
+          "' is not a number of requests per second above 0 (or inf, the default: each stream "
+          "sends its next request at once)");
+    o.request_rate = *r;
+  }
+  std::optional<uint64_t> seed = ParseCount(cmd.seed);
+  if (!seed) return Status::InvalidArgument("--seed: '" + cmd.seed + "' is not a whole number");
+  o.seed = *seed;
+  if (!cmd.warmup.empty()) {
+    if (std::optional<uint64_t> n = ParseCount(cmd.warmup); n && *n <= 1000000) {
+      o.warmup_requests = *n;
+    } else if (std::optional<uint64_t> ms = ParseDurationMs(cmd.warmup)) {
+      o.warmup_ms = *ms;
+    } else {
+      return Status::InvalidArgument("--warmup: '" + cmd.warmup +
+                                     "' is neither a number of requests (such as 10) nor a "
+                                     "duration (such as 30s)");
+    }
+  }
+  size_t pos = 0;
+  while (!cmd.goodput.empty() && pos <= cmd.goodput.size()) {
+    size_t comma = cmd.goodput.find(',', pos);
+    std::string part = cmd.goodput.substr(pos, comma == std::string::npos ? comma : comma - pos);
+    size_t colon = part.find(':');
+    std::string name = part.substr(0, colon);
+    double ms = -1;  // a plain double: g++ 12 warns falsely (-Wmaybe-uninitialized) of an optional
+    if (colon != std::string::npos) ms = ParseNumber(part.substr(colon + 1)).value_or(-1);
+    double* limit = name == "ttft"                    ? &o.ttft_ms
+                    : name == "tpot"                  ? &o.tpot_ms
+                    : name == "e2el" || name == "e2e" ? &o.e2e_ms
+                                                      : nullptr;
+    if (!limit || ms <= 0)
+      return Status::InvalidArgument(
+          "--goodput: '" + part +
+          "' is not NAME:MS (NAME one of ttft, tpot, e2el; MS milliseconds above 0); give "
+          "them comma-separated, such as ttft:500,tpot:50,e2el:20000");
+    *limit = ms;
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return o;
+}
+
 /// The commit the service's model runs at, as far as berth can tell without asking the server:
 /// a pinned revision, berth.lock, what berth last downloaded, or the store's ref.
 std::string ModelCommit(const Desired& d, const ModelSpec& m, const std::string& state_dir) {
@@ -73,6 +157,25 @@ BenchLevel ToLevel(const LoadFigures& r) {
   l.itl_p90_ms = r.itl_p90_ms;
   l.itl_p99_ms = r.itl_p99_ms;
   l.first_error = r.first_error;
+  l.has_request_figures = true;
+  l.cancelled = r.cancelled;
+  l.warmup_requests = r.warmup_requests;
+  l.request_tps = r.request_tps;
+  l.ttft_mean_ms = r.ttft_mean_ms;
+  l.itl_mean_ms = r.itl_mean_ms;
+  l.tpot_mean_ms = r.tpot_mean_ms;
+  l.tpot_p50_ms = r.tpot_p50_ms;
+  l.tpot_p90_ms = r.tpot_p90_ms;
+  l.tpot_p99_ms = r.tpot_p99_ms;
+  l.e2e_mean_ms = r.e2e_mean_ms;
+  l.e2e_p50_ms = r.e2e_p50_ms;
+  l.e2e_p90_ms = r.e2e_p90_ms;
+  l.e2e_p99_ms = r.e2e_p99_ms;
+  l.user_tps_mean = r.user_tps_mean;
+  l.user_tps_p50 = r.user_tps_p50;
+  l.has_goodput = r.has_goodput;
+  l.good_requests = r.good_requests;
+  l.goodput_rps = r.goodput_rps;
   return l;
 }
 
@@ -121,6 +224,11 @@ int RunBench(const BenchCommand& cmd, std::ostream& out, std::ostream& err) {
         << "\n";
     return kExitError;
   }
+  Result<LoadOptions> options = ParseLoadOptions(cmd);
+  if (!options.ok()) {
+    err << "berth bench: " << options.status().message() << "\n";
+    return kExitError;
+  }
   Desired desired;
   if (!LoadManifestOrExplain(cmd.manifest_path, &desired, err)) return kExitError;
   const std::string& name = cmd.services[0];
@@ -147,7 +255,14 @@ int RunBench(const BenchCommand& cmd, std::ostream& out, std::ostream& err) {
   rec.chat = cmd.chat;
   rec.prompt_tokens = cmd.prompt_tokens;
   rec.max_tokens = cmd.max_tokens;
-  rec.duration_s = static_cast<double>(*duration_ms) / 1000.0;
+  rec.duration_s = options->num_prompts ? 0 : static_cast<double>(*duration_ms) / 1000.0;
+  rec.num_prompts = options->num_prompts;
+  rec.request_rate = options->request_rate;
+  rec.seed = options->seed;
+  rec.warmup = cmd.warmup;
+  rec.goodput_ttft_ms = options->ttft_ms;
+  rec.goodput_tpot_ms = options->tpot_ms;
+  rec.goodput_e2e_ms = options->e2e_ms;
   if (auto m = desired.models.find(svc.model); m != desired.models.end()) {
     rec.model = m->first;
     rec.repo_id = m->second.repo_id;
@@ -176,7 +291,9 @@ int RunBench(const BenchCommand& cmd, std::ostream& out, std::ostream& err) {
   if (cmd.format == "text") out << BenchHeaderText(rec, endpoint) << std::flush;
   bool all_failed = false;
   for (int c : *levels) {
-    err << "berth bench: " << c << " stream" << (c == 1 ? "" : "s") << " for " << cmd.duration
+    err << "berth bench: " << c << " stream" << (c == 1 ? "" : "s") << " for "
+        << (options->num_prompts ? std::to_string(options->num_prompts) + " requests"
+                                 : cmd.duration)
         << "...\n";
     LoadSpec spec;
     spec.host = host;
@@ -187,6 +304,14 @@ int RunBench(const BenchCommand& cmd, std::ostream& out, std::ostream& err) {
     spec.max_tokens = cmd.max_tokens;
     spec.concurrency = c;
     spec.duration = std::chrono::milliseconds(*duration_ms);
+    spec.num_prompts = options->num_prompts;
+    spec.request_rate = options->request_rate;
+    spec.seed = options->seed;
+    spec.warmup_requests = options->warmup_requests;
+    spec.warmup_duration = std::chrono::milliseconds(options->warmup_ms);
+    spec.goodput_ttft_ms = options->ttft_ms;
+    spec.goodput_tpot_ms = options->tpot_ms;
+    spec.goodput_e2e_ms = options->e2e_ms;
     auto r = RunLoad(spec, cmd.stop);
     if (!r.ok()) {
       err << "berth bench: " << r.status().message() << "\n";

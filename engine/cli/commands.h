@@ -114,6 +114,11 @@ struct BenchCommand {
   std::vector<std::string> services;        // the service to measure; with --compare, a filter
   std::string concurrency = "1,32,128";     // --concurrency: streams, one level after another
   std::string duration = "30s";             // --duration: per level
+  std::string num_prompts;                  // --num-prompts N: requests per level, not a duration
+  std::string request_rate;                 // --request-rate R: Poisson arrivals ("" or inf: none)
+  std::string seed = "0";                   // --seed: of the arrival times
+  std::string warmup;                       // --warmup N requests, or a duration (10s)
+  std::string goodput;                      // --goodput ttft:MS,tpot:MS,e2el:MS
   int prompt_tokens = 128;                  // --prompt-tokens: a made-up prompt of this many words
   int max_tokens = 256;                     // --max-tokens: per request
   bool chat = false;                        // --chat: /v1/chat/completions

@@ -180,6 +180,18 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   bench->add_option("--duration", bench_cmd.duration, "how long to measure each level")
       ->capture_default_str();
+  bench->add_option("--num-prompts", bench_cmd.num_prompts,
+                    "send this many requests per level, then stop (instead of --duration)");
+  bench->add_option("--request-rate", bench_cmd.request_rate,
+                    "requests per second, Poisson arrivals, at most --concurrency in flight "
+                    "(default inf: each stream sends again at once)");
+  bench->add_option("--seed", bench_cmd.seed, "seed of the --request-rate arrivals")
+      ->capture_default_str();
+  bench->add_option("--warmup", bench_cmd.warmup,
+                    "before measuring each level: N requests, or a duration such as 10s");
+  bench->add_option("--goodput", bench_cmd.goodput,
+                    "limits of a good request, e.g. ttft:500,tpot:50,e2el:20000 (ms): goodput is "
+                    "finished requests within all of them, per second");
   bench->add_option("--prompt-tokens", bench_cmd.prompt_tokens, "made-up prompt length, in words")
       ->capture_default_str();
   bench->add_option("--max-tokens", bench_cmd.max_tokens, "output tokens per request")

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+#include <vector>
 
 #include "core/json_text.h"
 #include "core/untrusted_text.h"
@@ -52,8 +53,14 @@ std::string BenchHeaderText(const BenchRecord& r, const std::string& endpoint) {
       << ShortCommit(r.commit) << " served as '" << EscapeLine(r.served_name) << "' on "
       << EscapeLine(endpoint) << "\n";
   out << (r.chat ? "chat completions" : "completions") << ", streamed; prompt " << r.prompt_tokens
-      << " words, max " << r.max_tokens << " tokens; " << Printf("%g", r.duration_s)
-      << " s per concurrency\n";
+      << " words, max " << r.max_tokens << " tokens; ";
+  if (r.num_prompts > 0)
+    out << r.num_prompts << " requests per concurrency";
+  else
+    out << Printf("%g", r.duration_s) << " s per concurrency";
+  if (r.request_rate > 0) out << ", " << Printf("%g", r.request_rate) << " requests/s (Poisson)";
+  if (!r.warmup.empty()) out << ", warm-up " << EscapeLine(r.warmup);
+  out << "\n";
   return out.str();
 }
 
@@ -71,6 +78,37 @@ std::string BenchLevelsText(const BenchRecord& r) {
                            FormatLatencyMs(l.itl_p50_ms),  FormatLatencyMs(l.itl_p99_ms)};
     for (size_t i = 0; i < 8; ++i) out << (i ? "  " : "") << Pad(cells[i], widths[i], true);
     out << "\n";
+  }
+  // The figures per request of vllm bench serve, for runs that measured them.
+  bool per_request = false, goodput = false;
+  for (const auto& l : r.levels) {
+    per_request = per_request || l.has_request_figures;
+    goodput = goodput || l.has_goodput;
+  }
+  if (per_request) {
+    std::vector<std::string> head = {"concurrency", "req/s",   "TPOT p50", "TPOT p90",  "TPOT p99",
+                                     "E2E p50",     "E2E p90", "E2E p99",  "tok/s/user"};
+    if (goodput) head.push_back("goodput req/s");
+    out << "\n";
+    for (size_t i = 0; i < head.size(); ++i)
+      out << (i ? "  " : "") << Pad(head[i], i ? std::max<size_t>(head[i].size(), 9) : 11, i > 0);
+    out << "\n";
+    for (const auto& l : r.levels) {
+      std::vector<std::string> cells = {std::to_string(l.concurrency)};
+      if (l.has_request_figures) {
+        // No request finished (all cut at the end of the duration): no TPOT or E2E to show.
+        auto ms = [&](double v) { return l.requests ? FormatLatencyMs(v) : std::string("-"); };
+        cells.insert(cells.end(),
+                     {Printf("%.2f", l.request_tps), ms(l.tpot_p50_ms), ms(l.tpot_p90_ms),
+                      ms(l.tpot_p99_ms), ms(l.e2e_p50_ms), ms(l.e2e_p90_ms), ms(l.e2e_p99_ms),
+                      l.requests ? FormatTps(l.user_tps_p50) : "-"});
+        if (goodput) cells.push_back(l.has_goodput ? Printf("%.2f", l.goodput_rps) : "-");
+      }
+      cells.resize(head.size(), "-");
+      for (size_t i = 0; i < cells.size(); ++i)
+        out << (i ? "  " : "") << Pad(cells[i], i ? std::max<size_t>(head[i].size(), 9) : 11, true);
+      out << "\n";
+    }
   }
   for (const auto& l : r.levels)
     if (!l.first_error.empty())
@@ -112,6 +150,31 @@ std::string BenchCompareText(const std::vector<BenchRecord>& columns) {
   for (int c : levels) {
     figure("ITL p50", c, &BenchLevel::itl_p50_ms, false);
     figure("ITL p99", c, &BenchLevel::itl_p99_ms, false);
+  }
+  // Per-request figures, when a record has them: "-" for one written before berth measured
+  // them.
+  bool any_request_figures = false;
+  for (const auto& r : columns)
+    for (const auto& l : r.levels)
+      any_request_figures = any_request_figures || l.has_request_figures;
+  auto request_figure = [&](const std::string& label, int c, double BenchLevel::*field,
+                            bool latency) {
+    row(label + " @" + std::to_string(c), [&](const BenchRecord& r) -> std::string {
+      const BenchLevel* l = FindLevel(r, c);
+      if (!l || !l->has_request_figures || (latency && l->requests == 0)) return "-";
+      return latency ? FormatLatencyMs(l->*field) : Printf("%.2f", l->*field);
+    });
+  };
+  if (any_request_figures) {
+    for (int c : levels) request_figure("req/s", c, &BenchLevel::request_tps, false);
+    for (int c : levels) {
+      request_figure("TPOT p50", c, &BenchLevel::tpot_p50_ms, true);
+      request_figure("TPOT p99", c, &BenchLevel::tpot_p99_ms, true);
+    }
+    for (int c : levels) {
+      request_figure("E2E p50", c, &BenchLevel::e2e_p50_ms, true);
+      request_figure("E2E p99", c, &BenchLevel::e2e_p99_ms, true);
+    }
   }
   for (int c : levels)
     row("errors @" + std::to_string(c), [&](const BenchRecord& r) -> std::string {

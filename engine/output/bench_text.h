@@ -13,10 +13,13 @@ namespace berth {
 /// settings, two lines.
 std::string BenchHeaderText(const BenchRecord& r, const std::string& endpoint);
 /// One line per concurrency level: requests, errors, output tok/s, TTFT and ITL percentiles;
+/// then, for runs that measured them, a line per level of the per-request figures (req/s, TPOT
+/// and E2E percentiles, tok/s per user at the median TPOT, goodput when limits were given);
 /// then the first error of each level that had one.
 std::string BenchLevelsText(const BenchRecord& r);
 /// The comparison: a column per record (oldest first), rows for each concurrency any of them
-/// measured: output tok/s, TTFT p50 and p99, ITL p50 and p99 ("-" where one did not measure it).
+/// measured: output tok/s, TTFT p50 and p99, ITL p50 and p99, req/s, TPOT and E2E p50 and p99
+/// ("-" where one did not measure it).
 std::string BenchCompareText(const std::vector<BenchRecord>& columns);
 /// {"columns": [record, ...]} with each record as stored.
 std::string BenchCompareJson(const std::vector<BenchRecord>& columns);

@@ -24,13 +24,33 @@ constexpr int kFormatVersion = 1;
 using nlohmann::json;
 
 json LevelJson(const BenchLevel& l) {
-  return {{"concurrency", l.concurrency}, {"requests", l.requests},
-          {"errors", l.errors},           {"output_tokens", l.output_tokens},
-          {"seconds", l.seconds},         {"output_tokens_per_second", l.output_tps},
-          {"ttft_p50_ms", l.ttft_p50_ms}, {"ttft_p90_ms", l.ttft_p90_ms},
-          {"ttft_p99_ms", l.ttft_p99_ms}, {"itl_p50_ms", l.itl_p50_ms},
-          {"itl_p90_ms", l.itl_p90_ms},   {"itl_p99_ms", l.itl_p99_ms},
-          {"first_error", l.first_error}};
+  json j = {{"concurrency", l.concurrency}, {"requests", l.requests},
+            {"errors", l.errors},           {"output_tokens", l.output_tokens},
+            {"seconds", l.seconds},         {"output_tokens_per_second", l.output_tps},
+            {"ttft_p50_ms", l.ttft_p50_ms}, {"ttft_p90_ms", l.ttft_p90_ms},
+            {"ttft_p99_ms", l.ttft_p99_ms}, {"itl_p50_ms", l.itl_p50_ms},
+            {"itl_p90_ms", l.itl_p90_ms},   {"itl_p99_ms", l.itl_p99_ms},
+            {"first_error", l.first_error}};
+  if (!l.has_request_figures) return j;
+  j.update({{"cancelled", l.cancelled},
+            {"warmup_requests", l.warmup_requests},
+            {"requests_per_second", l.request_tps},
+            {"ttft_mean_ms", l.ttft_mean_ms},
+            {"itl_mean_ms", l.itl_mean_ms},
+            {"tpot_mean_ms", l.tpot_mean_ms},
+            {"tpot_p50_ms", l.tpot_p50_ms},
+            {"tpot_p90_ms", l.tpot_p90_ms},
+            {"tpot_p99_ms", l.tpot_p99_ms},
+            {"e2e_mean_ms", l.e2e_mean_ms},
+            {"e2e_p50_ms", l.e2e_p50_ms},
+            {"e2e_p90_ms", l.e2e_p90_ms},
+            {"e2e_p99_ms", l.e2e_p99_ms},
+            {"user_tokens_per_second_mean", l.user_tps_mean},
+            {"user_tokens_per_second_p50", l.user_tps_p50}});
+  j["goodput"] = l.has_goodput ? json{{"good_requests", l.good_requests},
+                                      {"requests_per_second", l.goodput_rps}}
+                               : json(nullptr);
+  return j;
 }
 
 json RecordJson(const BenchRecord& r) {
@@ -47,6 +67,12 @@ json RecordJson(const BenchRecord& r) {
           {"prompt_tokens", r.prompt_tokens},
           {"max_tokens", r.max_tokens},
           {"duration_seconds", r.duration_s},
+          {"num_prompts", r.num_prompts},
+          {"request_rate", r.request_rate},
+          {"seed", r.seed},
+          {"warmup", r.warmup},
+          {"goodput_limits_ms",
+           {{"ttft", r.goodput_ttft_ms}, {"tpot", r.goodput_tpot_ms}, {"e2el", r.goodput_e2e_ms}}},
           {"levels", levels}};
 }
 
@@ -56,6 +82,15 @@ double NonNegative(const json& j, const char* key) {
   if (!std::isfinite(v) || v < 0)
     throw std::invalid_argument(std::string(key) + " must be a number >= 0");
   return v;
+}
+
+/// Like NonNegative, for a key that older records lack: `fallback` when it is not there.
+double OptionalNonNegative(const json& j, const char* key, double fallback = 0) {
+  return j.contains(key) ? NonNegative(j, key) : fallback;
+}
+
+uint64_t OptionalCount(const json& j, const char* key) {
+  return j.contains(key) ? j.at(key).get<uint64_t>() : 0;
 }
 
 BenchRecord RecordFromJson(const json& j) {
@@ -71,6 +106,17 @@ BenchRecord RecordFromJson(const json& j) {
   r.prompt_tokens = j.at("prompt_tokens").get<int>();
   r.max_tokens = j.at("max_tokens").get<int>();
   r.duration_s = NonNegative(j, "duration_seconds");
+  // Written since berth bench took --num-prompts, --request-rate, --warmup and --goodput.
+  r.num_prompts = OptionalCount(j, "num_prompts");
+  r.request_rate = OptionalNonNegative(j, "request_rate");
+  r.seed = OptionalCount(j, "seed");
+  if (j.contains("warmup")) r.warmup = j.at("warmup").get<std::string>();
+  if (j.contains("goodput_limits_ms")) {
+    const json& g = j.at("goodput_limits_ms");
+    r.goodput_ttft_ms = OptionalNonNegative(g, "ttft");
+    r.goodput_tpot_ms = OptionalNonNegative(g, "tpot");
+    r.goodput_e2e_ms = OptionalNonNegative(g, "e2el");
+  }
   if (r.service.empty()) throw std::invalid_argument("a record without a service");
   for (const auto& lj : j.at("levels")) {
     BenchLevel l;
@@ -88,6 +134,30 @@ BenchRecord RecordFromJson(const json& j) {
     l.itl_p90_ms = NonNegative(lj, "itl_p90_ms");
     l.itl_p99_ms = NonNegative(lj, "itl_p99_ms");
     l.first_error = lj.at("first_error").get<std::string>();
+    l.has_request_figures = lj.contains("tpot_p50_ms");
+    if (l.has_request_figures) {
+      l.cancelled = OptionalCount(lj, "cancelled");
+      l.warmup_requests = OptionalCount(lj, "warmup_requests");
+      l.request_tps = OptionalNonNegative(lj, "requests_per_second");
+      l.ttft_mean_ms = OptionalNonNegative(lj, "ttft_mean_ms");
+      l.itl_mean_ms = OptionalNonNegative(lj, "itl_mean_ms");
+      l.tpot_mean_ms = OptionalNonNegative(lj, "tpot_mean_ms");
+      l.tpot_p50_ms = NonNegative(lj, "tpot_p50_ms");
+      l.tpot_p90_ms = OptionalNonNegative(lj, "tpot_p90_ms");
+      l.tpot_p99_ms = OptionalNonNegative(lj, "tpot_p99_ms");
+      l.e2e_mean_ms = OptionalNonNegative(lj, "e2e_mean_ms");
+      l.e2e_p50_ms = OptionalNonNegative(lj, "e2e_p50_ms");
+      l.e2e_p90_ms = OptionalNonNegative(lj, "e2e_p90_ms");
+      l.e2e_p99_ms = OptionalNonNegative(lj, "e2e_p99_ms");
+      l.user_tps_mean = OptionalNonNegative(lj, "user_tokens_per_second_mean");
+      l.user_tps_p50 = OptionalNonNegative(lj, "user_tokens_per_second_p50");
+      if (lj.contains("goodput") && !lj.at("goodput").is_null()) {
+        const json& g = lj.at("goodput");
+        l.has_goodput = true;
+        l.good_requests = g.at("good_requests").get<uint64_t>();
+        l.goodput_rps = NonNegative(g, "requests_per_second");
+      }
+    }
     r.levels.push_back(std::move(l));
   }
   return r;

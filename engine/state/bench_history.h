@@ -23,6 +23,19 @@ struct BenchLevel {
   double ttft_p50_ms = 0, ttft_p90_ms = 0, ttft_p99_ms = 0;
   double itl_p50_ms = 0, itl_p90_ms = 0, itl_p99_ms = 0;
   std::string first_error;
+  // The figures of `vllm bench serve` (LoadFigures says each); has_request_figures is false in
+  // records written before berth measured them, which then show "-" for them.
+  bool has_request_figures = false;
+  uint64_t cancelled = 0;        // still streaming at the end of the measured time
+  uint64_t warmup_requests = 0;  // ran before measuring, in no figure
+  double request_tps = 0;
+  double ttft_mean_ms = 0, itl_mean_ms = 0;
+  double tpot_mean_ms = 0, tpot_p50_ms = 0, tpot_p90_ms = 0, tpot_p99_ms = 0;
+  double e2e_mean_ms = 0, e2e_p50_ms = 0, e2e_p90_ms = 0, e2e_p99_ms = 0;
+  double user_tps_mean = 0, user_tps_p50 = 0;
+  bool has_goodput = false;  // goodput limits were given
+  uint64_t good_requests = 0;
+  double goodput_rps = 0;
 };
 
 /// One `berth bench` run of a service: what ran (service, model repo, commit) and its levels.
@@ -37,7 +50,12 @@ struct BenchRecord {
   bool chat = false;
   int prompt_tokens = 0;
   int max_tokens = 0;
-  double duration_s = 0;  // per level
+  double duration_s = 0;     // per level (not used with num_prompts)
+  uint64_t num_prompts = 0;  // requests per level; 0: a closed loop for duration_s
+  double request_rate = 0;   // requests per second (Poisson); 0: as fast as concurrency allows
+  uint64_t seed = 0;         // of the arrival times
+  std::string warmup;        // as given: "" none, "10" requests, "5s" a duration
+  double goodput_ttft_ms = 0, goodput_tpot_ms = 0, goodput_e2e_ms = 0;  // 0: not given
   std::vector<BenchLevel> levels;
 
   /// What the comparison groups by: service, repo and commit.

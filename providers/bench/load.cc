@@ -1,21 +1,29 @@
-// The load generator's event loop: libcurl multi, one easy handle per stream, reused for the
-// stream's next request (and so its connection). CURLcode becomes an operator's sentence here.
+// The load generator's event loop: one thread, epoll, a non-blocking socket per stream kept
+// alive for the stream's next request, HTTP/1.1 read by HttpResponseReader (libcurl followed
+// every read with a poll(2) of the socket: at a token per read, a third of the system calls).
+// errno becomes an operator's sentence here.
+// It records when each request was sent and when each of its content chunks arrived;
+// FigureBuilder (figures.h) turns those into the figures.
 #include "providers/bench/load.h"
 
-#include <curl/curl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
-#include <memory>
+#include <cstring>
 #include <nlohmann/json.hpp>
-#include <random>
 #include <vector>
 
 #include "core/json_text.h"
 #include "core/untrusted_text.h"
+#include "providers/bench/http_response.h"
 #include "providers/bench/sse.h"
-#include "providers/http/curl_easy.h"
-#include "providers/http/curl_global.h"
 
 namespace berth {
 namespace {
@@ -25,28 +33,6 @@ constexpr size_t kErrorBodyBytes = 4096;
 double Ms(Clock::TimePoint::duration d) {
   return std::chrono::duration<double, std::milli>(d).count();
 }
-
-/// At most `cap` samples, each of the values seen equally likely to be kept.
-class Reservoir {
- public:
-  explicit Reservoir(size_t cap) : cap_(cap) {}
-  void Add(double x) {
-    ++seen_;
-    if (samples_.size() < cap_) {
-      samples_.push_back(x);
-      return;
-    }
-    uint64_t j = std::uniform_int_distribution<uint64_t>(0, seen_ - 1)(rng_);
-    if (j < cap_) samples_[j] = x;
-  }
-  std::vector<double>* samples() { return &samples_; }
-
- private:
-  size_t cap_;
-  uint64_t seen_ = 0;
-  std::vector<double> samples_;
-  std::minstd_rand rng_{12345};
-};
 
 /// A made-up prompt of `words` words, different for every request (so a server's prefix cache
 /// does not answer it from the last one).
@@ -101,39 +87,66 @@ std::string ErrorAnswer(const std::string& body) {
 
 struct Run;
 
-/// One of the streams: its handle and the request it has in flight.
+/// One of the streams: its connection and the request it has in flight.
 struct Stream {
   Run* run = nullptr;
-  CURL* easy = nullptr;
-  std::string body;
-  std::unique_ptr<SseParser> parser;
-  Clock::TimePoint started{};
-  Clock::TimePoint last_token{};
-  bool got_token = false;
+  int fd = -1;
+  uint32_t watching = 0;   // the epoll events asked for fd
+  bool connected = false;  // the connection is up (and may carry the next request)
+  bool busy = false;       // a request is in flight
+  bool over = false;       // it ended; RunPhase folds it in
+  bool reused = false;     // sent on a connection that carried a request before
+  bool retried = false;    // already sent again on a new connection
+  std::string request;     // its bytes
+  size_t sent = 0;
+  HttpResponseReader http;
+  Clock::TimePoint connect_by{}, done_by{};  // the connect and request timeouts
+  SseParser parser;
+  RequestTiming timing;  // when the request in flight was sent, when its content came
   bool done = false;
   bool has_usage = false;
   uint64_t deltas = 0;         // content deltas within the measured time
   uint64_t content_bytes = 0;  // their bytes of text
   uint64_t usage_tokens = 0;
-  long status = 0;
-  std::string fail;        // why this stream's request broke off (set before aborting it)
+  std::string fail;        // why the request failed; "" when it did not
   std::string error_body;  // the answer of an error status, bounded
-  char errbuf[CURL_ERROR_SIZE] = {0};
 };
 
 struct Run {
   const LoadSpec& spec;
   Clock* clock;
+  int epfd = -1;
+  sockaddr_storage addr{};
+  socklen_t addr_len = 0;
+  std::string resolve_error;  // why the host has no address; "" when it has one
   std::string url;
-  Clock::TimePoint deadline{};
+  std::string request_head;  // the request up to its Content-Length value
+  /// The measured time's start: the figures' times are milliseconds from here.
+  Clock::TimePoint origin{};
+  /// No content that arrives after it counts (the end of a measured duration).
+  Clock::TimePoint deadline = Clock::TimePoint::max();
+  bool measuring = false;  // false during the warm-up: nothing it does reaches the figures
+  size_t max_chunk_times = 0;
   uint64_t next_request = 0;
+  uint64_t warmup_errors = 0;
+  Clock::TimePoint next_timeout = Clock::TimePoint::max();  // the earliest, or earlier
+  std::vector<Stream*> ended;  // requests that ended since RunPhase last looked
+  std::vector<char> buffer = std::vector<char>(64 * 1024);
   LoadFigures result;
-  Reservoir ttft, itl;
-  Run(const LoadSpec& s, Clock* c) : spec(s), clock(c), ttft(s.max_samples), itl(s.max_samples) {}
+  FigureBuilder figures;
+  Run(const LoadSpec& s, Clock* c) : spec(s), clock(c), figures(s) {}
 
   void Error(const std::string& what) {
-    ++result.errors;
-    if (result.first_error.empty()) result.first_error = "POST " + url + ": " + what;
+    if (measuring)
+      ++result.errors;
+    else
+      ++warmup_errors;
+    if (result.first_error.empty())
+      result.first_error = (measuring ? "POST " : "(warm-up) POST ") + url + ": " + what;
+  }
+  bool TooManyErrors() const {
+    return spec.max_errors > 0 &&
+           result.errors + warmup_errors >= static_cast<uint64_t>(spec.max_errors);
   }
 };
 
@@ -155,51 +168,221 @@ bool OnEvent(Stream* s, std::string_view data, Clock::TimePoint now) {
     s->has_usage = true;
     s->usage_tokens = e.completion_tokens;
   }
-  if (e.content_deltas == 0 || now >= s->run->deadline) return true;
+  Run* run = s->run;
+  if (e.content_deltas == 0 || now >= run->deadline) return true;
   s->deltas += e.content_deltas;
   s->content_bytes += e.content_bytes;
-  if (!s->got_token)
-    s->run->ttft.Add(Ms(now - s->started));
+  // A server that sends far more chunks than the request asked for tokens does not grow the
+  // list without bound: beyond the cap, the last time is overwritten (E2E stays right; the
+  // gaps in between are lost).
+  std::vector<double>& times = s->timing.chunk_ms;
+  double at = Ms(now - run->origin);
+  if (times.size() < run->max_chunk_times)
+    times.push_back(at);
   else
-    s->run->itl.Add(Ms(now - s->last_token));
-  s->got_token = true;
-  s->last_token = now;
+    times.back() = at;
   return true;
 }
 
-size_t OnData(char* data, size_t size, size_t n, void* user) {
-  auto* s = static_cast<Stream*>(user);
-  size_t len = size * n;
-  if (s->status == 0) s->status = ResponseStatus(s->easy);
-  if (s->status != 200) {
+/// Body bytes of the answer: an error status's are kept (bounded) for its message; a stream's
+/// are read as events, all at `now`, the time they were read.
+bool OnBody(Stream* s, std::string_view data, Clock::TimePoint now) {
+  if (s->http.status() != 200) {
     size_t room = kErrorBodyBytes - std::min(kErrorBodyBytes, s->error_body.size());
-    s->error_body.append(data, std::min(room, len));
-    return len;
+    s->error_body.append(data.substr(0, room));
+    return true;
   }
-  Clock::TimePoint now = s->run->clock->Now();  // one arrival time for the whole chunk
-  bool ok = s->parser->Feed(std::string_view(data, len),
-                            [s, now](std::string_view event) { return OnEvent(s, event, now); });
-  if (!ok) {
-    if (s->fail.empty()) s->fail = s->parser->error() + " (the stream is cut off there)";
-    return CURL_WRITEFUNC_ERROR;
-  }
-  return len;
+  bool ok =
+      s->parser.Feed(data, [s, now](std::string_view event) { return OnEvent(s, event, now); });
+  if (!ok && s->fail.empty()) s->fail = s->parser.error() + " (the stream is cut off there)";
+  if (!ok) s->http.Fail(s->fail);
+  return ok;
 }
 
-void Start(Run* run, Stream* s, CURLM* multi) {
+void Watch(Run* run, Stream* s, uint32_t events) {
+  if (s->watching == events) return;
+  epoll_event ev{};
+  ev.events = events;
+  ev.data.ptr = s;
+  epoll_ctl(run->epfd, s->watching == 0 ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, s->fd, &ev);
+  s->watching = events;
+}
+
+void CloseConnection(Run* run, Stream* s) {
+  if (s->fd < 0) return;
+  epoll_ctl(run->epfd, EPOLL_CTL_DEL, s->fd, nullptr);
+  close(s->fd);
+  s->fd = -1;
+  s->watching = 0;
+  s->connected = false;
+}
+
+/// The request in flight ended: `why` is "" when it ran to its end, else why it failed.
+void End(Run* run, Stream* s, std::string why) {
+  if (s->over) return;
+  s->over = true;
+  if (!why.empty() && s->fail.empty()) s->fail = std::move(why);
+  if (!s->fail.empty() || !s->http.keep_alive()) CloseConnection(run, s);
+  run->ended.push_back(s);
+}
+
+/// Opens a new connection for the request in flight (non-blocking: it completes when the
+/// socket becomes writable).
+void Connect(Run* run, Stream* s) {
+  CloseConnection(run, s);
+  if (!run->resolve_error.empty()) return End(run, s, run->resolve_error);
+  s->fd = socket(run->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (s->fd < 0) return End(run, s, std::string("cannot open a socket: ") + std::strerror(errno));
+  int one = 1;
+  setsockopt(s->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  s->reused = false;
+  s->connect_by = s->run->clock->Now() + run->spec.connect_timeout;
+  run->next_timeout = std::min(run->next_timeout, s->connect_by);
+  if (connect(s->fd, reinterpret_cast<const sockaddr*>(&run->addr), run->addr_len) != 0 &&
+      errno != EINPROGRESS) {
+    int e = errno;
+    return End(run, s,
+               e == ECONNREFUSED ? "connection refused (is the service running, and on this port?)"
+                                 : std::string("cannot connect: ") + std::strerror(e));
+  }
+  Watch(run, s, EPOLLOUT);
+}
+
+/// Sends the request in flight again on a new connection: a connection kept alive may have
+/// been closed by the server meanwhile (uvicorn closes one idle for 5 s), which shows only as
+/// an end without a byte of answer. Once per request.
+bool RetryOnNewConnection(Run* run, Stream* s) {
+  if (!s->reused || s->retried || s->http.bytes_seen() > 0) return false;
+  s->retried = true;
+  s->sent = 0;
+  Connect(run, s);
+  return true;
+}
+
+void OnWritable(Run* run, Stream* s) {
+  if (!s->connected) {
+    int err = 0;
+    socklen_t len = sizeof err;
+    getsockopt(s->fd, SOL_SOCKET, SO_ERROR, &err, &len);
+    if (err != 0)
+      return End(run, s,
+                 err == ECONNREFUSED
+                     ? "connection refused (is the service running, and on this port?)"
+                     : std::string("cannot connect: ") + std::strerror(err));
+    s->connected = true;
+  }
+  while (s->sent < s->request.size()) {
+    ssize_t n = send(s->fd, s->request.data() + s->sent, s->request.size() - s->sent, MSG_NOSIGNAL);
+    if (n < 0 && errno == EAGAIN) return Watch(run, s, EPOLLOUT);
+    if (n < 0) {
+      int e = errno;
+      if (RetryOnNewConnection(run, s)) return;
+      return End(run, s, std::string("cannot send the request: ") + std::strerror(e));
+    }
+    s->sent += static_cast<size_t>(n);
+  }
+  Watch(run, s, EPOLLIN);
+}
+
+void OnReadable(Run* run, Stream* s) {
+  ssize_t n = recv(s->fd, run->buffer.data(), run->buffer.size(), 0);
+  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+  if (n <= 0) {
+    int e = n < 0 ? errno : 0;
+    if (RetryOnNewConnection(run, s)) return;
+    if (e != 0) return End(run, s, std::string("the connection broke: ") + std::strerror(e));
+    if (s->http.Eof() == HttpResponseReader::State::kComplete) return End(run, s, "");
+    return End(run, s, s->http.error());
+  }
+  Clock::TimePoint now = run->clock->Now();  // one arrival time for everything read
+  auto state = s->http.Feed(std::string_view(run->buffer.data(), static_cast<size_t>(n)),
+                            [s, now](std::string_view body) { return OnBody(s, body, now); });
+  if (state == HttpResponseReader::State::kComplete) return End(run, s, "");
+  if (state == HttpResponseReader::State::kFailed) return End(run, s, s->http.error());
+}
+
+/// A connection kept alive between requests became readable: the server closed it (or sent
+/// what nobody asked for). Either way it is not used again.
+void OnIdleReadable(Run* run, Stream* s) {
+  ssize_t n = recv(s->fd, run->buffer.data(), run->buffer.size(), 0);
+  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+  CloseConnection(run, s);
+}
+
+void Start(Run* run, Stream* s) {
   uint64_t request = run->next_request++;
-  s->body = RequestBody(run->spec, request);
-  s->parser = std::make_unique<SseParser>(run->spec.max_event_bytes);
-  s->got_token = s->done = s->has_usage = false;
+  std::string body = RequestBody(run->spec, request);
+  s->request = run->request_head;
+  s->request += std::to_string(body.size());
+  s->request += "\r\n\r\n";
+  s->request += body;
+  s->sent = 0;
+  s->http = HttpResponseReader();
+  s->parser = SseParser(run->spec.max_event_bytes);
+  s->timing.chunk_ms.clear();
+  s->timing.tokens = 0;
+  s->done = s->has_usage = s->over = s->retried = false;
   s->deltas = s->content_bytes = s->usage_tokens = 0;
-  s->status = 0;
   s->fail.clear();
   s->error_body.clear();
-  s->errbuf[0] = 0;
-  curl_easy_setopt(s->easy, CURLOPT_POSTFIELDS, s->body.c_str());
-  curl_easy_setopt(s->easy, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(s->body.size()));
-  s->started = run->clock->Now();
-  curl_multi_add_handle(multi, s->easy);
+  Clock::TimePoint now = run->clock->Now();
+  s->timing.start_ms = Ms(now - run->origin);
+  s->done_by = now + run->spec.request_timeout;
+  run->next_timeout = std::min(run->next_timeout, s->done_by);
+  s->busy = true;
+  if (s->connected) {
+    s->reused = true;
+    OnWritable(run, s);
+  } else {
+    Connect(run, s);
+  }
+}
+
+/// Fails the requests whose connect or request timeout has passed; returns the earliest
+/// timeout still to come. The streams are looked at only when the earliest timeout known has
+/// come (a request started since has a later one): a scan of every stream on each wake-up was
+/// 6 % of the generator's CPU at 128 paced streams.
+Clock::TimePoint EnforceTimeouts(Run* run, std::vector<Stream>* streams, Clock::TimePoint now) {
+  if (now < run->next_timeout) return run->next_timeout;
+  Clock::TimePoint next = Clock::TimePoint::max();
+  for (auto& s : *streams) {
+    if (!s.busy || s.over) continue;
+    if (!s.connected && now >= s.connect_by) {
+      End(run, &s,
+          "connect timed out (the connect timeout is " +
+              std::to_string(run->spec.connect_timeout.count()) + " ms)");
+    } else if (now >= s.done_by) {
+      End(run, &s,
+          "timed out (the request timeout is " + std::to_string(run->spec.request_timeout.count()) +
+              " ms)");
+    } else {
+      next = std::min(next, s.connected ? s.done_by : std::min(s.connect_by, s.done_by));
+    }
+  }
+  run->next_timeout = next;
+  return next;
+}
+
+/// Waits until a socket is ready or `wake` (at most 50 ms), and handles what happened.
+void Step(Run* run, Clock::TimePoint wake) {
+  Clock::TimePoint now = run->clock->Now();
+  long long wait =
+      wake <= now ? 0 : std::chrono::ceil<std::chrono::milliseconds>(wake - now).count();
+  epoll_event events[64];
+  int n = epoll_wait(run->epfd, events, 64, static_cast<int>(std::min(wait, 50LL)));
+  for (int i = 0; i < n; ++i) {
+    auto* s = static_cast<Stream*>(events[i].data.ptr);
+    uint32_t e = events[i].events;
+    if (!s->busy) {
+      OnIdleReadable(run, s);
+      continue;
+    }
+    if (s->over) continue;
+    if ((!s->connected || s->sent < s->request.size()) && (e & (EPOLLOUT | EPOLLERR | EPOLLHUP)))
+      OnWritable(run, s);
+    else if (e & (EPOLLIN | EPOLLERR | EPOLLHUP))
+      OnReadable(run, s);
+  }
 }
 
 /// The output tokens a request is credited with: what arrived, not what the server claims.
@@ -215,37 +398,125 @@ uint64_t CountedTokens(const Stream& s, const LoadSpec& spec) {
   return std::clamp(s.usage_tokens, arrived, most);
 }
 
-/// Folds a finished request into the result.
-void Finish(Run* run, Stream* s, CURLcode code) {
+/// Folds a request that ended into the figures (when measuring).
+void Finish(Run* run, Stream* s) {
+  s->busy = false;
+  s->timing.end = RequestTiming::End::kFailed;
   if (!s->fail.empty()) {
     run->Error(s->fail);
-  } else if (code != CURLE_OK) {
-    std::string what = s->errbuf[0] ? s->errbuf : curl_easy_strerror(code);
-    if (code == CURLE_COULDNT_CONNECT)
-      what = "connection refused (" + what + "; is the service running, and on this port?)";
-    else if (code == CURLE_OPERATION_TIMEDOUT)
-      what = "timed out (" + what + "; the request timeout is " +
-             std::to_string(run->spec.request_timeout.count()) + " ms)";
-    run->Error(what);
-  } else if (s->status != 200) {
-    run->Error("HTTP " + std::to_string(s->status) + ": " + ErrorAnswer(s->error_body));
+  } else if (s->http.status() != 200) {
+    run->Error("HTTP " + std::to_string(s->http.status()) + ": " + ErrorAnswer(s->error_body));
   } else if (!s->done) {
     run->Error("the stream ended without 'data: [DONE]' (the server closed it mid-answer)");
   } else {
-    ++run->result.requests;
-    run->result.output_tokens += CountedTokens(*s, run->spec);
+    s->timing.end = RequestTiming::End::kFinished;
+    s->timing.tokens = CountedTokens(*s, run->spec);
   }
+  if (run->measuring)
+    run->figures.Add(s->timing);
+  else
+    ++run->result.warmup_requests;
+}
+
+/// Drops a request still streaming when its phase ends (its connection cannot carry another):
+/// measured, it is credited the content chunks it got within the measured time (at most its
+/// max_tokens).
+void Cut(Run* run, Stream* s) {
+  CloseConnection(run, s);
+  s->busy = false;
+  if (!run->measuring) {
+    ++run->result.warmup_requests;
+    return;
+  }
+  ++run->result.cancelled;
+  s->timing.end = RequestTiming::End::kCut;
+  s->timing.tokens = std::min(s->deltas, static_cast<uint64_t>(run->spec.max_tokens));
+  run->figures.Add(s->timing);
+}
+
+/// Arrival times of a phase's requests: every free stream at once (no rate), or a Poisson
+/// process: a fixed schedule of `requests` (as vLLM draws it) or gaps drawn one at a time.
+class Arrivals {
+ public:
+  Arrivals(double rate, uint64_t requests, uint64_t seed)
+      : rate_(rate), poisson_(rate > 0 ? rate : 1, seed) {
+    if (rate_ <= 0) return;
+    if (requests > 0) schedule_ = ArrivalSchedule(requests, rate, seed);
+    next_s_ = schedule_.empty() ? poisson_.NextGapSeconds() : schedule_[0];
+  }
+  bool paced() const { return rate_ > 0; }
+  /// Seconds after the phase's start when the next request is due (after `due` were).
+  double next_seconds() const { return next_s_; }
+  void Advance(uint64_t due) {
+    if (schedule_.empty())
+      next_s_ += poisson_.NextGapSeconds();
+    else
+      next_s_ = due < schedule_.size() ? schedule_[due] : HUGE_VAL;
+  }
+
+ private:
+  double rate_;
+  PoissonArrivals poisson_;
+  std::vector<double> schedule_;
+  double next_s_ = 0;
+};
+
+/// One phase (a warm-up or the measured run): `requests` requests in all (0: no limit) until
+/// `deadline`, at `rate` per second (0: each free stream sends at once), then the requests
+/// still in flight are cut. Returns false when it was stopped (`stop`, or too many errors).
+bool RunPhase(Run* run, std::vector<Stream>* streams, uint64_t requests, Clock::TimePoint deadline,
+              double rate, const std::atomic<bool>* stop) {
+  std::vector<Stream*> idle;
+  for (auto& s : *streams) idle.push_back(&s);
+  Arrivals arrivals(rate, requests, run->spec.seed);
+  Clock::TimePoint phase_start = run->clock->Now();
+  auto at = [&](double seconds) {
+    return phase_start + std::chrono::duration_cast<Clock::TimePoint::duration>(
+                             std::chrono::duration<double>(std::min(seconds, 1e9)));
+  };
+  uint64_t due = 0, sent = 0, ended = 0;
+  bool stopped = false;
+  while (true) {
+    Clock::TimePoint now = run->clock->Now();
+    if (arrivals.paced()) {
+      while ((requests == 0 || due < requests) && at(arrivals.next_seconds()) <= now)
+        arrivals.Advance(++due);
+    } else {
+      due = requests == 0 ? sent + idle.size() : requests;
+    }
+    while (!idle.empty() && sent < due) {
+      Start(run, idle.back());
+      idle.pop_back();
+      ++sent;
+    }
+    Clock::TimePoint wake = std::min(deadline, now + std::chrono::milliseconds(50));
+    if (arrivals.paced() && (requests == 0 || due < requests))
+      wake = std::min(wake, at(arrivals.next_seconds()));
+    wake = std::min(wake, EnforceTimeouts(run, streams, now));
+    if (run->ended.empty()) Step(run, wake);  // (a request that failed to start ended at once)
+    now = run->clock->Now();
+    // What ends after the measured time is not part of it: requests still in flight then are
+    // cut with the tokens they had (OnEvent counts none after the deadline).
+    if (now >= deadline) break;
+    for (Stream* s : run->ended) {
+      Finish(run, s);
+      idle.push_back(s);
+      ++ended;
+    }
+    run->ended.clear();
+    if ((stop && stop->load()) || run->TooManyErrors()) {
+      stopped = true;
+      break;
+    }
+    if (requests > 0 && ended >= requests) break;
+  }
+  run->ended.clear();  // ended at or after the deadline: cut below, as those still streaming
+  for (auto& s : *streams)
+    if (s.busy) Cut(run, &s);
+  return !stopped;
 }
 
 }  // namespace
-
-double Percentile(std::vector<double>* samples, double q) {
-  if (samples->empty()) return 0;
-  std::sort(samples->begin(), samples->end());
-  double rank = std::ceil(q * static_cast<double>(samples->size()));
-  size_t i = rank < 1 ? 0 : static_cast<size_t>(rank) - 1;
-  return (*samples)[std::min(i, samples->size() - 1)];
-}
 
 Result<LoadFigures> RunLoad(const LoadSpec& spec, const std::atomic<bool>* stop, Clock* clock) {
   if (spec.port <= 0 || spec.port > 65535)
@@ -258,108 +529,74 @@ Result<LoadFigures> RunLoad(const LoadSpec& spec, const std::atomic<bool>* stop,
                                    std::to_string(spec.concurrency));
   if (spec.max_tokens < 1 || spec.prompt_tokens < 1)
     return Status::InvalidArgument("max tokens and prompt tokens must be at least 1");
-  if (spec.duration.count() <= 0) return Status::InvalidArgument("the duration must be positive");
-  CurlGlobalInit();
+  if (spec.num_prompts == 0 && spec.duration.count() <= 0)
+    return Status::InvalidArgument("the duration must be positive");
+  if (!std::isfinite(spec.request_rate) || spec.request_rate < 0)
+    return Status::InvalidArgument(
+        "the request rate must be a number of requests per second "
+        ">= 0 (0: as fast as the concurrency allows)");
+  for (double limit : {spec.goodput_ttft_ms, spec.goodput_tpot_ms, spec.goodput_e2e_ms})
+    if (!std::isfinite(limit) || limit < 0)
+      return Status::InvalidArgument("goodput limits must be milliseconds >= 0 (0: not given)");
+  if (spec.warmup_duration.count() < 0)
+    return Status::InvalidArgument("the warm-up duration must not be negative");
   Run run(spec, clock ? clock : &RealClock());
   run.result.concurrency = spec.concurrency;
+  run.max_chunk_times = 4 * static_cast<size_t>(spec.max_tokens) + 64;
   std::string host = spec.host.find(':') != std::string::npos ? "[" + spec.host + "]" : spec.host;
-  run.url = "http://" + host + ":" + std::to_string(spec.port) +
-            (spec.chat ? "/v1/chat/completions" : "/v1/completions");
-
-  std::unique_ptr<CURLM, decltype(&curl_multi_cleanup)> multi(curl_multi_init(),
-                                                              &curl_multi_cleanup);
-  if (!multi) return Status::Internal("cannot start an HTTP client (curl_multi_init failed)");
-  curl_multi_setopt(multi.get(), CURLMOPT_MAXCONNECTS, static_cast<long>(spec.concurrency));
-  std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> headers(nullptr,
-                                                                      &curl_slist_free_all);
-  headers.reset(curl_slist_append(headers.release(), "Content-Type: application/json"));
-  headers.reset(curl_slist_append(headers.release(), "Accept: text/event-stream"));
-  // No "Expect: 100-continue" for a body over 1 KiB: a round trip per request for nothing.
-  headers.reset(curl_slist_append(headers.release(), "Expect:"));
+  std::string path = spec.chat ? "/v1/chat/completions" : "/v1/completions";
+  std::string authority = host + ":" + std::to_string(spec.port);
+  run.url = "http://" + authority + path;
+  run.request_head = "POST " + path + " HTTP/1.1\r\nHost: " + authority +
+                     "\r\nUser-Agent: berth-bench/" BERTH_VERSION
+                     "\r\nContent-Type: application/json\r\nAccept: text/event-stream"
+                     "\r\nContent-Length: ";
+  // The address, once: a name that does not resolve fails every request with the reason.
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  if (int e = getaddrinfo(spec.host.c_str(), std::to_string(spec.port).c_str(), &hints, &found);
+      e != 0 || !found) {
+    run.resolve_error = "cannot resolve '" + spec.host + "': " + gai_strerror(e);
+  } else {
+    std::memcpy(&run.addr, found->ai_addr, found->ai_addrlen);
+    run.addr_len = found->ai_addrlen;
+  }
+  if (found) freeaddrinfo(found);
+  run.epfd = epoll_create1(EPOLL_CLOEXEC);
+  if (run.epfd < 0)
+    return Status::Internal(std::string("cannot start the load generator (epoll_create1: ") +
+                            std::strerror(errno) + ")");
 
   std::vector<Stream> streams(static_cast<size_t>(spec.concurrency));
+  for (auto& s : streams) s.run = &run;
   auto cleanup = [&] {
-    for (auto& s : streams) {
-      if (!s.easy) continue;
-      curl_multi_remove_handle(multi.get(), s.easy);
-      curl_easy_cleanup(s.easy);
-      s.easy = nullptr;
-    }
+    for (auto& s : streams) CloseConnection(&run, &s);
+    close(run.epfd);
   };
-  for (auto& s : streams) {
-    s.run = &run;
-    s.easy = curl_easy_init();
-    if (!s.easy) {
-      cleanup();
-      return Status::Internal("cannot start an HTTP client (curl_easy_init failed)");
-    }
-    CURL* e = s.easy;
-    curl_easy_setopt(e, CURLOPT_URL, run.url.c_str());
-    RestrictToHttp(e);
-    curl_easy_setopt(e, CURLOPT_NOPROXY, "*");
-    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
-    curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
-    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_1_1));
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers.get());
-    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(spec.connect_timeout.count()));
-    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(spec.request_timeout.count()));
-    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, s.errbuf);
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &OnData);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, &s);
-    curl_easy_setopt(e, CURLOPT_PRIVATE, &s);
-    curl_easy_setopt(e, CURLOPT_USERAGENT, "berth-bench/" BERTH_VERSION);
-  }
 
-  Clock::TimePoint start = run.clock->Now();
-  run.deadline = start + spec.duration;
-  for (auto& s : streams) Start(&run, &s, multi.get());
-  bool stopped = false;
-  while (true) {
-    int running = 0;
-    curl_multi_perform(multi.get(), &running);
-    Clock::TimePoint now = run.clock->Now();
-    // What ends after the measured time is not part of it: requests still attached then are
-    // cancelled with the tokens they had (OnEvent counts none after the deadline).
-    if (now >= run.deadline) break;
-    int left = 0;
-    while (CURLMsg* msg = curl_multi_info_read(multi.get(), &left)) {
-      if (msg->msg != CURLMSG_DONE) continue;
-      Stream* s = nullptr;
-      curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &s);
-      CURLcode code = msg->data.result;
-      curl_multi_remove_handle(multi.get(), s->easy);
-      Finish(&run, s, code);
-      Start(&run, s, multi.get());
-    }
-    if ((stop && stop->load()) ||
-        (spec.max_errors > 0 && run.result.errors >= static_cast<uint64_t>(spec.max_errors))) {
-      stopped = true;
-      break;
-    }
-    auto wait =
-        std::min<Clock::TimePoint::duration>(run.deadline - now, std::chrono::milliseconds(50));
-    int wait_ms = static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(wait).count());
-    curl_multi_poll(multi.get(), nullptr, 0, std::max(wait_ms, 1), nullptr);
-  }
-  Clock::TimePoint end = stopped ? run.clock->Now() : run.deadline;
-  // Every stream has a request attached: a finished one was replaced at once.
-  for (const auto& s : streams) {
-    ++run.result.cancelled;
-    run.result.output_tokens += std::min(s.deltas, static_cast<uint64_t>(spec.max_tokens));
+  // The warm-up: its requests run at the measured concurrency, without a rate (as vLLM's), and
+  // reach no figure.
+  bool go_on = true;
+  if (spec.warmup_requests > 0)
+    go_on = RunPhase(&run, &streams, spec.warmup_requests, Clock::TimePoint::max(), 0, stop);
+  if (go_on && spec.warmup_duration.count() > 0)
+    go_on = RunPhase(&run, &streams, 0, run.clock->Now() + spec.warmup_duration, 0, stop);
+
+  run.measuring = true;
+  run.origin = run.clock->Now();
+  Clock::TimePoint end = run.origin;
+  if (go_on) {
+    if (spec.num_prompts == 0) run.deadline = run.origin + spec.duration;
+    bool whole = RunPhase(&run, &streams, spec.num_prompts, run.deadline, spec.request_rate, stop);
+    // A closed loop measures its duration; a fixed number of requests, until the last ended.
+    end = whole && spec.num_prompts == 0 ? run.deadline : run.clock->Now();
   }
   cleanup();
-
-  LoadFigures& r = run.result;
-  r.seconds = std::chrono::duration<double>(end - start).count();
-  r.output_tps = r.seconds > 0 ? static_cast<double>(r.output_tokens) / r.seconds : 0;
-  r.ttft_p50_ms = Percentile(run.ttft.samples(), 0.50);
-  r.ttft_p90_ms = Percentile(run.ttft.samples(), 0.90);
-  r.ttft_p99_ms = Percentile(run.ttft.samples(), 0.99);
-  r.itl_p50_ms = Percentile(run.itl.samples(), 0.50);
-  r.itl_p90_ms = Percentile(run.itl.samples(), 0.90);
-  r.itl_p99_ms = Percentile(run.itl.samples(), 0.99);
-  return r;
+  run.figures.Fill(std::chrono::duration<double>(end - run.origin).count(), &run.result);
+  return run.result;
 }
 
 }  // namespace berth

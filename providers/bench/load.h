@@ -1,7 +1,8 @@
 // A load generator for OpenAI-compatible model servers (vLLM, SGLang, llama-server): N streams
 // of streamed completions kept busy for a while, measured as an operator benchmarks a model
-// (output tokens per second, time to first token, inter-token latency). `berth bench` and a
-// switch's throughput gate call it. One thread, libcurl multi, every answer untrusted.
+// (output tokens per second, time to first token, inter-token latency, and the rest of what
+// `vllm bench serve` reports: figures.h). `berth bench` and a switch's throughput gate call it.
+// One thread, epoll, its own HTTP/1.1 reader, every answer untrusted.
 #pragma once
 
 #include <atomic>
@@ -13,6 +14,7 @@
 
 #include "core/clock.h"
 #include "core/status.h"
+#include "providers/bench/figures.h"
 
 namespace berth {
 
@@ -37,6 +39,27 @@ struct LoadSpec {
   size_t max_event_bytes = size_t{1} << 20;
   /// Latency samples kept (reservoir sampling beyond it), per kind.
   size_t max_samples = 200000;
+  /// Requests to send in all (vLLM's --num-prompts); the run ends when every one has ended,
+  /// whatever `duration`. 0: keep sending for `duration` (the closed loop).
+  uint64_t num_prompts = 0;
+  /// Requests started per second on average, as a Poisson process (vLLM's --request-rate),
+  /// never more than `concurrency` in flight (a request due while every stream is busy waits
+  /// for one; its TTFT counts from when it is sent, as in vLLM). 0: as fast as `concurrency`
+  /// allows (each stream sends its next request when the last one ends).
+  double request_rate = 0;
+  /// Seeds the arrival times of `request_rate` (the same seed, the same schedule).
+  uint64_t seed = 0;
+  /// Requests run to their end before measuring, at most `concurrency` at a time, and left out
+  /// of every figure (vLLM's --num-warmups); 0: none.
+  uint64_t warmup_requests = 0;
+  /// Or a warm-up of this long: the load runs as measured, then the requests still in flight
+  /// are cancelled and measuring starts; 0: none.
+  std::chrono::milliseconds warmup_duration{0};
+  /// Goodput's limits (vLLM's --goodput ttft:MS tpot:MS e2el:MS): a finished request is good
+  /// when it meets every limit given. 0: that limit is not given; none given: no goodput.
+  double goodput_ttft_ms = 0;
+  double goodput_tpot_ms = 0;
+  double goodput_e2e_ms = 0;
 };
 
 /// What a run measured. Tokens are counted when they arrive within the measured time: a request
@@ -55,20 +78,32 @@ struct LoadFigures {
   double ttft_p50_ms = 0, ttft_p90_ms = 0, ttft_p99_ms = 0;  // request start to first token
   double itl_p50_ms = 0, itl_p90_ms = 0, itl_p99_ms = 0;     // between a stream's tokens
   std::string first_error;  // the first failure, as the operator should read it; "" = none
+  // The figures of `vllm bench serve`, with its definitions (FigureBuilder in figures.h says
+  // each); percentiles interpolate between ranks, as numpy's do.
+  double request_tps = 0;  // finished requests per second
+  double ttft_mean_ms = 0;
+  double itl_mean_ms = 0;
+  double tpot_mean_ms = 0, tpot_p50_ms = 0, tpot_p90_ms = 0, tpot_p99_ms = 0;
+  double e2e_mean_ms = 0, e2e_p50_ms = 0, e2e_p90_ms = 0, e2e_p99_ms = 0;
+  double user_tps_mean = 0;      // 1000 / tpot_mean_ms: the output tok/s one request sees
+  double user_tps_p50 = 0;       // 1000 / tpot_p50_ms
+  bool has_goodput = false;      // limits were given (LoadSpec's goodput_*)
+  uint64_t good_requests = 0;    // finished requests that met every limit given
+  double goodput_rps = 0;        // good_requests per second
+  uint64_t warmup_requests = 0;  // requests sent during the warm-up, in no figure
 };
 
-/// Keeps `spec.concurrency` streamed requests in flight for `spec.duration` (or until `stop`
-/// becomes true) and measures them. Time comes from `clock` (null: the real clock); it must be
+/// Keeps up to `spec.concurrency` streamed requests in flight for `spec.duration`, or until
+/// `spec.num_prompts` have ended (or until `stop` becomes true), after the warm-up, and
+/// measures them. Time comes from `clock` (null: the real clock); it must be
 /// a real clock, as the server's answers take real time. An error only when nothing could be
-/// measured (invalid spec, libcurl refused); failed requests are counted in the result.
+/// measured (invalid spec, no epoll); failed requests are counted in the result, a host name
+/// that does not resolve among them.
 Result<LoadFigures> RunLoad(const LoadSpec& spec, const std::atomic<bool>* stop = nullptr,
                             Clock* clock = nullptr);
 
 /// How an executor runs a load (RunLoad in production; tests give canned figures).
 using LoadRunner =
     std::function<Result<LoadFigures>(const LoadSpec& spec, const std::atomic<bool>* stop)>;
-
-/// The value at `q` (0..1) of `samples` (nearest rank; sorts them); 0 when empty.
-double Percentile(std::vector<double>* samples, double q);
 
 }  // namespace berth

@@ -219,6 +219,30 @@ services:
         self.assertEqual(r.returncode, 1)
         self.assertIn("give one SERVICE and the manifest", r.stderr)
 
+    def test_5_a_fixed_number_of_requests_at_a_rate_with_the_figures_of_vllm(self):
+        """--num-prompts, --request-rate, --warmup and --goodput against the paced fake: every
+        request is sent and finishes, nothing is cut, the warm-up is left out, and TPOT is the
+        fake's pace (a lower bound only: the fake cannot send a token before it is due)."""
+        per_stream = RATES["vllm-kimi"]["per_stream"]
+        r = self.berth("vllm-kimi", "-f", self.manifest, "--concurrency", "4", "--num-prompts",
+                       "12", "--request-rate", "20", "--seed", "5", "--warmup", "2",
+                       "--max-tokens", "8", "--goodput", "tpot:100000", "--no-save", "-o", "json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        record = json.loads(r.stdout)
+        self.assertEqual((record["num_prompts"], record["request_rate"], record["warmup"]),
+                         (12, 20.0, "2"))
+        level = record["levels"][0]
+        self.assertEqual((level["requests"], level["errors"], level["cancelled"]), (12, 0, 0))
+        self.assertEqual(level["warmup_requests"], 2)
+        self.assertEqual(level["output_tokens"], 12 * 8)
+        self.assertGreaterEqual(level["tpot_p50_ms"], 0.9 * 1000 / per_stream)
+        self.assertGreaterEqual(level["e2e_p50_ms"], level["ttft_p50_ms"])
+        self.assertAlmostEqual(level["requests_per_second"], 12 / level["seconds"], places=6)
+        self.assertEqual(level["goodput"]["good_requests"], 12)
+        r = self.berth("vllm-kimi", "-f", self.manifest, "--goodput", "ttft:1,speed:3")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("--goodput: 'speed:3' is not NAME:MS", r.stderr)
+
     def test_4_failed_requests_are_counted_and_exit_4(self):
         flagged = os.path.join(self.tmp, "fail-model")
         subprocess.run(["/usr/bin/python3", MAKE_MODEL, flagged], check=True,

@@ -14,6 +14,7 @@
 namespace berth {
 namespace {
 
+using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
 
 BenchRecord Record(const std::string& service, const std::string& repo, const std::string& commit,
@@ -180,6 +181,79 @@ TEST(BenchText, ARunsTableAndItsFirstError) {
             "     207 ms\n"
             "concurrency 128: 2 failed requests; the first: POST "
             "http://127.0.0.1:8000/v1/completions: HTTP 500: boom\n");
+}
+
+// A record written before berth measured vLLM's figures (no TPOT, E2E, req/s, goodput) still
+// loads, shows "-" for them, and is written back as it was.
+TEST_F(BenchHistoryTest, ARecordWithoutTheRequestFiguresStillLoads) {
+  std::filesystem::create_directories(dir_);
+  BenchHistory h(dir_.string());
+  std::ofstream(h.path()) << R"({"version": 1, "records": [{"time":"t","service":"vllm-s",
+      "served_name":"s","model":"m","repo_id":"o/m","commit":"","engine":"vllm","chat":false,
+      "prompt_tokens":1,"max_tokens":1,"duration_seconds":1,"levels":[{"concurrency":1,
+      "requests":1,"errors":0,"output_tokens":1,"seconds":1,"output_tokens_per_second":5,
+      "ttft_p50_ms":1,"ttft_p90_ms":1,"ttft_p99_ms":1,"itl_p50_ms":1,"itl_p90_ms":1,
+      "itl_p99_ms":1,"first_error":""}]}]})";
+  auto r = h.Load();
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->size(), 1u);
+  const BenchLevel& l = (*r)[0].levels[0];
+  EXPECT_FALSE(l.has_request_figures);
+  EXPECT_FALSE(l.has_goodput);
+  EXPECT_EQ((*r)[0].num_prompts, 0u);
+  EXPECT_EQ(BenchCompareText(*r).find("TPOT"), std::string::npos);
+  EXPECT_EQ(BenchLevelsText((*r)[0]).find("TPOT"), std::string::npos);
+  // Beside a record that has them, it shows "-".
+  BenchRecord now = Record("vllm-t", "o/t", "", {{1, 10}});
+  now.levels[0].has_request_figures = true;
+  now.levels[0].tpot_p50_ms = 20;
+  EXPECT_THAT(BenchCompareText({(*r)[0], now}), ContainsRegex("TPOT p50 @1 +- +20.0 ms"));
+  auto json = nlohmann::json::parse(BenchRecordToJson((*r)[0]));
+  EXPECT_FALSE(json["levels"][0].contains("tpot_p50_ms"));
+}
+
+TEST_F(BenchHistoryTest, TheRequestFiguresAndGoodputRoundTrip) {
+  BenchRecord r = Record("vllm-kimi-k25", "moonshotai/Kimi-K2.5", std::string(40, 'a'), {{8, 400}});
+  r.num_prompts = 200;
+  r.request_rate = 4.5;
+  r.seed = 7;
+  r.warmup = "10";
+  r.goodput_ttft_ms = 500;
+  r.goodput_tpot_ms = 50;
+  BenchLevel& l = r.levels[0];
+  l.has_request_figures = true;
+  l.request_tps = 1.75;
+  l.tpot_mean_ms = 21;
+  l.tpot_p50_ms = 20;
+  l.tpot_p90_ms = 30;
+  l.tpot_p99_ms = 45;
+  l.e2e_p50_ms = 5100;
+  l.e2e_p90_ms = 6000;
+  l.e2e_p99_ms = 7000;
+  l.user_tps_p50 = 50;
+  l.has_goodput = true;
+  l.good_requests = 190;
+  l.goodput_rps = 1.5;
+  BenchHistory h(dir_.string());
+  ASSERT_TRUE(h.Append(r).ok());
+  auto loaded = h.Load();
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  EXPECT_EQ(BenchRecordToJson((*loaded)[0]), BenchRecordToJson(r));
+  EXPECT_EQ((*loaded)[0].levels[0].good_requests, 190u);
+  EXPECT_EQ(BenchHeaderText(r, "h:1"),
+            "berth bench vllm-kimi-k25: moonshotai/Kimi-K2.5@aaaaaaaaaaaa served as 'kimi-k25' "
+            "on h:1\n"
+            "completions, streamed; prompt 128 words, max 256 tokens; 200 requests per "
+            "concurrency, 4.5 requests/s (Poisson), warm-up 10\n");
+  std::string text = BenchLevelsText(r);
+  EXPECT_THAT(text, HasSubstr("concurrency      req/s   TPOT p50   TPOT p90   TPOT p99    E2E p50"
+                              "    E2E p90    E2E p99  tok/s/user  goodput req/s\n"
+                              "          8       1.75    20.0 ms    30.0 ms    45.0 ms     5.10 s"
+                              "     6.00 s     7.00 s        50.0           1.50\n"));
+  EXPECT_THAT(BenchCompareText(*loaded), ContainsRegex("TPOT p99 @8 +45.0 ms"));
+  // A level where no request finished (all cut at the end) has no TPOT or E2E to show.
+  r.levels[0].requests = 0;
+  EXPECT_THAT(BenchLevelsText(r), ContainsRegex("\n +8 +1.75 +- +- +- +- +- +- +- +1.50\n"));
 }
 
 // bench.json is a file on disk and its first errors quote servers: a record holding a byte that is

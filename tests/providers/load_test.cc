@@ -9,7 +9,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -25,6 +27,7 @@ using namespace std::chrono_literals;
 /// request), then is closed. Connections beyond the list are held open without an answer.
 class CannedServer {
  public:
+  static constexpr const char* kPause = "<pause>";
   /// keep_open: the connections that got their answer are held open instead of closed (a
   /// stream that never ends).
   explicit CannedServer(std::vector<std::string> answers, bool keep_open = false)
@@ -78,11 +81,19 @@ class CannedServer {
         continue;
       }
       ReadRequest(c);
-      const std::string& a = answers_[i];
-      for (size_t off = 0; off < a.size();) {
-        ssize_t n = send(c, a.data() + off, a.size() - off, MSG_NOSIGNAL);
-        if (n <= 0) break;
-        off += static_cast<size_t>(n);
+      // kPause in an answer: what came before it is sent, then the server waits 30 ms.
+      std::string_view rest = answers_[i];
+      while (true) {
+        size_t pause = rest.find(kPause);
+        std::string_view a = rest.substr(0, pause);
+        for (size_t off = 0; off < a.size();) {
+          ssize_t n = send(c, a.data() + off, a.size() - off, MSG_NOSIGNAL);
+          if (n <= 0) break;
+          off += static_cast<size_t>(n);
+        }
+        if (pause == std::string_view::npos) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(30));
+        rest.remove_prefix(pause + std::string_view(kPause).size());
       }
       if (keep_open_)
         held_.push_back(c);
@@ -97,6 +108,82 @@ class CannedServer {
   std::atomic<bool> stop_{false};
   std::atomic<int> accepted_{0};
   std::vector<int> held_;
+  std::thread thread_;
+};
+
+/// Answers requests one connection at a time, keeping each connection alive for `per_connection`
+/// answers (chunked, no "Connection: close"), then closing it while idle, as uvicorn closes a
+/// connection idle for 5 s. Counts the connections and the requests.
+class KeepAliveServer {
+ public:
+  KeepAliveServer(std::string chunked_body, int per_connection)
+      : body_(std::move(chunked_body)), per_connection_(per_connection) {
+    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+    listen(fd_, 64);
+    socklen_t len = sizeof(addr);
+    getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~KeepAliveServer() {
+    stop_ = true;
+    thread_.join();
+    close(fd_);
+  }
+  int port() const { return port_; }
+  int connections() const { return connections_.load(); }
+  int requests() const { return requests_.load(); }
+
+ private:
+  /// Reads one request (head and Content-Length body); false when the client went away.
+  static bool ReadRequest(int fd) {
+    std::string in;
+    char buf[4096];
+    size_t need = std::string::npos;
+    while (need == std::string::npos || in.size() < need) {
+      pollfd p{fd, POLLIN, 0};
+      if (poll(&p, 1, 2000) <= 0) return false;
+      ssize_t n = recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) return false;
+      in.append(buf, static_cast<size_t>(n));
+      size_t end = in.find("\r\n\r\n");
+      if (end != std::string::npos && need == std::string::npos) {
+        size_t cl = in.find("Content-Length: ");
+        need = end + 4 + (cl == std::string::npos ? 0 : std::stoul(in.substr(cl + 16)));
+      }
+    }
+    return true;
+  }
+  void Serve() {
+    std::string answer =
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+        "Transfer-Encoding: chunked\r\n\r\n";
+    char size[32];
+    std::snprintf(size, sizeof size, "%zx\r\n", body_.size());
+    answer += size + body_ + "\r\n0\r\n\r\n";
+    while (!stop_) {
+      pollfd p{fd_, POLLIN, 0};
+      if (poll(&p, 1, 20) <= 0) continue;
+      int c = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (c < 0) continue;
+      ++connections_;
+      for (int i = 0; i < per_connection_ && ReadRequest(c); ++i) {
+        ++requests_;
+        send(c, answer.data(), answer.size(), MSG_NOSIGNAL);
+      }
+      close(c);
+    }
+  }
+  std::string body_;
+  int per_connection_;
+  int fd_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> connections_{0}, requests_{0};
   std::thread thread_;
 };
 
@@ -269,6 +356,102 @@ TEST(RunLoad, StopEndsTheRunEarly) {
   EXPECT_EQ(r->cancelled, 1u);
 }
 
+// A fixed number of requests (--num-prompts): the run ends when the last one has, whatever the
+// duration, and nothing is cut.
+TEST(RunLoad, AFixedNumberOfRequestsEndsWhenTheLastHas) {
+  std::string answer = Sse(Chunk("a") + Chunk("b") + "data: [DONE]\n\n");
+  CannedServer server({answer, answer, answer});
+  LoadSpec spec = Spec(server.port(), 2);
+  spec.duration = 600s;  // would hold the test for ten minutes if it counted
+  spec.num_prompts = 3;
+  auto r = RunLoad(spec);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->requests, 3u);
+  EXPECT_EQ(r->cancelled, 0u);
+  EXPECT_EQ(r->output_tokens, 6u);
+  EXPECT_EQ(server.connections(), 3);
+  EXPECT_GT(r->seconds, 0);
+  EXPECT_NEAR(r->request_tps, 3 / r->seconds, 1e-9);
+}
+
+// At a request rate, a fixed number of requests all go out (the schedule ends at n / rate).
+TEST(RunLoad, ARequestRateSendsEveryRequest) {
+  std::string answer = Sse(Chunk("a") + "data: [DONE]\n\n");
+  CannedServer server({answer, answer, answer, answer, answer});
+  LoadSpec spec = Spec(server.port(), 2);
+  spec.num_prompts = 5;
+  spec.request_rate = 200;
+  spec.seed = 3;
+  auto r = RunLoad(spec);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->requests, 5u);
+  EXPECT_EQ(server.connections(), 5);
+}
+
+// The warm-up's requests run first and reach no figure.
+TEST(RunLoad, WarmUpRequestsAreLeftOutOfTheFigures) {
+  std::string warm = Sse(Chunk("w") + Chunk("w") + Chunk("w") + "data: [DONE]\n\n");
+  std::string measured = Sse(Chunk("m") + "data: [DONE]\n\n");
+  CannedServer server({warm, warm, measured, measured});
+  LoadSpec spec = Spec(server.port(), 2);
+  spec.warmup_requests = 2;
+  spec.num_prompts = 2;
+  auto r = RunLoad(spec);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->warmup_requests, 2u);
+  EXPECT_EQ(r->requests, 2u);
+  EXPECT_EQ(r->output_tokens, 2u);  // one each; the warm-up's three are not counted
+  EXPECT_EQ(server.connections(), 4);
+}
+
+// The times the generator records reach the figures: one request of four tokens, each chunk
+// 30 ms after the last. The definitions hold exactly between the figures (TPOT is
+// (E2E - TTFT) / 3, the mean ITL a third of the same); no chunk can come before the server
+// sent it, so each gap is at least the server's pause. No bound on how fast anything is.
+TEST(RunLoad, TheRecordedTimesReachTheFigures) {
+  std::string p = CannedServer::kPause;
+  CannedServer server(
+      {Sse(Chunk("a") + p + Chunk("b") + p + Chunk("c") + p + Chunk("d") + "data: [DONE]\n\n")});
+  LoadSpec spec = Spec(server.port(), 1);
+  spec.num_prompts = 1;
+  auto r = RunLoad(spec);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->requests, 1u);
+  EXPECT_EQ(r->output_tokens, 4u);
+  EXPECT_GT(r->ttft_p50_ms, 0);
+  EXPECT_GE(r->e2e_p50_ms, r->ttft_p50_ms + 3 * 29.9);
+  EXPECT_NEAR(r->tpot_p50_ms, (r->e2e_p50_ms - r->ttft_p50_ms) / 3, 1e-6);
+  EXPECT_NEAR(r->itl_mean_ms, (r->e2e_p50_ms - r->ttft_p50_ms) / 3, 1e-6);
+  EXPECT_GE(r->itl_p50_ms, 29.9);
+  EXPECT_NEAR(r->user_tps_p50, 1000 / r->tpot_p50_ms, 1e-6);
+}
+
+// A stream keeps its connection for its next request (HTTP/1.1 keep-alive, as libcurl did).
+TEST(RunLoad, AStreamReusesItsConnection) {
+  KeepAliveServer server(Chunk("a") + Chunk("b") + "data: [DONE]\n\n", /*per_connection=*/100);
+  LoadSpec spec = Spec(server.port(), 1);
+  spec.num_prompts = 5;
+  auto r = RunLoad(spec);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->requests, 5u);
+  EXPECT_EQ(r->errors, 0u) << r->first_error;
+  EXPECT_EQ(server.connections(), 1);
+}
+
+// A connection the server closed while it was idle is found out when the next request on it
+// gets no answer at all: the request is sent again on a new connection, not counted an error.
+TEST(RunLoad, AConnectionClosedWhileIdleIsReplacedNotCountedAnError) {
+  KeepAliveServer server(Chunk("a") + "data: [DONE]\n\n", /*per_connection=*/1);
+  LoadSpec spec = Spec(server.port(), 1);
+  spec.num_prompts = 4;
+  auto r = RunLoad(spec);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->requests, 4u);
+  EXPECT_EQ(r->errors, 0u) << r->first_error;
+  EXPECT_EQ(server.requests(), 4);
+  EXPECT_EQ(server.connections(), 4);
+}
+
 TEST(RunLoad, RefusesAnInvalidSpec) {
   LoadSpec spec;
   EXPECT_THAT(RunLoad(spec).status().message(), HasSubstr("needs a port"));
@@ -277,15 +460,12 @@ TEST(RunLoad, RefusesAnInvalidSpec) {
   spec.model = "m";
   spec.concurrency = 0;
   EXPECT_THAT(RunLoad(spec).status().message(), HasSubstr("concurrency must be 1 to 10000"));
-}
-
-TEST(Percentile, NearestRank) {
-  std::vector<double> v = {5, 1, 4, 2, 3, 6, 7, 8, 9, 10};
-  EXPECT_EQ(Percentile(&v, 0.5), 5);
-  EXPECT_EQ(Percentile(&v, 0.9), 9);
-  EXPECT_EQ(Percentile(&v, 0.99), 10);
-  std::vector<double> none;
-  EXPECT_EQ(Percentile(&none, 0.5), 0);
+  spec.concurrency = 1;
+  spec.request_rate = -1;
+  EXPECT_THAT(RunLoad(spec).status().message(), HasSubstr("request rate"));
+  spec.request_rate = 0;
+  spec.goodput_tpot_ms = -5;
+  EXPECT_THAT(RunLoad(spec).status().message(), HasSubstr("goodput limits"));
 }
 
 }  // namespace

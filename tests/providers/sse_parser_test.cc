@@ -173,6 +173,38 @@ TEST(InterpretEvent, ErrorsAndMalformedEvents) {
   EXPECT_EQ(InterpretEvent(std::string(100000, '[')).kind, StreamEvent::Kind::kMalformed);
 }
 
+// The chunk is read field by field as it is parsed (no document is built); it must read what a
+// document would: the last of a repeated key, only the fields at their place (a "text" or
+// "usage" nested elsewhere is not one), "error": null is no error, a float is no token count.
+TEST(InterpretEvent, ReadsWhatADocumentWouldSay) {
+  StreamEvent e = InterpretEvent(R"({"choices":[{"text":"abc","text":""}]})");
+  EXPECT_EQ(e.content_deltas, 0u);
+  e = InterpretEvent(R"({"choices":[{"text":""}],"choices":[{"text":"abcd"}]})");
+  EXPECT_EQ(e.content_bytes, 4u);
+  e = InterpretEvent(
+      R"({"x":{"choices":[{"text":"no"}],"usage":{"completion_tokens":9}},)"
+      R"("choices":[{"logprobs":{"text":"no","delta":{"content":"no"}},"delta":[{"content":"n"}]}]})");
+  EXPECT_EQ(e.kind, StreamEvent::Kind::kChunk);
+  EXPECT_EQ(e.content_deltas, 0u);
+  EXPECT_FALSE(e.has_usage);
+  e = InterpretEvent(R"({"choices":[[{"text":"no"}],{"text":"no"}]})");
+  EXPECT_EQ(e.content_deltas, 0u);
+  e = InterpretEvent(R"({"error":null,"choices":[{"delta":{"content":"ok"}}]})");
+  EXPECT_EQ(e.kind, StreamEvent::Kind::kChunk);
+  EXPECT_EQ(e.content_bytes, 2u);
+  e = InterpretEvent(R"({"error":"overloaded"})");
+  EXPECT_EQ(e.kind, StreamEvent::Kind::kError);
+  EXPECT_THAT(e.error, HasSubstr("overloaded"));
+  e = InterpretEvent(R"({"error":{"message":"first"},"error":null})");
+  EXPECT_EQ(e.kind, StreamEvent::Kind::kChunk);
+  e = InterpretEvent(R"({"usage":{"completion_tokens":3.5}})");
+  EXPECT_FALSE(e.has_usage);
+  e = InterpretEvent(R"({"usage":{"completion_tokens":7,"completion_tokens":8}})");
+  EXPECT_EQ(e.completion_tokens, 8u);
+  e = InterpretEvent(R"({"choices":[{"text":"a"}]} trailing)");
+  EXPECT_EQ(e.kind, StreamEvent::Kind::kMalformed);
+}
+
 // What a server streams is quoted in the first error, which bench.json, -o json and the terminal
 // carry: its stray bytes and controls are \xNN, and a cut never splits a character.
 TEST(InterpretEvent, AnEventsTextIsQuotedEscapedAndCutOnACharacter) {
