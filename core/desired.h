@@ -226,12 +226,28 @@ struct FloorSpec {
   int prompt_tokens = 128;
 };
 
+/// `gates: {soak: ...}`: the last gate. For `duration_ms` after the other gates passed, berth
+/// watches the new service: systemd must restart it at most `max_restarts` times, its health
+/// path must answer (at most `max_failed_probes` probes in a row may fail, one every
+/// `interval_ms`), and behind a front, at most `max_error_rate` of the requests the front sent it
+/// may be answered 5xx (counted once at least `min_requests` were). A failure rolls the switch
+/// back like any gate, and holds the change.
+struct SoakSpec {
+  uint64_t duration_ms = 5 * 60 * 1000;
+  int max_restarts = 0;
+  uint64_t interval_ms = 5 * 1000;
+  int max_failed_probes = 3;
+  double max_error_rate = 0.05;
+  int min_requests = 20;
+};
+
 /// The gates a start must pass after its health gate, in this order. Each failed gate fails
 /// the switch like a failed health gate: rollback, exit 4, the change held.
 struct GatesSpec {
   std::optional<SmokeSpec> smoke;
   std::optional<FloorSpec> floor;
-  bool empty() const { return !smoke && !floor; }
+  std::optional<SoakSpec> soak;
+  bool empty() const { return !smoke && !floor && !soak; }
 };
 
 struct ServiceSpec {

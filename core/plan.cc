@@ -36,6 +36,8 @@ const char* ActionKindName(ActionKind k) {
       return "smoke";
     case ActionKind::kFloor:
       return "floor";
+    case ActionKind::kSoak:
+      return "soak";
     case ActionKind::kWriteFront:
       return "write-front";
     case ActionKind::kRoute:
@@ -71,6 +73,8 @@ StepPayload PayloadFor(ActionKind k) {
       return SmokeStep{};
     case ActionKind::kFloor:
       return FloorStep{};
+    case ActionKind::kSoak:
+      return SoakStep{};
     case ActionKind::kWriteFront:
     case ActionKind::kRoute:
     case ActionKind::kDrain:
@@ -114,7 +118,8 @@ const char* SwitchModeName(SwitchMode m) {
 }
 
 bool IsGate(ActionKind k) {
-  return k == ActionKind::kWaitHealthy || k == ActionKind::kSmoke || k == ActionKind::kFloor;
+  return k == ActionKind::kWaitHealthy || k == ActionKind::kSmoke || k == ActionKind::kFloor ||
+         k == ActionKind::kSoak;
 }
 
 const char* ReasonName(Reason r) {
@@ -167,6 +172,8 @@ const char* ReasonName(Reason r) {
       return "smoke_gate";
     case Reason::kFloorGate:
       return "floor_gate";
+    case Reason::kSoakGate:
+      return "soak_gate";
     case Reason::kInterruptedSwitch:
       return "interrupted_switch";
     case Reason::kEngineCheck:

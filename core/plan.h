@@ -36,6 +36,9 @@ enum class ActionKind {
   kSmoke,
   /// A gate after the smoke gate: a throughput floor measured for a bounded time.
   kFloor,
+  /// The last gate: the new service watched for a while (its restarts, its health, the front's
+  /// 5xx answers from it).
+  kSoak,
   /// A front's HAProxy configuration written (and, when the front runs, reloaded seamlessly).
   kWriteFront,
   /// A front sends new requests to one backend, or holds them; the others drain.
@@ -76,6 +79,7 @@ enum class Reason {
   kPreflight,         // the service's preflight command, before anything goes dark
   kSmokeGate,         // smoke: one request must return text after the health gate
   kFloorGate,         // floor: throughput and time to first token measured after it
+  kSoakGate,          // soak: the new service watched for a while after every other gate
   /// A gate of a switch that an apply began but was stopped (kill -9, power lost) before the
   /// gate passed: the next run gates the service again, every gate of its chain.
   kInterruptedSwitch,

@@ -101,6 +101,27 @@ struct FloorStep {
   friend bool operator==(const FloorStep&, const FloorStep&) = default;
 };
 
+/// kSoak: for duration_ms, every interval_ms: the unit still up and restarted by systemd at most
+/// max_restarts times since the soak began, GET <path> on host:port (port 0: not probed) failing
+/// at most max_failed_probes times in a row; behind a front (front_socket set), the share of the
+/// requests the front sent to front_server answered 5xx at most max_error_rate once at least
+/// min_requests were sent.
+struct SoakStep {
+  std::string host;
+  int port = 0;
+  std::string path;
+  std::string served_name;
+  uint64_t duration_ms = 0;
+  uint64_t interval_ms = 0;
+  int max_restarts = 0;
+  int max_failed_probes = 0;
+  double max_error_rate = 0;
+  int min_requests = 0;
+  std::string front_socket;
+  std::string front_server;
+  friend bool operator==(const SoakStep&, const SoakStep&) = default;
+};
+
 /// kWriteFront, kRoute, kDrain, kReady: a front (HAProxy holding public `port`). `server`: the
 /// backend a route sends to or a drain waits on ("hold": none); the admin and master sockets and
 /// the configuration file. kWriteFront: `config_text` is written there, and `reload` when the
@@ -122,6 +143,6 @@ struct FrontStep {
 /// What one step carries (std::monostate: kDaemonReload, which needs nothing).
 using StepPayload =
     std::variant<std::monostate, DownloadStep, RemoveModelStep, UnitFileStep, ServiceStep,
-                 HealthStep, PreflightStep, SmokeStep, FloorStep, FrontStep>;
+                 HealthStep, PreflightStep, SmokeStep, FloorStep, SoakStep, FrontStep>;
 
 }  // namespace berth

@@ -25,7 +25,9 @@ constexpr std::string_view kStrategies[] = {"auto", "stop-first", "start-first"}
 constexpr std::string_view kHealthKeys[] = {"path", "timeout", "interval"};
 constexpr std::string_view kPreflightKeys[] = {"command", "timeout", "engine"};
 constexpr std::string_view kOnOff[] = {"on", "off"};
-constexpr std::string_view kGateKinds[] = {"smoke", "floor"};
+constexpr std::string_view kGateKinds[] = {"smoke", "floor", "soak"};
+constexpr std::string_view kSoakKeys[] = {"duration",          "max_restarts",   "interval",
+                                          "max_failed_probes", "max_error_rate", "min_requests"};
 constexpr std::string_view kFloorKeys[] = {"concurrency", "duration",   "output_tps",   "ttft_p50",
                                            "ttft_p99",    "max_tokens", "prompt_tokens"};
 constexpr std::string_view kSmokeKeys[] = {"api", "prompt", "max_tokens", "timeout"};
@@ -174,10 +176,50 @@ void DecodeFloor(YamlReader& r, const Field& block, std::optional<FloorSpec>* ou
   *out = s;
 }
 
+void DecodeSoak(YamlReader& r, const Field& block, std::optional<SoakSpec>* out) {
+  SoakSpec s;
+  if (!r.ExpectMap(block)) return;
+  for (const Field& f : r.Entries(block.value, kSoakKeys, "in gates.soak")) {
+    if (f.key == "duration") {
+      if (auto v = r.DurationMs(f)) {
+        if (*v < 1000 || *v > 24 * 3600 * 1000)
+          r.Error(f.value_loc, "soak 'duration' must be between 1s and 24h");
+        else
+          s.duration_ms = *v;
+      }
+    } else if (f.key == "interval") {
+      if (auto v = r.DurationMs(f)) {
+        if (*v < 100 || *v > 3600 * 1000)
+          r.Error(f.value_loc, "soak 'interval' must be between 100ms and 1h");
+        else
+          s.interval_ms = *v;
+      }
+    } else if (f.key == "max_restarts") {
+      if (auto v = r.Int(f, 0, 1000)) s.max_restarts = static_cast<int>(*v);
+    } else if (f.key == "max_failed_probes") {
+      if (auto v = r.Int(f, 1, 1000)) s.max_failed_probes = static_cast<int>(*v);
+    } else if (f.key == "min_requests") {
+      if (auto v = r.Int(f, 1, 1 << 30)) s.min_requests = static_cast<int>(*v);
+    } else if (f.key == "max_error_rate") {
+      if (auto v = r.Number(f)) {
+        if (*v < 0 || *v > 1)
+          r.Error(f.value_loc,
+                  "soak 'max_error_rate' must be between 0 and 1 (a share of the requests, "
+                  "0.05 for 5%)");
+        else
+          s.max_error_rate = *v;
+      }
+    }
+  }
+  if (s.interval_ms > s.duration_ms) s.interval_ms = s.duration_ms;
+  *out = s;
+}
+
 void DecodeGates(YamlReader& r, const Field& block, GatesSpec* g) {
   for (const Field& f : r.Entries(block.value, kGateKinds, "in gates")) {
     if (f.key == "smoke") DecodeSmoke(r, f, &g->smoke);
     if (f.key == "floor") DecodeFloor(r, f, &g->floor);
+    if (f.key == "soak") DecodeSoak(r, f, &g->soak);
   }
 }
 
@@ -413,6 +455,9 @@ ServiceDraft DecodeService(YamlReader& r, const Field& entry) {
       }
     }
   }
+  if (s.gates.soak && !has_port)
+    r.Error(entry.key_loc, "gates.soak needs the service's 'port': it probes the server there",
+            "add port:, or remove gates.soak");
   if (s.gates.floor && !has_port)
     r.Error(entry.key_loc, "gates.floor needs the service's 'port': it measures the server there",
             "add port:, or remove gates.floor");

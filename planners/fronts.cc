@@ -27,6 +27,7 @@ Action FrontAction(ActionKind kind, const HostSpec& host, const FrontSpec& spec)
 }  // namespace
 
 std::string FrontConfigPath(const HostSpec& host, int port) { return Base(host, port) + ".cfg"; }
+std::string FrontSocketPath(const HostSpec& host, int port) { return Base(host, port) + ".sock"; }
 
 FrontSpec FrontOf(const Desired& d, int port, const std::string& active) {
   FrontSpec f;
@@ -47,7 +48,7 @@ FrontSpec FrontOf(const Desired& d, int port, const std::string& active) {
       f.backends.push_back({name, "127.0.0.1", *s.port});
   f.active = active;
   std::string base = Base(d.host, port);
-  f.admin_socket = base + ".sock";
+  f.admin_socket = FrontSocketPath(d.host, port);
   f.master_socket = base + ".master";
   f.pid_file = base + ".pid";
   f.hold_name = FrontHoldName(port);

@@ -32,6 +32,7 @@ std::string FrontConfigText(const FrontSpec& spec);
 /// Why the configuration of `spec` cannot be rendered; "" when it can.
 std::string FrontProblem(const FrontSpec& spec);
 std::string FrontConfigPath(const HostSpec& host, int port);  // <front_dir>/<port>.cfg
+std::string FrontSocketPath(const HostSpec& host, int port);  // <front_dir>/<port>.sock
 
 /// The server the front of `port` routes to now, as the configuration berth last wrote says,
 /// when that service is still a backend of it; kHoldServer otherwise (no file, a file that

@@ -4,6 +4,7 @@
 
 #include "core/units.h"
 #include "planners/engines/adapter.h"
+#include "planners/fronts.h"
 
 namespace berth {
 
@@ -48,8 +49,8 @@ Action HealthGate(const ServiceSpec& s, const std::string& address, const Report
   return w;
 }
 
-std::vector<Action> GatesAfterHealth(const ServiceSpec& s, const std::string& address,
-                                     const ReportedNames& names) {
+std::vector<Action> GatesAfterHealth(const HostSpec& host, const ServiceSpec& s,
+                                     const std::string& address, const ReportedNames& names) {
   std::vector<Action> out;
   if (!s.port || !s.has_engine) return out;
   if (const std::optional<SmokeSpec>& smoke = s.gates.smoke) {
@@ -92,6 +93,33 @@ std::vector<Action> GatesAfterHealth(const ServiceSpec& s, const std::string& ad
     a.detail = std::to_string(g.concurrency) + " streamed requests for " +
                FormatDurationMs(g.duration_ms) + " (max_tokens " + std::to_string(g.max_tokens) +
                "): " + want;
+    out.push_back(a);
+  }
+  if (const std::optional<SoakSpec>& soak = s.gates.soak) {
+    Action a = MakeAction(ActionKind::kSoak, address, Reason::kSoakGate);
+    a.unit = s.UnitName();
+    SoakStep& g = a.As<SoakStep>();
+    g.host = s.DialHost();
+    g.port = *s.port;
+    g.path = s.health.path;
+    g.served_name = GateServedName(s, names);
+    g.duration_ms = soak->duration_ms;
+    g.interval_ms = soak->interval_ms;
+    g.max_restarts = soak->max_restarts;
+    g.max_failed_probes = soak->max_failed_probes;
+    g.max_error_rate = soak->max_error_rate;
+    g.min_requests = soak->min_requests;
+    if (s.front_port) {
+      g.front_socket = FrontSocketPath(host, s.front_port);
+      g.front_server = s.name;
+    }
+    a.detail = "watched for " + FormatDurationMs(g.duration_ms) + ": at most " +
+               std::to_string(g.max_restarts) + " restart" + (g.max_restarts == 1 ? "" : "s") +
+               ", its health path answering (at most " + std::to_string(g.max_failed_probes) +
+               " failed probes in a row, one every " + FormatDurationMs(g.interval_ms) + ")" +
+               (s.front_port ? ", at most " + FormatDouble(g.max_error_rate * 100) +
+                                   "% of the front's requests to it answered 5xx"
+                             : std::string());
     out.push_back(a);
   }
   return out;
@@ -167,7 +195,7 @@ void ApplyStateRules(const Desired& desired, const Observed& observed, const Rep
     // manifest gives it after that, each failing (and rolled back) as it would have then.
     std::vector<Action> chain = {
         HealthGate(s, address, names, "an interrupted apply started it but never saw it healthy")};
-    for (Action& g : GatesAfterHealth(s, address, names)) {
+    for (Action& g : GatesAfterHealth(desired.host, s, address, names)) {
       g.detail = "an interrupted apply started it but never saw this gate pass: " + g.detail;
       chain.push_back(std::move(g));
     }

@@ -28,10 +28,11 @@ std::string GateServedName(const ServiceSpec& s, const ReportedNames& names);
 Action HealthGate(const ServiceSpec& s, const std::string& address, const ReportedNames& names,
                   std::string detail = "");
 
-/// The gates `s` declares after its health gate (gates.smoke), in the order they run. Each
-/// fails the switch like a failed health gate. Empty when it declares none or has no port.
-std::vector<Action> GatesAfterHealth(const ServiceSpec& s, const std::string& address,
-                                     const ReportedNames& names);
+/// The gates `s` declares after its health gate (gates.smoke, floor, soak), in the order they
+/// run. Each fails the switch like a failed health gate. Empty when it declares none or has no
+/// port. `host`: where a fronted service's front is asked (the soak's 5xx count).
+std::vector<Action> GatesAfterHealth(const HostSpec& host, const ServiceSpec& s,
+                                     const std::string& address, const ReportedNames& names);
 
 /// What berth's records add to a plan (observed.state):
 ///  - a warning per last failure, and one when an apply stopped before it finished;

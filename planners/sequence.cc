@@ -277,7 +277,8 @@ class Sequencer {
     int until = step;
     if (s.port) until = Emit(HealthGate(s, t.address, draft_.reported_names));
     // The gates after the health gate (smoke); the port serves again at the health gate.
-    for (Action& g : GatesAfterHealth(s, t.address, draft_.reported_names)) Emit(std::move(g));
+    for (Action& g : GatesAfterHealth(d_.host, s, t.address, draft_.reported_names))
+      Emit(std::move(g));
     for (size_t idx : open_) plan_->disruptions[idx].until_step = until;
     open_.clear();
     // A port left dark earlier is served again once the service now on it is healthy.

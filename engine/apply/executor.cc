@@ -456,6 +456,8 @@ Status Executor::RunAction(const Action& a, ExecResult* result) {
       return Floor(a.unit, a.As<FloorStep>(), result);
     case ActionKind::kSmoke:
       return Smoke(a.unit, a.As<SmokeStep>());
+    case ActionKind::kSoak:
+      return Soak(a.unit, a.As<SoakStep>());
     case ActionKind::kWriteFront:
     case ActionKind::kRoute:
     case ActionKind::kDrain:
@@ -721,6 +723,91 @@ Status Executor::Smoke(const std::string& unit, const SmokeStep& g) {
       g.served_name + "', max_tokens " + std::to_string(g.max_tokens) + ", timeout " +
       FormatDurationMs(g.timeout_ms) + "): " + r.detail +
       "; it passed its health gate but does not answer requests" + JournalTail(unit));
+}
+
+Status Executor::Soak(const std::string& unit, const SoakStep& g) {
+  auto props = d_.systemd->GetUnits({unit});
+  if (!props.ok()) return props.status().WithContext("the soak gate of " + unit + " cannot begin");
+  const uint32_t base_restarts = (*props)[0].n_restarts;
+  // The front's counters of this backend when the soak began: the requests sent to it since.
+  auto front_counts = [&](int64_t* sent, int64_t* bad) {
+    if (g.front_socket.empty()) return false;
+    std::unique_ptr<FrontControl> f =
+        (d_.connect_front ? d_.connect_front : ConnectHaproxy)(g.front_socket);
+    Result<FrontStats> st = f->Stats();
+    if (!st.ok()) return false;
+    const FrontServerStats* sv = st->Server(g.front_server);
+    if (!sv) return false;
+    *sent = sv->total_sessions;
+    *bad = sv->responses_5xx;
+    return true;
+  };
+  int64_t base_sent = 0, base_bad = 0;
+  bool front = front_counts(&base_sent, &base_bad);
+  const Clock::TimePoint began = d_.clock->Now();
+  const Clock::TimePoint end = began + std::chrono::milliseconds(g.duration_ms);
+  const auto interval = std::chrono::milliseconds(g.interval_ms ? g.interval_ms : 1000);
+  auto watched = [&] {
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(d_.clock->Now() - began);
+    return FormatDurationMs(static_cast<uint64_t>(std::max<int64_t>(0, ms.count())));
+  };
+  auto fail = [&](const std::string& why) {
+    return Status::Unavailable("the soak gate of " + unit + " failed after " + watched() + " of " +
+                               FormatDurationMs(g.duration_ms) + ": " + why +
+                               "; it passed its other gates but does not stay up and serving" +
+                               JournalTail(unit));
+  };
+  Note("soak: watching " + unit + " for " + FormatDurationMs(g.duration_ms));
+  int failed_in_row = 0, probes = 0;
+  int64_t sent = 0, bad = 0;
+  for (;;) {
+    if (d_.stop && d_.stop->load())
+      return Status::Unavailable("stopped during the soak gate of " + unit +
+                                 "; the next run watches it again");
+    props = d_.systemd->GetUnits({unit});
+    if (!props.ok()) return props.status().WithContext("the soak gate of " + unit);
+    const UnitProperties& p = (*props)[0];
+    // A restart systemd has queued counts as one: the process is gone already.
+    int64_t restarts = static_cast<int64_t>(p.n_restarts) - base_restarts +
+                       (p.sub_state.rfind("auto-restart", 0) == 0 ? 1 : 0);
+    if (p.active_state == "failed" || p.active_state == "inactive")
+      return fail("it stopped (" + p.active_state + ", Result=" + p.result + ", exit status " +
+                  std::to_string(p.exec_main_status) + ")");
+    if (restarts > g.max_restarts)
+      return fail("systemd restarted it " + std::to_string(restarts) + " time" +
+                  (restarts == 1 ? "" : "s") + " (at most " + std::to_string(g.max_restarts) +
+                  " allowed)");
+    if (g.port) {
+      HealthResult h = d_.health->Probe(DialAddress(g.host), g.port, g.path, g.served_name);
+      ++probes;
+      failed_in_row = h.healthy ? 0 : failed_in_row + 1;
+      if (failed_in_row > g.max_failed_probes)
+        return fail(std::to_string(failed_in_row) + " health probes in a row failed (at most " +
+                    std::to_string(g.max_failed_probes) + " allowed); last: " + h.detail);
+    }
+    if (front) {
+      int64_t now_sent = 0, now_bad = 0;
+      if (front_counts(&now_sent, &now_bad)) {
+        sent = now_sent - base_sent;
+        bad = now_bad - base_bad;
+        if (sent >= g.min_requests && sent > 0 &&
+            static_cast<double>(bad) > g.max_error_rate * static_cast<double>(sent))
+          return fail(std::to_string(bad) + " of the " + std::to_string(sent) +
+                      " requests the front sent it were answered 5xx (at most " +
+                      FormatDouble(g.max_error_rate * 100) + "% allowed)");
+      }
+    }
+    auto now = d_.clock->Now();
+    if (now >= end) break;
+    d_.clock->SleepFor(std::min(interval, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                              end - now + std::chrono::microseconds(999))));
+  }
+  Note("soak: " + unit + " passed: watched " + watched() + ", restarts within the allowed " +
+       std::to_string(g.max_restarts) +
+       (g.port ? ", " + std::to_string(probes) + " health probes" : "") +
+       (front ? ", " + std::to_string(bad) + " of " + std::to_string(sent) + " requests 5xx"
+              : std::string()));
+  return Status::Ok();
 }
 
 Executor::GateWait Executor::BeginGate(const std::string& unit, const HealthStep& gate) {

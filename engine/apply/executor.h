@@ -169,6 +169,8 @@ class Executor {
   Status Floor(const std::string& unit, const FloorStep& f, ExecResult* result);
   /// The smoke gate: one request must return non-empty text within its timeout.
   Status Smoke(const std::string& unit, const SmokeStep& g);
+  /// The soak gate: the service watched for its duration (restarts, health, the front's 5xx).
+  Status Soak(const std::string& unit, const SoakStep& g);
   Status Download(const DownloadStep& d, ExecResult* r);
   Status RemoveModel(const RemoveModelStep& m);
   Status WriteUnit(const std::string& unit, const UnitFileStep& f);

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <charconv>
-#include <nlohmann/json.hpp>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <stdexcept>
 #include <string_view>
@@ -23,8 +23,9 @@ const ActionKind kKinds[] = {
     ActionKind::kRemoveUnit, ActionKind::kDaemonReload, ActionKind::kStart,
     ActionKind::kStop,       ActionKind::kRestart,      ActionKind::kWaitHealthy,
     ActionKind::kEnable,     ActionKind::kDisable,      ActionKind::kPreflight,
-    ActionKind::kSmoke,      ActionKind::kFloor,        ActionKind::kWriteFront,
-    ActionKind::kRoute,      ActionKind::kDrain,        ActionKind::kReady};
+    ActionKind::kSmoke,      ActionKind::kFloor,        ActionKind::kSoak,
+    ActionKind::kWriteFront, ActionKind::kRoute,        ActionKind::kDrain,
+    ActionKind::kReady};
 
 ordered_json ResourcesToJson(const Resources& r) {
   ordered_json g = ordered_json::object();
@@ -118,6 +119,21 @@ void Fields(FloorStep& g, F&& f) {
   f("min_output_tps", g.min_output_tps);
   f("max_ttft_p50_ms", g.max_ttft_p50_ms);
   f("max_ttft_p99_ms", g.max_ttft_p99_ms);
+}
+template <class F>
+void Fields(SoakStep& g, F&& f) {
+  f("host", g.host);
+  f("port", g.port);
+  f("path", g.path);
+  f("served_name", g.served_name);
+  f("duration_ms", g.duration_ms);
+  f("interval_ms", g.interval_ms);
+  f("max_restarts", g.max_restarts);
+  f("max_failed_probes", g.max_failed_probes);
+  f("max_error_rate", g.max_error_rate);
+  f("min_requests", g.min_requests);
+  f("front_socket", g.front_socket);
+  f("front_server", g.front_server);
 }
 template <class F>
 void Fields(FrontStep& x, F&& f) {

@@ -22,6 +22,7 @@ ordered_json TerraformActions(const Action& a) {
     case ActionKind::kPreflight:
     case ActionKind::kSmoke:
     case ActionKind::kFloor:
+    case ActionKind::kSoak:
     case ActionKind::kDrain:
       return {"read"};
     default:
@@ -120,6 +121,20 @@ std::string PlanToJson(const Plan& plan, const Desired& desired) {
                       {"min_output_tokens_per_second", f.min_output_tps},
                       {"max_ttft_p50_ms", f.max_ttft_p50_ms},
                       {"max_ttft_p99_ms", f.max_ttft_p99_ms}};
+        c["unit"] = a.unit;
+        break;
+      }
+      case ActionKind::kSoak: {
+        const SoakStep& g = a.As<SoakStep>();
+        c["soak"] = {{"port", g.port},
+                     {"path", g.path},
+                     {"duration_ms", g.duration_ms},
+                     {"interval_ms", g.interval_ms},
+                     {"max_restarts", g.max_restarts},
+                     {"max_failed_probes", g.max_failed_probes},
+                     {"max_error_rate", g.max_error_rate},
+                     {"min_requests", g.min_requests},
+                     {"front_socket", g.front_socket}};
         c["unit"] = a.unit;
         break;
       }

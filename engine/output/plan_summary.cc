@@ -29,6 +29,7 @@ constexpr Item kItems[] = {
     {ActionKind::kWaitHealthy, "health gate", "health gates", ""},
     {ActionKind::kSmoke, "smoke gate", "smoke gates", ""},
     {ActionKind::kFloor, "throughput floor", "throughput floors", ""},
+    {ActionKind::kSoak, "soak", "soaks", ""},
     {ActionKind::kEnable, "unit", "units", "to enable at boot"},
     {ActionKind::kDisable, "unit", "units", "to disable at boot"},
 };

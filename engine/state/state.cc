@@ -172,7 +172,8 @@ void NoteUnfinishedApply(const Journal& journal, BerthState* state) {
   // A switch is seen through once every gate of it passed: its health gate, then its smoke and
   // floor gates. One not done (pending, running when killed, failed) leaves it unfinished.
   auto gate = [](const std::string& kind) {
-    for (ActionKind k : {ActionKind::kWaitHealthy, ActionKind::kSmoke, ActionKind::kFloor})
+    for (ActionKind k :
+         {ActionKind::kWaitHealthy, ActionKind::kSmoke, ActionKind::kFloor, ActionKind::kSoak})
       if (kind == ActionKindName(k)) return true;
     return false;
   };

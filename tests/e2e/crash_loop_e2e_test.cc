@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <thread>
 
 #include "engine/cli/commands.h"
 #include "tests/e2e/e2e_fixture.h"
@@ -165,6 +166,47 @@ TEST_F(CrashLoopE2eTest, AServiceThatCrashesAfterItsGateIsCrashLoopingNotConverg
   EXPECT_THAT(chat["crash_loop_detail"].get<std::string>(), HasSubstr("then systemd gave up ("));
   EXPECT_EQ(Once(), kExitOk);
   EXPECT_THAT(err_.str(), HasSubstr("berth reconcile: crash-looping: chat (restarted "));
+}
+
+// The same crash behind a soak gate: an update of a healthy service to one that exits 2 s after
+// it serves passes its health gate, then systemd restarts it during its soak. berth rolls it back
+// to the unit file it replaced (exit 4, the change held), and the next passes leave the old
+// server alone: one outage, where the loop without the soak went dark once per crash.
+TEST_F(CrashLoopE2eTest, ASoakGateRollsBackAServiceThatCrashesAfterItsGatesWithOneOutage) {
+  std::filesystem::create_directories(sandbox_->units_dir() + "/chat.service.d");
+  std::ofstream(sandbox_->units_dir() + "/chat.service.d/restart.conf")
+      << "[Service]\nRestart=on-failure\nRestartSec=200ms\n";
+  WriteManifest("127.0.0.1", "");
+  ASSERT_EQ(Apply(), kExitOk) << out_.str() << err_.str();
+  const std::string healthy = Props().invocation_id;
+
+  WriteManifest("127.0.0.1",
+                "    args: [--exit-after-healthy, \"2\"]\n"
+                "    gates: {soak: {duration: 8s, interval: 200ms}}\n");
+  EXPECT_EQ(Apply(), kExitFailed) << out_.str() << err_.str();
+  std::string said = out_.str() + err_.str();
+  EXPECT_THAT(said, HasSubstr("the soak gate of chat.service failed after"));
+  EXPECT_THAT(said, HasSubstr("systemd restarted it 1 time (at most 0 allowed)"));
+  EXPECT_THAT(said, HasSubstr("rollback: restore the unit file of chat.service"));
+  EXPECT_THAT(said, HasSubstr("chat.service is healthy again"));
+  // Back on the old unit file: no --exit-after-healthy, and it stays up.
+  std::string unit = ReadAll(sandbox_->units_dir() + "/chat.service");
+  EXPECT_THAT(unit, Not(HasSubstr("exit-after-healthy")));
+  UnitProperties back = Props();
+  EXPECT_EQ(back.active_state, "active");
+  EXPECT_NE(back.invocation_id, healthy) << "restarted once, by the rollback";
+
+  // The change is held: neither apply nor the loop tries it again (exit 3: the plan does not
+  // run; `berth apply --retry` would).
+  EXPECT_EQ(Apply(), kExitBlocked) << out_.str() << err_.str();
+  EXPECT_THAT(out_.str() + err_.str(), HasSubstr("not trying this change again"));
+  EXPECT_EQ(Once(), kExitBlocked) << out_.str() << err_.str();
+  EXPECT_THAT(err_.str(), HasSubstr("berth reconcile: held:"));
+  std::this_thread::sleep_for(std::chrono::seconds(3));  // longer than the crash took
+  UnitProperties later = Props();
+  EXPECT_EQ(later.invocation_id, back.invocation_id) << "no second outage";
+  EXPECT_EQ(later.active_state, "active");
+  EXPECT_EQ(later.n_restarts, 0u);
 }
 
 // Bound to 127.0.0.2 (a loopback address, but not 127.0.0.1): the health gate, berth status

@@ -59,12 +59,18 @@ const char* kFloored =
     "      smoke: {prompt: Say hello.}\n"
     "      floor: {concurrency: 32, duration: 30s, output_tps: 2000, ttft_p99: 2s}\n";
 
+const char* kSoaked =
+    "    gates:\n"
+    "      smoke: {prompt: Say hello.}\n"
+    "      soak: {duration: 2m, interval: 10s, max_restarts: 0}\n";
+
 class GatesTest : public ::testing::Test {
  protected:
   GatesTest() : world(EmptyHost()) {
     dir.Write("kimi/berth.yaml", Manifest(false));
     dir.Write("minimax/berth.yaml", Manifest(true, kGated));
     dir.Write("floored/berth.yaml", Manifest(true, kFloored));
+    dir.Write("soaked/berth.yaml", Manifest(true, kSoaked));
   }
   RunReport Pass(const std::string& manifest, bool apply, const std::string& saved = "") {
     out.str("");
@@ -97,6 +103,7 @@ class GatesTest : public ::testing::Test {
   }
 
   TempDir dir;
+  std::chrono::milliseconds soak_began{0};
   bool retry = false;
   std::string checks;  // the engine checks' folder; "": no engine checks
   FakeWorld world;
@@ -430,5 +437,55 @@ TEST(DialAddress, UnspecifiedAddressesDialLoopbackOthersThemselves) {
   EXPECT_EQ(s.DialHost(), "192.168.7.20");
 }
 
+// The soak gate watches the new service after its other gates, on the fake clock: one that
+// systemd restarts during the soak (it crashed after passing every other gate) is rolled back to
+// what it replaced, and the change is held: one outage, not one per pass.
+TEST_F(GatesTest, AServiceRestartedDuringItsSoakIsRolledBackAndHeld) {
+  ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
+  bool soaking = false;
+  world.clock.on_sleep = [&](std::chrono::milliseconds) {
+    // 30 s into the soak (three looks), the new server exits and systemd restarts it.
+    if (!soaking) return;
+    ObservedUnit& u = world.host.Unit("vllm-minimax.service");
+    if (u.active_state == "active" &&
+        world.clock.Elapsed() >= soak_began + std::chrono::seconds(30))
+      u.n_restarts = 1;
+  };
+  // The soak begins after the smoke request: mark the moment from the smoke's call.
+  world.smoke_hook = [&] {
+    soaking = true;
+    soak_began = world.clock.Elapsed();
+  };
+  world.calls.clear();
+  RunReport r = Apply("soaked");
+  EXPECT_EQ(r.outcome, Outcome::kFailed) << out.str() << err.str();
+  EXPECT_TRUE(r.exec.rolled_back);
+  EXPECT_THAT(r.exec.status.message(),
+              HasSubstr("the soak gate of vllm-minimax.service failed after 30s of 2m: systemd "
+                        "restarted it 1 time (at most 0 allowed)"));
+  EXPECT_TRUE(Running("vllm-kimi.service")) << "what it replaced serves again";
+  EXPECT_FALSE(Running("vllm-minimax.service"));
+  EXPECT_EQ(Held().address, "service/vllm-minimax");
+  // The next pass does not try it again: no second outage.
+  world.calls.clear();
+  soaking = false;
+  RunReport again = Apply("soaked");
+  EXPECT_EQ(Count("stop vllm-kimi.service"), 0u) << err.str();
+  EXPECT_TRUE(Running("vllm-kimi.service"));
+  (void)again;
+}
+
+TEST_F(GatesTest, AServiceThatStaysUpPassesItsSoakAfterItsWholeDuration) {
+  ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
+  world.calls.clear();
+  auto before = world.clock.Elapsed();
+  RunReport r = Apply("soaked");
+  ASSERT_EQ(r.outcome, Outcome::kApplied) << out.str() << err.str();
+  EXPECT_GE(world.clock.Elapsed() - before, std::chrono::minutes(2)) << "watched its duration";
+  EXPECT_THAT(out.str(), HasSubstr("soak: vllm-minimax.service passed: watched 2m"));
+  EXPECT_TRUE(Running("vllm-minimax.service"));
+  // The plan showed the soak as the last gate of the switch.
+  EXPECT_EQ(Pass("soaked", false).outcome, Outcome::kNoChanges) << out.str();
+}
 }  // namespace
 }  // namespace berth::testing

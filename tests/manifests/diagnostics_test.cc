@@ -185,6 +185,33 @@ services:
                           "(.nan and .inf are not limits; write the number itself)"));
 }
 
+// A soak gate's limits are checked where they are written; it needs the port it probes.
+TEST(Diagnostics, SoakLimitsAreCheckedWhereTheyAreWritten) {
+  EXPECT_THAT(Problems(R"(berth: 1
+models: {m: {source: hf://a/b}}
+services:
+  a:
+    model: m
+    engine: vllm
+    gpus: [0]
+    port: 8000
+    gates: {soak: {duration: 2d, max_error_rate: 1.5, max_restarts: -1, colour: red}}
+  b:
+    model: m
+    engine: vllm
+    gpus: [1]
+    gates: {soak: {}}
+)"),
+              ElementsAre("berth.yaml:9:30: soak 'duration' must be between 1s and 24h",
+                          "berth.yaml:9:50: soak 'max_error_rate' must be between 0 and 1 (a "
+                          "share of the requests, 0.05 for 5%)",
+                          "berth.yaml:9:69: 'max_restarts' must be between 0 and 1000, got -1",
+                          HasSubstr("berth.yaml:9:73: unknown key 'colour' in gates.soak"),
+                          "berth.yaml:10:3: gates.soak needs the service's 'port': it probes "
+                          "the server there (add port:, or remove gates.soak)",
+                          "berth.yaml:10:3: engine vllm needs 'port'"));
+}
+
 TEST(Diagnostics, BadSizesAndDurations) {
   EXPECT_THAT(Problems(R"(berth: 1
 host: {reserve: 12XB}

@@ -457,3 +457,44 @@ TEST_F(PreflightTest, ServicesWithSmokeGatesStillStartSideBySide) {
 
 }  // namespace
 }  // namespace berth::testing
+
+namespace berth::testing {
+namespace {
+
+// The soak is the switch's last gate: after the smoke and the floor, before the enable; the
+// replaced service of a start-first switch stops only after it.
+TEST_F(PreflightTest, TheSoakGateIsTheSwitchsLastGateWithItsLimits) {
+  Gpus(8, GiB(96));
+  Model("minimax-m25", "MiniMaxAI/MiniMax-M2.5");
+  Hub("MiniMaxAI/MiniMax-M2.5", "main", Commit("b"), 230'000'000'000);
+  ServiceSpec& s = Vllm("vllm-minimax-m25", "minimax-m25", {0, 1, 2, 3, 4, 5, 6, 7}, 8000);
+  s.gates.smoke = SmokeSpec{"chat", "Say hello.", 8, 30'000};
+  SoakSpec soak;
+  soak.duration_ms = 600'000;
+  soak.max_restarts = 1;
+  s.gates.soak = soak;
+  Plan p = PlanNow();
+  ASSERT_FALSE(p.blocked()) << Problems(p);
+  EXPECT_THAT(Steps(p), ElementsAre("download model/minimax-m25 model_missing",
+                                    "write-unit unit/vllm-minimax-m25.service unit_missing",
+                                    "daemon-reload systemd unit_files_changed",
+                                    "start service/vllm-minimax-m25 not_running",
+                                    "wait-healthy service/vllm-minimax-m25 health_gate",
+                                    "smoke service/vllm-minimax-m25 smoke_gate",
+                                    "soak service/vllm-minimax-m25 soak_gate",
+                                    "enable unit/vllm-minimax-m25.service not_enabled"));
+  const Action& a = p.actions[6];
+  const SoakStep& g = a.As<SoakStep>();
+  EXPECT_EQ(g.port, 8000);
+  EXPECT_EQ(g.path, "/health");
+  EXPECT_EQ(g.duration_ms, 600'000u);
+  EXPECT_EQ(g.max_restarts, 1);
+  EXPECT_TRUE(g.front_socket.empty()) << "not behind a front";
+  EXPECT_THAT(a.detail, HasSubstr("watched for 10m: at most 1 restart,"));
+  ASSERT_EQ(p.switches.size(), 1u);
+  EXPECT_EQ(p.switches[0].gates.back(), 6u) << "the soak is one of the switch's gates";
+  EXPECT_TRUE(IsGate(ActionKind::kSoak));
+}
+
+}  // namespace
+}  // namespace berth::testing

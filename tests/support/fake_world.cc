@@ -181,6 +181,7 @@ HealthResult FakeHealth::Probe(const std::string& host, int port, const std::str
 
 SmokeResult FakeSmoke::Send(const std::string& host, int port, const SmokeRequest& request) {
   w_->calls.push_back("smoke " + std::to_string(port));
+  if (w_->smoke_hook) w_->smoke_hook();
   w_->dialed.push_back(host + ":" + std::to_string(port));
   SmokeResult r;
   r.elapsed_ms = 120;

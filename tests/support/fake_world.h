@@ -146,6 +146,8 @@ class FakeWorld {
   std::vector<std::vector<std::string>> command_envs;
   /// Called at the start of every systemd job with its verb and unit (tests set `stop` here).
   std::function<void(const std::string& verb, const std::string& unit)> on_job;
+  /// Called at every smoke request (before it is answered).
+  std::function<void()> smoke_hook;
 
   FakeSystemd systemd{this};
   FakeUnitFiles unit_files{this};
