@@ -36,6 +36,8 @@ const char* ActionKindName(ActionKind k) {
       return "smoke";
     case ActionKind::kFloor:
       return "floor";
+    case ActionKind::kReference:
+      return "reference";
     case ActionKind::kWriteFront:
       return "write-front";
     case ActionKind::kRoute:
@@ -70,6 +72,7 @@ StepPayload PayloadFor(ActionKind k) {
     case ActionKind::kSmoke:
       return SmokeStep{};
     case ActionKind::kFloor:
+    case ActionKind::kReference:
       return FloorStep{};
     case ActionKind::kWriteFront:
     case ActionKind::kRoute:
@@ -171,6 +174,8 @@ const char* ReasonName(Reason r) {
       return "interrupted_switch";
     case Reason::kEngineCheck:
       return "engine_check";
+    case Reason::kFloorReference:
+      return "floor_reference";
   }
   return "?";
 }

@@ -29,6 +29,7 @@ constexpr Item kItems[] = {
     {ActionKind::kWaitHealthy, "health gate", "health gates", ""},
     {ActionKind::kSmoke, "smoke gate", "smoke gates", ""},
     {ActionKind::kFloor, "throughput floor", "throughput floors", ""},
+    {ActionKind::kReference, "floor reference", "floor references", "to measure"},
     {ActionKind::kEnable, "unit", "units", "to enable at boot"},
     {ActionKind::kDisable, "unit", "units", "to disable at boot"},
 };

@@ -30,6 +30,7 @@ const char* ActionSymbol(const Action& a) {
     case ActionKind::kPreflight:
     case ActionKind::kSmoke:
     case ActionKind::kFloor:
+    case ActionKind::kReference:
     case ActionKind::kDrain:
       return ">";
     case ActionKind::kWriteFront:

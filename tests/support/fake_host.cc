@@ -232,6 +232,7 @@ void FakeHost::Apply(const Plan& plan, const Desired& d) {
       case ActionKind::kPreflight:
       case ActionKind::kSmoke:
       case ActionKind::kFloor:
+      case ActionKind::kReference:
       case ActionKind::kRoute:
       case ActionKind::kDrain:
       case ActionKind::kReady:
