@@ -215,7 +215,11 @@ struct SmokeSpec {
 /// `gates: {floor: ...}`: a throughput floor measured for a bounded time after the health gate
 /// (and the smoke gate): `concurrency` streamed requests kept in flight for `duration_ms`; the
 /// output tokens per second must reach `output_tps` and the time to first token stay under
-/// `ttft_p50_ms` / `ttft_p99_ms` (0: not checked). At least one of the three is set.
+/// `ttft_p50_ms` / `ttft_p99_ms` (0: not checked). `relative:` compares the same figures (and
+/// TPOT p50) with those of the service the switch replaces, measured on it with the same load
+/// just before it goes down: output tok/s at least `rel_output_tps` times the reference's, the
+/// latencies at most their ratio times the reference's (0: not checked). At least one limit,
+/// absolute or relative, is set.
 struct FloorSpec {
   int concurrency = 1;
   uint64_t duration_ms = 20 * 1000;
@@ -224,6 +228,17 @@ struct FloorSpec {
   uint64_t ttft_p99_ms = 0;
   int max_tokens = 256;
   int prompt_tokens = 128;
+  double rel_output_tps = 0;
+  double rel_ttft_p50 = 0;
+  double rel_ttft_p99 = 0;
+  double rel_tpot_p50 = 0;
+  /// `without_reference: refuse`: with no reference to compare with, the plan is blocked (and a
+  /// gate whose reference could not be measured fails); `absolute` (default): the absolute
+  /// limits alone apply.
+  bool refuse_without_reference = false;
+  bool relative() const {
+    return rel_output_tps > 0 || rel_ttft_p50 > 0 || rel_ttft_p99 > 0 || rel_tpot_p50 > 0;
+  }
 };
 
 /// `gates: {soak: ...}`: the last gate. For `duration_ms` after the other gates passed, berth

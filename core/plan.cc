@@ -38,6 +38,8 @@ const char* ActionKindName(ActionKind k) {
       return "floor";
     case ActionKind::kSoak:
       return "soak";
+    case ActionKind::kReference:
+      return "reference";
     case ActionKind::kWriteFront:
       return "write-front";
     case ActionKind::kRoute:
@@ -72,6 +74,7 @@ StepPayload PayloadFor(ActionKind k) {
     case ActionKind::kSmoke:
       return SmokeStep{};
     case ActionKind::kFloor:
+    case ActionKind::kReference:
       return FloorStep{};
     case ActionKind::kSoak:
       return SoakStep{};
@@ -178,6 +181,8 @@ const char* ReasonName(Reason r) {
       return "interrupted_switch";
     case Reason::kEngineCheck:
       return "engine_check";
+    case Reason::kFloorReference:
+      return "floor_reference";
   }
   return "?";
 }

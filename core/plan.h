@@ -39,6 +39,9 @@ enum class ActionKind {
   /// The last gate: the new service watched for a while (its restarts, its health, the front's
   /// 5xx answers from it).
   kSoak,
+  /// Before a switch takes a service down: its floor's load on that service, the reference a
+  /// relative floor compares with. Not a gate: a reference that cannot be measured fails nothing.
+  kReference,
   /// A front's HAProxy configuration written (and, when the front runs, reloaded seamlessly).
   kWriteFront,
   /// A front sends new requests to one backend, or holds them; the others drain.
@@ -86,6 +89,8 @@ enum class Reason {
   /// The engine check of a service that starts: the engine's own argument parser and
   /// configuration for the unit's argv and environment, loading no weights (preflight).
   kEngineCheck,
+  /// A relative floor's reference: the service the switch replaces, measured before it stops.
+  kFloorReference,
 };
 const char* ReasonName(Reason r);  // "model_missing", ...
 

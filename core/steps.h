@@ -86,7 +86,10 @@ struct SmokeStep {
 };
 
 /// kFloor: `concurrency` streams for duration_ms, prompts of prompt_tokens words, max_tokens
-/// each; output tok/s at least min_output_tps, TTFT p50/p99 at most the maxima (0: unchecked).
+/// each; output tok/s at least min_output_tps, TTFT p50/p99 at most the maxima (0: unchecked);
+/// with `reference_unit`, the relative ratios (0: unchecked) against the figures a kReference
+/// step measured on that unit earlier in the run. kReference: the same load on the service the
+/// switch replaces (Action::unit), whose floor gate then compares with it; it never fails.
 struct FloorStep {
   std::string host;
   int port = 0;
@@ -98,6 +101,13 @@ struct FloorStep {
   double min_output_tps = 0;
   uint64_t max_ttft_p50_ms = 0;
   uint64_t max_ttft_p99_ms = 0;
+  double rel_output_tps = 0;   // at least this times the reference's output tok/s
+  double rel_ttft_p50 = 0;     // at most this times the reference's TTFT p50
+  double rel_ttft_p99 = 0;     // at most this times the reference's TTFT p99
+  double rel_tpot_p50 = 0;     // at most this times the reference's TPOT p50
+  std::string reference_unit;  // kFloor: whose reference it compares with; "": none
+  /// kFloor: no reference figures when it runs fails the gate (else the absolute limits alone).
+  bool refuse_without_reference = false;
   friend bool operator==(const FloorStep&, const FloorStep&) = default;
 };
 

@@ -28,8 +28,11 @@ constexpr std::string_view kOnOff[] = {"on", "off"};
 constexpr std::string_view kGateKinds[] = {"smoke", "floor", "soak"};
 constexpr std::string_view kSoakKeys[] = {"duration",          "max_restarts",   "interval",
                                           "max_failed_probes", "max_error_rate", "min_requests"};
-constexpr std::string_view kFloorKeys[] = {"concurrency", "duration",   "output_tps",   "ttft_p50",
-                                           "ttft_p99",    "max_tokens", "prompt_tokens"};
+constexpr std::string_view kFloorKeys[] = {"concurrency",   "duration", "output_tps",
+                                           "ttft_p50",      "ttft_p99", "max_tokens",
+                                           "prompt_tokens", "relative", "without_reference"};
+constexpr std::string_view kRelativeKeys[] = {"output_tps", "ttft_p50", "ttft_p99", "tpot_p50"};
+constexpr std::string_view kWithoutReference[] = {"absolute", "refuse"};
 constexpr std::string_view kSmokeKeys[] = {"api", "prompt", "max_tokens", "timeout"};
 constexpr std::string_view kSmokeApis[] = {"completions", "chat"};
 
@@ -137,9 +140,31 @@ void DecodeSmoke(YamlReader& r, const Field& block, std::optional<SmokeSpec>* ou
   *out = s;
 }
 
+// `relative: {output_tps: 0.9, ttft_p50: 1.1, ...}`: ratios to the replaced service's figures.
+void DecodeRelative(YamlReader& r, const Field& block, FloorSpec* s) {
+  if (!r.ExpectMap(block)) return;
+  for (const Field& f : r.Entries(block.value, kRelativeKeys, "in gates.floor.relative")) {
+    std::optional<double> v = r.Number(f);
+    if (!v) continue;
+    if (*v <= 0 || *v > 10) {
+      r.Error(f.value_loc,
+              "floor relative '" + f.key + "' must be a ratio above 0 and at most 10 (e.g. 0.9 " +
+                  "for output_tps: at least 90% of the replaced service's; 1.1 for a latency: " +
+                  "at most 110% of it)");
+      continue;
+    }
+    if (f.key == "output_tps") s->rel_output_tps = *v;
+    if (f.key == "ttft_p50") s->rel_ttft_p50 = *v;
+    if (f.key == "ttft_p99") s->rel_ttft_p99 = *v;
+    if (f.key == "tpot_p50") s->rel_tpot_p50 = *v;
+  }
+}
+
 void DecodeFloor(YamlReader& r, const Field& block, std::optional<FloorSpec>* out) {
   FloorSpec s;
   if (!r.ExpectMap(block)) return;
+  // A relative: block with an invalid ratio says so where it is written, and only there.
+  bool relative_written = false;
   for (const Field& f : r.Entries(block.value, kFloorKeys, "in gates.floor")) {
     if (f.key == "concurrency") {
       if (auto v = r.Int(f, 1, 4096)) s.concurrency = static_cast<int>(*v);
@@ -165,12 +190,18 @@ void DecodeFloor(YamlReader& r, const Field& block, std::optional<FloorSpec>* ou
       if (auto v = r.Int(f, 1, 1 << 20)) s.max_tokens = static_cast<int>(*v);
     } else if (f.key == "prompt_tokens") {
       if (auto v = r.Int(f, 1, 1 << 20)) s.prompt_tokens = static_cast<int>(*v);
+    } else if (f.key == "relative") {
+      relative_written = true;
+      DecodeRelative(r, f, &s);
+    } else if (f.key == "without_reference") {
+      if (auto v = r.Enum(f, kWithoutReference)) s.refuse_without_reference = *v == "refuse";
     }
   }
-  if (s.output_tps <= 0 && s.ttft_p50_ms == 0 && s.ttft_p99_ms == 0) {
-    r.Error(
-        block.key_loc, "gates.floor sets no limit",
-        "add output_tps, ttft_p50 or ttft_p99, e.g. floor: {concurrency: 32, output_tps: 1000}");
+  if (s.output_tps <= 0 && s.ttft_p50_ms == 0 && s.ttft_p99_ms == 0 && !s.relative()) {
+    if (relative_written) return;
+    r.Error(block.key_loc, "gates.floor sets no limit",
+            "add output_tps, ttft_p50, ttft_p99 or relative:, e.g. floor: {concurrency: 32, "
+            "output_tps: 1000} or floor: {relative: {output_tps: 0.9}}");
     return;
   }
   *out = s;

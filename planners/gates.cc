@@ -85,11 +85,24 @@ std::vector<Action> GatesAfterHealth(const HostSpec& host, const ServiceSpec& s,
     g.min_output_tps = floor->output_tps;
     g.max_ttft_p50_ms = floor->ttft_p50_ms;
     g.max_ttft_p99_ms = floor->ttft_p99_ms;
+    g.rel_output_tps = floor->rel_output_tps;
+    g.rel_ttft_p50 = floor->rel_ttft_p50;
+    g.rel_ttft_p99 = floor->rel_ttft_p99;
+    g.rel_tpot_p50 = floor->rel_tpot_p50;
+    g.refuse_without_reference = floor->refuse_without_reference;
     std::string want;
     auto add = [&](const std::string& w) { want += (want.empty() ? "" : ", ") + w; };
     if (g.min_output_tps > 0) add("at least " + FormatDouble(g.min_output_tps) + " output tok/s");
     if (g.max_ttft_p50_ms) add("TTFT p50 at most " + FormatDurationMs(g.max_ttft_p50_ms));
     if (g.max_ttft_p99_ms) add("TTFT p99 at most " + FormatDurationMs(g.max_ttft_p99_ms));
+    if (g.rel_output_tps > 0)
+      add("output tok/s at least " + FormatDouble(g.rel_output_tps) + "x the reference's");
+    if (g.rel_ttft_p50 > 0)
+      add("TTFT p50 at most " + FormatDouble(g.rel_ttft_p50) + "x the reference's");
+    if (g.rel_ttft_p99 > 0)
+      add("TTFT p99 at most " + FormatDouble(g.rel_ttft_p99) + "x the reference's");
+    if (g.rel_tpot_p50 > 0)
+      add("TPOT p50 at most " + FormatDouble(g.rel_tpot_p50) + "x the reference's");
     a.detail = std::to_string(g.concurrency) + " streamed requests for " +
                FormatDurationMs(g.duration_ms) + " (max_tokens " + std::to_string(g.max_tokens) +
                "): " + want;
@@ -149,6 +162,88 @@ void InsertGates(Plan* plan, size_t at, const std::vector<Action>& gates) {
 }
 
 }  // namespace
+
+void ApplyRelativeFloors(const Desired& desired, Plan* plan) {
+  for (size_t k = 0; k < plan->switches.size(); ++k) {
+    const Switch& sw = plan->switches[k];
+    auto floor_at = std::find_if(sw.gates.begin(), sw.gates.end(), [&](size_t i) {
+      return plan->actions[i].kind == ActionKind::kFloor;
+    });
+    if (floor_at == sw.gates.end()) continue;
+    size_t floor_step = *floor_at;
+    const FloorStep& g = plan->actions[floor_step].As<FloorStep>();
+    if (g.rel_output_tps <= 0 && g.rel_ttft_p50 <= 0 && g.rel_ttft_p99 <= 0 && g.rel_tpot_p50 <= 0)
+      continue;
+    // The service it replaces, still serving before the switch's first step: the first one
+    // stopped for it whose address berth knows, else (an in-place restart) the unit itself as
+    // it runs now, on the port and served name of the floor.
+    std::string unit, address, host, served;
+    int port = 0;
+    for (const Replaced& r : sw.replaces) {
+      if (r.gate.port == 0) continue;
+      unit = r.unit;
+      address = r.address;
+      host = r.gate.host;
+      port = r.gate.port;
+      served = r.gate.served_name;
+      auto it = desired.services.find(r.address.substr(std::string("service/").size()));
+      if (served.empty() && it != desired.services.end()) served = it->second.ServedName();
+      break;
+    }
+    if (unit.empty() && sw.mode == SwitchMode::kInPlace) {
+      unit = sw.unit;
+      address = sw.address;
+      host = g.host;
+      port = g.port;
+      served = g.served_name;
+    }
+    if (unit.empty() || served.empty()) {
+      std::string why = sw.replaces.empty()
+                            ? "it replaces no running service"
+                            : "berth knows no port and served name of what it replaces";
+      if (g.refuse_without_reference) {
+        Problem p;
+        p.step = static_cast<int>(floor_step) + 1;
+        p.resource = "manifest";
+        p.message = "the relative floor of " + sw.unit +
+                    " has no reference to compare with: " + why +
+                    ", and its gates.floor.without_reference is refuse. Nothing was " +
+                    "changed; set without_reference: absolute (with absolute limits) to gate " +
+                    "it on those alone, or remove relative:";
+        plan->problems.push_back(p);
+      }
+      bool absolute = g.min_output_tps > 0 || g.max_ttft_p50_ms || g.max_ttft_p99_ms;
+      plan->actions[floor_step].detail +=
+          "; no reference (" + why + "): " +
+          (g.refuse_without_reference ? std::string("refused")
+           : absolute                 ? std::string("falls back to the absolute limits")
+                      : std::string("falls back to the absolute limits, and none is set: only that "
+                                    "requests finish and tokens come back"));
+      continue;
+    }
+    Action m = MakeAction(ActionKind::kReference, address, Reason::kFloorReference);
+    m.unit = unit;
+    FloorStep& ref = m.As<FloorStep>();
+    ref.host = host;
+    ref.port = port;
+    ref.served_name = served;
+    ref.concurrency = g.concurrency;
+    ref.prompt_tokens = g.prompt_tokens;
+    ref.max_tokens = g.max_tokens;
+    ref.duration_ms = g.duration_ms;
+    m.detail = std::to_string(g.concurrency) + " streamed requests for " +
+               FormatDurationMs(g.duration_ms) + " (max_tokens " + std::to_string(g.max_tokens) +
+               ") on " + unit + " (port " + std::to_string(port) + ", '" + served +
+               "') before the switch to " + sw.unit + ": the reference its relative floor " +
+               "compares with";
+    Action& floor = plan->actions[floor_step];
+    floor.As<FloorStep>().reference_unit = unit;
+    floor.detail += "; reference: measured on " + unit + " just before the switch";
+    size_t at = sw.start;
+    for (size_t i : sw.steps) at = std::min(at, i);
+    InsertGates(plan, at, {m});
+  }
+}
 
 void ApplyStateRules(const Desired& desired, const Observed& observed, const ReportedNames& names,
                      Plan* plan) {

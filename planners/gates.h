@@ -34,6 +34,13 @@ Action HealthGate(const ServiceSpec& s, const std::string& address, const Report
 std::vector<Action> GatesAfterHealth(const HostSpec& host, const ServiceSpec& s,
                                      const std::string& address, const ReportedNames& names);
 
+/// Relative floors (gates.floor.relative): for each switch whose floor compares with the service
+/// it replaces, a kReference step before the switch's first step measures that service with the
+/// floor's load, and the floor gate names it (FloorStep::reference_unit). A switch that replaces
+/// no running service berth can measure has no reference: its floor says it falls back to the
+/// absolute limits, or (without_reference: refuse) the plan is blocked.
+void ApplyRelativeFloors(const Desired& desired, Plan* plan);
+
 /// What berth's records add to a plan (observed.state):
 ///  - a warning per last failure, and one when an apply stopped before it finished;
 ///  - for every service that an interrupted apply started but never saw through all its gates

@@ -28,6 +28,7 @@ Plan MakePlan(const Desired& desired, const Observed& observed, const PlanOption
   DiffServices(resolved, observed, options.berth_version, &draft);
   const ReportedNames names = draft.reported_names;
   Sequence(resolved, observed, std::move(draft), &plan);
+  ApplyRelativeFloors(resolved, &plan);
   EstimateDarkWindows(observed, &plan);
   ApplyStateRules(resolved, observed, names, &plan);
   MarkTurnsAndGroups(&plan);

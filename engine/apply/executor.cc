@@ -118,6 +118,7 @@ ExecResult Executor::RunSteps(const Plan& plan) {
   size_t n = plan.actions.size();
   step_started_.assign(n, d_.clock->Now());
   owner_.assign(n, -1);
+  references_.clear();
   for (size_t k = 0; k < plan.switches.size(); ++k)
     for (size_t i : plan.switches[k].steps)
       if (i < n) owner_[i] = static_cast<int>(k);
@@ -454,6 +455,8 @@ Status Executor::RunAction(const Action& a, ExecResult* result) {
       return Preflight(a, a.As<PreflightStep>());
     case ActionKind::kFloor:
       return Floor(a.unit, a.As<FloorStep>(), result);
+    case ActionKind::kReference:
+      return Reference(a.unit, a.As<FloorStep>(), result);
     case ActionKind::kSmoke:
       return Smoke(a.unit, a.As<SmokeStep>());
     case ActionKind::kSoak:
@@ -655,8 +658,9 @@ Status Executor::Preflight(const Action& a, const PreflightStep& p) {
       tail);
 }
 
-Status Executor::Floor(const std::string& unit, const FloorStep& f, ExecResult* result) {
-  if (!d_.load) return Status::Internal("no load generator to run the floor gate of " + unit);
+namespace {
+
+LoadSpec FloorLoad(const FloorStep& f) {
   LoadSpec spec;
   spec.host = DialAddress(f.host);
   spec.port = f.port;
@@ -665,14 +669,66 @@ Status Executor::Floor(const std::string& unit, const FloorStep& f, ExecResult* 
   spec.duration = std::chrono::milliseconds(f.duration_ms);
   spec.max_tokens = f.max_tokens;
   spec.prompt_tokens = f.prompt_tokens;
-  Result<LoadFigures> r = d_.load(spec, d_.stop);
+  return spec;
+}
+
+std::string FloorFigures(const LoadFigures& m) {
+  return FormatDouble(m.output_tps) + " output tok/s at concurrency " +
+         std::to_string(m.concurrency) + " over " + FormatDouble(m.seconds) + " s, TTFT p50 " +
+         FormatDouble(m.ttft_p50_ms) + " ms, p99 " + FormatDouble(m.ttft_p99_ms) + " ms, " +
+         std::to_string(m.requests) + " requests, " + std::to_string(m.errors) + " errors";
+}
+
+// What `m` falls short of against the reference `ref` measured on `ref_unit` by the ratios of
+// `f`, one line each with both sides and the limit.
+std::vector<std::string> ShortOfReference(const FloorStep& f, const LoadFigures& m,
+                                          const std::string& ref_unit, const LoadFigures& ref) {
+  std::vector<std::string> out;
+  std::string of = "x of " + ref_unit + "'s ";
+  if (f.rel_output_tps > 0 && m.output_tps < f.rel_output_tps * ref.output_tps)
+    out.push_back("output " + FormatDouble(m.output_tps) + " tok/s is below " +
+                  FormatDouble(f.rel_output_tps) + of + FormatDouble(ref.output_tps) + " tok/s (" +
+                  FormatDouble(f.rel_output_tps * ref.output_tps) + ")");
+  auto latency = [&](const char* name, double ratio, double got, double theirs) {
+    if (ratio > 0 && got > ratio * theirs)
+      out.push_back(std::string(name) + " " + FormatDouble(got) + " ms is above " +
+                    FormatDouble(ratio) + of + FormatDouble(theirs) + " ms (" +
+                    FormatDouble(ratio * theirs) + ")");
+  };
+  latency("TTFT p50", f.rel_ttft_p50, m.ttft_p50_ms, ref.ttft_p50_ms);
+  latency("TTFT p99", f.rel_ttft_p99, m.ttft_p99_ms, ref.ttft_p99_ms);
+  latency("TPOT p50", f.rel_tpot_p50, m.tpot_p50_ms, ref.tpot_p50_ms);
+  return out;
+}
+
+}  // namespace
+
+Status Executor::Reference(const std::string& unit, const FloorStep& f, ExecResult* result) {
+  if (!d_.load) return Status::Internal("no load generator to measure the reference on " + unit);
+  Result<LoadFigures> r = d_.load(FloorLoad(f), d_.stop);
+  std::string why;
+  if (!r.ok())
+    why = r.status().message();
+  else if (r->output_tokens == 0 || r->requests == 0)
+    why = "no request finished (" + FloorFigures(*r) +
+          (r->first_error.empty() ? "" : "; first error: " + r->first_error) + ")";
+  if (!why.empty()) {
+    Note("reference: " + unit + " could not be measured: " + why +
+         "; the relative floor that compares with it falls back as its manifest says");
+    return Status::Ok();
+  }
+  references_[unit] = *r;
+  if (result) result->reference_figures[unit] = FloorFigures(*r);
+  Note("reference: " + unit + " measured: " + FloorFigures(*r));
+  return Status::Ok();
+}
+
+Status Executor::Floor(const std::string& unit, const FloorStep& f, ExecResult* result) {
+  if (!d_.load) return Status::Internal("no load generator to run the floor gate of " + unit);
+  Result<LoadFigures> r = d_.load(FloorLoad(f), d_.stop);
   if (!r.ok()) return r.status().WithContext("the floor gate of " + unit + " could not run");
   const LoadFigures& m = *r;
-  std::string figures = FormatDouble(m.output_tps) + " output tok/s at concurrency " +
-                        std::to_string(m.concurrency) + " over " + FormatDouble(m.seconds) +
-                        " s, TTFT p50 " + FormatDouble(m.ttft_p50_ms) + " ms, p99 " +
-                        FormatDouble(m.ttft_p99_ms) + " ms, " + std::to_string(m.requests) +
-                        " requests, " + std::to_string(m.errors) + " errors";
+  std::string figures = FloorFigures(m);
   if (result) result->floor_figures[unit] = figures;
   std::vector<std::string> short_of;
   if (f.min_output_tps > 0 && m.output_tps < f.min_output_tps)
@@ -691,8 +747,27 @@ Status Executor::Floor(const std::string& unit, const FloorStep& f, ExecResult* 
                        " s (" + std::to_string(m.cancelled) +
                        " still streaming at the end); if its answers are that long, lengthen "
                        "the floor's duration or lower its max_tokens");
+  // The relative limits, against what the reference step measured on the replaced service.
+  bool relative =
+      f.rel_output_tps > 0 || f.rel_ttft_p50 > 0 || f.rel_ttft_p99 > 0 || f.rel_tpot_p50 > 0;
+  std::string reference;
+  auto ref = references_.find(f.reference_unit);
+  if (relative && ref != references_.end()) {
+    for (std::string& s : ShortOfReference(f, m, f.reference_unit, ref->second))
+      short_of.push_back(std::move(s));
+    reference = "; reference " + f.reference_unit + ": " + FloorFigures(ref->second);
+  } else if (relative) {
+    std::string none = f.reference_unit.empty()
+                           ? "no reference to compare with"
+                           : "no reference figures of " + f.reference_unit +
+                                 " (its measurement before the switch did not succeed)";
+    if (f.refuse_without_reference)
+      short_of.push_back(none + ", and gates.floor.without_reference is refuse");
+    else
+      Note("floor: " + unit + ": " + none + "; its absolute limits alone apply");
+  }
   if (short_of.empty()) {
-    Note("floor: " + unit + " passed: " + figures);
+    Note("floor: " + unit + " passed: " + figures + reference);
     return Status::Ok();
   }
   std::string why;
@@ -700,7 +775,7 @@ Status Executor::Floor(const std::string& unit, const FloorStep& f, ExecResult* 
   return Status::Unavailable("the floor gate of " + unit + " failed: " + why + " (measured " +
                              figures +
                              (m.first_error.empty() ? "" : "; first error: " + m.first_error) +
-                             "); it serves, but slower than the manifest's floor");
+                             reference + "); it serves, but slower than the manifest's floor");
 }
 
 Status Executor::Smoke(const std::string& unit, const SmokeStep& g) {

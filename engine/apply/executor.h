@@ -115,6 +115,8 @@ struct ExecResult {
   std::map<std::string, uint64_t> start_to_healthy_ms;
   /// unit -> what its throughput floor measured in this run ("1239.5 output tok/s at ...").
   std::map<std::string, std::string> floor_figures;
+  /// unit -> what the reference step of a relative floor measured on it in this run.
+  std::map<std::string, std::string> reference_figures;
   std::vector<std::pair<std::string, std::string>> downloaded;  // repo_id, commit
   uint64_t bytes_downloaded = 0;
 };
@@ -167,6 +169,9 @@ class Executor {
   Status EngineCheck(const Action& a, const PreflightStep& p);
   /// The throughput floor: a bounded load, its figures against the floor's limits.
   Status Floor(const std::string& unit, const FloorStep& f, ExecResult* result);
+  /// A relative floor's reference: the floor's load on the service a switch replaces, kept in
+  /// references_. Never fails: a floor without its reference falls back as its manifest says.
+  Status Reference(const std::string& unit, const FloorStep& f, ExecResult* result);
   /// The smoke gate: one request must return non-empty text within its timeout.
   Status Smoke(const std::string& unit, const SmokeStep& g);
   /// The soak gate: the service watched for its duration (restarts, health, the front's 5xx).
@@ -210,6 +215,7 @@ class Executor {
   std::map<std::string, std::string> replaced_units_;  // unit -> its file before this run
   std::vector<Clock::TimePoint> step_started_;         // when each step began
   std::vector<int> owner_;  // step -> the index of its switch in Plan::switches, or -1
+  std::map<std::string, LoadFigures> references_;  // unit -> what its kReference measured
 };
 
 }  // namespace berth

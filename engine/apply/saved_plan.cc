@@ -25,7 +25,7 @@ const ActionKind kKinds[] = {
     ActionKind::kEnable,     ActionKind::kDisable,      ActionKind::kPreflight,
     ActionKind::kSmoke,      ActionKind::kFloor,        ActionKind::kSoak,
     ActionKind::kWriteFront, ActionKind::kRoute,        ActionKind::kDrain,
-    ActionKind::kReady};
+    ActionKind::kReady,      ActionKind::kReference};
 
 ordered_json ResourcesToJson(const Resources& r) {
   ordered_json g = ordered_json::object();
@@ -119,6 +119,12 @@ void Fields(FloorStep& g, F&& f) {
   f("min_output_tps", g.min_output_tps);
   f("max_ttft_p50_ms", g.max_ttft_p50_ms);
   f("max_ttft_p99_ms", g.max_ttft_p99_ms);
+  f("rel_output_tps", g.rel_output_tps);
+  f("rel_ttft_p50", g.rel_ttft_p50);
+  f("rel_ttft_p99", g.rel_ttft_p99);
+  f("rel_tpot_p50", g.rel_tpot_p50);
+  f("reference_unit", g.reference_unit);
+  f("refuse_without_reference", g.refuse_without_reference);
 }
 template <class F>
 void Fields(SoakStep& g, F&& f) {
@@ -607,6 +613,12 @@ std::vector<std::pair<std::string, std::string>> Effect(const Action& a) {
       {"min_output_tps", "minimum output tok/s"},
       {"max_ttft_p50_ms", "TTFT p50 limit"},
       {"max_ttft_p99_ms", "TTFT p99 limit"},
+      {"rel_output_tps", "relative output tok/s limit"},
+      {"rel_ttft_p50", "relative TTFT p50 limit"},
+      {"rel_ttft_p99", "relative TTFT p99 limit"},
+      {"rel_tpot_p50", "relative TPOT p50 limit"},
+      {"reference_unit", "floor's reference"},
+      {"refuse_without_reference", "floor's without_reference"},
       {"server", "front's server"},
       {"socket", "front's admin socket"},
       {"master", "front's master socket"},

@@ -23,6 +23,7 @@ ordered_json TerraformActions(const Action& a) {
     case ActionKind::kSmoke:
     case ActionKind::kFloor:
     case ActionKind::kSoak:
+    case ActionKind::kReference:
     case ActionKind::kDrain:
       return {"read"};
     default:
@@ -121,6 +122,24 @@ std::string PlanToJson(const Plan& plan, const Desired& desired) {
                       {"min_output_tokens_per_second", f.min_output_tps},
                       {"max_ttft_p50_ms", f.max_ttft_p50_ms},
                       {"max_ttft_p99_ms", f.max_ttft_p99_ms}};
+        if (!f.reference_unit.empty())
+          c["floor"]["relative"] = {{"reference_unit", f.reference_unit},
+                                    {"output_tps", f.rel_output_tps},
+                                    {"ttft_p50", f.rel_ttft_p50},
+                                    {"ttft_p99", f.rel_ttft_p99},
+                                    {"tpot_p50", f.rel_tpot_p50},
+                                    {"refuse_without_reference", f.refuse_without_reference}};
+        c["unit"] = a.unit;
+        break;
+      }
+      case ActionKind::kReference: {
+        const FloorStep& f = a.As<FloorStep>();
+        c["reference"] = {{"port", f.port},
+                          {"served_model_name", f.served_name},
+                          {"concurrency", f.concurrency},
+                          {"duration_ms", f.duration_ms},
+                          {"max_tokens", f.max_tokens},
+                          {"prompt_tokens", f.prompt_tokens}};
         c["unit"] = a.unit;
         break;
       }

@@ -30,6 +30,7 @@ constexpr Item kItems[] = {
     {ActionKind::kSmoke, "smoke gate", "smoke gates", ""},
     {ActionKind::kFloor, "throughput floor", "throughput floors", ""},
     {ActionKind::kSoak, "soak", "soaks", ""},
+    {ActionKind::kReference, "floor reference", "floor references", "to measure"},
     {ActionKind::kEnable, "unit", "units", "to enable at boot"},
     {ActionKind::kDisable, "unit", "units", "to disable at boot"},
 };

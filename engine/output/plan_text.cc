@@ -31,6 +31,7 @@ const char* ActionSymbol(const Action& a) {
     case ActionKind::kSmoke:
     case ActionKind::kFloor:
     case ActionKind::kSoak:
+    case ActionKind::kReference:
     case ActionKind::kDrain:
       return ">";
     case ActionKind::kWriteFront:

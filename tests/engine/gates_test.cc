@@ -375,6 +375,171 @@ TEST_F(GatesTest, AFloorWithoutALimitIsRefusedWhereItIsWritten) {
   EXPECT_THAT(err.str(), HasSubstr("berth.yaml:"));
 }
 
+// Relative floors (issue 23): the floor's load on the service a switch replaces just before it
+// goes down is the reference; the new one must reach the manifest's ratios of it.
+const char* kRelative =
+    "    gates:\n"
+    "      floor: {concurrency: 32, duration: 30s, relative: {output_tps: 0.9, ttft_p50: 1.1}}\n";
+
+LoadFigures Figures(double tps, double ttft_p50_ms) {
+  LoadFigures f;
+  f.concurrency = 32;
+  f.seconds = 30;
+  f.output_tps = tps;
+  f.output_tokens = static_cast<uint64_t>(tps * 30);
+  f.requests = 100;
+  f.ttft_p50_ms = ttft_p50_ms;
+  f.ttft_p99_ms = 2 * ttft_p50_ms;
+  return f;
+}
+
+TEST_F(GatesTest, ThePlanMeasuresTheReplacedServiceBeforeItStopsAndSaysSo) {
+  ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
+  dir.Write("relative/berth.yaml", Manifest(true, kRelative));
+  ASSERT_EQ(Pass("relative", false).outcome, Outcome::kPlanned) << err.str();
+  std::string text = out.str();
+  EXPECT_THAT(text, HasSubstr("> reference     service/vllm-kimi"));
+  EXPECT_THAT(text, HasSubstr("32 streamed requests for 30s (max_tokens 256) on "
+                              "vllm-kimi.service (port 8000, 'vllm-kimi') before the switch to "
+                              "vllm-minimax.service: the reference its relative floor compares "
+                              "with"));
+  EXPECT_THAT(text, HasSubstr("output tok/s at least 0.9x the reference's, TTFT p50 at most 1.1x "
+                              "the reference's; reference: measured on vllm-kimi.service just "
+                              "before the switch"));
+  EXPECT_LT(text.find("> reference"), text.find("- stop "));
+  EXPECT_LT(text.find("- stop "), text.find("> floor "));
+  EXPECT_THAT(text, HasSubstr("1 floor reference to measure"));
+  std::ifstream in(dir / "plan.json");
+  nlohmann::json plan = nlohmann::json::parse(in);
+  std::vector<std::string> kinds;
+  for (const auto& a : plan["actions"]) kinds.push_back(a["kind"].get<std::string>());
+  auto at = [&](const std::string& k) {
+    return std::find(kinds.begin(), kinds.end(), k) - kinds.begin();
+  };
+  EXPECT_LT(at("reference"), at("stop"));
+  for (const auto& a : plan["actions"])
+    if (a["kind"] == "floor") {
+      EXPECT_EQ(a["step"]["reference_unit"], "vllm-kimi.service");
+      EXPECT_EQ(a["step"]["rel_output_tps"], 0.9);
+    }
+}
+
+TEST_F(GatesTest, ARelativeFloorRollsBackAReplacement20PercentSlowerGivingBothSides) {
+  ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
+  dir.Write("relative/berth.yaml", Manifest(true, kRelative));
+  world.load_sequence[8000] = {Figures(1000, 100), Figures(800, 100)};
+  world.calls.clear();
+  RunReport r = Apply("relative");
+  EXPECT_EQ(r.outcome, Outcome::kFailed) << err.str();
+  EXPECT_EQ(r.exit_code, 4);
+  EXPECT_TRUE(r.exec.rolled_back);
+  EXPECT_THAT(r.status.message(),
+              HasSubstr("the floor gate of vllm-minimax.service failed: output 800 tok/s is "
+                        "below 0.9x of vllm-kimi.service's 1000 tok/s (900) (measured 800 "
+                        "output tok/s"));
+  EXPECT_THAT(r.status.message(),
+              HasSubstr("; reference vllm-kimi.service: 1000 output tok/s at concurrency 32"));
+  EXPECT_EQ(Count("load 8000"), 2u) << "the reference, then the gate";
+  EXPECT_TRUE(Running("vllm-kimi.service")) << "the old service is back";
+  EXPECT_FALSE(Running("vllm-minimax.service"));
+}
+
+TEST_F(GatesTest, ARelativeFloorPromotesAFasterReplacement) {
+  ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
+  dir.Write("relative/berth.yaml", Manifest(true, kRelative));
+  world.load_sequence[8000] = {Figures(1000, 100), Figures(1200, 90)};
+  RunReport r = Apply("relative");
+  ASSERT_EQ(r.outcome, Outcome::kApplied) << err.str();
+  EXPECT_EQ(r.exec.reference_figures["vllm-kimi.service"].substr(0, 16), "1000 output tok/");
+  EXPECT_TRUE(Running("vllm-minimax.service"));
+  EXPECT_FALSE(Running("vllm-kimi.service"));
+  EXPECT_EQ(Pass("relative", false).outcome, Outcome::kNoChanges) << out.str();
+}
+
+TEST_F(GatesTest, ALatencyRatioComparesWithTheReferenceToo) {
+  ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
+  dir.Write("relative/berth.yaml", Manifest(true, kRelative));
+  world.load_sequence[8000] = {Figures(1000, 100), Figures(1000, 150)};
+  RunReport r = Apply("relative");
+  EXPECT_EQ(r.outcome, Outcome::kFailed) << err.str();
+  EXPECT_THAT(r.status.message(), HasSubstr("TTFT p50 150 ms is above 1.1x of "
+                                            "vllm-kimi.service's 100 ms (110)"));
+}
+
+// A saved plan carries the ratios and the reference's unit: applied, it compares as planned.
+TEST_F(GatesTest, ASavedPlanKeepsTheRelativeFloorAndItsReference) {
+  ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
+  dir.Write("relative/berth.yaml", Manifest(true, kRelative));
+  ASSERT_EQ(Pass("relative", false).outcome, Outcome::kPlanned) << err.str();
+  world.load_sequence[8000] = {Figures(1000, 100), Figures(800, 100)};
+  RunReport r = Pass("", true, dir / "plan.json");
+  EXPECT_EQ(r.outcome, Outcome::kFailed) << err.str();
+  EXPECT_THAT(r.status.message(), HasSubstr("below 0.9x of vllm-kimi.service's 1000 tok/s"));
+  EXPECT_TRUE(Running("vllm-kimi.service"));
+}
+
+// The old service cannot be measured (it answers nothing): the gate falls back as the manifest
+// says, to its absolute limits or, with without_reference: refuse, to failing.
+TEST_F(GatesTest, AReferenceThatCannotBeMeasuredFallsBackAsTheManifestSays) {
+  ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
+  LoadFigures broken;
+  broken.errors = 32;
+  broken.first_error = "HTTP 500";
+  dir.Write("absolute/berth.yaml",
+            Manifest(true, "    gates: {floor: {output_tps: 500, relative: {output_tps: 0.9}}}\n"));
+  world.load_sequence[8000] = {broken, Figures(800, 100)};
+  ASSERT_EQ(Apply("absolute").outcome, Outcome::kApplied) << err.str();
+  EXPECT_THAT(out.str() + err.str(), HasSubstr("vllm-kimi.service could not be measured"));
+
+  ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
+  dir.Write("refuse/berth.yaml",
+            Manifest(true,
+                     "    gates: {floor: {output_tps: 500, relative: {output_tps: 0.9}, "
+                     "without_reference: refuse}}\n"));
+  world.load_sequence[8000] = {broken, Figures(800, 100)};
+  RunReport r = Apply("refuse");
+  EXPECT_EQ(r.outcome, Outcome::kFailed) << err.str();
+  EXPECT_THAT(r.status.message(),
+              HasSubstr("no reference figures of vllm-kimi.service (its measurement before the "
+                        "switch did not succeed), and gates.floor.without_reference is refuse"));
+  EXPECT_TRUE(Running("vllm-kimi.service"));
+}
+
+TEST_F(GatesTest, WithNothingReplacedTheFloorFallsBackOrThePlanIsBlocked) {
+  dir.Write("absolute/berth.yaml",
+            Manifest(true, "    gates: {floor: {output_tps: 500, relative: {output_tps: 0.9}}}\n"));
+  ASSERT_EQ(Pass("absolute", false).outcome, Outcome::kPlanned) << err.str();
+  EXPECT_THAT(out.str(), HasSubstr("no reference (it replaces no running service): falls back "
+                                   "to the absolute limits"));
+  EXPECT_THAT(out.str(), Not(HasSubstr("> reference")));
+  dir.Write("refuse/berth.yaml", Manifest(true,
+                                          "    gates: {floor: {relative: {output_tps: 0.9}, "
+                                          "without_reference: refuse}}\n"));
+  RunReport r = Pass("refuse", false);
+  EXPECT_EQ(r.outcome, Outcome::kBlocked) << out.str() << err.str();
+  EXPECT_THAT(out.str() + err.str(),
+              HasSubstr("the relative floor of vllm-minimax.service has no reference to compare "
+                        "with: it replaces no running service"));
+}
+
+TEST_F(GatesTest, ARatioOutOfRangeIsRefusedWhereItIsWritten) {
+  for (const auto& [bad, says] : std::vector<std::pair<std::string, std::string>>{
+           {"{output_tps: 0}",
+            "floor relative 'output_tps' must be a ratio above 0 and at most 10"},
+           {"{ttft_p50: 11}", "floor relative 'ttft_p50' must be a ratio above 0 and at most 10"},
+           {"{goodput_x: 1}", "unknown key 'goodput_x' in gates.floor.relative"}}) {
+    dir.Write("bad/berth.yaml", Manifest(true, "    gates: {floor: {relative: " + bad + "}}\n"));
+    RunReport r = Pass("bad", false);
+    EXPECT_EQ(r.outcome, Outcome::kInvalid) << bad;
+    EXPECT_THAT(err.str(), HasSubstr("berth.yaml:20:")) << bad;
+    EXPECT_THAT(err.str(), HasSubstr(says)) << bad;
+    EXPECT_THAT(err.str(), Not(HasSubstr("sets no limit"))) << bad;
+  }
+  dir.Write("bad/berth.yaml",
+            Manifest(true, "    gates: {floor: {output_tps: 5, without_reference: maybe}}\n"));
+  EXPECT_EQ(Pass("bad", false).outcome, Outcome::kInvalid);
+}
+
 // Every probe dials where the service listens: a server bound to 127.0.0.2 does not answer on
 // 127.0.0.1, so a gate that dialled 127.0.0.1 would fail it and roll it back.
 TEST_F(GatesTest, AServiceBoundToAnotherAddressIsProbedSmokedAndLoadedThere) {

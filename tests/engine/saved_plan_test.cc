@@ -122,6 +122,49 @@ TEST(SavedPlanEngineCheck, AnEngineCheckReadsBackWithItsArgvAndEnvironment) {
                                     "what berth would do now")));
 }
 
+// A relative floor's reference step and the ratios of its gate read back as written; a saved
+// plan whose gate compares with another unit is not the plan berth makes now.
+TEST(SavedPlanFloor, ARelativeFloorAndItsReferenceReadBack) {
+  Action ref = MakeAction(ActionKind::kReference, "service/kimi", Reason::kFloorReference);
+  ref.unit = "vllm-kimi.service";
+  ref.As<FloorStep>().host = "127.0.0.1";
+  ref.As<FloorStep>().port = 8000;
+  ref.As<FloorStep>().served_name = "kimi";
+  ref.As<FloorStep>().concurrency = 32;
+  ref.As<FloorStep>().duration_ms = 30'000;
+  Action gate = MakeAction(ActionKind::kFloor, "service/minimax", Reason::kFloorGate);
+  gate.unit = "vllm-minimax.service";
+  gate.As<FloorStep>() = ref.As<FloorStep>();
+  gate.As<FloorStep>().served_name = "minimax";
+  gate.As<FloorStep>().rel_output_tps = 0.9;
+  gate.As<FloorStep>().rel_ttft_p50 = 1.1;
+  gate.As<FloorStep>().rel_ttft_p99 = 1.5;
+  gate.As<FloorStep>().rel_tpot_p50 = 1.2;
+  gate.As<FloorStep>().reference_unit = "vllm-kimi.service";
+  gate.As<FloorStep>().refuse_without_reference = true;
+  Plan plan;
+  plan.actions = {ref, gate};
+  Observed observed;
+  observed.hostname = "gpu-01";
+  Desired desired;
+  desired.digest = std::string(64, 'd');
+  Result<SavedPlan> p = SavedPlanFromJson(
+      SavedPlanToJson(MakeSavedPlan(plan, desired, observed, "/m/berth.yaml", 1'000'000)),
+      "plan.json");
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  ASSERT_EQ(p->plan.actions.size(), 2u);
+  EXPECT_EQ(p->plan.actions[0].kind, ActionKind::kReference);
+  EXPECT_EQ(p->plan.actions[0].reason, Reason::kFloorReference);
+  EXPECT_EQ(p->plan.actions[0].As<FloorStep>(), ref.As<FloorStep>());
+  EXPECT_EQ(p->plan.actions[1].As<FloorStep>(), gate.As<FloorStep>());
+  EXPECT_TRUE(PlanDifferences(p->plan, plan).empty());
+  Plan other = plan;
+  other.actions[1].As<FloorStep>().reference_unit = "vllm-other.service";
+  EXPECT_THAT(PlanDifferences(p->plan, other),
+              ElementsAre(HasSubstr("step 2 (floor service/minimax): its floor's reference is "
+                                    "not what berth would do now")));
+}
+
 TEST_F(SavedPlanFile, AKeyWrittenTwiceIsRefusedNamingIt) {
   // A reviewer's tool shows the first "content", berth would write the last.
   std::string text = Text();
@@ -199,7 +242,7 @@ TEST_F(SavedPlanFile, AnUnknownReasonIsRefusedNotTakenForAMissingModel) {
   EXPECT_THAT(p.status().message(),
               HasSubstr("step 2 (start) has the reason 'operator_said_so', which this berth "
                         "does not know"));
-  json_["actions"][1]["reason"] = "floor_gate";  // the last reason there is: known
+  json_["actions"][1]["reason"] = "floor_reference";  // the last reason there is: known
   EXPECT_TRUE(Read(Text()).ok());
 }
 

@@ -233,6 +233,7 @@ void FakeHost::Apply(const Plan& plan, const Desired& d) {
       case ActionKind::kSmoke:
       case ActionKind::kFloor:
       case ActionKind::kSoak:
+      case ActionKind::kReference:
       case ActionKind::kRoute:
       case ActionKind::kDrain:
       case ActionKind::kReady:

@@ -246,6 +246,12 @@ ReconcilerDeps FakeWorld::Deps(Reporter* reporter) {
       calls.push_back("load " + std::to_string(spec.port));
       dialed.push_back(spec.host + ":" + std::to_string(spec.port));
       clock.Advance(spec.duration);
+      auto queued = load_sequence.find(spec.port);
+      if (queued != load_sequence.end() && !queued->second.empty()) {
+        LoadFigures next = queued->second.front();
+        queued->second.pop_front();
+        return next;
+      }
       auto it = load_figures.find(spec.port);
       if (it != load_figures.end()) return it->second;
       LoadFigures f;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <atomic>
+#include <deque>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -139,6 +140,9 @@ class FakeWorld {
   /// What a throughput floor's load measures, by port (default: 1000 tok/s, TTFT 50/80 ms;
   /// recorded as "load PORT" in calls).
   std::map<int, LoadFigures> load_figures;
+  /// Figures for the next loads on a port, one per load, before load_figures (a relative
+  /// floor's reference on the old service, then its gate on the new one, both on port 8000).
+  std::map<int, std::deque<LoadFigures>> load_sequence;
   std::map<std::string, int> fail_commands;  // argv[0] -> the exit status it fails with
   /// argv[0] -> what a failing command prints (default "ValueError: unsupported architecture").
   std::map<std::string, std::string> fail_output;
