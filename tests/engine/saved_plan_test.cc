@@ -248,13 +248,16 @@ TEST_F(SavedPlanFile, AnUnknownReasonIsRefusedNotTakenForAMissingModel) {
 
 // A plan saved by a berth before switches were saved (format 1) says so, and how to make it
 // again: this berth would run it without the switches its executor undoes.
+// Format 2 carried every step's fields flat, before each step had its own typed payload.
 TEST_F(SavedPlanFile, APlanOfFormat1IsRefusedSayingItIsOlder) {
-  json_["format_version"] = 1;
-  Result<SavedPlan> p = Read(Text());
-  ASSERT_FALSE(p.ok());
-  EXPECT_THAT(p.status().message(),
-              HasSubstr("this plan was saved by an older berth (format 1); make it again with "
-                        "`berth plan --out`"));
+  for (int old : {1, 2}) {
+    json_["format_version"] = old;
+    Result<SavedPlan> p = Read(Text());
+    ASSERT_FALSE(p.ok());
+    EXPECT_THAT(p.status().message(),
+                HasSubstr("this plan was saved by an older berth (format " + std::to_string(old) +
+                          "); make it again with `berth plan --out`"));
+  }
 }
 
 namespace {
