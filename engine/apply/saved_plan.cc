@@ -173,7 +173,7 @@ ordered_json StepToJson(const StepPayload& step) {
 std::string StepFromJson(ActionKind k, const ordered_json& j, const std::string& where,
                          StepPayload* out) {
   *out = PayloadFor(k);
-  if (!j.is_object()) return where + " step is not an object";
+  if (!j.is_object()) return where + " (" + ActionKindName(k) + "): its step is not an object";
   std::string problem;
   size_t seen = 0;
   std::visit(
@@ -186,7 +186,12 @@ std::string StepFromJson(ActionKind k, const ordered_json& j, const std::string&
             return;
           }
           ++seen;
-          it->get_to(value);
+          try {
+            it->get_to(value);
+          } catch (const std::exception&) {
+            problem = where + " (" + ActionKindName(k) + ") has the step field '" + key +
+                      "' of the wrong type (" + it->type_name() + ")";
+          }
         });
       },
       *out);

@@ -248,6 +248,21 @@ TEST_F(SavedPlanFile, AnUnknownReasonIsRefusedNotTakenForAMissingModel) {
 
 // A plan saved by a berth before switches were saved (format 1) says so, and how to make it
 // again: this berth would run it without the switches its executor undoes.
+// A step's payload of the wrong shape is refused naming the step and the field.
+TEST_F(SavedPlanFile, AStepFieldOfTheWrongTypeOrShapeIsRefusedNamingIt) {
+  json_["actions"][1]["step"] = nlohmann::ordered_json::array();
+  Result<SavedPlan> p = Read(Text());
+  ASSERT_FALSE(p.ok());
+  EXPECT_THAT(p.status().message(), HasSubstr("step 2 (start): its step is not an object"));
+  json_ = nlohmann::ordered_json::parse(
+      SavedPlanToJson(MakeSavedPlan(plan_, desired_, observed_, "/m/berth.yaml", 1'000'000)));
+  json_["actions"][1]["step"]["gpus"] = "all";
+  p = Read(Text());
+  ASSERT_FALSE(p.ok());
+  EXPECT_THAT(p.status().message(),
+              HasSubstr("step 2 (start) has the step field 'gpus' of the wrong type (string)"));
+}
+
 // Format 2 carried every step's fields flat, before each step had its own typed payload.
 TEST_F(SavedPlanFile, APlanOfFormat1IsRefusedSayingItIsOlder) {
   for (int old : {1, 2}) {
