@@ -150,6 +150,9 @@ class Executor {
     Clock::TimePoint deadline, due;
     std::chrono::milliseconds wait{0}, interval{0};
     std::string last_probe = "no probe made";
+    /// systemd's restart count when the gate began: a restart job does not reset it for a unit
+    /// that was restarting on its own, so only restarts after this one fail the gate.
+    uint32_t base_restarts = 0;
   };
   GateWait BeginGate(const std::string& unit, const HealthStep& gate);
   /// The gate scheduler: probes every gate of `waits` on its own schedule until each passed or
@@ -157,7 +160,8 @@ class Executor {
   void PollGates(std::vector<GateWait>* waits, const std::function<void(size_t k)>& ended);
   /// One look at a starting service: its unit still up, then one health probe. Ok: healthy;
   /// nullopt: not yet (`last` says what the probe saw); another status: the gate failed.
-  std::optional<Status> ProbeOnce(const std::string& unit, const HealthStep& h, std::string* last);
+  std::optional<Status> ProbeOnce(const std::string& unit, const HealthStep& h,
+                                  uint32_t base_restarts, std::string* last);
 
   ExecResult RunSteps(const Plan& plan);  // Run, but for the turn's release
 
