@@ -139,7 +139,10 @@ std::optional<Action> PreflightAction(const ServiceSpec& s, const std::string& a
   p.argv = s.preflight->command;
   p.timeout_ms = s.preflight->timeout_ms;
   std::string cmd;
-  for (const auto& x : p.argv) cmd += (cmd.empty() ? "" : " ") + x;
+  for (const auto& x : p.argv) {
+    if (!cmd.empty()) cmd += ' ';
+    cmd += x;
+  }
   a.detail = "run " + cmd + " (timeout " + FormatDurationMs(p.timeout_ms) +
              "): must exit 0 before anything is stopped";
   return a;

@@ -103,8 +103,14 @@ std::string DiffArgv(const std::vector<std::string>& a, const std::vector<std::s
     } else {
       *only_model_path = false;
       std::string old_s, new_s;
-      for (const auto& p : pa) old_s += (old_s.empty() ? "" : " ") + p;
-      for (const auto& p : pb) new_s += (new_s.empty() ? "" : " ") + p;
+      for (const auto& p : pa) {
+        if (!old_s.empty()) old_s += ' ';
+        old_s += p;
+      }
+      for (const auto& p : pb) {
+        if (!new_s.empty()) new_s += ' ';
+        new_s += p;
+      }
       changes.push_back("command " + old_s + " → " + new_s);
     }
   }
@@ -211,7 +217,10 @@ UnitDiff DiffUnits(const std::string& old_content, const std::string& new_conten
     } else {
       auto join = [](const std::vector<std::string>& v) {
         std::string s;
-        for (const auto& x : v) s += (s.empty() ? "" : " ") + x;
+        for (const auto& x : v) {
+          if (!s.empty()) s += ' ';
+          s += x;
+        }
         return s.empty() ? std::string("(unset)") : s;
       };
       parts.push_back(name + " changed: " + join(va) + " → " + join(vb));

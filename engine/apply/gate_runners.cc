@@ -89,7 +89,10 @@ Status Executor::EngineCheck(const Action& a, const PreflightStep& p) {
   bool refused = false;
   std::string verdict = CheckVerdict(lines, &refused);
   std::string cmdline;
-  for (const auto& x : *cmd) cmdline += (cmdline.empty() ? "" : " ") + EscapeLine(x);
+  for (const auto& x : *cmd) {
+    if (!cmdline.empty()) cmdline += ' ';
+    cmdline += EscapeLine(x);
+  }
   const std::string nothing =
       "; nothing was stopped or started (the check runs before anything goes dark)";
   const std::string off = "set preflight: {engine: off} on the service to skip the check";
@@ -112,7 +115,10 @@ Status Executor::Preflight(const Action& a, const PreflightStep& p) {
     return Status::Internal("no command runner to run the preflight of " + a.address);
   if (a.reason == Reason::kEngineCheck) return EngineCheck(a, p);
   std::string cmd;
-  for (const auto& x : p.argv) cmd += (cmd.empty() ? "" : " ") + x;
+  for (const auto& x : p.argv) {
+    if (!cmd.empty()) cmd += ' ';
+    cmd += x;
+  }
   CommandResult c = d_.commands->Run(p.argv, p.timeout_ms);
   if (c.ok()) return Status::Ok();
   std::string what = Failure(c, p.timeout_ms);

@@ -141,8 +141,10 @@ void WriteCommand(const CLI::App& cmd, std::ostream& out, const std::string& par
   out << ".B berth " << Roff(name) << "\n";
   std::vector<const CLI::Option*> options = Options(cmd);
   std::string synopsis;
-  for (const CLI::Option* opt : options)
-    synopsis += (synopsis.empty() ? "" : " ") + SynopsisItem(opt);
+  for (const CLI::Option* opt : options) {
+    if (!synopsis.empty()) synopsis += ' ';
+    synopsis += SynopsisItem(opt);
+  }
   if (!synopsis.empty()) out << synopsis << "\n";
   out << ".PP\n" << Roff(cmd.get_description()) << ".\n";
   WriteOptionList(options, out);
@@ -271,7 +273,10 @@ void WriteBashCompletion(const CLI::App& app, std::ostream& out) {
     // their options are offered after them.
     std::vector<const CLI::Option*> options = Options(*cmd);
     for (const CLI::App* sub : Commands(*cmd)) {
-      positional += (positional.empty() ? "" : " ") + sub->get_name();
+      {
+        if (!positional.empty()) positional += ' ';
+        positional += sub->get_name();
+      }
       for (const CLI::Option* opt : Options(*sub)) options.push_back(opt);
     }
     for (const CLI::Option* opt : options) {
