@@ -232,13 +232,21 @@ struct FloorSpec {
   double rel_ttft_p50 = 0;
   double rel_ttft_p99 = 0;
   double rel_tpot_p50 = 0;
+  double rel_goodput = 0;
+  /// `goodput: {ttft, tpot, e2el, min_rps}`: a finished request is good when it meets every
+  /// limit given (vllm bench serve's --goodput); at least `min_goodput_rps` good requests per
+  /// second (0: unchecked), and `relative: {goodput: R}` compares with the reference's.
+  uint64_t goodput_ttft_ms = 0, goodput_tpot_ms = 0, goodput_e2el_ms = 0;
+  double min_goodput_rps = 0;
   /// `without_reference: refuse`: with no reference to compare with, the plan is blocked (and a
   /// gate whose reference could not be measured fails); `absolute` (default): the absolute
   /// limits alone apply.
   bool refuse_without_reference = false;
   bool relative() const {
-    return rel_output_tps > 0 || rel_ttft_p50 > 0 || rel_ttft_p99 > 0 || rel_tpot_p50 > 0;
+    return rel_output_tps > 0 || rel_ttft_p50 > 0 || rel_ttft_p99 > 0 || rel_tpot_p50 > 0 ||
+           rel_goodput > 0;
   }
+  bool has_goodput() const { return goodput_ttft_ms || goodput_tpot_ms || goodput_e2el_ms; }
 };
 
 /// `gates: {soak: ...}`: the last gate. For `duration_ms` after the other gates passed, berth

@@ -100,6 +100,7 @@ std::string FleetReportToJson(const FleetReport& r) {
             {"services_wanted", r.services_wanted},
             {"start_to_healthy_ms", r.start_to_healthy_ms},
             {"floor_figures", r.floor_figures},
+            {"reference_figures", r.reference_figures},
             {"berth_version", r.berth_version}};
   return DumpJson(j);
 }
@@ -150,12 +151,15 @@ Result<FleetReport> FleetReportFromJson(const std::string& text, const std::stri
       r.start_to_healthy_ms[Clean(unit)] = ms.get<uint64_t>();
     }
   }
-  if (auto it = j.find("floor_figures"); it != j.end()) {
-    if (!it->is_object() || it->size() > 1000) return bad("bad 'floor_figures'");
+  for (auto [field, out] : {std::pair{"floor_figures", &r.floor_figures},
+                          std::pair{"reference_figures", &r.reference_figures}}) {
+    auto it = j.find(field);
+    if (it == j.end()) continue;
+    if (!it->is_object() || it->size() > 1000) return bad(std::string("bad '") + field + "'");
     for (auto& [unit, figures] : it->items()) {
       if (!figures.is_string() || unit.size() > 256 || figures.get<std::string>().size() > kMaxText)
-        return bad("bad 'floor_figures'");
-      r.floor_figures[Clean(unit)] = Clean(figures.get<std::string>());
+        return bad(std::string("bad '") + field + "'");
+      (*out)[Clean(unit)] = Clean(figures.get<std::string>());
     }
   }
   return r;

@@ -43,6 +43,8 @@ struct FleetReport {
   std::map<std::string, uint64_t> start_to_healthy_ms;
   /// unit -> what its throughput floor gate measured in that switch.
   std::map<std::string, std::string> floor_figures;
+  /// unit -> what a relative floor's reference measured on it before that switch.
+  std::map<std::string, std::string> reference_figures;
   std::string berth_version;
 };
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/gate_figures.h"
 #include "core/gguf_header.h"
 #include "core/model_config.h"
 
@@ -198,6 +199,9 @@ struct BerthState {
   /// beginning to its health gate passing (oldest first, at most kStartTimesKept).
   std::map<std::string, std::vector<uint64_t>> start_times_ms;
   static constexpr size_t kStartTimesKept = 5;
+  /// unit -> what its floor gates and floor references measured, oldest first (at most
+  /// kGateFiguresKept): a relative floor's reference when that service cannot be measured.
+  std::map<std::string, std::vector<GateFigures>> gate_figures;
 };
 
 struct Observed {

@@ -8,6 +8,8 @@
 #include <variant>
 #include <vector>
 
+#include "core/gate_figures.h"
+
 namespace berth {
 
 /// kDownload: a model's files into the store.
@@ -101,13 +103,31 @@ struct FloorStep {
   double min_output_tps = 0;
   uint64_t max_ttft_p50_ms = 0;
   uint64_t max_ttft_p99_ms = 0;
-  double rel_output_tps = 0;   // at least this times the reference's output tok/s
-  double rel_ttft_p50 = 0;     // at most this times the reference's TTFT p50
-  double rel_ttft_p99 = 0;     // at most this times the reference's TTFT p99
-  double rel_tpot_p50 = 0;     // at most this times the reference's TPOT p50
+  double rel_output_tps = 0;  // at least this times the reference's output tok/s
+  double rel_ttft_p50 = 0;    // at most this times the reference's TTFT p50
+  double rel_ttft_p99 = 0;    // at most this times the reference's TTFT p99
+  double rel_tpot_p50 = 0;    // at most this times the reference's TPOT p50
+  double rel_goodput = 0;     // at least this times the reference's goodput (req/s)
+  /// Goodput: a finished request is good when it meets every limit given (0: not a limit);
+  /// at least min_goodput_rps good requests per second (0: unchecked).
+  uint64_t goodput_ttft_ms = 0, goodput_tpot_ms = 0, goodput_e2el_ms = 0;
+  double min_goodput_rps = 0;
   std::string reference_unit;  // kFloor: whose reference it compares with; "": none
   /// kFloor: no reference figures when it runs fails the gate (else the absolute limits alone).
   bool refuse_without_reference = false;
+  /// kFloor: the reference's figures berth recorded earlier (its settings and this load), for
+  /// when it cannot be measured before the switch (it does not serve, or the measurement
+  /// failed); empty: none.
+  GateFigures recorded;
+  /// What the measured service runs: the model commit and the unit's RestartDigest, recorded
+  /// with its figures (BerthState::gate_figures); "" when berth cannot tell.
+  std::string commit;
+  std::string settings;
+  bool relative() const {
+    return rel_output_tps > 0 || rel_ttft_p50 > 0 || rel_ttft_p99 > 0 || rel_tpot_p50 > 0 ||
+           rel_goodput > 0;
+  }
+  bool has_goodput() const { return goodput_ttft_ms || goodput_tpot_ms || goodput_e2el_ms; }
   friend bool operator==(const FloorStep&, const FloorStep&) = default;
 };
 

@@ -28,10 +28,12 @@ constexpr std::string_view kOnOff[] = {"on", "off"};
 constexpr std::string_view kGateKinds[] = {"smoke", "floor", "soak"};
 constexpr std::string_view kSoakKeys[] = {"duration",          "max_restarts",   "interval",
                                           "max_failed_probes", "max_error_rate", "min_requests"};
-constexpr std::string_view kFloorKeys[] = {"concurrency",   "duration", "output_tps",
-                                           "ttft_p50",      "ttft_p99", "max_tokens",
-                                           "prompt_tokens", "relative", "without_reference"};
-constexpr std::string_view kRelativeKeys[] = {"output_tps", "ttft_p50", "ttft_p99", "tpot_p50"};
+constexpr std::string_view kFloorKeys[] = {
+    "concurrency", "duration",      "output_tps", "ttft_p50",          "ttft_p99",
+    "max_tokens",  "prompt_tokens", "relative",   "without_reference", "goodput"};
+constexpr std::string_view kRelativeKeys[] = {"output_tps", "ttft_p50", "ttft_p99", "tpot_p50",
+                                              "goodput"};
+constexpr std::string_view kGoodputKeys[] = {"ttft", "tpot", "e2el", "min_rps"};
 constexpr std::string_view kWithoutReference[] = {"absolute", "refuse"};
 constexpr std::string_view kSmokeKeys[] = {"api", "prompt", "max_tokens", "timeout"};
 constexpr std::string_view kSmokeApis[] = {"completions", "chat"};
@@ -157,6 +159,33 @@ void DecodeRelative(YamlReader& r, const Field& block, FloorSpec* s) {
     if (f.key == "ttft_p50") s->rel_ttft_p50 = *v;
     if (f.key == "ttft_p99") s->rel_ttft_p99 = *v;
     if (f.key == "tpot_p50") s->rel_tpot_p50 = *v;
+    if (f.key == "goodput") s->rel_goodput = *v;
+  }
+}
+
+// `goodput: {ttft: 500ms, tpot: 50ms, e2el: 10s, min_rps: 2}`: what makes a request good.
+void DecodeGoodput(YamlReader& r, const Field& block, FloorSpec* s) {
+  if (!r.ExpectMap(block)) return;
+  for (const Field& f : r.Entries(block.value, kGoodputKeys, "in gates.floor.goodput")) {
+    if (f.key == "min_rps") {
+      if (auto v = r.Number(f)) {
+        if (*v <= 0)
+          r.Error(f.value_loc,
+                  "floor goodput 'min_rps' must be above 0 (good requests per second)");
+        else
+          s->min_goodput_rps = *v;
+      }
+      continue;
+    }
+    std::optional<uint64_t> v = r.DurationMs(f);
+    if (!v) continue;
+    if (*v == 0) {
+      r.Error(f.value_loc, "floor goodput '" + f.key + "' must be above 0 (e.g. 500ms)");
+      continue;
+    }
+    if (f.key == "ttft") s->goodput_ttft_ms = *v;
+    if (f.key == "tpot") s->goodput_tpot_ms = *v;
+    if (f.key == "e2el") s->goodput_e2el_ms = *v;
   }
 }
 
@@ -165,6 +194,7 @@ void DecodeFloor(YamlReader& r, const Field& block, std::optional<FloorSpec>* ou
   if (!r.ExpectMap(block)) return;
   // A relative: block with an invalid ratio says so where it is written, and only there.
   bool relative_written = false;
+  std::optional<SourceLoc> goodput;  // where goodput: is written
   for (const Field& f : r.Entries(block.value, kFloorKeys, "in gates.floor")) {
     if (f.key == "concurrency") {
       if (auto v = r.Int(f, 1, 4096)) s.concurrency = static_cast<int>(*v);
@@ -195,12 +225,27 @@ void DecodeFloor(YamlReader& r, const Field& block, std::optional<FloorSpec>* ou
       DecodeRelative(r, f, &s);
     } else if (f.key == "without_reference") {
       if (auto v = r.Enum(f, kWithoutReference)) s.refuse_without_reference = *v == "refuse";
+    } else if (f.key == "goodput") {
+      goodput = f.key_loc;
+      DecodeGoodput(r, f, &s);
     }
   }
-  if (s.output_tps <= 0 && s.ttft_p50_ms == 0 && s.ttft_p99_ms == 0 && !s.relative()) {
+  if (goodput && !s.has_goodput()) {
+    r.Error(*goodput, "gates.floor.goodput sets no limit of a good request",
+            "add ttft, tpot or e2el, e.g. goodput: {ttft: 500ms, tpot: 50ms}");
+    return;
+  }
+  if ((s.rel_goodput > 0 || s.min_goodput_rps > 0) && !s.has_goodput()) {
+    r.Error(block.key_loc, "gates.floor compares goodput but does not say what a good request is",
+            "add goodput: {ttft: ..., tpot: ..., e2el: ...} (any of them) to gates.floor");
+    return;
+  }
+  if (s.output_tps <= 0 && s.ttft_p50_ms == 0 && s.ttft_p99_ms == 0 && s.min_goodput_rps <= 0 &&
+      !s.relative()) {
     if (relative_written) return;
     r.Error(block.key_loc, "gates.floor sets no limit",
-            "add output_tps, ttft_p50, ttft_p99 or relative:, e.g. floor: {concurrency: 32, "
+            "add output_tps, ttft_p50, ttft_p99, goodput.min_rps or relative:, e.g. floor: "
+            "{concurrency: 32, "
             "output_tps: 1000} or floor: {relative: {output_tps: 0.9}}");
     return;
   }

@@ -1,10 +1,14 @@
 #include "planners/gates.h"
 
 #include <algorithm>
+#include <map>
+#include <string_view>
 
+#include "core/hf_cache.h"
 #include "core/units.h"
 #include "planners/engines/adapter.h"
 #include "planners/fronts.h"
+#include "planners/unit_diff.h"
 
 namespace berth {
 
@@ -89,6 +93,11 @@ std::vector<Action> GatesAfterHealth(const HostSpec& host, const ServiceSpec& s,
     g.rel_ttft_p50 = floor->rel_ttft_p50;
     g.rel_ttft_p99 = floor->rel_ttft_p99;
     g.rel_tpot_p50 = floor->rel_tpot_p50;
+    g.rel_goodput = floor->rel_goodput;
+    g.goodput_ttft_ms = floor->goodput_ttft_ms;
+    g.goodput_tpot_ms = floor->goodput_tpot_ms;
+    g.goodput_e2el_ms = floor->goodput_e2el_ms;
+    g.min_goodput_rps = floor->min_goodput_rps;
     g.refuse_without_reference = floor->refuse_without_reference;
     std::string want;
     auto add = [&](const std::string& w) { want += (want.empty() ? "" : ", ") + w; };
@@ -103,6 +112,24 @@ std::vector<Action> GatesAfterHealth(const HostSpec& host, const ServiceSpec& s,
       add("TTFT p99 at most " + FormatDouble(g.rel_ttft_p99) + "x the reference's");
     if (g.rel_tpot_p50 > 0)
       add("TPOT p50 at most " + FormatDouble(g.rel_tpot_p50) + "x the reference's");
+    if (g.min_goodput_rps > 0)
+      add("goodput at least " + FormatDouble(g.min_goodput_rps) + " req/s");
+    if (g.rel_goodput > 0)
+      add("goodput at least " + FormatDouble(g.rel_goodput) + "x the reference's");
+    if (g.has_goodput()) {
+      std::string good;
+      auto limit = [&](const char* name, uint64_t ms) {
+        if (!ms) return;
+        if (!good.empty()) good += ", ";
+        good += name;
+        good += " at most ";
+        good += FormatDurationMs(ms);
+      };
+      limit("TTFT", g.goodput_ttft_ms);
+      limit("TPOT", g.goodput_tpot_ms);
+      limit("E2E latency", g.goodput_e2el_ms);
+      add("a good request: " + good);
+    }
     a.detail = std::to_string(g.concurrency) + " streamed requests for " +
                FormatDurationMs(g.duration_ms) + " (max_tokens " + std::to_string(g.max_tokens) +
                "): " + want;
@@ -163,7 +190,47 @@ void InsertGates(Plan* plan, size_t at, const std::vector<Action>& gates) {
 
 }  // namespace
 
-void ApplyRelativeFloors(const Desired& desired, Plan* plan) {
+namespace {
+
+// The model commit a unit's snapshot path names ("" when none does).
+std::string SnapshotCommit(const std::string& content) {
+  static constexpr std::string_view kSnapshots = "/snapshots/";
+  for (size_t at = content.find(kSnapshots); at != std::string::npos;
+       at = content.find(kSnapshots, at + 1)) {
+    std::string commit = content.substr(at + kSnapshots.size(), 40);
+    if (IsCommit(commit)) return commit;
+  }
+  return "";
+}
+
+// The settings `unit` runs with now: what berth recorded starting the running process with
+// (its RestartDigest), else that of its unit file; "" when berth cannot tell.
+std::string RunningSettings(const Observed& o, const std::string& unit) {
+  const ObservedUnit* u = o.FindUnit(unit);
+  if (!u || !o.Owns(*u)) return "";
+  auto started = o.state.started.find(unit);
+  if (started != o.state.started.end() && !u->invocation_id.empty() &&
+      started->second.first == u->invocation_id &&
+      started->second.second.starts_with("restart-keys:"))
+    return started->second.second;
+  return u->content.empty() ? "" : RestartDigest(u->content);
+}
+
+// The load a floor runs, as recorded figures name it.
+GateFigures LoadOf(const FloorStep& g) {
+  GateFigures load;
+  load.concurrency = g.concurrency;
+  load.max_tokens = g.max_tokens;
+  load.prompt_tokens = g.prompt_tokens;
+  load.goodput_ttft_ms = g.goodput_ttft_ms;
+  load.goodput_tpot_ms = g.goodput_tpot_ms;
+  load.goodput_e2el_ms = g.goodput_e2el_ms;
+  return load;
+}
+
+}  // namespace
+
+void ApplyRelativeFloors(const Desired& desired, const Observed& observed, Plan* plan) {
   for (size_t k = 0; k < plan->switches.size(); ++k) {
     const Switch& sw = plan->switches[k];
     auto floor_at = std::find_if(sw.gates.begin(), sw.gates.end(), [&](size_t i) {
@@ -172,36 +239,108 @@ void ApplyRelativeFloors(const Desired& desired, Plan* plan) {
     if (floor_at == sw.gates.end()) continue;
     size_t floor_step = *floor_at;
     const FloorStep& g = plan->actions[floor_step].As<FloorStep>();
-    if (g.rel_output_tps <= 0 && g.rel_ttft_p50 <= 0 && g.rel_ttft_p99 <= 0 && g.rel_tpot_p50 <= 0)
-      continue;
-    // The service it replaces, still serving before the switch's first step: the first one
-    // stopped for it whose address berth knows, else (an in-place restart) the unit itself as
-    // it runs now, on the port and served name of the floor.
+    if (!g.relative()) continue;
+    // The service it replaces: the first one stopped for it. Serving before the switch's first
+    // step, it is measured then when berth knows its address; else (it does not serve, or berth
+    // knows no port of it) its recorded figures stand in. An in-place restart compares with the
+    // unit as it runs now, on the port and served name of the floor; a start of a service that
+    // does not run compares with what it recorded with the settings its unit has now.
     std::string unit, address, host, served;
     int port = 0;
+    bool live = false;
     for (const Replaced& r : sw.replaces) {
-      if (r.gate.port == 0) continue;
       unit = r.unit;
       address = r.address;
+      if (r.gate.port == 0) break;
       host = r.gate.host;
       port = r.gate.port;
       served = r.gate.served_name;
       auto it = desired.services.find(r.address.substr(std::string("service/").size()));
       if (served.empty() && it != desired.services.end()) served = it->second.ServedName();
+      live = !served.empty();
       break;
     }
-    if (unit.empty() && sw.mode == SwitchMode::kInPlace) {
+    const ObservedUnit* own = observed.FindUnit(sw.unit);
+    const bool has_file = own && observed.Owns(*own) && !own->content.empty();
+    const bool rewritten = std::any_of(
+        plan->actions.begin(), plan->actions.end(),
+        [&](const Action& a) { return a.kind == ActionKind::kWriteUnit && a.unit == sw.unit; });
+    if (unit.empty() && sw.mode == SwitchMode::kInPlace && (!own || own->IsUp())) {
       unit = sw.unit;
       address = sw.address;
       host = g.host;
       port = g.port;
       served = g.served_name;
+      live = true;
     }
-    if (unit.empty() || served.empty()) {
-      std::string why = sw.replaces.empty()
-                            ? "it replaces no running service"
-                            : "berth knows no port and served name of what it replaces";
-      if (g.refuse_without_reference) {
+    // What berth recorded, when it cannot measure: of what it replaces; else of the service as
+    // it was before its unit changed; else of what served its port before (a service the
+    // manifest stops there, newest first); else of the service itself.
+    std::vector<std::string> candidates;
+    if (!unit.empty()) candidates.push_back(unit);
+    if (unit.empty() && has_file && rewritten) candidates.push_back(sw.unit);
+    if (unit.empty()) {
+      std::vector<std::string> before;
+      auto it = desired.services.find(sw.address.substr(std::string("service/").size()));
+      if (it != desired.services.end() && it->second.port)
+        for (const auto& [name, other] : desired.services) {
+          const ObservedUnit* u = observed.FindUnit(other.UnitName());
+          if (name != it->first && other.state != ServiceState::kRunning && other.port &&
+              *other.port == *it->second.port && u && observed.Owns(*u))
+            before.push_back(other.UnitName());
+        }
+      auto newest = [&](const std::string& u) {
+        auto f = observed.state.gate_figures.find(u);
+        return f == observed.state.gate_figures.end() || f->second.empty() ? std::string()
+                                                                           : f->second.back().time;
+      };
+      std::stable_sort(
+          before.begin(), before.end(),
+          [&](const std::string& a, const std::string& b) { return newest(a) > newest(b); });
+      candidates.insert(candidates.end(), before.begin(), before.end());
+    }
+    if (unit.empty() && has_file && !rewritten) candidates.push_back(sw.unit);
+    const GateFigures* recorded = nullptr;
+    std::string settings;
+    for (const std::string& c : candidates) {
+      std::string c_settings = RunningSettings(observed, c);
+      if (c == candidates.front()) settings = c_settings;
+      auto it = observed.state.gate_figures.find(c);
+      if (it == observed.state.gate_figures.end()) continue;
+      recorded = NewestRecorded(it->second, c_settings, LoadOf(g));
+      if (recorded) {
+        if (!live) unit = c;
+        break;
+      }
+    }
+    if (unit.empty() && !candidates.empty()) unit = candidates.front();
+    Action& floor = plan->actions[floor_step];
+    FloorStep& f = floor.As<FloorStep>();
+    if (recorded) {
+      f.reference_unit = recorded->unit;
+      f.recorded = *recorded;
+    }
+    std::string recorded_words = recorded ? recorded->unit + "'s figures recorded " +
+                                                GateFiguresOrigin(*recorded) + ": " +
+                                                GateFiguresText(*recorded)
+                                          : "";
+    if (!live && recorded) {
+      floor.detail += "; reference: " + recorded_words + " (" + unit + " " +
+                      (unit == sw.unit ? "does not serve before its start" : "does not serve now") +
+                      ")";
+      continue;
+    }
+    if (!live) {
+      std::string why = unit.empty()
+                            ? (sw.replaces.empty() ? "it replaces no running service"
+                                                   : "berth knows no port and served name of what "
+                                                     "it replaces")
+                            : unit + " does not serve now" +
+                                  (sw.replaces.empty() ? "" : " on a port berth knows") +
+                                  ", and berth recorded no figures of it with " +
+                                  (settings.empty() ? "its settings" : "the settings it has now") +
+                                  " and this load";
+      if (f.refuse_without_reference) {
         Problem p;
         p.step = static_cast<int>(floor_step) + 1;
         p.resource = "manifest";
@@ -212,10 +351,11 @@ void ApplyRelativeFloors(const Desired& desired, Plan* plan) {
                     "it on those alone, or remove relative:";
         plan->problems.push_back(p);
       }
-      bool absolute = g.min_output_tps > 0 || g.max_ttft_p50_ms || g.max_ttft_p99_ms;
-      plan->actions[floor_step].detail +=
+      bool absolute =
+          f.min_output_tps > 0 || f.max_ttft_p50_ms || f.max_ttft_p99_ms || f.min_goodput_rps > 0;
+      floor.detail +=
           "; no reference (" + why + "): " +
-          (g.refuse_without_reference ? std::string("refused")
+          (f.refuse_without_reference ? std::string("refused")
            : absolute                 ? std::string("falls back to the absolute limits")
                       : std::string("falls back to the absolute limits, and none is set: only that "
                                     "requests finish and tokens come back"));
@@ -227,21 +367,45 @@ void ApplyRelativeFloors(const Desired& desired, Plan* plan) {
     ref.host = host;
     ref.port = port;
     ref.served_name = served;
-    ref.concurrency = g.concurrency;
-    ref.prompt_tokens = g.prompt_tokens;
-    ref.max_tokens = g.max_tokens;
-    ref.duration_ms = g.duration_ms;
-    m.detail = std::to_string(g.concurrency) + " streamed requests for " +
-               FormatDurationMs(g.duration_ms) + " (max_tokens " + std::to_string(g.max_tokens) +
+    ref.concurrency = f.concurrency;
+    ref.prompt_tokens = f.prompt_tokens;
+    ref.max_tokens = f.max_tokens;
+    ref.duration_ms = f.duration_ms;
+    ref.goodput_ttft_ms = f.goodput_ttft_ms;
+    ref.goodput_tpot_ms = f.goodput_tpot_ms;
+    ref.goodput_e2el_ms = f.goodput_e2el_ms;
+    ref.settings = settings;
+    if (const ObservedUnit* u = observed.FindUnit(unit)) ref.commit = SnapshotCommit(u->content);
+    m.detail = std::to_string(f.concurrency) + " streamed requests for " +
+               FormatDurationMs(f.duration_ms) + " (max_tokens " + std::to_string(f.max_tokens) +
                ") on " + unit + " (port " + std::to_string(port) + ", '" + served +
                "') before the switch to " + sw.unit + ": the reference its relative floor " +
                "compares with";
-    Action& floor = plan->actions[floor_step];
-    floor.As<FloorStep>().reference_unit = unit;
+    f.reference_unit = unit;
     floor.detail += "; reference: measured on " + unit + " just before the switch";
+    if (recorded) floor.detail += " (should that fail: " + recorded_words + ")";
     size_t at = sw.start;
     for (size_t i : sw.steps) at = std::min(at, i);
     InsertGates(plan, at, {m});
+  }
+}
+
+void StampFloorSettings(const Observed& observed, Plan* plan) {
+  std::map<std::string, const std::string*> written;  // unit -> the content the plan writes
+  for (const Action& a : plan->actions)
+    if (a.kind == ActionKind::kWriteUnit) written[a.unit] = &a.As<UnitFileStep>().content;
+  for (Action& a : plan->actions) {
+    if (a.kind != ActionKind::kFloor) continue;
+    FloorStep& f = a.As<FloorStep>();
+    const std::string* content = nullptr;
+    if (auto it = written.find(a.unit); it != written.end()) {
+      content = it->second;
+    } else if (const ObservedUnit* u = observed.FindUnit(a.unit); u && observed.Owns(*u)) {
+      content = &u->content;
+    }
+    if (!content || content->empty()) continue;
+    f.settings = RestartDigest(*content);
+    f.commit = SnapshotCommit(*content);
   }
 }
 

@@ -36,10 +36,17 @@ std::vector<Action> GatesAfterHealth(const HostSpec& host, const ServiceSpec& s,
 
 /// Relative floors (gates.floor.relative): for each switch whose floor compares with the service
 /// it replaces, a kReference step before the switch's first step measures that service with the
-/// floor's load, and the floor gate names it (FloorStep::reference_unit). A switch that replaces
-/// no running service berth can measure has no reference: its floor says it falls back to the
-/// absolute limits, or (without_reference: refuse) the plan is blocked.
-void ApplyRelativeFloors(const Desired& desired, Plan* plan);
+/// floor's load, and the floor gate names it (FloorStep::reference_unit). The newest figures
+/// berth recorded of that service with the settings it runs now and the same load
+/// (observed.state.gate_figures) go into the floor (FloorStep::recorded): the reference when the
+/// service cannot be measured (it does not serve; the measurement fails). With neither, the
+/// floor says it falls back to the absolute limits, or (without_reference: refuse) the plan is
+/// blocked.
+void ApplyRelativeFloors(const Desired& desired, const Observed& observed, Plan* plan);
+
+/// What every floor gate's service will run when it is measured (its unit file as the plan
+/// leaves it): the model commit and RestartDigest recorded with its figures.
+void StampFloorSettings(const Observed& observed, Plan* plan);
 
 /// What berth's records add to a plan (observed.state):
 ///  - a warning per last failure, and one when an apply stopped before it finished;

@@ -28,9 +28,10 @@ Plan MakePlan(const Desired& desired, const Observed& observed, const PlanOption
   DiffServices(resolved, observed, options.berth_version, &draft);
   const ReportedNames names = draft.reported_names;
   Sequence(resolved, observed, std::move(draft), &plan);
-  ApplyRelativeFloors(resolved, &plan);
+  ApplyRelativeFloors(resolved, observed, &plan);
   EstimateDarkWindows(observed, &plan);
   ApplyStateRules(resolved, observed, names, &plan);
+  StampFloorSettings(observed, &plan);
   MarkTurnsAndGroups(&plan);
   return plan;
 }

@@ -117,6 +117,9 @@ struct ExecResult {
   std::map<std::string, std::string> floor_figures;
   /// unit -> what the reference step of a relative floor measured on it in this run.
   std::map<std::string, std::string> reference_figures;
+  /// Every figure a floor gate or a reference step measured in this run, in order, with the
+  /// commit and settings of what it measured: what the state records (BerthState::gate_figures).
+  std::vector<GateFigures> gate_figures;
   std::vector<std::pair<std::string, std::string>> downloaded;  // repo_id, commit
   uint64_t bytes_downloaded = 0;
 };
@@ -219,7 +222,7 @@ class Executor {
   std::map<std::string, std::string> replaced_units_;  // unit -> its file before this run
   std::vector<Clock::TimePoint> step_started_;         // when each step began
   std::vector<int> owner_;  // step -> the index of its switch in Plan::switches, or -1
-  std::map<std::string, LoadFigures> references_;  // unit -> what its kReference measured
+  std::map<std::string, GateFigures> references_;  // unit -> what its kReference measured
 };
 
 }  // namespace berth

@@ -122,6 +122,7 @@ Status FleetTurn::Publish(FleetReport report) {
       if (before.ok() && before->digest == report.digest) {
         report.start_to_healthy_ms = before->start_to_healthy_ms;
         report.floor_figures = before->floor_figures;
+        report.reference_figures = before->reference_figures;
       }
     }
   }

@@ -142,26 +142,72 @@ LoadSpec FloorLoad(const FloorStep& f) {
   spec.duration = std::chrono::milliseconds(f.duration_ms);
   spec.max_tokens = f.max_tokens;
   spec.prompt_tokens = f.prompt_tokens;
+  spec.goodput_ttft_ms = static_cast<double>(f.goodput_ttft_ms);
+  spec.goodput_tpot_ms = static_cast<double>(f.goodput_tpot_ms);
+  spec.goodput_e2e_ms = static_cast<double>(f.goodput_e2el_ms);
   return spec;
 }
 
-std::string FloorFigures(const LoadFigures& m) {
-  return FormatDouble(m.output_tps) + " output tok/s at concurrency " +
-         std::to_string(m.concurrency) + " over " + FormatDouble(m.seconds) + " s, TTFT p50 " +
-         FormatDouble(m.ttft_p50_ms) + " ms, p99 " + FormatDouble(m.ttft_p99_ms) + " ms, " +
-         std::to_string(m.requests) + " requests, " + std::to_string(m.errors) + " errors";
+// What `m` measured on `unit` under the load of `f`, as the state records it.
+GateFigures Recorded(const std::string& unit, const char* source, const FloorStep& f,
+                     const LoadFigures& m, double unix_now) {
+  GateFigures g;
+  g.time = Rfc3339(unix_now);
+  g.unit = unit;
+  g.source = source;
+  g.commit = f.commit;
+  g.settings = f.settings;
+  g.concurrency = f.concurrency;
+  g.max_tokens = f.max_tokens;
+  g.prompt_tokens = f.prompt_tokens;
+  g.goodput_ttft_ms = f.goodput_ttft_ms;
+  g.goodput_tpot_ms = f.goodput_tpot_ms;
+  g.goodput_e2el_ms = f.goodput_e2el_ms;
+  g.seconds = m.seconds;
+  g.requests = m.requests;
+  g.errors = m.errors;
+  g.output_tps = m.output_tps;
+  g.ttft_p50_ms = m.ttft_p50_ms;
+  g.ttft_p99_ms = m.ttft_p99_ms;
+  g.tpot_p50_ms = m.tpot_p50_ms;
+  g.has_goodput = m.has_goodput;
+  g.goodput_rps = m.goodput_rps;
+  return g;
 }
 
-// What `m` falls short of against the reference `ref` measured on `ref_unit` by the ratios of
-// `f`, one line each with both sides and the limit.
+std::string FloorFigures(const LoadFigures& m) {
+  std::string s = FormatDouble(m.output_tps) + " output tok/s at concurrency " +
+                  std::to_string(m.concurrency) + " over " + FormatDouble(m.seconds) +
+                  " s, TTFT p50 " + FormatDouble(m.ttft_p50_ms) + " ms, p99 " +
+                  FormatDouble(m.ttft_p99_ms) + " ms, TPOT p50 " + FormatDouble(m.tpot_p50_ms) +
+                  " ms";
+  if (m.has_goodput) {
+    s += ", goodput ";
+    s += FormatDouble(m.goodput_rps);
+    s += " req/s";
+  }
+  s += ", ";
+  s += std::to_string(m.requests);
+  s += " requests, ";
+  s += std::to_string(m.errors);
+  s += " errors";
+  return s;
+}
+
+// What `m` falls short of against the reference `ref` of `ref_unit` by the ratios of `f`, one
+// line each with both sides and the limit.
 std::vector<std::string> ShortOfReference(const FloorStep& f, const LoadFigures& m,
-                                          const std::string& ref_unit, const LoadFigures& ref) {
+                                          const std::string& ref_unit, const GateFigures& ref) {
   std::vector<std::string> out;
   std::string of = "x of " + ref_unit + "'s ";
-  if (f.rel_output_tps > 0 && m.output_tps < f.rel_output_tps * ref.output_tps)
-    out.push_back("output " + FormatDouble(m.output_tps) + " tok/s is below " +
-                  FormatDouble(f.rel_output_tps) + of + FormatDouble(ref.output_tps) + " tok/s (" +
-                  FormatDouble(f.rel_output_tps * ref.output_tps) + ")");
+  auto at_least = [&](const char* name, double ratio, double got, double theirs, const char* per) {
+    if (ratio > 0 && got < ratio * theirs)
+      out.push_back(std::string(name) + " " + FormatDouble(got) + " " + per + " is below " +
+                    FormatDouble(ratio) + of + FormatDouble(theirs) + " " + per + " (" +
+                    FormatDouble(ratio * theirs) + ")");
+  };
+  at_least("output", f.rel_output_tps, m.output_tps, ref.output_tps, "tok/s");
+  at_least("goodput", f.rel_goodput, m.goodput_rps, ref.goodput_rps, "req/s");
   auto latency = [&](const char* name, double ratio, double got, double theirs) {
     if (ratio > 0 && got > ratio * theirs)
       out.push_back(std::string(name) + " " + FormatDouble(got) + " ms is above " +
@@ -190,8 +236,12 @@ Status Executor::Reference(const std::string& unit, const FloorStep& f, ExecResu
          "; the relative floor that compares with it falls back as its manifest says");
     return Status::Ok();
   }
-  references_[unit] = *r;
-  if (result) result->reference_figures[unit] = FloorFigures(*r);
+  GateFigures g = Recorded(unit, "reference", f, *r, d_.clock->UnixNow());
+  references_[unit] = g;
+  if (result) {
+    result->reference_figures[unit] = FloorFigures(*r);
+    result->gate_figures.push_back(g);
+  }
   Note("reference: " + unit + " measured: " + FloorFigures(*r));
   return Status::Ok();
 }
@@ -202,7 +252,11 @@ Status Executor::Floor(const std::string& unit, const FloorStep& f, ExecResult* 
   if (!r.ok()) return r.status().WithContext("the floor gate of " + unit + " could not run");
   const LoadFigures& m = *r;
   std::string figures = FloorFigures(m);
-  if (result) result->floor_figures[unit] = figures;
+  if (result) {
+    result->floor_figures[unit] = figures;
+    if (m.requests > 0)
+      result->gate_figures.push_back(Recorded(unit, "floor", f, m, d_.clock->UnixNow()));
+  }
   std::vector<std::string> short_of;
   if (f.min_output_tps > 0 && m.output_tps < f.min_output_tps)
     short_of.push_back("output " + FormatDouble(m.output_tps) + " tok/s is below the floor of " +
@@ -213,6 +267,11 @@ Status Executor::Floor(const std::string& unit, const FloorStep& f, ExecResult* 
   if (f.max_ttft_p99_ms && m.ttft_p99_ms > static_cast<double>(f.max_ttft_p99_ms))
     short_of.push_back("TTFT p99 " + FormatDouble(m.ttft_p99_ms) + " ms is above " +
                        std::to_string(f.max_ttft_p99_ms) + " ms");
+  if (f.min_goodput_rps > 0 && m.goodput_rps < f.min_goodput_rps)
+    short_of.push_back("goodput " + FormatDouble(m.goodput_rps) + " req/s (" +
+                       std::to_string(m.good_requests) + " of " + std::to_string(m.requests) +
+                       " requests met its limits) is below the floor of " +
+                       FormatDouble(f.min_goodput_rps));
   if (m.output_tokens == 0) short_of.push_back("no output token came back");
   // Tokens of a stream that never ends count for nothing: a server must finish answers.
   if (m.requests == 0 && m.output_tokens > 0)
@@ -220,20 +279,27 @@ Status Executor::Floor(const std::string& unit, const FloorStep& f, ExecResult* 
                        " s (" + std::to_string(m.cancelled) +
                        " still streaming at the end); if its answers are that long, lengthen "
                        "the floor's duration or lower its max_tokens");
-  // The relative limits, against what the reference step measured on the replaced service.
-  bool relative =
-      f.rel_output_tps > 0 || f.rel_ttft_p50 > 0 || f.rel_ttft_p99 > 0 || f.rel_tpot_p50 > 0;
+  // The relative limits, against what the reference step measured on the replaced service,
+  // else the figures berth recorded of it (the plan put them in the step).
   std::string reference;
-  auto ref = references_.find(f.reference_unit);
-  if (relative && ref != references_.end()) {
-    for (std::string& s : ShortOfReference(f, m, f.reference_unit, ref->second))
+  const GateFigures* ref = nullptr;
+  if (auto it = references_.find(f.reference_unit); it != references_.end()) ref = &it->second;
+  if (f.relative() && !ref && !f.recorded.empty()) {
+    ref = &f.recorded;
+    Note("floor: " + unit + " compares with " + f.reference_unit + "'s figures recorded " +
+         GateFiguresOrigin(f.recorded) + " (it was not measured before the switch)");
+  }
+  if (f.relative() && ref) {
+    for (std::string& s : ShortOfReference(f, m, f.reference_unit, *ref))
       short_of.push_back(std::move(s));
-    reference = "; reference " + f.reference_unit + ": " + FloorFigures(ref->second);
-  } else if (relative) {
+    reference = "; reference " + f.reference_unit + ": " + GateFiguresText(*ref);
+    if (ref == &f.recorded) reference += " (recorded " + GateFiguresOrigin(f.recorded) + ")";
+  } else if (f.relative()) {
     std::string none = f.reference_unit.empty()
                            ? "no reference to compare with"
                            : "no reference figures of " + f.reference_unit +
-                                 " (its measurement before the switch did not succeed)";
+                                 " (its measurement before the switch did not succeed, and "
+                                 "berth recorded none with its settings and this load)";
     if (f.refuse_without_reference)
       short_of.push_back(none + ", and gates.floor.without_reference is refuse");
     else

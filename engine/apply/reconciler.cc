@@ -42,6 +42,7 @@ void Record(const Plan& plan, const Journal& journal, const ExecResult& exec, St
       case ActionKind::kRemoveUnit:
         std::erase(st->units, a.unit);
         st->applied.erase("unit/" + a.unit);
+        st->gate_figures.erase(a.unit);
         break;
       case ActionKind::kRemoveModel: {
         const RemoveModelStep& m = a.As<RemoveModelStep>();
@@ -64,6 +65,9 @@ void Record(const Plan& plan, const Journal& journal, const ExecResult& exec, St
       st->applied[a.address] = a.As<DownloadStep>().commit;
   // How long each start took to pass its health gate: the next plan estimates its dark windows.
   for (const auto& [unit, ms] : exec.start_to_healthy_ms) st->RecordStartTime(unit, ms);
+  // What each floor and reference measured: a later relative floor's reference when that
+  // service cannot be measured.
+  for (const GateFigures& g : exec.gate_figures) RecordGateFigures(&st->gate_figures[g.unit], g);
 }
 
 // Whether a failure of this kind of action came after (or as) a service going dark.
@@ -556,6 +560,8 @@ class Pass {
       e.actions.push_back(std::string(ActionKindName(a.kind)) + " " + a.address);
     e.steps_done = ex.steps_done;
     e.rolled_back = ex.rolled_back;
+    for (const GateFigures& g : ex.gate_figures)
+      e.gates.push_back(g.source + " " + g.unit + ": " + GateFiguresText(g));
     Status s = AppendHistory(dir_->dir(), e);
     if (!s.ok()) spdlog::warn("could not record this apply in the history: {}", s.message());
   }
@@ -700,6 +706,7 @@ class Pass {
     r.services_wanted = rep_.services_wanted;
     r.start_to_healthy_ms = rep_.exec.start_to_healthy_ms;
     r.floor_figures = rep_.exec.floor_figures;
+    r.reference_figures = rep_.exec.reference_figures;
     fleet_->Publish(r);
   }
 

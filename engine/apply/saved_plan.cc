@@ -123,8 +123,16 @@ void Fields(FloorStep& g, F&& f) {
   f("rel_ttft_p50", g.rel_ttft_p50);
   f("rel_ttft_p99", g.rel_ttft_p99);
   f("rel_tpot_p50", g.rel_tpot_p50);
+  f("rel_goodput", g.rel_goodput);
+  f("goodput_ttft_ms", g.goodput_ttft_ms);
+  f("goodput_tpot_ms", g.goodput_tpot_ms);
+  f("goodput_e2el_ms", g.goodput_e2el_ms);
+  f("min_goodput_rps", g.min_goodput_rps);
   f("reference_unit", g.reference_unit);
   f("refuse_without_reference", g.refuse_without_reference);
+  f("recorded", g.recorded);
+  f("commit", g.commit);
+  f("settings", g.settings);
 }
 template <class F>
 void Fields(SoakStep& g, F&& f) {
@@ -188,6 +196,9 @@ std::string StepFromJson(ActionKind k, const ordered_json& j, const std::string&
           ++seen;
           try {
             it->get_to(value);
+          } catch (const std::invalid_argument& e) {  // a field of a nested value (figures)
+            problem = where + " (" + ActionKindName(k) + ") has the step field '" + key +
+                      "' that is not valid: " + e.what();
           } catch (const std::exception&) {
             problem = where + " (" + ActionKindName(k) + ") has the step field '" + key +
                       "' of the wrong type (" + it->type_name() + ")";
@@ -622,6 +633,14 @@ std::vector<std::pair<std::string, std::string>> Effect(const Action& a) {
       {"rel_ttft_p50", "relative TTFT p50 limit"},
       {"rel_ttft_p99", "relative TTFT p99 limit"},
       {"rel_tpot_p50", "relative TPOT p50 limit"},
+      {"rel_goodput", "relative goodput limit"},
+      {"goodput_ttft_ms", "goodput's TTFT limit"},
+      {"goodput_tpot_ms", "goodput's TPOT limit"},
+      {"goodput_e2el_ms", "goodput's E2E latency limit"},
+      {"min_goodput_rps", "minimum goodput"},
+      {"recorded", "floor's recorded reference"},
+      {"commit", "model commit"},
+      {"settings", "settings measured"},
       {"reference_unit", "floor's reference"},
       {"refuse_without_reference", "floor's without_reference"},
       {"server", "front's server"},

@@ -22,8 +22,10 @@ inline constexpr int64_t kSavedPlanClockSkewS = 300;
 
 struct SavedPlan {
   /// 2: the plan's switches, its side-by-side groups and each action's takes_down are saved
-  /// (the executor runs them as the planner stated them). A plan of format 1 is refused.
-  static constexpr int kFormatVersion = 3;
+  /// (the executor runs them as the planner stated them). 3: each step's typed payload under
+  /// "step". 4: a floor's goodput, its recorded reference and what it measures (commit,
+  /// settings). A plan of an older format is refused.
+  static constexpr int kFormatVersion = 4;
   Plan plan;
   std::string manifest_path;
   std::string manifest_digest;

@@ -108,6 +108,7 @@ std::string FleetViewJson(const FleetView& v) {
                      {"services_wanted", r.services_wanted},
                      {"start_to_healthy_ms", r.start_to_healthy_ms},
                      {"floor_figures", r.floor_figures},
+                     {"reference_figures", r.reference_figures},
                      {"berth_version", r.berth_version},
                      {"holds_slot", Holds(v, r.host)}});
   }

@@ -122,13 +122,24 @@ std::string PlanToJson(const Plan& plan, const Desired& desired) {
                       {"min_output_tokens_per_second", f.min_output_tps},
                       {"max_ttft_p50_ms", f.max_ttft_p50_ms},
                       {"max_ttft_p99_ms", f.max_ttft_p99_ms}};
-        if (!f.reference_unit.empty())
+        if (f.has_goodput())
+          c["floor"]["goodput"] = {{"ttft_ms", f.goodput_ttft_ms},
+                                   {"tpot_ms", f.goodput_tpot_ms},
+                                   {"e2el_ms", f.goodput_e2el_ms},
+                                   {"min_rps", f.min_goodput_rps}};
+        if (f.relative()) {
           c["floor"]["relative"] = {{"reference_unit", f.reference_unit},
                                     {"output_tps", f.rel_output_tps},
                                     {"ttft_p50", f.rel_ttft_p50},
                                     {"ttft_p99", f.rel_ttft_p99},
                                     {"tpot_p50", f.rel_tpot_p50},
+                                    {"goodput", f.rel_goodput},
                                     {"refuse_without_reference", f.refuse_without_reference}};
+          // The figures recorded earlier that the floor compares with when the reference is
+          // not measured before the switch; null: none.
+          c["floor"]["relative"]["recorded"] = nullptr;
+          if (!f.recorded.empty()) c["floor"]["relative"]["recorded"] = f.recorded;
+        }
         c["unit"] = a.unit;
         break;
       }

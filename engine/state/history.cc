@@ -26,7 +26,8 @@ std::string HistoryToJson(const std::vector<HistoryEntry>& entries) {
                     {"message", e.message},
                     {"actions", e.actions},
                     {"steps_done", e.steps_done},
-                    {"rolled_back", e.rolled_back}});
+                    {"rolled_back", e.rolled_back},
+                    {"gates", e.gates}});
   ordered_json j = {{"format_version", 1}, {"applies", list}};
   return DumpJson(j, 2) + "\n";
 }
@@ -67,13 +68,16 @@ Result<std::vector<HistoryEntry>> HistoryFromJson(const std::string& text,
       ok = ok && a["rolled_back"].is_boolean();
       if (ok) e.rolled_back = a["rolled_back"].get<bool>();
     }
-    if (a.contains("actions")) {
-      ok = ok && a["actions"].is_array();
-      for (const auto& x : ok ? a["actions"] : ordered_json::array()) {
+    auto strings = [&](const char* key, std::vector<std::string>* v) {
+      if (!a.contains(key)) return;
+      ok = ok && a[key].is_array();
+      for (const auto& x : ok ? a[key] : ordered_json::array()) {
         ok = ok && x.is_string();
-        if (ok) e.actions.push_back(x.get<std::string>());
+        if (ok) v->push_back(x.get<std::string>());
       }
-    }
+    };
+    strings("actions", &e.actions);
+    strings("gates", &e.gates);
     if (!ok)
       return bad("apply " + std::to_string(out.size() + 1) + " has a value of the wrong type");
     out.push_back(std::move(e));
@@ -123,6 +127,7 @@ std::string HistoryText(const std::vector<HistoryEntry>& entries, size_t limit) 
         << "\n";
     for (size_t i = 0; i < e.actions.size(); ++i)
       out << "    " << (i + 1) << ". " << EscapeLine(e.actions[i]) << "\n";
+    for (const std::string& g : e.gates) out << "    measured: " << EscapeLine(g) << "\n";
     if (!e.message.empty()) out << "    " << EscapeControl(e.message) << "\n";
   }
   if (entries.size() > limit)

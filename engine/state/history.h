@@ -20,6 +20,9 @@ struct HistoryEntry {
   std::vector<std::string> actions;  // "stop service/vllm-kimi-k25", in order, as planned
   int steps_done = 0;
   bool rolled_back = false;
+  /// What its floor gates and their references measured, one line each: "floor
+  /// vllm-minimax.service: 1180 output tok/s at concurrency 32 ..." (empty: none ran).
+  std::vector<std::string> gates;
 };
 
 /// How many entries history.json keeps (the oldest go first).

@@ -157,6 +157,7 @@ BerthState State::ToObserved() const {
   b.held = held;
   b.learned = learned;
   b.start_times_ms = start_times_ms;
+  b.gate_figures = gate_figures;
   return b;
 }
 
@@ -251,6 +252,7 @@ std::string StateToJson(const State& s) {
     j["learned"] = std::move(learned);
   }
   if (!s.start_times_ms.empty()) j["start_times_ms"] = s.start_times_ms;
+  if (!s.gate_figures.empty()) j["gate_figures"] = s.gate_figures;
   return DumpJson(j, 2) + "\n";
 }
 
@@ -286,6 +288,25 @@ Result<State> StateFromJson(const std::string& text, const std::string& source) 
         throw std::invalid_argument("start_times_ms: expected an object of unit -> milliseconds");
       for (auto it = j["start_times_ms"].begin(); it != j["start_times_ms"].end(); ++it)
         s.start_times_ms[it.key()] = StartTimesFromJson(it.key(), it.value());
+    }
+    if (j.contains("gate_figures")) {
+      const auto& g = j["gate_figures"];
+      if (!g.is_object())
+        throw std::invalid_argument("gate_figures: expected an object of unit -> figures");
+      for (auto it = g.begin(); it != g.end(); ++it) {
+        if (!it.value().is_array() || it.value().size() > kGateFiguresKept)
+          throw std::invalid_argument("gate_figures." + it.key() +
+                                      ": expected an array of at most " +
+                                      std::to_string(kGateFiguresKept) + " figures");
+        std::vector<GateFigures>& out = s.gate_figures[it.key()];
+        for (const auto& f : it.value()) {
+          try {
+            out.push_back(f.template get<GateFigures>());
+          } catch (const std::invalid_argument& e) {
+            throw std::invalid_argument("gate_figures." + it.key() + ": " + e.what());
+          }
+        }
+      }
     }
   } catch (const std::exception& e) {
     return Status::InvalidArgument(source + " is damaged (" + e.what() +

@@ -47,6 +47,8 @@ struct State {
   std::map<std::string, LearnedService> learned;
   /// unit -> its last start-to-healthy times in milliseconds (BerthState::start_times_ms).
   std::map<std::string, std::vector<uint64_t>> start_times_ms;
+  /// unit -> its floor gates' and references' figures (BerthState::gate_figures).
+  std::map<std::string, std::vector<GateFigures>> gate_figures;
 
   /// Adds one start of `unit` that took `ms` to pass its health gate, keeping the last
   /// BerthState::kStartTimesKept.

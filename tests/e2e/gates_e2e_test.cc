@@ -41,8 +41,10 @@ class GatesE2eTest : public SandboxSuite {
     std::ofstream(env_file_) << "PYTHONPATH=" << SourceDir() << "/tests/fake_vllm/pkg\n";
   }
 
-  // svc-old serves port P; `switched`: svc-new (with `new_extra`) serves it instead.
-  std::string Manifest(bool switched, const std::string& new_extra = "") {
+  // svc-old (with `old_extra`) serves port P; `switched`: svc-new (with `new_extra`) serves it
+  // instead.
+  std::string Manifest(bool switched, const std::string& new_extra = "",
+                       const std::string& old_extra = "") {
     std::ostringstream m;
     m << "berth: 1\nhost:\n  store: " << store_ << "\n  unit_dir: " << sandbox_->units_dir()
       << "\n  executables: {vllm: " << FakeVllm() << "}\n"
@@ -52,7 +54,8 @@ class GatesE2eTest : public SandboxSuite {
       << "services:\n"
       << "  svc-old:\n    model: old\n    engine: vllm\n    gpus: [0]\n    port: " << port_
       << "\n    bind: 127.0.0.1\n    state: " << (switched ? "stopped" : "running")
-      << "\n    health: {timeout: 30s, interval: 100ms}\n    env_file: " << env_file_ << "\n";
+      << "\n    health: {timeout: 30s, interval: 100ms}\n    env_file: " << env_file_ << "\n"
+      << old_extra;
     if (switched)
       m << "  svc-new:\n    model: new\n    engine: vllm\n    gpus: [0]\n    port: " << port_
         << "\n    bind: 127.0.0.1\n    strategy: stop-first\n"
@@ -302,6 +305,42 @@ TEST_F(GatesE2eTest, AServiceBelowItsThroughputFloorIsRolledBackWithTheFigures) 
   ASSERT_EQ(Apply(met), kExitOk) << out_.str() << err_.str();
   EXPECT_THAT(out_.str(), HasSubstr("floor: svc-new.service passed: "));
   EXPECT_EQ(ActiveState("svc-new.service"), "active");
+}
+
+// Two fake vLLMs paced differently (all streams together at most 100 tok/s for the old one):
+// a replacement 20% slower than the service it replaces (80 tok/s) is rolled back, its message
+// giving both sides' figures; one faster (120 tok/s) is promoted. The reference is measured on
+// the old server just before it stops, with the floor's load.
+TEST_F(GatesE2eTest, ARelativeFloorRollsBackASlowerReplacementAndPromotesAFasterOne) {
+  auto paced = [](int aggregate) {
+    return "    env: {FAKE_VLLM_TOKENS_PER_SECOND: \"50\", "
+           "FAKE_VLLM_MAX_AGGREGATE_TOKENS_PER_SECOND: \"" +
+           std::to_string(aggregate) + "\"}\n";
+  };
+  const std::string floor =
+      "    gates: {floor: {concurrency: 4, duration: 2s, max_tokens: 32, "
+      "relative: {output_tps: 0.9}}}\n";
+  const std::string old_pace = paced(100);
+  ASSERT_EQ(Apply(Manifest(false, "", old_pace)), kExitOk) << out_.str() << err_.str();
+
+  std::string slower = Manifest(true, paced(80) + floor, old_pace);
+  ASSERT_EQ(Apply(slower), kExitFailed) << out_.str() << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("reference: svc-old.service measured: "));
+  EXPECT_THAT(err_.str(), HasSubstr("the floor gate of svc-new.service failed: output "));
+  EXPECT_THAT(err_.str(), HasSubstr("tok/s is below 0.9x of svc-old.service's "));
+  EXPECT_THAT(err_.str(), HasSubstr("; reference svc-old.service: "));
+  EXPECT_THAT(err_.str(), HasSubstr("rolled back:"));
+  EXPECT_EQ(ActiveState("svc-new.service"), "inactive");
+  EXPECT_EQ(ActiveState("svc-old.service"), "active");
+  EXPECT_THAT(Get("/v1/models"), HasSubstr("\"svc-old\"")) << "the old service serves again";
+
+  std::string faster = Manifest(true, paced(120) + floor, old_pace);
+  ASSERT_EQ(Apply(faster), kExitOk) << out_.str() << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("floor: svc-new.service passed: "));
+  EXPECT_THAT(out_.str(), HasSubstr("; reference svc-old.service: "));
+  EXPECT_EQ(ActiveState("svc-new.service"), "active");
+  EXPECT_EQ(ActiveState("svc-old.service"), "inactive");
+  EXPECT_THAT(Get("/v1/models"), HasSubstr("\"svc-new\""));
 }
 
 TEST_F(GatesE2eTest, AFailingPreflightStopsTheApplyBeforeAnythingIsStopped) {

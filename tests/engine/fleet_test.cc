@@ -102,14 +102,20 @@ TEST(FleetRules, TheFirstDisruptiveStepIsTheFirstStopOrRestart) {
 TEST(FleetReportJson, ReportsRoundTripAndHostileOnesAreRefusedWithTheirKey) {
   FleetReport r = Report("gpu-01", kFleetConverged);
   r.start_to_healthy_ms["a.service"] = 1234;
+  r.floor_figures["a.service"] = "1180 output tok/s at concurrency 32";
+  r.reference_figures["b.service"] = "1000 output tok/s at concurrency 32";
   auto back = FleetReportFromJson(FleetReportToJson(r), "k");
   ASSERT_TRUE(back.ok()) << back.status().message();
   EXPECT_EQ(back->start_to_healthy_ms["a.service"], 1234u);
+  EXPECT_EQ(back->floor_figures, r.floor_figures);
+  EXPECT_EQ(back->reference_figures, r.reference_figures);
   for (const char* bad :
        {"", "[]", "{\"host\": \"../../etc\", \"digest\": \"dd\", \"state\": \"converged\"}",
         "{\"host\": \"h\", \"digest\": \"dd\", \"state\": \"owned\"}",
         "{\"host\": \"h\", \"digest\": \"zz\", \"state\": \"converged\"}",
         "{\"host\": \"h\", \"digest\": \"dd\", \"state\": \"converged\", \"services_up\": -1}",
+        "{\"host\": \"h\", \"digest\": \"dd\", \"state\": \"converged\", "
+        "\"reference_figures\": {\"a\": 5}}",
         "{\"host\": 7}"}) {
     auto p = FleetReportFromJson(bad, "/berth/fleets/prod/hosts/h");
     EXPECT_FALSE(p.ok()) << bad;

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "engine/apply/reconciler.h"
+#include "engine/state/history.h"
 #include "engine/state/state.h"
 #include "tests/providers/temp_dir.h"
 #include "tests/support/fake_world.h"
@@ -339,7 +340,7 @@ TEST_F(GatesTest, AServiceBelowItsFloorIsRolledBackHeldAndTheFiguresAreInTheMess
               HasSubstr("the floor gate of vllm-minimax.service failed: output 1239.5 tok/s is "
                         "below the floor of 2000; TTFT p99 2600 ms is above 2000 ms (measured "
                         "1239.5 output tok/s at concurrency 32 over 30 s, TTFT p50 410 ms, p99 "
-                        "2600 ms, 140 requests, 0 errors)"));
+                        "2600 ms, TPOT p50 0 ms, 140 requests, 0 errors)"));
   EXPECT_TRUE(Running("vllm-kimi.service")) << "the old service is back";
   EXPECT_FALSE(Running("vllm-minimax.service"));
   EXPECT_EQ(Held().address, "service/vllm-minimax");
@@ -454,6 +455,16 @@ TEST_F(GatesTest, ARelativeFloorPromotesAFasterReplacement) {
   EXPECT_TRUE(Running("vllm-minimax.service"));
   EXPECT_FALSE(Running("vllm-kimi.service"));
   EXPECT_EQ(Pass("relative", false).outcome, Outcome::kNoChanges) << out.str();
+  // berth history shows both sides' figures beside the switch.
+  auto history = ReadHistory(dir / "state");
+  ASSERT_TRUE(history.ok());
+  ASSERT_FALSE(history->empty());
+  EXPECT_THAT(history->back().gates,
+              ::testing::ElementsAre(HasSubstr("reference vllm-kimi.service: 1000 output tok/s"),
+                                     HasSubstr("floor vllm-minimax.service: 1200 output tok/s")));
+  EXPECT_THAT(HistoryText(*history, 1),
+              HasSubstr("    measured: floor vllm-minimax.service: 1200 output tok/s at "
+                        "concurrency 32 over 30 s, TTFT p50 90 ms"));
 }
 
 TEST_F(GatesTest, ALatencyRatioComparesWithTheReferenceToo) {
@@ -501,8 +512,138 @@ TEST_F(GatesTest, AReferenceThatCannotBeMeasuredFallsBackAsTheManifestSays) {
   EXPECT_EQ(r.outcome, Outcome::kFailed) << err.str();
   EXPECT_THAT(r.status.message(),
               HasSubstr("no reference figures of vllm-kimi.service (its measurement before the "
-                        "switch did not succeed), and gates.floor.without_reference is refuse"));
+                        "switch did not succeed, and berth recorded none with its settings and "
+                        "this load), and gates.floor.without_reference is refuse"));
   EXPECT_TRUE(Running("vllm-kimi.service"));
+}
+
+// Every figure a floor or a reference measured goes into the state with what that service ran.
+// When the service a switch replaces does not serve (it crashed), the floor compares with its
+// recorded figures, and the plan and the failure say which.
+TEST_F(GatesTest, ARecordedReferenceStandsInWhenTheReplacedServiceDoesNotServe) {
+  ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
+  dir.Write("relative/berth.yaml", Manifest(true, kRelative));
+  world.load_sequence[8000] = {Figures(1000, 100), Figures(1200, 90)};
+  ASSERT_EQ(Apply("relative").outcome, Outcome::kApplied) << err.str();
+  auto state = StateDir(dir / "state").Load();
+  ASSERT_TRUE(state.ok());
+  ASSERT_EQ(state->gate_figures["vllm-kimi.service"].size(), 1u);
+  const GateFigures& kimi = state->gate_figures["vllm-kimi.service"][0];
+  EXPECT_EQ(kimi.source, "reference");
+  EXPECT_EQ(kimi.output_tps, 1000);
+  EXPECT_EQ(kimi.commit, Commit("a"));
+  EXPECT_THAT(kimi.settings, HasSubstr("restart-keys:"));
+  ASSERT_EQ(state->gate_figures["vllm-minimax.service"].size(), 1u);
+  const GateFigures minimax = state->gate_figures["vllm-minimax.service"][0];
+  EXPECT_EQ(minimax.source, "floor");
+  EXPECT_EQ(minimax.output_tps, 1200);
+  EXPECT_EQ(minimax.commit, Commit("b"));
+  EXPECT_EQ(minimax.concurrency, 32);
+
+  // MiniMax crashes; the manifest goes back to Kimi, whose floor compares with MiniMax's record.
+  world.host.Stop("vllm-minimax.service");
+  for (ObservedUnit& u : world.host.mutable_observed().units)
+    if (u.name == "vllm-minimax.service") u.active_state = "failed";
+  std::string back = "berth: 1\nhost: {store: /models}\nmodels:\n";
+  back += "  kimi: {source: hf://moonshotai/Kimi-K2, revision: " + Commit("a") + ", size: 20GB}\n";
+  back +=
+      "  minimax: {source: hf://MiniMaxAI/MiniMax-M2, revision: " + Commit("b") + ", size: 20GB}\n";
+  back +=
+      "services:\n  vllm-kimi:\n    model: kimi\n    engine: vllm\n    gpus: [0]\n"
+      "    port: 8000\n    health: {timeout: 10m, interval: 5s}\n" +
+      std::string(kRelative) +
+      "  vllm-minimax:\n    model: minimax\n    engine: vllm\n    state: stopped\n"
+      "    gpus: [0]\n    port: 8000\n    health: {timeout: 10m, interval: 5s}\n";
+  dir.Write("back/berth.yaml", back);
+  ASSERT_EQ(Pass("back", false).outcome, Outcome::kPlanned) << err.str();
+  EXPECT_THAT(out.str(), HasSubstr("reference: vllm-minimax.service's figures recorded commit " +
+                                   Commit("b").substr(0, 7) + ", settings "));
+  EXPECT_THAT(out.str(), HasSubstr("(its floor gate): 1200 output tok/s at concurrency 32"));
+  EXPECT_THAT(out.str(), HasSubstr("(vllm-minimax.service does not serve now)"));
+  EXPECT_THAT(out.str(), Not(HasSubstr("> reference")));
+  // Figures recorded under another load are not comparable: none stands in.
+  std::string other_load = back;
+  other_load.replace(other_load.find("concurrency: 32"), 15, "concurrency: 8");
+  dir.Write("other/berth.yaml", other_load);
+  ASSERT_EQ(Pass("other", false).outcome, Outcome::kPlanned) << err.str();
+  EXPECT_THAT(out.str(), HasSubstr("no reference (vllm-minimax.service does not serve now, and "
+                                   "berth recorded no figures of it with the settings it has "
+                                   "now and this load)"));
+  world.load_sequence[8000] = {Figures(1000, 100)};
+  world.calls.clear();
+  RunReport r = Apply("back");
+  EXPECT_EQ(r.outcome, Outcome::kFailed) << out.str() << err.str();
+  EXPECT_THAT(r.status.message(),
+              HasSubstr("output 1000 tok/s is below 0.9x of vllm-minimax.service's 1200 tok/s "
+                        "(1080)"));
+  EXPECT_THAT(r.status.message(), HasSubstr("(recorded commit " + Commit("b").substr(0, 7)));
+  EXPECT_EQ(Count("load 8000"), 1u) << "no reference measured: the gate alone";
+
+}
+
+// A measurement before the switch that fails leaves the recorded figures to compare with.
+TEST_F(GatesTest, AFailedReferenceMeasurementFallsBackToTheRecordedFigures) {
+  ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
+  dir.Write("relative/berth.yaml", Manifest(true, kRelative));
+  world.load_sequence[8000] = {Figures(1000, 100), Figures(800, 100)};
+  ASSERT_EQ(Apply("relative").outcome, Outcome::kFailed) << err.str();
+  ASSERT_TRUE(Running("vllm-kimi.service"));
+  ASSERT_EQ(Pass("relative", false).outcome, Outcome::kPlanned) << err.str();
+  EXPECT_THAT(out.str(), HasSubstr("reference: measured on vllm-kimi.service just before the "
+                                   "switch (should that fail: vllm-kimi.service's figures "
+                                   "recorded commit "));
+  LoadFigures broken;
+  broken.errors = 32;
+  broken.first_error = "HTTP 500";
+  world.load_sequence[8000] = {broken, Figures(850, 100)};
+  dir.Write("relative2/berth.yaml", Manifest(true, kRelative) + "    env: {X: \"1\"}\n");
+  RunReport r = Apply("relative2");
+  EXPECT_EQ(r.outcome, Outcome::kFailed) << err.str();
+  EXPECT_THAT(r.status.message(), HasSubstr("output 850 tok/s is below 0.9x of "
+                                            "vllm-kimi.service's 1000 tok/s (900)"));
+  EXPECT_THAT(out.str() + err.str(), HasSubstr("floor: vllm-minimax.service compares with "
+                                               "vllm-kimi.service's figures recorded "));
+}
+
+TEST_F(GatesTest, AGoodputFloorCountsRequestsThatMeetItsLimits) {
+  ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
+  dir.Write("good/berth.yaml",
+            Manifest(true,
+                     "    gates:\n      floor: {concurrency: 32, goodput: {ttft: 500ms, tpot: "
+                     "50ms, min_rps: 2}, relative: {goodput: 0.9}}\n"));
+  ASSERT_EQ(Pass("good", false).outcome, Outcome::kPlanned) << err.str();
+  EXPECT_THAT(out.str(), HasSubstr("goodput at least 2 req/s, goodput at least 0.9x the "
+                                   "reference's, a good request: TTFT at most 500ms, TPOT at "
+                                   "most 50ms"));
+  auto good = [](double rps) {
+    LoadFigures f = Figures(1000, 100);
+    f.has_goodput = true;
+    f.goodput_rps = rps;
+    f.good_requests = static_cast<uint64_t>(rps * 30);
+    return f;
+  };
+  world.load_sequence[8000] = {good(3), good(2.5)};
+  RunReport r = Apply("good");
+  EXPECT_EQ(r.outcome, Outcome::kFailed) << err.str();
+  EXPECT_THAT(r.status.message(),
+              HasSubstr("goodput 2.5 req/s is below 0.9x of vllm-kimi.service's 3 req/s (2.7)"));
+  retry = true;  // the same manifest again, its failure held
+  world.load_sequence[8000] = {good(3), good(1.5)};
+  r = Apply("good");
+  EXPECT_EQ(r.outcome, Outcome::kFailed) << err.str();
+  EXPECT_THAT(r.status.message(), HasSubstr("goodput 1.5 req/s (45 of 100 requests met its "
+                                            "limits) is below the floor of 2"));
+  world.load_sequence[8000] = {good(3), good(3.5)};
+  EXPECT_EQ(Apply("good").outcome, Outcome::kApplied) << err.str();
+  // What makes a request good must be said where goodput is asked for.
+  dir.Write("bad/berth.yaml", Manifest(true, "    gates: {floor: {relative: {goodput: 0.9}}}\n"));
+  EXPECT_EQ(Pass("bad", false).outcome, Outcome::kInvalid);
+  EXPECT_THAT(err.str(), HasSubstr("gates.floor compares goodput but does not say what a good "
+                                   "request is"));
+  dir.Write("bad/berth.yaml",
+            Manifest(true, "    gates: {floor: {output_tps: 5, goodput: {min_rps: 2}}}\n"));
+  EXPECT_EQ(Pass("bad", false).outcome, Outcome::kInvalid);
+  EXPECT_THAT(err.str(), HasSubstr("gates.floor.goodput sets no limit of a good request"));
 }
 
 TEST_F(GatesTest, WithNothingReplacedTheFloorFallsBackOrThePlanIsBlocked) {

@@ -142,6 +142,31 @@ TEST(SavedPlanFloor, ARelativeFloorAndItsReferenceReadBack) {
   gate.As<FloorStep>().rel_tpot_p50 = 1.2;
   gate.As<FloorStep>().reference_unit = "vllm-kimi.service";
   gate.As<FloorStep>().refuse_without_reference = true;
+  gate.As<FloorStep>().rel_goodput = 0.95;
+  gate.As<FloorStep>().goodput_ttft_ms = 500;
+  gate.As<FloorStep>().goodput_tpot_ms = 50;
+  gate.As<FloorStep>().goodput_e2el_ms = 9000;
+  gate.As<FloorStep>().min_goodput_rps = 2.5;
+  gate.As<FloorStep>().commit = std::string(40, 'b');
+  gate.As<FloorStep>().settings = "restart-keys:" + std::string(64, 'e');
+  GateFigures& rec = gate.As<FloorStep>().recorded;
+  rec.time = "2026-12-02T15:04:05Z";
+  rec.unit = "vllm-kimi.service";
+  rec.source = "floor";
+  rec.commit = std::string(40, 'a');
+  rec.settings = "restart-keys:" + std::string(64, 'f');
+  rec.concurrency = 32;
+  rec.max_tokens = 256;
+  rec.goodput_ttft_ms = 500;
+  rec.seconds = 30.5;
+  rec.requests = 310;
+  rec.errors = 1;
+  rec.output_tps = 1239.5;
+  rec.ttft_p50_ms = 180.25;
+  rec.ttft_p99_ms = 420;
+  rec.tpot_p50_ms = 25.5;
+  rec.has_goodput = true;
+  rec.goodput_rps = 9.75;
   Plan plan;
   plan.actions = {ref, gate};
   Observed observed;
@@ -163,6 +188,18 @@ TEST(SavedPlanFloor, ARelativeFloorAndItsReferenceReadBack) {
   EXPECT_THAT(PlanDifferences(p->plan, other),
               ElementsAre(HasSubstr("step 2 (floor service/minimax): its floor's reference is "
                                     "not what berth would do now")));
+  // Recorded figures that differ (berth measured again since) make another plan.
+  other = plan;
+  other.actions[1].As<FloorStep>().recorded.output_tps = 1000;
+  EXPECT_THAT(PlanDifferences(p->plan, other),
+              ElementsAre(HasSubstr("its floor's recorded reference is not what berth would do")));
+  // A recorded reference without one of its fields is refused, naming the step.
+  auto j = nlohmann::ordered_json::parse(
+      SavedPlanToJson(MakeSavedPlan(plan, desired, observed, "/m/berth.yaml", 1'000'000)));
+  j["actions"][1]["step"]["recorded"].erase("output_tps");
+  Result<SavedPlan> bad = SavedPlanFromJson(j.dump(), "plan.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("step 2 (floor) has the step field 'recorded'"));
 }
 
 TEST_F(SavedPlanFile, AKeyWrittenTwiceIsRefusedNamingIt) {
@@ -263,9 +300,10 @@ TEST_F(SavedPlanFile, AStepFieldOfTheWrongTypeOrShapeIsRefusedNamingIt) {
               HasSubstr("step 2 (start) has the step field 'gpus' of the wrong type (string)"));
 }
 
-// Format 2 carried every step's fields flat, before each step had its own typed payload.
-TEST_F(SavedPlanFile, APlanOfFormat1IsRefusedSayingItIsOlder) {
-  for (int old : {1, 2}) {
+// Format 2 carried every step's fields flat, before each step had its own typed payload; format
+// 3 had no goodput or recorded reference in a floor.
+TEST_F(SavedPlanFile, APlanOfAnOlderFormatIsRefusedSayingItIsOlder) {
+  for (int old : {1, 2, 3}) {
     json_["format_version"] = old;
     Result<SavedPlan> p = Read(Text());
     ASSERT_FALSE(p.ok());

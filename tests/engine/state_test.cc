@@ -43,6 +43,26 @@ TEST_F(StateTest, AFreshStateHasNoLineageUntilItsFirstSaveThenKeepsIt) {
   s->failures["service/a"] = {"2026-11-30T00:00:00Z", "did not become healthy"};
   s->learned["kimi.service"] = {{8000, 8001}, {{0, 75'000'000'000}, {7, 1}}};
   s->start_times_ms["a.service"] = {38'000, 47'000};
+  GateFigures g;
+  g.time = "2026-12-02T15:04:05Z";
+  g.unit = "a.service";
+  g.source = "floor";
+  g.commit = std::string(40, 'c');
+  g.settings = "restart-keys:" + std::string(64, 'd');
+  g.concurrency = 32;
+  g.max_tokens = 256;
+  g.prompt_tokens = 128;
+  g.goodput_ttft_ms = 500;
+  g.seconds = 30.25;
+  g.requests = 310;
+  g.errors = 2;
+  g.output_tps = 1239.5;
+  g.ttft_p50_ms = 180.5;
+  g.ttft_p99_ms = 420;
+  g.tpot_p50_ms = 25.125;
+  g.has_goodput = true;
+  g.goodput_rps = 9.75;
+  s->gate_figures["a.service"] = {g};
   ASSERT_TRUE(sd.Save(*s).ok());
   auto back = sd.Load();
   ASSERT_TRUE(back.ok()) << back.status().message();
@@ -57,6 +77,8 @@ TEST_F(StateTest, AFreshStateHasNoLineageUntilItsFirstSaveThenKeepsIt) {
       << "what a state-only service held reaches the planner";
   EXPECT_EQ(back->ToObserved().start_times_ms, s->start_times_ms)
       << "the recorded start times reach the planner";
+  EXPECT_EQ(back->ToObserved().gate_figures, s->gate_figures)
+      << "the recorded gate figures reach the planner, every field";
   ASSERT_TRUE(sd.Save(*back).ok());
   EXPECT_EQ(sd.Load()->lineage, back->lineage) << "the lineage is kept";
 }
@@ -94,6 +116,29 @@ TEST_F(StateTest, AStartTimeThatIsNotMillisecondsIsDamageNotACrash) {
   auto not_object = StateFromJson(R"({"format_version": 1, "start_times_ms": [1]})", "state.json");
   ASSERT_FALSE(not_object.ok());
   EXPECT_THAT(not_object.status().message(), HasSubstr("is damaged"));
+}
+
+TEST_F(StateTest, GateFiguresOfTheWrongShapeAreDamageNotACrash) {
+  for (const char* figures :
+       {"5", "[5]", "[{}]", "{\"a\": 1}",
+        "[{\"time\": \"t\", \"unit\": \"a.service\", \"source\": \"floor\"}]"}) {
+    auto s = StateFromJson(
+        std::string(R"({"format_version": 1, "gate_figures": {"a.service": )") + figures + "}}",
+        "state.json");
+    ASSERT_FALSE(s.ok()) << figures;
+    EXPECT_THAT(s.status().message(), HasSubstr("gate_figures.a.service")) << figures;
+    EXPECT_THAT(s.status().message(), HasSubstr("is damaged")) << figures;
+  }
+  // At most kGateFiguresKept are kept per unit, the newest.
+  std::vector<GateFigures> list;
+  for (int i = 0; i < 15; ++i) {
+    GateFigures g;
+    g.time = std::to_string(i);
+    RecordGateFigures(&list, g);
+  }
+  ASSERT_EQ(list.size(), kGateFiguresKept);
+  EXPECT_EQ(list.front().time, "5");
+  EXPECT_EQ(list.back().time, "14");
 }
 
 TEST_F(StateTest, OnlyTheLastFiveStartsOfAUnitAreKept) {
