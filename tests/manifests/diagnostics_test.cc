@@ -172,18 +172,18 @@ services:
               ElementsAre("berth.yaml:9:36: 'gpu_memory_utilization' must be a finite number, "
                           "got '.NaN' (.nan and .inf are not limits; write the number itself)",
                           "berth.yaml:10:13: gates.floor sets no limit (add output_tps, ttft_p50, "
-                          "ttft_p99 or relative:, e.g. floor: {concurrency: 32, output_tps: "
-                          "1000} or floor: {relative: {output_tps: 0.9}})",
+                          "ttft_p99, goodput.min_rps or relative:, e.g. floor: {concurrency: "
+                          "32, output_tps: 1000} or floor: {relative: {output_tps: 0.9}})",
                           "berth.yaml:10:33: 'output_tps' must be a finite number, got '.nan' "
                           "(.nan and .inf are not limits; write the number itself)",
                           "berth.yaml:16:13: gates.floor sets no limit (add output_tps, ttft_p50, "
-                          "ttft_p99 or relative:, e.g. floor: {concurrency: 32, output_tps: "
-                          "1000} or floor: {relative: {output_tps: 0.9}})",
+                          "ttft_p99, goodput.min_rps or relative:, e.g. floor: {concurrency: "
+                          "32, output_tps: 1000} or floor: {relative: {output_tps: 0.9}})",
                           "berth.yaml:16:33: 'output_tps' must be a finite number, got '-.inf' "
                           "(.nan and .inf are not limits; write the number itself)",
                           "berth.yaml:23:13: gates.floor sets no limit (add output_tps, ttft_p50, "
-                          "ttft_p99 or relative:, e.g. floor: {concurrency: 32, output_tps: "
-                          "1000} or floor: {relative: {output_tps: 0.9}})",
+                          "ttft_p99, goodput.min_rps or relative:, e.g. floor: {concurrency: "
+                          "32, output_tps: 1000} or floor: {relative: {output_tps: 0.9}})",
                           "berth.yaml:23:33: 'output_tps' must be a finite number, got '1e400' "
                           "(.nan and .inf are not limits; write the number itself)"));
 }
