@@ -1,6 +1,7 @@
 // The lookups by name a plan makes in what was observed, built once at the start of planning
 // (MakePlan) so that a plan grows linearly with the host: each is a hash lookup, never a scan of
-// every unit, repo or port. Internal to planners/.
+// every unit, repo or port. Used by planners/ and by engine/apply/ (counting the services up,
+// a saved plan's fingerprints), which look at the same observation.
 #pragma once
 
 #include <cstdint>
