@@ -81,16 +81,16 @@ def main(argv):
 
     print("berth plan --observed: %s, %d CPUs online (load average %s), median of %d" % (
         a.berth, os.cpu_count(), " ".join("%.1f" % x for x in os.getloadavg()), a.reps))
-    print("%7s  %-5s %9s %9s %13s %9s" % ("N", "out", "wall s", "CPU s", "CPU ms/svc", "RSS MiB"))
+    print("%11s  %-5s %9s %9s %13s %9s" % ("N", "out", "wall s", "CPU s", "CPU ms/svc", "RSS MiB"))
     for n in sizes:
         for fmt in ("text", "json"):
             r = rows[(n, fmt)]
-            print("%7d  %-5s %9.3f %9.3f %13.3f %9.1f" % (n, fmt, r["wall"], r["cpu"],
+            print("%11d  %-5s %9.3f %9.3f %13.3f %9.1f" % (n, fmt, r["wall"], r["cpu"],
                                                          r["cpu"] * 1000 / n, r["rss"]))
     for fmt in ("text", "json"):
         if fmt in noop:
             r = noop[fmt]
-            print("%7s  %-5s %9.3f %9.3f %13.3f %9.1f" % ("no-op %d" % a.noop if fmt == "text"
+            print("%11s  %-5s %9.3f %9.3f %13.3f %9.1f" % ("no-op %d" % a.noop if fmt == "text"
                                                          else "", fmt, r["wall"], r["cpu"],
                                                          r["cpu"] * 1000 / a.noop, r["rss"]))
 
