@@ -11,11 +11,16 @@ namespace berth {
 namespace {
 
 using nlohmann::ordered_json;
+// What the reader parses into: objects as std::map, so that an object of many keys (the
+// state's models, started, learned, start_times_ms: one per unit or repo) is read in
+// n log n, not n² as ordered_json's linear key search makes it. Keys() therefore names the
+// first unknown key in key order, not file order.
+using InJson = nlohmann::json;
 
 // Reads one object with a fixed key set; reports the first unknown or mistyped key with its path.
 class Reader {
  public:
-  Reader(const ordered_json& j, std::string path) : j_(j), path_(std::move(path)) {}
+  Reader(const InJson& j, std::string path) : j_(j), path_(std::move(path)) {}
 
   Status Keys(std::initializer_list<const char*> allowed) const {
     if (!j_.is_object()) return Status::InvalidArgument(path_ + ": expected an object");
@@ -38,23 +43,23 @@ class Reader {
     }
     return Status::Ok();
   }
-  const ordered_json* Child(const char* key) const {
+  const InJson* Child(const char* key) const {
     auto it = j_.find(key);
     return it == j_.end() || it->is_null() ? nullptr : &*it;
   }
   const std::string& path() const { return path_; }
 
  private:
-  const ordered_json& j_;
+  const InJson& j_;
   std::string path_;
 };
 
-Status ExpectArray(const ordered_json* j, const std::string& path) {
+Status ExpectArray(const InJson* j, const std::string& path) {
   if (j && !j->is_array()) return Status::InvalidArgument(path + ": expected an array");
   return Status::Ok();
 }
 
-Status ReadRevision(const ordered_json& j, const std::string& path, ObservedRevision* r) {
+Status ReadRevision(const InJson& j, const std::string& path, ObservedRevision* r) {
   Reader rd(j, path);
   BERTH_RETURN_IF_ERROR(rd.Keys({"commit", "refs", "complete", "bytes_present", "bytes_total",
                                  "config", "weights_bytes", "gguf"}));
@@ -67,7 +72,7 @@ Status ReadRevision(const ordered_json& j, const std::string& path, ObservedRevi
     BERTH_RETURN_IF_ERROR(rd.Get("bytes_total", &total));
     r->bytes_total = total;
   }
-  if (const ordered_json* c = rd.Child("config")) {
+  if (const InJson* c = rd.Child("config")) {
     Reader rc(*c, path + ".config");
     BERTH_RETURN_IF_ERROR(rc.Keys({"architectures", "model_type", "problem"}));
     ModelConfig config;
@@ -79,7 +84,7 @@ Status ReadRevision(const ordered_json& j, const std::string& path, ObservedRevi
     BERTH_RETURN_IF_ERROR(rc.Get("problem", &config.problem));
     r->config = config;
   }
-  if (const ordered_json* g = rd.Child("gguf")) {
+  if (const InJson* g = rd.Child("gguf")) {
     if (!g->is_object()) return Status::InvalidArgument(path + ".gguf: expected an object");
     std::map<std::string, GgufHeader> files;
     for (const auto& [file, h] : g->items()) {
@@ -101,14 +106,14 @@ Status ReadRevision(const ordered_json& j, const std::string& path, ObservedRevi
   return Status::Ok();
 }
 
-Status ReadStore(const ordered_json& j, ObservedStore* s) {
+Status ReadStore(const InJson& j, ObservedStore* s) {
   Reader rd(j, "store");
   BERTH_RETURN_IF_ERROR(rd.Keys({"path", "exists", "total_bytes", "free_bytes", "repos"}));
   BERTH_RETURN_IF_ERROR(rd.Get("path", &s->path));
   BERTH_RETURN_IF_ERROR(rd.Get("exists", &s->exists));
   BERTH_RETURN_IF_ERROR(rd.Get("total_bytes", &s->total_bytes));
   BERTH_RETURN_IF_ERROR(rd.Get("free_bytes", &s->free_bytes));
-  const ordered_json* repos = rd.Child("repos");
+  const InJson* repos = rd.Child("repos");
   BERTH_RETURN_IF_ERROR(ExpectArray(repos, "store.repos"));
   if (!repos) return Status::Ok();
   for (size_t i = 0; i < repos->size(); ++i) {
@@ -117,7 +122,7 @@ Status ReadStore(const ordered_json& j, ObservedStore* s) {
     BERTH_RETURN_IF_ERROR(rr.Keys({"repo_id", "revisions"}));
     ObservedRepo repo;
     BERTH_RETURN_IF_ERROR(rr.Get("repo_id", &repo.repo_id));
-    const ordered_json* revs = rr.Child("revisions");
+    const InJson* revs = rr.Child("revisions");
     BERTH_RETURN_IF_ERROR(ExpectArray(revs, p + ".revisions"));
     for (size_t k = 0; revs && k < revs->size(); ++k) {
       ObservedRevision rev;
@@ -130,12 +135,12 @@ Status ReadStore(const ordered_json& j, ObservedStore* s) {
   return Status::Ok();
 }
 
-Status ReadGpus(const ordered_json& j, Observed* o) {
+Status ReadGpus(const InJson& j, Observed* o) {
   Reader rd(j, "gpus");
   BERTH_RETURN_IF_ERROR(rd.Keys({"known", "error", "devices"}));
   BERTH_RETURN_IF_ERROR(rd.Get("known", &o->gpus_known));
   BERTH_RETURN_IF_ERROR(rd.Get("error", &o->gpu_error));
-  const ordered_json* devs = rd.Child("devices");
+  const InJson* devs = rd.Child("devices");
   BERTH_RETURN_IF_ERROR(ExpectArray(devs, "gpus.devices"));
   for (size_t i = 0; devs && i < devs->size(); ++i) {
     std::string p = "gpus.devices[" + std::to_string(i) + "]";
@@ -148,7 +153,7 @@ Status ReadGpus(const ordered_json& j, Observed* o) {
     BERTH_RETURN_IF_ERROR(rg.Get("name", &g.name));
     BERTH_RETURN_IF_ERROR(rg.Get("memory_total", &g.memory_total));
     BERTH_RETURN_IF_ERROR(rg.Get("memory_used", &g.memory_used));
-    const ordered_json* procs = rg.Child("processes");
+    const InJson* procs = rg.Child("processes");
     BERTH_RETURN_IF_ERROR(ExpectArray(procs, p + ".processes"));
     for (size_t k = 0; procs && k < procs->size(); ++k) {
       Reader rp((*procs)[k], p + ".processes[" + std::to_string(k) + "]");
@@ -174,11 +179,11 @@ std::string DefaultContentNote(const ObservedUnit& u) {
              : "";
 }
 
-Status ReadUnits(const ordered_json& j, Observed* o) {
+Status ReadUnits(const InJson& j, Observed* o) {
   Reader rd(j, "units");
   BERTH_RETURN_IF_ERROR(rd.Keys({"known", "items"}));
   BERTH_RETURN_IF_ERROR(rd.Get("known", &o->units_known));
-  const ordered_json* items = rd.Child("items");
+  const InJson* items = rd.Child("items");
   BERTH_RETURN_IF_ERROR(ExpectArray(items, "units.items"));
   for (size_t i = 0; items && i < items->size(); ++i) {
     Reader ru((*items)[i], "units.items[" + std::to_string(i) + "]");
@@ -218,7 +223,7 @@ Status ReadUnits(const ordered_json& j, Observed* o) {
   return Status::Ok();
 }
 
-Status ReadFrontConfigs(const ordered_json& j, Observed* o) {
+Status ReadFrontConfigs(const InJson& j, Observed* o) {
   if (!j.is_object()) return Status::InvalidArgument("front_configs: expected an object");
   for (const auto& [key, text] : j.items()) {
     int port = 0;
@@ -235,11 +240,11 @@ Status ReadFrontConfigs(const ordered_json& j, Observed* o) {
   return Status::Ok();
 }
 
-Status ReadPorts(const ordered_json& j, Observed* o) {
+Status ReadPorts(const InJson& j, Observed* o) {
   Reader rd(j, "ports");
   BERTH_RETURN_IF_ERROR(rd.Keys({"known", "listening"}));
   BERTH_RETURN_IF_ERROR(rd.Get("known", &o->ports_known));
-  const ordered_json* items = rd.Child("listening");
+  const InJson* items = rd.Child("listening");
   BERTH_RETURN_IF_ERROR(ExpectArray(items, "ports.listening"));
   for (size_t i = 0; items && i < items->size(); ++i) {
     Reader rp((*items)[i], "ports.listening[" + std::to_string(i) + "]");
@@ -255,7 +260,7 @@ Status ReadPorts(const ordered_json& j, Observed* o) {
   return Status::Ok();
 }
 
-Status ReadHub(const ordered_json& j, Observed* o) {
+Status ReadHub(const InJson& j, Observed* o) {
   BERTH_RETURN_IF_ERROR(ExpectArray(&j, "hub"));
   for (size_t i = 0; i < j.size(); ++i) {
     std::string p = "hub[" + std::to_string(i) + "]";
@@ -265,7 +270,7 @@ Status ReadHub(const ordered_json& j, Observed* o) {
     BERTH_RETURN_IF_ERROR(rh.Get("repo_id", &h.repo_id));
     BERTH_RETURN_IF_ERROR(rh.Get("revision", &h.revision));
     BERTH_RETURN_IF_ERROR(rh.Get("commit", &h.commit));
-    const ordered_json* files = rh.Child("files");
+    const InJson* files = rh.Child("files");
     BERTH_RETURN_IF_ERROR(ExpectArray(files, p + ".files"));
     for (size_t k = 0; files && k < files->size(); ++k) {
       Reader rf((*files)[k], p + ".files[" + std::to_string(k) + "]");
@@ -280,7 +285,7 @@ Status ReadHub(const ordered_json& j, Observed* o) {
   return Status::Ok();
 }
 
-Status ReadState(const ordered_json& j, BerthState* s) {
+Status ReadState(const InJson& j, BerthState* s) {
   Reader rd(j, "berth_state");
   BERTH_RETURN_IF_ERROR(rd.Keys({"serial", "lineage", "units", "models", "failures", "interrupted",
                                  "ungated", "started", "held", "learned", "start_times_ms"}));
@@ -291,7 +296,7 @@ Status ReadState(const ordered_json& j, BerthState* s) {
   BERTH_RETURN_IF_ERROR(rd.Get("interrupted", &s->interrupted));
   BERTH_RETURN_IF_ERROR(rd.Get("ungated", &s->ungated));
   BERTH_RETURN_IF_ERROR(rd.Get("started", &s->started));
-  if (const ordered_json* failures = rd.Child("failures")) {
+  if (const InJson* failures = rd.Child("failures")) {
     if (!failures->is_object())
       return Status::InvalidArgument("berth_state.failures: expected an object");
     for (auto it = failures->begin(); it != failures->end(); ++it) {
@@ -303,7 +308,7 @@ Status ReadState(const ordered_json& j, BerthState* s) {
       s->failures[it.key()] = f;
     }
   }
-  if (const ordered_json* held = rd.Child("held")) {
+  if (const InJson* held = rd.Child("held")) {
     Reader rh(*held, "berth_state.held");
     BERTH_RETURN_IF_ERROR(rh.Keys({"digest", "time", "address", "message"}));
     BERTH_RETURN_IF_ERROR(rh.Get("digest", &s->held.digest));
@@ -311,7 +316,7 @@ Status ReadState(const ordered_json& j, BerthState* s) {
     BERTH_RETURN_IF_ERROR(rh.Get("address", &s->held.address));
     BERTH_RETURN_IF_ERROR(rh.Get("message", &s->held.message));
   }
-  if (const ordered_json* learned = rd.Child("learned")) {
+  if (const InJson* learned = rd.Child("learned")) {
     if (!learned->is_object())
       return Status::InvalidArgument("berth_state.learned: expected an object");
     for (auto it = learned->begin(); it != learned->end(); ++it) {
@@ -332,7 +337,7 @@ Status ReadState(const ordered_json& j, BerthState* s) {
       s->learned[it.key()] = std::move(l);
     }
   }
-  if (const ordered_json* times = rd.Child("start_times_ms")) {
+  if (const InJson* times = rd.Child("start_times_ms")) {
     if (!times->is_object())
       return Status::InvalidArgument("berth_state.start_times_ms: expected an object");
     for (auto it = times->begin(); it != times->end(); ++it) {
@@ -489,9 +494,9 @@ std::string ObservedToJson(const Observed& o) {
 }
 
 Result<Observed> ObservedFromJson(const std::string& text, const std::string& source) {
-  ordered_json j;
+  InJson j;
   try {
-    j = ordered_json::parse(text);
+    j = InJson::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
     return Status::InvalidArgument(source + ": not valid JSON: " + e.what());
   }

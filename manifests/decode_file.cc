@@ -229,9 +229,9 @@ void DecodeRoot(YamlReader& r, const YAML::Node& root, FilePart* part) {
       DecodeFronts(r, f, part);
     } else if (f.key == "services") {
       if (!r.ExpectMap(f)) continue;
-      for (const Field& s : r.NamedEntries(f.value, "in services", "service")) {
-        part->services.push_back(DecodeService(r, s));
-      }
+      const std::vector<Field> entries = r.NamedEntries(f.value, "in services", "service");
+      part->services.reserve(part->services.size() + entries.size());
+      for (const Field& s : entries) part->services.push_back(DecodeService(r, s));
     }
   }
   if (!has_version) {

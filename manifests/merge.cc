@@ -167,6 +167,9 @@ Desired MergeParts(std::vector<FilePart> parts, std::vector<Diagnostic>* diagnos
   std::vector<ServiceDraft> services;  // every service kept, in file and source order
   const FilePart* host_part = nullptr;
   const FilePart* fleet_part = nullptr;
+  size_t service_count = 0;
+  for (const FilePart& part : parts) service_count += part.services.size();
+  services.reserve(service_count);
   for (FilePart& part : parts) {
     file_index.emplace(part.file, static_cast<int>(file_index.size()));
     if (part.has_host) {

@@ -1,6 +1,7 @@
 #include "planners/dark_windows.h"
 
 #include <algorithm>
+#include <unordered_map>
 
 namespace berth {
 namespace {
@@ -13,12 +14,14 @@ std::vector<uint64_t> Recorded(const Observed& o, const std::string& unit) {
 // What the executor's rollback starts again, in its order, before the port of `d` serves again
 // when the switch whose gate ends it fails: the services it stopped to make room (up to the one
 // that served this port), or the unit itself on its previous file (an in-place update).
-std::vector<RollbackStart> RollbackOf(const Observed& o, const Plan& plan, const Disruption& d) {
+// `gate_of`: step -> the first switch with that step among its gates.
+std::vector<RollbackStart> RollbackOf(const Observed& o, const Plan& plan, const Disruption& d,
+                                      const std::unordered_map<size_t, size_t>& gate_of) {
   std::vector<RollbackStart> out;
   const size_t from = static_cast<size_t>(d.from_step - 1);
   const size_t until = static_cast<size_t>(d.until_step - 1);
-  for (const Switch& sw : plan.switches) {
-    if (std::find(sw.gates.begin(), sw.gates.end(), until) == sw.gates.end()) continue;
+  if (auto it = gate_of.find(until); it != gate_of.end()) {
+    const Switch& sw = plan.switches[it->second];
     bool stopped_for_it = std::any_of(sw.replaces.begin(), sw.replaces.end(),
                                       [&](const Replaced& r) { return r.stop_step == from; });
     if (stopped_for_it) {
@@ -50,6 +53,9 @@ uint64_t MedianMs(std::vector<uint64_t> ms) {
 
 void EstimateDarkWindows(const Observed& observed, Plan* plan) {
   const std::vector<Action>& actions = plan->actions;
+  std::unordered_map<size_t, size_t> gate_of;
+  for (size_t k = 0; k < plan->switches.size(); ++k)
+    for (size_t g : plan->switches[k].gates) gate_of.emplace(g, k);
   for (Disruption& d : plan->disruptions) {
     if (d.until_step <= 0 || d.from_step <= 0 || d.until_step > static_cast<int>(actions.size()) ||
         d.from_step > d.until_step)
@@ -61,7 +67,7 @@ void EstimateDarkWindows(const Observed& observed, Plan* plan) {
     e.samples_ms = Recorded(observed, gate.unit);
     if (!e.samples_ms.empty()) e.expected_ms = MedianMs(e.samples_ms);
     e.gate_timeout_ms = gate.As<HealthStep>().timeout_ms;
-    e.rollback = RollbackOf(observed, *plan, d);
+    e.rollback = RollbackOf(observed, *plan, d, gate_of);
     e.worst_ms = e.gate_timeout_ms;
     for (const RollbackStart& r : e.rollback)
       e.worst_ms += r.samples_ms.empty()

@@ -13,6 +13,8 @@
 
 namespace berth {
 
+class PlanIndex;
+
 /// Where a resolved model's commit came from.
 enum class CommitSource { kUnknown, kManifest, kLock, kHub, kStoreRef };
 /// Where a resolved model's size came from.
@@ -88,12 +90,17 @@ struct Draft {
   std::map<std::string, std::string> reported_names;
 };
 
+/// The resolved model named `name` in `models`, which are in name order (DiffModels resolves
+/// them in the order of Desired::models); nullptr when none.
+const ResolvedModel* FindResolved(const std::vector<ResolvedModel>& models,
+                                  const std::string& name);
+
 /// Downloads, model removals and model notes.
-void DiffModels(const Desired& desired, const Observed& observed, Draft* draft);
+void DiffModels(const Desired& desired, const PlanIndex& index, Draft* draft);
 /// Unit writes and removals, starts, restarts and stops.
-void DiffServices(const Desired& desired, const Observed& observed,
-                  const std::string& berth_version, Draft* draft);
+void DiffServices(const Desired& desired, const PlanIndex& index, const std::string& berth_version,
+                  Draft* draft);
 /// Orders the draft into the plan's actions and checks disk, GPU memory and ports at each step.
-void Sequence(const Desired& desired, const Observed& observed, Draft draft, Plan* plan);
+void Sequence(const Desired& desired, const PlanIndex& index, Draft draft, Plan* plan);
 
 }  // namespace berth

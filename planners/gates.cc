@@ -205,9 +205,10 @@ std::string SnapshotCommit(const std::string& content) {
 
 // The settings `unit` runs with now: what berth recorded starting the running process with
 // (its RestartDigest), else that of its unit file; "" when berth cannot tell.
-std::string RunningSettings(const Observed& o, const std::string& unit) {
-  const ObservedUnit* u = o.FindUnit(unit);
-  if (!u || !o.Owns(*u)) return "";
+std::string RunningSettings(const PlanIndex& index, const std::string& unit) {
+  const Observed& o = index.observed();
+  const ObservedUnit* u = index.Unit(unit);
+  if (!u || !index.Owns(*u)) return "";
   auto started = o.state.started.find(unit);
   if (started != o.state.started.end() && !u->invocation_id.empty() &&
       started->second.first == u->invocation_id &&
@@ -230,7 +231,8 @@ GateFigures LoadOf(const FloorStep& g) {
 
 }  // namespace
 
-void ApplyRelativeFloors(const Desired& desired, const Observed& observed, Plan* plan) {
+void ApplyRelativeFloors(const Desired& desired, const PlanIndex& index, Plan* plan) {
+  const Observed& observed = index.observed();
   for (size_t k = 0; k < plan->switches.size(); ++k) {
     const Switch& sw = plan->switches[k];
     auto floor_at = std::find_if(sw.gates.begin(), sw.gates.end(), [&](size_t i) {
@@ -260,8 +262,8 @@ void ApplyRelativeFloors(const Desired& desired, const Observed& observed, Plan*
       live = !served.empty();
       break;
     }
-    const ObservedUnit* own = observed.FindUnit(sw.unit);
-    const bool has_file = own && observed.Owns(*own) && !own->content.empty();
+    const ObservedUnit* own = index.Unit(sw.unit);
+    const bool has_file = own && index.Owns(*own) && !own->content.empty();
     const bool rewritten = std::any_of(
         plan->actions.begin(), plan->actions.end(),
         [&](const Action& a) { return a.kind == ActionKind::kWriteUnit && a.unit == sw.unit; });
@@ -284,9 +286,9 @@ void ApplyRelativeFloors(const Desired& desired, const Observed& observed, Plan*
       auto it = desired.services.find(sw.address.substr(std::string("service/").size()));
       if (it != desired.services.end() && it->second.port)
         for (const auto& [name, other] : desired.services) {
-          const ObservedUnit* u = observed.FindUnit(other.UnitName());
+          const ObservedUnit* u = index.Unit(other.UnitName());
           if (name != it->first && other.state != ServiceState::kRunning && other.port &&
-              *other.port == *it->second.port && u && observed.Owns(*u))
+              *other.port == *it->second.port && u && index.Owns(*u))
             before.push_back(other.UnitName());
         }
       auto newest = [&](const std::string& u) {
@@ -303,7 +305,7 @@ void ApplyRelativeFloors(const Desired& desired, const Observed& observed, Plan*
     const GateFigures* recorded = nullptr;
     std::string settings;
     for (const std::string& c : candidates) {
-      std::string c_settings = RunningSettings(observed, c);
+      std::string c_settings = RunningSettings(index, c);
       if (c == candidates.front()) settings = c_settings;
       auto it = observed.state.gate_figures.find(c);
       if (it == observed.state.gate_figures.end()) continue;
@@ -375,7 +377,7 @@ void ApplyRelativeFloors(const Desired& desired, const Observed& observed, Plan*
     ref.goodput_tpot_ms = f.goodput_tpot_ms;
     ref.goodput_e2el_ms = f.goodput_e2el_ms;
     ref.settings = settings;
-    if (const ObservedUnit* u = observed.FindUnit(unit)) ref.commit = SnapshotCommit(u->content);
+    if (const ObservedUnit* u = index.Unit(unit)) ref.commit = SnapshotCommit(u->content);
     m.detail = std::to_string(f.concurrency) + " streamed requests for " +
                FormatDurationMs(f.duration_ms) + " (max_tokens " + std::to_string(f.max_tokens) +
                ") on " + unit + " (port " + std::to_string(port) + ", '" + served +
@@ -390,7 +392,7 @@ void ApplyRelativeFloors(const Desired& desired, const Observed& observed, Plan*
   }
 }
 
-void StampFloorSettings(const Observed& observed, Plan* plan) {
+void StampFloorSettings(const PlanIndex& index, Plan* plan) {
   std::map<std::string, const std::string*> written;  // unit -> the content the plan writes
   for (const Action& a : plan->actions)
     if (a.kind == ActionKind::kWriteUnit) written[a.unit] = &a.As<UnitFileStep>().content;
@@ -400,7 +402,7 @@ void StampFloorSettings(const Observed& observed, Plan* plan) {
     const std::string* content = nullptr;
     if (auto it = written.find(a.unit); it != written.end()) {
       content = it->second;
-    } else if (const ObservedUnit* u = observed.FindUnit(a.unit); u && observed.Owns(*u)) {
+    } else if (const ObservedUnit* u = index.Unit(a.unit); u && index.Owns(*u)) {
       content = &u->content;
     }
     if (!content || content->empty()) continue;

@@ -9,6 +9,7 @@
 #include "core/desired.h"
 #include "core/observed.h"
 #include "core/plan.h"
+#include "planners/plan_index.h"
 
 namespace berth {
 
@@ -42,11 +43,11 @@ std::vector<Action> GatesAfterHealth(const HostSpec& host, const ServiceSpec& s,
 /// service cannot be measured (it does not serve; the measurement fails). With neither, the
 /// floor says it falls back to the absolute limits, or (without_reference: refuse) the plan is
 /// blocked.
-void ApplyRelativeFloors(const Desired& desired, const Observed& observed, Plan* plan);
+void ApplyRelativeFloors(const Desired& desired, const PlanIndex& index, Plan* plan);
 
 /// What every floor gate's service will run when it is measured (its unit file as the plan
 /// leaves it): the model commit and RestartDigest recorded with its figures.
-void StampFloorSettings(const Observed& observed, Plan* plan);
+void StampFloorSettings(const PlanIndex& index, Plan* plan);
 
 /// What berth's records add to a plan (observed.state):
 ///  - a warning per last failure, and one when an apply stopped before it finished;

@@ -1,6 +1,9 @@
 #include "planners/host_ledger.h"
 
+#include <algorithm>
+
 #include "planners/engines/adapter.h"
+#include "planners/plan_index.h"
 
 namespace berth {
 namespace {
@@ -18,17 +21,19 @@ uint64_t GpuClaim(const ServiceSpec& s, uint64_t total) {
   return s.gpu_memory.value_or(0);
 }
 
-HostLedger::HostLedger(const Desired& d, const Observed& o) : known_(o.gpus_known) {
+HostLedger::HostLedger(const Desired& d, const PlanIndex& index) {
+  const Observed& o = index.observed();
+  known_ = o.gpus_known;
   if (!o.gpus_known && d.host.gpus) {
     // The manifest's inventory stands in for what could not be observed: berth's own running
     // services are the only claims it can count.
     known_ = true;
     for (int i = 0; i < d.host.gpus->count; ++i) total_[i] = d.host.gpus->memory_bytes;
     for (const auto& [n, s] : d.services) {
-      const ObservedUnit* u = o.FindUnit(s.UnitName());
+      const ObservedUnit* u = index.Unit(s.UnitName());
       if (!u || !u->IsActive()) continue;
       for (int i : s.gpus)
-        if (total_.count(i)) held_[i][s.UnitName()] += GpuClaim(s, total_[i]);
+        if (total_.count(i)) HoldGpu(i, s.UnitName(), GpuClaim(s, total_[i]));
     }
   }
   for (const auto& g : o.gpus) {
@@ -36,27 +41,35 @@ HostLedger::HostLedger(const Desired& d, const Observed& o) : known_(o.gpus_know
     uint64_t attributed = 0;
     for (const auto& p : g.processes) {
       std::string holder = p.unit.empty() ? PidHolder(p.pid, p.name) : p.unit;
-      held_[g.index][holder] += p.used_bytes;
+      HoldGpu(g.index, holder, p.used_bytes);
       attributed += p.used_bytes;
     }
     if (g.memory_used > attributed)
-      held_[g.index]["memory not attributed to any process"] += g.memory_used - attributed;
+      HoldGpu(g.index, "memory not attributed to any process", g.memory_used - attributed);
   }
   for (const auto& p : o.ports)
-    ports_.emplace(p.port, p.unit.empty() ? PidHolder(p.pid, p.process) : p.unit);
+    HoldPort(p.port, p.unit.empty() ? PidHolder(p.pid, p.process) : p.unit);
   if (!o.ports_known) {
     for (const auto& [n, s] : d.services) {
-      const ObservedUnit* u = o.FindUnit(s.UnitName());
-      if (s.port && u && u->IsActive()) ports_.emplace(*s.port, s.UnitName());
+      const ObservedUnit* u = index.Unit(s.UnitName());
+      if (s.port && u && u->IsActive()) HoldPort(*s.port, s.UnitName());
     }
   }
 }
 
+void HostLedger::HoldGpu(int gpu, const std::string& holder, uint64_t bytes) {
+  held_[gpu][holder] += bytes;
+  used_[gpu] += bytes;
+}
+
+void HostLedger::HoldPort(int port, const std::string& holder) {
+  ports_.emplace(port, holder);
+  ports_of_[holder].push_back(port);
+}
+
 uint64_t HostLedger::Free(int i) const {
-  uint64_t used = 0;
-  auto it = held_.find(i);
-  if (it != held_.end())
-    for (const auto& [h, b] : it->second) used += b;
+  auto it = used_.find(i);
+  uint64_t used = it == used_.end() ? 0 : it->second;
   return used >= total_.at(i) ? 0 : total_.at(i) - used;
 }
 
@@ -69,23 +82,31 @@ Resources HostLedger::Release(const std::string& holder) {
   Resources r;
   for (auto& [i, m] : held_) {
     auto it = m.find(holder);
-    if (it != m.end() && it->second > 0) r.gpu_bytes[i] = it->second;
-    if (it != m.end()) m.erase(it);
+    if (it == m.end()) continue;
+    if (it->second > 0) r.gpu_bytes[i] = it->second;
+    used_[i] -= it->second;
+    m.erase(it);
   }
-  for (auto it = ports_.begin(); it != ports_.end();) {
-    if (it->second == holder) {
-      r.ports.push_back(it->first);
-      it = ports_.erase(it);
-    } else {
-      ++it;
+  auto mine = ports_of_.find(holder);
+  if (mine != ports_of_.end()) {
+    r.ports = std::move(mine->second);
+    ports_of_.erase(mine);
+    std::sort(r.ports.begin(), r.ports.end());  // in port order, as ports_ lists them
+    for (int p : r.ports) {
+      auto [first, last] = ports_.equal_range(p);
+      for (auto it = first; it != last; ++it)
+        if (it->second == holder) {
+          ports_.erase(it);
+          break;
+        }
     }
   }
   return r;
 }
 
 void HostLedger::Hold(const std::string& holder, const Resources& r) {
-  for (const auto& [i, b] : r.gpu_bytes) held_[i][holder] += b;
-  for (int p : r.ports) ports_.emplace(p, holder);
+  for (const auto& [i, b] : r.gpu_bytes) HoldGpu(i, holder, b);
+  for (int p : r.ports) HoldPort(p, holder);
 }
 
 }  // namespace berth

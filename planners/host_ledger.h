@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/desired.h"
@@ -12,6 +13,8 @@
 #include "core/plan.h"
 
 namespace berth {
+
+class PlanIndex;
 
 /// What must be free on each of a service's GPUs (of `total` bytes) when it starts: its engine's
 /// memory share, else its gpu_memory (for a state-only service: declared or as berth saw it run;
@@ -23,7 +26,7 @@ class HostLedger {
   /// Starts from what was observed. Without a GPU observation, the manifest's host.gpus stands
   /// in, with berth's own running services as the only holders; without a port observation,
   /// the running services of the manifest hold their ports.
-  HostLedger(const Desired& desired, const Observed& observed);
+  HostLedger(const Desired& desired, const PlanIndex& index);
 
   /// Whether GPU memory can be checked at all.
   bool gpus_known() const { return known_; }
@@ -44,7 +47,12 @@ class HostLedger {
   bool known_;
   std::map<int, uint64_t> total_;
   std::map<int, std::map<std::string, uint64_t>> held_;
+  std::map<int, uint64_t> used_;  // GPU -> the sum of held_ on it
   std::multimap<int, std::string> ports_;
+  std::unordered_map<std::string, std::vector<int>> ports_of_;  // holder -> its keys in ports_
+
+  void HoldGpu(int gpu, const std::string& holder, uint64_t bytes);
+  void HoldPort(int port, const std::string& holder);
 };
 
 }  // namespace berth

@@ -1,9 +1,12 @@
 // The model diff: which revisions to download, which to remove, what to keep.
 #include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "core/hf_cache.h"
 #include "core/units.h"
 #include "planners/draft.h"
+#include "planners/plan_index.h"
 #include "planners/planner.h"
 
 namespace berth {
@@ -24,11 +27,11 @@ const ObservedRevision* FindRevision(const ObservedRepo* repo, const std::string
   return nullptr;
 }
 
-ResolvedModel Resolve(const Desired& d, const ModelSpec& m, const Observed& o) {
+ResolvedModel Resolve(const Desired& d, const ModelSpec& m, const PlanIndex& index) {
   ResolvedModel r;
   r.spec = &m;
-  const ObservedRepo* repo = o.FindRepo(m.repo_id);
-  const HubInfo* hub = o.FindHub(m.repo_id, m.revision);
+  const ObservedRepo* repo = index.Repo(m.repo_id);
+  const HubInfo* hub = index.Hub(m.repo_id, m.revision);
   if (hub) r.upstream = hub->commit;
   if (IsCommit(m.revision)) {
     r.commit = m.revision;
@@ -52,7 +55,7 @@ ResolvedModel Resolve(const Desired& d, const ModelSpec& m, const Observed& o) {
   const HubInfo* listing = nullptr;
   if (hub && (hub->commit == r.commit || r.commit.empty())) {
     listing = hub;
-  } else if (const HubInfo* at = r.commit.empty() ? nullptr : o.FindHub(m.repo_id, r.commit);
+  } else if (const HubInfo* at = r.commit.empty() ? nullptr : index.Hub(m.repo_id, r.commit);
              at && at->commit == r.commit) {
     listing = at;
   }
@@ -167,18 +170,34 @@ std::string PreviousCommit(const Observed& o, const ObservedRepo* repo, const st
 
 }  // namespace
 
-void DiffModels(const Desired& d, const Observed& o, Draft* draft) {
+const ResolvedModel* FindResolved(const std::vector<ResolvedModel>& models,
+                                  const std::string& name) {
+  auto it = std::lower_bound(
+      models.begin(), models.end(), name,
+      [](const ResolvedModel& m, const std::string& n) { return m.spec->name < n; });
+  return it != models.end() && it->spec->name == name ? &*it : nullptr;
+}
+
+void DiffModels(const Desired& d, const PlanIndex& index, Draft* draft) {
+  const Observed& o = index.observed();
+  // The models a service wanted running serves.
+  std::unordered_set<std::string> served;
+  for (const auto& [sname, s] : d.services)
+    if (s.state == ServiceState::kRunning)
+      for (const std::string& key : s.ModelKeys()) served.insert(key);
+  // In name order (d.models is a map): FindResolved relies on it.
   for (const auto& [name, m] : d.models) {
-    ResolvedModel r = Resolve(d, m, o);
-    for (const auto& [sname, s] : d.services)
-      for (const std::string& key : s.ModelKeys())
-        if (key == name && s.state == ServiceState::kRunning) r.used = true;
+    ResolvedModel r = Resolve(d, m, index);
+    r.used = served.count(name) > 0;
     draft->models.push_back(r);
   }
+  // repo_id -> the models of the manifest naming it (draft->models no longer grows).
+  std::unordered_map<std::string, std::vector<const ResolvedModel*>> of_repo;
+  for (const ResolvedModel& r : draft->models) of_repo[r.spec->repo_id].push_back(&r);
   for (const ResolvedModel& r : draft->models) {
     const ModelSpec& m = *r.spec;
     std::string address = "model/" + m.name;
-    const ObservedRepo* repo = o.FindRepo(m.repo_id);
+    const ObservedRepo* repo = index.Repo(m.repo_id);
     bool wanted_on_disk = m.keep || r.used;
     std::string size_text;
     if (r.total_bytes) size_text = FormatBytes(*r.total_bytes);
@@ -250,9 +269,8 @@ void DiffModels(const Desired& d, const Observed& o, Draft* draft) {
       const ObservedRevision* rev = FindRevision(repo, commit);
       if (!rev) continue;
       bool other_model_wants = false;
-      for (const ResolvedModel& other : draft->models)
-        if (&other != &r && other.spec->repo_id == m.repo_id && other.commit == rev->commit &&
-            (other.spec->keep || other.used))
+      for (const ResolvedModel* other : of_repo[m.repo_id])
+        if (other != &r && other->commit == rev->commit && (other->spec->keep || other->used))
           other_model_wants = true;
       if (other_model_wants) continue;
       if (rev->commit == r.commit) {
@@ -296,9 +314,8 @@ void DiffModels(const Desired& d, const Observed& o, Draft* draft) {
   }
   // Repos berth downloaded that no model of the manifest names any more.
   for (const auto& [repo_id, commits] : o.state.models) {
-    bool named = false;
-    for (const auto& [n, m] : d.models) named = named || m.repo_id == repo_id;
-    const ObservedRepo* repo = o.FindRepo(repo_id);
+    bool named = of_repo.count(repo_id) > 0;
+    const ObservedRepo* repo = index.Repo(repo_id);
     if (named || !repo) continue;
     for (const auto& rev : repo->revisions) {
       if (std::find(commits.begin(), commits.end(), rev.commit) == commits.end()) continue;

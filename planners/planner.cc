@@ -1,9 +1,12 @@
 #include "planners/planner.h"
 
+#include <unordered_map>
+
 #include "planners/dark_windows.h"
 #include "planners/draft.h"
 #include "planners/gates.h"
 #include "planners/glob.h"
+#include "planners/plan_index.h"
 #include "planners/state_only.h"
 
 namespace berth {
@@ -22,16 +25,18 @@ Plan MakePlan(const Desired& desired, const Observed& observed, const PlanOption
   }
   Draft draft;
   draft.engine_check_dir = options.engine_check_dir;
+  // Every lookup by name in what was observed goes through it.
+  const PlanIndex index(observed);
   // State-only services with the port and GPUs the manifest declares or berth saw them hold.
-  const Desired resolved = ResolveStateOnly(desired, observed, &draft);
-  DiffModels(resolved, observed, &draft);
-  DiffServices(resolved, observed, options.berth_version, &draft);
+  const Desired resolved = ResolveStateOnly(desired, index, &draft);
+  DiffModels(resolved, index, &draft);
+  DiffServices(resolved, index, options.berth_version, &draft);
   const ReportedNames names = draft.reported_names;
-  Sequence(resolved, observed, std::move(draft), &plan);
-  ApplyRelativeFloors(resolved, observed, &plan);
+  Sequence(resolved, index, std::move(draft), &plan);
+  ApplyRelativeFloors(resolved, index, &plan);
   EstimateDarkWindows(observed, &plan);
   ApplyStateRules(resolved, observed, names, &plan);
-  StampFloorSettings(observed, &plan);
+  StampFloorSettings(index, &plan);
   MarkTurnsAndGroups(&plan);
   return plan;
 }
@@ -50,13 +55,14 @@ void MarkTurnsAndGroups(Plan* plan) {
     if (sw.mode == SwitchMode::kMakeBeforeBreak)
       for (const Replaced& r : sw.replaces) acts[r.stop_step].takes_down = false;
   plan->groups = ParallelStarts(*plan);
+  std::unordered_map<size_t, int> group_of;  // a chain's first step -> its (last) group
+  for (size_t g = 0; g < plan->groups.size(); ++g)
+    for (const auto& [first, last] : plan->groups[g].chains) group_of[first] = static_cast<int>(g);
   for (Switch& sw : plan->switches) {
     sw.needs_turn = false;
     for (size_t i : sw.steps) sw.needs_turn = sw.needs_turn || acts[i].takes_down;
-    sw.group = -1;
-    for (size_t g = 0; g < plan->groups.size(); ++g)
-      for (const auto& [first, last] : plan->groups[g].chains)
-        if (first == sw.start) sw.group = static_cast<int>(g);
+    auto g = group_of.find(sw.start);
+    sw.group = g == group_of.end() ? -1 : g->second;
   }
 }
 

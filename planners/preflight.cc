@@ -12,9 +12,7 @@ namespace berth {
 namespace {
 
 const ResolvedModel* ModelOf(const ServiceSpec& s, const std::vector<ResolvedModel>& models) {
-  for (const ResolvedModel& m : models)
-    if (m.spec && m.spec->name == s.model) return &m;
-  return nullptr;
+  return FindResolved(models, s.model);
 }
 
 // llama-server's model file, from the GGUF headers the store scan read: it must be in the

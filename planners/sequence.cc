@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "core/units.h"
 #include "planners/draft.h"
@@ -11,6 +13,7 @@
 #include "planners/fronts.h"
 #include "planners/gates.h"
 #include "planners/host_ledger.h"
+#include "planners/plan_index.h"
 #include "planners/preflight.h"
 
 namespace berth {
@@ -18,8 +21,22 @@ namespace {
 
 class Sequencer {
  public:
-  Sequencer(const Desired& d, const Observed& o, Draft draft, Plan* plan)
-      : d_(d), o_(o), draft_(std::move(draft)), plan_(plan), host_(d, o) {}
+  Sequencer(const Desired& d, const PlanIndex& index, Draft draft, Plan* plan)
+      : d_(d),
+        o_(index.observed()),
+        index_(index),
+        draft_(std::move(draft)),
+        plan_(plan),
+        host_(d, index) {
+    // The first stop and the first restart of each unit, and its enables and disables.
+    for (const Transition& t : draft_.stops) stop_of_.emplace(t.unit, &t);
+    for (const Transition& t : draft_.starts)
+      if (t.kind == ActionKind::kRestart) restart_of_.emplace(t.unit, &t);
+    for (size_t k = 0; k < draft_.enables.size(); ++k)
+      enables_of_[draft_.enables[k].unit].push_back(k);
+    for (size_t k = 0; k < draft_.disables.size(); ++k)
+      disables_of_[draft_.disables[k].unit].push_back(k);
+  }
 
   void Run() {
     plan_->notes = draft_.notes;
@@ -97,7 +114,10 @@ class Sequencer {
   }
 
   void UnitFiles() {
-    for (auto& w : draft_.unit_writes) Emit(w);
+    for (auto& w : draft_.unit_writes) {
+      if (w.reason != Reason::kUnitMissing) replaced_files_.insert(w.unit);
+      Emit(w);
+    }
     if (!draft_.unit_writes.empty() || draft_.reload_pending) {
       Action r = MakeAction(ActionKind::kDaemonReload);
       r.address = "systemd";
@@ -111,9 +131,7 @@ class Sequencer {
   }
 
   bool Pending(const std::string& unit) const {
-    for (const auto& s : draft_.stops)
-      if (s.unit == unit && !stopped_.count(unit)) return true;
-    return false;
+    return stop_of_.count(unit) && !stopped_.count(unit);
   }
 
   PendingUnits Pendings() const {
@@ -124,15 +142,13 @@ class Sequencer {
   // The restart of `unit` when it is still to come.
   const Transition* PendingRestart(const std::string& unit) const {
     if (stopped_.count(unit) || started_.count(unit)) return nullptr;
-    for (const auto& s : draft_.starts)
-      if (s.unit == unit && s.kind == ActionKind::kRestart) return &s;
-    return nullptr;
+    auto it = restart_of_.find(unit);
+    return it == restart_of_.end() ? nullptr : it->second;
   }
 
   const Transition* PendingStop(const std::string& unit) const {
-    for (const auto& s : draft_.stops)
-      if (s.unit == unit) return &s;
-    return nullptr;
+    auto it = stop_of_.find(unit);
+    return it == stop_of_.end() ? nullptr : it->second;
   }
 
   // What a stop gives back, in words: "8 × 73.7 GiB on GPU 0-7 and port 8000".
@@ -282,9 +298,20 @@ class Sequencer {
     for (size_t idx : open_) plan_->disruptions[idx].until_step = until;
     open_.clear();
     // A port left dark earlier is served again once the service now on it is healthy.
-    if (s.port)
-      for (Disruption& dis : plan_->disruptions)
-        if (dis.port == *s.port && dis.until_step == 0) dis.until_step = until;
+    if (s.port) EndDark(*s.port, until);
+  }
+
+  // Ends at step `until` every disruption of `port` still open (until_step 0).
+  void EndDark(int port, int until) {
+    for (; dark_indexed_ < plan_->disruptions.size(); ++dark_indexed_)
+      dark_of_[plan_->disruptions[dark_indexed_].port].push_back(dark_indexed_);
+    auto it = dark_of_.find(port);
+    if (it == dark_of_.end()) return;
+    for (size_t k : it->second) {
+      Disruption& dis = plan_->disruptions[k];
+      if (dis.until_step == 0) dis.until_step = until;
+    }
+    dark_of_.erase(it);
   }
 
   void Transitions() {
@@ -368,9 +395,9 @@ class Sequencer {
       FrontSwitchEnd(*pick, &sw);
       // Boot state follows once the new service is healthy: a replacement that fails (and is
       // rolled back) leaves what a reboot brings up as it was.
-      EmitBoot(draft_.enables, pick->unit);
-      for (const auto& u : stops) EmitBoot(draft_.disables, u);
-      for (const auto& u : replaced_after_) EmitBoot(draft_.disables, u);
+      EmitEnables(pick->unit);
+      for (const auto& u : stops) EmitDisables(u);
+      for (const auto& u : replaced_after_) EmitDisables(u);
       replaced_after_.clear();
       for (size_t k = sw.start; k < plan_->actions.size(); ++k) sw.steps.push_back(k);
       const Action& start = plan_->actions[sw.start];
@@ -379,13 +406,8 @@ class Sequencer {
                 : old_stops_later                  ? SwitchMode::kStartFirst
                                                    : SwitchMode::kFresh;
       // An in-place update of a unit file berth replaces: the undo writes the old one back.
-      sw.restores_unit = start.kind == ActionKind::kRestart &&
-                         std::any_of(plan_->actions.begin(),
-                                     plan_->actions.begin() + static_cast<std::ptrdiff_t>(sw.start),
-                                     [&](const Action& w) {
-                                       return w.kind == ActionKind::kWriteUnit &&
-                                              w.unit == sw.unit && w.reason != Reason::kUnitMissing;
-                                     });
+      // (Every unit write comes before the first start: UnitFiles.)
+      sw.restores_unit = start.kind == ActionKind::kRestart && replaced_files_.count(sw.unit);
       // Behind a front: held (the front holds while the old stops or restarts), or
       // make-before-break (the old one drains and stops after the route).
       if (sw.front_port)
@@ -398,28 +420,29 @@ class Sequencer {
       if (!stopped_.count(t.unit)) {
         FrontStopBegin(t);
         EmitStop(t, nullptr);
-        EmitBoot(draft_.disables, t.unit);
+        EmitDisables(t.unit);
       }
   }
 
-  // The enable or disable of `unit` in `list` (a re-enable: its disable, then its enable), once.
-  // Not disruptive: nothing stops or starts.
-  void EmitBoot(const std::vector<Action>& list, const std::string& unit) {
+  // The enable or disable of `unit` in `list` (a re-enable: its disable, then its enable), once;
+  // `of`: unit -> its actions in `list`. Not disruptive: nothing stops or starts.
+  void EmitBoot(const std::vector<Action>& list,
+                const std::unordered_map<std::string, std::vector<size_t>>& of,
+                const std::string& unit) {
     if (booted_.count(unit)) return;
-    bool emitted = false;
-    for (const Action& a : list)
-      if (a.unit == unit) {
-        emitted = true;
-        Emit(a);
-      }
-    if (emitted) booted_.insert(unit);
+    auto it = of.find(unit);
+    if (it == of.end()) return;
+    for (size_t k : it->second) Emit(list[k]);
+    booted_.insert(unit);
   }
+  void EmitEnables(const std::string& unit) { EmitBoot(draft_.enables, enables_of_, unit); }
+  void EmitDisables(const std::string& unit) { EmitBoot(draft_.disables, disables_of_, unit); }
 
   // Enables and disables of units that neither start nor stop in this plan (a running service
   // that was never enabled; a stopped one still enabled; one whose file is removed next).
   void BootState() {
-    for (const Action& a : draft_.enables) EmitBoot(draft_.enables, a.unit);
-    for (const Action& a : draft_.disables) EmitBoot(draft_.disables, a.unit);
+    for (const Action& a : draft_.enables) EmitEnables(a.unit);
+    for (const Action& a : draft_.disables) EmitDisables(a.unit);
   }
 
   // ---- Fronts (planners/fronts.h) ----
@@ -441,7 +464,7 @@ class Sequencer {
         plan_->problems.push_back(p);
       }
       if (written_[port] == text) continue;
-      const ObservedUnit* u = o_.FindUnit(FrontServiceName(port) + ".service");
+      const ObservedUnit* u = index_.Unit(FrontServiceName(port) + ".service");
       bool running = u && u->IsUp();
       Emit(WriteFrontAction(d_.host, spec,
                             now == o_.front_configs.end() ? "new front configuration"
@@ -572,7 +595,7 @@ class Sequencer {
       std::string want = ActiveWanted(d_, port);
       if (route_[port] != want) {
         const ServiceSpec& s = d_.services.at(want == kHoldServer ? route_[port] : want);
-        const ObservedUnit* u = o_.FindUnit(s.UnitName());
+        const ObservedUnit* u = index_.Unit(s.UnitName());
         bool up = want == kHoldServer || (u && u->IsUp() && !stopped_.count(s.UnitName()));
         if (up) RouteFront(port, want, "the front's route as the manifest wants it");
       }
@@ -602,9 +625,20 @@ class Sequencer {
 
   const Desired& d_;
   const Observed& o_;
+  const PlanIndex& index_;
   Draft draft_;
   Plan* plan_;
   HostLedger host_;
+  // Unit -> its first stop, its first restart (in draft_), its enables and disables (indexes in
+  // draft_.enables, draft_.disables).
+  std::unordered_map<std::string, const Transition*> stop_of_;
+  std::unordered_map<std::string, const Transition*> restart_of_;
+  std::unordered_map<std::string, std::vector<size_t>> enables_of_;
+  std::unordered_map<std::string, std::vector<size_t>> disables_of_;
+  std::unordered_set<std::string> replaced_files_;  // units whose existing file a write replaces
+  // Port -> its disruptions that may still be open (EndDark), for disruptions[0, dark_indexed_).
+  std::unordered_map<int, std::vector<size_t>> dark_of_;
+  size_t dark_indexed_ = 0;
   bool reloaded_ = false;
   std::set<std::string> stopped_;
   std::set<std::string> started_;    // units whose start or restart is emitted
@@ -626,7 +660,8 @@ class Sequencer {
 
 }  // namespace
 
-void Sequence(const Desired& d, const Observed& o, Draft draft, Plan* plan) {
+void Sequence(const Desired& d, const PlanIndex& index, Draft draft, Plan* plan) {
+  const Observed& o = index.observed();
   std::string why = o.gpu_error.empty() ? std::string("GPUs not observed") : o.gpu_error;
   if (!o.gpus_known && d.host.gpus) {
     draft.warnings.push_back("GPU memory checked against the manifest's host.gpus (" +
@@ -641,7 +676,7 @@ void Sequence(const Desired& d, const Observed& o, Draft draft, Plan* plan) {
     draft.warnings.push_back(
         "port checks limited to berth's own services: listening ports "
         "not observed");
-  Sequencer(d, o, std::move(draft), plan).Run();
+  Sequencer(d, index, std::move(draft), plan).Run();
 }
 
 }  // namespace berth

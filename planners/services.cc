@@ -5,17 +5,12 @@
 #include "core/hf_cache.h"
 #include "core/unit_marker.h"
 #include "planners/draft.h"
+#include "planners/plan_index.h"
 #include "planners/planner.h"
 #include "planners/unit_render.h"
 
 namespace berth {
 namespace {
-
-const ResolvedModel* FindModel(const Draft& draft, const std::string& name) {
-  for (const auto& m : draft.models)
-    if (m.spec->name == name) return &m;
-  return nullptr;
-}
 
 // The commit in a unit's snapshot path for `repo`, "" if none.
 std::string PinnedCommit(const std::string& content, const std::string& store,
@@ -82,25 +77,26 @@ std::string Needs(const UnitDiff& diff) {
 }
 
 // Decides the unit file of one service.
-UnitFileChange PlanUnitFile(const Desired& d, const Observed& o, const ServiceSpec& s,
+UnitFileChange PlanUnitFile(const Desired& d, const PlanIndex& index, const ServiceSpec& s,
                             const std::string& berth_version, Draft* draft) {
+  const Observed& o = index.observed();
   UnitFileChange change;
-  const ObservedUnit* u = o.FindUnit(s.UnitName());
+  const ObservedUnit* u = index.Unit(s.UnitName());
   RenderContext ctx;
   ctx.store = StorePath(d, o);
   ctx.berth_version = berth_version;
   ctx.executable = ResolveExecutable(s, d.executables);
   // The snapshot of model `key` the unit names; "" when it is not in the plan's models.
   auto snapshot = [&](const std::string& key) -> std::string {
-    const ResolvedModel* m = key.empty() ? nullptr : FindModel(*draft, key);
+    const ResolvedModel* m = key.empty() ? nullptr : FindResolved(draft->models, key);
     if (!m) return "";
     std::string commit = m->commit;
     // Unknown offline (nothing in the store, Hub not asked): keep the commit the unit pins.
-    if (commit.empty() && u && o.Owns(*u))
+    if (commit.empty() && u && index.Owns(*u))
       commit = PinnedCommit(u->content, ctx.store, m->spec->repo_id);
     return SnapshotPath(ctx.store, m->spec->repo_id, commit.empty() ? m->spec->revision : commit);
   };
-  if (const ResolvedModel* m = s.model.empty() ? nullptr : FindModel(*draft, s.model)) {
+  if (const ResolvedModel* m = s.model.empty() ? nullptr : FindResolved(draft->models, s.model)) {
     ctx.model_repo = m->spec->repo_id;
     ctx.snapshot_path = snapshot(s.model);
   }
@@ -134,7 +130,7 @@ UnitFileChange PlanUnitFile(const Desired& d, const Observed& o, const ServiceSp
   if (!has_file) {
     w.reason = Reason::kUnitMissing;
     w.detail = "new unit file in " + d.host.unit_dir;
-  } else if (!o.Owns(*u)) {
+  } else if (!index.Owns(*u)) {
     if (!s.adopt) {
       draft->problems.push_back(ForeignUnit(o, s, *u, "overwrite"));
       return change;
@@ -243,14 +239,15 @@ void Reenable(const std::string& unit, Draft* draft) {
 
 }  // namespace
 
-void DiffServices(const Desired& d, const Observed& o, const std::string& berth_version,
+void DiffServices(const Desired& d, const PlanIndex& index, const std::string& berth_version,
                   Draft* draft) {
+  const Observed& o = index.observed();
   for (const auto& [name, s] : d.services) {
-    const ObservedUnit* u = o.FindUnit(s.UnitName());
+    const ObservedUnit* u = index.Unit(s.UnitName());
     std::string address = "service/" + name;
     bool active = u && u->IsActive();
     if (u && u->need_daemon_reload) draft->reload_pending = true;
-    if (u && o.Owns(*u) && !u->drop_in_paths.empty()) {
+    if (u && index.Owns(*u) && !u->drop_in_paths.empty()) {
       // Drop-ins are someone else's files: berth leaves them, but says they change what runs.
       std::string paths;
       for (const auto& p : u->drop_in_paths) paths += (paths.empty() ? "" : ", ") + p;
@@ -263,7 +260,7 @@ void DiffServices(const Desired& d, const Observed& o, const std::string& berth_
         draft->stops.push_back(Make(ActionKind::kStop, s.UnitName(), address, Reason::kWantedAbsent,
                                     "state: absent", &s));
       if (u && u->HasFile()) {
-        if (!o.Owns(*u) && !s.adopt) {
+        if (!index.Owns(*u) && !s.adopt) {
           draft->problems.push_back(ForeignUnit(o, s, *u, "remove"));
           continue;
         }
@@ -282,7 +279,7 @@ void DiffServices(const Desired& d, const Observed& o, const std::string& berth_
     UnitFileChange change;
     size_t problems = draft->problems.size();
     if (s.has_engine) {
-      change = PlanUnitFile(d, o, s, berth_version, draft);
+      change = PlanUnitFile(d, index, s, berth_version, draft);
     } else if (!u || u->load_state == "not-found") {
       if (s.state == ServiceState::kRunning) {
         Problem p;
@@ -297,7 +294,7 @@ void DiffServices(const Desired& d, const Observed& o, const std::string& berth_
     // What the running process was started from, as berth recorded it: the settings it runs
     // with (RestartDigest), or, recorded by an older berth, the spec hash of its unit file.
     const std::string* recorded = nullptr;
-    if (u && o.Owns(*u) && s.has_engine && !u->invocation_id.empty()) {
+    if (u && index.Owns(*u) && s.has_engine && !u->invocation_id.empty()) {
       auto started = o.state.started.find(u->name);
       if (started != o.state.started.end() && started->second.first == u->invocation_id)
         recorded = &started->second.second;
@@ -324,7 +321,7 @@ void DiffServices(const Desired& d, const Observed& o, const std::string& berth_
     // Boot state: of this state's own units, of units the plan writes, and of the existing
     // units of state-only services; never of a unit the plan refuses to touch.
     if (draft->problems.size() == problems &&
-        (change.written || (u && (!s.has_engine || o.Owns(*u))))) {
+        (change.written || (u && (!s.has_engine || index.Owns(*u))))) {
       std::string boot = u ? u->unit_file_state : "";
       // berth's unit files carry [Install] WantedBy=multi-user.target: a new one is disabled,
       // one replacing a file without [Install] (adopted) too; enabled stays enabled.
@@ -386,7 +383,7 @@ void DiffServices(const Desired& d, const Observed& o, const std::string& berth_
     if (!u.managed || !u.HasFile()) continue;
     std::string service = u.name.substr(0, u.name.rfind(".service"));
     if (d.services.count(service)) continue;
-    if (!o.Owns(u)) {
+    if (!index.Owns(u)) {
       // Another state directory's unit (or one no state lists): not this state's to prune.
       draft->warnings.push_back(u.name + " carries berth's marker but is not this state's (" +
                                 NotOurs(o, u) + "): left alone");

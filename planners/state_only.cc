@@ -3,26 +3,24 @@
 #include <algorithm>
 
 #include "planners/draft.h"
+#include "planners/plan_index.h"
 
 namespace berth {
 namespace {
 
 // What the unit of `s` holds now: its listening ports and GPU memory (nothing when it does
 // not run, or when that part of the host could not be observed).
-LearnedService HeldNow(const ServiceSpec& s, const Observed& o) {
+LearnedService HeldNow(const ServiceSpec& s, const PlanIndex& index) {
   LearnedService now;
-  const ObservedUnit* u = o.FindUnit(s.UnitName());
+  const Observed& o = index.observed();
+  const ObservedUnit* u = index.Unit(s.UnitName());
   if (!u || !u->IsActive()) return now;
-  if (o.ports_known)
-    for (const auto& p : o.ports)
-      if (p.unit == u->name &&
-          std::find(now.ports.begin(), now.ports.end(), p.port) == now.ports.end())
-        now.ports.push_back(p.port);
-  std::sort(now.ports.begin(), now.ports.end());
-  if (o.gpus_known)
-    for (const auto& g : o.gpus)
-      for (const auto& p : g.processes)
-        if (p.unit == u->name) now.gpu_bytes[g.index] += p.used_bytes;
+  if (o.ports_known) {
+    now.ports = index.PortsOf(u->name);
+    std::sort(now.ports.begin(), now.ports.end());
+    now.ports.erase(std::unique(now.ports.begin(), now.ports.end()), now.ports.end());
+  }
+  if (o.gpus_known) now.gpu_bytes = index.GpuBytesOf(u->name);
   return now;
 }
 
@@ -43,14 +41,15 @@ std::string Join(const std::vector<std::string>& parts) {
 
 bool LearnStateOnly(const Desired& d, const Observed& o,
                     std::map<std::string, LearnedService>* learned) {
+  const PlanIndex index(o);
   bool changed = false;
   for (const auto& [name, s] : d.services) {
     if (s.has_engine) continue;
-    LearnedService seen = HeldNow(s, o);
-    if (seen.ports.empty() && seen.gpu_bytes.empty()) continue;
+    LearnedService now = HeldNow(s, index);
+    if (now.ports.empty() && now.gpu_bytes.empty()) continue;
     LearnedService merged =
         learned->count(s.UnitName()) ? learned->at(s.UnitName()) : LearnedService{};
-    Merge(seen, &merged);
+    Merge(now, &merged);
     auto it = learned->find(s.UnitName());
     if (it != learned->end() && it->second == merged) continue;
     (*learned)[s.UnitName()] = merged;
@@ -59,14 +58,15 @@ bool LearnStateOnly(const Desired& d, const Observed& o,
   return changed;
 }
 
-Desired ResolveStateOnly(const Desired& d, const Observed& o, Draft* draft) {
+Desired ResolveStateOnly(const Desired& d, const PlanIndex& index, Draft* draft) {
+  const Observed& o = index.observed();
   Desired out = d;
   for (auto& [name, s] : out.services) {
     if (s.has_engine) continue;
     LearnedService facts;
     auto it = o.state.learned.find(s.UnitName());
     if (it != o.state.learned.end()) facts = it->second;
-    Merge(HeldNow(s, o), &facts);
+    Merge(HeldNow(s, index), &facts);
 
     std::vector<std::string> declared, seen, unknown;
     if (s.port) {

@@ -13,6 +13,7 @@
 namespace berth {
 
 struct Draft;
+class PlanIndex;
 
 /// What the state-only services of `desired` whose units run hold now, as observed (their
 /// units' listening ports and GPU processes), merged into `learned` (unit -> facts): a fact
@@ -28,6 +29,6 @@ bool LearnStateOnly(const Desired& desired, const Observed& observed,
 /// GPUs are known but not its memory is ordered stop-first (what holds its GPUs and is to stop
 /// stops before it starts). What each start can say of where these came from, and what stays
 /// unknown, goes to draft->state_only.
-Desired ResolveStateOnly(const Desired& desired, const Observed& observed, Draft* draft);
+Desired ResolveStateOnly(const Desired& desired, const PlanIndex& index, Draft* draft);
 
 }  // namespace berth

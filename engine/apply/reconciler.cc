@@ -19,6 +19,7 @@
 #include "engine/state/history.h"
 #include "engine/state/state.h"
 #include "manifests/loader.h"
+#include "planners/plan_index.h"
 #include "planners/planner.h"
 #include "planners/state_only.h"
 #include "planners/unit_diff.h"
@@ -85,10 +86,11 @@ void CountUp(const Desired& d, const Observed& o, RunReport* r) {
   r->crash_looping.clear();
   r->restarts.clear();
   r->observed = true;
+  const PlanIndex units(o);
   for (const auto& [n, s] : d.services) {
     if (s.state != ServiceState::kRunning) continue;
     ++r->services_wanted;
-    const ObservedUnit* u = o.FindUnit(s.UnitName());
+    const ObservedUnit* u = units.Unit(s.UnitName());
     bool up = u && u->IsUp();  // a crash-looping unit is not up, even while it runs
     r->service_up[n] = up;
     r->restarts[n] = u ? u->n_restarts : 0;

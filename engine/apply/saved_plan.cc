@@ -12,6 +12,7 @@
 #include "core/hash.h"
 #include "core/json_text.h"
 #include "core/units.h"
+#include "planners/plan_index.h"
 
 namespace berth {
 namespace {
@@ -282,14 +283,15 @@ std::map<std::string, std::string> Fingerprint(const Plan& plan, const Observed&
   std::map<std::string, std::string> out;
   out["host"] = Sha256Hex(o.hostname);
   std::set<int> ports, gpus;
+  const PlanIndex index(o);
   for (const Action& a : plan.actions) {
-    if (!a.unit.empty()) out["unit/" + a.unit] = Sha256Hex(UnitFacts(o.FindUnit(a.unit)));
+    if (!a.unit.empty()) out["unit/" + a.unit] = Sha256Hex(UnitFacts(index.Unit(a.unit)));
     std::string repo_id;
     if (const auto* d = std::get_if<DownloadStep>(&a.step)) repo_id = d->repo_id;
     if (const auto* m = std::get_if<RemoveModelStep>(&a.step)) repo_id = m->repo_id;
     if (!repo_id.empty()) {
       std::string facts;
-      if (const ObservedRepo* r = o.FindRepo(repo_id))
+      if (const ObservedRepo* r = index.Repo(repo_id))
         for (const auto& v : r->revisions)
           facts +=
               v.commit + ":" + (v.complete ? "complete" : std::to_string(v.bytes_present)) + ";";
@@ -298,10 +300,11 @@ std::map<std::string, std::string> Fingerprint(const Plan& plan, const Observed&
     for (int p : a.requires_.ports) ports.insert(p);
     for (const auto& [g, b] : a.requires_.gpu_bytes) gpus.insert(g);
   }
+  std::map<int, std::vector<std::string>> holders_of;  // port -> "pid/unit" of each listener
+  for (const auto& l : o.ports)
+    if (ports.count(l.port)) holders_of[l.port].push_back(std::to_string(l.pid) + "/" + l.unit);
   for (int p : ports) {
-    std::vector<std::string> holders;
-    for (const auto& l : o.ports)
-      if (l.port == p) holders.push_back(std::to_string(l.pid) + "/" + l.unit);
+    std::vector<std::string>& holders = holders_of[p];
     std::sort(holders.begin(), holders.end());
     std::string facts;
     for (const auto& h : holders) facts += h + ";";
