@@ -60,6 +60,10 @@ struct LoadSpec {
   double goodput_ttft_ms = 0;
   double goodput_tpot_ms = 0;
   double goodput_e2e_ms = 0;
+  /// Read the streams through io_uring (uring.h: one system call per wake-up for every socket
+  /// ready, instead of an epoll_wait and a recv per socket) where the kernel allows it (Linux
+  /// 6.1, io_uring not refused), else with epoll. false: epoll always.
+  bool io_uring = true;
 };
 
 /// What a run measured. Tokens are counted when they arrive within the measured time: a request
