@@ -1,6 +1,7 @@
-// The load generator's event loop: one thread, epoll, a non-blocking socket per stream kept
-// alive for the stream's next request, HTTP/1.1 read by HttpResponseReader (libcurl followed
-// every read with a poll(2) of the socket: at a token per read, a third of the system calls).
+// The load generator's event loop: one thread, io_uring (uring.h) or epoll, a non-blocking
+// socket per stream kept alive for the stream's next request, HTTP/1.1 read by
+// HttpResponseReader (libcurl followed every read with a poll(2) of the socket: at a token per
+// read, a third of the system calls).
 // errno becomes an operator's sentence here.
 // It records when each request was sent and when each of its content chunks arrived;
 // FigureBuilder (figures.h) turns those into the figures.

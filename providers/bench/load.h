@@ -2,7 +2,8 @@
 // of streamed completions kept busy for a while, measured as an operator benchmarks a model
 // (output tokens per second, time to first token, inter-token latency, and the rest of what
 // `vllm bench serve` reports: figures.h). `berth bench` and a switch's throughput gate call it.
-// One thread, epoll, its own HTTP/1.1 reader, every answer untrusted.
+// One thread, io_uring (or epoll where the kernel refuses it), its own HTTP/1.1 reader, every
+// answer untrusted.
 #pragma once
 
 #include <atomic>
