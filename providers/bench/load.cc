@@ -1,6 +1,7 @@
-// The load generator's event loop: one thread, epoll, a non-blocking socket per stream kept
-// alive for the stream's next request, HTTP/1.1 read by HttpResponseReader (libcurl followed
-// every read with a poll(2) of the socket: at a token per read, a third of the system calls).
+// The load generator's event loop: one thread, io_uring (uring.h) or epoll, a non-blocking
+// socket per stream kept alive for the stream's next request, HTTP/1.1 read by
+// HttpResponseReader (libcurl followed every read with a poll(2) of the socket: at a token per
+// read, a third of the system calls).
 // errno becomes an operator's sentence here.
 // It records when each request was sent and when each of its content chunks arrived;
 // FigureBuilder (figures.h) turns those into the figures.
@@ -17,6 +18,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <vector>
 
@@ -24,6 +26,7 @@
 #include "core/untrusted_text.h"
 #include "providers/bench/http_response.h"
 #include "providers/bench/sse.h"
+#include "providers/bench/uring.h"
 
 namespace berth {
 namespace {
@@ -90,14 +93,18 @@ struct Run;
 /// One of the streams: its connection and the request it has in flight.
 struct Stream {
   Run* run = nullptr;
+  uint32_t index = 0;  // in the run's streams (an io_uring request's tag says which)
   int fd = -1;
-  uint32_t watching = 0;   // the epoll events asked for fd
-  bool connected = false;  // the connection is up (and may carry the next request)
-  bool busy = false;       // a request is in flight
-  bool over = false;       // it ended; RunPhase folds it in
-  bool reused = false;     // sent on a connection that carried a request before
-  bool retried = false;    // already sent again on a new connection
-  std::string request;     // its bytes
+  uint32_t watching = 0;    // the epoll events asked for fd
+  uint32_t generation = 0;  // of fd (io_uring): completions tagged with an older one are stale
+  bool recv_armed = false;  // io_uring: a multishot recv of fd is in flight
+  bool poll_armed = false;  // io_uring: a poll of fd for writability is in flight
+  bool connected = false;   // the connection is up (and may carry the next request)
+  bool busy = false;        // a request is in flight
+  bool over = false;        // it ended; RunPhase folds it in
+  bool reused = false;      // sent on a connection that carried a request before
+  bool retried = false;     // already sent again on a new connection
+  std::string request;      // its bytes
   size_t sent = 0;
   HttpResponseReader http;
   Clock::TimePoint connect_by{}, done_by{};  // the connect and request timeouts
@@ -116,6 +123,9 @@ struct Run {
   const LoadSpec& spec;
   Clock* clock;
   int epfd = -1;
+  std::unique_ptr<Uring> ring;  // null: epoll
+  std::vector<Stream>* streams = nullptr;
+  std::string broken;  // why the event loop failed ("" while it works)
   sockaddr_storage addr{};
   socklen_t addr_len = 0;
   std::string resolve_error;  // why the host has no address; "" when it has one
@@ -199,7 +209,24 @@ bool OnBody(Stream* s, std::string_view data, Clock::TimePoint now) {
   return ok;
 }
 
+// io_uring tags: the connection's generation, the stream, and what was asked (0 is a
+// cancellation's own completion).
+constexpr uint64_t kRecvTag = 1, kPollTag = 2;
+uint64_t Tag(const Stream& s, uint64_t kind) {
+  return (uint64_t{s.generation} << 32) | (uint64_t{s.index} << 2) | kind;
+}
+
+/// Asks for what fd should be watched for: EPOLLOUT (connected, or room to send) or EPOLLIN.
+/// With io_uring, a connection's multishot recv is armed once it is connected (OnWritable) and
+/// reads everything it carries; writability is a one-shot poll.
 void Watch(Run* run, Stream* s, uint32_t events) {
+  if (run->ring) {
+    if (events == EPOLLOUT && !s->poll_armed) {
+      run->ring->PollWritable(s->fd, Tag(*s, kPollTag));
+      s->poll_armed = true;
+    }
+    return;
+  }
   if (s->watching == events) return;
   epoll_event ev{};
   ev.events = events;
@@ -210,7 +237,13 @@ void Watch(Run* run, Stream* s, uint32_t events) {
 
 void CloseConnection(Run* run, Stream* s) {
   if (s->fd < 0) return;
-  epoll_ctl(run->epfd, EPOLL_CTL_DEL, s->fd, nullptr);
+  if (s->watching != 0) epoll_ctl(run->epfd, EPOLL_CTL_DEL, s->fd, nullptr);
+  // io_uring holds the socket while a request on it is in flight: those are cancelled (the
+  // next submission carries it), and what they still complete is stale by its generation.
+  if (s->recv_armed) run->ring->Cancel(Tag(*s, kRecvTag));
+  if (s->poll_armed) run->ring->Cancel(Tag(*s, kPollTag));
+  s->recv_armed = s->poll_armed = false;
+  ++s->generation;
   close(s->fd);
   s->fd = -1;
   s->watching = 0;
@@ -270,6 +303,10 @@ void OnWritable(Run* run, Stream* s) {
                      ? "connection refused (is the service running, and on this port?)"
                      : std::string("cannot connect: ") + std::strerror(err));
     s->connected = true;
+    if (run->ring) {
+      run->ring->RecvMultishot(s->fd, Tag(*s, kRecvTag));
+      s->recv_armed = true;
+    }
   }
   while (s->sent < s->request.size()) {
     ssize_t n = send(s->fd, s->request.data() + s->sent, s->request.size() - s->sent, MSG_NOSIGNAL);
@@ -284,21 +321,28 @@ void OnWritable(Run* run, Stream* s) {
   Watch(run, s, EPOLLIN);
 }
 
-void OnReadable(Run* run, Stream* s) {
-  ssize_t n = recv(s->fd, run->buffer.data(), run->buffer.size(), 0);
-  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
-  if (n <= 0) {
-    int e = n < 0 ? errno : 0;
+/// What a read of the request in flight's connection gave: `bytes`, or the end of the stream
+/// (`error` 0) or an error (errno), all arrived at `now`.
+void OnRead(Run* run, Stream* s, std::string_view bytes, int error, Clock::TimePoint now) {
+  if (bytes.empty()) {
     if (RetryOnNewConnection(run, s)) return;
-    if (e != 0) return End(run, s, std::string("the connection broke: ") + std::strerror(e));
+    if (error != 0)
+      return End(run, s, std::string("the connection broke: ") + std::strerror(error));
     if (s->http.Eof() == HttpResponseReader::State::kComplete) return End(run, s, "");
     return End(run, s, s->http.error());
   }
-  Clock::TimePoint now = run->clock->Now();  // one arrival time for everything read
-  auto state = s->http.Feed(std::string_view(run->buffer.data(), static_cast<size_t>(n)),
-                            [s, now](std::string_view body) { return OnBody(s, body, now); });
+  auto state =
+      s->http.Feed(bytes, [s, now](std::string_view body) { return OnBody(s, body, now); });
   if (state == HttpResponseReader::State::kComplete) return End(run, s, "");
   if (state == HttpResponseReader::State::kFailed) return End(run, s, s->http.error());
+}
+
+/// `now`: when epoll_wait returned, the arrival time of everything it reported.
+void OnReadable(Run* run, Stream* s, Clock::TimePoint now) {
+  ssize_t n = recv(s->fd, run->buffer.data(), run->buffer.size(), 0);
+  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+  OnRead(run, s, std::string_view(run->buffer.data(), n > 0 ? static_cast<size_t>(n) : 0),
+         n < 0 ? errno : 0, now);
 }
 
 /// A connection kept alive between requests became readable: the server closed it (or sent
@@ -363,13 +407,66 @@ Clock::TimePoint EnforceTimeouts(Run* run, std::vector<Stream>* streams, Clock::
   return next;
 }
 
-/// Waits until a socket is ready or `wake` (at most 50 ms), and handles what happened.
-void Step(Run* run, Clock::TimePoint wake) {
+/// An io_uring completion: a read of a connection (or its end), or its writability.
+void OnCompletion(Run* run, const Uring::Completion& c, Clock::TimePoint now) {
+  if (c.tag == 0) return;  // a cancellation's own
+  size_t index = static_cast<size_t>((c.tag & 0xffffffffu) >> 2);
+  if (index >= run->streams->size()) return;
+  Stream* s = &(*run->streams)[index];
+  uint32_t generation = static_cast<uint32_t>(c.tag >> 32);
+  if (s->fd < 0 || generation != s->generation) return;  // a connection closed since
+  if ((c.tag & 3) == kPollTag) {
+    s->poll_armed = false;
+    if (s->busy && !s->over) OnWritable(run, s);
+    return;
+  }
+  if (!c.more) s->recv_armed = false;
+  if (c.res == -ENOBUFS) {
+    // Every buffer was in use: nothing was lost (the bytes wait in the socket); read again.
+  } else if (!s->busy || s->over) {
+    // A connection between requests: the server closed it (or sent what nobody asked for).
+    return CloseConnection(run, s);
+  } else {
+    OnRead(run, s, c.res > 0 ? c.data : std::string_view(), c.res < 0 ? -c.res : 0, now);
+    if (c.res <= 0) return;  // the stream's end: the request ended or was sent again
+  }
+  if (!s->recv_armed && s->fd >= 0 && generation == s->generation) {
+    run->ring->RecvMultishot(s->fd, Tag(*s, kRecvTag));
+    s->recv_armed = true;
+  }
+}
+
+/// With io_uring: one system call submits what was queued, waits until `timeout_ns` for a
+/// completion, and reads every socket ready; everything read then arrived at the same time,
+/// which it returns.
+Clock::TimePoint StepRing(Run* run, int64_t timeout_ns) {
+  bool ok = run->ring->SubmitAndWait(timeout_ns);
+  int e = errno;
   Clock::TimePoint now = run->clock->Now();
+  if (!ok) {
+    run->broken = std::string("io_uring_enter: ") + std::strerror(e);
+    if (run->result.first_error.empty())
+      run->result.first_error = "the load generator stopped: " + run->broken;
+    return now;
+  }
+  run->ring->Drain([run, now](const Uring::Completion& c) { OnCompletion(run, c, now); });
+  return now;
+}
+
+/// Waits until a socket is ready or `wake` (at most 50 ms), and handles what happened. Returns
+/// the time it woke: the arrival time of everything it read (`now`: the time before).
+Clock::TimePoint Step(Run* run, Clock::TimePoint wake, Clock::TimePoint now) {
+  if (run->ring) {
+    auto wait = std::min<Clock::TimePoint::duration>(
+        wake <= now ? Clock::TimePoint::duration::zero() : wake - now,
+        std::chrono::milliseconds(50));
+    return StepRing(run, std::chrono::duration_cast<std::chrono::nanoseconds>(wait).count());
+  }
   long long wait =
       wake <= now ? 0 : std::chrono::ceil<std::chrono::milliseconds>(wake - now).count();
-  epoll_event events[64];
-  int n = epoll_wait(run->epfd, events, 64, static_cast<int>(std::min(wait, 50LL)));
+  epoll_event events[256];
+  int n = epoll_wait(run->epfd, events, 256, static_cast<int>(std::min(wait, 50LL)));
+  now = run->clock->Now();  // one arrival time for everything this wake-up reads
   for (int i = 0; i < n; ++i) {
     auto* s = static_cast<Stream*>(events[i].data.ptr);
     uint32_t e = events[i].events;
@@ -381,8 +478,9 @@ void Step(Run* run, Clock::TimePoint wake) {
     if ((!s->connected || s->sent < s->request.size()) && (e & (EPOLLOUT | EPOLLERR | EPOLLHUP)))
       OnWritable(run, s);
     else if (e & (EPOLLIN | EPOLLERR | EPOLLHUP))
-      OnReadable(run, s);
+      OnReadable(run, s, now);
   }
+  return now;
 }
 
 /// The output tokens a request is credited with: what arrived, not what the server claims.
@@ -476,25 +574,28 @@ bool RunPhase(Run* run, std::vector<Stream>* streams, uint64_t requests, Clock::
   };
   uint64_t due = 0, sent = 0, ended = 0;
   bool stopped = false;
+  Clock::TimePoint now = phase_start;
   while (true) {
-    Clock::TimePoint now = run->clock->Now();
     if (arrivals.paced()) {
       while ((requests == 0 || due < requests) && at(arrivals.next_seconds()) <= now)
         arrivals.Advance(++due);
     } else {
       due = requests == 0 ? sent + idle.size() : requests;
     }
+    bool started = false;
     while (!idle.empty() && sent < due) {
       Start(run, idle.back());
       idle.pop_back();
       ++sent;
+      started = true;
     }
+    if (started) now = run->clock->Now();
     Clock::TimePoint wake = std::min(deadline, now + std::chrono::milliseconds(50));
     if (arrivals.paced() && (requests == 0 || due < requests))
       wake = std::min(wake, at(arrivals.next_seconds()));
     wake = std::min(wake, EnforceTimeouts(run, streams, now));
-    if (run->ended.empty()) Step(run, wake);  // (a request that failed to start ended at once)
-    now = run->clock->Now();
+    // (A request that failed to start ended at once.)
+    now = run->ended.empty() ? Step(run, wake, now) : run->clock->Now();
     // What ends after the measured time is not part of it: requests still in flight then are
     // cut with the tokens they had (OnEvent counts none after the deadline).
     if (now >= deadline) break;
@@ -504,7 +605,7 @@ bool RunPhase(Run* run, std::vector<Stream>* streams, uint64_t requests, Clock::
       ++ended;
     }
     run->ended.clear();
-    if ((stop && stop->load()) || run->TooManyErrors()) {
+    if ((stop && stop->load()) || run->TooManyErrors() || !run->broken.empty()) {
       stopped = true;
       break;
     }
@@ -571,7 +672,13 @@ Result<LoadFigures> RunLoad(const LoadSpec& spec, const std::atomic<bool>* stop,
                             std::strerror(errno) + ")");
 
   std::vector<Stream> streams(static_cast<size_t>(spec.concurrency));
-  for (auto& s : streams) s.run = &run;
+  for (size_t i = 0; i < streams.size(); ++i) {
+    streams[i].run = &run;
+    streams[i].index = static_cast<uint32_t>(i);
+  }
+  run.streams = &streams;
+  std::string no_ring;  // why not (epoll reads the streams then)
+  if (spec.io_uring) run.ring = Uring::Open(streams.size(), &no_ring);
   auto cleanup = [&] {
     for (auto& s : streams) CloseConnection(&run, &s);
     close(run.epfd);

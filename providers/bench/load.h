@@ -2,7 +2,8 @@
 // of streamed completions kept busy for a while, measured as an operator benchmarks a model
 // (output tokens per second, time to first token, inter-token latency, and the rest of what
 // `vllm bench serve` reports: figures.h). `berth bench` and a switch's throughput gate call it.
-// One thread, epoll, its own HTTP/1.1 reader, every answer untrusted.
+// One thread, io_uring (or epoll where the kernel refuses it), its own HTTP/1.1 reader, every
+// answer untrusted.
 #pragma once
 
 #include <atomic>
@@ -60,6 +61,10 @@ struct LoadSpec {
   double goodput_ttft_ms = 0;
   double goodput_tpot_ms = 0;
   double goodput_e2e_ms = 0;
+  /// Read the streams through io_uring (uring.h: one system call per wake-up for every socket
+  /// ready, instead of an epoll_wait and a recv per socket) where the kernel allows it (Linux
+  /// 6.1, io_uring not refused), else with epoll. false: epoll always.
+  bool io_uring = true;
 };
 
 /// What a run measured. Tokens are counted when they arrive within the measured time: a request

@@ -195,8 +195,23 @@ std::string Chunk(const std::string& text) {
   return "data: {\"choices\":[{\"index\":0,\"text\":\"" + text + "\"}]}\n\n";
 }
 
+// Every test of RunLoad runs twice: reading with io_uring (where the kernel allows it) and with
+// epoll.
+bool g_io_uring = true;
+
+class RunLoadReaders : public ::testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override { g_io_uring = GetParam(); }
+};
+
+INSTANTIATE_TEST_SUITE_P(Reader, RunLoadReaders, ::testing::Values(true, false),
+                         [](const ::testing::TestParamInfo<bool>& p) {
+                           return std::string(p.param ? "IoUring" : "Epoll");
+                         });
+
 LoadSpec Spec(int port, int concurrency = 1) {
   LoadSpec s;
+  s.io_uring = g_io_uring;
   s.port = port;
   s.model = "m";
   s.concurrency = concurrency;
@@ -205,7 +220,7 @@ LoadSpec Spec(int port, int concurrency = 1) {
   return s;
 }
 
-TEST(RunLoad, CountsUsageOfFinishedRequestsAndDeltasOfCancelledOnes) {
+TEST_P(RunLoadReaders, CountsUsageOfFinishedRequestsAndDeltasOfCancelledOnes) {
   // Two streams: the first connection finishes (3 deltas, usage says 5); the next two are held.
   CannedServer server({Sse(Chunk("aa") + Chunk("bb") + Chunk("cc") +
                            "data: {\"choices\":[],\"usage\":{\"completion_tokens\":5}}\n\n"
@@ -224,7 +239,7 @@ TEST(RunLoad, CountsUsageOfFinishedRequestsAndDeltasOfCancelledOnes) {
 
 // A server's usage is believed only as far as what arrived bears it out: at most the bytes of
 // text that came and the request's max_tokens; at least the content chunks that came.
-TEST(RunLoad, CountsWhatArrivedNotWhatTheServerClaims) {
+TEST_P(RunLoadReaders, CountsWhatArrivedNotWhatTheServerClaims) {
   CannedServer server(
       {Sse(Chunk("ab") + Chunk("cd") + Chunk("ef") +
            "data: {\"choices\":[],\"usage\":{\"completion_tokens\":18446744073709551615}}\n\n"
@@ -243,7 +258,7 @@ TEST(RunLoad, CountsWhatArrivedNotWhatTheServerClaims) {
   EXPECT_EQ(r->output_tokens, 6u + 8u + 3u);
 }
 
-TEST(RunLoad, AChunkOfAThousandChoicesIsOneToken) {
+TEST_P(RunLoadReaders, AChunkOfAThousandChoicesIsOneToken) {
   std::string choices;
   for (int i = 0; i < 1000; ++i)
     choices += std::string(i ? "," : "") + "{\"index\":0,\"text\":\"x\"}";
@@ -254,7 +269,7 @@ TEST(RunLoad, AChunkOfAThousandChoicesIsOneToken) {
   EXPECT_EQ(r->output_tokens, 1u);
 }
 
-TEST(RunLoad, AStreamThatNeverEndsIsCreditedAtMostItsMaxTokens) {
+TEST_P(RunLoadReaders, AStreamThatNeverEndsIsCreditedAtMostItsMaxTokens) {
   std::string many;
   for (int i = 0; i < 100; ++i) many += Chunk("tok");
   // 100 chunks, no [DONE], and the connection is held: the request is cancelled at the end.
@@ -266,7 +281,7 @@ TEST(RunLoad, AStreamThatNeverEndsIsCreditedAtMostItsMaxTokens) {
   EXPECT_EQ(r->output_tokens, 8u);  // its max_tokens
 }
 
-TEST(RunLoad, CountsContentDeltasWithoutUsage) {
+TEST_P(RunLoadReaders, CountsContentDeltasWithoutUsage) {
   CannedServer server({Sse(Chunk("a") + Chunk("b") + "data: [DONE]\n\n")});
   auto r = RunLoad(Spec(server.port()));
   ASSERT_TRUE(r.ok());
@@ -275,7 +290,7 @@ TEST(RunLoad, CountsContentDeltasWithoutUsage) {
   EXPECT_GE(r->itl_p50_ms, 0.0);
 }
 
-TEST(RunLoad, AnErrorStatusIsCountedWithTheServersMessage) {
+TEST_P(RunLoadReaders, AnErrorStatusIsCountedWithTheServersMessage) {
   std::string body = R"({"object":"error","message":"The model `m` does not exist."})";
   CannedServer server({"HTTP/1.1 404 Not Found\r\nContent-Length: " + std::to_string(body.size()) +
                        "\r\nConnection: close\r\n\r\n" + body});
@@ -287,7 +302,7 @@ TEST(RunLoad, AnErrorStatusIsCountedWithTheServersMessage) {
               HasSubstr("/v1/completions: HTTP 404: The model `m` does not exist."));
 }
 
-TEST(RunLoad, StopsAfterMaxErrors) {
+TEST_P(RunLoadReaders, StopsAfterMaxErrors) {
   std::string answer = "HTTP/1.1 500 Oops\r\nContent-Length: 4\r\nConnection: close\r\n\r\nboom";
   CannedServer server(std::vector<std::string>(50, answer));
   LoadSpec spec = Spec(server.port());
@@ -300,7 +315,7 @@ TEST(RunLoad, StopsAfterMaxErrors) {
   EXPECT_LT(r->seconds, 60.0);
 }
 
-TEST(RunLoad, MalformedAndBrokenStreamsAreErrors) {
+TEST_P(RunLoadReaders, MalformedAndBrokenStreamsAreErrors) {
   CannedServer server({Sse("data: {not json\n\n"),
                        Sse(Chunk("a") + "data: {\"error\":{\"message\":\"engine died\"}}\n\n"),
                        Sse(Chunk("a") + Chunk("b")),  // closed without [DONE]
@@ -315,7 +330,7 @@ TEST(RunLoad, MalformedAndBrokenStreamsAreErrors) {
   EXPECT_THAT(r->first_error, HasSubstr("not a JSON object: '{not json'"));
 }
 
-TEST(RunLoad, AHostileServerCannotGrowAnUnboundedLine) {
+TEST_P(RunLoadReaders, AHostileServerCannotGrowAnUnboundedLine) {
   // 64 MiB without a line end: the reader gives up at its limit, the run goes on.
   CannedServer server({Sse("data: " + std::string(size_t{64} << 20, 'y'))});
   LoadSpec spec = Spec(server.port());
@@ -326,7 +341,7 @@ TEST(RunLoad, AHostileServerCannotGrowAnUnboundedLine) {
   EXPECT_THAT(r->first_error, HasSubstr("longer than 4096 bytes"));
 }
 
-TEST(RunLoad, NothingListeningIsAnErrorSayingSo) {
+TEST_P(RunLoadReaders, NothingListeningIsAnErrorSayingSo) {
   // A bound socket that does not listen: connections to its port are refused.
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in addr{};
@@ -345,7 +360,7 @@ TEST(RunLoad, NothingListeningIsAnErrorSayingSo) {
   EXPECT_THAT(r->first_error, HasSubstr("connection refused"));
 }
 
-TEST(RunLoad, StopEndsTheRunEarly) {
+TEST_P(RunLoadReaders, StopEndsTheRunEarly) {
   CannedServer server({});
   std::atomic<bool> stop{true};
   LoadSpec spec = Spec(server.port());
@@ -358,7 +373,7 @@ TEST(RunLoad, StopEndsTheRunEarly) {
 
 // A fixed number of requests (--num-prompts): the run ends when the last one has, whatever the
 // duration, and nothing is cut.
-TEST(RunLoad, AFixedNumberOfRequestsEndsWhenTheLastHas) {
+TEST_P(RunLoadReaders, AFixedNumberOfRequestsEndsWhenTheLastHas) {
   std::string answer = Sse(Chunk("a") + Chunk("b") + "data: [DONE]\n\n");
   CannedServer server({answer, answer, answer});
   LoadSpec spec = Spec(server.port(), 2);
@@ -375,7 +390,7 @@ TEST(RunLoad, AFixedNumberOfRequestsEndsWhenTheLastHas) {
 }
 
 // At a request rate, a fixed number of requests all go out (the schedule ends at n / rate).
-TEST(RunLoad, ARequestRateSendsEveryRequest) {
+TEST_P(RunLoadReaders, ARequestRateSendsEveryRequest) {
   std::string answer = Sse(Chunk("a") + "data: [DONE]\n\n");
   CannedServer server({answer, answer, answer, answer, answer});
   LoadSpec spec = Spec(server.port(), 2);
@@ -389,7 +404,7 @@ TEST(RunLoad, ARequestRateSendsEveryRequest) {
 }
 
 // The warm-up's requests run first and reach no figure.
-TEST(RunLoad, WarmUpRequestsAreLeftOutOfTheFigures) {
+TEST_P(RunLoadReaders, WarmUpRequestsAreLeftOutOfTheFigures) {
   std::string warm = Sse(Chunk("w") + Chunk("w") + Chunk("w") + "data: [DONE]\n\n");
   std::string measured = Sse(Chunk("m") + "data: [DONE]\n\n");
   CannedServer server({warm, warm, measured, measured});
@@ -408,7 +423,7 @@ TEST(RunLoad, WarmUpRequestsAreLeftOutOfTheFigures) {
 // 30 ms after the last. The definitions hold exactly between the figures (TPOT is
 // (E2E - TTFT) / 3, the mean ITL a third of the same); no chunk can come before the server
 // sent it, so each gap is at least the server's pause. No bound on how fast anything is.
-TEST(RunLoad, TheRecordedTimesReachTheFigures) {
+TEST_P(RunLoadReaders, TheRecordedTimesReachTheFigures) {
   std::string p = CannedServer::kPause;
   CannedServer server(
       {Sse(Chunk("a") + p + Chunk("b") + p + Chunk("c") + p + Chunk("d") + "data: [DONE]\n\n")});
@@ -427,7 +442,7 @@ TEST(RunLoad, TheRecordedTimesReachTheFigures) {
 }
 
 // A stream keeps its connection for its next request (HTTP/1.1 keep-alive, as libcurl did).
-TEST(RunLoad, AStreamReusesItsConnection) {
+TEST_P(RunLoadReaders, AStreamReusesItsConnection) {
   KeepAliveServer server(Chunk("a") + Chunk("b") + "data: [DONE]\n\n", /*per_connection=*/100);
   LoadSpec spec = Spec(server.port(), 1);
   spec.num_prompts = 5;
@@ -440,7 +455,7 @@ TEST(RunLoad, AStreamReusesItsConnection) {
 
 // A connection the server closed while it was idle is found out when the next request on it
 // gets no answer at all: the request is sent again on a new connection, not counted an error.
-TEST(RunLoad, AConnectionClosedWhileIdleIsReplacedNotCountedAnError) {
+TEST_P(RunLoadReaders, AConnectionClosedWhileIdleIsReplacedNotCountedAnError) {
   KeepAliveServer server(Chunk("a") + "data: [DONE]\n\n", /*per_connection=*/1);
   LoadSpec spec = Spec(server.port(), 1);
   spec.num_prompts = 4;
@@ -452,7 +467,7 @@ TEST(RunLoad, AConnectionClosedWhileIdleIsReplacedNotCountedAnError) {
   EXPECT_EQ(server.connections(), 4);
 }
 
-TEST(RunLoad, RefusesAnInvalidSpec) {
+TEST_P(RunLoadReaders, RefusesAnInvalidSpec) {
   LoadSpec spec;
   EXPECT_THAT(RunLoad(spec).status().message(), HasSubstr("needs a port"));
   spec.port = 8000;
