@@ -152,7 +152,7 @@ Result<FleetReport> FleetReportFromJson(const std::string& text, const std::stri
     }
   }
   for (auto [field, out] : {std::pair{"floor_figures", &r.floor_figures},
-                          std::pair{"reference_figures", &r.reference_figures}}) {
+                            std::pair{"reference_figures", &r.reference_figures}}) {
     auto it = j.find(field);
     if (it == j.end()) continue;
     if (!it->is_object() || it->size() > 1000) return bad(std::string("bad '") + field + "'");

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <string_view>
 
 #include "core/hf_cache.h"
@@ -233,6 +234,9 @@ GateFigures LoadOf(const FloorStep& g) {
 
 void ApplyRelativeFloors(const Desired& desired, const PlanIndex& index, Plan* plan) {
   const Observed& observed = index.observed();
+  std::set<std::string> written;  // the units whose file the plan writes
+  for (const Action& a : plan->actions)
+    if (a.kind == ActionKind::kWriteUnit) written.insert(a.unit);
   for (size_t k = 0; k < plan->switches.size(); ++k) {
     const Switch& sw = plan->switches[k];
     auto floor_at = std::find_if(sw.gates.begin(), sw.gates.end(), [&](size_t i) {
@@ -264,9 +268,7 @@ void ApplyRelativeFloors(const Desired& desired, const PlanIndex& index, Plan* p
     }
     const ObservedUnit* own = index.Unit(sw.unit);
     const bool has_file = own && index.Owns(*own) && !own->content.empty();
-    const bool rewritten = std::any_of(
-        plan->actions.begin(), plan->actions.end(),
-        [&](const Action& a) { return a.kind == ActionKind::kWriteUnit && a.unit == sw.unit; });
+    const bool rewritten = written.count(sw.unit) > 0;
     if (unit.empty() && sw.mode == SwitchMode::kInPlace && (!own || own->IsUp())) {
       unit = sw.unit;
       address = sw.address;

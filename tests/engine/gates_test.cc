@@ -578,7 +578,6 @@ TEST_F(GatesTest, ARecordedReferenceStandsInWhenTheReplacedServiceDoesNotServe) 
                         "(1080)"));
   EXPECT_THAT(r.status.message(), HasSubstr("(recorded commit " + Commit("b").substr(0, 7)));
   EXPECT_EQ(Count("load 8000"), 1u) << "no reference measured: the gate alone";
-
 }
 
 // A measurement before the switch that fails leaves the recorded figures to compare with.
