@@ -221,22 +221,42 @@ std::string BenchMetricsText(const std::vector<BenchRecord>& records) {
     for (const auto& l : r.levels)
       out << "berth_bench_output_tokens_per_second{" << labels(r) << ",concurrency=\""
           << l.concurrency << "\"} " << Number(l.output_tps, 3) << "\n";
+  // vllm bench serve's figures (TPOT, E2E, req/s, goodput) only for levels that have them:
+  // records written before berth measured them do not.
+  auto any_level = [&](bool BenchLevel::*has) {
+    for (const auto& r : records)
+      for (const auto& l : r.levels)
+        if (!has || l.*has) return true;
+    return false;
+  };
   struct Latency {
     const char* name;
     const char* help;
     double BenchLevel::*p50;
     double BenchLevel::*p90;
     double BenchLevel::*p99;
+    bool BenchLevel::*has;  // null: every level has it
   };
   const Latency latencies[] = {
       {"berth_bench_ttft_seconds", "Time to first token berth bench measured, by quantile.",
-       &BenchLevel::ttft_p50_ms, &BenchLevel::ttft_p90_ms, &BenchLevel::ttft_p99_ms},
+       &BenchLevel::ttft_p50_ms, &BenchLevel::ttft_p90_ms, &BenchLevel::ttft_p99_ms, nullptr},
       {"berth_bench_itl_seconds", "Inter-token latency berth bench measured, by quantile.",
-       &BenchLevel::itl_p50_ms, &BenchLevel::itl_p90_ms, &BenchLevel::itl_p99_ms}};
+       &BenchLevel::itl_p50_ms, &BenchLevel::itl_p90_ms, &BenchLevel::itl_p99_ms, nullptr},
+      {"berth_bench_tpot_seconds",
+       "Time per output token berth bench measured (vLLM's TPOT: per request, after the first "
+       "token), by quantile.",
+       &BenchLevel::tpot_p50_ms, &BenchLevel::tpot_p90_ms, &BenchLevel::tpot_p99_ms,
+       &BenchLevel::has_request_figures},
+      {"berth_bench_e2e_latency_seconds",
+       "Request latency berth bench measured, from sending to the last token, by quantile.",
+       &BenchLevel::e2e_p50_ms, &BenchLevel::e2e_p90_ms, &BenchLevel::e2e_p99_ms,
+       &BenchLevel::has_request_figures}};
   for (const auto& lat : latencies) {
+    if (!any_level(lat.has)) continue;
     Metric(out, lat.name, "gauge", lat.help);
     for (const auto& r : records)
       for (const auto& l : r.levels) {
+        if (lat.has && !(l.*lat.has)) continue;
         std::pair<const char*, double> qs[] = {
             {"0.5", l.*lat.p50}, {"0.9", l.*lat.p90}, {"0.99", l.*lat.p99}};
         for (const auto& [q, ms] : qs)
@@ -244,6 +264,22 @@ std::string BenchMetricsText(const std::vector<BenchRecord>& records) {
               << "\",quantile=\"" << q << "\"} " << Number(ms / 1000, 6) << "\n";
       }
   }
+  auto per_level = [&](const char* name, const char* help, bool BenchLevel::*has,
+                       double BenchLevel::*value) {
+    if (!any_level(has)) return;
+    Metric(out, name, "gauge", help);
+    for (const auto& r : records)
+      for (const auto& l : r.levels)
+        if (l.*has)
+          out << name << "{" << labels(r) << ",concurrency=\"" << l.concurrency << "\"} "
+              << Number(l.*value, 3) << "\n";
+  };
+  per_level("berth_bench_requests_per_second",
+            "Requests per second that berth bench saw finish at this concurrency.",
+            &BenchLevel::has_request_figures, &BenchLevel::request_tps);
+  per_level("berth_bench_goodput_requests_per_second",
+            "Finished requests per second that met every goodput limit berth bench was given.",
+            &BenchLevel::has_goodput, &BenchLevel::goodput_rps);
   Metric(out, "berth_bench_errors", "gauge", "Requests that failed in the last berth bench.");
   for (const auto& r : records)
     for (const auto& l : r.levels)

@@ -245,6 +245,44 @@ TEST(Metrics, TheLastBenchFiguresOfEachModelWithLabels) {
   EXPECT_NE(BenchMetricsText({r}).find("service=\"a\\\"b\\\\c\\nd\""), std::string::npos);
 }
 
+// vllm bench serve's figures reach /metrics for the levels that measured them.
+TEST(Metrics, TheBenchFiguresOfVllmBenchServeWhereTheyWereMeasured) {
+  BenchRecord r;
+  r.time = "2026-12-01T10:00:00Z";
+  r.service = "svc";
+  r.repo_id = "org/m";
+  r.commit = "abc";
+  BenchLevel old;  // recorded before TPOT was measured
+  old.concurrency = 1;
+  BenchLevel l;
+  l.concurrency = 32;
+  l.has_request_figures = true;
+  l.request_tps = 9.5;
+  l.tpot_p50_ms = 25;
+  l.tpot_p90_ms = 30;
+  l.tpot_p99_ms = 45.5;
+  l.e2e_p50_ms = 6500;
+  l.e2e_p90_ms = 7000;
+  l.e2e_p99_ms = 9000;
+  l.has_goodput = true;
+  l.goodput_rps = 8.25;
+  r.levels = {old, l};
+  std::string text = BenchMetricsText({r});
+  std::string labels = "service=\"svc\",model=\"org/m\",commit=\"abc\",concurrency=\"32\"";
+  for (const std::string& line :
+       {"berth_bench_tpot_seconds{" + labels + ",quantile=\"0.5\"} 0.025000\n",
+        "berth_bench_tpot_seconds{" + labels + ",quantile=\"0.99\"} 0.045500\n",
+        "berth_bench_e2e_latency_seconds{" + labels + ",quantile=\"0.9\"} 7.000000\n",
+        "berth_bench_requests_per_second{" + labels + "} 9.500\n",
+        "berth_bench_goodput_requests_per_second{" + labels + "} 8.250\n",
+        std::string("# TYPE berth_bench_tpot_seconds gauge\n")})
+    EXPECT_NE(text.find(line), std::string::npos) << line << "\nin:\n" << text;
+  EXPECT_EQ(text.find("berth_bench_tpot_seconds{service=\"svc\",model=\"org/m\",commit=\"abc\","
+                      "concurrency=\"1\""),
+            std::string::npos)
+      << "a level without the figures shows none";
+}
+
 }  // namespace
 }  // namespace berth::testing
 
