@@ -4,6 +4,8 @@
 #include <exception>
 #include <map>
 #include <sstream>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include <yaml-cpp/eventhandler.h>
@@ -115,6 +117,19 @@ Scan ScanDocuments(const std::string& text) {
   return result;
 }
 
+// Whether `text` has a '*' anywhere, or a line that starts with "---" or "..." (conservative:
+// a '*' in a string or a comment counts too).
+bool MayHoldAliasOrSecondDocument(std::string_view text) {
+  if (text.find('*') != std::string_view::npos) return true;
+  for (std::string_view marker : {"---", "..."}) {
+    if (text.starts_with(marker)) return true;
+    std::string line_start = "\n";
+    line_start += marker;
+    if (text.find(line_start) != std::string_view::npos) return true;
+  }
+  return false;
+}
+
 struct Stray {
   SourceLoc loc;
   char c;
@@ -150,8 +165,12 @@ std::optional<Stray> StrayFlowIndicator(const std::string& file, const std::stri
 
 std::optional<YAML::Node> ParseDocument(YamlReader& r, const std::string& text) {
   try {
-    // The events first: an alias bomb is refused before a tree is built.
-    Scan scan = ScanDocuments(text);
+    // The events first: an alias bomb is refused before a tree is built. The scan reads the
+    // whole text once more (yaml-cpp's scanner is most of a big manifest's load), so it runs
+    // only when the text could hold what it looks for: an alias ('*') or a second document
+    // (a line that starts with '---' or '...').
+    Scan scan;
+    if (MayHoldAliasOrSecondDocument(text)) scan = ScanDocuments(text);
     if (scan.alias_bomb) {
       r.Error(
           SourceLoc{r.file(), scan.alias_bomb->line + 1, scan.alias_bomb->column + 1},

@@ -572,6 +572,16 @@ TEST(Diagnostics, OnlyOneYamlDocumentPerFile) {
               ElementsAre("berth.yaml:2:1: a second YAML document in one file (put each document "
                           "in its own file)"));
   EXPECT_THAT(Problems("berth: 1\n---\n"), IsEmpty());  // an empty trailing document is harmless
+  // After an explicit end ("...") and from a first line that is a document start, too: the
+  // second read of the text (the events) runs whenever a line starts with "---" or "...".
+  EXPECT_THAT(Problems("berth: 1\n...\nberth: 1\n"),
+              ElementsAre("berth.yaml:3:1: a second YAML document in one file (put each document "
+                          "in its own file)"));
+  EXPECT_THAT(Problems("---\nberth: 1\n---\nberth: 1\n"),
+              ElementsAre("berth.yaml:3:1: a second YAML document in one file (put each document "
+                          "in its own file)"));
+  EXPECT_THAT(Problems("--- {berth: 1}\n--- {berth: 1}\n"),
+              ElementsAre(HasSubstr("a second YAML document in one file")));
 }
 
 // yaml-cpp 0.7 takes these for an empty document (and its LoadAll loops forever on them).
