@@ -206,7 +206,10 @@ TEST_F(CrashLoopE2eTest, ASoakGateRollsBackAServiceThatCrashesAfterItsGatesWithO
   UnitProperties later = Props();
   EXPECT_EQ(later.invocation_id, back.invocation_id) << "no second outage";
   EXPECT_EQ(later.active_state, "active");
-  EXPECT_EQ(later.n_restarts, 0u);
+  // systemd's count may keep the crash before the rollback (a restart job that meets the
+  // pending auto-restart does not reset it): none was added since.
+  EXPECT_EQ(later.n_restarts, back.n_restarts) << "restarted by systemd after the rollback";
+  EXPECT_LE(back.n_restarts, 1u);
 }
 
 // Bound to 127.0.0.2 (a loopback address, but not 127.0.0.1): the health gate, berth status
