@@ -421,8 +421,10 @@ TEST_P(RunLoadReaders, WarmUpRequestsAreLeftOutOfTheFigures) {
 
 // The times the generator records reach the figures: one request of four tokens, each chunk
 // 30 ms after the last. The definitions hold exactly between the figures (TPOT is
-// (E2E - TTFT) / 3, the mean ITL a third of the same); no chunk can come before the server
-// sent it, so each gap is at least the server's pause. No bound on how fast anything is.
+// (E2E - TTFT) / 3, the mean ITL a third of the same); the last chunk cannot come before the
+// server sent it, 90 ms after it read the request, so E2E is at least that. A gap between two
+// chunks has no lower bound: a reader descheduled on a busy machine records a chunk late and
+// the next gap short (CI saw E2E - TTFT = 86.6 ms). No bound on how fast anything is.
 TEST_P(RunLoadReaders, TheRecordedTimesReachTheFigures) {
   std::string p = CannedServer::kPause;
   CannedServer server(
@@ -434,10 +436,11 @@ TEST_P(RunLoadReaders, TheRecordedTimesReachTheFigures) {
   ASSERT_EQ(r->requests, 1u);
   EXPECT_EQ(r->output_tokens, 4u);
   EXPECT_GT(r->ttft_p50_ms, 0);
-  EXPECT_GE(r->e2e_p50_ms, r->ttft_p50_ms + 3 * 29.9);
+  EXPECT_GE(r->e2e_p50_ms, 3 * 29.9);
+  EXPECT_GT(r->e2e_p50_ms, r->ttft_p50_ms);
   EXPECT_NEAR(r->tpot_p50_ms, (r->e2e_p50_ms - r->ttft_p50_ms) / 3, 1e-6);
   EXPECT_NEAR(r->itl_mean_ms, (r->e2e_p50_ms - r->ttft_p50_ms) / 3, 1e-6);
-  EXPECT_GE(r->itl_p50_ms, 29.9);
+  EXPECT_GT(r->itl_p50_ms, 0);
   EXPECT_NEAR(r->user_tps_p50, 1000 / r->tpot_p50_ms, 1e-6);
 }
 
