@@ -5,9 +5,11 @@
 // error naming the endpoint and the call, never an exception.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -16,6 +18,15 @@
 #include "core/status.h"
 
 namespace berth {
+
+/// What a client sent and read, counted by its transport (a fleet's cost to etcd, measured by
+/// tests/engine/fleet_simulation_test.cc): one request per HTTP exchange (a watch is one), the
+/// answer bytes as read (headers left out).
+struct EtcdTraffic {
+  std::atomic<uint64_t> requests{0};
+  std::atomic<uint64_t> watches{0};
+  std::atomic<uint64_t> bytes_read{0};
+};
 
 struct EtcdOptions {
   /// "http://host:port", "https://host:port" or "unix:///path/to/socket" (plain HTTP over a
@@ -29,6 +40,8 @@ struct EtcdOptions {
   std::string username;
   std::string password;
   std::chrono::milliseconds timeout{std::chrono::seconds(5)};  // per request, connect included
+  /// When set, counts what this client sends and reads (shared between clients to add up).
+  std::shared_ptr<EtcdTraffic> traffic;
 };
 
 /// One key as etcd stores it.
@@ -44,6 +57,22 @@ struct EtcdKv {
   bool too_large = false;
 };
 
+/// How a watch ended (Etcd::WaitForChange).
+struct EtcdWatchResult {
+  /// Keys under the prefix changed at or after the revision asked for: `events` holds them in
+  /// order. False: the window ran out, or a stop was asked, with no change.
+  bool changed = false;
+  /// etcd compacted away the revision asked for: changes may have been missed, so read again.
+  bool compacted = false;
+  /// The store's revision as of the last message etcd sent (0: none said).
+  int64_t revision = 0;
+  struct Event {
+    bool deleted = false;  // else a put
+    EtcdKv kv;             // a delete: the key and mod_revision only
+  };
+  std::vector<Event> events;
+};
+
 /// The calls berth makes. Errors: Status::Unavailable when no endpoint answered (the message
 /// names each endpoint and why), PermissionDenied for auth failures, Internal for an answer
 /// that is not what etcd sends (the endpoint and the call named). Errors etcd itself states
@@ -57,8 +86,11 @@ class Etcd {
   /// in pages so that no answer passes what berth reads of one. A value larger than
   /// `max_value_bytes` (0: no bound) is not kept: its key comes back with too_large set, so
   /// one oversized key cannot make the whole range fail nor fill berth's memory.
+  /// `revision`, when not null, gets the store's revision the keys were read at (pages after
+  /// the first are read at the first's revision: one consistent view).
   virtual Result<std::vector<EtcdKv>> Range(const std::string& prefix, int64_t limit = 0,
-                                            size_t max_value_bytes = 0) = 0;
+                                            size_t max_value_bytes = 0,
+                                            int64_t* revision = nullptr) = 0;
   /// One key, nullopt when absent.
   virtual Result<std::optional<EtcdKv>> Get(const std::string& key) = 0;
   /// Puts `value` at `key`, attached to `lease` (0: none).
@@ -77,6 +109,32 @@ class Etcd {
   virtual Result<int64_t> KeepAlive(int64_t lease) = 0;
   /// Ends `lease` now; its keys are deleted. A lease that no longer exists is not an error.
   virtual Status Revoke(int64_t lease) = 0;
+  /// Opens a watch of every key under `prefix` from `from_revision` (etcd v3's streamed
+  /// watch: one POST /v3/watch kept open); changes wait for EtcdWatch::Next. A value over
+  /// `max_value_bytes` (0: no bound) comes back too_large, as in Range.
+  virtual Result<std::unique_ptr<class EtcdWatch>> Watch(const std::string& prefix,
+                                                         int64_t from_revision,
+                                                         size_t max_value_bytes = 0);
+  /// One watch, one wait: Watch, then Next.
+  Result<EtcdWatchResult> WaitForChange(const std::string& prefix, int64_t from_revision,
+                                        std::chrono::milliseconds window,
+                                        size_t max_value_bytes = 0,
+                                        const std::atomic<bool>* stop = nullptr);
+  /// Whether Watch is there (false: the caller polls; an in-memory etcd of tests).
+  virtual bool CanWatch() const { return false; }
+};
+
+/// An open watch (Etcd::Watch).
+class EtcdWatch {
+ public:
+  virtual ~EtcdWatch() = default;
+  /// Returns at the next changes (all those that came while nobody asked, up to a few
+  /// thousand), when
+  /// `window` passes, or within 100 ms of `*stop` (when not null) turning true; the last two
+  /// with changed false. Errors as Etcd's calls; a watch that broke off (the connection
+  /// dropped, the server ended or canceled it) is Unavailable, and is done: open another.
+  virtual Result<EtcdWatchResult> Next(std::chrono::milliseconds window,
+                                       const std::atomic<bool>* stop = nullptr) = 0;
 };
 
 /// The client for `options` (checked here: at least one endpoint, each a well-formed URL of an

@@ -1,8 +1,10 @@
 // Etcd through the v3 JSON gateway: request bodies and answers (etcd_wire), transport and
 // failover (etcd_transport), auth tokens and etcd's errors turned into Status here.
 #include <algorithm>
+#include <functional>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "core/json_text.h"
 #include "core/untrusted_text.h"
@@ -40,11 +42,6 @@ struct Answer {
   bool has_error = false;
 };
 
-bool TokenInvalid(const Answer& a) {
-  return a.has_error && (a.error.grpc_code == kGrpcUnauthenticated ||
-                         a.error.message.find("invalid auth token") != std::string::npos);
-}
-
 class GatewayEtcd : public Etcd {
  public:
   /// Keys per range request at first (a fleet's reports are a KiB or two each).
@@ -54,27 +51,32 @@ class GatewayEtcd : public Etcd {
       : options_(options), transport_(std::move(endpoints), options) {}
 
   Result<std::vector<EtcdKv>> Range(const std::string& prefix, int64_t limit,
-                                    size_t max_value_bytes) override {
+                                    size_t max_value_bytes, int64_t* revision) override {
     if (limit < 0) return Status::InvalidArgument("etcd range: a negative limit");
     const std::string end = etcd_wire::RangeEnd(prefix);
     std::string from = prefix.empty() ? std::string(1, '\0') : prefix;
     std::vector<EtcdKv> out;
+    // The first page's revision: later pages are read at it, so that the whole range is one
+    // view of the store.
+    int64_t at = 0;
+    if (revision) *revision = 0;
     auto full = [&] { return limit > 0 && static_cast<int64_t>(out.size()) >= limit; };
     // Keys per request: halved (for the rest of the range) while an answer is too long.
     int64_t page = kRangePageKeys;
     for (;;) {
       int64_t want = limit > 0 ? std::min(page, limit - static_cast<int64_t>(out.size())) : page;
       bool too_long = false;
-      Result<Answer> a = Call("/v3/kv/range", "range", etcd_wire::RangeBody(from, end, want),
-                              /*not_found_ok=*/false, &too_long);
+      Result<Answer> a =
+          Call("/v3/kv/range", "range", etcd_wire::RangeBody(from, end, want, false, at),
+               /*not_found_ok=*/false, &too_long);
       if (!a.ok() && too_long && want > 1) {
         page = std::max<int64_t>(1, want / 2);
         continue;
       }
       if (!a.ok() && too_long) {
         // One value alone is larger than an answer may be: its key, without it.
-        Result<Answer> k =
-            Call("/v3/kv/range", "range", etcd_wire::RangeBody(from, end, 1, /*keys_only=*/true));
+        Result<Answer> k = Call("/v3/kv/range", "range",
+                                etcd_wire::RangeBody(from, end, 1, /*keys_only=*/true, at));
         if (!k.ok()) return k.status();
         std::vector<EtcdKv> keys;
         if (std::string e = etcd_wire::ReadKvs(k->body, &keys); !e.empty())
@@ -88,6 +90,11 @@ class GatewayEtcd : public Etcd {
         continue;
       }
       if (!a.ok()) return a.status();
+      if (at == 0) {
+        if (std::string e = etcd_wire::ReadHeaderRevision(a->body, &at); !e.empty())
+          return Malformed(*a, "range", e);
+        if (revision) *revision = at;
+      }
       std::vector<EtcdKv> kvs;
       bool more = false;
       if (std::string e = etcd_wire::ReadKvs(a->body, &kvs); !e.empty())
@@ -184,6 +191,108 @@ class GatewayEtcd : public Etcd {
     return ttl;
   }
 
+  bool CanWatch() const override { return true; }
+
+  Result<std::unique_ptr<EtcdWatch>> Watch(const std::string& prefix, int64_t from_revision,
+                                           size_t max_value_bytes) override {
+    const std::string body =
+        DumpJson(etcd_wire::WatchCreateBody(prefix.empty() ? std::string(1, '\0') : prefix,
+                                            etcd_wire::RangeEnd(prefix), from_revision));
+    if (!options_.username.empty() && !Authenticated()) BERTH_RETURN_IF_ERROR(Authenticate());
+    auto stream = transport_.OpenStream("/v3/watch", body, Token());
+    if (!stream.ok()) return stream.status();
+    return std::unique_ptr<EtcdWatch>(
+        new GatewayWatch(this, std::move(stream).value(), max_value_bytes));
+  }
+
+ private:
+  class GatewayWatch : public EtcdWatch {
+   public:
+    GatewayWatch(GatewayEtcd* etcd, std::unique_ptr<EtcdStream> stream, size_t max_value_bytes)
+        : etcd_(etcd), stream_(std::move(stream)), max_value_bytes_(max_value_bytes) {}
+
+    Result<EtcdWatchResult> Next(std::chrono::milliseconds window,
+                                 const std::atomic<bool>* stop) override {
+      const std::string where = "etcd " + stream_->endpoint() + " watch";
+      if (!broken_.ok()) return broken_;
+      EtcdWatchResult result;
+      std::string problem;
+      etcd_wire::EtcdError error;
+      bool has_error = false;
+      std::function<bool(std::string_view)> on_line = [&](std::string_view line) {
+        json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
+        if (j.is_discarded()) {
+          problem = "a line that is not JSON: '" + Snippet(std::string(line)) + "'";
+          return false;
+        }
+        if (etcd_wire::ReadError(j, &error)) {
+          has_error = true;
+          return false;
+        }
+        if (long status = stream_->status(); status != 200) {
+          problem = "HTTP " + std::to_string(status) + " without an etcd error: '" +
+                    Snippet(std::string(line)) + "'";
+          return false;
+        }
+        etcd_wire::WatchMessage m;
+        if (std::string e = etcd_wire::ReadWatchMessage(j, max_value_bytes_, &m); !e.empty()) {
+          problem = e + ": '" + Snippet(std::string(line)) + "'";
+          return false;
+        }
+        if (m.revision > 0) result.revision = m.revision;
+        if (m.canceled) {
+          if (m.compact_revision > 0) {
+            // The revision asked for is gone: whatever changed since cannot be told.
+            result.changed = result.compacted = true;
+            ended_ = true;
+          } else {
+            problem = "etcd canceled the watch" +
+                      (m.cancel_reason.empty() ? "" : " (" + EscapeLine(m.cancel_reason) + ")");
+          }
+          return false;
+        }
+        if (m.events.empty()) return true;  // created, or a progress notice
+        result.changed = true;
+        for (auto& e : m.events) result.events.push_back(std::move(e));
+        return false;
+      };
+      if (ended_) return Status::Unavailable(where + ": the watch was canceled (compacted)");
+      bool timed_out = false;
+      Status read = stream_->Read(window, on_line, stop, &timed_out);
+      // Then what already came, without waiting: one answer for a burst of changes.
+      for (int more = 0; read.ok() && result.changed && !result.compacted && !has_error &&
+                         problem.empty() && more < 4096;
+           ++more) {
+        size_t before = result.events.size();
+        read = stream_->Read(std::chrono::milliseconds(0), on_line, nullptr, &timed_out);
+        if (result.events.size() == before) break;
+      }
+      if (has_error) {
+        broken_ = etcd_->FromEtcdError(where, error, !etcd_->options_.username.empty());
+        return broken_;
+      }
+      if (!problem.empty()) {
+        broken_ = Status::Internal(where + ": unexpected answer (" + problem +
+                                   ") (is this endpoint etcd's client URL?)");
+        return broken_;
+      }
+      if (result.changed) return result;
+      if (!read.ok()) {
+        broken_ = read.WithContext(where);
+        return broken_;
+      }
+      return result;
+    }
+
+   private:
+    GatewayEtcd* etcd_;
+    std::unique_ptr<EtcdStream> stream_;
+    size_t max_value_bytes_;
+    Status broken_;
+    bool ended_ = false;
+  };
+
+ public:
   Status Revoke(int64_t lease) override {
     Result<Answer> a = Call("/v3/lease/revoke", "lease revoke", etcd_wire::LeaseIdBody(lease),
                             /*not_found_ok=*/true);
@@ -208,6 +317,16 @@ class GatewayEtcd : public Etcd {
   std::string Token() {
     std::lock_guard<std::mutex> lock(mu_);
     return token_;
+  }
+
+  bool Authenticated() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return authenticated_;
+  }
+
+  static bool IsTokenInvalid(const etcd_wire::EtcdError& e) {
+    return e.grpc_code == kGrpcUnauthenticated ||
+           e.message.find("invalid auth token") != std::string::npos;
   }
 
   /// POSTs once; parses the answer's JSON and any error etcd states in it.
@@ -278,15 +397,19 @@ class GatewayEtcd : public Etcd {
       if (need) BERTH_RETURN_IF_ERROR(Authenticate());
     }
     Result<Answer> a = PostOnce(path, call, body, Token(), too_long);
-    if (auth && a.ok() && TokenInvalid(*a)) {
+    if (auth && a.ok() && a->has_error && IsTokenInvalid(a->error)) {
       BERTH_RETURN_IF_ERROR(Authenticate());
       a = PostOnce(path, call, body, Token(), too_long);
     }
     if (!a.ok() || !a->has_error) return a;
-    const etcd_wire::EtcdError& e = a->error;
-    std::string where = "etcd " + a->endpoint + " " + call + ": " + e.message;
-    if (not_found_ok && e.grpc_code == kGrpcNotFound) return a;
-    if (TokenInvalid(*a) || e.grpc_code == kGrpcPermissionDenied ||
+    if (not_found_ok && a->error.grpc_code == kGrpcNotFound) return a;
+    return FromEtcdError("etcd " + a->endpoint + " " + call, a->error, auth);
+  }
+
+  /// What etcd said went wrong, as a Status; `call` is "etcd ENDPOINT CALL".
+  Status FromEtcdError(const std::string& call, const etcd_wire::EtcdError& e, bool auth) {
+    std::string where = call + ": " + e.message;
+    if (IsTokenInvalid(e) || e.grpc_code == kGrpcPermissionDenied ||
         e.message.find("user name is empty") != std::string::npos) {
       return Status::PermissionDenied(
           where + (auth ? " (user '" + options_.username + "' lacks the permission)"
@@ -322,6 +445,18 @@ class GatewayEtcd : public Etcd {
 };
 
 }  // namespace
+
+Result<std::unique_ptr<EtcdWatch>> Etcd::Watch(const std::string&, int64_t, size_t) {
+  return Status::FailedPrecondition("this etcd client cannot watch");
+}
+
+Result<EtcdWatchResult> Etcd::WaitForChange(const std::string& prefix, int64_t from_revision,
+                                            std::chrono::milliseconds window,
+                                            size_t max_value_bytes, const std::atomic<bool>* stop) {
+  auto watch = Watch(prefix, from_revision, max_value_bytes);
+  if (!watch.ok()) return watch.status();
+  return (*watch)->Next(window, stop);
+}
 
 Result<std::unique_ptr<Etcd>> ConnectEtcd(const EtcdOptions& options) {
   if (options.endpoints.empty())

@@ -3,6 +3,7 @@
 
 #include <curl/curl.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -15,11 +16,13 @@ namespace {
 struct Body {
   std::string text;
   bool truncated = false;
+  EtcdTraffic* traffic = nullptr;
 };
 
 size_t WriteBody(char* data, size_t size, size_t nmemb, void* user) {
   auto* body = static_cast<Body*>(user);
   size_t n = size * nmemb;
+  if (body->traffic) body->traffic->bytes_read += n;
   if (body->text.size() + n > EtcdTransport::kMaxBodyBytes) {
     body->truncated = true;
     return 0;  // makes curl stop with CURLE_WRITE_ERROR
@@ -149,8 +152,10 @@ EtcdTransport::Attempt EtcdTransport::PostOnce(void* easy, const EtcdEndpoint& e
   Attempt a;
   a.answer.endpoint = endpoint.name;
   Body received;
+  received.traffic = options_.traffic.get();
   char errbuf[CURL_ERROR_SIZE] = {0};
   long timeout_ms = static_cast<long>(options_.timeout.count());
+  if (options_.traffic) ++options_.traffic->requests;
   std::string url = endpoint.base_url + path;
   std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> headers(nullptr,
                                                                       &curl_slist_free_all);
@@ -242,6 +247,146 @@ Result<EtcdHttpAnswer> EtcdTransport::Post(const std::string& path, const std::s
   GiveBack(easy);
   return Status::Unavailable("etcd " + call + ": no endpoint answered: " + tried +
                              " (check that etcd runs and that the endpoints are right)");
+}
+
+}  // namespace berth
+
+namespace berth {
+
+Result<std::unique_ptr<EtcdStream>> EtcdTransport::OpenStream(const std::string& path,
+                                                              const std::string& body,
+                                                              const std::string& token) {
+  const EtcdEndpoint& endpoint = endpoints_[preferred_.load() % endpoints_.size()];
+  std::unique_ptr<EtcdStream> s(new EtcdStream());
+  s->endpoint_ = endpoint.name;
+  s->url_ = endpoint.base_url + path;
+  s->body_ = body;
+  s->unix_path_ = endpoint.unix_path;
+  s->traffic_ = options_.traffic.get();
+  s->easy_ = curl_easy_init();
+  s->multi_ = curl_multi_init();
+  if (!s->easy_ || !s->multi_)
+    return Status::Internal("etcd watch: curl_easy_init failed (out of memory?)");
+  curl_slist* list = curl_slist_append(nullptr, "Content-Type: application/json");
+  if (list && !token.empty()) {
+    curl_slist* more = curl_slist_append(list, ("Authorization: " + token).c_str());
+    if (more) list = more;
+  }
+  s->headers_ = list;
+  CURL* easy = s->easy_;
+  curl_easy_setopt(easy, CURLOPT_URL, s->url_.c_str());
+  RestrictToHttp(easy);
+  if (!s->unix_path_.empty())
+    curl_easy_setopt(easy, CURLOPT_UNIX_SOCKET_PATH, s->unix_path_.c_str());
+  curl_easy_setopt(easy, CURLOPT_NOPROXY, "*");
+  curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 0L);
+  s->timeout_ms_ = static_cast<long>(options_.timeout.count());
+  curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, s->timeout_ms_);
+  curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L);
+  curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, s->errbuf_);
+  curl_easy_setopt(easy, CURLOPT_HTTPHEADER, list);
+  curl_easy_setopt(easy, CURLOPT_POSTFIELDS, s->body_.c_str());
+  curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(s->body_.size()));
+  curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, &EtcdStream::Write);
+  curl_easy_setopt(easy, CURLOPT_WRITEDATA, s.get());
+  curl_easy_setopt(easy, CURLOPT_USERAGENT, "berth-etcd/" BERTH_VERSION);
+  if (endpoint.https) {
+    if (!options_.ca_file.empty()) curl_easy_setopt(easy, CURLOPT_CAINFO, options_.ca_file.c_str());
+    if (!options_.cert_file.empty())
+      curl_easy_setopt(easy, CURLOPT_SSLCERT, options_.cert_file.c_str());
+    if (!options_.key_file.empty())
+      curl_easy_setopt(easy, CURLOPT_SSLKEY, options_.key_file.c_str());
+  }
+  if (curl_multi_add_handle(s->multi_, easy) != CURLM_OK)
+    return Status::Internal("etcd watch: curl_multi_add_handle failed");
+  if (options_.traffic) {
+    ++options_.traffic->requests;
+    ++options_.traffic->watches;
+  }
+  return s;
+}
+
+EtcdStream::~EtcdStream() {
+  if (multi_ && easy_) curl_multi_remove_handle(multi_, easy_);
+  if (easy_) curl_easy_cleanup(easy_);
+  if (multi_) curl_multi_cleanup(multi_);
+  curl_slist_free_all(static_cast<curl_slist*>(headers_));
+}
+
+size_t EtcdStream::Write(char* data, size_t size, size_t nmemb, void* user) {
+  auto* s = static_cast<EtcdStream*>(user);
+  size_t n = size * nmemb;
+  if (s->traffic_) s->traffic_->bytes_read += n;
+  std::string_view in(data, n);
+  while (!in.empty()) {
+    size_t nl = in.find('\n');
+    std::string_view piece = in.substr(0, nl);
+    if (s->partial_.size() + piece.size() > EtcdTransport::kMaxBodyBytes) {
+      s->too_long_ = true;
+      return 0;
+    }
+    s->partial_.append(piece);
+    if (nl == std::string_view::npos) break;
+    in.remove_prefix(nl + 1);
+    if (!s->partial_.empty() && s->partial_.back() == '\r') s->partial_.pop_back();
+    if (!s->partial_.empty()) s->lines_.push_back(std::move(s->partial_));
+    s->partial_.clear();
+  }
+  return n;
+}
+
+long EtcdStream::status() const { return easy_ ? ResponseStatus(easy_) : 0; }
+
+Status EtcdStream::Read(std::chrono::milliseconds window,
+                        const std::function<bool(std::string_view)>& on_line,
+                        const std::atomic<bool>* stop, bool* timed_out) {
+  *timed_out = false;
+  const auto deadline = std::chrono::steady_clock::now() + window;
+  for (;;) {
+    while (!lines_.empty()) {
+      std::string line = std::move(lines_.front());
+      lines_.pop_front();
+      if (!on_line(line)) return Status::Ok();
+    }
+    if (too_long_)
+      return Status::Internal("a line of the stream is longer than " +
+                              std::to_string(EtcdTransport::kMaxBodyBytes) + " bytes");
+    if (ended_) return Status::Unavailable(error_);
+    if (stop && stop->load()) return Status::Ok();
+    int running = 0;
+    curl_multi_perform(multi_, &running);
+    int queued = 0;
+    while (CURLMsg* m = curl_multi_info_read(multi_, &queued)) {
+      if (m->msg != CURLMSG_DONE) continue;
+      ended_ = true;
+      CURLcode code = m->data.result;
+      if (code == CURLE_OK && !partial_.empty()) lines_.push_back(std::move(partial_));
+      partial_.clear();
+      if (too_long_) {
+        // Reported above, on the next turn.
+      } else if (code == CURLE_OK) {
+        error_ = "the server ended the stream";
+      } else {
+        long os_errno = 0;
+        curl_easy_getinfo(easy_, CURLINFO_OS_ERRNO, &os_errno);
+        EtcdEndpoint e;
+        e.name = endpoint_;
+        e.unix_path = unix_path_;
+        e.https = url_.starts_with("https://");
+        error_ = TransportError(code, os_errno, errbuf_, e, timeout_ms_, status() != 0);
+      }
+    }
+    if (!lines_.empty() || ended_ || too_long_) continue;
+    auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) {
+      *timed_out = true;
+      return Status::Ok();
+    }
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
+    int wait_ms = static_cast<int>(std::clamp<int64_t>(left.count(), 1, 100));
+    curl_multi_poll(multi_, nullptr, 0, wait_ms, nullptr);
+  }
 }
 
 }  // namespace berth

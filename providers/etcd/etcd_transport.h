@@ -4,9 +4,13 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
@@ -34,6 +38,45 @@ struct EtcdHttpAnswer {
   std::string body;
 };
 
+/// A streamed answer kept open across reads (EtcdTransport::OpenStream): the lines that arrive
+/// while nobody reads wait in the socket and in a queue here.
+class EtcdStream {
+ public:
+  ~EtcdStream();
+  EtcdStream(const EtcdStream&) = delete;
+  EtcdStream& operator=(const EtcdStream&) = delete;
+  /// Gives the lines, queued and arriving, to `on_line` until it returns false (the lines after
+  /// that one stay queued), `window` passes (Ok, `*timed_out`), or `*stop` (when not null) turns
+  /// true (Ok, checked every 100 ms). Unavailable once the stream broke off or the server ended
+  /// it (after its last lines); Internal for a line over EtcdTransport::kMaxBodyBytes.
+  Status Read(std::chrono::milliseconds window,
+              const std::function<bool(std::string_view)>& on_line, const std::atomic<bool>* stop,
+              bool* timed_out);
+  /// The answer's HTTP status once its head came, else 0.
+  long status() const;
+  const std::string& endpoint() const { return endpoint_; }
+
+ private:
+  friend class EtcdTransport;
+  EtcdStream() = default;
+  static size_t Write(char* data, size_t size, size_t nmemb, void* user);
+  void* multi_ = nullptr;
+  void* easy_ = nullptr;
+  void* headers_ = nullptr;  // curl_slist
+  std::string endpoint_;
+  std::string url_;
+  std::string body_;
+  std::string unix_path_;
+  char errbuf_[256] = {0};
+  long timeout_ms_ = 0;
+  EtcdTraffic* traffic_ = nullptr;
+  std::deque<std::string> lines_;
+  std::string partial_;
+  bool ended_ = false;
+  bool too_long_ = false;
+  std::string error_;  // how it ended, when it did
+};
+
 class EtcdTransport {
  public:
   static constexpr size_t kMaxBodyBytes = 16 << 20;
@@ -56,6 +99,11 @@ class EtcdTransport {
                               bool* too_long = nullptr);
 
   const std::vector<EtcdEndpoint>& endpoints() const { return endpoints_; }
+
+  /// Opens a streamed POST kept open across reads (a watch) at the endpoint that answered last.
+  /// Connecting happens on the first read.
+  Result<std::unique_ptr<EtcdStream>> OpenStream(const std::string& path, const std::string& body,
+                                                 const std::string& token);
 
  private:
   struct Attempt;

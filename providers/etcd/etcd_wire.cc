@@ -46,13 +46,21 @@ std::string RangeEnd(std::string_view prefix) {
   return end;
 }
 
-json RangeBody(const std::string& key, const std::string& range_end, int64_t limit,
-               bool keys_only) {
+json RangeBody(const std::string& key, const std::string& range_end, int64_t limit, bool keys_only,
+               int64_t revision) {
   json body = {{"key", Base64Encode(key)}};
   if (!range_end.empty()) body["range_end"] = Base64Encode(range_end);
   if (limit > 0) body["limit"] = Str(limit);
   if (keys_only) body["keys_only"] = true;
+  if (revision > 0) body["revision"] = Str(revision);
   return body;
+}
+
+json WatchCreateBody(const std::string& key, const std::string& range_end, int64_t start_revision) {
+  json create = {{"key", Base64Encode(key)}};
+  if (!range_end.empty()) create["range_end"] = Base64Encode(range_end);
+  if (start_revision > 0) create["start_revision"] = Str(start_revision);
+  return {{"create_request", create}};
 }
 
 json PutBody(const std::string& key, const std::string& value, int64_t lease) {
@@ -166,6 +174,62 @@ std::string ReadKeepAlive(const json& message, int64_t* ttl) {
   if (it == message.end() || !it->is_object()) return "no \"result\" object";
   if (std::string e = ReadInt64(*it, "TTL", ttl); !e.empty()) return e;
   if (*ttl < 0) return "a negative \"TTL\"";
+  return "";
+}
+
+std::string ReadHeaderRevision(const json& answer, int64_t* revision) {
+  *revision = 0;
+  if (!answer.is_object()) return "the answer is not a JSON object";
+  auto it = answer.find("header");
+  if (it == answer.end()) return "";
+  if (!it->is_object()) return "\"header\" is not an object";
+  if (std::string e = ReadInt64(*it, "revision", revision); !e.empty()) return "header: " + e;
+  if (*revision < 0) return "a negative header revision";
+  return "";
+}
+
+std::string ReadWatchMessage(const json& message, size_t max_value_bytes, WatchMessage* out) {
+  *out = WatchMessage();
+  if (!message.is_object()) return "the message is not a JSON object";
+  auto it = message.find("result");
+  if (it == message.end() || !it->is_object()) return "no \"result\" object";
+  const json& r = *it;
+  for (auto [field, flag] :
+       {std::pair{"created", &out->created}, std::pair{"canceled", &out->canceled}}) {
+    auto f = r.find(field);
+    if (f == r.end()) continue;
+    if (!f->is_boolean()) return std::string("\"") + field + "\" is not a boolean";
+    *flag = f->get<bool>();
+  }
+  if (std::string e = ReadInt64(r, "compact_revision", &out->compact_revision); !e.empty())
+    return e;
+  if (auto f = r.find("cancel_reason"); f != r.end() && f->is_string())
+    out->cancel_reason = f->get<std::string>().substr(0, 200);
+  if (std::string e = ReadHeaderRevision(r, &out->revision); !e.empty()) return e;
+  auto events = r.find("events");
+  if (events == r.end()) return "";
+  if (!events->is_array()) return "\"events\" is not an array";
+  for (const json& ev : *events) {
+    if (!ev.is_object()) return "an events[] entry is not an object";
+    EtcdWatchResult::Event event;
+    auto type = ev.find("type");
+    if (type != ev.end()) {
+      if (!type->is_string()) return "an event's \"type\" is not a string";
+      const std::string& t = type->get_ref<const std::string&>();
+      if (t == "DELETE")
+        event.deleted = true;
+      else if (t != "PUT")
+        return "an event's \"type\" is '" + t.substr(0, 20) + "', neither PUT nor DELETE";
+    }
+    auto kv = ev.find("kv");
+    if (kv == ev.end()) return "an event has no \"kv\"";
+    if (std::string e = ReadKv(*kv, &event.kv); !e.empty()) return "events[]." + e;
+    if (max_value_bytes > 0 && event.kv.value.size() > max_value_bytes) {
+      event.kv.value.clear();
+      event.kv.too_large = true;
+    }
+    out->events.push_back(std::move(event));
+  }
   return "";
 }
 

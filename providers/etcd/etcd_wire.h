@@ -21,7 +21,10 @@ std::string RangeEnd(std::string_view prefix);
 /// A range from `key` to `range_end` of at most `limit` keys (0: all); `keys_only`: without
 /// their values.
 nlohmann::json RangeBody(const std::string& key, const std::string& range_end, int64_t limit,
-                         bool keys_only = false);
+                         bool keys_only = false, int64_t revision = 0);
+/// A watch's create_request for the keys from `key` to `range_end` from `start_revision`.
+nlohmann::json WatchCreateBody(const std::string& key, const std::string& range_end,
+                               int64_t start_revision);
 nlohmann::json PutBody(const std::string& key, const std::string& value, int64_t lease);
 nlohmann::json DeleteBody(const std::string& key);
 /// Txn: compare CREATE createRevision == 0, success put (with lease), failure range of the key.
@@ -46,6 +49,22 @@ std::string ReadGrant(const nlohmann::json& answer, int64_t* id);
 /// One message of the keepalive stream ({"result": {...}}): the TTL left, 0 when the lease is
 /// gone (etcd then leaves TTL out). An {"error": {...}} message is for ReadError.
 std::string ReadKeepAlive(const nlohmann::json& message, int64_t* ttl);
+/// The "revision" of an answer's "header" (absent: 0).
+std::string ReadHeaderRevision(const nlohmann::json& answer, int64_t* revision);
+/// One message of a watch stream ({"result": {...}}): whether the watch was created or
+/// canceled (with compact_revision when etcd compacted the revision asked for), its header's
+/// revision and its events (kv.key and kv.value decoded; "type": "DELETE" or absent, a put).
+/// A message whose values pass `max_value_bytes` (0: no bound) keeps their keys, too_large.
+struct WatchMessage {
+  bool created = false;
+  bool canceled = false;
+  int64_t compact_revision = 0;
+  std::string cancel_reason;
+  int64_t revision = 0;
+  std::vector<EtcdWatchResult::Event> events;
+};
+std::string ReadWatchMessage(const nlohmann::json& message, size_t max_value_bytes,
+                             WatchMessage* out);
 /// An authenticate answer: its non-empty "token".
 std::string ReadToken(const nlohmann::json& answer, std::string* token);
 

@@ -224,6 +224,65 @@ TEST_F(FleetTurnTest, NoMoreHostsHoldASlotAtOnceThanMaxUnavailableAndEachGetsIts
   for (const auto& [k, v] : etcd.kv()) EXPECT_EQ(k.find("/slots/"), std::string::npos) << k;
 }
 
+// A report that says what etcd already holds is not written again (a no-op pass costs etcd a
+// read, not a write), until the one there is kFleetReportRefreshSeconds old; a change of state
+// is written at once.
+TEST_F(FleetTurnTest, AnUnchangedReportIsWrittenAgainOnlyOnceItIsOld) {
+  FleetSpec f = Fleet(1);
+  FleetTurn turn(f, &etcd, Options("gpu-01"));
+  auto puts = [&] {
+    int n = 0;
+    for (const std::string& c : etcd.calls()) n += c.starts_with("put ");
+    return n;
+  };
+  FleetReport converged;
+  converged.state = kFleetConverged;
+  ASSERT_TRUE(turn.Publish(converged).ok());
+  EXPECT_EQ(puts(), 1);
+  clock.Advance(std::chrono::seconds(kFleetReportRefreshSeconds - 1));
+  ASSERT_TRUE(turn.Publish(converged).ok());
+  EXPECT_EQ(puts(), 1) << "the same report, 9 minutes later: not written";
+  clock.Advance(std::chrono::seconds(1));
+  ASSERT_TRUE(turn.Publish(converged).ok());
+  EXPECT_EQ(puts(), 2) << "10 minutes old: written again, as a sign of life";
+  FleetReport failed = converged;
+  failed.state = kFleetFailed;
+  ASSERT_TRUE(turn.Publish(failed).ok());
+  EXPECT_EQ(puts(), 3) << "a new state is written at once";
+  auto kv = etcd.kv();
+  auto r = FleetReportFromJson(kv.at("/berth/fleets/prod/hosts/gpu-01").value, "k");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->state, kFleetFailed);
+}
+
+// A watch that fails makes the wait fall back to reading the fleet every poll, doubling to
+// 8 × poll, and says so once.
+TEST_F(FleetTurnTest, ABrokenWatchFallsBackToPollingWithBackoffAndSaysSo) {
+  FleetSpec f = Fleet(1);
+  FleetTurn holder(f, &etcd, Options("gpu-02"));
+  ASSERT_TRUE(holder.Acquire().ok());
+  etcd.SetBrokenWatch(true);
+  FleetTurnOptions o = Options("gpu-01");
+  std::vector<std::string> said;
+  o.say = [&](const std::string& line) { said.push_back(line); };
+  FleetTurn waiter(f, &etcd, o);
+  Status s = waiter.Acquire();
+  EXPECT_EQ(s.code(), Status::Code::kUnavailable);
+  EXPECT_THAT(s.message(), HasSubstr("waited 60s (fleet.wait) for a turn"));
+  int falls = 0;
+  for (const std::string& line : said)
+    falls += line.find(
+                 "watching etcd failed (etcd http://etcd-1:2379 watch: the server ended "
+                 "the stream); polling instead") != std::string::npos;
+  EXPECT_EQ(falls, 1) << ::testing::PrintToString(said);
+  ASSERT_GE(clock.sleeps.size(), 5u);
+  EXPECT_EQ(clock.sleeps[0], std::chrono::seconds(1));
+  EXPECT_EQ(clock.sleeps[1], std::chrono::seconds(2));
+  EXPECT_EQ(clock.sleeps[2], std::chrono::seconds(4));
+  EXPECT_EQ(clock.sleeps[3], std::chrono::seconds(8));
+  EXPECT_EQ(clock.sleeps[4], std::chrono::seconds(8));
+}
+
 TEST_F(FleetTurnTest, AHostWaitsWhileTheSlotIsHeldAndGoesOnceItsLeaseExpires) {
   FleetSpec f = Fleet(1);
   FleetTurn first(f, &etcd, Options("gpu-01"));
@@ -501,8 +560,9 @@ class FleetReconcilerTest : public ReconcilerTest {
   // The pass owns its client; they all share this one etcd.
   struct EtcdView : Etcd {
     explicit EtcdView(FakeEtcd* fake) : e(fake) {}
-    Result<std::vector<EtcdKv>> Range(const std::string& p, int64_t l, size_t max) override {
-      return e->Range(p, l, max);
+    Result<std::vector<EtcdKv>> Range(const std::string& p, int64_t l, size_t max,
+                                      int64_t* revision) override {
+      return e->Range(p, l, max, revision);
     }
     Result<std::optional<EtcdKv>> Get(const std::string& k) override { return e->Get(k); }
     Status Put(const std::string& k, const std::string& v, int64_t l) override {

@@ -498,5 +498,98 @@ TEST_F(EtcdClientTest, CallsFailWhileEtcdIsDownAndWorkAfterItIsBack) {
   EXPECT_TRUE(etcd_->Put("killed", "1").ok());
 }
 
+// A watch from the revision after a range sees what changed since, in order (a put and a
+// delete made before the watch opened included: nothing falls between the read and the watch),
+// and only keys under its prefix; a watch with nothing to see ends when its window passes, one
+// asked to stop ends at the stop, and one from a compacted revision says so.
+TEST_F(EtcdClientTest, AWatchFromARangesRevisionSeesEveryChangeSinceUnderItsPrefix) {
+  BERTH_REQUIRE_ETCD();
+  StartEtcd();
+  ASSERT_TRUE(etcd_->Put("/f/a", "1").ok());
+  ASSERT_TRUE(etcd_->Put("/f/b", "1").ok());
+  int64_t revision = 0;
+  auto kvs = etcd_->Range("/f/", 0, 0, &revision);
+  ASSERT_TRUE(kvs.ok()) << kvs.status().message();
+  ASSERT_EQ(kvs->size(), 2u);
+  EXPECT_EQ(revision, kvs->back().mod_revision);
+  ASSERT_TRUE(etcd_->Put("/g/outside", "1").ok());
+  ASSERT_TRUE(etcd_->Put("/f/c", "2").ok());
+  ASSERT_TRUE(etcd_->Delete("/f/a").ok());
+
+  std::vector<EtcdWatchResult::Event> seen;
+  int64_t from = revision + 1;
+  while (seen.size() < 2) {
+    auto w = etcd_->WaitForChange("/f/", from, std::chrono::seconds(20));
+    ASSERT_TRUE(w.ok()) << w.status().message();
+    ASSERT_TRUE(w->changed);
+    ASSERT_FALSE(w->events.empty());
+    for (auto& e : w->events) seen.push_back(e);
+    from = w->events.back().kv.mod_revision + 1;
+  }
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0].kv.key, "/f/c");
+  EXPECT_EQ(seen[0].kv.value, "2");
+  EXPECT_FALSE(seen[0].deleted);
+  EXPECT_EQ(seen[1].kv.key, "/f/a");
+  EXPECT_TRUE(seen[1].deleted);
+
+  // Nothing more under /f/: the window passes (a change under /g/ does not count).
+  ASSERT_TRUE(etcd_->Put("/g/outside", "2").ok());
+  auto quiet = etcd_->WaitForChange("/f/", from, std::chrono::milliseconds(300));
+  ASSERT_TRUE(quiet.ok()) << quiet.status().message();
+  EXPECT_FALSE(quiet->changed);
+
+  // A change while the watch waits ends it; a stop ends it without one.
+  std::thread writer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    EXPECT_TRUE(Connect(server_->client_url())->Put("/f/d", "3").ok());
+  });
+  auto woke = etcd_->WaitForChange("/f/", from, std::chrono::seconds(60));
+  writer.join();
+  ASSERT_TRUE(woke.ok()) << woke.status().message();
+  ASSERT_TRUE(woke->changed);
+  EXPECT_EQ(woke->events.at(0).kv.key, "/f/d");
+  from = woke->events.back().kv.mod_revision + 1;
+  std::atomic<bool> stop{false};
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    stop = true;
+  });
+  auto stopped = etcd_->WaitForChange("/f/", from, std::chrono::seconds(60), 0, &stop);
+  stopper.join();
+  ASSERT_TRUE(stopped.ok()) << stopped.status().message();
+  EXPECT_FALSE(stopped->changed);
+
+  // Compacted past the revision asked for: the watch says so.
+  std::string answer;
+  ASSERT_EQ(server_->Post("/v3/kv/compaction",
+                          "{\"revision\":\"" + std::to_string(from - 1) + "\"}", &answer),
+            200)
+      << answer;
+  auto compacted = etcd_->WaitForChange("/f/", revision, std::chrono::seconds(20));
+  ASSERT_TRUE(compacted.ok()) << compacted.status().message();
+  EXPECT_TRUE(compacted->changed);
+  EXPECT_TRUE(compacted->compacted);
+}
+
+// A client's traffic is counted: one request per exchange, a watch among them, and the bytes
+// of the answers.
+TEST_F(EtcdClientTest, TrafficCountsRequestsWatchesAndBytesRead) {
+  BERTH_REQUIRE_ETCD();
+  StartEtcd();
+  EtcdOptions options;
+  options.endpoints = {server_->client_url()};
+  options.traffic = std::make_shared<EtcdTraffic>();
+  auto etcd = Connect(options);
+  ASSERT_TRUE(etcd->Put("/t/a", std::string(1000, 'x')).ok());
+  auto kvs = etcd->Range("/t/");
+  ASSERT_TRUE(kvs.ok());
+  auto w = etcd->WaitForChange("/t/", 1, std::chrono::seconds(20));
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_EQ(options.traffic->requests.load(), 3u);
+  EXPECT_EQ(options.traffic->watches.load(), 1u);
+  EXPECT_GT(options.traffic->bytes_read.load(), 2 * 1000 * 4 / 3) << "the value came twice";
+}
+
 }  // namespace
 }  // namespace berth

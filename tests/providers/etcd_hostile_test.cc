@@ -271,6 +271,53 @@ TEST(EtcdHostileTest, ARequestSentWithoutAnswerIsNotRepeatedElsewhereButTheNextO
   ASSERT_TRUE(kv.ok() && kv->has_value());
 }
 
+// A watch against things that are not etcd's watch stream: a line that is not JSON, a message of
+// the wrong shape, an error status without etcd's error, etcd's error, a stream that ends with no
+// change. Each is an error naming the endpoint and "watch", never a change nor an exception;
+// a cancel for a compacted revision is a change to read again.
+TEST(EtcdHostileTest, AWatchStreamThatIsNotEtcdsIsAnErrorNamingTheWatch) {
+  const std::string created = R"({"result":{"header":{"revision":"3"},"created":true}})";
+  struct Case {
+    HostileServer::Response response;
+    Status::Code code;
+    const char* says;
+  };
+  std::vector<Case> cases = {
+      {{200, created + "\n<html>hello</html>\n"}, Status::Code::kInternal, "not JSON"},
+      {{200, created + "\n{\"result\":{\"events\":[{\"kv\":{\"key\":\"!!\"}}]}}\n"},
+       Status::Code::kInternal,
+       "not base64"},
+      {{502, "bad gateway"}, Status::Code::kInternal, "not JSON"},
+      {{503, "{}"}, Status::Code::kInternal, "HTTP 503"},
+      {{200, R"({"error":{"grpc_code":14,"message":"etcdserver: no leader"}})"},
+       Status::Code::kUnavailable,
+       "no leader"},
+      {{200, created + "\n"}, Status::Code::kUnavailable, "ended the stream"},
+      {{200, created + "\n" + R"({"result":{"canceled":true,"cancel_reason":"x\u001b[2J"}})"},
+       Status::Code::kInternal,
+       R"(canceled the watch (x\x1b[2J))"},
+      {{200, "", /*hang_up=*/true}, Status::Code::kUnavailable, "watch"},
+  };
+  for (const Case& c : cases) {
+    HostileServer server({{"/v3/watch", c.response}});
+    auto etcd = Connect(server);
+    auto w = etcd->WaitForChange("/f/", 4, std::chrono::seconds(5));
+    ASSERT_FALSE(w.ok()) << c.says;
+    EXPECT_EQ(w.status().code(), c.code) << w.status().message();
+    EXPECT_THAT(w.status().message(), AllOf(HasSubstr(c.says), HasSubstr("watch")));
+    if (c.code == Status::Code::kInternal) {
+      EXPECT_THAT(w.status().message(), HasSubstr(server.url()));
+    }
+  }
+  HostileServer compacted(
+      {{"/v3/watch",
+        {200, created + "\n" + R"({"result":{"canceled":true,"compact_revision":"9"}})"}}});
+  auto w = Connect(compacted)->WaitForChange("/f/", 4, std::chrono::seconds(5));
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_TRUE(w->changed);
+  EXPECT_TRUE(w->compacted);
+}
+
 TEST(EtcdConfigTest, ConnectEtcdNamesWhatIsWrong) {
   auto error = [](const EtcdOptions& options) {
     Result<std::unique_ptr<Etcd>> etcd = ConnectEtcd(options);

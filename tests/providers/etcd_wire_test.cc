@@ -142,5 +142,65 @@ TEST(EtcdWire, ReadsBothErrorShapes) {
   EXPECT_FALSE(etcd_wire::ReadError(json::parse(R"({"header":{}})"), &e));
 }
 
+// A watch's create_request selects the prefix's keys from a revision; the messages etcd streams
+// back (created, events of puts and deletes, a cancel for a compacted revision) are read with
+// their header's revision, and every wrong shape says what is wrong.
+TEST(EtcdWire, WatchBodiesAndMessages) {
+  json body = etcd_wire::WatchCreateBody("/f/", etcd_wire::RangeEnd("/f/"), 42);
+  EXPECT_EQ(body.dump(), R"({"create_request":{"key":")" + Base64Encode("/f/") +
+                             R"(","range_end":")" + Base64Encode("/f0") +
+                             R"(","start_revision":"42"}})");
+
+  etcd_wire::WatchMessage m;
+  ASSERT_EQ(etcd_wire::ReadWatchMessage(
+                json::parse(R"({"result":{"header":{"revision":"7"},"created":true}})"), 0, &m),
+            "");
+  EXPECT_TRUE(m.created);
+  EXPECT_EQ(m.revision, 7);
+  EXPECT_TRUE(m.events.empty());
+
+  std::string events = R"({"result":{"header":{"revision":"9"},"events":[{"kv":{"key":")" +
+                       Base64Encode("/f/a") + R"(","value":")" + Base64Encode("0123456789") +
+                       R"(","mod_revision":"8","create_revision":"8","version":"1"}},)" +
+                       R"({"type":"DELETE","kv":{"key":")" + Base64Encode("/f/b") +
+                       R"(","mod_revision":"9"}}]}})";
+  ASSERT_EQ(etcd_wire::ReadWatchMessage(json::parse(events), 0, &m), "");
+  ASSERT_EQ(m.events.size(), 2u);
+  EXPECT_FALSE(m.events[0].deleted);
+  EXPECT_EQ(m.events[0].kv.key, "/f/a");
+  EXPECT_EQ(m.events[0].kv.value, "0123456789");
+  EXPECT_EQ(m.events[0].kv.mod_revision, 8);
+  EXPECT_TRUE(m.events[1].deleted);
+  EXPECT_EQ(m.events[1].kv.key, "/f/b");
+  EXPECT_EQ(m.events[1].kv.mod_revision, 9);
+  // A value over the bound keeps its key, not its bytes.
+  ASSERT_EQ(etcd_wire::ReadWatchMessage(json::parse(events), 4, &m), "");
+  EXPECT_TRUE(m.events[0].kv.too_large);
+  EXPECT_EQ(m.events[0].kv.value, "");
+
+  ASSERT_EQ(etcd_wire::ReadWatchMessage(
+                json::parse(R"({"result":{"canceled":true,"compact_revision":"5"}})"), 0, &m),
+            "");
+  EXPECT_TRUE(m.canceled);
+  EXPECT_EQ(m.compact_revision, 5);
+
+  for (const char* bad : {R"([])", R"({"result":1})", R"({"result":{"created":"yes"}})",
+                          R"({"result":{"events":{}}})", R"({"result":{"events":[1]}})",
+                          R"({"result":{"events":[{"type":"MOVE","kv":{"key":"YQ=="}}]}})",
+                          R"({"result":{"events":[{"type":"PUT"}]}})",
+                          R"({"result":{"events":[{"kv":{"key":"!!"}}]}})",
+                          R"({"result":{"header":{"revision":"x"}}})",
+                          R"({"result":{"header":{"revision":"-3"}}})"}) {
+    EXPECT_NE(etcd_wire::ReadWatchMessage(json::parse(bad), 0, &m), "") << bad;
+  }
+  int64_t revision = 0;
+  EXPECT_EQ(
+      etcd_wire::ReadHeaderRevision(json::parse(R"({"header":{"revision":"12"}})"), &revision), "");
+  EXPECT_EQ(revision, 12);
+  EXPECT_NE(etcd_wire::ReadHeaderRevision(json::parse(R"({"header":[]})"), &revision), "");
+  json range = etcd_wire::RangeBody("/a", "/b", 0, false, 12);
+  EXPECT_EQ(range["revision"], "12");
+}
+
 }  // namespace
 }  // namespace berth

@@ -20,6 +20,20 @@ class FakeEtcd : public Etcd {
     std::lock_guard<std::mutex> l(mu_);
     down_ = down;
   }
+  /// Claims to watch, but every watch fails as one through a proxy that does not stream.
+  void SetBrokenWatch(bool broken) {
+    std::lock_guard<std::mutex> l(mu_);
+    broken_watch_ = broken;
+  }
+  bool CanWatch() const override {
+    std::lock_guard<std::mutex> l(mu_);
+    return broken_watch_;
+  }
+  Result<std::unique_ptr<EtcdWatch>> Watch(const std::string& prefix, int64_t, size_t) override {
+    std::lock_guard<std::mutex> l(mu_);
+    calls_.push_back("watch " + prefix);
+    return Status::Unavailable("etcd http://etcd-1:2379 watch: the server ended the stream");
+  }
   /// Expires `lease` now: its keys are gone.
   void Expire(int64_t lease) {
     std::lock_guard<std::mutex> l(mu_);
@@ -40,9 +54,11 @@ class FakeEtcd : public Etcd {
   }
 
   Result<std::vector<EtcdKv>> Range(const std::string& prefix, int64_t limit = 0,
-                                    size_t max_value_bytes = 0) override {
+                                    size_t max_value_bytes = 0,
+                                    int64_t* revision = nullptr) override {
     std::lock_guard<std::mutex> l(mu_);
     if (auto s = Call("range " + prefix); !s.ok()) return s;
+    if (revision) *revision = revision_;
     std::vector<EtcdKv> out;
     for (const auto& [k, v] : kv_)
       if (k.starts_with(prefix) && (limit == 0 || static_cast<int64_t>(out.size()) < limit)) {
@@ -140,8 +156,9 @@ class FakeEtcd : public Etcd {
     std::erase_if(kv_, [&](const auto& e) { return e.second.lease == lease; });
   }
 
-  std::mutex mu_;
+  mutable std::mutex mu_;
   bool down_ = false;
+  bool broken_watch_ = false;
   std::map<std::string, EtcdKv> kv_;
   std::map<int64_t, int64_t> leases_;  // id -> ttl
   int64_t next_lease_ = 100;
