@@ -231,9 +231,11 @@ TEST_F(FleetSimulationTest, ThreeHundredHostsRollOutInWavesNeverMoreThanFiveDark
       }
     }
   }
-  // Waiting by watch costs etcd a handful of requests per host and switch, not a read of every
-  // report at every look: fewer than 20 requests per host in all.
-  EXPECT_LT(t.requests, 20.0 * kHosts);
+  // Waiting by watch costs etcd a dozen requests per host and switch (two pages of reports,
+  // the waiting report, a lease and a transaction or two, the switching and converged reports,
+  // a revoke, a keep-alive now and then), not a read of every report at every look: fewer than
+  // 40 per host in all, whatever the rollout's length (one run: 14).
+  EXPECT_LT(t.requests, 40.0 * kHosts);
 }
 
 TEST_F(FleetSimulationTest, AFailedCanaryStopsTheOtherTwoHundredAndNinetyNineBeforeAnyGoesDark) {
