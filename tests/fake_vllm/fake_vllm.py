@@ -56,6 +56,10 @@ completions and chat completions answer 500 with an OpenAI error; health and mod
 
 Environment switches for tests:
   FAKE_VLLM_STARTUP_DELAY=SECS  sleep (float) before listening, like loading weights
+  FAKE_VLLM_READ_WEIGHTS=1      read every byte of the model's *.safetensors (or its GGUF file)
+                                before listening, as a real server loads its weights: from the
+                                page cache that takes the time of a copy, from a cold disk the
+                                disk's (tests/bench/switch/prewarm.sh measures both)
   FAKE_VLLM_ARGV_FILE=PATH      write sys.argv as a JSON list to PATH (strings as Python decoded
                                 them: ensure_ascii=False, encoded as UTF-8 with surrogateescape,
                                 so the file holds the exact argv bytes), and to PATH.bin the raw
@@ -275,6 +279,26 @@ def read_safetensors_header(path):
     if not isinstance(parsed, dict):
         raise ModelError("%s: safetensors header is not a JSON object" % path)
     return parsed
+
+
+def read_weights(model):
+    """Reads every byte of the weights (the *.safetensors of a directory, or a GGUF file) in
+    8 MiB reads; returns (seconds, bytes)."""
+    if os.path.isfile(model):
+        paths = [model]
+    else:
+        paths = [os.path.join(model, n) for n in sorted(os.listdir(model))
+                 if n.endswith(".safetensors")]
+    start = time.monotonic()
+    total = 0
+    for path in paths:
+        with open(path, "rb", buffering=0) as f:
+            while True:
+                chunk = f.read(8 << 20)
+                if not chunk:
+                    break
+                total += len(chunk)
+    return time.monotonic() - start, total
 
 
 def load_model(model):
@@ -545,6 +569,13 @@ def main():
                 return 1
         if os.path.isdir(opts["model"]):
             name = os.path.basename(os.path.normpath(opts["model"]))
+    if os.environ.get("FAKE_VLLM_READ_WEIGHTS") == "1":
+        try:
+            took, read = read_weights(opts["model"])
+        except OSError as e:
+            log("cannot read the weights: %s" % e)
+            return 1
+        log("read %d bytes of weights in %.3fs" % (read, took))
     delay = float(os.environ.get("FAKE_VLLM_STARTUP_DELAY") or 0)
     if delay > 0:
         log("loading weights (sleeping %.3fs)" % delay)

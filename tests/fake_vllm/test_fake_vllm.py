@@ -193,6 +193,19 @@ class FakeVllmTest(FakeVllmFixture):
         ready = self.wait_healthy(p, port)
         self.assertGreaterEqual(ready - t0, 1.0)
 
+    def test_read_weights_reads_every_byte_of_the_safetensors_before_listening(self):
+        port = free_port()
+        total = sum(os.path.getsize(os.path.join(self.model, n))
+                    for n in os.listdir(self.model) if n.endswith(".safetensors"))
+        self.assertGreater(total, 0)
+        p = self.start(["serve", self.model, "--port", str(port), "--host", "127.0.0.1"],
+                       {"FAKE_VLLM_READ_WEIGHTS": "1"})
+        self.wait_healthy(p, port)
+        p.send_signal(signal.SIGTERM)
+        code, err = self.finish(p)
+        self.assertEqual(code, 0, err)
+        self.assertIn("read %d bytes of weights in " % total, err)
+
     def test_missing_config_json_exits_2_naming_the_file(self):
         os.unlink(os.path.join(self.model, "config.json"))
         p = self.start(["serve", self.model, "--port", str(free_port())])
