@@ -350,10 +350,15 @@ TEST_F(FrontTest, StatsCountRequestsSessionsAnd503s) {
   ASSERT_TRUE(admin_->Drain("A").ok());  // no server left to pick: 503 at once
   EXPECT_EQ(HttpCall(spec.port, "GET", "/x").status, 503);
 
-  // A stream's counters are added as it ends, a moment after its last byte: read until the
-  // sixth request is counted (a bound, not a speed).
+  // HAProxy adds to its counters as a stream goes, some a moment after the client had its
+  // answer (the frontend counts a request when it arrives, a 5xx and a server's session when the
+  // stream ends): read until every counter checked below has caught up (a bound, not a speed).
+  auto settled = [](const Result<FrontStats>& s) {
+    return s.ok() && s->requests >= 6 && s->responses_5xx >= 1 && s->Server("A") &&
+           s->Server("A")->total_sessions >= 5 && s->Server("A")->current_sessions == 0;
+  };
   auto stats = admin_->Stats();
-  for (int i = 0; i < 100 && stats.ok() && stats->requests < 6; ++i) {
+  for (int i = 0; i < 100 && stats.ok() && !settled(stats); ++i) {
     std::this_thread::sleep_for(50ms);
     stats = admin_->Stats();
   }
