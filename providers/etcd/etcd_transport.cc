@@ -73,6 +73,42 @@ std::string TransportError(CURLcode code, long os_errno, const char* errbuf,
   }
 }
 
+/// The request's headers: JSON, and the token when there is one. Null when out of memory.
+curl_slist* RequestHeaders(const std::string& token) {
+  curl_slist* list = curl_slist_append(nullptr, "Content-Type: application/json");
+  if (list && !token.empty()) {
+    curl_slist* more = curl_slist_append(list, ("Authorization: " + token).c_str());
+    if (more) list = more;
+  }
+  return list;
+}
+
+/// What every POST to etcd sets: where (TCP or a unix socket, no proxy, no redirect), the
+/// connect timeout, the headers and body, and TLS. `url`, `body` and `errbuf` must outlive the
+/// transfer.
+void SetUpPost(CURL* easy, const EtcdEndpoint& endpoint, const EtcdOptions& options,
+               const std::string& url, curl_slist* headers, const std::string& body, char* errbuf) {
+  curl_easy_setopt(easy, CURLOPT_URL, url.c_str());
+  RestrictToHttp(easy);
+  if (!endpoint.unix_path.empty())
+    curl_easy_setopt(easy, CURLOPT_UNIX_SOCKET_PATH, endpoint.unix_path.c_str());
+  curl_easy_setopt(easy, CURLOPT_NOPROXY, "*");
+  curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 0L);
+  curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options.timeout.count()));
+  curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, errbuf);
+  curl_easy_setopt(easy, CURLOPT_HTTPHEADER, headers);
+  curl_easy_setopt(easy, CURLOPT_POSTFIELDS, body.c_str());
+  curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
+  curl_easy_setopt(easy, CURLOPT_USERAGENT, "berth-etcd/" BERTH_VERSION);
+  if (endpoint.https) {
+    if (!options.ca_file.empty()) curl_easy_setopt(easy, CURLOPT_CAINFO, options.ca_file.c_str());
+    if (!options.cert_file.empty())
+      curl_easy_setopt(easy, CURLOPT_SSLCERT, options.cert_file.c_str());
+    if (!options.key_file.empty()) curl_easy_setopt(easy, CURLOPT_SSLKEY, options.key_file.c_str());
+  }
+}
+
 }  // namespace
 
 Result<EtcdEndpoint> ParseEtcdEndpoint(const std::string& text) {
@@ -157,39 +193,13 @@ EtcdTransport::Attempt EtcdTransport::PostOnce(void* easy, const EtcdEndpoint& e
   long timeout_ms = static_cast<long>(options_.timeout.count());
   if (options_.traffic) ++options_.traffic->requests;
   std::string url = endpoint.base_url + path;
-  std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> headers(nullptr,
+  std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> headers(RequestHeaders(token),
                                                                       &curl_slist_free_all);
-  curl_slist* list = curl_slist_append(nullptr, "Content-Type: application/json");
-  if (list && !token.empty()) {
-    curl_slist* more = curl_slist_append(list, ("Authorization: " + token).c_str());
-    if (more) list = more;
-  }
-  headers.reset(list);
-
   curl_easy_reset(easy);  // keeps the connection cache
-  curl_easy_setopt(easy, CURLOPT_URL, url.c_str());
-  RestrictToHttp(easy);
-  if (!endpoint.unix_path.empty())
-    curl_easy_setopt(easy, CURLOPT_UNIX_SOCKET_PATH, endpoint.unix_path.c_str());
-  curl_easy_setopt(easy, CURLOPT_NOPROXY, "*");
-  curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 0L);
-  curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
+  SetUpPost(easy, endpoint, options_, url, headers.get(), body, errbuf);
   curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, timeout_ms);
-  curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, errbuf);
-  curl_easy_setopt(easy, CURLOPT_HTTPHEADER, headers.get());
-  curl_easy_setopt(easy, CURLOPT_POSTFIELDS, body.c_str());
-  curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
   curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, &WriteBody);
   curl_easy_setopt(easy, CURLOPT_WRITEDATA, &received);
-  curl_easy_setopt(easy, CURLOPT_USERAGENT, "berth-etcd/" BERTH_VERSION);
-  if (endpoint.https) {
-    if (!options_.ca_file.empty()) curl_easy_setopt(easy, CURLOPT_CAINFO, options_.ca_file.c_str());
-    if (!options_.cert_file.empty())
-      curl_easy_setopt(easy, CURLOPT_SSLCERT, options_.cert_file.c_str());
-    if (!options_.key_file.empty())
-      curl_easy_setopt(easy, CURLOPT_SSLKEY, options_.key_file.c_str());
-  }
   CURLcode code = curl_easy_perform(easy);
   curl_off_t request_size = 0;
   curl_easy_getinfo(easy, CURLINFO_REQUEST_SIZE, &request_size);
@@ -267,37 +277,14 @@ Result<std::unique_ptr<EtcdStream>> EtcdTransport::OpenStream(const std::string&
   s->multi_ = curl_multi_init();
   if (!s->easy_ || !s->multi_)
     return Status::Internal("etcd watch: curl_easy_init failed (out of memory?)");
-  curl_slist* list = curl_slist_append(nullptr, "Content-Type: application/json");
-  if (list && !token.empty()) {
-    curl_slist* more = curl_slist_append(list, ("Authorization: " + token).c_str());
-    if (more) list = more;
-  }
-  s->headers_ = list;
-  CURL* easy = s->easy_;
-  curl_easy_setopt(easy, CURLOPT_URL, s->url_.c_str());
-  RestrictToHttp(easy);
-  if (!s->unix_path_.empty())
-    curl_easy_setopt(easy, CURLOPT_UNIX_SOCKET_PATH, s->unix_path_.c_str());
-  curl_easy_setopt(easy, CURLOPT_NOPROXY, "*");
-  curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 0L);
+  s->headers_ = RequestHeaders(token);
   s->timeout_ms_ = static_cast<long>(options_.timeout.count());
-  curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, s->timeout_ms_);
-  curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L);
-  curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, s->errbuf_);
-  curl_easy_setopt(easy, CURLOPT_HTTPHEADER, list);
-  curl_easy_setopt(easy, CURLOPT_POSTFIELDS, s->body_.c_str());
-  curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(s->body_.size()));
+  CURL* easy = s->easy_;
+  SetUpPost(easy, endpoint, options_, s->url_, static_cast<curl_slist*>(s->headers_), s->body_,
+            s->errbuf_);
+  curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L);  // no overall timeout: TCP finds a dead peer
   curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, &EtcdStream::Write);
   curl_easy_setopt(easy, CURLOPT_WRITEDATA, s.get());
-  curl_easy_setopt(easy, CURLOPT_USERAGENT, "berth-etcd/" BERTH_VERSION);
-  if (endpoint.https) {
-    if (!options_.ca_file.empty()) curl_easy_setopt(easy, CURLOPT_CAINFO, options_.ca_file.c_str());
-    if (!options_.cert_file.empty())
-      curl_easy_setopt(easy, CURLOPT_SSLCERT, options_.cert_file.c_str());
-    if (!options_.key_file.empty())
-      curl_easy_setopt(easy, CURLOPT_SSLKEY, options_.key_file.c_str());
-  }
   if (curl_multi_add_handle(s->multi_, easy) != CURLM_OK)
     return Status::Internal("etcd watch: curl_multi_add_handle failed");
   if (options_.traffic) {
