@@ -297,6 +297,10 @@ TEST(EtcdHostileTest, AWatchStreamThatIsNotEtcdsIsAnErrorNamingTheWatch) {
        Status::Code::kInternal,
        R"(canceled the watch (x\x1b[2J))"},
       {{200, "", /*hang_up=*/true}, Status::Code::kUnavailable, "watch"},
+      // A line that never ends: cut at 16 MiB, not read into memory whole.
+      {{200, created + "\n" + std::string((16 << 20) + 1, 'x')},
+       Status::Code::kInternal,
+       "longer than 16777216 bytes"},
   };
   for (const Case& c : cases) {
     HostileServer server({{"/v3/watch", c.response}});
