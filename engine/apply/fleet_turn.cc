@@ -437,7 +437,7 @@ Status FleetTurn::Acquire() {
                                           std::uniform_int_distribution<int64_t>(0, most)(rng));
           std::string failed;
           bool changed = false;
-          while (!watch_failed_ && !FreeSlots().empty() && clock_.Now() < until &&
+          while (!watch_failed_ && view_.read && !FreeSlots().empty() && clock_.Now() < until &&
                  !(o_.stop && o_.stop->load()))
             if (!WatchView(
                     std::chrono::duration_cast<std::chrono::milliseconds>(until - clock_.Now()),
