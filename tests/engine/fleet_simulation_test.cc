@@ -16,7 +16,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -107,12 +106,6 @@ Traffic RunRollout(const FleetSpec& f, const std::string& digest, bool watch, Ms
       o.digest = digest;
       o.stop = &stop;
       o.watch = watch;
-      if (getenv("BERTH_SIM_TRACE") && i < 30)
-        o.say = [i, start](const std::string& line) {
-          std::printf("[%.2f] %s %s\n",
-                      std::chrono::duration<double>(SteadyClock::now() - start).count(),
-                      HostName(i).c_str(), line.c_str());
-        };
       // The hosts' loops find the new manifest within a second of one another.
       std::this_thread::sleep_for(Ms(3 * i));
       FleetTurn turn(f, etcd->get(), o);
@@ -155,31 +148,8 @@ Traffic RunRollout(const FleetSpec& f, const std::string& digest, bool watch, Ms
   }
   // Stops the waiting hosts once `limit` passed (the polling run measures a slice).
   std::thread timer([&] {
-    int ticks = 0;
-    while (finished.load() < kHosts && SteadyClock::now() - start < limit) {
+    while (finished.load() < kHosts && SteadyClock::now() - start < limit)
       std::this_thread::sleep_for(Ms(50));
-      if (getenv("BERTH_SIM_TRACE") && ++ticks % 100 == 0) {
-        std::lock_guard<std::mutex> l(out->mu);
-        int dark = 0;
-        for (int64_t d : out->went_dark) dark += d >= 0;
-        std::printf("%3d s: %d went dark, %llu requests, %.1f MB\n", ticks / 20, dark,
-                    static_cast<unsigned long long>(traffic->requests.load()),
-                    static_cast<double>(traffic->bytes_read.load()) / 1e6);
-        EtcdOptions look;
-        look.endpoints = f.endpoints;
-        auto e = ConnectEtcd(look);
-        auto slots = (*e)->Range(FleetKey(f, "slots/"));
-        if (slots.ok())
-          for (const EtcdKv& kv : *slots)
-            std::printf("  %s: %s\n", kv.key.c_str(), kv.value.c_str());
-        auto reports = ReadFleetReports(**e, f);
-        std::map<std::string, int> states;
-        if (reports.ok())
-          for (const FleetReport& r : *reports) ++states[r.wave + "/" + r.state];
-        for (const auto& [k, n] : states) std::printf("  %s: %d\n", k.c_str(), n);
-        std::fflush(stdout);
-      }
-    }
     stop = true;
   });
   for (std::thread& t : hosts) t.join();
