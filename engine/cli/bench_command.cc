@@ -312,6 +312,7 @@ int RunBench(const BenchCommand& cmd, std::ostream& out, std::ostream& err) {
     spec.goodput_ttft_ms = options->ttft_ms;
     spec.goodput_tpot_ms = options->tpot_ms;
     spec.goodput_e2e_ms = options->e2e_ms;
+    spec.gather = std::chrono::microseconds(cmd.gather_us);
     auto r = RunLoad(spec, cmd.stop);
     if (!r.ok()) {
       err << "berth bench: " << r.status().message() << "\n";

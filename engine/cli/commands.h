@@ -110,17 +110,20 @@ int RunLock(const LockCommand& cmd, std::ostream& out, std::ostream& err,
             Clock& clock = RealClock());
 
 struct BenchCommand {
-  std::string manifest_path;                // -f: where SERVICE is declared (its port, model)
-  std::vector<std::string> services;        // the service to measure; with --compare, a filter
-  std::string concurrency = "1,32,128";     // --concurrency: streams, one level after another
-  std::string duration = "30s";             // --duration: per level
-  std::string num_prompts;                  // --num-prompts N: requests per level, not a duration
-  std::string request_rate;                 // --request-rate R: Poisson arrivals ("" or inf: none)
-  std::string seed = "0";                   // --seed: of the arrival times
-  std::string warmup;                       // --warmup N requests, or a duration (10s)
-  std::string goodput;                      // --goodput ttft:MS,tpot:MS,e2el:MS
-  int prompt_tokens = 128;                  // --prompt-tokens: a made-up prompt of this many words
-  int max_tokens = 256;                     // --max-tokens: per request
+  std::string manifest_path;             // -f: where SERVICE is declared (its port, model)
+  std::vector<std::string> services;     // the service to measure; with --compare, a filter
+  std::string concurrency = "1,32,128";  // --concurrency: streams, one level after another
+  std::string duration = "30s";          // --duration: per level
+  std::string num_prompts;               // --num-prompts N: requests per level, not a duration
+  std::string request_rate;              // --request-rate R: Poisson arrivals ("" or inf: none)
+  std::string seed = "0";                // --seed: of the arrival times
+  std::string warmup;                    // --warmup N requests, or a duration (10s)
+  std::string goodput;                   // --goodput ttft:MS,tpot:MS,e2el:MS
+  int prompt_tokens = 128;               // --prompt-tokens: a made-up prompt of this many words
+  int max_tokens = 256;                  // --max-tokens: per request
+  /// --gather-us: how long a wake-up of the load generator waits for more streams' tokens
+  /// before reading them (LoadSpec::gather; each token keeps the kernel's receive time)
+  int gather_us = 1000;
   bool chat = false;                        // --chat: /v1/chat/completions
   std::string host;                         // --host: connect here ("" = from the service's bind)
   std::string format = "text";              // -o text|json

@@ -196,6 +196,12 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   bench->add_option("--max-tokens", bench_cmd.max_tokens, "output tokens per request")
       ->capture_default_str();
+  bench
+      ->add_option("--gather-us", bench_cmd.gather_us,
+                   "microseconds a wake-up waits for more streams' tokens before reading them "
+                   "(each keeps the kernel's receive time; 0: read each as it comes)")
+      ->check(CLI::Range(0, 100000))
+      ->capture_default_str();
   bench->add_flag("--chat", bench_cmd.chat, "use /v1/chat/completions (default /v1/completions)");
   bench->add_option("--host", bench_cmd.host,
                     "connect to this address (default: from the service's bind, loopback)");

@@ -18,6 +18,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <ctime>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <vector>
@@ -136,6 +137,9 @@ struct Run {
   /// No content that arrives after it counts (the end of a measured duration).
   Clock::TimePoint deadline = Clock::TimePoint::max();
   bool measuring = false;  // false during the warm-up: nothing it does reaches the figures
+  /// Reads carry the kernel's receive times, and tokens are timed by them (io_uring with
+  /// receive times, and the real clock: a fake clock's time has no kernel counterpart).
+  bool kernel_times = false;
   size_t max_chunk_times = 0;
   uint64_t next_request = 0;
   uint64_t warmup_errors = 0;
@@ -186,7 +190,9 @@ bool OnEvent(Stream* s, std::string_view data, Clock::TimePoint now) {
   // list without bound: beyond the cap, the last time is overwritten (E2E stays right; the
   // gaps in between are lost).
   std::vector<double>& times = s->timing.chunk_ms;
-  double at = Ms(now - run->origin);
+  // A kernel's receive time never precedes the request or the chunk before it (the wall clock
+  // it is read on may have been set back since).
+  double at = std::max(Ms(now - run->origin), times.empty() ? s->timing.start_ms : times.back());
   if (times.size() < run->max_chunk_times)
     times.push_back(at);
   else
@@ -268,6 +274,9 @@ void Connect(Run* run, Stream* s) {
   if (s->fd < 0) return End(run, s, std::string("cannot open a socket: ") + std::strerror(errno));
   int one = 1;
   setsockopt(s->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  // Each read's receive time, from the kernel (uring.h); a socket that refuses it is timed by
+  // its reads.
+  if (run->kernel_times) setsockopt(s->fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof one);
   s->reused = false;
   s->connect_by = s->run->clock->Now() + run->spec.connect_timeout;
   run->next_timeout = std::min(run->next_timeout, s->connect_by);
@@ -407,8 +416,19 @@ Clock::TimePoint EnforceTimeouts(Run* run, std::vector<Stream>* streams, Clock::
   return next;
 }
 
+/// When a read's bytes arrived: the kernel's receive time where it gave one (`now` and
+/// `real_now_ns` are the same instant on the steady and the wall clock), else `now`. A receive
+/// time in the future or over a minute old (the wall clock was set meanwhile) is not believed.
+Clock::TimePoint ArrivedAt(const Run* run, const Uring::Completion& c, Clock::TimePoint now,
+                           int64_t real_now_ns) {
+  if (!run->kernel_times || c.received_ns < 0) return now;
+  int64_t ago = real_now_ns - c.received_ns;
+  if (ago < 0 || ago > int64_t{60} * 1000000000) return now;
+  return now - std::chrono::nanoseconds(ago);
+}
+
 /// An io_uring completion: a read of a connection (or its end), or its writability.
-void OnCompletion(Run* run, const Uring::Completion& c, Clock::TimePoint now) {
+void OnCompletion(Run* run, const Uring::Completion& c, Clock::TimePoint now, int64_t real_now_ns) {
   if (c.tag == 0) return;  // a cancellation's own
   size_t index = static_cast<size_t>((c.tag & 0xffffffffu) >> 2);
   if (index >= run->streams->size()) return;
@@ -427,7 +447,8 @@ void OnCompletion(Run* run, const Uring::Completion& c, Clock::TimePoint now) {
     // A connection between requests: the server closed it (or sent what nobody asked for).
     return CloseConnection(run, s);
   } else {
-    OnRead(run, s, c.res > 0 ? c.data : std::string_view(), c.res < 0 ? -c.res : 0, now);
+    OnRead(run, s, c.res > 0 ? c.data : std::string_view(), c.res < 0 ? -c.res : 0,
+           ArrivedAt(run, c, now, real_now_ns));
     if (c.res <= 0) return;  // the stream's end: the request ended or was sent again
   }
   if (!s->recv_armed && s->fd >= 0 && generation == s->generation) {
@@ -440,16 +461,26 @@ void OnCompletion(Run* run, const Uring::Completion& c, Clock::TimePoint now) {
 /// completion, and reads every socket ready; everything read then arrived at the same time,
 /// which it returns.
 Clock::TimePoint StepRing(Run* run, int64_t timeout_ns) {
-  bool ok = run->ring->SubmitAndWait(timeout_ns);
+  unsigned gather = 1, gather_us = 0;
+  if (run->kernel_times) {
+    gather = static_cast<unsigned>(std::min<size_t>(run->streams->size(), 4096));
+    gather_us = static_cast<unsigned>(std::clamp<int64_t>(run->spec.gather.count(), 0, 100000));
+  }
+  bool ok = run->ring->SubmitAndWait(timeout_ns, gather, gather_us);
   int e = errno;
   Clock::TimePoint now = run->clock->Now();
+  timespec real{};
+  clock_gettime(CLOCK_REALTIME, &real);
+  int64_t real_now_ns = int64_t{real.tv_sec} * 1000000000 + real.tv_nsec;
   if (!ok) {
     run->broken = std::string("io_uring_enter: ") + std::strerror(e);
     if (run->result.first_error.empty())
       run->result.first_error = "the load generator stopped: " + run->broken;
     return now;
   }
-  run->ring->Drain([run, now](const Uring::Completion& c) { OnCompletion(run, c, now); });
+  run->ring->Drain([run, now, real_now_ns](const Uring::Completion& c) {
+    OnCompletion(run, c, now, real_now_ns);
+  });
   return now;
 }
 
@@ -678,7 +709,9 @@ Result<LoadFigures> RunLoad(const LoadSpec& spec, const std::atomic<bool>* stop,
   }
   run.streams = &streams;
   std::string no_ring;  // why not (epoll reads the streams then)
-  if (spec.io_uring) run.ring = Uring::Open(streams.size(), &no_ring);
+  if (spec.io_uring) run.ring = Uring::Open(streams.size(), &no_ring, /*receive_times=*/true);
+  run.kernel_times =
+      run.ring && run.ring->receive_times() && dynamic_cast<SystemClock*>(run.clock) != nullptr;
   auto cleanup = [&] {
     for (auto& s : streams) CloseConnection(&run, &s);
     close(run.epfd);

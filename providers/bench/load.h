@@ -65,6 +65,13 @@ struct LoadSpec {
   /// ready, instead of an epoll_wait and a recv per socket) where the kernel allows it (Linux
   /// 6.1, io_uring not refused), else with epoll. false: epoll always.
   bool io_uring = true;
+  /// With io_uring on a kernel that stamps each read with its receive time (and a real clock):
+  /// a wake-up waits up to this long for the other streams' tokens before reading, so that one
+  /// wake-up reads many (Linux 6.12's min-wait; without it, every token wakes the generator).
+  /// No token's time moves: each is timed by the kernel's receipt, not by the read. It delays
+  /// only what the generator does next (the next request of a stream that ended). 0: a
+  /// wake-up per ready socket, as with epoll.
+  std::chrono::microseconds gather{1000};
 };
 
 /// What a run measured. Tokens are counted when they arrive within the measured time: a request

@@ -4,12 +4,14 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 
 namespace berth {
 namespace {
@@ -17,6 +19,9 @@ namespace {
 constexpr uint16_t kBufferGroup = 0;
 constexpr unsigned kSqEntries = 256;
 constexpr size_t kBufferSize = 8 * 1024;
+// io_uring_getevents_arg's `pad` became `min_wait_usec` in Linux 6.12, announced by this
+// feature bit (Debian 12's headers are 6.1's).
+constexpr unsigned kFeatMinTimeout = 1U << 15;
 
 int Setup(unsigned entries, io_uring_params* p) {
   return static_cast<int>(syscall(__NR_io_uring_setup, entries, p));
@@ -35,7 +40,7 @@ unsigned PowerOfTwo(size_t at_least) {
 
 }  // namespace
 
-std::unique_ptr<Uring> Uring::Open(size_t streams, std::string* why) {
+std::unique_ptr<Uring> Uring::Open(size_t streams, std::string* why, bool receive_times) {
   std::unique_ptr<Uring> u(new Uring());
   // Two buffers per stream (a read in flight for each while the last ones are handed on), at
   // least 64 and at most 8192 (the most a buffer ring holds is 32768).
@@ -55,6 +60,10 @@ std::unique_ptr<Uring> Uring::Open(size_t streams, std::string* why) {
     *why = "io_uring lacks single mmap, ext arg or nodrop";
     return nullptr;
   }
+  u->min_wait_ = (p.features & kFeatMinTimeout) != 0;
+  // Multishot recvmsg is Linux 6.0; the ring needs 6.1 (single issuer, deferred task work).
+  u->receive_times_ = receive_times;
+  u->msg_.msg_controllen = CMSG_SPACE(sizeof(timespec));
   u->sq_map_size_ = std::max<size_t>(p.sq_off.array + p.sq_entries * sizeof(unsigned),
                                      p.cq_off.cqes + p.cq_entries * sizeof(io_uring_cqe));
   u->sq_map_ = Map(u->sq_map_size_, u->fd_, IORING_OFF_SQ_RING);
@@ -124,8 +133,12 @@ io_uring_sqe* Uring::NextSqe() {
 
 void Uring::RecvMultishot(int fd, uint64_t tag) {
   io_uring_sqe* sqe = NextSqe();
-  sqe->opcode = IORING_OP_RECV;
+  sqe->opcode = receive_times_ ? IORING_OP_RECVMSG : IORING_OP_RECV;
   sqe->fd = fd;
+  if (receive_times_) {
+    sqe->addr = reinterpret_cast<uint64_t>(&msg_);
+    sqe->len = 1;
+  }
   sqe->ioprio = IORING_RECV_MULTISHOT;
   sqe->flags = IOSQE_BUFFER_SELECT;
   sqe->buf_group = kBufferGroup;
@@ -148,7 +161,7 @@ void Uring::Cancel(uint64_t tag) {
   sqe->user_data = 0;  // the cancellation's own completion: tag 0, ignored
 }
 
-bool Uring::Enter(unsigned submit, unsigned wait, int64_t timeout_ns) {
+bool Uring::Enter(unsigned submit, unsigned wait, int64_t timeout_ns, unsigned min_wait_us) {
   unsigned flags = 0;
   io_uring_getevents_arg arg{};
   __kernel_timespec ts{};
@@ -158,6 +171,7 @@ bool Uring::Enter(unsigned submit, unsigned wait, int64_t timeout_ns) {
     ts.tv_nsec = timeout_ns % 1000000000;
     arg.sigmask_sz = _NSIG / 8;
     arg.ts = reinterpret_cast<uint64_t>(&ts);
+    arg.pad = min_wait_ ? min_wait_us : 0;  // min_wait_usec
     flags |= IORING_ENTER_EXT_ARG;
   }
   long n = syscall(__NR_io_uring_enter, fd_, submit, wait, flags,
@@ -170,10 +184,42 @@ bool Uring::Enter(unsigned submit, unsigned wait, int64_t timeout_ns) {
   return errno == ETIME || errno == EINTR || errno == EBUSY || errno == EAGAIN;
 }
 
-bool Uring::SubmitAndWait(int64_t timeout_ns) {
+bool Uring::SubmitAndWait(int64_t timeout_ns, unsigned gather, unsigned gather_us) {
   // Completions already there (posted while submitting): handle them first, without waiting.
   bool ready = __atomic_load_n(cq_tail_, __ATOMIC_ACQUIRE) != cq_local_head_;
-  return Enter(to_submit_, ready || timeout_ns <= 0 ? 0 : 1, ready ? 0 : timeout_ns);
+  if (ready || timeout_ns <= 0) return Enter(to_submit_, 0, 0);
+  // Without the kernel's min-wait, waiting for several would wait the whole timeout for them.
+  bool gathering = min_wait_ && gather_us > 0 && gather > 1;
+  return Enter(to_submit_, gathering ? gather : 1, timeout_ns, gathering ? gather_us : 0);
+}
+
+void Uring::ReadMessage(Completion* c) const {
+  // The buffer holds io_uring_recvmsg_out, the name and control areas of the sizes asked
+  // (msg_), then the bytes read; res counts all of it. What the kernel wrote is checked anyway.
+  size_t head = sizeof(io_uring_recvmsg_out) + msg_.msg_namelen + msg_.msg_controllen;
+  if (c->data.size() < head) {
+    c->res = -EIO;
+    c->data = {};
+    return;
+  }
+  io_uring_recvmsg_out out;
+  std::memcpy(&out, c->data.data(), sizeof out);
+  const char* control = c->data.data() + sizeof out + msg_.msg_namelen;
+  size_t control_len = std::min<size_t>(out.controllen, msg_.msg_controllen);
+  for (size_t at = 0; at + sizeof(cmsghdr) <= control_len;) {
+    cmsghdr h;
+    std::memcpy(&h, control + at, sizeof h);
+    if (h.cmsg_len < sizeof h || h.cmsg_len > control_len - at) break;
+    if (h.cmsg_level == SOL_SOCKET && h.cmsg_type == SCM_TIMESTAMPNS &&
+        h.cmsg_len >= CMSG_LEN(sizeof(timespec))) {
+      timespec ts;
+      std::memcpy(&ts, control + at + CMSG_LEN(0), sizeof ts);
+      if (ts.tv_sec > 0) c->received_ns = int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
+    }
+    at += CMSG_ALIGN(h.cmsg_len);
+  }
+  c->data = c->data.substr(head);
+  c->res = static_cast<int32_t>(c->data.size());  // 0: the end of the stream, as a recv's
 }
 
 bool Uring::Next(Completion* c, uint32_t* buffer) {
@@ -183,12 +229,14 @@ bool Uring::Next(Completion* c, uint32_t* buffer) {
   c->res = cqe.res;
   c->more = (cqe.flags & IORING_CQE_F_MORE) != 0;
   c->data = {};
+  c->received_ns = -1;
   *buffer = UINT32_MAX;
   if (cqe.flags & IORING_CQE_F_BUFFER) {
     *buffer = cqe.flags >> IORING_CQE_BUFFER_SHIFT;
     if (c->res > 0)
       c->data = std::string_view(buffer_memory_ + *buffer * buffer_size_,
                                  std::min(static_cast<size_t>(c->res), buffer_size_));
+    if (receive_times_ && c->res > 0) ReadMessage(c);
   }
   return true;
 }

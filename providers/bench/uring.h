@@ -7,6 +7,12 @@
 // Needs Linux 6.1 (single issuer, deferred task work, which also brings multishot recv and
 // provided buffer rings); Open fails on an older kernel or where io_uring is refused (a seccomp
 // profile, kernel.io_uring_disabled), and the generator reads with epoll instead.
+//
+// With receive times (Linux 6.0 for multishot recvmsg), each read is a recvmsg that brings the
+// kernel's receive time of its bytes (SO_TIMESTAMPNS, which the caller turns on per socket): a
+// token is timed when it reached the socket, not when the generator got round to reading it.
+// Then a wake-up may wait a little for more sockets (Linux 6.12's min-wait): one wake-up reads
+// the tokens of many streams without moving any token's time (README in tests/bench/loadgen).
 #pragma once
 
 #include <cstddef>
@@ -15,6 +21,8 @@
 #include <string>
 #include <string_view>
 
+#include <sys/socket.h>
+
 struct io_uring_sqe;
 struct io_uring_cqe;
 
@@ -22,8 +30,9 @@ namespace berth {
 
 class Uring {
  public:
-  /// A ring for `streams` connections, or null (`why` says why).
-  static std::unique_ptr<Uring> Open(size_t streams, std::string* why);
+  /// A ring for `streams` connections, or null (`why` says why). `receive_times`: reads bring
+  /// the kernel's receive time (Completion::received_ns) where the kernel can.
+  static std::unique_ptr<Uring> Open(size_t streams, std::string* why, bool receive_times = false);
   ~Uring();
   Uring(const Uring&) = delete;
   Uring& operator=(const Uring&) = delete;
@@ -36,15 +45,25 @@ class Uring {
   /// Queues the cancellation of the request tagged `tag` (its completion, -ECANCELED, follows).
   void Cancel(uint64_t tag);
 
+  /// Whether reads bring the kernel's receive time.
+  bool receive_times() const { return receive_times_; }
+  /// Whether the kernel can wait a minimum time for several completions (Linux 6.12).
+  bool min_wait() const { return min_wait_; }
+
   /// Submits what is queued and waits until a completion is there or `timeout_ns` passed
-  /// (0: does not wait). Returns false on an unexpected error (errno).
-  bool SubmitAndWait(int64_t timeout_ns);
+  /// (0: does not wait). With `gather_us` (where min_wait()): waits up to that long for
+  /// `gather` completions, then returns with the first there (still by `timeout_ns`). Returns
+  /// false on an unexpected error (errno).
+  bool SubmitAndWait(int64_t timeout_ns, unsigned gather = 1, unsigned gather_us = 0);
 
   struct Completion {
     uint64_t tag;
     int32_t res;            // bytes read, poll mask, or -errno
     bool more;              // the multishot request goes on
     std::string_view data;  // a recv's bytes (in a provided buffer, valid during the call)
+    /// The kernel's receive time of the read's last bytes (CLOCK_REALTIME, ns); -1: not known
+    /// (no receive times, or the socket gave none).
+    int64_t received_ns = -1;
   };
   /// Calls `f(const Completion&)` for each completion there, in order, and gives their buffers
   /// back. `f` may queue requests.
@@ -54,7 +73,8 @@ class Uring {
  private:
   Uring() = default;
   io_uring_sqe* NextSqe();
-  bool Enter(unsigned submit, unsigned wait, int64_t timeout_ns);
+  bool Enter(unsigned submit, unsigned wait, int64_t timeout_ns, unsigned min_wait_us = 0);
+  void ReadMessage(Completion* c) const;
   bool Next(Completion* c, uint32_t* buffer);
   void GiveBack(uint32_t buffer);
   void Advance();
@@ -88,6 +108,9 @@ class Uring {
   unsigned buffers_ = 0;
   size_t buffer_size_ = 0;
   uint16_t br_tail_ = 0;
+  bool receive_times_ = false;
+  bool min_wait_ = false;
+  msghdr msg_{};  // recvmsg's: no name, room for one timestamp (read by the kernel at submit)
 };
 
 template <typename F>

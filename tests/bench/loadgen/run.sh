@@ -11,7 +11,8 @@
 #   --duration S     seconds each tool measures (default 10)
 #   --max-tokens N   per request (default 256)
 #   --rate R         the fake's tokens per second per stream (default 0: as fast as it can)
-#   --tools T        contenders, space-separated (default "berth node python")
+#   --tools T        contenders, space-separated (default "berth node python"; also
+#                    berth-gather0: berth reading each token as it comes, --gather-us 0)
 #   --work DIR       scratch folder (default: a new one under /tmp, removed at the end)
 #
 # Each client runs pinned to CPU 0 (taskset), the fake vLLM to the other CPUs, so "tokens per
@@ -89,16 +90,19 @@ TICK=$(getconf CLK_TCK)
 echo "load generator benchmark: $CONCURRENCY streams, ${DURATION}s, max_tokens $MAX_TOKENS," \
      "fake rate ${RATE} tok/s/stream (0: unpaced), $NCPU CPUs, $(date -u +%Y-%m-%dT%H:%MZ)"
 echo "$(uname -m), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
-printf '%-8s %10s %9s %8s %8s %12s %14s %8s %9s\n' tool tokens requests "wall s" "CPU s" \
+printf '%-13s %10s %9s %8s %8s %12s %14s %8s %9s\n' tool tokens requests "wall s" "CPU s" \
   "tok/s" "tok/CPU-s" "RSS MB" "vs berth"
 BERTH_PER_CPU=
 for tool in $TOOLS; do
   before=$(fake_cpu)
   case "$tool" in
-    berth)
+    berth|berth-gather0)
+      # berth-gather0: every token read as it comes (--gather-us 0), the generator before the
+      # gathered reads, in the same run.
+      gather=(); [ "$tool" = berth-gather0 ] && gather=(--gather-us 0)
       "${PIN_CLIENT[@]}" python3 "$HERE/measure.py" "$WORK/$tool.json" "$BERTH_BIN" bench \
         vllm-bench -f "$WORK/berth.yaml" --concurrency "$CONCURRENCY" --duration "${DURATION}s" \
-        --max-tokens "$MAX_TOKENS" --no-save -o json --state-dir "$WORK/state" ;;
+        --max-tokens "$MAX_TOKENS" --no-save -o json --state-dir "$WORK/state" "${gather[@]}" ;;
     node)
       "${PIN_CLIENT[@]}" python3 "$HERE/measure.py" "$WORK/$tool.json" node "$HERE/client.mjs" \
         127.0.0.1 "$PORT" bench "$CONCURRENCY" "$DURATION" "$MAX_TOKENS" ;;
@@ -122,7 +126,7 @@ else:
     tokens, requests, seconds = out["output_tokens"], out["requests"], out["seconds"]
 per_cpu = tokens / cost["cpu_s"] if cost["cpu_s"] > 0 else float("inf")
 ratio = "%.1fx" % (berth / per_cpu) if berth > 0 and tool != "berth" else "1.0x"
-print("%-8s %10d %9d %8.2f %8.2f %12.0f %14.0f %8.1f %9s" % (
+print("%-13s %10d %9d %8.2f %8.2f %12.0f %14.0f %8.1f %9s" % (
     tool, tokens, requests, cost["wall_s"], cost["cpu_s"], tokens / seconds, per_cpu,
     cost["max_rss_kb"] / 1024, ratio))
 print("PER_CPU %f FAKE_CPU %.2f" % (per_cpu, fake_ticks / tick))

@@ -1,0 +1,103 @@
+#include "planners/prewarm.h"
+
+#include <algorithm>
+#include <string>
+
+#include "core/hf_cache.h"
+#include "core/units.h"
+#include "planners/gates.h"
+#include "planners/planner.h"
+
+namespace berth {
+namespace {
+
+// Whether a switch of this mode takes its service (or the port's old one) down before the new
+// server starts: its start is the dark window a prewarm shortens.
+bool GoesDark(SwitchMode m) {
+  return m == SwitchMode::kStopFirst || m == SwitchMode::kInPlace || m == SwitchMode::kHold;
+}
+
+}  // namespace
+
+uint64_t PrewarmMargin(uint64_t memory_total) {
+  return std::max<uint64_t>(memory_total / 10, uint64_t{2} << 30);
+}
+
+void PlanPrewarms(const Desired& desired, const Observed& observed,
+                  const std::vector<ResolvedModel>& models, Plan* plan) {
+  const ObservedMemory& mem = observed.memory;
+  const uint64_t margin = mem.known ? PrewarmMargin(mem.total_bytes) : 0;
+  uint64_t claimed = 0;  // what the plan's earlier prewarms read: the memory ledger
+  // Switches in plan order; each insertion moves the later switches' steps (InsertActions).
+  for (size_t k = 0; k < plan->switches.size(); ++k) {
+    const Switch& sw = plan->switches[k];
+    if (!GoesDark(sw.mode) || sw.steps.empty()) continue;
+    const std::string name = sw.address.substr(sw.address.find('/') + 1);
+    auto s = desired.services.find(name);
+    if (s == desired.services.end() || !s->second.has_engine || s->second.model.empty()) continue;
+    const ServiceSpec& svc = s->second;
+    const ResolvedModel* m = FindResolved(models, svc.model);
+    if (!m) continue;
+    auto why_not = [&](const std::string& why) {
+      plan->notes.push_back({sw.address, "no prewarm: " + why});
+    };
+    if (svc.engine == EngineKind::kLlamaServer) {
+      why_not("llama-server maps its GGUF file and reads it as it goes; berth prewarms " +
+              std::string("safetensors weights only"));
+      continue;
+    }
+    if (m->commit.empty()) {
+      why_not("the commit of model/" + svc.model + " is not known (offline, not in the store)");
+      continue;
+    }
+    if (!m->weights_bytes || *m->weights_bytes == 0) {
+      why_not("berth does not know the size of the safetensors weights of model/" + svc.model +
+              " (neither the store nor the Hub listed them)");
+      continue;
+    }
+    const uint64_t weights = *m->weights_bytes;
+    uint64_t resident = 0;
+    if (m->present && m->present->resident_bytes)
+      resident = std::min(*m->present->resident_bytes, weights);
+    if (!mem.known) {
+      why_not("host memory was not observed (" +
+              (mem.error.empty() ? std::string("a saved observation without it") : mem.error) +
+              "): berth cannot tell whether the " + FormatBytes(weights) +
+              " of weights fit in the page cache");
+      continue;
+    }
+    if (resident >= weights - weights / 20) {
+      why_not("the page cache holds " + FormatBytes(resident) + " of its " +
+              FormatBytes(weights) + " of weights already");
+      continue;
+    }
+    const uint64_t need = weights - resident;
+    const uint64_t room =
+        mem.available_bytes > margin + claimed ? mem.available_bytes - margin - claimed : 0;
+    if (need > room) {
+      why_not("its " + FormatBytes(need) + " of weights to read do not fit in the " +
+              FormatBytes(mem.available_bytes) + " of memory available" +
+              (claimed ? " (" + FormatBytes(claimed) + " of it prewarmed by earlier steps)"
+                       : std::string()) +
+              ", less a margin of " + FormatBytes(margin) +
+              "; its start reads them from disk while the port is dark");
+      continue;
+    }
+    claimed += need;
+    size_t first = *std::min_element(sw.steps.begin(), sw.steps.end());
+    Action a = MakeAction(ActionKind::kPrewarm, "model/" + svc.model, Reason::kPrewarm);
+    a.unit = sw.unit;
+    PrewarmStep& p = a.As<PrewarmStep>();
+    p.snapshot = SnapshotPath(StorePath(desired, observed), m->spec->repo_id, m->commit);
+    p.bytes = need;
+    a.detail = "read the " + FormatBytes(need) + " of safetensors weights " + sw.address +
+               " starts on into the page cache before step " + std::to_string(first + 2) +
+               " takes it down, so that its start reads them from memory (memory available " +
+               FormatBytes(mem.available_bytes) + ", margin " + FormatBytes(margin) +
+               (resident ? ", " + FormatBytes(resident) + " already cached" : std::string()) +
+               ")";
+    InsertActions(plan, first, {a});
+  }
+}
+
+}  // namespace berth
