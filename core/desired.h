@@ -37,6 +37,10 @@ struct HostSpec {
   /// host.front_dir: where each front's HAProxy configuration and sockets live
   /// (<front_dir>/<port>.cfg, <port>.sock, <port>.master, <port>.hold).
   std::string front_dir = "/var/lib/berth/fronts";
+  /// host.prewarm: a switch that takes its service down first reads the new weights into the
+  /// page cache before it goes dark, when they fit in memory (docs/operating.md "Prewarm");
+  /// false: never.
+  bool prewarm = true;
   SourceLoc loc;
 };
 

@@ -30,6 +30,9 @@ struct ObservedRevision {
   /// The header of each *.gguf file of a complete snapshot (path in the snapshot -> what its
   /// first bytes say, at most kMaxGgufHeaderBytes read). Unset: not looked at.
   std::optional<std::map<std::string, GgufHeader>> gguf;
+  /// Bytes of the snapshot's *.safetensors files the page cache holds (mincore); unset: not
+  /// looked at (berth looks at the revisions the manifest's services run).
+  std::optional<uint64_t> resident_bytes;
 };
 
 struct ObservedRepo {
@@ -204,6 +207,15 @@ struct BerthState {
   std::map<std::string, std::vector<GateFigures>> gate_figures;
 };
 
+/// Host memory as /proc/meminfo says (the third ledger beside disk and GPU memory: what a
+/// prewarm may read into the page cache).
+struct ObservedMemory {
+  bool known = false;  // false: not read (error says why), or a saved observation without it
+  std::string error;
+  uint64_t total_bytes = 0;
+  uint64_t available_bytes = 0;  // MemAvailable
+};
+
 struct Observed {
   static constexpr int kFormatVersion = 1;
   std::string hostname;
@@ -217,6 +229,7 @@ struct Observed {
   bool ports_known = true;
   std::vector<ListeningPort> ports;
   std::vector<HubInfo> hub;
+  ObservedMemory memory;
   /// Each front's configuration file as berth last wrote it (<front_dir>/<port>.cfg), by
   /// public port; a port without a file is absent. Read bounded (kMaxFrontConfigBytes); berth's
   /// own file, but parsed as untrusted.

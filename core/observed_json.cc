@@ -62,7 +62,7 @@ Status ExpectArray(const InJson* j, const std::string& path) {
 Status ReadRevision(const InJson& j, const std::string& path, ObservedRevision* r) {
   Reader rd(j, path);
   BERTH_RETURN_IF_ERROR(rd.Keys({"commit", "refs", "complete", "bytes_present", "bytes_total",
-                                 "config", "weights_bytes", "gguf"}));
+                                 "config", "weights_bytes", "gguf", "resident_bytes"}));
   BERTH_RETURN_IF_ERROR(rd.Get("commit", &r->commit));
   BERTH_RETURN_IF_ERROR(rd.Get("refs", &r->refs));
   BERTH_RETURN_IF_ERROR(rd.Get("complete", &r->complete));
@@ -103,6 +103,23 @@ Status ReadRevision(const InJson& j, const std::string& path, ObservedRevision* 
     BERTH_RETURN_IF_ERROR(rd.Get("weights_bytes", &weights));
     r->weights_bytes = weights;
   }
+  if (rd.Child("resident_bytes")) {
+    uint64_t resident = 0;
+    BERTH_RETURN_IF_ERROR(rd.Get("resident_bytes", &resident));
+    r->resident_bytes = resident;
+  }
+  return Status::Ok();
+}
+
+Status ReadMemory(const InJson& j, ObservedMemory* m) {
+  Reader rd(j, "memory");
+  BERTH_RETURN_IF_ERROR(rd.Keys({"known", "error", "total_bytes", "available_bytes"}));
+  BERTH_RETURN_IF_ERROR(rd.Get("known", &m->known));
+  BERTH_RETURN_IF_ERROR(rd.Get("error", &m->error));
+  BERTH_RETURN_IF_ERROR(rd.Get("total_bytes", &m->total_bytes));
+  BERTH_RETURN_IF_ERROR(rd.Get("available_bytes", &m->available_bytes));
+  if (m->available_bytes > m->total_bytes)
+    return Status::InvalidArgument("memory.available_bytes: more than memory.total_bytes");
   return Status::Ok();
 }
 
@@ -377,6 +394,7 @@ std::string ObservedToJson(const Observed& o) {
         jv["config"]["problem"] = v.config->problem;
       }
       if (v.weights_bytes) jv["weights_bytes"] = *v.weights_bytes;
+      if (v.resident_bytes) jv["resident_bytes"] = *v.resident_bytes;
       if (v.gguf) {
         ordered_json g = ordered_json::object();
         for (const auto& [file, h] : *v.gguf)
@@ -450,6 +468,12 @@ std::string ObservedToJson(const Observed& o) {
                    {"files", std::move(files)}});
   }
   j["hub"] = std::move(hub);
+  // Only when observed (or why not), so observations saved before stay byte for byte.
+  if (o.memory.known || !o.memory.error.empty())
+    j["memory"] = {{"known", o.memory.known},
+                   {"error", o.memory.error},
+                   {"total_bytes", o.memory.total_bytes},
+                   {"available_bytes", o.memory.available_bytes}};
   // Only when there are fronts, so observations of hosts without them stay byte for byte.
   if (!o.front_configs.empty()) {
     ordered_json fronts = ordered_json::object();
@@ -503,7 +527,7 @@ Result<Observed> ObservedFromJson(const std::string& text, const std::string& so
   Observed o;
   Reader rd(j, "(top)");
   Status s = rd.Keys({"format_version", "hostname", "observed_at", "store", "gpus", "units",
-                      "ports", "hub", "front_configs", "berth_state", "warnings"});
+                      "ports", "hub", "memory", "front_configs", "berth_state", "warnings"});
   if (s.ok()) {
     int version = 0;
     s = rd.Get("format_version", &version);
@@ -520,6 +544,7 @@ Result<Observed> ObservedFromJson(const std::string& text, const std::string& so
   if (s.ok() && rd.Child("units")) s = ReadUnits(*rd.Child("units"), &o);
   if (s.ok() && rd.Child("ports")) s = ReadPorts(*rd.Child("ports"), &o);
   if (s.ok() && rd.Child("hub")) s = ReadHub(*rd.Child("hub"), &o);
+  if (s.ok() && rd.Child("memory")) s = ReadMemory(*rd.Child("memory"), &o.memory);
   if (s.ok() && rd.Child("front_configs")) s = ReadFrontConfigs(*rd.Child("front_configs"), &o);
   if (s.ok() && rd.Child("berth_state")) s = ReadState(*rd.Child("berth_state"), &o.state);
   if (s.ok()) s = rd.Get("warnings", &o.warnings);

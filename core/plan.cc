@@ -48,6 +48,8 @@ const char* ActionKindName(ActionKind k) {
       return "drain";
     case ActionKind::kReady:
       return "ready";
+    case ActionKind::kPrewarm:
+      return "prewarm";
   }
   return "?";
 }
@@ -83,6 +85,8 @@ StepPayload PayloadFor(ActionKind k) {
     case ActionKind::kDrain:
     case ActionKind::kReady:
       return FrontStep{};
+    case ActionKind::kPrewarm:
+      return PrewarmStep{};
     case ActionKind::kDaemonReload:
       break;
   }
@@ -183,6 +187,8 @@ const char* ReasonName(Reason r) {
       return "engine_check";
     case Reason::kFloorReference:
       return "floor_reference";
+    case Reason::kPrewarm:
+      return "prewarm";
   }
   return "?";
 }

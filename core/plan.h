@@ -50,6 +50,9 @@ enum class ActionKind {
   kDrain,
   /// A front's readiness path for an outside load balancer turns 200 or 503.
   kReady,
+  /// Before a switch takes its service down: the new weights read into the page cache, so that
+  /// the start reads them from memory. Not a gate: a prewarm that fails fails nothing.
+  kPrewarm,
 };
 const char* ActionKindName(ActionKind k);  // "download", "remove-model", ...
 /// A gate that must pass after a start or restart: the health gate and the gates that follow
@@ -91,6 +94,9 @@ enum class Reason {
   kEngineCheck,
   /// A relative floor's reference: the service the switch replaces, measured before it stops.
   kFloorReference,
+  /// A dark switch's new weights fit in host memory: read into the page cache before it goes
+  /// dark.
+  kPrewarm,
 };
 const char* ReasonName(Reason r);  // "model_missing", ...
 
@@ -139,10 +145,12 @@ StepPayload PayloadFor(ActionKind k);
 /// An action of kind `k` with its empty payload.
 Action MakeAction(ActionKind k, std::string address = "", Reason reason = Reason::kModelMissing);
 
-/// Something the plan leaves as it is but a reviewer wants to see ("= keep model/kimi ...").
+/// Something the plan leaves as it is but a reviewer wants to see ("= keep model/kimi ...",
+/// "= no prewarm service/x ...").
 struct Note {
   std::string address;
   std::string detail;
+  std::string verb = "keep";  // what the plan does with it: "keep", "no prewarm"
 };
 
 /// A service a rollback starts again after the failed change, before the port serves again.

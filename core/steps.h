@@ -170,9 +170,17 @@ struct FrontStep {
   friend bool operator==(const FrontStep&, const FrontStep&) = default;
 };
 
+/// kPrewarm: the *.safetensors files of a snapshot folder (links followed into the blobs) read
+/// into the page cache; `bytes`: what the plan expects to read (the memory it counted).
+struct PrewarmStep {
+  std::string snapshot;
+  uint64_t bytes = 0;
+  friend bool operator==(const PrewarmStep&, const PrewarmStep&) = default;
+};
+
 /// What one step carries (std::monostate: kDaemonReload, which needs nothing).
 using StepPayload =
     std::variant<std::monostate, DownloadStep, RemoveModelStep, UnitFileStep, ServiceStep,
-                 HealthStep, PreflightStep, SmokeStep, FloorStep, SoakStep, FrontStep>;
+                 HealthStep, PreflightStep, SmokeStep, FloorStep, SoakStep, FrontStep, PrewarmStep>;
 
 }  // namespace berth

@@ -14,8 +14,9 @@ namespace berth::manifests {
 namespace {
 
 constexpr std::string_view kTopKeys[] = {"berth", "host", "fleet", "models", "services", "fronts"};
-constexpr std::string_view kHostKeys[] = {"match",       "store", "reserve",        "unit_dir",
-                                          "executables", "gpus",  "keep_revisions", "front_dir"};
+constexpr std::string_view kHostKeys[] = {"match",          "store",       "reserve",
+                                          "unit_dir",       "executables", "gpus",
+                                          "keep_revisions", "front_dir",   "prewarm"};
 constexpr std::string_view kFrontKeys[] = {"bind", "hold", "drain", "retry_after", "ready"};
 constexpr std::string_view kReadyKeys[] = {"path", "lead"};
 constexpr std::string_view kGpuInventoryKeys[] = {"count", "memory"};
@@ -44,6 +45,8 @@ void DecodeHost(YamlReader& r, const Field& host, FilePart* part) {
       if (auto v = r.Size(f)) part->host.reserve_bytes = *v;
     } else if (f.key == "keep_revisions") {
       if (auto v = r.Int(f, 0, 100)) part->host.keep_revisions = static_cast<int>(*v);
+    } else if (f.key == "prewarm") {
+      if (auto v = r.Bool(f)) part->host.prewarm = *v;
     } else if (f.key == "unit_dir") {
       if (auto v = r.AbsolutePath(f)) part->host.unit_dir = *v;
     } else if (f.key == "front_dir") {

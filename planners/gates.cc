@@ -166,11 +166,9 @@ std::vector<Action> GatesAfterHealth(const HostSpec& host, const ServiceSpec& s,
   return out;
 }
 
-namespace {
-
 // Inserts `gates` before action `at` (0-based), keeping the steps the plan's disruptions name on
 // the actions they named.
-void InsertGates(Plan* plan, size_t at, const std::vector<Action>& gates) {
+void InsertActions(Plan* plan, size_t at, const std::vector<Action>& gates) {
   plan->actions.insert(plan->actions.begin() + static_cast<std::ptrdiff_t>(at), gates.begin(),
                        gates.end());
   int n = static_cast<int>(gates.size());
@@ -188,8 +186,6 @@ void InsertGates(Plan* plan, size_t at, const std::vector<Action>& gates) {
     shift(sw.start);
   }
 }
-
-}  // namespace
 
 namespace {
 
@@ -390,7 +386,7 @@ void ApplyRelativeFloors(const Desired& desired, const PlanIndex& index, Plan* p
     if (recorded) floor.detail += " (should that fail: " + recorded_words + ")";
     size_t at = sw.start;
     for (size_t i : sw.steps) at = std::min(at, i);
-    InsertGates(plan, at, {m});
+    InsertActions(plan, at, {m});
   }
 }
 
@@ -449,7 +445,7 @@ void ApplyStateRules(const Desired& desired, const Observed& observed, const Rep
     });
     size_t where = static_cast<size_t>(at - plan->actions.begin());
     if (!interrupted) {
-      InsertGates(
+      InsertActions(
           plan, where,
           {HealthGate(s, address, names, "its last apply failed; it runs, but is it healthy?")});
       continue;
@@ -463,7 +459,7 @@ void ApplyStateRules(const Desired& desired, const Observed& observed, const Rep
       chain.push_back(std::move(g));
     }
     for (Action& g : chain) g.reason = Reason::kInterruptedSwitch;
-    InsertGates(plan, where, chain);
+    InsertActions(plan, where, chain);
   }
 }
 

@@ -45,6 +45,10 @@ std::vector<Action> GatesAfterHealth(const HostSpec& host, const ServiceSpec& s,
 /// blocked.
 void ApplyRelativeFloors(const Desired& desired, const PlanIndex& index, Plan* plan);
 
+/// Inserts `actions` before action `at` (0-based): the switches' steps, gates, stops and starts
+/// and the disruptions' steps after it move with the actions they name.
+void InsertActions(Plan* plan, size_t at, const std::vector<Action>& actions);
+
 /// What every floor gate's service will run when it is measured (its unit file as the plan
 /// leaves it): the model commit and RestartDigest recorded with its figures.
 void StampFloorSettings(const PlanIndex& index, Plan* plan);

@@ -7,6 +7,7 @@
 #include "planners/gates.h"
 #include "planners/glob.h"
 #include "planners/plan_index.h"
+#include "planners/prewarm.h"
 #include "planners/state_only.h"
 
 namespace berth {
@@ -32,10 +33,13 @@ Plan MakePlan(const Desired& desired, const Observed& observed, const PlanOption
   DiffModels(resolved, index, &draft);
   DiffServices(resolved, index, options.berth_version, &draft);
   const ReportedNames names = draft.reported_names;
+  const std::vector<ResolvedModel> models = draft.models;  // (the prewarms' sizes)
   Sequence(resolved, index, std::move(draft), &plan);
   ApplyRelativeFloors(resolved, index, &plan);
   EstimateDarkWindows(observed, &plan);
   ApplyStateRules(resolved, observed, names, &plan);
+  // Last of the passes that insert steps: the step numbers its words name stay right.
+  PlanPrewarms(resolved, observed, models, &plan);
   StampFloorSettings(index, &plan);
   MarkTurnsAndGroups(&plan);
   return plan;

@@ -1,6 +1,7 @@
 #include "planners/prewarm.h"
 
 #include <algorithm>
+#include <map>
 #include <string>
 
 #include "core/hf_cache.h"
@@ -28,6 +29,7 @@ void PlanPrewarms(const Desired& desired, const Observed& observed,
   const ObservedMemory& mem = observed.memory;
   const uint64_t margin = mem.known ? PrewarmMargin(mem.total_bytes) : 0;
   uint64_t claimed = 0;  // what the plan's earlier prewarms read: the memory ledger
+  std::map<std::string, size_t> read_by;  // snapshot -> the index of the prewarm reading it
   // Switches in plan order; each insertion moves the later switches' steps (InsertActions).
   for (size_t k = 0; k < plan->switches.size(); ++k) {
     const Switch& sw = plan->switches[k];
@@ -39,8 +41,12 @@ void PlanPrewarms(const Desired& desired, const Observed& observed,
     const ResolvedModel* m = FindResolved(models, svc.model);
     if (!m) continue;
     auto why_not = [&](const std::string& why) {
-      plan->notes.push_back({sw.address, "no prewarm: " + why});
+      plan->notes.push_back({sw.address, why, "no prewarm"});
     };
+    if (!desired.host.prewarm) {
+      why_not("host.prewarm is false (" + desired.host.loc.ToString() + ")");
+      continue;
+    }
     if (svc.engine == EngineKind::kLlamaServer) {
       why_not("llama-server maps its GGUF file and reads it as it goes; berth prewarms " +
               std::string("safetensors weights only"));
@@ -55,6 +61,13 @@ void PlanPrewarms(const Desired& desired, const Observed& observed,
               " (neither the store nor the Hub listed them)");
       continue;
     }
+    const std::string snapshot =
+        SnapshotPath(StorePath(desired, observed), m->spec->repo_id, m->commit);
+    if (auto r = read_by.find(snapshot); r != read_by.end()) {
+      why_not("step " + std::to_string(r->second + 1) +
+              " reads the same weights into the page cache");
+      continue;
+    }
     const uint64_t weights = *m->weights_bytes;
     uint64_t resident = 0;
     if (m->present && m->present->resident_bytes)
@@ -67,8 +80,8 @@ void PlanPrewarms(const Desired& desired, const Observed& observed,
       continue;
     }
     if (resident >= weights - weights / 20) {
-      why_not("the page cache holds " + FormatBytes(resident) + " of its " +
-              FormatBytes(weights) + " of weights already");
+      why_not("the page cache holds " + FormatBytes(resident) + " of its " + FormatBytes(weights) +
+              " of weights already");
       continue;
     }
     const uint64_t need = weights - resident;
@@ -88,15 +101,18 @@ void PlanPrewarms(const Desired& desired, const Observed& observed,
     Action a = MakeAction(ActionKind::kPrewarm, "model/" + svc.model, Reason::kPrewarm);
     a.unit = sw.unit;
     PrewarmStep& p = a.As<PrewarmStep>();
-    p.snapshot = SnapshotPath(StorePath(desired, observed), m->spec->repo_id, m->commit);
+    p.snapshot = snapshot;
     p.bytes = need;
     a.detail = "read the " + FormatBytes(need) + " of safetensors weights " + sw.address +
-               " starts on into the page cache before step " + std::to_string(first + 2) +
-               " takes it down, so that its start reads them from memory (memory available " +
+               " starts on into the page cache before its switch goes dark at step " +
+               std::to_string(first + 2) +
+               ", so that its start reads them from memory (memory available " +
                FormatBytes(mem.available_bytes) + ", margin " + FormatBytes(margin) +
-               (resident ? ", " + FormatBytes(resident) + " already cached" : std::string()) +
-               ")";
+               (resident ? ", " + FormatBytes(resident) + " already cached" : std::string()) + ")";
     InsertActions(plan, first, {a});
+    for (auto& [path, at] : read_by)
+      if (at >= first) ++at;
+    read_by[snapshot] = first;
   }
 }
 

@@ -472,8 +472,35 @@ Status Executor::RunAction(const Action& a, ExecResult* result) {
     }
     case ActionKind::kRemoveModel:
       return RemoveModel(a.As<RemoveModelStep>());
+    case ActionKind::kPrewarm:
+      return Prewarm(a, a.As<PrewarmStep>());
   }
   return Status::Internal("unknown action kind");
+}
+
+Status Executor::Prewarm(const Action& a, const PrewarmStep& p) {
+  if (!d_.prewarm) {
+    Note("prewarm of " + a.address + ": this berth cannot read files ahead; the start of " +
+         a.unit + " reads them from disk");
+    return Status::Ok();
+  }
+  // Progress as notes: at most one every 5 s, and the last.
+  Clock::TimePoint next = d_.clock->Now();
+  auto progress = [&](uint64_t done, uint64_t total) {
+    Clock::TimePoint now = d_.clock->Now();
+    if (now < next && done < total) return;
+    next = now + std::chrono::seconds(5);
+    Note("prewarm of " + a.address + ": " + FormatBytes(done) + " of " + FormatBytes(total) +
+         " read");
+  };
+  Result<uint64_t> read = d_.prewarm(p, progress, d_.stop);
+  if (!read.ok()) {
+    Note("prewarm of " + a.address + " failed: " + read.status().message() + "; the start of " +
+         a.unit + " reads what is not cached from disk");
+    return Status::Ok();
+  }
+  Note("prewarm of " + a.address + ": " + FormatBytes(*read) + " read into the page cache");
+  return Status::Ok();
 }
 
 Status Executor::WriteUnit(const std::string& unit, const UnitFileStep& f) {

@@ -45,6 +45,13 @@ class TurnSeam {
   virtual void Release() = 0;
 };
 
+/// Reads a prewarm's files into the page cache (providers/host/page_cache.h in production):
+/// `progress(done, total)` after each chunk; stops early (Ok) when `stop` is set. Returns the
+/// bytes read.
+using PrewarmRunner = std::function<Result<uint64_t>(
+    const PrewarmStep& step, const std::function<void(uint64_t done, uint64_t total)>& progress,
+    const std::atomic<bool>* stop)>;
+
 struct ExecutorDeps {
   SystemdManager* systemd = nullptr;
   UnitFiles* unit_files = nullptr;
@@ -54,6 +61,7 @@ struct ExecutorDeps {
   ModelStore* models = nullptr;       // downloads and removals of models
   SmokeClient* smoke = nullptr;       // smoke gates; needed only by a plan that has one
   LoadRunner load;                    // throughput floors; likewise
+  PrewarmRunner prewarm;              // prewarms; none: a prewarm step says so and goes on
   CommandRunner* commands = nullptr;  // preflight commands; needed only by a plan that has one
   /// The folder of berth's engine-check programs (FindEngineCheckDir): an engine check runs
   /// <this>/<PreflightStep::check_program>. Needed only by a plan that has one.
@@ -185,6 +193,9 @@ class Executor {
   Status Soak(const std::string& unit, const SoakStep& g);
   Status Download(const DownloadStep& d, ExecResult* r);
   Status RemoveModel(const RemoveModelStep& m);
+  /// A prewarm: the weights read into the page cache, progress as notes. Never fails: what it
+  /// could not read, the start reads from disk.
+  Status Prewarm(const Action& a, const PrewarmStep& p);
   Status WriteUnit(const std::string& unit, const UnitFileStep& f);
   Status Front(ActionKind kind, const FrontStep& f);
 

@@ -8,6 +8,7 @@
 
 #include "core/hf_cache.h"
 #include "engine/observe/live_observer.h"
+#include "providers/host/page_cache.h"
 #include "providers/systemd/sdbus_manager.h"
 
 namespace berth {
@@ -45,6 +46,16 @@ Result<HostSeams> LiveHost::Connect(const Desired& desired) {
   seams.smoke = &smoke_;
   seams.load = [](const LoadSpec& spec, const std::atomic<bool>* stop) {
     return RunLoad(spec, stop);
+  };
+  seams.prewarm = [](const PrewarmStep& step,
+                     const std::function<void(uint64_t, uint64_t)>& progress,
+                     const std::atomic<bool>* stop) -> Result<uint64_t> {
+    auto files = SafetensorsFiles(step.snapshot);
+    if (!files.ok()) return files.status();
+    PrewarmOptions options;
+    options.stop = stop;
+    options.progress = progress;
+    return Prewarm(*files, options);
   };
   seams.commands = &commands_;
   seams.models = models_.get();

@@ -444,6 +444,7 @@ class Pass {
     deps.models = host_.models;
     deps.smoke = host_.smoke;
     deps.load = host_.load;
+    deps.prewarm = host_.prewarm;
     deps.commands = host_.commands;
     deps.engine_check_dir = d_.engine_check_dir.value_or("");
     deps.lineage = state_.lineage;

@@ -47,6 +47,7 @@ struct HostSeams {
   JournalReader* journal = nullptr;
   SmokeClient* smoke = nullptr;       // smoke gates (a plan without one needs none)
   LoadRunner load;                    // throughput floors (likewise)
+  PrewarmRunner prewarm;              // prewarms (likewise)
   CommandRunner* commands = nullptr;  // preflight commands (likewise)
   std::string systemd_error;          // why systemd is not reachable, when `systemd` is null
 };

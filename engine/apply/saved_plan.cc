@@ -26,7 +26,7 @@ const ActionKind kKinds[] = {
     ActionKind::kEnable,     ActionKind::kDisable,      ActionKind::kPreflight,
     ActionKind::kSmoke,      ActionKind::kFloor,        ActionKind::kSoak,
     ActionKind::kWriteFront, ActionKind::kRoute,        ActionKind::kDrain,
-    ActionKind::kReady,      ActionKind::kReference};
+    ActionKind::kReady,      ActionKind::kReference,    ActionKind::kPrewarm};
 
 ordered_json ResourcesToJson(const Resources& r) {
   ordered_json g = ordered_json::object();
@@ -161,6 +161,11 @@ void Fields(FrontStep& x, F&& f) {
   f("reload", x.reload);
   f("ready", x.ready);
   f("timeout_ms", x.timeout_ms);
+}
+template <class F>
+void Fields(PrewarmStep& x, F&& f) {
+  f("snapshot", x.snapshot);
+  f("bytes", x.bytes);
 }
 template <class F>
 void Fields(std::monostate&, F&&) {}

@@ -8,6 +8,7 @@
 
 #include "core/hf_cache.h"
 #include "core/read_file.h"
+#include "providers/host/page_cache.h"
 #include "providers/host/ports.h"
 #include "providers/hub/hub_api.h"
 #include "providers/store/store_scan.h"
@@ -119,6 +120,35 @@ void LiveObserver::AskHub(const Desired& desired, Observed* o) {
                         "can");
 }
 
+namespace {
+
+// Host memory, and how much of the weights of the manifest's models the page cache holds now
+// (what a prewarm would not need to read): the third ledger beside disk and GPU memory.
+void ObserveMemory(const Desired& desired, const std::string& proc_root, Observed* o) {
+  Result<MemInfo> mem = ReadMemInfo(proc_root + "/meminfo");
+  if (mem.ok()) {
+    o->memory.known = true;
+    o->memory.total_bytes = mem->total_bytes;
+    o->memory.available_bytes = mem->available_bytes;
+  } else {
+    o->memory.error = mem.status().message();
+  }
+  for (const auto& [key, model] : desired.models) {
+    for (ObservedRepo& repo : o->store.repos) {
+      if (repo.repo_id != model.repo_id) continue;
+      for (ObservedRevision& rev : repo.revisions) {
+        if (!rev.complete || !rev.weights_bytes) continue;
+        auto files = SafetensorsFiles(SnapshotPath(o->store.path, repo.repo_id, rev.commit));
+        if (!files.ok() || files->empty()) continue;
+        Result<Residency> r = PageCacheResidency(*files);
+        if (r.ok()) rev.resident_bytes = r->resident_bytes;
+      }
+    }
+  }
+}
+
+}  // namespace
+
 Result<Observed> LiveObserver::Observe(const Desired& desired) {
   Observed o;
   char host[256] = {};
@@ -131,6 +161,7 @@ Result<Observed> LiveObserver::Observe(const Desired& desired) {
   if (!scanned.ok()) return scanned.status().WithContext("observing the model store " + store);
   o.store = std::move(scanned).value();
   o.store.path = store;
+  ObserveMemory(desired, opt_.proc_root, &o);
 
   std::vector<std::string> names;
   for (const auto& [name, s] : desired.services) names.push_back(s.UnitName());

@@ -14,7 +14,17 @@ std::string ObservedToText(const Observed& o) {
   for (const auto& r : o.store.repos)
     for (const auto& v : r.revisions)
       out << "  model " << r.repo_id << "@" << v.commit.substr(0, 7) << " "
-          << FormatBytes(v.bytes_present) << (v.complete ? " complete" : " partial") << "\n";
+          << FormatBytes(v.bytes_present) << (v.complete ? " complete" : " partial")
+          << (v.resident_bytes && v.weights_bytes
+                  ? ", " + FormatBytes(*v.resident_bytes) + " of its " +
+                        FormatBytes(*v.weights_bytes) + " of weights in the page cache"
+                  : std::string())
+          << "\n";
+  if (o.memory.known)
+    out << "memory: " << FormatBytes(o.memory.available_bytes) << " available of "
+        << FormatBytes(o.memory.total_bytes) << "\n";
+  else if (!o.memory.error.empty())
+    out << "memory: unknown (" << o.memory.error << ")\n";
   if (!o.gpus_known) out << "gpus: unknown (" << o.gpu_error << ")\n";
   if (!o.units_known) out << "units: unknown\n";
   for (const auto& w : o.warnings) out << "warning: " << w << "\n";

@@ -25,6 +25,7 @@ ordered_json TerraformActions(const Action& a) {
     case ActionKind::kSoak:
     case ActionKind::kReference:
     case ActionKind::kDrain:
+    case ActionKind::kPrewarm:
       return {"read"};
     default:
       return {"update"};
@@ -154,6 +155,12 @@ std::string PlanToJson(const Plan& plan, const Desired& desired) {
         c["unit"] = a.unit;
         break;
       }
+      case ActionKind::kPrewarm: {
+        const PrewarmStep& p = a.As<PrewarmStep>();
+        c["prewarm"] = {{"snapshot", p.snapshot}, {"bytes", p.bytes}};
+        c["unit"] = a.unit;
+        break;
+      }
       case ActionKind::kSoak: {
         const SoakStep& g = a.As<SoakStep>();
         c["soak"] = {{"port", g.port},
@@ -199,7 +206,10 @@ std::string PlanToJson(const Plan& plan, const Desired& desired) {
   j["resource_changes"] = std::move(changes);
   ordered_json unchanged = ordered_json::array();
   for (const auto& n : plan.notes)
-    unchanged.push_back({{"address", n.address}, {"detail", n.detail}});
+    if (n.verb == "keep")
+      unchanged.push_back({{"address", n.address}, {"detail", n.detail}});
+    else
+      unchanged.push_back({{"address", n.address}, {"detail", n.detail}, {"verb", n.verb}});
   j["unchanged"] = std::move(unchanged);
   ordered_json dis = ordered_json::array();
   for (const auto& d : plan.disruptions) {

@@ -31,6 +31,7 @@ constexpr Item kItems[] = {
     {ActionKind::kFloor, "throughput floor", "throughput floors", ""},
     {ActionKind::kSoak, "soak", "soaks", ""},
     {ActionKind::kReference, "floor reference", "floor references", "to measure"},
+    {ActionKind::kPrewarm, "model", "models", "to prewarm"},
     {ActionKind::kEnable, "unit", "units", "to enable at boot"},
     {ActionKind::kDisable, "unit", "units", "to disable at boot"},
 };

@@ -33,6 +33,7 @@ const char* ActionSymbol(const Action& a) {
     case ActionKind::kSoak:
     case ActionKind::kReference:
     case ActionKind::kDrain:
+    case ActionKind::kPrewarm:
       return ">";
     case ActionKind::kWriteFront:
     case ActionKind::kRoute:
@@ -181,7 +182,7 @@ std::string PlanToText(const Plan& plan, const Desired& desired, const PlanTextO
     if (ShowsDiff(a, options)) AppendIndented(UnitFileDiff(a), out);
   }
   for (const auto& n : plan.notes)
-    out << "     = " << Pad("keep", 14) << Pad(n.address, width) << EscapeControl(n.detail) << "\n";
+    out << "     = " << Pad(n.verb, 14) << Pad(n.address, width) << EscapeControl(n.detail) << "\n";
   out << "\n";
   for (const Switch& sw : plan.switches) out << SwitchLine(sw) << "\n";
   for (const ParallelGroup& g : plan.groups) {

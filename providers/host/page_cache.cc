@@ -4,10 +4,13 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <filesystem>
 #include <memory>
+#include <system_error>
 
 #include "core/read_file.h"
 #include "core/untrusted_text.h"
@@ -155,6 +158,29 @@ Status Evict(const std::vector<std::string>& files) {
     }
   }
   return Status::Ok();
+}
+
+Result<std::vector<std::string>> SafetensorsFiles(const std::string& snapshot) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(snapshot, ec))
+    return Status::NotFound("no snapshot folder " + EscapeControl(snapshot));
+  std::vector<std::string> out;
+  auto it = fs::recursive_directory_iterator(snapshot, fs::directory_options::none, ec);
+  size_t seen = 0;
+  for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (++seen > 100000)
+      return Status::FailedPrecondition("more than 100,000 entries under " +
+                                        EscapeControl(snapshot));
+    if (it.depth() >= 4) it.disable_recursion_pending();
+    const fs::path& p = it->path();
+    if (p.extension() != ".safetensors") continue;
+    std::error_code fe;
+    if (fs::is_regular_file(p, fe)) out.push_back(p.string());  // (follows the link)
+  }
+  if (ec) return Status::Internal("reading " + EscapeControl(snapshot) + ": " + ec.message());
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 }  // namespace berth

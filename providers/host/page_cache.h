@@ -56,6 +56,12 @@ struct PrewarmOptions {
 /// read. Errors name the file.
 Result<uint64_t> Prewarm(const std::vector<std::string>& files, const PrewarmOptions& options = {});
 
+/// The weight files a vLLM-style server reads at start: every *.safetensors file under the
+/// snapshot folder `snapshot` (links followed, as the store's snapshots are links into blobs;
+/// at most 4 folders deep and 100,000 entries), in name order. NotFound when the folder is not
+/// there; an error names what could not be read.
+Result<std::vector<std::string>> SafetensorsFiles(const std::string& snapshot);
+
 /// Asks the kernel to drop `files` from the page cache (POSIX_FADV_DONTNEED). Pages that are
 /// dirty or mapped stay, and tmpfs keeps everything: check with PageCacheResidency.
 Status Evict(const std::vector<std::string>& files);

@@ -219,5 +219,65 @@ TEST(SwitchesOfPlan, TheJournalsUndoListComesFromThePlansSwitches) {
   EXPECT_FALSE(undo[0].unit_before);
 }
 
+// A prewarm step reads its snapshot's weights through the prewarm seam before the switch goes
+// dark, its progress as notes; one that fails, or a berth without the seam, says so and the
+// switch goes on (the start reads from disk): the step is done in every case.
+TEST_F(ExecutorSwitchTest, APrewarmReadsBeforeTheStopAndAFailedOneFailsNothing) {
+  ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
+  berth::Plan plan = StopFirst(8000);
+  Action prewarm = MakeAction(ActionKind::kPrewarm, "model/minimax", Reason::kPrewarm);
+  prewarm.unit = "vllm-minimax.service";
+  prewarm.As<PrewarmStep>().snapshot = "/models/models--org--minimax/snapshots/abc";
+  prewarm.As<PrewarmStep>().bytes = 3000;
+  plan.actions.insert(plan.actions.begin() + 2, prewarm);
+  Switch& sw = plan.switches[0];
+  sw.steps = {3, 4, 5};
+  sw.start = 4;
+  sw.gates = {5};
+  sw.replaces[0].stop_step = 3;
+
+  for (int variant = 0; variant < 3; ++variant) {  // reads; fails; no seam
+    world.calls.clear();
+    Recorder journal;
+    ExecutorDeps deps = Deps();
+    deps.observers = {&journal};
+    std::vector<std::string> asked;
+    if (variant < 2)
+      deps.prewarm = [&](const PrewarmStep& step,
+                         const std::function<void(uint64_t, uint64_t)>& progress,
+                         const std::atomic<bool>*) -> Result<uint64_t> {
+        asked.push_back(step.snapshot);
+        world.calls.push_back("prewarm");
+        if (variant == 1) return Status::NotFound("no snapshot folder " + step.snapshot);
+        progress(1000, 3000);
+        progress(3000, 3000);
+        return uint64_t{3000};
+      };
+    Executor ex(deps);
+    ExecResult r = ex.Run(plan);
+    // (The hand-written minimax listens nowhere: its gate fails and kimi is started again.)
+    EXPECT_EQ(r.failed_step, 6) << variant << ": " << r.status.message();
+    EXPECT_THAT(journal.seen, Contains(std::make_pair(3, StepState::kDone))) << variant;
+    EXPECT_TRUE(Running("vllm-kimi.service")) << variant;
+    if (variant == 0) {
+      EXPECT_THAT(asked, ElementsAre("/models/models--org--minimax/snapshots/abc"));
+      auto pos = [&](const std::string& c) {
+        return std::find(world.calls.begin(), world.calls.end(), c) - world.calls.begin();
+      };
+      EXPECT_LT(pos("prewarm"), pos("stop vllm-kimi.service"));
+      EXPECT_THAT(journal.notes, Contains("prewarm of model/minimax: 3 kB of 3 kB read"));
+      EXPECT_THAT(journal.notes,
+                  Contains("prewarm of model/minimax: 3 kB read into the page cache"));
+    } else if (variant == 1) {
+      EXPECT_THAT(journal.notes,
+                  Contains(HasSubstr("prewarm of model/minimax failed: no snapshot folder "
+                                     "/models/models--org--minimax/snapshots/abc; the start of "
+                                     "vllm-minimax.service reads what is not cached from disk")));
+    } else {
+      EXPECT_THAT(journal.notes, Contains(HasSubstr("cannot read files ahead")));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace berth::testing

@@ -36,10 +36,11 @@ TEST(ObservedJson, TheSeedObservationRoundTripsByteForByte) {
 TEST(ObservedJson, AModelsConfigAndWeightsRoundTrip) {
   Observed o;
   o.hostname = "h";
-  ObservedRevision good{"c", {"main"}, true, 30, 30, std::nullopt, std::nullopt, std::nullopt};
+  ObservedRevision good{"c",          {"main"},     true,         30,          30,
+                        std::nullopt, std::nullopt, std::nullopt, std::nullopt};
   good.config = ModelConfig{{"MiniMaxM2ForCausalLM"}, "", "minimax_m2"};
   good.weights_bytes = 230'000'000'000;
-  ObservedRevision bad{"d", {}, true, 3, 3, std::nullopt, std::nullopt, std::nullopt};
+  ObservedRevision bad{"d", {}, true, 3, 3, std::nullopt, std::nullopt, std::nullopt, std::nullopt};
   bad.gguf = std::map<std::string, GgufHeader>{{"Q4/m.gguf", {3, "llama", ""}},
                                                {"x.gguf", {0, "", "is not a GGUF file (...)"}}};
   bad.config = ModelConfig{{}, "is not JSON"};
@@ -92,11 +93,13 @@ TEST(ObservedJsonDoc, TheDocumentedExampleIsValidInput) {
 TEST(ObservedJson, EverySectionRoundTrips) {
   Observed o;
   o.hostname = "h";
-  o.store = {"/m",
-             true,
-             10,
-             5,
-             {{"a/b", {{"c", {"main"}, false, 3, 9, std::nullopt, std::nullopt, std::nullopt}}}}};
+  o.store = {
+      "/m",
+      true,
+      10,
+      5,
+      {{"a/b",
+        {{"c", {"main"}, false, 3, 9, std::nullopt, std::nullopt, std::nullopt, std::nullopt}}}}};
   o.gpus_known = false;
   o.gpu_error = "NVML not found";
   o.units.push_back({"x.service",
@@ -243,6 +246,51 @@ TEST(ObservedJsonFronts, FrontConfigsRoundTripAndBadPortKeysAreRefused) {
       EXPECT_THAT(r.status().message(), ::testing::HasSubstr("is not a port")) << key;
     }
   }
+}
+
+// Host memory and the page cache's share of a revision's weights (prewarm) round-trip; an
+// observation without them (saved before) reads as not observed; an impossible one is refused.
+TEST(ObservedJsonMemory, MemoryAndResidencyRoundTripAndAreChecked) {
+  Observed o;
+  o.hostname = "h";
+  ObservedRevision rev{"c",          {"main"},     true,         30,          30,
+                       std::nullopt, std::nullopt, std::nullopt, std::nullopt};
+  rev.weights_bytes = 20;
+  rev.resident_bytes = 12;
+  o.store.repos.push_back({"org/a", {rev}});
+  o.memory.known = true;
+  o.memory.total_bytes = 2'000'000;
+  o.memory.available_bytes = 1'500'000;
+  std::string text = ObservedToJson(o);
+  EXPECT_THAT(text, HasSubstr("\"resident_bytes\": 12"));
+  Result<Observed> back = ObservedFromJson(text, "o.json");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_TRUE(back->memory.known);
+  EXPECT_EQ(back->memory.total_bytes, 2'000'000u);
+  EXPECT_EQ(back->memory.available_bytes, 1'500'000u);
+  EXPECT_EQ(back->store.repos[0].revisions[0].resident_bytes, std::optional<uint64_t>(12));
+  EXPECT_EQ(ObservedToJson(*back), text);
+
+  // Not observed, and why: kept; nothing observed and nothing to say: not written at all.
+  o.memory = {};
+  o.memory.error = "/proc/meminfo: no MemAvailable line";
+  back = ObservedFromJson(ObservedToJson(o), "o.json");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_FALSE(back->memory.known);
+  EXPECT_EQ(back->memory.error, "/proc/meminfo: no MemAvailable line");
+  o.memory = {};
+  EXPECT_THAT(ObservedToJson(o), ::testing::Not(HasSubstr("\"memory\"")));
+
+  auto refused = [](const std::string& memory) {
+    Result<Observed> r = ObservedFromJson(
+        "{\"format_version\": 1, \"hostname\": \"h\", \"memory\": " + memory + "}", "o.json");
+    return r.ok() ? std::string("accepted") : r.status().message();
+  };
+  EXPECT_THAT(refused("{\"known\": true, \"total_bytes\": 10, \"available_bytes\": 11}"),
+              HasSubstr("memory.available_bytes: more than memory.total_bytes"));
+  EXPECT_THAT(refused("{\"known\": true, \"free\": 1}"), HasSubstr("memory: unknown key 'free'"));
+  EXPECT_THAT(refused("{\"known\": \"yes\"}"), HasSubstr("memory.known: wrong type"));
+  EXPECT_THAT(refused("[1]"), HasSubstr("memory: expected an object"));
 }
 
 }  // namespace

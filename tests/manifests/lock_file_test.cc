@@ -159,5 +159,16 @@ TEST(LockFile, KeepRevisionsIsReadFromHostAndDefaultsToOne) {
               ElementsAre(HasSubstr("keep_revisions")));
 }
 
+// host.prewarm (docs/operating.md "Prewarm"): on unless the manifest says false; a value that
+// is not a boolean is refused where it is written.
+TEST(HostPrewarm, IsOnByDefaultAndTakesABoolean) {
+  EXPECT_TRUE(testing::Load(kBase).desired.host.prewarm);
+  LoadResult r = testing::Load(std::string(kBase) + "host: {prewarm: false}\n");
+  ASSERT_THAT(ToStrings(r), IsEmpty());
+  EXPECT_FALSE(r.desired.host.prewarm);
+  EXPECT_THAT(testing::Problems(std::string(kBase) + "host: {prewarm: sometimes}\n"),
+              ElementsAre(HasSubstr("prewarm")));
+}
+
 }  // namespace
 }  // namespace berth

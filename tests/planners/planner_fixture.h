@@ -78,7 +78,7 @@ class PlannerTest : public ::testing::Test {
     }
     r->revisions.push_back({commit, std::move(refs), complete, bytes,
                             complete ? std::optional<uint64_t>(bytes) : std::nullopt, std::nullopt,
-                            std::nullopt, std::nullopt});
+                            std::nullopt, std::nullopt, std::nullopt});
     if (by_berth) o.state.models[repo].push_back(commit);
     return r->revisions.back();
   }

@@ -48,10 +48,14 @@ TEST_F(SeedTest, KimiToMinimaxOnFullGpusDownloadsFirstThenStopsThenStarts) {
   EXPECT_EQ(p.disruptions[0].port, 8000);
   EXPECT_EQ(p.disruptions[0].from_step, 4);
   EXPECT_EQ(p.disruptions[0].until_step, 6);
-  // Kimi's weights stay: keep: true, and berth did not download them anyway.
-  ASSERT_EQ(p.notes.size(), 1u);
+  // Kimi's weights stay: keep: true, and berth did not download them anyway. MiniMax's are not
+  // prewarmed: this world says nothing of the host's memory (the seed's observation does).
+  ASSERT_EQ(p.notes.size(), 2u);
   EXPECT_EQ(p.notes[0].address, "model/kimi-k25-nvfp4");
   EXPECT_THAT(p.notes[0].detail, HasSubstr("keep: true"));
+  EXPECT_EQ(p.notes[1].address, "service/vllm-minimax-m25");
+  EXPECT_EQ(p.notes[1].verb, "no prewarm");
+  EXPECT_THAT(p.notes[1].detail, HasSubstr("host memory was not observed"));
   Converge();
 }
 

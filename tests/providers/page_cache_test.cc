@@ -168,5 +168,28 @@ TEST_F(PageCacheTest, WhatIsNotARegularFileIsAnErrorNamingIt) {
   }
 }
 
+// The weights a prewarm reads: every *.safetensors under the snapshot, through the store's
+// links into its blobs, in name order; nothing else; a missing snapshot is NotFound.
+TEST_F(PageCacheTest, TheSnapshotsSafetensorsAreTheWeightsFollowingLinks) {
+  namespace fs = std::filesystem;
+  fs::create_directories(dir_ + "/blobs");
+  fs::create_directories(dir_ + "/snap/sub");
+  Write("blobs/b1", 10);
+  Write("blobs/b2", 20);
+  Write("blobs/b3", 30);
+  fs::create_symlink("../blobs/b1", dir_ + "/snap/model-00002.safetensors");
+  fs::create_symlink("../blobs/b2", dir_ + "/snap/model-00001.safetensors");
+  fs::create_symlink("../../blobs/b3", dir_ + "/snap/sub/extra.safetensors");
+  fs::create_symlink("../blobs/b1", dir_ + "/snap/config.json");
+  fs::create_symlink("../blobs/missing", dir_ + "/snap/dangling.safetensors");
+  auto files = SafetensorsFiles(dir_ + "/snap");
+  ASSERT_TRUE(files.ok()) << files.status().message();
+  EXPECT_THAT(*files, ::testing::ElementsAre(dir_ + "/snap/model-00001.safetensors",
+                                             dir_ + "/snap/model-00002.safetensors",
+                                             dir_ + "/snap/sub/extra.safetensors"));
+  auto none = SafetensorsFiles(dir_ + "/nothing");
+  EXPECT_EQ(none.status().code(), Status::Code::kNotFound);
+}
+
 }  // namespace
 }  // namespace berth

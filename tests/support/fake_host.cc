@@ -62,8 +62,15 @@ void FakeHost::Download(const DownloadStep& a, const Desired& d) {
   for (auto& r : repo->revisions)
     if (r.commit == commit) rev = &r;
   if (!rev) {
-    repo->revisions.push_back(
-        {commit, {}, false, 0, std::nullopt, std::nullopt, std::nullopt, std::nullopt});
+    repo->revisions.push_back({commit,
+                               {},
+                               false,
+                               0,
+                               std::nullopt,
+                               std::nullopt,
+                               std::nullopt,
+                               std::nullopt,
+                               std::nullopt});
     rev = &repo->revisions.back();
   }
   for (auto& r : repo->revisions) {
@@ -234,6 +241,7 @@ void FakeHost::Apply(const Plan& plan, const Desired& d) {
       case ActionKind::kFloor:
       case ActionKind::kSoak:
       case ActionKind::kReference:
+      case ActionKind::kPrewarm:
       case ActionKind::kRoute:
       case ActionKind::kDrain:
       case ActionKind::kReady:

@@ -1,16 +1,21 @@
 #!/usr/bin/python3
 """make_world.py - the world of the switch benchmark (see README.md beside this file).
 
-  make_world.py models   --store DIR
+  make_world.py models   --store DIR [--weights-gib G]
   make_world.py manifest --store DIR --unit-dir DIR --vllm PATH --env-dir DIR --port P
-                         --serving a|b [--front] [--gpu room|full] --out FILE
+                         --serving a|b [--front] [--gpu room|full] [--read-weights]
+                         [--no-prewarm] --out FILE
   make_world.py nvml     --gpu room|full --cgroup DIR --out FILE [--until PATH]
 
 `models`: two tiny fake models, bench/switch-a and bench/switch-b, in the Hugging Face cache
 layout (blobs, snapshots/<commit> of symlinks, refs/main) at pinned commits: no Hub is asked.
+--weights-gib G gives b G more safetensors files of 1 GiB each (written once, synced), the
+weights its fake vLLM reads at start with --read-weights (the prewarm modes).
 `manifest`: service svc-a (model a, served as "a") and svc-b (model b, served as "b"), both on
 port P, GPU 0; --serving says which one runs (the other is `state: stopped`). svc-b's fake vLLM
-loads for 4 s (FAKE_VLLM_STARTUP_DELAY in its env file). --front adds the top-level
+loads for 4 s (FAKE_VLLM_STARTUP_DELAY in its env file); with --read-weights it reads every
+byte of its safetensors at start instead (FAKE_VLLM_READ_WEIGHTS=1, no delay). --no-prewarm
+sets host.prewarm: false. --front adds the top-level
 `fronts: {P: {hold: 10m, drain: 2m}}`. --gpu sets gpu_memory_utilization: room 0.40 (two fit on
 the GPU), full 0.90 (one fills it).
 `nvml`: the fake NVML's config (tests/fake_nvml/fake_nvml.cc): one 80 GiB GPU holding what the
@@ -22,7 +27,10 @@ Python 3 standard library only.
 
 import argparse
 import hashlib
+import json
 import os
+import shutil
+import struct
 import sys
 import time
 
@@ -48,18 +56,39 @@ def folder_of(store, name):
 def sha256_file(path):
     h = hashlib.sha256()
     with open(path, "rb") as f:
-        h.update(f.read())
+        for chunk in iter(lambda: f.read(8 << 20), b""):
+            h.update(chunk)
     return h.hexdigest()
+
+
+def big_weights(tmp, gib):
+    """`gib` safetensors files of 1 GiB of one U8 tensor each, synced (their pages clean, so
+    that an eviction can drop them)."""
+    block = b"\x5a" * (8 << 20)
+    for i in range(gib):
+        header = json.dumps({"w%d" % i: {"dtype": "U8", "shape": [1 << 30],
+                                         "data_offsets": [0, 1 << 30]}}).encode()
+        with open(os.path.join(tmp, "big-%05d.safetensors" % i), "wb") as f:
+            f.write(struct.pack("<Q", len(header)) + header)
+            for _ in range(128):
+                f.write(block)
+            f.flush()
+            os.fsync(f.fileno())
 
 
 def cmd_models(a):
     for name in ("a", "b"):
         folder = folder_of(a.store, name)
         snap = os.path.join(folder, "snapshots", commit_of(name))
-        if os.path.isdir(snap):
+        big = len([f for f in os.listdir(snap) if f.startswith("big-")]) if os.path.isdir(snap) else 0
+        if os.path.isdir(snap) and (name == "a" or big == a.weights_gib):
             continue
+        if os.path.isdir(snap):  # another weight size asked: made again
+            shutil.rmtree(folder)
         tmp = os.path.join(folder, ".make")
         make_model.make_model(tmp)
+        if name == "b":
+            big_weights(tmp, a.weights_gib)
         os.makedirs(os.path.join(folder, "blobs"), exist_ok=True)
         os.makedirs(snap, exist_ok=True)
         for f in sorted(os.listdir(tmp)):
@@ -73,15 +102,15 @@ def cmd_models(a):
     return 0
 
 
-def env_file(env_dir, name):
+def env_file(env_dir, name, read_weights=False):
     """The unit's environment: the fake vllm package for berth's engine check, the fake's pace,
-    and for b a 4 s load."""
+    and for b a 4 s load (or, read_weights, the read of its weights)."""
     os.makedirs(env_dir, exist_ok=True)
     path = os.path.join(env_dir, "svc-%s.env" % name)
     lines = ["PYTHONPATH=%s" % os.path.join(ROOT, "tests", "fake_vllm", "pkg"),
              "FAKE_VLLM_TOKENS_PER_SECOND=%d" % TOKENS_PER_SECOND]
     if name == "b":
-        lines.append("FAKE_VLLM_STARTUP_DELAY=4")
+        lines.append("FAKE_VLLM_READ_WEIGHTS=1" if read_weights else "FAKE_VLLM_STARTUP_DELAY=4")
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
     return path
@@ -89,7 +118,10 @@ def env_file(env_dir, name):
 
 def cmd_manifest(a):
     out = ["berth: 1", "host:", "  store: %s" % a.store, "  unit_dir: %s" % a.unit_dir,
-           "  executables: {vllm: %s}" % a.vllm, "models:"]
+           "  executables: {vllm: %s}" % a.vllm]
+    if a.no_prewarm:
+        out.append("  prewarm: false")
+    out.append("models:")
     for name in ("a", "b"):
         out.append("  model-%s: {source: hf://bench/switch-%s, revision: %s, keep: true}"
                    % (name, name, commit_of(name)))
@@ -107,7 +139,7 @@ def cmd_manifest(a):
                 "    vllm: {gpu_memory_utilization: %.2f, max_model_len: 2048, "
                 "served_model_name: %s}" % (GMU[a.gpu], name),
                 "    health: {timeout: 60s, interval: 100ms}",
-                "    env_file: %s" % env_file(a.env_dir, name)]
+                "    env_file: %s" % env_file(a.env_dir, name, a.read_weights)]
     with open(a.out, "w") as f:
         f.write("\n".join(out) + "\n")
     return 0
@@ -150,6 +182,7 @@ def main(argv):
     sub = p.add_subparsers(dest="cmd", required=True)
     m = sub.add_parser("models")
     m.add_argument("--store", required=True)
+    m.add_argument("--weights-gib", type=int, default=0)
     f = sub.add_parser("manifest")
     for k in ("--store", "--unit-dir", "--vllm", "--env-dir", "--out"):
         f.add_argument(k, required=True)
@@ -157,6 +190,8 @@ def main(argv):
     f.add_argument("--serving", choices=("a", "b"), required=True)
     f.add_argument("--front", action="store_true")
     f.add_argument("--gpu", choices=("room", "full"), default="room")
+    f.add_argument("--read-weights", action="store_true")
+    f.add_argument("--no-prewarm", action="store_true")
     n = sub.add_parser("nvml")
     n.add_argument("--gpu", choices=("room", "full"), required=True)
     n.add_argument("--cgroup", required=True)

@@ -13,7 +13,8 @@ import os
 import sys
 import time
 
-TITLES = {"none": "no front", "front": "front (room)", "front-full": "front (full GPU)"}
+TITLES = {"none": "no front", "front": "front (room)", "front-full": "front (full GPU)",
+          "cold": "cold start", "prewarm": "prewarmed"}
 
 
 def fmt_ms(v):
@@ -76,12 +77,17 @@ def main(argv):
         if mode == "none":
             base = s
     for mode, _, _, s in rows:
-        if s is None or mode == "none" or base is None:
+        if s is None or mode in ("none", "cold", "prewarm") or base is None:
             continue
         print("%s vs no front: refused %s, failed %s, p99 %s ms -> %s ms" % (
             TITLES.get(mode, mode), ratio(base["counts"]["refused"], s["counts"]["refused"]),
             ratio(base["failed"], s["failed"]), fmt_ms(base["latency_ms"]["p99"]),
             fmt_ms(s["latency_ms"]["p99"])))
+    darks = {mode: dark_gap(s["timeline"]) for mode, _, _, s in rows if s is not None}
+    if "cold" in darks and "prewarm" in darks:
+        print("prewarmed vs cold start: the port dark %.0f ms -> %.0f ms (%.2fx)" % (
+            darks["cold"], darks["prewarm"],
+            darks["prewarm"] / darks["cold"] if darks["cold"] else float("nan")))
     for mode, _, _, s in rows:
         if s is None:
             continue

@@ -13,6 +13,12 @@
 #                    front       fronts: {P: {hold: 10m, drain: 2m}}, the GPU has room for both
 #                                (make-before-break)
 #                    front-full  the same front, the GPU full with svc-a (hold)
+#                    cold        no front; svc-b's fake vLLM reads its weights (--weights-gib)
+#                                at start, evicted from the page cache just before the switch,
+#                                host.prewarm: false (the dark window with a cold start)
+#                    prewarm     the same, host.prewarm left on: the plan reads svc-b's weights
+#                                into the page cache before svc-a stops
+#   --weights-gib G  svc-b's weights for cold and prewarm, GiB (default 2; on the disk of DIR)
 #   --port P       the public port (default 8000; when something listens there already, the
 #                  first free port from 18000, said so)
 #   --work DIR     scratch dir: store, manifests, logs, prober summaries, results.txt (default
@@ -30,6 +36,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../../.." && pwd)
 BERTH_BIN=${BERTH:-}
 MODES="none front front-full"
+WEIGHTS_GIB=2
 PORT=8000
 WORK=/var/tmp/berth-bench-switch
 KEEP=0
@@ -37,6 +44,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --berth) BERTH_BIN=$2; shift 2 ;;
     --modes) MODES=$2; shift 2 ;;
+    --weights-gib) WEIGHTS_GIB=$2; shift 2 ;;
     --port) PORT=$2; shift 2 ;;
     --work) WORK=$2; shift 2 ;;
     --keep) KEEP=1; shift ;;
@@ -114,17 +122,23 @@ g++ -std=c++20 -O1 -shared -fPIC -I"$ROOT" "$ROOT/tests/fake_nvml/fake_nvml.cc" 
   -o "$WORK/nvml/libnvidia-ml.so.1"
 NVML_LIB=$WORK/nvml/libnvidia-ml.so.1
 
-$MW models --store "$WORK/store"
+# svc-b's weights, read at its start in the cold and prewarm modes (none without them).
+weights=0
+case " $MODES " in *" cold "*|*" prewarm "*) weights=$WEIGHTS_GIB ;; esac
+$MW models --store "$WORK/store" --weights-gib "$weights"
+PAGE_CACHE_TOOL=$(dirname "$BERTH_BIN")/tests/providers/page_cache_tool
 ROWS=$WORK/rows.tsv
 : >"$ROWS"
 now() { date +%s.%N; }
 
 run_mode() {  # MODE
-  local mode=$1 front=() gpu=room D=$WORK/$1
+  local mode=$1 front=() gpu=room D=$WORK/$1 weights=()
   case "$mode" in
     none) ;;
     front) front=(--front) ;;
     front-full) front=(--front); gpu=full ;;
+    cold) weights=(--read-weights --no-prewarm) ;;
+    prewarm) weights=(--read-weights) ;;
     *) echo "run.sh: unknown mode $mode" >&2; exit 2 ;;
   esac
   rm -rf "$D"; mkdir -p "$D"
@@ -134,7 +148,7 @@ run_mode() {  # MODE
   # shellcheck disable=SC1090
   source "$SDSB_BASE/$SANDBOX/env"
   local mk=(--store "$WORK/store" --unit-dir "$SDSB_UNITS" --vllm "$FAKE_VLLM" --env-dir "$D/env"
-            --port "$PORT" --gpu "$gpu" "${front[@]}")
+            --port "$PORT" --gpu "$gpu" "${front[@]}" "${weights[@]}")
   $MW manifest "${mk[@]}" --serving a --out "$D/before.yaml"
   $MW manifest "${mk[@]}" --serving b --out "$D/after.yaml"
 
@@ -172,8 +186,18 @@ run_mode() {  # MODE
   sleep 1
 
   # The plan of the switch, kept for reading (its disruption lines say how the port fares).
-  "$BERTH_BIN" plan "${host[@]}" -f "$D/after.yaml" >"$D/plan-switch.txt" 2>&1 || true
-  log "$mode: berth apply: svc-a -> svc-b (svc-b loads for 4 s)"
+  # (berth plan takes no --journal-dir: it reads no journal.)
+  "$BERTH_BIN" plan --bus "$SDSB_SYSTEM_BUS_ADDRESS" --nvml-library "$NVML_LIB" \
+    --state-dir "$D/state" -f "$D/after.yaml" >"$D/plan-switch.txt" 2>&1 || true
+  if [ ${#weights[@]} -gt 0 ]; then
+    # svc-b's weights out of the page cache: its start reads them from disk unless berth
+    # reads them first.
+    [ -x "$PAGE_CACHE_TOOL" ] || { echo "run.sh: no $PAGE_CACHE_TOOL (build the tests)" >&2; exit 2; }
+    "$PAGE_CACHE_TOOL" evict "$WORK"/store/models--bench--switch-b/blobs/* >/dev/null
+    log "$mode: svc-b's weights evicted: $("$PAGE_CACHE_TOOL" residency "$WORK"/store/models--bench--switch-b/blobs/*)"
+    grep -E "prewarm" "$D/plan-switch.txt" | sed 's/^/    plan: /' >&2 || true
+  fi
+  log "$mode: berth apply: svc-a -> svc-b (svc-b loads for 4 s, or reads its weights)"
   local t0 t1 rc=0
   t0=$(now)
   "${berth[@]}" -f "$D/after.yaml" >"$D/apply-switch.log" 2>&1 || rc=$?
