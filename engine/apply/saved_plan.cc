@@ -657,7 +657,9 @@ std::vector<std::pair<std::string, std::string>> Effect(const Action& a) {
       {"config", "front's configuration file"},
       {"config_text", "front's configuration"},
       {"reload", "front reload"},
-      {"ready", "front ready"}};
+      {"ready", "front ready"},
+      {"snapshot", "snapshot it reads ahead"},
+      {"bytes", "bytes it reads ahead"}};
   const ordered_json step = StepToJson(a.step);
   for (const auto& [key, value] : step.items()) {
     auto word = kWords.find(key);

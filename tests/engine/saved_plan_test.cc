@@ -429,5 +429,40 @@ TEST(SavedPlanSwitches, ASwitchNamingAStepThePlanLacksIsRefused) {
   EXPECT_THAT(p.status().message(), HasSubstr("the mode 'sideways'"));
 }
 
+// A prewarm step reads back as written; a saved plan whose prewarm reads another folder (a
+// hand edit pointing it at /etc) is not the plan berth makes now, and never runs.
+TEST(SavedPlanPrewarm, APrewarmReadsBackAndAnotherFolderIsRefused) {
+  Action pre = MakeAction(ActionKind::kPrewarm, "model/minimax", Reason::kPrewarm);
+  pre.unit = "vllm-minimax.service";
+  pre.As<PrewarmStep>().snapshot = "/models/models--org--minimax/snapshots/" + std::string(40, 'a');
+  pre.As<PrewarmStep>().bytes = 230'000'000'000;
+  Plan plan;
+  plan.actions = {pre};
+  Observed observed;
+  observed.hostname = "gpu-01";
+  Desired desired;
+  desired.digest = std::string(64, 'd');
+  std::string text =
+      SavedPlanToJson(MakeSavedPlan(plan, desired, observed, "/m/berth.yaml", 1'000'000));
+  Result<SavedPlan> p = SavedPlanFromJson(text, "plan.json");
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  ASSERT_EQ(p->plan.actions.size(), 1u);
+  EXPECT_EQ(p->plan.actions[0].kind, ActionKind::kPrewarm);
+  EXPECT_EQ(p->plan.actions[0].reason, Reason::kPrewarm);
+  EXPECT_EQ(p->plan.actions[0].As<PrewarmStep>(), pre.As<PrewarmStep>());
+  EXPECT_TRUE(PlanDifferences(p->plan, plan).empty());
+  auto j = nlohmann::ordered_json::parse(text);
+  j["actions"][0]["step"]["snapshot"] = "/etc";
+  Result<SavedPlan> edited = SavedPlanFromJson(j.dump(), "plan.json");
+  ASSERT_TRUE(edited.ok()) << edited.status().message();
+  EXPECT_THAT(PlanDifferences(edited->plan, plan),
+              ElementsAre(HasSubstr("step 1 (prewarm model/minimax): its snapshot it reads ahead "
+                                    "is not what berth would do now")));
+  // A field no prewarm has is refused, naming the step.
+  j = nlohmann::ordered_json::parse(text);
+  j["actions"][0]["step"]["argv"] = {"rm", "-rf", "/"};
+  EXPECT_FALSE(SavedPlanFromJson(j.dump(), "plan.json").ok());
+}
+
 }  // namespace
 }  // namespace berth
