@@ -103,7 +103,11 @@ Status ReadRevision(const InJson& j, const std::string& path, ObservedRevision* 
     BERTH_RETURN_IF_ERROR(rd.Get("weights_bytes", &weights));
     r->weights_bytes = weights;
   }
-  if (rd.Child("resident_bytes")) {
+  if (const InJson* v = rd.Child("resident_bytes")) {
+    if (!v->is_number_unsigned())
+      return Status::InvalidArgument(path +
+                                     ".resident_bytes: expected a number of bytes (a whole "
+                                     "number >= 0)");
     uint64_t resident = 0;
     BERTH_RETURN_IF_ERROR(rd.Get("resident_bytes", &resident));
     r->resident_bytes = resident;
@@ -114,6 +118,11 @@ Status ReadRevision(const InJson& j, const std::string& path, ObservedRevision* 
 Status ReadMemory(const InJson& j, ObservedMemory* m) {
   Reader rd(j, "memory");
   BERTH_RETURN_IF_ERROR(rd.Keys({"known", "error", "total_bytes", "available_bytes"}));
+  // A byte count is a whole number >= 0: -1 or 1e30 would pass as a huge unsigned one.
+  for (const char* key : {"total_bytes", "available_bytes"})
+    if (const InJson* v = rd.Child(key); v && !v->is_number_unsigned())
+      return Status::InvalidArgument(std::string("memory.") + key +
+                                     ": expected a number of bytes (a whole number >= 0)");
   BERTH_RETURN_IF_ERROR(rd.Get("known", &m->known));
   BERTH_RETURN_IF_ERROR(rd.Get("error", &m->error));
   BERTH_RETURN_IF_ERROR(rd.Get("total_bytes", &m->total_bytes));

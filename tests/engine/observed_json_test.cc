@@ -291,6 +291,12 @@ TEST(ObservedJsonMemory, MemoryAndResidencyRoundTripAndAreChecked) {
   EXPECT_THAT(refused("{\"known\": true, \"free\": 1}"), HasSubstr("memory: unknown key 'free'"));
   EXPECT_THAT(refused("{\"known\": \"yes\"}"), HasSubstr("memory.known: wrong type"));
   EXPECT_THAT(refused("[1]"), HasSubstr("memory: expected an object"));
+  EXPECT_THAT(refused("{\"known\": true, \"total_bytes\": -1, \"available_bytes\": 5}"),
+              HasSubstr("memory.total_bytes: expected a number of bytes"));
+  EXPECT_THAT(refused("{\"known\": true, \"total_bytes\": 1e30, \"available_bytes\": 1}"),
+              HasSubstr("memory.total_bytes: expected a number of bytes"));
+  EXPECT_THAT(refused("{\"known\": true, \"total_bytes\": 10, \"available_bytes\": 2.5}"),
+              HasSubstr("memory.available_bytes: expected a number of bytes"));
 }
 
 }  // namespace
