@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <ctime>
+#include <set>
 
 #include "core/hf_cache.h"
 #include "core/read_file.h"
@@ -133,16 +134,17 @@ void ObserveMemory(const Desired& desired, const std::string& proc_root, Observe
   } else {
     o->memory.error = mem.status().message();
   }
-  for (const auto& [key, model] : desired.models) {
-    for (ObservedRepo& repo : o->store.repos) {
-      if (repo.repo_id != model.repo_id) continue;
-      for (ObservedRevision& rev : repo.revisions) {
-        if (!rev.complete || !rev.weights_bytes) continue;
-        auto files = SafetensorsFiles(SnapshotPath(o->store.path, repo.repo_id, rev.commit));
-        if (!files.ok() || files->empty()) continue;
-        Result<Residency> r = PageCacheResidency(*files);
-        if (r.ok()) rev.resident_bytes = r->resident_bytes;
-      }
+  // One pass over the store (a scan of every repo per model is quadratic at 10,000 models).
+  std::set<std::string> wanted;
+  for (const auto& [key, model] : desired.models) wanted.insert(model.repo_id);
+  for (ObservedRepo& repo : o->store.repos) {
+    if (!wanted.count(repo.repo_id)) continue;
+    for (ObservedRevision& rev : repo.revisions) {
+      if (!rev.complete || !rev.weights_bytes) continue;
+      auto files = SafetensorsFiles(SnapshotPath(o->store.path, repo.repo_id, rev.commit));
+      if (!files.ok() || files->empty()) continue;
+      Result<Residency> r = PageCacheResidency(*files);
+      if (r.ok()) rev.resident_bytes = r->resident_bytes;
     }
   }
 }

@@ -25,6 +25,18 @@ class PrewarmTest : public ScenarioTest {
     InStore("org/b", Commit("b"), weights + 1000).weights_bytes = weights;
     d.services[service].model = "b";
   }
+  /// Services one (GPU 0, port 8000) and two (GPU 1, port 8001) serving model "a".
+  void TwoServicesOnA() {
+    OneModel(2);
+    Vllm("one", "a", {0}, 8000);
+    Vllm("two", "a", {1}, 8001);
+    Converge();
+  }
+  /// Model `name` (repo org/<name>), complete in the store with `weights` of safetensors.
+  void StoredModel(const std::string& name, uint64_t weights) {
+    Model(name, "org/" + name).revision = Commit(name);
+    InStore("org/" + name, Commit(name), weights).weights_bytes = weights;
+  }
   void Memory(uint64_t total, uint64_t available) {
     o.memory.known = true;
     o.memory.total_bytes = total;
@@ -123,14 +135,8 @@ TEST_F(PrewarmTest, WithoutAMemoryObservationThePlanSaysItCannotTell) {
 }
 
 TEST_F(PrewarmTest, ThePlansPrewarmsShareTheMemory) {
-  OneModel(2);
-  Vllm("one", "a", {0}, 8000);
-  Vllm("two", "a", {1}, 8001);
-  Converge();
-  for (const char* m : {"b", "c"}) {
-    Model(m, std::string("org/") + m).revision = Commit(m);
-    InStore(std::string("org/") + m, Commit(m), 100 * kGB).weights_bytes = 100 * kGB;
-  }
+  TwoServicesOnA();
+  for (const char* m : {"b", "c"}) StoredModel(m, 100 * kGB);
   d.services["one"].model = "b";
   d.services["two"].model = "c";
   // 220 GB available, margin 40 GB: the first takes 100 of the 180 GB of room, the second
@@ -148,12 +154,8 @@ TEST_F(PrewarmTest, ThePlansPrewarmsShareTheMemory) {
 }
 
 TEST_F(PrewarmTest, TwoSwitchesToOneModelReadItOnce) {
-  OneModel(2);
-  Vllm("one", "a", {0}, 8000);
-  Vllm("two", "a", {1}, 8001);
-  Converge();
-  Model("b", "org/b").revision = Commit("b");
-  InStore("org/b", Commit("b"), 100 * kGB).weights_bytes = 100 * kGB;
+  TwoServicesOnA();
+  StoredModel("b", 100 * kGB);
   d.services["one"].model = "b";
   d.services["two"].model = "b";
   Memory(1000 * kGB, 600 * kGB);
