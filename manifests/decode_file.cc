@@ -198,7 +198,7 @@ void DecodeFronts(YamlReader& r, const Field& fronts, FilePart* part) {
   }
 }
 
-void DecodeRoot(YamlReader& r, const YAML::Node& root, FilePart* part) {
+void DecodeRoot(YamlReader& r, const YamlNode& root, FilePart* part) {
   const SourceLoc file_start{r.file(), 1, 1};
   if (root.IsNull()) {
     r.Error(file_start, "missing 'berth: 1'", "every manifest file starts with berth: 1");
@@ -249,10 +249,10 @@ FilePart DecodeFile(const std::string& file, const std::string& text,
   FilePart part;
   part.file = file;
   YamlReader r(file, diagnostics);
-  std::optional<YAML::Node> root = ParseDocument(r, text);
-  if (!root) return part;
+  std::optional<YamlDocument> doc = ParseDocument(r, text);
+  if (!doc) return part;
   try {
-    DecodeRoot(r, *root, &part);
+    DecodeRoot(r, doc->root(), &part);
   } catch (const std::exception& e) {
     // Reads go through YamlReader, which does not throw; this is a last line of defence.
     r.Error(SourceLoc{file, 0, 0}, std::string("cannot read YAML: ") + e.what());

@@ -105,7 +105,7 @@ void DecodeWaves(YamlReader& r, const Field& waves, FleetSpec* fleet) {
     return;
   }
   std::map<std::string, SourceLoc> seen;
-  for (const YAML::Node& item : waves.value) {
+  for (const YamlNode item : waves.value) {
     SourceLoc loc = r.Loc(item);
     Field entry{"waves", loc, loc, item};
     if (!r.ExpectMap(entry)) continue;

@@ -9,6 +9,9 @@
 #include <vector>
 
 #include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/yaml.h>
+
+#include "manifests/yaml_block.h"
 
 namespace berth::manifests {
 namespace {
@@ -96,6 +99,70 @@ class DocumentScan : public YAML::EventHandler {
   std::map<YAML::anchor_t, uint64_t> cost_of_anchor_;
 };
 
+// Builds the tree from yaml-cpp's events, as YAML::Load's NodeBuilder does: an alias shares its
+// anchor's node.
+class TreeBuilder : public YAML::EventHandler {
+ public:
+  explicit TreeBuilder(YamlDocument* doc) : doc_(doc) {}
+
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+    Add(doc_->New(YamlType::kNull, At(mark)), anchor);
+  }
+  void OnAlias(const YAML::Mark&, YAML::anchor_t anchor) override {
+    auto it = anchors_.find(anchor);
+    if (it != anchors_.end()) Add(it->second, YAML::NullAnchor);
+  }
+  void OnScalar(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
+                const std::string& value) override {
+    YamlNodeData* n = doc_->New(YamlType::kScalar, At(mark));
+    n->tag = tag;
+    n->scalar = value;
+    Add(n, anchor);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
+                       YAML::EmitterStyle::value) override {
+    Open(YamlType::kSequence, mark, tag, anchor);
+  }
+  void OnSequenceEnd() override { Close(); }
+  void OnMapStart(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
+                  YAML::EmitterStyle::value) override {
+    Open(YamlType::kMap, mark, tag, anchor);
+  }
+  void OnMapEnd() override { Close(); }
+
+  const YamlNodeData* root() const { return root_; }
+
+ private:
+  static YamlMark At(const YAML::Mark& mark) {
+    if (mark.is_null()) return YamlMark{};
+    return YamlMark{mark.line, mark.column};
+  }
+  void Add(const YamlNodeData* n, YAML::anchor_t anchor) {
+    if (anchor != YAML::NullAnchor) anchors_[anchor] = n;
+    if (open_.empty()) {
+      if (root_ == nullptr) root_ = n;
+    } else {
+      open_.back()->children.push_back(n);
+    }
+  }
+  void Open(YamlType type, const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor) {
+    YamlNodeData* n = doc_->New(type, At(mark));
+    n->tag = tag;
+    Add(n, anchor);
+    open_.push_back(n);
+  }
+  void Close() {
+    if (!open_.empty()) open_.pop_back();
+  }
+
+  YamlDocument* doc_;
+  std::vector<YamlNodeData*> open_;
+  std::map<YAML::anchor_t, const YamlNodeData*> anchors_;
+  const YamlNodeData* root_ = nullptr;
+};
+
 struct Scan {
   std::optional<YAML::Mark> second_document;  // where a second, non-empty document starts
   std::optional<YAML::Mark> alias_bomb;       // the alias whose expansion passed the limit
@@ -163,7 +230,15 @@ std::optional<Stray> StrayFlowIndicator(const std::string& file, const std::stri
 
 }  // namespace
 
-std::optional<YAML::Node> ParseDocument(YamlReader& r, const std::string& text) {
+std::optional<YamlDocument> ParseDocument(YamlReader& r, const std::string& text) {
+  {
+    YamlDocument doc;
+    if (ReadBlockYaml(text, &doc)) return doc;
+  }
+  return ParseWithYamlCpp(r, text);
+}
+
+std::optional<YamlDocument> ParseWithYamlCpp(YamlReader& r, const std::string& text) {
   try {
     // The events first: an alias bomb is refused before a tree is built. The scan reads the
     // whole text once more (yaml-cpp's scanner is most of a big manifest's load), so it runs
@@ -178,19 +253,25 @@ std::optional<YAML::Node> ParseDocument(YamlReader& r, const std::string& text) 
           "write the values out, or reuse fewer and smaller anchors");
       return std::nullopt;
     }
-    YAML::Node root = YAML::Load(text);
+    YamlDocument doc;
+    {
+      std::istringstream in(text);
+      YAML::Parser parser(in);
+      TreeBuilder builder(&doc);
+      if (parser.HandleNextDocument(builder)) doc.set_root(builder.root());
+    }
     std::optional<YAML::Mark> second = scan.second_document;
     if (second) {
       SourceLoc loc{r.file(), second->line + 1, second->column + 1};
       r.Error(loc, "a second YAML document in one file", "put each document in its own file");
     }
-    if (root.IsNull()) {
+    if (doc.root().IsNull()) {
       if (std::optional<Stray> stray = StrayFlowIndicator(r.file(), text)) {
         r.Error(stray->loc, std::string("YAML syntax error: unexpected '") + stray->c + "'");
         return std::nullopt;
       }
     }
-    return root;
+    return doc;
   } catch (const YAML::Exception& e) {
     SourceLoc loc{r.file(), 0, 0};
     if (!e.mark.is_null()) loc = SourceLoc{r.file(), e.mark.line + 1, e.mark.column + 1};

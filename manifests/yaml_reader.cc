@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <map>
+#include <unordered_map>
 #include <utility>
 
 #include "core/unit_text.h"
@@ -53,8 +54,8 @@ std::string Quote(std::string_view key) { return "'" + std::string(key) + "'"; }
 YamlReader::YamlReader(std::string file, std::vector<Diagnostic>* diagnostics)
     : file_(std::move(file)), diagnostics_(diagnostics) {}
 
-SourceLoc YamlReader::Loc(const YAML::Node& node) const {
-  YAML::Mark mark = node.Mark();
+SourceLoc YamlReader::Loc(const YamlNode& node) const {
+  YamlMark mark = node.Mark();
   if (mark.is_null()) return SourceLoc{file_, 0, 0};
   return SourceLoc{file_, mark.line + 1, mark.column + 1};
 }
@@ -63,7 +64,7 @@ void YamlReader::Error(const SourceLoc& loc, std::string message, std::string hi
   diagnostics_->push_back(Diagnostic{loc, std::move(message), std::move(hint)});
 }
 
-ScalarKind YamlReader::KindOf(const YAML::Node& node) {
+ScalarKind YamlReader::KindOf(const YamlNode& node) {
   if (node.IsNull()) return ScalarKind::kNull;
   const std::string& tag = node.Tag();
   if (tag == "!" || tag == "tag:yaml.org,2002:str") return ScalarKind::kString;
@@ -76,7 +77,7 @@ ScalarKind YamlReader::KindOf(const YAML::Node& node) {
   return ScalarKind::kString;
 }
 
-std::string YamlReader::Describe(const YAML::Node& node) {
+std::string YamlReader::Describe(const YamlNode& node) {
   if (node.IsMap()) return "a map";
   if (node.IsSequence()) return "a list";
   switch (KindOf(node)) {
@@ -99,26 +100,26 @@ void YamlReader::TypeError(const Field& f, std::string_view expected) {
                          Describe(f.value));
 }
 
-std::vector<Field> YamlReader::Entries(const YAML::Node& map,
-                                       std::span<const std::string_view> known,
+std::vector<Field> YamlReader::Entries(const YamlNode& map, std::span<const std::string_view> known,
                                        std::string_view where) {
   return EntriesImpl(map, &known, where, "");
 }
 
-std::vector<Field> YamlReader::NamedEntries(const YAML::Node& map, std::string_view where,
+std::vector<Field> YamlReader::NamedEntries(const YamlNode& map, std::string_view where,
                                             std::string_view noun) {
   return EntriesImpl(map, nullptr, where, noun);
 }
 
-std::vector<Field> YamlReader::EntriesImpl(const YAML::Node& map,
+std::vector<Field> YamlReader::EntriesImpl(const YamlNode& map,
                                            const std::span<const std::string_view>* known,
                                            std::string_view where, std::string_view noun) {
   std::vector<Field> fields;
-  std::map<std::string, SourceLoc> seen;
-  for (auto it = map.begin(); it != map.end(); ++it) {
-    // The iterator hands out a temporary pair: copy the nodes (cheap handles) out of it.
-    const YAML::Node key = it->first;
-    const YAML::Node value = it->second;
+  fields.reserve(map.size());
+  std::unordered_map<std::string_view, SourceLoc> seen;
+  seen.reserve(map.size());
+  for (size_t i = 0; i < map.size(); ++i) {
+    const YamlNode key = map.KeyAt(i);
+    const YamlNode value = map.ValueAt(i);
     SourceLoc key_loc = Loc(key);
     if (!key.IsScalar()) {
       Error(key_loc, "expected a name as key " + std::string(where) + ", got " + Describe(key));
@@ -267,7 +268,7 @@ bool YamlReader::UnitValues(const Field& f, const std::vector<std::string>& valu
                             UnitTextUse first, UnitTextUse rest) {
   bool ok = true;
   size_t i = 0;
-  for (const YAML::Node& item : f.value) {
+  for (const YamlNode item : f.value) {
     if (i < values.size()) ok = UnitValue(Loc(item), f.key, values[i], i == 0 ? first : rest) && ok;
     ++i;
   }
@@ -303,7 +304,7 @@ std::optional<std::vector<std::string>> YamlReader::StringList(const Field& f, b
   }
   std::vector<std::string> out;
   bool ok = true;
-  for (const YAML::Node& item : f.value) {
+  for (const YamlNode item : f.value) {
     if (item.IsScalar() && KindOf(item) == ScalarKind::kString) {
       out.push_back(item.Scalar());
     } else {
@@ -322,7 +323,7 @@ std::optional<std::vector<std::string>> YamlReader::TextList(const Field& f) {
   }
   std::vector<std::string> out;
   bool ok = true;
-  for (const YAML::Node& item : f.value) {
+  for (const YamlNode item : f.value) {
     if (item.IsScalar() && KindOf(item) != ScalarKind::kNull) {
       out.push_back(item.Scalar());
     } else {
@@ -342,7 +343,7 @@ std::optional<std::vector<int>> YamlReader::DistinctIntList(const Field& f, int 
   std::vector<int> out;
   std::map<int, SourceLoc> seen;
   bool ok = true;
-  for (const YAML::Node& item : f.value) {
+  for (const YamlNode item : f.value) {
     SourceLoc loc = Loc(item);
     if (!item.IsScalar() || KindOf(item) != ScalarKind::kInt) {
       Error(loc, "expected an integer in " + Quote(f.key) + ", got " + Describe(item));

@@ -1,9 +1,6 @@
-// Typed, position-aware reads from a yaml-cpp tree. Every read that fails adds a Diagnostic at
+// Typed, position-aware reads from a parsed YAML tree. Every read that fails adds a Diagnostic at
 // the offending node and returns nullopt, so callers report every problem and carry on.
-// yaml-cpp's header is included only under manifests/.
 #pragma once
-
-#include <yaml-cpp/yaml.h>
 
 #include <cstdint>
 #include <optional>
@@ -14,6 +11,7 @@
 
 #include "core/unit_text.h"
 #include "manifests/loader.h"
+#include "manifests/yaml_tree.h"
 
 namespace berth::manifests {
 
@@ -22,7 +20,7 @@ struct Field {
   std::string key;      // the key's text, e.g. "port"
   SourceLoc key_loc;    // where the key is written
   SourceLoc value_loc;  // where the value is written; the key's position when the value is null
-  YAML::Node value;
+  YamlNode value;
 };
 
 /// What a scalar resolves to under the YAML 1.2 core schema (quoted scalars are strings).
@@ -33,22 +31,22 @@ class YamlReader {
   YamlReader(std::string file, std::vector<Diagnostic>* diagnostics);
 
   const std::string& file() const { return file_; }
-  SourceLoc Loc(const YAML::Node& node) const;
+  SourceLoc Loc(const YamlNode& node) const;
   void Error(const SourceLoc& loc, std::string message, std::string hint = "");
 
   /// "a string", "an integer", "a number", "a boolean", "null", "a list", "a map".
-  static std::string Describe(const YAML::Node& node);
-  static ScalarKind KindOf(const YAML::Node& node);
+  static std::string Describe(const YamlNode& node);
+  static ScalarKind KindOf(const YamlNode& node);
 
   /// The entries of `map` in source order. Reports keys that are not scalars, keys not in
   /// `known` ("unknown key 'k' " + `where`, with a did-you-mean hint) and repeated keys
   /// ("duplicate key 'k', first at ..."); none of those is returned.
-  std::vector<Field> Entries(const YAML::Node& map, std::span<const std::string_view> known,
+  std::vector<Field> Entries(const YamlNode& map, std::span<const std::string_view> known,
                              std::string_view where);
   /// The same for a map whose keys are names the user chooses (models, services, env): every
   /// scalar key is accepted. `noun` words the repeat ("model 'x' is defined twice, first at
   /// ..."); "" words it as a duplicate key.
-  std::vector<Field> NamedEntries(const YAML::Node& map, std::string_view where,
+  std::vector<Field> NamedEntries(const YamlNode& map, std::string_view where,
                                   std::string_view noun = "");
 
   /// True if the value is a map; otherwise reports "expected a map for 'key', got ...".
@@ -91,7 +89,7 @@ class YamlReader {
                                    std::optional<uint64_t> (*parse)(std::string_view),
                                    bool (*too_large)(std::string_view), const char* limit,
                                    const char* example);
-  std::vector<Field> EntriesImpl(const YAML::Node& map,
+  std::vector<Field> EntriesImpl(const YamlNode& map,
                                  const std::span<const std::string_view>* known,
                                  std::string_view where, std::string_view noun);
 
