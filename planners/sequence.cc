@@ -77,7 +77,7 @@ class Sequencer {
       if (a.requires_.disk_bytes > 0 && !short_of)
         a.detail += " (fits: " + FormatBytes(disk.free) + " free, reserve " +
                     FormatSize(disk.reserve) + ")";
-      Emit(a);
+      Emit(std::move(a));  // the draft's actions are moved into the plan, not copied
       if (short_of && !reported) {
         reported = true;
         plan_->problems.push_back(*short_of);
@@ -116,7 +116,7 @@ class Sequencer {
   void UnitFiles() {
     for (auto& w : draft_.unit_writes) {
       if (w.reason != Reason::kUnitMissing) replaced_files_.insert(w.unit);
-      Emit(w);
+      Emit(std::move(w));
     }
     if (!draft_.unit_writes.empty() || draft_.reload_pending) {
       Action r = MakeAction(ActionKind::kDaemonReload);
@@ -608,10 +608,10 @@ class Sequencer {
   }
 
   void Removals() {
-    for (auto& a : draft_.model_removals) Emit(a);
+    for (auto& a : draft_.model_removals) Emit(std::move(a));
     for (auto& a : draft_.unit_removals) {
       if (reloaded_) a.detail += "; systemd forgets the unit at its next reload";
-      Emit(a);
+      Emit(std::move(a));
     }
     if (!reloaded_ && !draft_.unit_removals.empty()) {
       Action r = MakeAction(ActionKind::kDaemonReload);

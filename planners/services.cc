@@ -62,9 +62,11 @@ struct UnitFileChange {
   bool model_only = false;       // the only restart-worthy change is the model snapshot path
   bool install_changed = false;  // the write changes [Install]: an enabled unit is re-enabled
   std::string detail;            // why it restarts
-  /// RestartDigest of the unit file once the plan's write (if any) is done; "" when berth
-  /// cannot read it.
-  std::string digest;
+  /// The unit file's text once the plan's write (if any) is done; "" when berth cannot read it.
+  std::string after;
+  /// Its RestartDigest, computed when asked: most plans never need it, and a SHA-256 of every
+  /// unit was a tenth of a plan of 10,000 services.
+  std::string Digest() const { return after.empty() ? "" : RestartDigest(after); }
 };
 
 // What a write-unit's detail adds for a running service: whether the change reaches it by a
@@ -126,7 +128,7 @@ UnitFileChange PlanUnitFile(const Desired& d, const PlanIndex& index, const Serv
     file.old_note = u->content_note;
   }
   const bool active = u && u->IsActive();
-  change.digest = RestartDigest(want.content);
+  change.after = want.content;
   if (!has_file) {
     w.reason = Reason::kUnitMissing;
     w.detail = "new unit file in " + d.host.unit_dir;
@@ -173,7 +175,7 @@ UnitFileChange PlanUnitFile(const Desired& d, const PlanIndex& index, const Serv
         change.detail = "unit changed";
       }
     } else {
-      if (!u->content.empty()) change.digest = RestartDigest(u->content);
+      change.after = u->content;
       return change;  // up to date
     }
   }
@@ -303,7 +305,7 @@ void DiffServices(const Desired& d, const PlanIndex& index, const std::string& b
     // Its settings are the ones the unit file will hold: a daemon-reload is all it needs
     // (an apply killed after writing a reload-only change, before its daemon-reload).
     const bool runs_wanted =
-        digest_recorded && !change.digest.empty() && *recorded == change.digest;
+        digest_recorded && !change.after.empty() && *recorded == change.Digest();
     if (u && u->need_daemon_reload && !change.restart && s.has_engine && !runs_wanted) {
       change.restart = true;
       change.model_only = false;
