@@ -3,6 +3,7 @@
 #include <charconv>
 #include <nlohmann/json.hpp>
 
+#include "core/json_read.h"
 #include "core/json_text.h"
 #include "core/unit_marker.h"
 #include "core/untrusted_text.h"
@@ -529,7 +530,10 @@ std::string ObservedToJson(const Observed& o) {
 Result<Observed> ObservedFromJson(const std::string& text, const std::string& source) {
   InJson j;
   try {
-    j = InJson::parse(text);
+    if (std::optional<InJson> fast = ReadJsonFast(text))
+      j = std::move(*fast);
+    else
+      j = InJson::parse(text);  // what the fast reader leaves, and the words for an error
   } catch (const nlohmann::json::parse_error& e) {
     return Status::InvalidArgument(source + ": not valid JSON: " + e.what());
   }
