@@ -1,19 +1,39 @@
 #include "providers/saved/saved_observer.h"
 
+#include <system_error>
+
 #include "core/observed_json.h"
 #include "core/read_file.h"
 
 namespace berth {
 
-Result<Observed> SavedObserver::Observe(const Desired&) {
+namespace {
+
+Result<Observed> ReadObservation(const std::string& path) {
   // The operator names it (a link is theirs to follow); a regular file, bounded, never a read
   // that blocks.
   Result<std::string> text =
-      ReadRegularFile(path_, {.max_bytes = uint64_t{256} << 20, .follow_links = true});
+      ReadRegularFile(path, {.max_bytes = uint64_t{256} << 20, .follow_links = true});
   if (!text.ok())
     return Status::NotFound("cannot read saved observation: " + text.status().message() +
                             "; create one on the host with `berth observe -o json > FILE`");
-  return ObservedFromJson(*text, path_);
+  return ObservedFromJson(*text, path);
+}
+
+}  // namespace
+
+SavedObserver::SavedObserver(std::string path) : path_(std::move(path)) {
+  if (path_.empty()) return;
+  try {
+    first_ = std::async(std::launch::async, ReadObservation, path_);
+  } catch (const std::system_error&) {
+    // No thread to be had: Observe reads it itself.
+  }
+}
+
+Result<Observed> SavedObserver::Observe(const Desired&) {
+  if (first_.valid()) return first_.get();
+  return ReadObservation(path_);
 }
 
 }  // namespace berth
