@@ -185,11 +185,7 @@ class BlockReader {
     return col < s.size() && s[col] == '-' && (col + 1 == s.size() || s[col + 1] == ' ');
   }
 
-  YamlNodeData* Collection(YamlType type, YamlMark mark) {
-    YamlNodeData* n = doc_->New(type, mark);
-    n->tag = "?";
-    return n;
-  }
+  YamlNodeData* Collection(YamlType type, YamlMark mark) { return doc_->New(type, mark, "?"); }
   // Marks the reading failed when `text` holds a byte outside ASCII.
   void AsciiOnly(std::string_view text) {
     for (char c : text) failed_ = failed_ || static_cast<unsigned char>(c) >= 0x80;
@@ -198,15 +194,13 @@ class BlockReader {
   YamlNodeData* Plain(std::string_view text, YamlMark mark) {
     AsciiOnly(text);
     if (IsNullText(text)) return doc_->New(YamlType::kNull, mark);
-    YamlNodeData* n = doc_->New(YamlType::kScalar, mark);
-    n->tag = "?";
+    YamlNodeData* n = doc_->New(YamlType::kScalar, mark, "?");
     n->scalar = text;
     return n;
   }
   YamlNodeData* Quoted(std::string value, YamlMark mark) {
     AsciiOnly(value);
-    YamlNodeData* n = doc_->New(YamlType::kScalar, mark);
-    n->tag = "!";
+    YamlNodeData* n = doc_->New(YamlType::kScalar, mark, "!");
     n->scalar = std::move(value);
     return n;
   }
@@ -387,8 +381,8 @@ class BlockReader {
       std::string_view s = Text(at->li);
       size_t before = at->p;
       SkipSpaces(s, &at->p);
-      bool comment = at->p < s.size() && s[at->p] == '#' && (at->p > before || at->p == 0 ||
-                                                             s[at->p - 1] == ' ');
+      bool comment = at->p < s.size() && s[at->p] == '#' &&
+                     (at->p > before || at->p == 0 || s[at->p - 1] == ' ');
       if (at->p < s.size() && !comment) return true;
       size_t next = at->li + 1;
       while (next < lines_.size() && !lines_[next].content) ++next;

@@ -116,8 +116,7 @@ class TreeBuilder : public YAML::EventHandler {
   }
   void OnScalar(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
                 const std::string& value) override {
-    YamlNodeData* n = doc_->New(YamlType::kScalar, At(mark));
-    n->tag = tag;
+    YamlNodeData* n = doc_->New(YamlType::kScalar, At(mark), tag);
     n->scalar = value;
     Add(n, anchor);
   }
@@ -148,8 +147,7 @@ class TreeBuilder : public YAML::EventHandler {
     }
   }
   void Open(YamlType type, const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor) {
-    YamlNodeData* n = doc_->New(type, At(mark));
-    n->tag = tag;
+    YamlNodeData* n = doc_->New(type, At(mark), tag);
     Add(n, anchor);
     open_.push_back(n);
   }

@@ -24,7 +24,18 @@ const std::string& YamlNode::Scalar() const {
   return data_ != nullptr && data_->type == YamlType::kScalar ? data_->scalar : Empty();
 }
 
-const std::string& YamlNode::Tag() const { return data_ != nullptr ? data_->tag : Empty(); }
+const std::string& YamlNode::Tag() const {
+  return data_ != nullptr && data_->tag != nullptr ? *data_->tag : Empty();
+}
+
+const std::string* YamlDocument::Intern(std::string_view tag) {
+  static const std::string* const plain = new std::string("?");
+  static const std::string* const quoted = new std::string("!");
+  if (tag.empty()) return nullptr;
+  if (tag == *plain) return plain;
+  if (tag == *quoted) return quoted;
+  return &*tags_.emplace(tag).first;
+}
 
 size_t YamlNode::size() const {
   if (IsSequence()) return data_->children.size();

@@ -5,8 +5,10 @@
 #pragma once
 
 #include <cstddef>
-#include <deque>
+#include <cstdint>
+#include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,12 +22,14 @@ struct YamlMark {
   bool is_null() const { return line < 0; }
 };
 
-enum class YamlType { kUndefined, kNull, kScalar, kSequence, kMap };
+enum class YamlType : uint8_t { kUndefined, kNull, kScalar, kSequence, kMap };
 
 struct YamlNodeData {
   YamlType type = YamlType::kNull;
   YamlMark mark;
-  std::string tag;     // "?" for a plain scalar or a collection, "!" for a quoted scalar
+  // "?" for a plain scalar or a collection, "!" for a quoted scalar, another for an explicit
+  // tag (kept by the document); null for none.
+  const std::string* tag = nullptr;
   std::string scalar;  // a scalar's text
   // A list's items; a map's keys and values, interleaved (key 0, value 0, key 1, ...).
   std::vector<const YamlNodeData*> children;
@@ -88,23 +92,30 @@ class YamlNode {
 /// The nodes of one parsed document and its root.
 class YamlDocument {
  public:
-  YamlDocument() : nodes_(std::make_unique<std::deque<YamlNodeData>>()) {}
-
-  /// A new node owned by this document.
-  YamlNodeData* New(YamlType type, YamlMark mark) {
-    YamlNodeData& n = nodes_->emplace_back();
-    n.type = type;
-    n.mark = mark;
-    return &n;
+  /// A new node owned by this document, with tag `tag` ("" for none).
+  YamlNodeData* New(YamlType type, YamlMark mark, std::string_view tag = "") {
+    if (used_ == kBlock) {
+      blocks_.push_back(std::make_unique<YamlNodeData[]>(kBlock));
+      used_ = 0;
+    }
+    YamlNodeData* n = &blocks_.back()[used_++];
+    n->type = type;
+    n->mark = mark;
+    n->tag = Intern(tag);
+    return n;
   }
   void set_root(const YamlNodeData* root) { root_ = root; }
   /// The root; a null node without a position for a document with no content.
   YamlNode root() const;
 
  private:
-  // A deque keeps every node where it was made; the pointer keeps them there when the
-  // document moves.
-  std::unique_ptr<std::deque<YamlNodeData>> nodes_;
+  static constexpr size_t kBlock = 512;
+  const std::string* Intern(std::string_view tag);
+
+  // Nodes stay where they were made (blocks, not one vector), also when the document moves.
+  std::vector<std::unique_ptr<YamlNodeData[]>> blocks_;
+  size_t used_ = kBlock;
+  std::set<std::string, std::less<>> tags_;  // explicit tags, each once
   const YamlNodeData* root_ = nullptr;
 };
 
