@@ -11,7 +11,9 @@ namespace {
 // "…" with C escapes for quotes, backslashes and control characters, % → %% (specifiers), and
 // $ → $$ where systemd would expand variables.
 std::string Quote(const std::string& text, bool escape_dollar) {
-  std::string out = "\"";
+  std::string out;
+  out.reserve(text.size() + 8);
+  out += '"';
   for (unsigned char c : text) {
     switch (c) {
       case '\\':
@@ -45,7 +47,8 @@ std::string Quote(const std::string& text, bool escape_dollar) {
         }
     }
   }
-  return out + "\"";
+  out += '"';
+  return out;
 }
 
 int HexDigit(char c) {
@@ -79,7 +82,11 @@ Result<std::string> UnitValue(UnitValueKind kind, const std::string& field,
                                    " ends with a backslash; systemd would read the next "
                                    "line as part of it");
   std::string out;
-  for (char c : value) out += c == '%' ? std::string("%%") : std::string(1, c);
+  out.reserve(value.size());
+  for (char c : value) {
+    if (c == '%') out += '%';  // a specifier's '%' written twice
+    out += c;
+  }
   return out;
 }
 

@@ -1,4 +1,7 @@
 #include <nlohmann/json.hpp>
+#include <ostream>
+#include <sstream>
+#include <string>
 
 #include "core/json_text.h"
 #include "engine/output/plan_output.h"
@@ -38,9 +41,63 @@ ordered_json ResourcesJson(const Resources& r) {
   return {{"disk_bytes", r.disk_bytes}, {"gpu_bytes", gpus}, {"ports", r.ports}};
 }
 
+// Writes a JSON object member by member, each value dumped on its own, in exactly the text one
+// dump of the whole object with indent 2 gives: a plan of 10,000 services is 37 MB of JSON, and
+// one document of it held 150 MB more.
+class ObjectWriter {
+ public:
+  explicit ObjectWriter(std::ostream& out) : out_(out) { out_ << "{"; }
+
+  // Every member of `object`, in its order.
+  void Members(const ordered_json& object) {
+    for (auto it = object.begin(); it != object.end(); ++it) Member(it.key(), *it);
+  }
+  void Member(const std::string& key, const ordered_json& value) {
+    Key(key);
+    Indented(DumpJson(value, 2), 1);
+  }
+  // A member whose value is an array written item by item: Key, then Item for each, then
+  // EndArray.
+  void Key(const std::string& key) {
+    out_ << (first_ ? "\n  " : ",\n  ") << DumpJson(ordered_json(key)) << ": ";
+    first_ = false;
+    first_item_ = true;
+  }
+  void Item(const ordered_json& value) {
+    out_ << (first_item_ ? "[\n    " : ",\n    ");
+    first_item_ = false;
+    Indented(DumpJson(value, 2), 2);
+  }
+  void EndArray() { out_ << (first_item_ ? "[]" : "\n  ]"); }
+  void End() { out_ << (first_ ? "}" : "\n}"); }
+
+ private:
+  // `text` (dumped at the top level) as it reads `depth` levels down: its newlines (never in a
+  // string, where JSON escapes them) are followed by two spaces per level.
+  void Indented(const std::string& text, int depth) {
+    size_t start = 0;
+    for (size_t nl; (nl = text.find('\n', start)) != std::string::npos; start = nl + 1) {
+      out_.write(text.data() + start, static_cast<std::streamsize>(nl + 1 - start));
+      for (int i = 0; i < depth; ++i) out_ << "  ";
+    }
+    out_.write(text.data() + start, static_cast<std::streamsize>(text.size() - start));
+  }
+
+  std::ostream& out_;
+  bool first_ = true;
+  bool first_item_ = true;
+};
+
 }  // namespace
 
 std::string PlanToJson(const Plan& plan, const Desired& desired) {
+  std::ostringstream out;
+  WritePlanJson(out, plan, desired);
+  return out.str();
+}
+
+void WritePlanJson(std::ostream& out, const Plan& plan, const Desired& desired) {
+  ObjectWriter w(out);
   ordered_json j;
   j["format_version"] = Plan::kFormatVersion;
   j["berth_version"] = BERTH_VERSION;
@@ -53,7 +110,9 @@ std::string PlanToJson(const Plan& plan, const Desired& desired) {
   j["status"] = status;
   j["applies_to_host"] = plan.host_matches;
   if (!plan.host_matches) j["skip_reason"] = plan.skip_reason;
-  ordered_json changes = ordered_json::array();
+  w.Members(j);
+  j = ordered_json::object();  // the members after resource_changes
+  w.Key("resource_changes");
   for (size_t i = 0; i < plan.actions.size(); ++i) {
     const Action& a = plan.actions[i];
     ordered_json c;
@@ -201,9 +260,9 @@ std::string PlanToJson(const Plan& plan, const Desired& desired) {
       if (!svc->for_service.empty()) c["for_service"] = svc->for_service;
       if (!svc->gpus.empty()) c["gpus"] = svc->gpus;
     }
-    changes.push_back(std::move(c));
+    w.Item(c);
   }
-  j["resource_changes"] = std::move(changes);
+  w.EndArray();
   ordered_json unchanged = ordered_json::array();
   for (const auto& n : plan.notes)
     if (n.verb == "keep")
@@ -236,9 +295,9 @@ std::string PlanToJson(const Plan& plan, const Desired& desired) {
   // Each switch as the planner stated it; steps 1-based, like the rest of this form.
   ordered_json switches = ordered_json::array();
   auto steps = [](const std::vector<size_t>& v) {
-    std::vector<size_t> out;
-    for (size_t i : v) out.push_back(i + 1);
-    return out;
+    std::vector<size_t> one_based;
+    for (size_t i : v) one_based.push_back(i + 1);
+    return one_based;
   };
   for (const Switch& sw : plan.switches) {
     ordered_json replaces = ordered_json::array();
@@ -285,7 +344,9 @@ std::string PlanToJson(const Plan& plan, const Desired& desired) {
   j["warnings"] = plan.warnings;
   // A unit file's diff carries text berth did not write: bytes that are not UTF-8 (which the
   // observation does not keep, but a hand edit of berth's own file may hold) become "\\xNN".
-  return DumpJson(j, 2) + "\n";
+  w.Members(j);
+  w.End();
+  out << "\n";
 }
 
 }  // namespace berth

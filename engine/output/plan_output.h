@@ -1,6 +1,7 @@
 // The plan for people (text) and for programs (versioned JSON). Same plan, same bytes.
 #pragma once
 
+#include <ostream>
 #include <string>
 
 #include "core/desired.h"
@@ -23,6 +24,8 @@ std::string PlanToText(const Plan& plan, const Desired& desired,
 
 /// The JSON form (format_version 1), documented in docs/plan-json.md.
 std::string PlanToJson(const Plan& plan, const Desired& desired);
+/// The same, written to `out` as it is made (no document of the whole plan is held).
+void WritePlanJson(std::ostream& out, const Plan& plan, const Desired& desired);
 
 /// A dark window's estimate in words, for its disruption line: "about 42s (last 3 starts of
 /// x.service took 38s–47s); at worst 15m47s (its 15m health timeout, then y.service's start,

@@ -8,9 +8,11 @@ namespace berth {
 void Reporter::ShowPlan(const Plan& plan, const Desired& desired) {
   PlanTextOptions text;
   text.diffs = diffs_;
-  out_ << (format_ == PlanFormat::kJson ? PlanToJson(plan, desired)
-                                        : PlanToText(plan, desired, text))
-       << std::flush;
+  if (format_ == PlanFormat::kJson)
+    WritePlanJson(out_, plan, desired);
+  else
+    out_ << PlanToText(plan, desired, text);
+  out_ << std::flush;
 }
 
 // Lines quote what berth did not write (a server's answer, a command's output, a file name): the

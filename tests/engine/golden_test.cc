@@ -5,8 +5,10 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "core/json_text.h"
 #include "engine/cli/commands.h"
 #include "engine/output/plan_output.h"
 #include "manifests/loader.h"
@@ -45,6 +47,27 @@ TEST_P(GoldenTest, PlanMatchesTheGoldenFile) {
   std::ostringstream again;
   RunPlan(cmd, again, err);
   EXPECT_EQ(out.str(), again.str());
+}
+
+// The JSON plan is written member by member and action by action (no document of the whole plan
+// is held); its text is exactly what one dump of the document gives, empty arrays included.
+TEST(PlanJsonTest, StreamedTextIsWhatOneDumpOfTheDocumentGives) {
+  ASSERT_EQ(chdir(BERTH_SOURCE_DIR), 0);
+  for (const char* example : {"blackwell-8x", "single-gpu"}) {
+    PlanCommand cmd;
+    cmd.manifest_path = std::string("manifests/examples/") + example + "/berth.yaml";
+    cmd.observed_path = std::string("manifests/examples/") + example + "/observed.json";
+    cmd.format = "json";
+    std::ostringstream out, err;
+    ASSERT_EQ(RunPlan(cmd, out, err), kExitOk) << err.str();
+    nlohmann::ordered_json doc = nlohmann::ordered_json::parse(out.str());
+    ASSERT_FALSE(doc["resource_changes"].empty()) << example;
+    EXPECT_EQ(out.str(), DumpJson(doc, 2) + "\n") << example;
+  }
+  Plan empty;
+  std::string text = PlanToJson(empty, Desired{});
+  EXPECT_NE(text.find("\"resource_changes\": [],"), std::string::npos) << text;
+  EXPECT_EQ(text, DumpJson(nlohmann::ordered_json::parse(text), 2) + "\n");
 }
 
 // The seed example renders what MiniMax's vLLM guide runs on 8 GPUs
