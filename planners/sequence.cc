@@ -39,11 +39,12 @@ class Sequencer {
   }
 
   void Run() {
-    // Room for every step from the start: 33,000 actions (856 bytes each) in a vector that
+    // Room for the steps from the start: 33,000 actions (856 bytes each) in a vector that
     // doubles held three times their size while it moved, the peak of a plan of 10,000
-    // services. A start brings at most its stop, checks, start, gates and front steps.
+    // services. A start usually brings five (its checks, prewarm, start and health gate); more
+    // gates or a front grow the vector as before.
     plan_->actions.reserve(draft_.downloads.size() + draft_.unit_writes.size() + 1 +
-                           draft_.stops.size() + 10 * draft_.starts.size() + draft_.enables.size() +
+                           draft_.stops.size() + 5 * draft_.starts.size() + draft_.enables.size() +
                            draft_.disables.size() + draft_.model_removals.size() +
                            draft_.unit_removals.size() + 1);
     plan_->notes = draft_.notes;
@@ -91,6 +92,7 @@ class Sequencer {
       }
     }
     plan_->disk_needed = needed;
+    std::vector<PlannedDownload>().swap(draft_.downloads);  // moved into the plan: let go
   }
 
   // Before anything goes dark (after the downloads the checks may need, before the first unit
@@ -135,6 +137,7 @@ class Sequencer {
       Emit(r);
       reloaded_ = true;
     }
+    std::vector<Action>().swap(draft_.unit_writes);  // moved into the plan: let go
   }
 
   bool Pending(const std::string& unit) const {
