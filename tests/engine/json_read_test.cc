@@ -53,8 +53,8 @@ void ExpectAgreement(const std::string& text, const std::string& what, bool* tak
   try {
     full = json::parse(text);
   } catch (const json::exception& e) {
-    ADD_FAILURE() << what << ": the fast reader took text nlohmann refuses (" << e.what()
-                  << "):\n" << text.substr(0, 2000);
+    ADD_FAILURE() << what << ": the fast reader took text nlohmann refuses (" << e.what() << "):\n"
+                  << text.substr(0, 2000);
     return;
   }
   EXPECT_TRUE(Same(*fast, full)) << what << ":\n" << text.substr(0, 2000);
