@@ -1,6 +1,7 @@
 #include "core/observed_json.h"
 
 #include <charconv>
+#include <type_traits>
 #include <nlohmann/json.hpp>
 
 #include "core/json_read.h"
@@ -19,9 +20,10 @@ using nlohmann::ordered_json;
 using InJson = nlohmann::json;
 
 // Reads one object with a fixed key set; reports the first unknown or mistyped key with its path.
+// Reading moves strings out of the document (each key is read once).
 class Reader {
  public:
-  Reader(const InJson& j, std::string path) : j_(j), path_(std::move(path)) {}
+  Reader(InJson& j, std::string path) : j_(j), path_(std::move(path)) {}
 
   Status Keys(std::initializer_list<const char*> allowed) const {
     if (!j_.is_object()) return Status::InvalidArgument(path_ + ": expected an object");
@@ -37,30 +39,38 @@ class Reader {
     auto it = j_.find(key);
     if (it == j_.end() || it->is_null()) return Status::Ok();
     try {
-      *out = it->get<T>();
+      // A string is moved out of the document, which is read once and then dropped: the
+      // units' texts are most of an observation's bytes.
+      if constexpr (std::is_same_v<T, std::string>) {
+        if (it->is_string()) {
+          *out = std::move(it->template get_ref<std::string&>());
+          return Status::Ok();
+        }
+      }
+      *out = it->template get<T>();
     } catch (const nlohmann::json::exception&) {
       return Status::InvalidArgument(path_ + "." + key + ": wrong type (" +
                                      std::string(it->type_name()) + ")");
     }
     return Status::Ok();
   }
-  const InJson* Child(const char* key) const {
+  InJson* Child(const char* key) const {
     auto it = j_.find(key);
     return it == j_.end() || it->is_null() ? nullptr : &*it;
   }
   const std::string& path() const { return path_; }
 
  private:
-  const InJson& j_;
+  InJson& j_;
   std::string path_;
 };
 
-Status ExpectArray(const InJson* j, const std::string& path) {
+Status ExpectArray(InJson* j, const std::string& path) {
   if (j && !j->is_array()) return Status::InvalidArgument(path + ": expected an array");
   return Status::Ok();
 }
 
-Status ReadRevision(const InJson& j, const std::string& path, ObservedRevision* r) {
+Status ReadRevision(InJson& j, const std::string& path, ObservedRevision* r) {
   Reader rd(j, path);
   BERTH_RETURN_IF_ERROR(rd.Keys({"commit", "refs", "complete", "bytes_present", "bytes_total",
                                  "config", "weights_bytes", "gguf", "resident_bytes"}));
@@ -73,7 +83,7 @@ Status ReadRevision(const InJson& j, const std::string& path, ObservedRevision* 
     BERTH_RETURN_IF_ERROR(rd.Get("bytes_total", &total));
     r->bytes_total = total;
   }
-  if (const InJson* c = rd.Child("config")) {
+  if (InJson* c = rd.Child("config")) {
     Reader rc(*c, path + ".config");
     BERTH_RETURN_IF_ERROR(rc.Keys({"architectures", "model_type", "problem"}));
     ModelConfig config;
@@ -85,7 +95,7 @@ Status ReadRevision(const InJson& j, const std::string& path, ObservedRevision* 
     BERTH_RETURN_IF_ERROR(rc.Get("problem", &config.problem));
     r->config = config;
   }
-  if (const InJson* g = rd.Child("gguf")) {
+  if (InJson* g = rd.Child("gguf")) {
     if (!g->is_object()) return Status::InvalidArgument(path + ".gguf: expected an object");
     std::map<std::string, GgufHeader> files;
     for (const auto& [file, h] : g->items()) {
@@ -104,7 +114,7 @@ Status ReadRevision(const InJson& j, const std::string& path, ObservedRevision* 
     BERTH_RETURN_IF_ERROR(rd.Get("weights_bytes", &weights));
     r->weights_bytes = weights;
   }
-  if (const InJson* v = rd.Child("resident_bytes")) {
+  if (InJson* v = rd.Child("resident_bytes")) {
     if (!v->is_number_unsigned())
       return Status::InvalidArgument(path +
                                      ".resident_bytes: expected a number of bytes (a whole "
@@ -116,12 +126,12 @@ Status ReadRevision(const InJson& j, const std::string& path, ObservedRevision* 
   return Status::Ok();
 }
 
-Status ReadMemory(const InJson& j, ObservedMemory* m) {
+Status ReadMemory(InJson& j, ObservedMemory* m) {
   Reader rd(j, "memory");
   BERTH_RETURN_IF_ERROR(rd.Keys({"known", "error", "total_bytes", "available_bytes"}));
   // A byte count is a whole number >= 0: -1 or 1e30 would pass as a huge unsigned one.
   for (const char* key : {"total_bytes", "available_bytes"})
-    if (const InJson* v = rd.Child(key); v && !v->is_number_unsigned())
+    if (InJson* v = rd.Child(key); v && !v->is_number_unsigned())
       return Status::InvalidArgument(std::string("memory.") + key +
                                      ": expected a number of bytes (a whole number >= 0)");
   BERTH_RETURN_IF_ERROR(rd.Get("known", &m->known));
@@ -133,14 +143,14 @@ Status ReadMemory(const InJson& j, ObservedMemory* m) {
   return Status::Ok();
 }
 
-Status ReadStore(const InJson& j, ObservedStore* s) {
+Status ReadStore(InJson& j, ObservedStore* s) {
   Reader rd(j, "store");
   BERTH_RETURN_IF_ERROR(rd.Keys({"path", "exists", "total_bytes", "free_bytes", "repos"}));
   BERTH_RETURN_IF_ERROR(rd.Get("path", &s->path));
   BERTH_RETURN_IF_ERROR(rd.Get("exists", &s->exists));
   BERTH_RETURN_IF_ERROR(rd.Get("total_bytes", &s->total_bytes));
   BERTH_RETURN_IF_ERROR(rd.Get("free_bytes", &s->free_bytes));
-  const InJson* repos = rd.Child("repos");
+  InJson* repos = rd.Child("repos");
   BERTH_RETURN_IF_ERROR(ExpectArray(repos, "store.repos"));
   if (!repos) return Status::Ok();
   for (size_t i = 0; i < repos->size(); ++i) {
@@ -149,7 +159,7 @@ Status ReadStore(const InJson& j, ObservedStore* s) {
     BERTH_RETURN_IF_ERROR(rr.Keys({"repo_id", "revisions"}));
     ObservedRepo repo;
     BERTH_RETURN_IF_ERROR(rr.Get("repo_id", &repo.repo_id));
-    const InJson* revs = rr.Child("revisions");
+    InJson* revs = rr.Child("revisions");
     BERTH_RETURN_IF_ERROR(ExpectArray(revs, p + ".revisions"));
     for (size_t k = 0; revs && k < revs->size(); ++k) {
       ObservedRevision rev;
@@ -162,12 +172,12 @@ Status ReadStore(const InJson& j, ObservedStore* s) {
   return Status::Ok();
 }
 
-Status ReadGpus(const InJson& j, Observed* o) {
+Status ReadGpus(InJson& j, Observed* o) {
   Reader rd(j, "gpus");
   BERTH_RETURN_IF_ERROR(rd.Keys({"known", "error", "devices"}));
   BERTH_RETURN_IF_ERROR(rd.Get("known", &o->gpus_known));
   BERTH_RETURN_IF_ERROR(rd.Get("error", &o->gpu_error));
-  const InJson* devs = rd.Child("devices");
+  InJson* devs = rd.Child("devices");
   BERTH_RETURN_IF_ERROR(ExpectArray(devs, "gpus.devices"));
   for (size_t i = 0; devs && i < devs->size(); ++i) {
     std::string p = "gpus.devices[" + std::to_string(i) + "]";
@@ -180,7 +190,7 @@ Status ReadGpus(const InJson& j, Observed* o) {
     BERTH_RETURN_IF_ERROR(rg.Get("name", &g.name));
     BERTH_RETURN_IF_ERROR(rg.Get("memory_total", &g.memory_total));
     BERTH_RETURN_IF_ERROR(rg.Get("memory_used", &g.memory_used));
-    const InJson* procs = rg.Child("processes");
+    InJson* procs = rg.Child("processes");
     BERTH_RETURN_IF_ERROR(ExpectArray(procs, p + ".processes"));
     for (size_t k = 0; procs && k < procs->size(); ++k) {
       Reader rp((*procs)[k], p + ".processes[" + std::to_string(k) + "]");
@@ -206,11 +216,11 @@ std::string DefaultContentNote(const ObservedUnit& u) {
              : "";
 }
 
-Status ReadUnits(const InJson& j, Observed* o) {
+Status ReadUnits(InJson& j, Observed* o) {
   Reader rd(j, "units");
   BERTH_RETURN_IF_ERROR(rd.Keys({"known", "items"}));
   BERTH_RETURN_IF_ERROR(rd.Get("known", &o->units_known));
-  const InJson* items = rd.Child("items");
+  InJson* items = rd.Child("items");
   BERTH_RETURN_IF_ERROR(ExpectArray(items, "units.items"));
   for (size_t i = 0; items && i < items->size(); ++i) {
     Reader ru((*items)[i], "units.items[" + std::to_string(i) + "]");
@@ -250,7 +260,7 @@ Status ReadUnits(const InJson& j, Observed* o) {
   return Status::Ok();
 }
 
-Status ReadFrontConfigs(const InJson& j, Observed* o) {
+Status ReadFrontConfigs(InJson& j, Observed* o) {
   if (!j.is_object()) return Status::InvalidArgument("front_configs: expected an object");
   for (const auto& [key, text] : j.items()) {
     int port = 0;
@@ -267,11 +277,11 @@ Status ReadFrontConfigs(const InJson& j, Observed* o) {
   return Status::Ok();
 }
 
-Status ReadPorts(const InJson& j, Observed* o) {
+Status ReadPorts(InJson& j, Observed* o) {
   Reader rd(j, "ports");
   BERTH_RETURN_IF_ERROR(rd.Keys({"known", "listening"}));
   BERTH_RETURN_IF_ERROR(rd.Get("known", &o->ports_known));
-  const InJson* items = rd.Child("listening");
+  InJson* items = rd.Child("listening");
   BERTH_RETURN_IF_ERROR(ExpectArray(items, "ports.listening"));
   for (size_t i = 0; items && i < items->size(); ++i) {
     Reader rp((*items)[i], "ports.listening[" + std::to_string(i) + "]");
@@ -287,7 +297,7 @@ Status ReadPorts(const InJson& j, Observed* o) {
   return Status::Ok();
 }
 
-Status ReadHub(const InJson& j, Observed* o) {
+Status ReadHub(InJson& j, Observed* o) {
   BERTH_RETURN_IF_ERROR(ExpectArray(&j, "hub"));
   for (size_t i = 0; i < j.size(); ++i) {
     std::string p = "hub[" + std::to_string(i) + "]";
@@ -297,7 +307,7 @@ Status ReadHub(const InJson& j, Observed* o) {
     BERTH_RETURN_IF_ERROR(rh.Get("repo_id", &h.repo_id));
     BERTH_RETURN_IF_ERROR(rh.Get("revision", &h.revision));
     BERTH_RETURN_IF_ERROR(rh.Get("commit", &h.commit));
-    const InJson* files = rh.Child("files");
+    InJson* files = rh.Child("files");
     BERTH_RETURN_IF_ERROR(ExpectArray(files, p + ".files"));
     for (size_t k = 0; files && k < files->size(); ++k) {
       Reader rf((*files)[k], p + ".files[" + std::to_string(k) + "]");
@@ -312,7 +322,7 @@ Status ReadHub(const InJson& j, Observed* o) {
   return Status::Ok();
 }
 
-Status ReadState(const InJson& j, BerthState* s) {
+Status ReadState(InJson& j, BerthState* s) {
   Reader rd(j, "berth_state");
   BERTH_RETURN_IF_ERROR(rd.Keys({"serial", "lineage", "units", "models", "failures", "interrupted",
                                  "ungated", "started", "held", "learned", "start_times_ms"}));
@@ -323,7 +333,7 @@ Status ReadState(const InJson& j, BerthState* s) {
   BERTH_RETURN_IF_ERROR(rd.Get("interrupted", &s->interrupted));
   BERTH_RETURN_IF_ERROR(rd.Get("ungated", &s->ungated));
   BERTH_RETURN_IF_ERROR(rd.Get("started", &s->started));
-  if (const InJson* failures = rd.Child("failures")) {
+  if (InJson* failures = rd.Child("failures")) {
     if (!failures->is_object())
       return Status::InvalidArgument("berth_state.failures: expected an object");
     for (auto it = failures->begin(); it != failures->end(); ++it) {
@@ -335,7 +345,7 @@ Status ReadState(const InJson& j, BerthState* s) {
       s->failures[it.key()] = f;
     }
   }
-  if (const InJson* held = rd.Child("held")) {
+  if (InJson* held = rd.Child("held")) {
     Reader rh(*held, "berth_state.held");
     BERTH_RETURN_IF_ERROR(rh.Keys({"digest", "time", "address", "message"}));
     BERTH_RETURN_IF_ERROR(rh.Get("digest", &s->held.digest));
@@ -343,7 +353,7 @@ Status ReadState(const InJson& j, BerthState* s) {
     BERTH_RETURN_IF_ERROR(rh.Get("address", &s->held.address));
     BERTH_RETURN_IF_ERROR(rh.Get("message", &s->held.message));
   }
-  if (const InJson* learned = rd.Child("learned")) {
+  if (InJson* learned = rd.Child("learned")) {
     if (!learned->is_object())
       return Status::InvalidArgument("berth_state.learned: expected an object");
     for (auto it = learned->begin(); it != learned->end(); ++it) {
@@ -364,7 +374,7 @@ Status ReadState(const InJson& j, BerthState* s) {
       s->learned[it.key()] = std::move(l);
     }
   }
-  if (const InJson* times = rd.Child("start_times_ms")) {
+  if (InJson* times = rd.Child("start_times_ms")) {
     if (!times->is_object())
       return Status::InvalidArgument("berth_state.start_times_ms: expected an object");
     for (auto it = times->begin(); it != times->end(); ++it) {
