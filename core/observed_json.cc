@@ -1,8 +1,8 @@
 #include "core/observed_json.h"
 
 #include <charconv>
-#include <type_traits>
 #include <nlohmann/json.hpp>
+#include <type_traits>
 
 #include "core/json_read.h"
 #include "core/json_text.h"
