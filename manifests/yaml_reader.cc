@@ -124,8 +124,21 @@ std::vector<Field> YamlReader::EntriesImpl(const YamlNode& map,
                                            std::string_view where, std::string_view noun) {
   std::vector<Field> fields;
   fields.reserve(map.size());
-  std::unordered_map<std::string_view, SourceLoc> seen;
-  seen.reserve(map.size());
+  // Repeats: a look through the fields kept so far in a small map (a service's dozen keys), a
+  // hash of the names in a big one (10,000 services).
+  constexpr size_t kLinear = 16;
+  const bool big = map.size() > kLinear;
+  std::unordered_map<std::string_view, size_t> kept;  // name -> its index in fields, when big
+  if (big) kept.reserve(map.size());
+  auto first_of = [&](const std::string& name) -> const Field* {
+    if (big) {
+      auto it = kept.find(name);
+      return it == kept.end() ? nullptr : &fields[it->second];
+    }
+    for (const Field& f : fields)
+      if (f.key == name) return &f;
+    return nullptr;
+  };
   for (size_t i = 0; i < map.size(); ++i) {
     const YamlNode key = map.KeyAt(i);
     const YamlNode value = map.ValueAt(i);
@@ -144,13 +157,13 @@ std::vector<Field> YamlReader::EntriesImpl(const YamlNode& map,
         continue;
       }
     }
-    auto [first, inserted] = seen.emplace(text, key_loc);
-    if (!inserted) {
+    if (const Field* first = first_of(text)) {
       std::string what = noun.empty() ? "duplicate key " + Quote(text)
                                       : std::string(noun) + " " + Quote(text) + " is defined twice";
-      Error(key_loc, what + ", first at " + first->second.ToString());
+      Error(key_loc, what + ", first at " + first->key_loc.ToString());
       continue;
     }
+    if (big) kept.emplace(text, fields.size());
     Field f{text, key_loc, key_loc, value};
     if (!value.IsNull()) f.value_loc = Loc(value);
     fields.push_back(std::move(f));

@@ -491,6 +491,18 @@ services:
                           "berth.yaml:6:3"));
 }
 
+// A big map (past the 16 keys looked through one by one) finds its repeats by name too.
+TEST(Diagnostics, DuplicateKeysInABigMapNameBothPlaces) {
+  std::string yaml = "berth: 1\nmodels:\n";
+  for (int i = 0; i < 40; ++i)
+    yaml += "  m" + std::to_string(i) + ": {source: hf://a/b" + std::to_string(i) + "}\n";
+  yaml += "  m7: {source: hf://a/c}\n  m39: {source: hf://a/d}\n";
+  EXPECT_THAT(
+      Problems(yaml),
+      ElementsAre("berth.yaml:43:3: model 'm7' is defined twice, first at berth.yaml:10:3",
+                  "berth.yaml:44:3: model 'm39' is defined twice, first at berth.yaml:42:3"));
+}
+
 TEST(Diagnostics, EnvKeysPathsAndSnapshotFiles) {
   EXPECT_THAT(Problems(R"(berth: 1
 host: {store: models, executables: {vllm: vllm, vlm: /x}}
