@@ -4,9 +4,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_scan.h"
 #include "core/json_text.h"
 #include "core/untrusted_text.h"
-#include "providers/bench/json_scan.h"
 
 namespace berth {
 namespace {
@@ -35,7 +35,7 @@ class ChunkReader : public JsonHandler {
   void Unsigned(uint64_t v) override {
     if (Value() == Role::kCompletionTokens) SetTokens(v);
   }
-  void Float() override { Value(); }
+  void Float(double) override { Value(); }
   void String(std::string_view s) override {
     switch (Value()) {
       case Role::kText:

@@ -8,27 +8,21 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "manifests/yaml_parse.h"
 #include "manifests/yaml_reader.h"
 #include "manifests/yaml_tree.h"
+#include "tests/support/repository_files.h"
 
 namespace berth::manifests {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string ReadFile(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using testing::FileText;
+using testing::RepositoryFiles;
 
 struct Outcome {
   bool block_read = false;   // the block reader took it
@@ -59,30 +53,12 @@ void ExpectAgreement(const std::string& text, const std::string& what) {
   EXPECT_EQ(o.difference, "") << what << ": the trees differ:\n" << text;
 }
 
-std::vector<fs::path> RepositoryYaml() {
-  std::vector<fs::path> files;
-  fs::path root = BERTH_SOURCE_DIR;
-  for (auto it = fs::recursive_directory_iterator(root); it != fs::recursive_directory_iterator();
-       ++it) {
-    std::string name = it->path().filename().string();
-    if (it->is_directory() && (name == ".git" || name == "build" || name == "node_modules" ||
-                               name.starts_with("build"))) {
-      it.disable_recursion_pending();
-      continue;
-    }
-    if (it->is_regular_file() && (name.ends_with(".yaml") || name.ends_with(".yml")))
-      files.push_back(it->path());
-  }
-  std::sort(files.begin(), files.end());
-  return files;
-}
-
 TEST(YamlBlockTest, EveryYamlFileInTheRepositoryReadsAsYamlCppReadsIt) {
-  std::vector<fs::path> files = RepositoryYaml();
+  std::vector<fs::path> files = RepositoryFiles({".yaml", ".yml"});
   ASSERT_GT(files.size(), 20u);
   size_t taken = 0;
   for (const fs::path& p : files) {
-    std::string text = ReadFile(p);
+    std::string text = FileText(p);
     Outcome o = Compare(text);
     if (o.block_read) {
       ++taken;
@@ -100,7 +76,7 @@ TEST(YamlBlockTest, TheExampleManifestsTakeTheBlockReader) {
     for (const auto& entry : fs::directory_iterator(dir)) {
       if (entry.path().extension() != ".yaml") continue;
       YamlDocument doc;
-      EXPECT_TRUE(ReadBlockYaml(ReadFile(entry.path()), &doc)) << entry.path();
+      EXPECT_TRUE(ReadBlockYaml(FileText(entry.path()), &doc)) << entry.path();
     }
   }
 }
@@ -186,8 +162,8 @@ TEST(YamlBlockTest, DeepNestingIsLeftToYamlCpp) {
 // line repeated or indented. Each mutant the block reader takes must read as yaml-cpp reads it.
 TEST(YamlBlockTest, MutationsOfTheExamplesReadAsYamlCppReadsThem) {
   std::vector<std::string> seeds;
-  for (const fs::path& p : RepositoryYaml()) {
-    if (p.string().find("/manifests/examples/") != std::string::npos) seeds.push_back(ReadFile(p));
+  for (const fs::path& p : RepositoryFiles({".yaml", ".yml"})) {
+    if (p.string().find("/manifests/examples/") != std::string::npos) seeds.push_back(FileText(p));
   }
   ASSERT_FALSE(seeds.empty());
   const std::string inserts = ":- #'\"[]{},\n&*!|>?~.0x";

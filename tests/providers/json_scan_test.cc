@@ -1,7 +1,7 @@
 // ScanJson and the chunk reader built on it must accept what nlohmann-json accepts and read
 // what a document says: compared on hand-picked edge cases and on many generated and mutated
 // chunks (random bytes, cuts, UTF-8 edges, escapes, numbers at their limits).
-#include "providers/bench/json_scan.h"
+#include "core/json_scan.h"
 
 #include <gtest/gtest.h>
 
@@ -22,7 +22,7 @@ class Ignore : public JsonHandler {
   void Boolean(bool) override {}
   void Signed(int64_t) override {}
   void Unsigned(uint64_t) override {}
-  void Float() override {}
+  void Float(double) override {}
   void String(std::string_view) override {}
   void Key(std::string_view) override {}
   void StartObject() override {}

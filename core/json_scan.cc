@@ -1,4 +1,4 @@
-#include "providers/bench/json_scan.h"
+#include "core/json_scan.h"
 
 #include <algorithm>
 #include <charconv>
@@ -173,7 +173,8 @@ class Scanner {
     auto [end, ec] = std::from_chars(start, p_, d);
     if (end != p_) return false;
     if (ec == std::errc::result_out_of_range && magnitude > 0) return false;
-    h_.Float();
+    if (ec == std::errc::result_out_of_range) d = negative ? -0.0 : 0.0;  // underflow, as strtod
+    h_.Float(d);
     return true;
   }
 

@@ -1,6 +1,7 @@
 // A strict JSON reader that calls back per value and builds nothing: the load generator reads
 // one small JSON object per streamed token, and nlohmann-json's lexer (a push_back per byte into
-// its token buffer) was a fifth of the generator's CPU even with a SAX handler. It accepts what
+// its token buffer) was a fifth of the generator's CPU even with a SAX handler; ReadJsonFast
+// (json_read.h) builds saved observations' documents with it. It accepts what
 // nlohmann-json accepts (RFC 8259; strings valid UTF-8 with no surrogate code points, escapes
 // decoded, surrogate pairs joined) except nesting deeper than kMaxJsonDepth, which no streamed
 // chunk has. Iterative: a hostile "[[[[..." costs a byte of stack per level, up to the limit.
@@ -26,7 +27,7 @@ class JsonHandler {
   virtual void Boolean(bool v) = 0;
   virtual void Signed(int64_t v) = 0;     // a negative integer
   virtual void Unsigned(uint64_t v) = 0;  // an integer >= 0
-  virtual void Float() = 0;               // any other number (its value is not needed here)
+  virtual void Float(double v) = 0;       // any other number, as nlohmann-json reads it
   virtual void String(std::string_view s) = 0;
   virtual void Key(std::string_view k) = 0;
   virtual void StartObject() = 0;
