@@ -1311,16 +1311,18 @@ def main(argv=None):
     cdn = make_server(hub, "cdn", opts.host, opts.cdn_port)
     hub.api_base = "http://%s:%d" % (opts.host, api.server_address[1])
     hub.cdn_base = "http://%s:%d" % (opts.cdn_host or opts.host, cdn.server_address[1])
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *a: stop.set())
-    signal.signal(signal.SIGINT, lambda *a: stop.set())
+    # The handler only appends: Event.set() in a handler deadlocks when the signal lands while
+    # the main thread holds the same Event's lock (in Event.wait), and the hub never exits.
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *a: stop.append(True))
+    signal.signal(signal.SIGINT, lambda *a: stop.append(True))
     threads = [threading.Thread(target=s.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
                for s in (api, cdn)]
     for t in threads:
         t.start()
     print(json.dumps({"api": hub.api_base, "cdn": hub.cdn_base, "pid": os.getpid()}), flush=True)
-    while not stop.wait(0.1):
-        pass
+    while not stop:
+        time.sleep(0.1)
     for s in (api, cdn):
         s.shutdown()
         s.server_close()

@@ -61,10 +61,16 @@ class FakeHubServer {
     return true;
   }
   ~FakeHubServer() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGTERM);
-      ::waitpid(pid_, nullptr, 0);
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGTERM);
+    // Bounded: a hub that does not exit within 10 s is killed (and the test run goes on).
+    for (int i = 0; i < 1000; ++i) {
+      if (::waitpid(pid_, nullptr, WNOHANG) == pid_) return;
+      ::usleep(10'000);
     }
+    std::fprintf(stderr, "fake hub %d did not exit 10 s after SIGTERM: killed\n", pid_);
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
   }
   const std::string& api() const { return api_; }
   const std::string& cdn() const { return cdn_; }

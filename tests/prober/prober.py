@@ -323,8 +323,11 @@ def run(args):
     target = Target(args.url)
     threading.stack_size(256 * 1024)  # hundreds of held requests: small stacks
     stop = threading.Event()
+    # The handler only appends: Event.set() in a handler deadlocks when the signal lands while
+    # this thread holds the same Event's lock (in stop.wait), and the run never ends.
+    signalled = []
     for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
+        signal.signal(sig, lambda *_: signalled.append(True))
     results = []
     lock = threading.Lock()
     inflight = threading.BoundedSemaphore(args.max_inflight)
@@ -370,12 +373,12 @@ def run(args):
     skipped = late = 0
     i = 0
     next_at = t0
-    while not stop.is_set():
+    while not stop.is_set() and not signalled:
         now = time.monotonic()
         if now - t0 >= limit or (args.stop_file and os.path.exists(args.stop_file)):
             break
         if next_at > now:
-            stop.wait(next_at - now)
+            time.sleep(min(next_at - now, 0.1))
             continue
         if inflight.acquire(blocking=False):
             t = threading.Thread(target=tick, args=(kinds[i % len(kinds)],), daemon=True)
