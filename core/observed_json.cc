@@ -538,7 +538,14 @@ std::string ObservedToJson(const Observed& o) {
 }
 
 Result<Observed> ObservedFromJson(const std::string& text, const std::string& source) {
-  InJson j;
+  return ObservedFromJson(text, source, nullptr);
+}
+
+Result<Observed> ObservedFromJson(const std::string& text, const std::string& source,
+                                  std::shared_ptr<void>* leftover) {
+  auto document = std::make_shared<InJson>();
+  if (leftover) *leftover = document;
+  InJson& j = *document;
   try {
     if (std::optional<InJson> fast = ReadJsonFast(text))
       j = std::move(*fast);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <variant>
 #include <vector>
@@ -178,9 +179,83 @@ struct PrewarmStep {
   friend bool operator==(const PrewarmStep&, const PrewarmStep&) = default;
 };
 
-/// What one step carries (std::monostate: kDaemonReload, which needs nothing).
-using StepPayload =
-    std::variant<std::monostate, DownloadStep, RemoveModelStep, UnitFileStep, ServiceStep,
-                 HealthStep, PreflightStep, SmokeStep, FloorStep, SoakStep, FrontStep, PrewarmStep>;
+/// A payload kept on the heap, with the value's copy and comparison: the gates' payloads are
+/// several times the size of the others, and an Action is as big as its biggest payload (a plan
+/// of 10,000 services holds 40,000 actions, few of them gates).
+template <class T>
+class Boxed {
+ public:
+  Boxed() : p_(std::make_unique<T>()) {}
+  Boxed(T value) : p_(std::make_unique<T>(std::move(value))) {}  // NOLINT: implicit by design
+  Boxed(const Boxed& o) : p_(o.p_ ? std::make_unique<T>(*o.p_) : nullptr) {}
+  Boxed(Boxed&& o) noexcept = default;
+  Boxed& operator=(const Boxed& o) {
+    if (this != &o) p_ = o.p_ ? std::make_unique<T>(*o.p_) : nullptr;
+    return *this;
+  }
+  Boxed& operator=(Boxed&& o) noexcept = default;
+
+  // A moved-from box is empty: it may be copied, compared, assigned to or dropped, not read.
+  T& operator*() { return *p_; }
+  const T& operator*() const { return *p_; }
+  T* operator->() { return p_.get(); }
+  const T* operator->() const { return p_.get(); }
+  friend bool operator==(const Boxed& a, const Boxed& b) {
+    return a.p_ && b.p_ ? *a.p_ == *b.p_ : a.p_ == b.p_;
+  }
+
+ private:
+  std::unique_ptr<T> p_;
+};
+
+/// What one step carries (std::monostate: kDaemonReload, which needs nothing). The big ones
+/// are boxed (Action::As reads through the box).
+using StepPayload = std::variant<std::monostate, DownloadStep, RemoveModelStep, UnitFileStep,
+                                 ServiceStep, HealthStep, Boxed<PreflightStep>, Boxed<SmokeStep>,
+                                 Boxed<FloorStep>, Boxed<SoakStep>, Boxed<FrontStep>, PrewarmStep>;
+
+/// The type of the variant's alternative that holds a T: T, or Boxed<T>.
+template <class T>
+struct StepSlot {
+  using type = T;
+};
+template <>
+struct StepSlot<PreflightStep> {
+  using type = Boxed<PreflightStep>;
+};
+template <>
+struct StepSlot<SmokeStep> {
+  using type = Boxed<SmokeStep>;
+};
+template <>
+struct StepSlot<FloorStep> {
+  using type = Boxed<FloorStep>;
+};
+template <>
+struct StepSlot<SoakStep> {
+  using type = Boxed<SoakStep>;
+};
+template <>
+struct StepSlot<FrontStep> {
+  using type = Boxed<FrontStep>;
+};
+
+/// The T in `slot` (a T, or the T in a Boxed<T>).
+template <class T>
+T& Unbox(T& slot) {
+  return slot;
+}
+template <class T>
+const T& Unbox(const T& slot) {
+  return slot;
+}
+template <class T>
+T& Unbox(Boxed<T>& slot) {
+  return *slot;
+}
+template <class T>
+const T& Unbox(const Boxed<T>& slot) {
+  return *slot;
+}
 
 }  // namespace berth

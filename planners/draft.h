@@ -99,7 +99,7 @@ const ResolvedModel* FindResolved(const std::vector<ResolvedModel>& models,
 void DiffModels(const Desired& desired, const PlanIndex& index, Draft* draft);
 /// Unit writes and removals, starts, restarts and stops.
 void DiffServices(const Desired& desired, const PlanIndex& index, const std::string& berth_version,
-                  Draft* draft);
+                  bool render_on_two_threads, Draft* draft);
 /// Orders the draft into the plan's actions and checks disk, GPU memory and ports at each step.
 void Sequence(const Desired& desired, const PlanIndex& index, Draft draft, Plan* plan);
 

@@ -5,7 +5,8 @@ namespace berth {
 PlanIndex::PlanIndex(const Observed& o) : o_(o) {
   units_.reserve(o.units.size());
   for (const ObservedUnit& u : o.units) units_.emplace(u.name, &u);
-  state_units_.insert(o.state.units.begin(), o.state.units.end());
+  state_units_.reserve(o.state.units.size());
+  for (const std::string& u : o.state.units) state_units_.insert(u);
   repos_.reserve(o.store.repos.size());
   for (const ObservedRepo& r : o.store.repos) repos_.emplace(r.repo_id, &r);
   for (const HubInfo& h : o.hub) hub_[h.repo_id].push_back(&h);
@@ -37,7 +38,7 @@ const HubInfo* PlanIndex::Hub(const std::string& repo_id, const std::string& rev
 bool PlanIndex::Owns(const ObservedUnit& u) const {
   if (!u.managed) return false;
   if (!u.lineage.empty()) return !o_.state.lineage.empty() && u.lineage == o_.state.lineage;
-  return state_units_.count(u.name) > 0;
+  return state_units_.count(std::string_view(u.name)) > 0;
 }
 
 const std::vector<int>& PlanIndex::PortsOf(const std::string& unit) const {

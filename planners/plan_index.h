@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -38,13 +39,15 @@ class PlanIndex {
   const std::map<int, uint64_t>& GpuBytesOf(const std::string& unit) const;
 
  private:
+  // Keyed by views of the Observed's own names: building and dropping the index of 10,000
+  // units copies no string.
   const Observed& o_;
-  std::unordered_map<std::string, const ObservedUnit*> units_;
-  std::unordered_set<std::string> state_units_;
-  std::unordered_map<std::string, const ObservedRepo*> repos_;
-  std::unordered_map<std::string, std::vector<const HubInfo*>> hub_;  // repo_id -> listings
-  std::unordered_map<std::string, std::vector<int>> ports_;
-  std::unordered_map<std::string, std::map<int, uint64_t>> gpu_bytes_;
+  std::unordered_map<std::string_view, const ObservedUnit*> units_;
+  std::unordered_set<std::string_view> state_units_;
+  std::unordered_map<std::string_view, const ObservedRepo*> repos_;
+  std::unordered_map<std::string_view, std::vector<const HubInfo*>> hub_;  // repo_id -> listings
+  std::unordered_map<std::string_view, std::vector<int>> ports_;
+  std::unordered_map<std::string_view, std::map<int, uint64_t>> gpu_bytes_;
 };
 
 }  // namespace berth

@@ -1,5 +1,8 @@
 // The service diff: unit files to write or remove, services to start, restart or stop.
 #include <algorithm>
+#include <future>
+#include <optional>
+#include <system_error>
 
 #include "core/hash.h"
 #include "core/hf_cache.h"
@@ -78,11 +81,19 @@ std::string Needs(const UnitDiff& diff) {
   return " (restart: " + keys + ")";
 }
 
-// Decides the unit file of one service.
-UnitFileChange PlanUnitFile(const Desired& d, const PlanIndex& index, const ServiceSpec& s,
-                            const std::string& berth_version, Draft* draft) {
+// A service's unit as the manifest wants it, and what else of PlanUnitFile depends only on
+// the manifest, the resolved models and the observation. Rendering is most of the time of a
+// plan of many services and reads only const inputs, so DiffServices renders ahead on two
+// threads (RenderAhead).
+struct Rendering {
+  std::string reported_name;                 // what the gates ask /v1/models for
+  std::optional<Result<RenderedUnit>> unit;  // set once rendered
+  bool drift = false;                        // berth's unit file was edited by hand
+};
+
+Rendering Render(const Desired& d, const PlanIndex& index, const ServiceSpec& s,
+                 const std::string& berth_version, const Draft& draft) {
   const Observed& o = index.observed();
-  UnitFileChange change;
   const ObservedUnit* u = index.Unit(s.UnitName());
   RenderContext ctx;
   ctx.store = StorePath(d, o);
@@ -90,7 +101,7 @@ UnitFileChange PlanUnitFile(const Desired& d, const PlanIndex& index, const Serv
   ctx.executable = ResolveExecutable(s, d.executables);
   // The snapshot of model `key` the unit names; "" when it is not in the plan's models.
   auto snapshot = [&](const std::string& key) -> std::string {
-    const ResolvedModel* m = key.empty() ? nullptr : FindResolved(draft->models, key);
+    const ResolvedModel* m = key.empty() ? nullptr : FindResolved(draft.models, key);
     if (!m) return "";
     std::string commit = m->commit;
     // Unknown offline (nothing in the store, Hub not asked): keep the commit the unit pins.
@@ -98,14 +109,58 @@ UnitFileChange PlanUnitFile(const Desired& d, const PlanIndex& index, const Serv
       commit = PinnedCommit(u->content, ctx.store, m->spec->repo_id);
     return SnapshotPath(ctx.store, m->spec->repo_id, commit.empty() ? m->spec->revision : commit);
   };
-  if (const ResolvedModel* m = s.model.empty() ? nullptr : FindResolved(draft->models, s.model)) {
+  if (const ResolvedModel* m = s.model.empty() ? nullptr : FindResolved(draft.models, s.model)) {
     ctx.model_repo = m->spec->repo_id;
     ctx.snapshot_path = snapshot(s.model);
   }
   ctx.draft_snapshot_path = snapshot(s.draft_model);
+  Rendering r;
   // What the gates ask /v1/models for: the adapter knows what its server reports.
-  if (s.has_engine) draft->reported_names[s.name] = AdapterFor(s.engine).ReportedName(s, ctx);
-  Result<RenderedUnit> rendered = TryRenderUnit(s, ctx);
+  if (s.has_engine) r.reported_name = AdapterFor(s.engine).ReportedName(s, ctx);
+  r.unit = TryRenderUnit(s, ctx);
+  r.drift = (*r.unit).ok() && u && u->HasFile() && index.Owns(*u) && !u->content.empty() &&
+            Sha256Hex(UnitBody(u->content)) != u->spec_hash;
+  return r;
+}
+
+// Renders the services of `specs` into `out` (same length), the second half on a thread of
+// its own when there are enough to pay for one.
+void RenderAhead(const Desired& d, const PlanIndex& index, const std::string& berth_version,
+                 const Draft& draft, const std::vector<const ServiceSpec*>& specs, bool two_threads,
+                 std::vector<Rendering>* out) {
+  out->clear();
+  out->resize(specs.size());
+  auto range = [&](size_t from, size_t to) {
+    for (size_t i = from; i < to; ++i)
+      (*out)[i] = Render(d, index, *specs[i], berth_version, draft);
+  };
+  constexpr size_t kWorthAThread = 64;
+  // This thread also takes the batch after it is rendered: the other renders a bigger share.
+  size_t half = specs.size() * 3 / 8;
+  std::future<void> second;
+  if (two_threads && specs.size() >= kWorthAThread) {
+    try {
+      second = std::async(std::launch::async, range, half, specs.size());
+    } catch (const std::system_error&) {
+      // No thread to be had: this one renders them all.
+    }
+  }
+  if (!second.valid()) {
+    range(0, specs.size());
+    return;
+  }
+  range(0, half);
+  second.get();
+}
+
+// Decides the unit file of one service from its rendering.
+UnitFileChange PlanUnitFile(const Desired& d, const PlanIndex& index, const ServiceSpec& s,
+                            Rendering&& rendering, Draft* draft) {
+  const Observed& o = index.observed();
+  UnitFileChange change;
+  const ObservedUnit* u = index.Unit(s.UnitName());
+  if (s.has_engine) draft->reported_names[s.name] = std::move(rendering.reported_name);
+  Result<RenderedUnit>& rendered = *rendering.unit;
   if (!rendered.ok()) {
     // A value no unit file can hold: the plan is blocked, nothing is written.
     Problem p;
@@ -114,8 +169,8 @@ UnitFileChange PlanUnitFile(const Desired& d, const PlanIndex& index, const Serv
     draft->problems.push_back(p);
     return change;
   }
-  const RenderedUnit& want = *rendered;
-  draft->execs[want.name] = {want.argv, want.env, want.env_file};
+  RenderedUnit& want = *rendered;
+  draft->execs[want.name] = {std::move(want.argv), std::move(want.env), std::move(want.env_file)};
 
   Action w = MakeAction(ActionKind::kWriteUnit);
   w.address = "unit/" + want.name;
@@ -142,8 +197,7 @@ UnitFileChange PlanUnitFile(const Desired& d, const PlanIndex& index, const Serv
                "); a copy of it is kept in the state directory (adopted/)";
     change.detail = "adopted unit now runs berth's configuration";
   } else {
-    bool drift = !u->content.empty() && Sha256Hex(UnitBody(u->content)) != u->spec_hash;
-    if (drift) {
+    if (rendering.drift) {
       // Restored as berth wrote it; what the hand edit changed decides the restart, key by key.
       w.reason = Reason::kUnitDrift;
       UnitDiff diff = DiffUnits(u->content, want.content);
@@ -242,8 +296,31 @@ void Reenable(const std::string& unit, Draft* draft) {
 }  // namespace
 
 void DiffServices(const Desired& d, const PlanIndex& index, const std::string& berth_version,
-                  Draft* draft) {
+                  bool render_on_two_threads, Draft* draft) {
   const Observed& o = index.observed();
+  // The services whose units the plan renders, in the order the loop below takes them; rendered
+  // ahead a batch at a time (a bounded number of rendered units held at once).
+  std::vector<const ServiceSpec*> to_render;
+  for (const auto& [name, s] : d.services)
+    if (s.state != ServiceState::kAbsent && s.has_engine) to_render.push_back(&s);
+  constexpr size_t kBatch = 1024;
+  std::vector<const ServiceSpec*> batch;
+  std::vector<Rendering> rendered;
+  size_t next = 0, taken = 0;  // next: first service of to_render not yet rendered
+  // The rendering of `s`, the next service of to_render.
+  auto take = [&](const ServiceSpec& s) -> Rendering {
+    if (taken == rendered.size()) {
+      size_t end = std::min(next + kBatch, to_render.size());
+      batch.assign(to_render.begin() + static_cast<std::ptrdiff_t>(next),
+                   to_render.begin() + static_cast<std::ptrdiff_t>(end));
+      RenderAhead(d, index, berth_version, *draft, batch, render_on_two_threads, &rendered);
+      next = end;
+      taken = 0;
+    }
+    if (taken < batch.size() && batch[taken] == &s) return std::move(rendered[taken++]);
+    return Render(d, index, s, berth_version, *draft);  // not reached: the loop takes them in order
+  };
+
   for (const auto& [name, s] : d.services) {
     const ObservedUnit* u = index.Unit(s.UnitName());
     std::string address = "service/" + name;
@@ -281,7 +358,7 @@ void DiffServices(const Desired& d, const PlanIndex& index, const std::string& b
     UnitFileChange change;
     size_t problems = draft->problems.size();
     if (s.has_engine) {
-      change = PlanUnitFile(d, index, s, berth_version, draft);
+      change = PlanUnitFile(d, index, s, take(s), draft);
     } else if (!u || u->load_state == "not-found") {
       if (s.state == ServiceState::kRunning) {
         Problem p;

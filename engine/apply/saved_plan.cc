@@ -169,6 +169,10 @@ void Fields(PrewarmStep& x, F&& f) {
 }
 template <class F>
 void Fields(std::monostate&, F&&) {}
+template <class T, class F>
+void Fields(Boxed<T>& boxed, F&& f) {
+  Fields(*boxed, std::forward<F>(f));
+}
 
 template <class T>
 ordered_json PayloadToJson(const T& payload) {

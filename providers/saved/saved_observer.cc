@@ -9,7 +9,7 @@ namespace berth {
 
 namespace {
 
-Result<Observed> ReadObservation(const std::string& path) {
+Result<Observed> ReadObservation(const std::string& path, std::shared_ptr<void>* leftover) {
   // The operator names it (a link is theirs to follow); a regular file, bounded, never a read
   // that blocks.
   Result<std::string> text =
@@ -17,23 +17,38 @@ Result<Observed> ReadObservation(const std::string& path) {
   if (!text.ok())
     return Status::NotFound("cannot read saved observation: " + text.status().message() +
                             "; create one on the host with `berth observe -o json > FILE`");
-  return ObservedFromJson(*text, path);
+  return ObservedFromJson(*text, path, leftover);
 }
 
 }  // namespace
 
 SavedObserver::SavedObserver(std::string path) : path_(std::move(path)) {
   if (path_.empty()) return;
+  std::promise<Result<Observed>> read;
+  std::future<Result<Observed>> taken = read.get_future();
   try {
-    first_ = std::async(std::launch::async, ReadObservation, path_);
+    reader_ = std::thread([path = path_, read = std::move(read)]() mutable {
+      std::shared_ptr<void> leftover;
+      try {
+        read.set_value(ReadObservation(path, &leftover));
+      } catch (...) {
+        read.set_exception(std::current_exception());
+      }
+      leftover.reset();  // after the Observed is on its way
+    });
+    first_ = std::move(taken);
   } catch (const std::system_error&) {
     // No thread to be had: Observe reads it itself.
   }
 }
 
+SavedObserver::~SavedObserver() {
+  if (reader_.joinable()) reader_.join();
+}
+
 Result<Observed> SavedObserver::Observe(const Desired&) {
   if (first_.valid()) return first_.get();
-  return ReadObservation(path_);
+  return ReadObservation(path_, nullptr);
 }
 
 }  // namespace berth

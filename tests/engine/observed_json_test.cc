@@ -3,8 +3,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
+
+#include "providers/saved/saved_observer.h"
 
 namespace berth {
 namespace {
@@ -297,6 +300,48 @@ TEST(ObservedJsonMemory, MemoryAndResidencyRoundTripAndAreChecked) {
               HasSubstr("memory.total_bytes: expected a number of bytes"));
   EXPECT_THAT(refused("{\"known\": true, \"total_bytes\": 10, \"available_bytes\": 2.5}"),
               HasSubstr("memory.available_bytes: expected a number of bytes"));
+}
+
+// The parsed document can be handed out, to be freed by a thread with time to spare; the
+// Observed is the same as when it is freed inside.
+TEST(ObservedJson, TheLeftoverDocumentIsHandedOutAndTheObservedIsTheSame) {
+  std::string path =
+      std::string(BERTH_SOURCE_DIR) + "/manifests/examples/blackwell-8x/observed.json";
+  std::string text = ReadFile(path);
+  std::shared_ptr<void> leftover;
+  Result<Observed> o = ObservedFromJson(text, path, &leftover);
+  ASSERT_TRUE(o.ok()) << o.status().message();
+  EXPECT_NE(leftover, nullptr);
+  EXPECT_EQ(ObservedToJson(*o), text);
+  Result<Observed> bad = ObservedFromJson("{\"format_version\": 1, ", "x.json", &leftover);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("x.json: not valid JSON"));
+}
+
+// SavedObserver reads on a thread of its own: the first Observe takes that read, a second
+// reads the file again, one never asked is dropped without waiting on it forever, and a file
+// that is not there says what to do.
+TEST(SavedObserverTest, ReadsAheadThenAgainAndSaysWhenTheFileIsMissing) {
+  std::string path =
+      std::string(BERTH_SOURCE_DIR) + "/manifests/examples/blackwell-8x/observed.json";
+  std::string text = ReadFile(path);
+  Desired d;
+  {
+    SavedObserver saved(path);
+    Result<Observed> first = saved.Observe(d);
+    ASSERT_TRUE(first.ok()) << first.status().message();
+    EXPECT_EQ(ObservedToJson(*first), text);
+    Result<Observed> second = saved.Observe(d);
+    ASSERT_TRUE(second.ok()) << second.status().message();
+    EXPECT_EQ(ObservedToJson(*second), text);
+  }
+  { SavedObserver never_asked(path); }
+  std::string missing = std::filesystem::temp_directory_path() / "berth-no-such-observation.json";
+  SavedObserver gone(missing);
+  Result<Observed> r = gone.Observe(d);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("cannot read saved observation"));
+  EXPECT_THAT(r.status().message(), HasSubstr("berth observe -o json > FILE"));
 }
 
 }  // namespace

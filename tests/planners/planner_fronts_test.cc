@@ -175,7 +175,7 @@ TEST_F(FrontPlanTest, TheReadyPathTurnsBeforeTheHoldAndTheTurnIsTakenThere) {
   ASSERT_FALSE(p.blocked()) << Problems(p);
   std::vector<std::string> fronts;
   for (size_t i = 0; i < p.actions.size(); ++i)
-    if (std::holds_alternative<FrontStep>(p.actions[i].step))
+    if (p.actions[i].Holds<FrontStep>())
       fronts.push_back(Steps(p)[i] + (p.actions[i].takes_down ? " (turn)" : "") +
                        (p.actions[i].kind == ActionKind::kReady
                             ? std::string(p.actions[i].As<FrontStep>().ready ? " 200" : " 503")

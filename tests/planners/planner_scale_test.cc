@@ -165,5 +165,64 @@ TEST_F(PlannerScaleTest, ThreeHundredServicesPlanAsEachWouldAlone) {
   Converge();
 }
 
+// The units of many services are rendered on two threads (DiffServices): every step, problem,
+// warning and note must be the one the same plan made on one thread gives, in the same place.
+// 600 services in batches of 1,024 split between the threads: new, up to date, edited by hand,
+// changed (a restart), on a unit that is not berth's, and one no unit file can hold.
+TEST_F(PlannerScaleTest, RenderingOnTwoThreadsMakesThePlanOneThreadMakes) {
+  Gpus(8, 1024 * kGiB);
+  for (int k = 0; k < kModels; ++k) {
+    Model(Name("m", k), Repo(k), 2 * kGiB).revision = Commit(k, 0);
+    AddRevision(Repo(k), Commit(k, 0));
+  }
+  for (int i = 0; i < 600; i += 2) {
+    ServiceSpec& s = Vllm(Name("svc", i), Name("m", i % kModels), {i % 8}, 20000 + i, 0.001);
+    s.state = ServiceState::kRunning;
+  }
+  Converge();
+  for (int i = 1; i < 600; i += 2)
+    Vllm(Name("svc", i), Name("m", i % kModels), {i % 8}, 20000 + i, 0.001);
+  int edited = 0, changed = 0;
+  for (ObservedUnit& u : o.units) {
+    int i = std::stoi(u.name.substr(4, 3));
+    if (i % 10 == 0) {
+      u.content += "\n# edited by hand\n";
+      ++edited;
+    } else if (i % 10 == 4) {
+      d.services[Name("svc", i)].args.push_back("--max-num-seqs=" + std::to_string(i));
+      ++changed;
+    } else if (i % 10 == 6) {
+      u.managed = false;  // no longer berth's: a problem, not a write
+    }
+  }
+  ASSERT_GT(edited, 20);
+  ASSERT_GT(changed, 20);
+  d.services[Name("svc", 333)].args.push_back(std::string("--x=a\0b", 7));
+
+  PlanOptions one;
+  one.render_on_two_threads = false;
+  Plan a = MakePlan(d, o, one);
+  Plan b = MakePlan(d, o);  // two threads (the default)
+  ASSERT_GT(a.actions.size(), 1000u);
+  ASSERT_TRUE(a.blocked());
+  bool refused = false;
+  for (const Problem& p : a.problems)
+    refused = refused || p.message.find("svc-333") != std::string::npos;
+  EXPECT_TRUE(refused) << Problems(a);
+  ASSERT_EQ(a.actions.size(), b.actions.size());
+  for (size_t i = 0; i < a.actions.size(); ++i) {
+    const Action &x = a.actions[i], &y = b.actions[i];
+    EXPECT_TRUE(x.kind == y.kind && x.address == y.address && x.reason == y.reason &&
+                x.detail == y.detail && x.unit == y.unit && x.step == y.step)
+        << "step " << i + 1 << ": " << x.address << " " << x.detail << " | " << y.address << " "
+        << y.detail;
+  }
+  EXPECT_EQ(Problems(a), Problems(b));
+  EXPECT_EQ(a.warnings, b.warnings);
+  ASSERT_EQ(a.notes.size(), b.notes.size());
+  for (size_t i = 0; i < a.notes.size(); ++i)
+    EXPECT_EQ(a.notes[i].address + a.notes[i].detail, b.notes[i].address + b.notes[i].detail);
+}
+
 }  // namespace
 }  // namespace berth::testing
