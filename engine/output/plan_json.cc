@@ -1,7 +1,11 @@
+#include <algorithm>
+#include <future>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <sstream>
 #include <string>
+#include <system_error>
+#include <vector>
 
 #include "core/json_text.h"
 #include "engine/output/plan_output.h"
@@ -63,10 +67,18 @@ class ObjectWriter {
     first_ = false;
     first_item_ = true;
   }
-  void Item(const ordered_json& value) {
+  void Item(const ordered_json& value) { RawItem(ItemText(value)); }
+  /// An array item's text as Item writes it (without what comes before it): made apart from
+  /// the writer, on any thread.
+  static std::string ItemText(const ordered_json& value) {
+    std::ostringstream text;
+    Indented(text, DumpJson(value, 2), 2);
+    return text.str();
+  }
+  void RawItem(const std::string& text) {
     out_ << (first_item_ ? "[\n    " : ",\n    ");
     first_item_ = false;
-    Indented(DumpJson(value, 2), 2);
+    out_ << text;
   }
   void EndArray() { out_ << (first_item_ ? "[]" : "\n  ]"); }
   void End() { out_ << (first_ ? "}" : "\n}"); }
@@ -74,19 +86,170 @@ class ObjectWriter {
  private:
   // `text` (dumped at the top level) as it reads `depth` levels down: its newlines (never in a
   // string, where JSON escapes them) are followed by two spaces per level.
-  void Indented(const std::string& text, int depth) {
+  void Indented(const std::string& text, int depth) { Indented(out_, text, depth); }
+  static void Indented(std::ostream& out, const std::string& text, int depth) {
     size_t start = 0;
     for (size_t nl; (nl = text.find('\n', start)) != std::string::npos; start = nl + 1) {
-      out_.write(text.data() + start, static_cast<std::streamsize>(nl + 1 - start));
-      for (int i = 0; i < depth; ++i) out_ << "  ";
+      out.write(text.data() + start, static_cast<std::streamsize>(nl + 1 - start));
+      for (int i = 0; i < depth; ++i) out << "  ";
     }
-    out_.write(text.data() + start, static_cast<std::streamsize>(text.size() - start));
+    out.write(text.data() + start, static_cast<std::streamsize>(text.size() - start));
   }
 
   std::ostream& out_;
   bool first_ = true;
   bool first_item_ = true;
 };
+
+// One entry of resource_changes (step i + 1).
+ordered_json ActionJson(const Action& a, size_t i) {
+  ordered_json c;
+  c["step"] = i + 1;
+  c["address"] = a.address;
+  c["action"] = ActionKindName(a.kind);
+  c["change"] = {{"actions", TerraformActions(a)}};
+  c["action_reason"] = ReasonName(a.reason);
+  c["detail"] = a.detail;
+  c["requires"] = ResourcesJson(a.requires_);
+  c["frees"] = ResourcesJson(a.frees);
+  switch (a.kind) {
+    case ActionKind::kDownload: {
+      const DownloadStep& d = a.As<DownloadStep>();
+      c["model"] = {{"repo_id", d.repo_id},
+                    {"revision", d.revision},
+                    {"commit", d.commit},
+                    {"include", d.include},
+                    {"exclude", d.exclude}};
+      break;
+    }
+    case ActionKind::kRemoveModel: {
+      const RemoveModelStep& m = a.As<RemoveModelStep>();
+      c["model"] = {{"repo_id", m.repo_id}, {"commit", m.commit}};
+      break;
+    }
+    case ActionKind::kWaitHealthy: {
+      const HealthStep& h = a.As<HealthStep>();
+      c["health"] = {{"port", h.port},
+                     {"path", h.path},
+                     {"served_model_name", h.served_name},
+                     {"timeout_ms", h.timeout_ms}};
+      c["unit"] = a.unit;
+      break;
+    }
+    case ActionKind::kPreflight: {
+      const PreflightStep& p = a.As<PreflightStep>();
+      c["preflight"] = {{"command", p.argv}, {"timeout_ms", p.timeout_ms}};
+      if (a.reason == Reason::kEngineCheck)
+        c["engine_check"] = {{"engine", p.engine},
+                             {"check_program", p.check_program},
+                             {"argv", p.argv},
+                             {"environment", p.env},
+                             {"environment_file", p.env_file}};
+      c["unit"] = a.unit;
+      break;
+    }
+    case ActionKind::kSmoke: {
+      const SmokeStep& g = a.As<SmokeStep>();
+      c["smoke"] = {{"port", g.port},
+                    {"api", g.api},
+                    {"served_model_name", g.served_name},
+                    {"prompt", g.prompt},
+                    {"max_tokens", g.max_tokens},
+                    {"timeout_ms", g.timeout_ms}};
+      c["unit"] = a.unit;
+      break;
+    }
+    case ActionKind::kFloor: {
+      const FloorStep& f = a.As<FloorStep>();
+      c["floor"] = {{"port", f.port},
+                    {"served_model_name", f.served_name},
+                    {"concurrency", f.concurrency},
+                    {"duration_ms", f.duration_ms},
+                    {"max_tokens", f.max_tokens},
+                    {"prompt_tokens", f.prompt_tokens},
+                    {"min_output_tokens_per_second", f.min_output_tps},
+                    {"max_ttft_p50_ms", f.max_ttft_p50_ms},
+                    {"max_ttft_p99_ms", f.max_ttft_p99_ms}};
+      if (f.has_goodput())
+        c["floor"]["goodput"] = {{"ttft_ms", f.goodput_ttft_ms},
+                                 {"tpot_ms", f.goodput_tpot_ms},
+                                 {"e2el_ms", f.goodput_e2el_ms},
+                                 {"min_rps", f.min_goodput_rps}};
+      if (f.relative()) {
+        c["floor"]["relative"] = {{"reference_unit", f.reference_unit},
+                                  {"output_tps", f.rel_output_tps},
+                                  {"ttft_p50", f.rel_ttft_p50},
+                                  {"ttft_p99", f.rel_ttft_p99},
+                                  {"tpot_p50", f.rel_tpot_p50},
+                                  {"goodput", f.rel_goodput},
+                                  {"refuse_without_reference", f.refuse_without_reference}};
+        // The figures recorded earlier that the floor compares with when the reference is
+        // not measured before the switch; null: none.
+        c["floor"]["relative"]["recorded"] = nullptr;
+        if (!f.recorded.empty()) c["floor"]["relative"]["recorded"] = f.recorded;
+      }
+      c["unit"] = a.unit;
+      break;
+    }
+    case ActionKind::kReference: {
+      const FloorStep& f = a.As<FloorStep>();
+      c["reference"] = {{"port", f.port},
+                        {"served_model_name", f.served_name},
+                        {"concurrency", f.concurrency},
+                        {"duration_ms", f.duration_ms},
+                        {"max_tokens", f.max_tokens},
+                        {"prompt_tokens", f.prompt_tokens}};
+      c["unit"] = a.unit;
+      break;
+    }
+    case ActionKind::kPrewarm: {
+      const PrewarmStep& p = a.As<PrewarmStep>();
+      c["prewarm"] = {{"snapshot", p.snapshot}, {"bytes", p.bytes}};
+      c["unit"] = a.unit;
+      break;
+    }
+    case ActionKind::kSoak: {
+      const SoakStep& g = a.As<SoakStep>();
+      c["soak"] = {{"port", g.port},
+                   {"path", g.path},
+                   {"duration_ms", g.duration_ms},
+                   {"interval_ms", g.interval_ms},
+                   {"max_restarts", g.max_restarts},
+                   {"max_failed_probes", g.max_failed_probes},
+                   {"max_error_rate", g.max_error_rate},
+                   {"min_requests", g.min_requests},
+                   {"front_socket", g.front_socket}};
+      c["unit"] = a.unit;
+      break;
+    }
+    case ActionKind::kDaemonReload:
+      break;
+    case ActionKind::kWriteFront:
+    case ActionKind::kRoute:
+    case ActionKind::kDrain:
+    case ActionKind::kReady: {
+      const FrontStep& f = a.As<FrontStep>();
+      c["front"] = {{"port", f.port},           {"server", f.server},
+                    {"admin_socket", f.socket}, {"master_socket", f.master},
+                    {"config", f.config},       {"reload", f.reload},
+                    {"ready", f.ready},         {"timeout_ms", f.timeout_ms}};
+      if (a.kind == ActionKind::kWriteFront) c["front"]["content"] = f.config_text;
+      c["unit"] = a.unit;
+      break;
+    }
+    case ActionKind::kWriteUnit:
+      c["unit"] = a.unit;
+      c["diff"] = UnitFileDiff(a);
+      break;
+    default:
+      c["unit"] = a.unit;
+  }
+  if (const auto* svc = std::get_if<ServiceStep>(&a.step)) {
+    if (!svc->for_service.empty()) c["for_service"] = svc->for_service;
+    if (!svc->gpus.empty()) c["gpus"] = svc->gpus;
+  }
+  return c;
+}
 
 }  // namespace
 
@@ -113,154 +276,30 @@ void WritePlanJson(std::ostream& out, const Plan& plan, const Desired& desired) 
   w.Members(j);
   j = ordered_json::object();  // the members after resource_changes
   w.Key("resource_changes");
-  for (size_t i = 0; i < plan.actions.size(); ++i) {
-    const Action& a = plan.actions[i];
-    ordered_json c;
-    c["step"] = i + 1;
-    c["address"] = a.address;
-    c["action"] = ActionKindName(a.kind);
-    c["change"] = {{"actions", TerraformActions(a)}};
-    c["action_reason"] = ReasonName(a.reason);
-    c["detail"] = a.detail;
-    c["requires"] = ResourcesJson(a.requires_);
-    c["frees"] = ResourcesJson(a.frees);
-    switch (a.kind) {
-      case ActionKind::kDownload: {
-        const DownloadStep& d = a.As<DownloadStep>();
-        c["model"] = {{"repo_id", d.repo_id},
-                      {"revision", d.revision},
-                      {"commit", d.commit},
-                      {"include", d.include},
-                      {"exclude", d.exclude}};
-        break;
+  // Each action's text is made on two threads, a batch at a time (a bounded number of texts
+  // held at once), and written in order: it is most of the time of a JSON plan of many
+  // services, and each depends on its action alone.
+  constexpr size_t kBatch = 1024, kWorthAThread = 64;
+  std::vector<std::string> texts;
+  for (size_t from = 0; from < plan.actions.size(); from += kBatch) {
+    size_t to = std::min(from + kBatch, plan.actions.size());
+    texts.assign(to - from, std::string());
+    auto make = [&](size_t first, size_t last) {
+      for (size_t i = first; i < last; ++i)
+        texts[i - from] = ObjectWriter::ItemText(ActionJson(plan.actions[i], i));
+    };
+    size_t half = from + (to - from) / 2;
+    std::future<void> second;
+    if (to - from >= kWorthAThread) {
+      try {
+        second = std::async(std::launch::async, make, half, to);
+      } catch (const std::system_error&) {
+        // No thread to be had: this one makes them all.
       }
-      case ActionKind::kRemoveModel: {
-        const RemoveModelStep& m = a.As<RemoveModelStep>();
-        c["model"] = {{"repo_id", m.repo_id}, {"commit", m.commit}};
-        break;
-      }
-      case ActionKind::kWaitHealthy: {
-        const HealthStep& h = a.As<HealthStep>();
-        c["health"] = {{"port", h.port},
-                       {"path", h.path},
-                       {"served_model_name", h.served_name},
-                       {"timeout_ms", h.timeout_ms}};
-        c["unit"] = a.unit;
-        break;
-      }
-      case ActionKind::kPreflight: {
-        const PreflightStep& p = a.As<PreflightStep>();
-        c["preflight"] = {{"command", p.argv}, {"timeout_ms", p.timeout_ms}};
-        if (a.reason == Reason::kEngineCheck)
-          c["engine_check"] = {{"engine", p.engine},
-                               {"check_program", p.check_program},
-                               {"argv", p.argv},
-                               {"environment", p.env},
-                               {"environment_file", p.env_file}};
-        c["unit"] = a.unit;
-        break;
-      }
-      case ActionKind::kSmoke: {
-        const SmokeStep& g = a.As<SmokeStep>();
-        c["smoke"] = {{"port", g.port},
-                      {"api", g.api},
-                      {"served_model_name", g.served_name},
-                      {"prompt", g.prompt},
-                      {"max_tokens", g.max_tokens},
-                      {"timeout_ms", g.timeout_ms}};
-        c["unit"] = a.unit;
-        break;
-      }
-      case ActionKind::kFloor: {
-        const FloorStep& f = a.As<FloorStep>();
-        c["floor"] = {{"port", f.port},
-                      {"served_model_name", f.served_name},
-                      {"concurrency", f.concurrency},
-                      {"duration_ms", f.duration_ms},
-                      {"max_tokens", f.max_tokens},
-                      {"prompt_tokens", f.prompt_tokens},
-                      {"min_output_tokens_per_second", f.min_output_tps},
-                      {"max_ttft_p50_ms", f.max_ttft_p50_ms},
-                      {"max_ttft_p99_ms", f.max_ttft_p99_ms}};
-        if (f.has_goodput())
-          c["floor"]["goodput"] = {{"ttft_ms", f.goodput_ttft_ms},
-                                   {"tpot_ms", f.goodput_tpot_ms},
-                                   {"e2el_ms", f.goodput_e2el_ms},
-                                   {"min_rps", f.min_goodput_rps}};
-        if (f.relative()) {
-          c["floor"]["relative"] = {{"reference_unit", f.reference_unit},
-                                    {"output_tps", f.rel_output_tps},
-                                    {"ttft_p50", f.rel_ttft_p50},
-                                    {"ttft_p99", f.rel_ttft_p99},
-                                    {"tpot_p50", f.rel_tpot_p50},
-                                    {"goodput", f.rel_goodput},
-                                    {"refuse_without_reference", f.refuse_without_reference}};
-          // The figures recorded earlier that the floor compares with when the reference is
-          // not measured before the switch; null: none.
-          c["floor"]["relative"]["recorded"] = nullptr;
-          if (!f.recorded.empty()) c["floor"]["relative"]["recorded"] = f.recorded;
-        }
-        c["unit"] = a.unit;
-        break;
-      }
-      case ActionKind::kReference: {
-        const FloorStep& f = a.As<FloorStep>();
-        c["reference"] = {{"port", f.port},
-                          {"served_model_name", f.served_name},
-                          {"concurrency", f.concurrency},
-                          {"duration_ms", f.duration_ms},
-                          {"max_tokens", f.max_tokens},
-                          {"prompt_tokens", f.prompt_tokens}};
-        c["unit"] = a.unit;
-        break;
-      }
-      case ActionKind::kPrewarm: {
-        const PrewarmStep& p = a.As<PrewarmStep>();
-        c["prewarm"] = {{"snapshot", p.snapshot}, {"bytes", p.bytes}};
-        c["unit"] = a.unit;
-        break;
-      }
-      case ActionKind::kSoak: {
-        const SoakStep& g = a.As<SoakStep>();
-        c["soak"] = {{"port", g.port},
-                     {"path", g.path},
-                     {"duration_ms", g.duration_ms},
-                     {"interval_ms", g.interval_ms},
-                     {"max_restarts", g.max_restarts},
-                     {"max_failed_probes", g.max_failed_probes},
-                     {"max_error_rate", g.max_error_rate},
-                     {"min_requests", g.min_requests},
-                     {"front_socket", g.front_socket}};
-        c["unit"] = a.unit;
-        break;
-      }
-      case ActionKind::kDaemonReload:
-        break;
-      case ActionKind::kWriteFront:
-      case ActionKind::kRoute:
-      case ActionKind::kDrain:
-      case ActionKind::kReady: {
-        const FrontStep& f = a.As<FrontStep>();
-        c["front"] = {{"port", f.port},           {"server", f.server},
-                      {"admin_socket", f.socket}, {"master_socket", f.master},
-                      {"config", f.config},       {"reload", f.reload},
-                      {"ready", f.ready},         {"timeout_ms", f.timeout_ms}};
-        if (a.kind == ActionKind::kWriteFront) c["front"]["content"] = f.config_text;
-        c["unit"] = a.unit;
-        break;
-      }
-      case ActionKind::kWriteUnit:
-        c["unit"] = a.unit;
-        c["diff"] = UnitFileDiff(a);
-        break;
-      default:
-        c["unit"] = a.unit;
     }
-    if (const auto* svc = std::get_if<ServiceStep>(&a.step)) {
-      if (!svc->for_service.empty()) c["for_service"] = svc->for_service;
-      if (!svc->gpus.empty()) c["gpus"] = svc->gpus;
-    }
-    w.Item(c);
+    make(from, second.valid() ? half : to);
+    if (second.valid()) second.get();
+    for (const std::string& t : texts) w.RawItem(t);
   }
   w.EndArray();
   ordered_json unchanged = ordered_json::array();

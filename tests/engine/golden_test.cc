@@ -9,10 +9,12 @@
 #include <sstream>
 
 #include "core/json_text.h"
+#include "core/observed_json.h"
 #include "engine/cli/commands.h"
 #include "engine/output/plan_output.h"
 #include "manifests/loader.h"
 #include "planners/engines/adapter.h"
+#include "planners/planner.h"
 
 namespace berth {
 namespace {
@@ -68,6 +70,38 @@ TEST(PlanJsonTest, StreamedTextIsWhatOneDumpOfTheDocumentGives) {
   std::string text = PlanToJson(empty, Desired{});
   EXPECT_NE(text.find("\"resource_changes\": [],"), std::string::npos) << text;
   EXPECT_EQ(text, DumpJson(nlohmann::ordered_json::parse(text), 2) + "\n");
+}
+
+// A plan of thousands of actions: their texts are made on two threads in batches of 1,024
+// (WritePlanJson); the whole must still be what one dump of the document gives, every step in
+// its place.
+TEST(PlanJsonTest, AThousandsOfStepsPlanIsStillOneDumpWithEveryStepInItsPlace) {
+  const std::string dir = std::string(BERTH_SOURCE_DIR) + "/manifests/examples/blackwell-8x/";
+  LoadResult r = LoadManifests(dir + "berth.yaml");
+  ASSERT_TRUE(r.diagnostics.empty()) << r.diagnostics[0].ToString();
+  std::ifstream in(dir + "observed.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  Result<Observed> o = ObservedFromJson(text.str(), "observed.json");
+  ASSERT_TRUE(o.ok()) << o.status().message();
+  Plan seed = MakePlan(r.desired, *o);
+  ASSERT_GT(seed.actions.size(), 5u);
+  Plan big = seed;
+  big.actions.clear();
+  for (int k = 0; big.actions.size() < 2600; ++k)
+    for (Action a : seed.actions) {
+      a.address += "-" + std::to_string(k);
+      big.actions.push_back(std::move(a));
+    }
+  std::string json = PlanToJson(big, r.desired);
+  nlohmann::ordered_json doc = nlohmann::ordered_json::parse(json);
+  EXPECT_EQ(json, DumpJson(doc, 2) + "\n");
+  const auto& changes = doc["resource_changes"];
+  ASSERT_EQ(changes.size(), big.actions.size());
+  for (size_t i = 0; i < big.actions.size(); ++i) {
+    ASSERT_EQ(changes[i]["step"], i + 1);
+    ASSERT_EQ(changes[i]["address"], big.actions[i].address) << "step " << i + 1;
+  }
 }
 
 // The seed example renders what MiniMax's vLLM guide runs on 8 GPUs
