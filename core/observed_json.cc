@@ -537,23 +537,44 @@ std::string ObservedToJson(const Observed& o) {
   return DumpJson(j, 2) + "\n";
 }
 
-Result<Observed> ObservedFromJson(const std::string& text, const std::string& source) {
-  return ObservedFromJson(text, source, nullptr);
-}
+namespace {
 
-Result<Observed> ObservedFromJson(const std::string& text, const std::string& source,
-                                  std::shared_ptr<void>* leftover) {
-  auto document = std::make_shared<InJson>();
-  if (leftover) *leftover = document;
-  InJson& j = *document;
+// The parsed document of `text`, or why it is not JSON.
+Status Parse(const std::string& text, const std::string& source, InJson* j) {
   try {
     if (std::optional<InJson> fast = ReadJsonFast(text))
-      j = std::move(*fast);
+      *j = std::move(*fast);
     else
-      j = InJson::parse(text);  // what the fast reader leaves, and the words for an error
+      *j = InJson::parse(text);  // what the fast reader leaves, and the words for an error
   } catch (const nlohmann::json::parse_error& e) {
     return Status::InvalidArgument(source + ": not valid JSON: " + e.what());
   }
+  return Status::Ok();
+}
+
+Result<Observed> FromDocument(InJson& j, const std::string& source);
+
+}  // namespace
+
+Result<Observed> ObservedFromJson(const std::string& text, const std::string& source) {
+  InJson j;
+  BERTH_RETURN_IF_ERROR(Parse(text, source, &j));
+  return FromDocument(j, source);
+}
+
+Result<Observed> ObservedFromJson(std::string&& text, const std::string& source,
+                                  std::shared_ptr<void>* leftover) {
+  auto document = std::make_shared<InJson>();
+  if (leftover) *leftover = document;
+  Status parsed = Parse(text, source, document.get());
+  std::string().swap(text);
+  BERTH_RETURN_IF_ERROR(parsed);
+  return FromDocument(*document, source);
+}
+
+namespace {
+
+Result<Observed> FromDocument(InJson& j, const std::string& source) {
   Observed o;
   Reader rd(j, "(top)");
   Status s = rd.Keys({"format_version", "hostname", "observed_at", "store", "gpus", "units",
@@ -581,5 +602,7 @@ Result<Observed> ObservedFromJson(const std::string& text, const std::string& so
   if (!s.ok()) return s.WithContext(source);
   return o;
 }
+
+}  // namespace
 
 }  // namespace berth

@@ -63,7 +63,8 @@ Result<Observed> ObservedFromJson(const std::string& text, const std::string& so
 /// are moved out) goes to `leftover` instead of being freed here: freeing the document of
 /// 10,000 units takes most as long as reading it, so a caller with a thread to spare frees it
 /// there after handing the Observed on (SavedObserver).
-Result<Observed> ObservedFromJson(const std::string& text, const std::string& source,
+/// `text` is taken, and freed as soon as it is parsed (23 MB at 10,000 units).
+Result<Observed> ObservedFromJson(std::string&& text, const std::string& source,
                                   std::shared_ptr<void>* leftover);
 
 }  // namespace berth

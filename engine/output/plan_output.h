@@ -21,6 +21,9 @@ struct PlanTextOptions {
 /// disruption, the disk summary, when blocked what is short and where, and the summary line.
 std::string PlanToText(const Plan& plan, const Desired& desired,
                        const PlanTextOptions& options = {});
+/// The same, written to `out` as it is made (a plan of 10,000 services is 7 MB of text).
+void WritePlanText(std::ostream& out, const Plan& plan, const Desired& desired,
+                   const PlanTextOptions& options = {});
 
 /// The JSON form (format_version 1), documented in docs/plan-json.md.
 std::string PlanToJson(const Plan& plan, const Desired& desired);

@@ -63,7 +63,7 @@ bool ShowsDiff(const Action& a, const PlanTextOptions& options) {
 }
 
 // `text` indented under its action, escaped: the old side is not berth's text.
-void AppendIndented(const std::string& text, std::ostringstream& out) {
+void AppendIndented(const std::string& text, std::ostream& out) {
   std::string safe = EscapeControl(text);
   size_t pos = 0;
   while (pos < safe.size()) {
@@ -161,9 +161,15 @@ std::string SwitchLine(const Switch& sw) {
 
 std::string PlanToText(const Plan& plan, const Desired& desired, const PlanTextOptions& options) {
   std::ostringstream out;
+  WritePlanText(out, plan, desired, options);
+  return out.str();
+}
+
+void WritePlanText(std::ostream& out, const Plan& plan, const Desired& desired,
+                   const PlanTextOptions& options) {
   if (!plan.host_matches) {
     out << "Nothing to do on " << plan.host << ": " << plan.skip_reason << "\n";
-    return out.str();
+    return;
   }
   size_t width = 0;
   for (const auto& a : plan.actions) width = std::max(width, a.address.size());
@@ -258,7 +264,6 @@ std::string PlanToText(const Plan& plan, const Desired& desired, const PlanTextO
     }
   }
   if (!plan.actions.empty()) out << "\n" << PlanSummary(plan) << "\n";
-  return out.str();
 }
 
 }  // namespace berth

@@ -11,7 +11,7 @@ void Reporter::ShowPlan(const Plan& plan, const Desired& desired) {
   if (format_ == PlanFormat::kJson)
     WritePlanJson(out_, plan, desired);
   else
-    out_ << PlanToText(plan, desired, text);
+    WritePlanText(out_, plan, desired, text);
   out_ << std::flush;
 }
 

@@ -17,7 +17,7 @@ Result<Observed> ReadObservation(const std::string& path, std::shared_ptr<void>*
   if (!text.ok())
     return Status::NotFound("cannot read saved observation: " + text.status().message() +
                             "; create one on the host with `berth observe -o json > FILE`");
-  return ObservedFromJson(*text, path, leftover);
+  return ObservedFromJson(std::move(*text), path, leftover);
 }
 
 }  // namespace

@@ -309,7 +309,7 @@ TEST(ObservedJson, TheLeftoverDocumentIsHandedOutAndTheObservedIsTheSame) {
       std::string(BERTH_SOURCE_DIR) + "/manifests/examples/blackwell-8x/observed.json";
   std::string text = ReadFile(path);
   std::shared_ptr<void> leftover;
-  Result<Observed> o = ObservedFromJson(text, path, &leftover);
+  Result<Observed> o = ObservedFromJson(std::string(text), path, &leftover);
   ASSERT_TRUE(o.ok()) << o.status().message();
   EXPECT_NE(leftover, nullptr);
   EXPECT_EQ(ObservedToJson(*o), text);
