@@ -7,7 +7,15 @@
 //   init_error CODE                          nvmlInit_v2 returns CODE (e.g. 9: driver not loaded)
 //   device INDEX UUID TOTAL USED RESERVED NAME...   bytes; USED includes RESERVED (as nvmlMemory_t)
 //   process INDEX PID BYTES|na               a compute process on device INDEX; na: not available
+// With $FAKE_NVML_CLAIMS_DIR set, every regular file in that folder is read too, for its
+// `process` lines alone (the fake vLLM writes one per server: what it holds on which GPU, 0 while
+// it sleeps); a claim adds its bytes to the device's used memory, and the claim of a process that
+// no longer runs is left out, as the driver does.
 // With $FAKE_NVML_LOG set, every call appends its function name to that file.
+#include <dirent.h>
+#include <signal.h>
+
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -55,6 +63,32 @@ void Log(const char* call) {
   std::ofstream(path, std::ios::app) << call << "\n";
 }
 
+// The `process` lines of the claim files in $FAKE_NVML_CLAIMS_DIR (see the top).
+void LoadClaims(World* w) {
+  const char* dir = std::getenv("FAKE_NVML_CLAIMS_DIR");
+  DIR* d = dir ? ::opendir(dir) : nullptr;
+  if (!d) return;
+  std::vector<std::string> names;
+  while (dirent* e = ::readdir(d))
+    if (e->d_name[0] != '.') names.push_back(e->d_name);
+  ::closedir(d);
+  for (const std::string& name : names) {
+    std::ifstream in(std::string(dir) + "/" + name);
+    std::string line;
+    while (std::getline(in, line)) {
+      std::istringstream ls(line);
+      std::string key;
+      size_t index = 0;
+      FakeProcess p;
+      if (!(ls >> key >> index >> p.pid >> p.used) || key != "process") continue;
+      if (::kill(static_cast<pid_t>(p.pid), 0) != 0 && errno == ESRCH) continue;
+      if (w->devices.size() <= index) continue;  // a GPU this host does not have
+      w->devices[index].processes.push_back(p);
+      w->devices[index].used += p.used;
+    }
+  }
+}
+
 nvml::Return Load(World* w) {
   w->init_error = nvml::kSuccess;
   w->devices.clear();
@@ -89,6 +123,7 @@ nvml::Return Load(World* w) {
       return nvml::kErrorUnknown;
     }
   }
+  LoadClaims(w);
   return nvml::kSuccess;
 }
 

@@ -2,6 +2,8 @@
 // fake nvidia-smi run as a real process. Processes are named and attributed to units from a fake
 // /proc written by each test.
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <fstream>
@@ -45,7 +47,7 @@ class GpuProbeTest : public ::testing::Test {
  protected:
   void SetUp() override {
     for (const char* var : {"FAKE_NVML_CONFIG", "FAKE_NVML_LOG", "FAKE_SMI_GPUS", "FAKE_SMI_APPS",
-                            "FAKE_SMI_MODE", "FAKE_SMI_ARGS"}) {
+                            "FAKE_SMI_MODE", "FAKE_SMI_ARGS", "FAKE_NVML_CLAIMS_DIR"}) {
       unsetenv(var);
     }
     setenv("FAKE_NVML_CONFIG", (dir_ / "nvml.conf").c_str(), 1);
@@ -122,6 +124,42 @@ TEST_F(GpuProbeTest, NvmlSeesEveryDeviceAndAttributesProcessesToUnits) {
   EXPECT_EQ(Count(calls, "nvmlDeviceGetComputeRunningProcesses_v2"), 0);
   // NVML was there: nvidia-smi was never run.
   EXPECT_THAT(Lines(dir_ / "smi-args.log"), IsEmpty());
+}
+
+// The fake vLLM's claims (tests/fake_vllm: one file per server, rewritten when it sleeps or
+// wakes): each live process's bytes are on its GPUs and in their used memory; the claim of a
+// process that has exited, or on a GPU the host does not have, is not.
+TEST_F(GpuProbeTest, TheFakeServersClaimsAddToTheirGpusAndAnExitedOnesDoNot) {
+  Nvml(TwoGpus());
+  setenv("FAKE_NVML_CLAIMS_DIR", (dir_ / "claims").c_str(), 1);
+  const int me = static_cast<int>(::getpid());
+  pid_t gone = ::fork();
+  if (gone == 0) ::_exit(0);
+  ASSERT_GT(gone, 0);
+  ASSERT_EQ(::waitpid(gone, nullptr, 0), gone);
+  dir_.Write("claims/fake-vllm-" + std::to_string(me),
+             "process 0 " + std::to_string(me) + " 1000\nprocess 1 " + std::to_string(me) +
+                 " 2000\nprocess 7 " + std::to_string(me) + " 5\n");
+  dir_.Write("claims/fake-vllm-" + std::to_string(gone),
+             "process 0 " + std::to_string(gone) + " 4000\n");
+  GpuObservation o = ObserveGpus(options_);
+  ASSERT_TRUE(o.known) << o.error;
+  ASSERT_EQ(o.gpus.size(), 2u);
+  ASSERT_EQ(o.gpus[0].processes.size(), 3u);
+  EXPECT_EQ(o.gpus[0].processes[2].pid, me);
+  EXPECT_EQ(o.gpus[0].processes[2].used_bytes, 1000u);
+  EXPECT_EQ(o.gpus[0].memory_used, 80000000000u + 1000u);
+  ASSERT_EQ(o.gpus[1].processes.size(), 2u);
+  EXPECT_EQ(o.gpus[1].processes[1].used_bytes, 2000u);
+  EXPECT_EQ(o.gpus[1].memory_used, 1073741824u + 2000u);
+
+  // Asleep, the server's claim is 0: its GPUs are free again.
+  dir_.Write("claims/fake-vllm-" + std::to_string(me),
+             "process 0 " + std::to_string(me) + " 0\nprocess 1 " + std::to_string(me) + " 0\n");
+  o = ObserveGpus(options_);
+  ASSERT_TRUE(o.known) << o.error;
+  EXPECT_EQ(o.gpus[0].memory_used, 80000000000u);
+  EXPECT_EQ(o.gpus[1].memory_used, 1073741824u);
 }
 
 TEST_F(GpuProbeTest, NvmlProcessListLongerThanTheBufferIsReadWhole) {

@@ -42,6 +42,20 @@ Then it serves HTTP on --host/--port (default 0.0.0.0:8000):
                              model); with "stream": true, server-sent events (see below)
   POST /v1/chat/completions  the same as a chat completion (choices[].message / .delta)
 
+Sleep mode, as vLLM serves it (vllm/entrypoints/serve/dev/sleep/api_router.py at e7a47b82: the
+dev routers are attached only with VLLM_SERVER_DEV_MODE=1, else these are 404; sleeping needs
+`--enable-sleep-mode`, else POST /sleep answers 500):
+  POST /sleep?level=1|2   200, empty body, once asleep (FAKE_VLLM_SLEEP_SECONDS, default 0):
+                          its GPU claim drops to FAKE_VLLM_SLEEP_GPU_BYTES (default 0);
+                          completions answer 503 while it sleeps, health and models stay 200
+  POST /wake_up           200, empty body, once awake: FAKE_VLLM_WAKE_SECONDS (default 0), then
+                          its claim is whole again
+  GET /is_sleeping        {"is_sleeping": true|false}
+GPU claims for the fake NVML (tests/fake_nvml): with FAKE_NVML_CLAIMS_DIR=DIR and
+FAKE_VLLM_GPU_BYTES=N, the server writes DIR/fake-vllm-PID once it serves: a line
+`process GPU PID BYTES` for each GPU of CUDA_VISIBLE_DEVICES (N each, or the sleep figure while
+it sleeps), rewritten atomically on every sleep and wake and removed when it exits on a signal.
+
 Streaming ("stream": true): max_tokens (default 16) chunks of one token each (" tok0", " tok1",
 ...), in HTTP/1.1 chunked encoding; the last names finish_reason "length"; with
 "stream_options": {"include_usage": true} a final chunk with empty choices and usage; then
@@ -91,6 +105,7 @@ import struct
 import sys
 import threading
 import time
+import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 sys.dont_write_bytecode = True  # no __pycache__ beside the sources when a unit runs us
@@ -152,7 +167,8 @@ VALUE_FLAGS = {
     "--exit-after-healthy": "exit_after_healthy",
 }
 SWITCH_FLAGS = {"--enable-expert-parallel": "enable_expert_parallel",
-                "--fail-completions": "fail_completions", "--bad-bytes": "bad_bytes"}
+                "--fail-completions": "fail_completions", "--bad-bytes": "bad_bytes",
+                "--enable-sleep-mode": "enable_sleep_mode"}
 INT_OPTIONS = ("port", "tensor_parallel_size", "pipeline_parallel_size", "max_model_len",
                "trtllm_ep_size")
 TRTLLM_OPTIONS = ("trtllm_ep_size", "trtllm_backend", "trtllm_extra_options")
@@ -168,7 +184,7 @@ def parse_args(args):
     value that follows them) are kept aside, not rejected."""
     opts = {"host": "0.0.0.0", "port": 8000, "tensor_parallel_size": 1,
             "pipeline_parallel_size": 1, "enable_expert_parallel": False,
-            "fail_completions": False, "bad_bytes": False,
+            "fail_completions": False, "bad_bytes": False, "enable_sleep_mode": False,
             "tokens_per_second": os.environ.get("FAKE_VLLM_TOKENS_PER_SECOND") or "0",
             "max_aggregate_tokens_per_second":
                 os.environ.get("FAKE_VLLM_MAX_AGGREGATE_TOKENS_PER_SECOND") or "0",
@@ -355,6 +371,27 @@ def log(msg):
     sys.stderr.flush()
 
 
+CLAIM = {"path": None}  # this server's claim file, removed on a signal
+
+
+def gpu_claim_path():
+    claims = os.environ.get("FAKE_NVML_CLAIMS_DIR")
+    return os.path.join(claims, "fake-vllm-%d" % os.getpid()) if claims else None
+
+
+def write_claim(asleep):
+    """Writes this server's GPU claim for the fake NVML (see the module's docstring)."""
+    path = gpu_claim_path()
+    if not path:
+        return
+    key = "FAKE_VLLM_SLEEP_GPU_BYTES" if asleep else "FAKE_VLLM_GPU_BYTES"
+    per_gpu = int(os.environ.get(key) or 0)
+    gpus = [g for g in (os.environ.get("CUDA_VISIBLE_DEVICES") or "").split(",") if g.strip()]
+    lines = "".join("process %s %d %d\n" % (g.strip(), os.getpid(), per_gpu) for g in gpus)
+    write_atomically(path, lines.encode())
+    CLAIM["path"] = path
+
+
 def make_handler(state):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -405,8 +442,37 @@ def make_handler(state):
                                      "streams_finished": state["streams_finished"]})
             elif path == "/version":
                 self.reply(200, {"version": "0.0.0-fake"})
+            elif path == "/is_sleeping" and state["dev_mode"]:
+                with state["lock"]:
+                    self.reply(200, {"is_sleeping": state["sleeping"] > 0})
             else:
                 self.not_found()
+
+        def sleep_or_wake(self, path, query):
+            """POST /sleep and /wake_up (see the module's docstring)."""
+            if not state["sleep_mode"]:
+                self.reply(500, {"object": "error", "type": "InternalServerError", "code": 500,
+                                 "message": "Sleep mode is not enabled: start the server with "
+                                            "--enable-sleep-mode"})
+                return
+            if path == "/sleep":
+                level = (query.get("level") or ["1"])[0]
+                if level not in ("1", "2"):
+                    self.reply(400, {"object": "error", "type": "BadRequestError", "code": 400,
+                                     "message": "level must be 1 or 2, got %r" % level})
+                    return
+                time.sleep(float(os.environ.get("FAKE_VLLM_SLEEP_SECONDS") or 0))
+                with state["lock"]:
+                    state["sleeping"] = int(level)
+                    write_claim(asleep=True)
+                log("asleep (level %s)" % level)
+            else:
+                time.sleep(float(os.environ.get("FAKE_VLLM_WAKE_SECONDS") or 0))
+                with state["lock"]:
+                    state["sleeping"] = 0
+                    write_claim(asleep=False)
+                log("awake")
+            self.reply(200)
 
         def failing(self):
             if state["fail_completions"]:
@@ -418,8 +484,16 @@ def make_handler(state):
             path = self.path.split("?", 1)[0]
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length > 0 else b""
+            if path in ("/sleep", "/wake_up") and state["dev_mode"]:
+                query = urllib.parse.parse_qs(self.path.partition("?")[2])
+                self.sleep_or_wake(path, query)
+                return
             if path not in ("/v1/completions", "/v1/chat/completions"):
                 self.not_found()
+                return
+            if state["sleeping"]:
+                self.reply(503, {"object": "error", "type": "ServiceUnavailableError",
+                                 "code": 503, "message": "the engine is sleeping (fake_vllm)"})
                 return
             chat = path == "/v1/chat/completions"
             try:
@@ -517,6 +591,11 @@ def on_signal(signum, frame):
         os.write(2, b"fake_vllm: signal %d: exiting\n" % signum)
     except OSError:
         pass
+    if CLAIM["path"]:
+        try:
+            os.unlink(CLAIM["path"])  # its GPUs are free: the fake NVML lists it no more
+        except OSError:
+            pass
     os._exit(0)
 
 
@@ -598,6 +677,9 @@ def main():
         "fail_file": os.environ.get("FAKE_VLLM_FAIL_COMPLETIONS_FILE") or "",
         "pacer": fake_stream.Pacer(opts["tokens_per_second"],
                                    opts["max_aggregate_tokens_per_second"]),
+        "dev_mode": os.environ.get("VLLM_SERVER_DEV_MODE") == "1",
+        "sleep_mode": opts["enable_sleep_mode"],
+        "sleeping": 0,  # the sleep level; 0: awake
     }
     try:
         server = Server((opts["host"], opts["port"]), make_handler(state))
@@ -609,6 +691,11 @@ def main():
         opts["model"], state["name"], opts["host"], opts["port"],
         opts["tensor_parallel_size"], opts["pipeline_parallel_size"]))
     crash_after_healthy(opts["exit_after_healthy"])
+    try:
+        write_claim(asleep=False)
+    except OSError as e:
+        log("cannot write the GPU claim: %s" % e)
+        return 1
     server.serve_forever(poll_interval=0.1)
     return 0
 

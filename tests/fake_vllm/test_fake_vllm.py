@@ -381,6 +381,60 @@ class FakeVllmTest(FakeVllmFixture):
         with self.assertRaises(OSError):
             request(port, "GET", "/health", timeout=0.5)
 
+    def claim(self, claims, proc):
+        """The fake NVML claim lines the server wrote, or None when it has none."""
+        try:
+            with open(os.path.join(claims, "fake-vllm-%d" % proc.pid)) as f:
+                return f.read().splitlines()
+        except FileNotFoundError:
+            return None
+
+    def test_sleep_mode_frees_the_gpu_claim_and_wake_up_takes_its_time(self):
+        claims = os.path.join(self.tmp, "claims")
+        os.mkdir(claims)
+        env = {"VLLM_SERVER_DEV_MODE": "1", "FAKE_NVML_CLAIMS_DIR": claims,
+               "FAKE_VLLM_GPU_BYTES": "1000", "FAKE_VLLM_SLEEP_GPU_BYTES": "10",
+               "FAKE_VLLM_WAKE_SECONDS": "0.4", "CUDA_VISIBLE_DEVICES": "2,3"}
+        p, port = self.serve(["--enable-sleep-mode"], env)
+        awake = ["process 2 %d 1000" % p.pid, "process 3 %d 1000" % p.pid]
+        self.assertEqual(self.claim(claims, p), awake)
+        self.assertEqual(request(port, "GET", "/is_sleeping"), (200, b'{"is_sleeping": false}'))
+        completion = {"model": "berth-test", "prompt": "hi", "max_tokens": 2}
+        self.assertEqual(request(port, "POST", "/v1/completions", completion)[0], 200)
+
+        self.assertEqual(request(port, "POST", "/sleep?level=1"), (200, b""))
+        self.assertEqual(request(port, "GET", "/is_sleeping"), (200, b'{"is_sleeping": true}'))
+        self.assertEqual(self.claim(claims, p), ["process 2 %d 10" % p.pid,
+                                                 "process 3 %d 10" % p.pid])
+        status, body = request(port, "POST", "/v1/completions", completion)
+        self.assertEqual(status, 503)
+        self.assertIn(b"sleeping", body)
+        self.assertEqual(request(port, "GET", "/health")[0], 200)
+        self.assertEqual(request(port, "GET", "/v1/models")[0], 200)
+        self.assertEqual(request(port, "POST", "/sleep?level=3")[0], 400)
+
+        t0 = time.monotonic()
+        self.assertEqual(request(port, "POST", "/wake_up"), (200, b""))
+        self.assertGreaterEqual(time.monotonic() - t0, 0.4)  # the configured wake, at least
+        self.assertEqual(request(port, "GET", "/is_sleeping"), (200, b'{"is_sleeping": false}'))
+        self.assertEqual(self.claim(claims, p), awake)
+        self.assertEqual(request(port, "POST", "/v1/completions", completion)[0], 200)
+
+        p.send_signal(signal.SIGTERM)
+        self.assertEqual(self.finish(p)[0], 0)
+        self.assertIsNone(self.claim(claims, p))  # gone with the server
+
+    def test_sleep_routes_need_dev_mode_and_sleeping_needs_sleep_mode(self):
+        p, port = self.serve(["--enable-sleep-mode"])  # no VLLM_SERVER_DEV_MODE: no routes
+        self.assertEqual(request(port, "POST", "/sleep")[0], 404)
+        self.assertEqual(request(port, "POST", "/wake_up")[0], 404)
+        self.assertEqual(request(port, "GET", "/is_sleeping")[0], 404)
+        p, port = self.serve(env={"VLLM_SERVER_DEV_MODE": "1"})  # no --enable-sleep-mode
+        status, body = request(port, "POST", "/sleep?level=1")
+        self.assertEqual(status, 500)
+        self.assertIn(b"--enable-sleep-mode", body)
+        self.assertEqual(request(port, "GET", "/is_sleeping"), (200, b'{"is_sleeping": false}'))
+
     def test_sigint_exits_0(self):
         p, _ = self.serve()
         p.send_signal(signal.SIGINT)
