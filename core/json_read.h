@@ -7,11 +7,37 @@
 
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <utility>
 
 namespace berth {
 
 /// `text` as nlohmann reads it, or nullopt when the fast reader leaves it to nlohmann.
 std::optional<nlohmann::json> ReadJsonFast(std::string_view text);
+
+/// Takes the objects of one array, root[object_key][array_key], as each closes, while the
+/// document is built: the document holds null in their place, so that an array of many big
+/// objects (a saved observation's units) is never held whole.
+class JsonItemSink {
+ public:
+  JsonItemSink(std::string object_key, std::string array_key)
+      : object_key_(std::move(object_key)), array_key_(std::move(array_key)) {}
+  virtual ~JsonItemSink() = default;
+  /// Forget what was taken: the array (or its object) came again and replaces it (the last of
+  /// a repeated key wins, as in nlohmann), or the fast reader gave up.
+  virtual void Reset() = 0;
+  /// Item `index` of the array, an object; it is set to null after the call.
+  virtual void Take(size_t index, nlohmann::json& item) = 0;
+  const std::string& object_key() const { return object_key_; }
+  const std::string& array_key() const { return array_key_; }
+
+ private:
+  std::string object_key_, array_key_;
+};
+
+/// ReadJsonFast, giving the items of `sink`'s array to it. On nullopt, the sink may hold items
+/// of a document that was not read: Reset it.
+std::optional<nlohmann::json> ReadJsonFast(std::string_view text, JsonItemSink* sink);
 
 }  // namespace berth

@@ -216,46 +216,89 @@ std::string DefaultContentNote(const ObservedUnit& u) {
              : "";
 }
 
-Status ReadUnits(InJson& j, Observed* o) {
+// Item `i` of units.items.
+Result<ObservedUnit> ReadUnit(InJson& item, size_t i) {
+  Reader ru(item, "units.items[" + std::to_string(i) + "]");
+  BERTH_RETURN_IF_ERROR(
+      ru.Keys({"name",          "load_state",       "active_state",      "sub_state",
+               "fragment_path", "content_hash",     "managed",           "spec_hash",
+               "content",       "content_note",     "main_pid",          "need_daemon_reload",
+               "drop_in_paths", "unit_file_state",  "invocation_id",     "n_restarts",
+               "result",        "exec_main_status", "active_enter_usec", "crash_looping"}));
+  ObservedUnit u;
+  BERTH_RETURN_IF_ERROR(ru.Get("name", &u.name));
+  BERTH_RETURN_IF_ERROR(ru.Get("load_state", &u.load_state));
+  BERTH_RETURN_IF_ERROR(ru.Get("active_state", &u.active_state));
+  BERTH_RETURN_IF_ERROR(ru.Get("sub_state", &u.sub_state));
+  BERTH_RETURN_IF_ERROR(ru.Get("fragment_path", &u.fragment_path));
+  BERTH_RETURN_IF_ERROR(ru.Get("content_hash", &u.content_hash));
+  BERTH_RETURN_IF_ERROR(ru.Get("managed", &u.managed));
+  BERTH_RETURN_IF_ERROR(ru.Get("spec_hash", &u.spec_hash));
+  BERTH_RETURN_IF_ERROR(ru.Get("content", &u.content));
+  if (ru.Child("content_note"))
+    BERTH_RETURN_IF_ERROR(ru.Get("content_note", &u.content_note));
+  else
+    u.content_note = DefaultContentNote(u);
+  u.lineage = u.managed ? UnitLineage(u.content) : "";  // derived, never a second source
+  BERTH_RETURN_IF_ERROR(ru.Get("main_pid", &u.main_pid));
+  BERTH_RETURN_IF_ERROR(ru.Get("need_daemon_reload", &u.need_daemon_reload));
+  BERTH_RETURN_IF_ERROR(ru.Get("drop_in_paths", &u.drop_in_paths));
+  BERTH_RETURN_IF_ERROR(ru.Get("unit_file_state", &u.unit_file_state));
+  BERTH_RETURN_IF_ERROR(ru.Get("invocation_id", &u.invocation_id));
+  BERTH_RETURN_IF_ERROR(ru.Get("n_restarts", &u.n_restarts));
+  BERTH_RETURN_IF_ERROR(ru.Get("result", &u.result));
+  BERTH_RETURN_IF_ERROR(ru.Get("exec_main_status", &u.exec_main_status));
+  BERTH_RETURN_IF_ERROR(ru.Get("active_enter_usec", &u.active_enter_usec));
+  BERTH_RETURN_IF_ERROR(ru.Get("crash_looping", &u.crash_looping));
+  return u;
+}
+
+// The units read as their objects closed, while the document was built (the saved
+// observation's path: 10,000 units' objects are never held at once); the document holds null
+// in their place. Errors wait for ReadUnits to reach their item, so that the first error in
+// document order is the one reported, as when the document is read whole.
+class UnitsAhead : public JsonItemSink {
+ public:
+  UnitsAhead() : JsonItemSink("units", "items") {}
+  void Reset() override {
+    units_.clear();
+    taken_.clear();
+    error_.reset();
+  }
+  void Take(size_t i, nlohmann::json& item) override {
+    if (taken_.size() <= i) taken_.resize(i + 1, false);
+    taken_[i] = true;
+    if (error_) return;  // nothing after the first error is read
+    Result<ObservedUnit> u = ReadUnit(item, i);
+    if (u.ok())
+      units_.push_back(std::move(*u));
+    else
+      error_.emplace(i, u.status());
+  }
+  bool taken(size_t i) const { return i < taken_.size() && taken_[i]; }
+  /// The unit of taken item `i` (items are taken in order; call once per item, in order).
+  Result<ObservedUnit> Next(size_t i) {
+    if (error_ && error_->first == i) return error_->second;
+    return std::move(units_[next_++]);
+  }
+
+ private:
+  std::vector<ObservedUnit> units_;  // the taken items read without error, in order
+  std::vector<bool> taken_;          // by index
+  std::optional<std::pair<size_t, Status>> error_;
+  size_t next_ = 0;
+};
+
+Status ReadUnits(InJson& j, Observed* o, UnitsAhead* ahead) {
   Reader rd(j, "units");
   BERTH_RETURN_IF_ERROR(rd.Keys({"known", "items"}));
   BERTH_RETURN_IF_ERROR(rd.Get("known", &o->units_known));
   InJson* items = rd.Child("items");
   BERTH_RETURN_IF_ERROR(ExpectArray(items, "units.items"));
   for (size_t i = 0; items && i < items->size(); ++i) {
-    Reader ru((*items)[i], "units.items[" + std::to_string(i) + "]");
-    BERTH_RETURN_IF_ERROR(
-        ru.Keys({"name",          "load_state",       "active_state",      "sub_state",
-                 "fragment_path", "content_hash",     "managed",           "spec_hash",
-                 "content",       "content_note",     "main_pid",          "need_daemon_reload",
-                 "drop_in_paths", "unit_file_state",  "invocation_id",     "n_restarts",
-                 "result",        "exec_main_status", "active_enter_usec", "crash_looping"}));
-    ObservedUnit u;
-    BERTH_RETURN_IF_ERROR(ru.Get("name", &u.name));
-    BERTH_RETURN_IF_ERROR(ru.Get("load_state", &u.load_state));
-    BERTH_RETURN_IF_ERROR(ru.Get("active_state", &u.active_state));
-    BERTH_RETURN_IF_ERROR(ru.Get("sub_state", &u.sub_state));
-    BERTH_RETURN_IF_ERROR(ru.Get("fragment_path", &u.fragment_path));
-    BERTH_RETURN_IF_ERROR(ru.Get("content_hash", &u.content_hash));
-    BERTH_RETURN_IF_ERROR(ru.Get("managed", &u.managed));
-    BERTH_RETURN_IF_ERROR(ru.Get("spec_hash", &u.spec_hash));
-    BERTH_RETURN_IF_ERROR(ru.Get("content", &u.content));
-    if (ru.Child("content_note"))
-      BERTH_RETURN_IF_ERROR(ru.Get("content_note", &u.content_note));
-    else
-      u.content_note = DefaultContentNote(u);
-    u.lineage = u.managed ? UnitLineage(u.content) : "";  // derived, never a second source
-    BERTH_RETURN_IF_ERROR(ru.Get("main_pid", &u.main_pid));
-    BERTH_RETURN_IF_ERROR(ru.Get("need_daemon_reload", &u.need_daemon_reload));
-    BERTH_RETURN_IF_ERROR(ru.Get("drop_in_paths", &u.drop_in_paths));
-    BERTH_RETURN_IF_ERROR(ru.Get("unit_file_state", &u.unit_file_state));
-    BERTH_RETURN_IF_ERROR(ru.Get("invocation_id", &u.invocation_id));
-    BERTH_RETURN_IF_ERROR(ru.Get("n_restarts", &u.n_restarts));
-    BERTH_RETURN_IF_ERROR(ru.Get("result", &u.result));
-    BERTH_RETURN_IF_ERROR(ru.Get("exec_main_status", &u.exec_main_status));
-    BERTH_RETURN_IF_ERROR(ru.Get("active_enter_usec", &u.active_enter_usec));
-    BERTH_RETURN_IF_ERROR(ru.Get("crash_looping", &u.crash_looping));
-    o->units.push_back(std::move(u));
+    Result<ObservedUnit> u = ahead && ahead->taken(i) ? ahead->Next(i) : ReadUnit((*items)[i], i);
+    if (!u.ok()) return u.status();
+    o->units.push_back(std::move(*u));
   }
   return Status::Ok();
 }
@@ -540,41 +583,44 @@ std::string ObservedToJson(const Observed& o) {
 namespace {
 
 // The parsed document of `text`, or why it is not JSON.
-Status Parse(const std::string& text, const std::string& source, InJson* j) {
+Status Parse(const std::string& text, const std::string& source, InJson* j, UnitsAhead* ahead) {
   try {
-    if (std::optional<InJson> fast = ReadJsonFast(text))
+    if (std::optional<InJson> fast = ReadJsonFast(text, ahead)) {
       *j = std::move(*fast);
-    else
+    } else {
+      if (ahead) ahead->Reset();
       *j = InJson::parse(text);  // what the fast reader leaves, and the words for an error
+    }
   } catch (const nlohmann::json::parse_error& e) {
     return Status::InvalidArgument(source + ": not valid JSON: " + e.what());
   }
   return Status::Ok();
 }
 
-Result<Observed> FromDocument(InJson& j, const std::string& source);
+Result<Observed> FromDocument(InJson& j, const std::string& source, UnitsAhead* ahead);
 
 }  // namespace
 
 Result<Observed> ObservedFromJson(const std::string& text, const std::string& source) {
   InJson j;
-  BERTH_RETURN_IF_ERROR(Parse(text, source, &j));
-  return FromDocument(j, source);
+  BERTH_RETURN_IF_ERROR(Parse(text, source, &j, nullptr));
+  return FromDocument(j, source, nullptr);
 }
 
 Result<Observed> ObservedFromJson(std::string&& text, const std::string& source,
                                   std::shared_ptr<void>* leftover) {
   auto document = std::make_shared<InJson>();
   if (leftover) *leftover = document;
-  Status parsed = Parse(text, source, document.get());
+  UnitsAhead units;  // read as the document is built
+  Status parsed = Parse(text, source, document.get(), &units);
   std::string().swap(text);
   BERTH_RETURN_IF_ERROR(parsed);
-  return FromDocument(*document, source);
+  return FromDocument(*document, source, &units);
 }
 
 namespace {
 
-Result<Observed> FromDocument(InJson& j, const std::string& source) {
+Result<Observed> FromDocument(InJson& j, const std::string& source, UnitsAhead* ahead) {
   Observed o;
   Reader rd(j, "(top)");
   Status s = rd.Keys({"format_version", "hostname", "observed_at", "store", "gpus", "units",
@@ -592,7 +638,7 @@ Result<Observed> FromDocument(InJson& j, const std::string& source) {
   if (s.ok()) s = rd.Get("observed_at", &o.observed_at);
   if (s.ok() && rd.Child("store")) s = ReadStore(*rd.Child("store"), &o.store);
   if (s.ok() && rd.Child("gpus")) s = ReadGpus(*rd.Child("gpus"), &o);
-  if (s.ok() && rd.Child("units")) s = ReadUnits(*rd.Child("units"), &o);
+  if (s.ok() && rd.Child("units")) s = ReadUnits(*rd.Child("units"), &o, ahead);
   if (s.ok() && rd.Child("ports")) s = ReadPorts(*rd.Child("ports"), &o);
   if (s.ok() && rd.Child("hub")) s = ReadHub(*rd.Child("hub"), &o);
   if (s.ok() && rd.Child("memory")) s = ReadMemory(*rd.Child("memory"), &o.memory);

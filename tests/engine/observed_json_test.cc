@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include "providers/saved/saved_observer.h"
 
@@ -316,6 +317,62 @@ TEST(ObservedJson, TheLeftoverDocumentIsHandedOutAndTheObservedIsTheSame) {
   Result<Observed> bad = ObservedFromJson("{\"format_version\": 1, ", "x.json", &leftover);
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(bad.status().message(), HasSubstr("x.json: not valid JSON"));
+}
+
+// The saved observation's path reads each unit as its object closes (UnitsAhead), while the
+// document is built; whatever the input, it must give what reading the whole document gives:
+// the same observation, or the same first error.
+TEST(ObservedJson, UnitsReadAheadGiveWhatTheWholeDocumentGives) {
+  std::string path =
+      std::string(BERTH_SOURCE_DIR) + "/manifests/examples/blackwell-8x/observed.json";
+  const std::string seed = ReadFile(path);
+  auto unit = [](const std::string& name, const std::string& extra) {
+    return "{\"name\": \"" + name + "\", \"load_state\": \"loaded\"" + extra + "}";
+  };
+  auto with_units = [&](const std::string& units) {
+    return "{\"format_version\": 1, \"units\": " + units + "}";
+  };
+  std::vector<std::string> inputs = {
+      seed,
+      with_units("{\"known\": true, \"items\": [" + unit("a.service", "") + ", " +
+                 unit("b.service", ", \"managed\": true") + "]}"),
+      // an unknown key, a wrong type, an item that is not an object: the first in order wins
+      with_units("{\"items\": [" + unit("a.service", "") + ", " + unit("b.service", ", \"x\": 1") +
+                 ", " + unit("c.service", ", \"main_pid\": \"no\"") + "]}"),
+      with_units("{\"items\": [" + unit("a.service", "") + ", 7, " +
+                 unit("b.service", ", \"x\": 1") + "]}"),
+      with_units("{\"items\": [" + unit("a.service", ", \"main_pid\": \"no\"") + ", 7]}"),
+      // repeated keys: the last wins
+      "{\"format_version\": 1, \"units\": {\"items\": [" + unit("a.service", ", \"x\": 1") +
+          "]}, \"units\": {\"items\": [" + unit("b.service", "") + "]}}",
+      with_units("{\"items\": [" + unit("a.service", "") + "], \"items\": [" +
+                 unit("b.service", "") + ", " + unit("c.service", "") + "]}"),
+      // not an array, not an object; an unknown section key before the units are read
+      with_units("{\"items\": {\"a\": 1}}"),
+      with_units("[" + unit("a.service", "") + "]"),
+      "{\"format_version\": 1, \"units\": {\"items\": [" + unit("a.service", ", \"x\": 1") +
+          "]}, \"bogus\": 1}",
+      // a syntax error after the units: the fast reader gives up, nlohmann words it
+      with_units("{\"items\": [" + unit("a.service", "") + "]}") + ",",
+      // units nested deeper than the section are not the units
+      "{\"format_version\": 1, \"hub\": [{\"units\": {\"items\": [{}]}}]}",
+  };
+  int oks = 0, errors = 0;
+  for (const std::string& in : inputs) {
+    Result<Observed> whole = ObservedFromJson(in, "o.json");
+    ++(whole.ok() ? oks : errors);
+    std::shared_ptr<void> leftover;
+    Result<Observed> ahead = ObservedFromJson(std::string(in), "o.json", &leftover);
+    ASSERT_EQ(whole.ok(), ahead.ok()) << in << "\n"
+                                      << whole.status().message() << "\n"
+                                      << ahead.status().message();
+    if (whole.ok())
+      EXPECT_EQ(ObservedToJson(*whole), ObservedToJson(*ahead)) << in;
+    else
+      EXPECT_EQ(whole.status().message(), ahead.status().message()) << in;
+  }
+  EXPECT_EQ(oks, 4);  // the seed, two units, both repeats
+  EXPECT_EQ(errors, 8);
 }
 
 // SavedObserver reads on a thread of its own: the first Observe takes that read, a second
