@@ -164,6 +164,7 @@ StartNeeds NeedsOf(const Transition& t, HostLedger& host, const PendingUnits& pe
 std::vector<std::string> ReplacedBy(const Transition& t, HostLedger& host,
                                     const PendingUnits& pending) {
   std::vector<std::string> out;
+  if (!pending.any_stop) return out;
   const ServiceSpec& s = *t.spec;
   auto add = [&](const std::string& u) {
     if (pending.stop(u) && !Contains(out, u)) out.push_back(u);

@@ -30,6 +30,10 @@ std::optional<Problem> DiskShortfall(const DiskBudget& disk, uint64_t needed, in
 struct PendingUnits {
   std::function<bool(const std::string& unit)> stop;     // a stop still to come
   std::function<bool(const std::string& unit)> restart;  // a restart still to come
+  /// Whether any stop is still to come: when none is, a start replaces nothing (ReplacedBy
+  /// looks at no holder; a plan of thousands of new services on shared GPUs looked at each
+  /// GPU's thousand holders for every start).
+  bool any_stop = true;
 };
 
 /// GPU indexes as a reader writes them: "0-7", "0,2", "3".

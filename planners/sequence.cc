@@ -30,6 +30,7 @@ class Sequencer {
         host_(d, index) {
     // The first stop and the first restart of each unit, and its enables and disables.
     for (const Transition& t : draft_.stops) stop_of_.emplace(t.unit, &t);
+    stops_left_ = stop_of_.size();
     for (const Transition& t : draft_.starts)
       if (t.kind == ActionKind::kRestart) restart_of_.emplace(t.unit, &t);
     for (size_t k = 0; k < draft_.enables.size(); ++k)
@@ -146,7 +147,7 @@ class Sequencer {
 
   PendingUnits Pendings() const {
     return {[this](const std::string& u) { return Pending(u); },
-            [this](const std::string& u) { return PendingRestart(u) != nullptr; }};
+            [this](const std::string& u) { return PendingRestart(u) != nullptr; }, stops_left_ > 0};
   }
 
   // The restart of `unit` when it is still to come.
@@ -231,7 +232,7 @@ class Sequencer {
                  " (" + t.detail + ")";
     }
     int step = Emit(a);
-    stopped_.insert(t.unit);
+    if (stopped_.insert(t.unit).second && stop_of_.count(t.unit)) --stops_left_;
     // Behind a front the backend port is nobody's to miss: the front holds or routes (below).
     if (t.spec && t.spec->front_port) return replaced;
     for (int p : freed.ports) {
@@ -651,6 +652,7 @@ class Sequencer {
   size_t dark_indexed_ = 0;
   bool reloaded_ = false;
   std::set<std::string> stopped_;
+  size_t stops_left_ = 0;            // units of stop_of_ not in stopped_ (Pending)
   std::set<std::string> started_;    // units whose start or restart is emitted
   std::set<std::string> booted_;     // units whose enable or disable is emitted
   std::vector<size_t> open_;         // disruptions waiting for the next health gate
