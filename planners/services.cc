@@ -1,11 +1,10 @@
 // The service diff: unit files to write or remove, services to start, restart or stop.
 #include <algorithm>
-#include <future>
 #include <optional>
-#include <system_error>
 
 #include "core/hash.h"
 #include "core/hf_cache.h"
+#include "core/two_threads.h"
 #include "core/unit_marker.h"
 #include "planners/draft.h"
 #include "planners/plan_index.h"
@@ -138,23 +137,8 @@ void RenderAhead(const Desired& d, const PlanIndex& index, const std::string& be
     for (size_t i = from; i < to; ++i)
       (*out)[i] = Render(d, index, *specs[i], berth_version, draft);
   };
-  constexpr size_t kWorthAThread = 64;
   // This thread also takes the batch after it is rendered: the other renders a bigger share.
-  size_t half = specs.size() * 3 / 8;
-  std::future<void> second;
-  if (two_threads && specs.size() >= kWorthAThread) {
-    try {
-      second = std::async(std::launch::async, range, half, specs.size());
-    } catch (const std::system_error&) {
-      // No thread to be had: this one renders them all.
-    }
-  }
-  if (!second.valid()) {
-    range(0, specs.size());
-    return;
-  }
-  range(0, half);
-  second.get();
+  SplitOverTwoThreads(0, specs.size() * 3 / 8, specs.size(), two_threads, 64, range);
 }
 
 // Decides the unit file of one service from its rendering.

@@ -1,13 +1,12 @@
 #include <algorithm>
-#include <future>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <sstream>
 #include <string>
-#include <system_error>
 #include <vector>
 
 #include "core/json_text.h"
+#include "core/two_threads.h"
 #include "engine/output/plan_output.h"
 
 namespace berth {
@@ -288,17 +287,7 @@ void WritePlanJson(std::ostream& out, const Plan& plan, const Desired& desired) 
       for (size_t i = first; i < last; ++i)
         texts[i - from] = ObjectWriter::ItemText(ActionJson(plan.actions[i], i));
     };
-    size_t half = from + (to - from) / 2;
-    std::future<void> second;
-    if (to - from >= kWorthAThread) {
-      try {
-        second = std::async(std::launch::async, make, half, to);
-      } catch (const std::system_error&) {
-        // No thread to be had: this one makes them all.
-      }
-    }
-    make(from, second.valid() ? half : to);
-    if (second.valid()) second.get();
+    SplitOverTwoThreads(from, from + (to - from) / 2, to, true, kWorthAThread, make);
     for (const std::string& t : texts) w.RawItem(t);
   }
   w.EndArray();
