@@ -54,6 +54,16 @@ const char* StrategyName(Strategy s) {
   return "?";
 }
 
+const char* StandbyName(Standby s) {
+  switch (s) {
+    case Standby::kStop:
+      return "stop";
+    case Standby::kSleep:
+      return "sleep";
+  }
+  return "?";
+}
+
 std::string DialAddress(const std::string& bind) {
   std::string a = bind;
   if (a.size() >= 2 && a.front() == '[' && a.back() == ']') a = a.substr(1, a.size() - 2);

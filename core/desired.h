@@ -109,10 +109,16 @@ struct ModelSpec {
 enum class EngineKind { kVllm, kSglang, kLlamaServer, kTrtllm, kCommand };
 enum class ServiceState { kRunning, kStopped, kAbsent };
 enum class Strategy { kAuto, kStopFirst, kStartFirst };
+/// `standby:` what becomes of a running service the plan takes down (its state turns stopped,
+/// or a start needs its GPUs): `stop` (default), or `sleep`: vLLM's sleep mode (level 1: the
+/// weights moved to host RAM, the GPU memory freed, the process and its port kept), when host
+/// memory holds its weights; waking it takes seconds where a cold start takes minutes.
+enum class Standby { kStop, kSleep };
 
 const char* EngineName(EngineKind e);
 const char* ServiceStateName(ServiceState s);
 const char* StrategyName(Strategy s);
+const char* StandbyName(Standby s);  // "stop", "sleep"
 
 /// `vllm.speculative:`, rendered as --speculative-config JSON (vllm/config/speculative.py's
 /// SpeculativeConfig fields of the same names).
@@ -315,6 +321,7 @@ struct ServiceSpec {
   std::optional<PreflightSpec> preflight;
   GatesSpec gates;
   Strategy strategy = Strategy::kAuto;
+  Standby standby = Standby::kStop;
   bool adopt = false;
   SourceLoc loc;
 

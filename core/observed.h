@@ -234,6 +234,10 @@ struct Observed {
   /// public port; a port without a file is absent. Read bounded (kMaxFrontConfigBytes); berth's
   /// own file, but parsed as untrusted.
   std::map<int, std::string> front_configs;
+  /// unit -> whether its server sleeps (vLLM's sleep mode: GET /is_sleeping), for the running
+  /// units of the manifest's `standby: sleep` services that answered; absent: not asked, or no
+  /// answer (a warning says why).
+  std::map<std::string, bool> sleeping;
   BerthState state;
   /// What could not be observed and why ("model/x: the Hub refused the token ..."); the plan
   /// repeats them as warnings.
@@ -247,6 +251,11 @@ struct Observed {
   const ObservedRepo* FindRepo(const std::string& repo_id) const;
   const HubInfo* FindHub(const std::string& repo_id, const std::string& revision) const;
   const ObservedGpu* FindGpu(int index) const;
+  /// Whether `unit` answered that it sleeps.
+  bool Asleep(const std::string& unit) const {
+    auto it = sleeping.find(unit);
+    return it != sleeping.end() && it->second;
+  }
 };
 
 }  // namespace berth

@@ -320,6 +320,17 @@ Status ReadFrontConfigs(InJson& j, Observed* o) {
   return Status::Ok();
 }
 
+// "sleeping": {"unit.service": true|false}: what each standby's server said of its sleep.
+Status ReadSleeping(InJson& j, Observed* o) {
+  if (!j.is_object()) return Status::InvalidArgument("sleeping: expected an object");
+  for (const auto& [unit, asleep] : j.items()) {
+    if (!asleep.is_boolean())
+      return Status::InvalidArgument("sleeping." + EscapeLine(unit) + ": expected true or false");
+    o->sleeping[unit] = asleep.get<bool>();
+  }
+  return Status::Ok();
+}
+
 Status ReadPorts(InJson& j, Observed* o) {
   Reader rd(j, "ports");
   BERTH_RETURN_IF_ERROR(rd.Keys({"known", "listening"}));
@@ -543,6 +554,12 @@ std::string ObservedToJson(const Observed& o) {
     for (const auto& [port, text] : o.front_configs) fronts[std::to_string(port)] = text;
     j["front_configs"] = std::move(fronts);
   }
+  // Only when a standby was asked, likewise.
+  if (!o.sleeping.empty()) {
+    ordered_json sleeping = ordered_json::object();
+    for (const auto& [unit, asleep] : o.sleeping) sleeping[unit] = asleep;
+    j["sleeping"] = std::move(sleeping);
+  }
   ordered_json models = ordered_json::object();
   for (const auto& [repo, commits] : o.state.models) models[repo] = commits;
   j["berth_state"] = {{"serial", o.state.serial},
@@ -623,8 +640,9 @@ namespace {
 Result<Observed> FromDocument(InJson& j, const std::string& source, UnitsAhead* ahead) {
   Observed o;
   Reader rd(j, "(top)");
-  Status s = rd.Keys({"format_version", "hostname", "observed_at", "store", "gpus", "units",
-                      "ports", "hub", "memory", "front_configs", "berth_state", "warnings"});
+  Status s =
+      rd.Keys({"format_version", "hostname", "observed_at", "store", "gpus", "units", "ports",
+               "hub", "memory", "front_configs", "sleeping", "berth_state", "warnings"});
   if (s.ok()) {
     int version = 0;
     s = rd.Get("format_version", &version);
@@ -643,6 +661,7 @@ Result<Observed> FromDocument(InJson& j, const std::string& source, UnitsAhead* 
   if (s.ok() && rd.Child("hub")) s = ReadHub(*rd.Child("hub"), &o);
   if (s.ok() && rd.Child("memory")) s = ReadMemory(*rd.Child("memory"), &o.memory);
   if (s.ok() && rd.Child("front_configs")) s = ReadFrontConfigs(*rd.Child("front_configs"), &o);
+  if (s.ok() && rd.Child("sleeping")) s = ReadSleeping(*rd.Child("sleeping"), &o);
   if (s.ok() && rd.Child("berth_state")) s = ReadState(*rd.Child("berth_state"), &o.state);
   if (s.ok()) s = rd.Get("warnings", &o.warnings);
   if (!s.ok()) return s.WithContext(source);

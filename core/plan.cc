@@ -50,6 +50,10 @@ const char* ActionKindName(ActionKind k) {
       return "ready";
     case ActionKind::kPrewarm:
       return "prewarm";
+    case ActionKind::kSleep:
+      return "sleep";
+    case ActionKind::kWake:
+      return "wake";
   }
   return "?";
 }
@@ -87,6 +91,9 @@ StepPayload PayloadFor(ActionKind k) {
       return FrontStep{};
     case ActionKind::kPrewarm:
       return PrewarmStep{};
+    case ActionKind::kSleep:
+    case ActionKind::kWake:
+      return StandbyStep{};
     case ActionKind::kDaemonReload:
       break;
   }
@@ -189,6 +196,12 @@ const char* ReasonName(Reason r) {
       return "floor_reference";
     case Reason::kPrewarm:
       return "prewarm";
+    case Reason::kStandby:
+      return "standby";
+    case Reason::kAsleep:
+      return "asleep";
+    case Reason::kStandbyEvicted:
+      return "standby_evicted";
   }
   return "?";
 }

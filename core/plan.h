@@ -53,6 +53,12 @@ enum class ActionKind {
   /// Before a switch takes its service down: the new weights read into the page cache, so that
   /// the start reads them from memory. Not a gate: a prewarm that fails fails nothing.
   kPrewarm,
+  /// A `standby: sleep` service put to sleep instead of stopped (vLLM's sleep mode): its GPU
+  /// memory freed, its weights kept in host memory, its process and port kept.
+  kSleep,
+  /// A sleeping service woken instead of started cold: the start of its switch; its gates
+  /// follow as after a start.
+  kWake,
 };
 const char* ActionKindName(ActionKind k);  // "download", "remove-model", ...
 /// A gate that must pass after a start or restart: the health gate and the gates that follow
@@ -97,6 +103,12 @@ enum class Reason {
   /// A dark switch's new weights fit in host memory: read into the page cache before it goes
   /// dark.
   kPrewarm,
+  /// standby: sleep: put to sleep instead of stopped, host memory holding its weights.
+  kStandby,
+  /// Wanted running and asleep: woken instead of a cold start.
+  kAsleep,
+  /// Asleep, but host memory can no longer hold its weights beside the margin: stopped.
+  kStandbyEvicted,
 };
 const char* ReasonName(Reason r);  // "model_missing", ...
 
@@ -223,6 +235,8 @@ struct Replaced {
   /// Its own health gate, which the undo waits for after starting it again; port 0: berth
   /// knows no health check for it.
   HealthStep gate;
+  /// Put to sleep (kSleep), not stopped: the undo wakes it (a start when it no longer runs).
+  bool asleep = false;
 };
 
 /// One switch: the start or restart of one service, with its gates, what it replaces, and how

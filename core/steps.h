@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -179,6 +180,21 @@ struct PrewarmStep {
   friend bool operator==(const PrewarmStep&, const PrewarmStep&) = default;
 };
 
+/// kSleep, kWake: vLLM's sleep mode on host:port (POST /sleep?level=LEVEL or POST /wake_up,
+/// then GET /is_sleeping until it says so), within timeout_ms. kSleep: the GPUs whose memory it
+/// frees, checked through NVML once asleep (the unit's processes hold at most residual_bytes on
+/// each), and the host memory its weights take while it sleeps (the plan's memory ledger).
+struct StandbyStep {
+  std::string host;
+  int port = 0;
+  int level = 1;
+  uint64_t timeout_ms = 0;
+  std::vector<int> gpus;
+  uint64_t residual_bytes = 0;
+  uint64_t memory_bytes = 0;
+  friend bool operator==(const StandbyStep&, const StandbyStep&) = default;
+};
+
 /// A payload kept on the heap, with the value's copy and comparison: the gates' payloads are
 /// several times the size of the others, and an Action is as big as its biggest payload (a plan
 /// of 10,000 services holds 40,000 actions, few of them gates).
@@ -210,34 +226,19 @@ class Boxed {
 
 /// What one step carries (std::monostate: kDaemonReload, which needs nothing). The big ones
 /// are boxed (Action::As reads through the box).
-using StepPayload = std::variant<std::monostate, DownloadStep, RemoveModelStep, UnitFileStep,
-                                 ServiceStep, HealthStep, Boxed<PreflightStep>, Boxed<SmokeStep>,
-                                 Boxed<FloorStep>, Boxed<SoakStep>, Boxed<FrontStep>, PrewarmStep>;
+using StepPayload =
+    std::variant<std::monostate, DownloadStep, RemoveModelStep, UnitFileStep, ServiceStep,
+                 HealthStep, Boxed<PreflightStep>, Boxed<SmokeStep>, Boxed<FloorStep>,
+                 Boxed<SoakStep>, Boxed<FrontStep>, PrewarmStep, StandbyStep>;
 
-/// The type of the variant's alternative that holds a T: T, or Boxed<T>.
+/// The type of the variant's alternative that holds a T: Boxed<T> for the boxed payloads, else T.
 template <class T>
 struct StepSlot {
-  using type = T;
-};
-template <>
-struct StepSlot<PreflightStep> {
-  using type = Boxed<PreflightStep>;
-};
-template <>
-struct StepSlot<SmokeStep> {
-  using type = Boxed<SmokeStep>;
-};
-template <>
-struct StepSlot<FloorStep> {
-  using type = Boxed<FloorStep>;
-};
-template <>
-struct StepSlot<SoakStep> {
-  using type = Boxed<SoakStep>;
-};
-template <>
-struct StepSlot<FrontStep> {
-  using type = Boxed<FrontStep>;
+  using type =
+      std::conditional_t<std::is_same_v<T, PreflightStep> || std::is_same_v<T, SmokeStep> ||
+                             std::is_same_v<T, FloorStep> || std::is_same_v<T, SoakStep> ||
+                             std::is_same_v<T, FrontStep>,
+                         Boxed<T>, T>;
 };
 
 /// The T in `slot` (a T, or the T in a Boxed<T>).

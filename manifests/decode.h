@@ -20,7 +20,8 @@ struct ServiceDraft {
   SourceLoc draft_model_loc;        // the speculative draft model's value; line 0 when absent
   std::optional<int> backend_port;  // `backend_port:` (behind a front)
   SourceLoc backend_port_loc;
-  SourceLoc bind_loc;  // the `bind:` value; line 0 when absent
+  SourceLoc bind_loc;     // the `bind:` value; line 0 when absent
+  SourceLoc standby_loc;  // the `standby:` value; line 0 when absent
 };
 
 struct FilePart {

@@ -14,14 +14,15 @@ namespace berth::manifests {
 namespace {
 
 constexpr std::string_view kServiceKeys[] = {
-    "model",       "engine", "state",     "gpus",         "port",        "bind",
-    "executable",  "vllm",   "sglang",    "llama_server", "trtllm",      "command",
-    "served_name", "args",   "env",       "env_file",     "gpu_memory",  "health",
-    "strategy",    "adopt",  "preflight", "gates",        "backend_port"};
+    "model",       "engine", "state",     "gpus",         "port",         "bind",
+    "executable",  "vllm",   "sglang",    "llama_server", "trtllm",       "command",
+    "served_name", "args",   "env",       "env_file",     "gpu_memory",   "health",
+    "strategy",    "adopt",  "preflight", "gates",        "backend_port", "standby"};
 constexpr std::string_view kEngines[] = {"vllm", "sglang", "llama-server", "trtllm-serve",
                                          "command"};
 constexpr std::string_view kStates[] = {"running", "stopped", "absent"};
 constexpr std::string_view kStrategies[] = {"auto", "stop-first", "start-first"};
+constexpr std::string_view kStandbys[] = {"stop", "sleep"};
 constexpr std::string_view kHealthKeys[] = {"path", "timeout", "interval"};
 constexpr std::string_view kPreflightKeys[] = {"command", "timeout", "engine"};
 constexpr std::string_view kOnOff[] = {"on", "off"};
@@ -529,8 +530,29 @@ ServiceDraft DecodeService(YamlReader& r, const Field& entry) {
                      : *v == "stop-first" ? Strategy::kStopFirst
                                           : Strategy::kStartFirst;
       }
+    } else if (f.key == "standby") {
+      d.standby_loc = f.value_loc;
+      if (auto v = r.Enum(f, kStandbys)) {
+        s.standby = *v == "sleep" ? Standby::kSleep : Standby::kStop;
+        // vLLM's sleep mode (level 1); no other engine berth renders has one it can drive.
+        if (s.standby == Standby::kSleep && engine && *engine != EngineKind::kVllm)
+          r.Error(f.value_loc,
+                  std::string("standby: sleep needs engine vllm (its sleep mode); engine ") +
+                      EngineName(*engine) + " has none berth can drive",
+                  "remove standby, or set standby: stop");
+        else if (s.standby == Standby::kSleep && !s.has_engine)
+          r.Error(f.value_loc, "standby: sleep needs engine vllm: berth renders its sleep mode",
+                  "add engine: vllm, or remove standby");
+      }
     }
   }
+  if (s.standby == Standby::kSleep && s.env.count("VLLM_SERVER_DEV_MODE") &&
+      s.env.at("VLLM_SERVER_DEV_MODE") != "1")
+    r.Error(d.standby_loc,
+            "standby: sleep needs VLLM_SERVER_DEV_MODE=1 (vLLM serves its sleep routes only in "
+            "dev mode), and env sets it to '" +
+                s.env.at("VLLM_SERVER_DEV_MODE") + "'",
+            "remove VLLM_SERVER_DEV_MODE from env: berth sets it");
   if (s.gates.soak && !has_port)
     r.Error(entry.key_loc, "gates.soak needs the service's 'port': it probes the server there",
             "add port:, or remove gates.soak");

@@ -238,6 +238,19 @@ Desired MergeParts(std::vector<FilePart> parts, std::vector<Diagnostic>* diagnos
         "give one of them another port, or set state: stopped on one");
   }
   std::map<std::string, int> backend = MergeFronts(parts, services, &desired, diagnostics);
+  // A standby's server serves vLLM's dev-mode routes (/sleep, /wake_up and others that change
+  // it): only loopback may reach them, or the front that holds its public port.
+  for (const ServiceDraft* d : services) {
+    const ServiceSpec& s = d->spec;
+    if (s.standby != Standby::kSleep || backend.count(s.name)) continue;
+    if (s.bind == "127.0.0.1" || s.bind == "::1" || s.bind == "localhost") continue;
+    Add(diagnostics, d->standby_loc,
+        "service '" + s.name + "' has standby: sleep, which serves vLLM's development routes " +
+            "(VLLM_SERVER_DEV_MODE=1: /sleep, /wake_up and others that change the server) to " +
+            "whoever reaches its port, and it binds " + s.bind,
+        "set bind: 127.0.0.1, or put port " +
+            (s.port ? std::to_string(*s.port) : std::string("?")) + " behind a front in fronts:");
+  }
   service_named.clear();  // its keys are the drafts' names, which move now
   for (ServiceDraft* d : services) {
     auto b = backend.find(d->spec.name);

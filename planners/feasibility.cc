@@ -86,9 +86,9 @@ StartNeeds NeedsOf(const Transition& t, HostLedger& host, const PendingUnits& pe
     }
     uint64_t claim = GpuClaim(s, host.Total(i));
     uint64_t free = host.Free(i);
-    // A restart gives back its own memory first.
+    // A restart gives back its own memory first; a wake holds its residue while asleep.
     const auto& holders = host.Holders(i);
-    if (t.kind == ActionKind::kRestart) {
+    if (t.kind == ActionKind::kRestart || t.kind == ActionKind::kWake) {
       auto it = holders.find(t.unit);
       if (it != holders.end()) free += it->second;
     }
@@ -134,7 +134,7 @@ StartNeeds NeedsOf(const Transition& t, HostLedger& host, const PendingUnits& pe
     uint64_t claim = GpuClaim(s, host.Total(i));
     uint64_t free = host.Free(i);
     const auto& holders = host.Holders(i);
-    if (t.kind == ActionKind::kRestart)
+    if (t.kind == ActionKind::kRestart || t.kind == ActionKind::kWake)
       if (auto it = holders.find(t.unit); it != holders.end()) free += it->second;
     if (free >= claim) continue;
     std::vector<std::string> who;

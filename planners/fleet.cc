@@ -30,7 +30,7 @@ std::optional<size_t> FirstDisruptiveStep(const Plan& plan) {
   };
   for (size_t i = 0; i < plan.actions.size(); ++i) {
     ActionKind k = plan.actions[i].kind;
-    if (k == ActionKind::kStop || k == ActionKind::kRestart) {
+    if (k == ActionKind::kStop || k == ActionKind::kRestart || k == ActionKind::kSleep) {
       note(i);
       break;
     }

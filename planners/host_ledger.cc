@@ -4,6 +4,7 @@
 
 #include "planners/engines/adapter.h"
 #include "planners/plan_index.h"
+#include "planners/standby.h"
 
 namespace berth {
 namespace {
@@ -32,8 +33,13 @@ HostLedger::HostLedger(const Desired& d, const PlanIndex& index) {
     for (const auto& [n, s] : d.services) {
       const ObservedUnit* u = index.Unit(s.UnitName());
       if (!u || !u->IsActive()) continue;
+      // Asleep (standby: sleep), it keeps only a residue.
+      const bool asleep = o.Asleep(u->name);
       for (int i : s.gpus)
-        if (total_.count(i)) HoldGpu(i, s.UnitName(), GpuClaim(s, total_[i]));
+        if (total_.count(i))
+          HoldGpu(i, s.UnitName(),
+                  asleep ? std::min(GpuClaim(s, total_[i]), StandbyResidual(total_[i]))
+                         : GpuClaim(s, total_[i]));
     }
   }
   for (const auto& g : o.gpus) {

@@ -56,7 +56,8 @@ Plan MakePlan(const Desired& desired, const Observed& observed, const PlanOption
 void MarkTurnsAndGroups(Plan* plan) {
   std::vector<Action>& acts = plan->actions;
   for (size_t i = 0; i < acts.size(); ++i)
-    acts[i].takes_down = acts[i].kind == ActionKind::kStop || acts[i].kind == ActionKind::kRestart;
+    acts[i].takes_down = acts[i].kind == ActionKind::kStop ||
+                         acts[i].kind == ActionKind::kRestart || acts[i].kind == ActionKind::kSleep;
   for (const Disruption& d : plan->disruptions)
     if (d.front_mode != "none" && d.from_step >= 1 &&
         static_cast<size_t>(d.from_step) <= acts.size())

@@ -28,12 +28,22 @@ void PlanPrewarms(const Desired& desired, const Observed& observed,
                   const std::vector<ResolvedModel>& models, Plan* plan) {
   const ObservedMemory& mem = observed.memory;
   const uint64_t margin = mem.known ? PrewarmMargin(mem.total_bytes) : 0;
-  uint64_t claimed = 0;  // what the plan's earlier prewarms read: the memory ledger
+  // What the plan's sleeps keep in host memory (placed by the sequence) and its earlier
+  // prewarms read: the memory ledger.
+  uint64_t claimed = 0;
+  for (const Action& a : plan->actions)
+    if (a.kind == ActionKind::kSleep) claimed += a.As<StandbyStep>().memory_bytes;
   std::map<std::string, size_t> read_by;  // snapshot -> the index of the prewarm reading it
   // Switches in plan order; each insertion moves the later switches' steps (InsertActions).
   for (size_t k = 0; k < plan->switches.size(); ++k) {
     const Switch& sw = plan->switches[k];
     if (!GoesDark(sw.mode) || sw.steps.empty()) continue;
+    if (plan->actions[sw.start].kind == ActionKind::kWake) {
+      plan->notes.push_back({sw.address,
+                             "it wakes from sleep: its weights are in host memory already",
+                             "no prewarm"});
+      continue;
+    }
     const std::string name = sw.address.substr(sw.address.find('/') + 1);
     auto s = desired.services.find(name);
     if (s == desired.services.end() || !s->second.has_engine || s->second.model.empty()) continue;
@@ -90,8 +100,9 @@ void PlanPrewarms(const Desired& desired, const Observed& observed,
     if (need > room) {
       why_not("its " + FormatBytes(need) + " of weights to read do not fit in the " +
               FormatBytes(mem.available_bytes) + " of memory available" +
-              (claimed ? " (" + FormatBytes(claimed) + " of it prewarmed by earlier steps)"
-                       : std::string()) +
+              (claimed
+                   ? " (" + FormatBytes(claimed) + " of it taken by earlier prewarms and sleeps)"
+                   : std::string()) +
               ", less a margin of " + FormatBytes(margin) +
               "; its start reads them from disk while the port is dark");
       continue;

@@ -15,6 +15,8 @@
 #include "planners/host_ledger.h"
 #include "planners/plan_index.h"
 #include "planners/preflight.h"
+#include "planners/prewarm.h"
+#include "planners/standby.h"
 
 namespace berth {
 namespace {
@@ -103,6 +105,8 @@ class Sequencer {
   void Preflights() {
     std::string unchecked;
     for (const Transition& t : draft_.starts) {
+      // A wake starts nothing: the server that sleeps was checked and loaded when it started.
+      if (t.kind == ActionKind::kWake) continue;
       for (Problem& p : ModelPreflight(t, draft_.models, host_)) plan_->problems.push_back(p);
       if (!t.spec) continue;
       auto exec = draft_.execs.find(t.unit);
@@ -188,26 +192,110 @@ class Sequencer {
   // from that, what it frees and the ports that go dark with it. Returns what the stop replaces
   // for the switch of `for_spec`: its step and the stopped service's own health gate, which an
   // undo waits for after starting it again (port 0: berth knows none).
+  // Whether `t` (a stop) may put its service to sleep instead (standby: sleep): the service
+  // asks for it, the stop is the manifest's state: stopped (not absent, not a restart's), the
+  // start it makes room for does not need its port (a sleeping server keeps it), and host memory
+  // holds its weights beside the margin and the plan's earlier sleeps. `weights`: theirs; `why`:
+  // why not, for a note ("" when the service asks for no standby).
+  bool CanSleep(const Transition& t, const ServiceSpec* for_spec, uint64_t* weights,
+                std::string* why) {
+    why->clear();
+    if (!t.spec || !SleepsOnStandby(*t.spec)) return false;
+    if (t.kind != ActionKind::kStop || t.reason != Reason::kWantedStopped) return false;
+    const ObservedMemory& mem = o_.memory;
+    if (for_spec && for_spec->port && *for_spec->port == *t.spec->port) {
+      *why = for_spec->name + " starts on port " + std::to_string(*t.spec->port) +
+             ", which a sleeping server keeps: put the port behind a front (fronts:) for a " +
+             "standby beside its replacement";
+      return false;
+    }
+    std::optional<uint64_t> w = StandbyWeights(*t.spec, draft_.models);
+    if (!mem.known) {
+      *why = "host memory was not observed (" +
+             (mem.error.empty() ? std::string("a saved observation without it") : mem.error) +
+             "): berth cannot tell whether it holds the weights";
+      return false;
+    }
+    if (!w) {
+      *why = "berth does not know the size of its weights (neither the store nor the Hub " +
+             std::string("listed their safetensors)");
+      return false;
+    }
+    const uint64_t margin = PrewarmMargin(mem.total_bytes);
+    const uint64_t room = mem.available_bytes > margin + asleep_bytes_
+                              ? mem.available_bytes - margin - asleep_bytes_
+                              : 0;
+    if (*w > room) {
+      *why = "its " + FormatBytes(*w) + " of weights do not fit in the " +
+             FormatBytes(mem.available_bytes) + " of host memory available" +
+             (asleep_bytes_ ? " (" + FormatBytes(asleep_bytes_) + " of it taken by earlier sleeps)"
+                            : std::string()) +
+             ", less a margin of " + FormatBytes(margin);
+      return false;
+    }
+    *weights = *w;
+    return true;
+  }
+
   Replaced EmitStop(const Transition& t, const ServiceSpec* for_spec) {
     const std::string for_service = for_spec ? for_spec->name : "";
     const int for_port = for_spec && for_spec->port ? *for_spec->port : 0;
-    Action a = MakeAction(ActionKind::kStop);
+    uint64_t weights = 0;
+    std::string no_sleep;
+    const bool sleep = CanSleep(t, for_spec, &weights, &no_sleep);
+    if (!no_sleep.empty())
+      plan_->notes.push_back({t.address, no_sleep + "; it is stopped instead", "no standby"});
+    Action a = MakeAction(sleep ? ActionKind::kSleep : ActionKind::kStop);
     a.address = t.address;
     a.unit = t.unit;
-    a.reason = for_spec ? Reason::kFreesResources : t.reason;
-    a.As<ServiceStep>().for_service = for_service;
+    a.reason = sleep ? Reason::kStandby : for_spec ? Reason::kFreesResources : t.reason;
+    if (!sleep) a.As<ServiceStep>().for_service = for_service;
     Replaced replaced;
     replaced.address = t.address;
     replaced.unit = t.unit;
     replaced.stop_step = plan_->actions.size();
+    replaced.asleep = sleep;
     if (for_spec && t.spec && t.spec->port)
       replaced.gate = HealthGate(*t.spec, t.address, draft_.reported_names, "").As<HealthStep>();
     Resources freed = host_.Release(t.unit);
-    a.frees = freed;
-    if (!for_spec) {
+    if (sleep) {
+      // Asleep, it keeps its port and a residue on each GPU (StandbyResidual).
+      Resources kept;
+      kept.ports = freed.ports;
+      StandbyStep& st = a.As<StandbyStep>();
+      st.host = t.spec->DialHost();
+      st.port = *t.spec->port;
+      st.level = 1;
+      st.timeout_ms = t.spec->health.timeout_ms;
+      st.memory_bytes = weights;
+      for (auto& [i, b] : freed.gpu_bytes) {
+        uint64_t residual = host_.HasGpu(i) ? StandbyResidual(host_.Total(i)) : 0;
+        st.gpus.push_back(i);
+        st.residual_bytes = std::max(st.residual_bytes, residual);
+        kept.gpu_bytes[i] = std::min(b, residual);
+        b -= kept.gpu_bytes[i];
+      }
+      if (st.gpus.empty()) st.gpus = t.spec->gpus;
+      if (st.residual_bytes == 0)
+        st.residual_bytes = StandbyResidual(d_.host.gpus ? d_.host.gpus->memory_bytes : 0);
+      host_.Hold(t.unit, kept);
+      asleep_bytes_ += weights;
+      a.frees.gpu_bytes = freed.gpu_bytes;
+      const std::string what = Describe(freed.gpu_bytes, {});
+      const ObservedMemory& mem = o_.memory;
+      a.detail = "standby: sleep: put to sleep, not stopped" +
+                 (what.empty() ? std::string()
+                               : "; frees " + what + (for_spec ? " for " + for_service : "")) +
+                 "; its " + FormatBytes(weights) + " of weights kept in host memory (" +
+                 FormatBytes(mem.available_bytes) + " available, margin " +
+                 FormatBytes(PrewarmMargin(mem.total_bytes)) +
+                 "); a switch back or a rollback wakes it in seconds (" + t.detail + ")";
+    } else if (!for_spec) {
+      a.frees = freed;
       std::string what = Describe(freed.gpu_bytes, freed.ports);
       a.detail = t.detail + (what.empty() ? "" : "; frees " + what);
     } else {
+      a.frees = freed;
       std::map<int, uint64_t> used_gpu, other_gpu;
       for (const auto& [i, b] : freed.gpu_bytes) {
         bool used =
@@ -235,19 +323,21 @@ class Sequencer {
     if (stopped_.insert(t.unit).second && stop_of_.count(t.unit)) --stops_left_;
     // Behind a front the backend port is nobody's to miss: the front holds or routes (below).
     if (t.spec && t.spec->front_port) return replaced;
+    // Asleep, a server keeps its port open and answers 503 to every completion: dark as well.
+    const std::string gone = sleep ? " put to sleep" : " stopped";
     for (int p : freed.ports) {
       Disruption dis;
       dis.port = p;
       dis.from_step = step;
       dis.service = t.address;
       if (for_spec && p == for_port) {
-        dis.reason = t.unit + " stopped to make room for " + for_service;
+        dis.reason = t.unit + gone + " to make room for " + for_service;
         open_.push_back(plan_->disruptions.size());
       } else if (for_spec) {
-        dis.reason = t.unit + " stopped (" + t.detail + ") to make room for " + for_service +
+        dis.reason = t.unit + gone + " (" + t.detail + ") to make room for " + for_service +
                      (for_port ? ", which serves port " + std::to_string(for_port) : std::string());
       } else {
-        dis.reason = t.unit + " stopped (" + t.detail + ")";
+        dis.reason = t.unit + gone + " (" + t.detail + ")";
       }
       plan_->disruptions.push_back(dis);
     }
@@ -258,7 +348,13 @@ class Sequencer {
     const ServiceSpec& s = *t.spec;
     // A restart whose unit was stopped earlier to free a port is a start now.
     bool restart = t.kind == ActionKind::kRestart && !stopped_.count(t.unit);
-    Action a = MakeAction(restart || t.kind != ActionKind::kRestart ? t.kind : ActionKind::kStart);
+    // A wake of a service stopped earlier in the plan (to free a port) is a start now.
+    bool wake = t.kind == ActionKind::kWake && !stopped_.count(t.unit);
+    Action a = MakeAction(restart ? ActionKind::kRestart
+                          : wake  ? ActionKind::kWake
+                          : t.kind == ActionKind::kRestart || t.kind == ActionKind::kWake
+                              ? ActionKind::kStart
+                              : t.kind);
     a.address = t.address;
     a.unit = t.unit;
     a.reason = t.reason;
@@ -280,7 +376,17 @@ class Sequencer {
     if (restart && s.port && closed.empty()) closed.push_back(*s.port);
     if (s.front_port) closed.clear();  // the front holds its port (FrontSwitchBegin)
     a.requires_ = claim;
-    a.As<ServiceStep>().gpus = s.gpus;
+    if (wake) {
+      // It holds its port and a residue while asleep; awake, what a start claims.
+      host_.Release(t.unit);
+      StandbyStep& st = a.As<StandbyStep>();
+      st.host = s.DialHost();
+      st.port = s.port.value_or(0);
+      st.timeout_ms = s.health.timeout_ms;
+      st.gpus = s.gpus;
+    } else {
+      a.As<ServiceStep>().gpus = s.gpus;
+    }
     int step = Emit(a);
     host_.Hold(t.unit, claim);
     for (int p : closed) {
@@ -668,6 +774,7 @@ class Sequencer {
   std::vector<std::string> replaced_after_;  // units a make-before-break switch stopped
   bool sw_held_ = false;                     // the switch being placed holds its front
   bool sw_mbb_ = false;                      // the switch being placed is make-before-break
+  uint64_t asleep_bytes_ = 0;  // host memory the plan's sleeps take so far (CanSleep's ledger)
 };
 
 }  // namespace

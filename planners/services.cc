@@ -6,9 +6,12 @@
 #include "core/hf_cache.h"
 #include "core/two_threads.h"
 #include "core/unit_marker.h"
+#include "core/units.h"
 #include "planners/draft.h"
 #include "planners/plan_index.h"
 #include "planners/planner.h"
+#include "planners/prewarm.h"
+#include "planners/standby.h"
 #include "planners/unit_render.h"
 
 namespace berth {
@@ -282,11 +285,49 @@ void Reenable(const std::string& unit, Draft* draft) {
                                       why + "section (then its own are made)"));
 }
 
+// The services wanted stopped that sleep (standby: sleep): each stays asleep while host memory
+// holds it beside the margin a prewarm also leaves; below it, the biggest sleepers are stopped
+// until what they give back brings memory over the margin.
+void KeepOrEvictSleepers(const ObservedMemory& mem, std::vector<const ServiceSpec*> sleepers,
+                         Draft* draft) {
+  std::vector<std::pair<uint64_t, const ServiceSpec*>> by_size;
+  for (const ServiceSpec* s : sleepers)
+    by_size.emplace_back(StandbyWeights(*s, draft->models).value_or(0), s);
+  std::stable_sort(by_size.begin(), by_size.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  const uint64_t margin = mem.known ? PrewarmMargin(mem.total_bytes) : 0;
+  uint64_t available = mem.available_bytes;
+  for (const auto& [weights, s] : by_size) {
+    const std::string address = "service/" + s->name;
+    const std::string held =
+        weights ? FormatBytes(weights) + " of weights" : std::string("its weights");
+    if (mem.known && available < margin) {
+      draft->stops.push_back(
+          Make(ActionKind::kStop, s->UnitName(), address, Reason::kStandbyEvicted,
+               "state: stopped, asleep (standby: sleep), but host memory available (" +
+                   FormatBytes(available) + ") is below the margin of " + FormatBytes(margin) +
+                   ": stopped to give back the " + held +
+                   " it keeps in host memory; a switch "
+                   "back starts it cold",
+               s));
+      available += weights;
+      continue;
+    }
+    draft->notes.push_back(
+        {address, "asleep (standby: sleep): its " + held + " in host memory" +
+                      (mem.known ? " (" + FormatBytes(available) + " available, margin " +
+                                       FormatBytes(margin) + ")"
+                                 : std::string()) +
+                      "; a switch back wakes it in seconds"});
+  }
+}
+
 }  // namespace
 
 void DiffServices(const Desired& d, const PlanIndex& index, const std::string& berth_version,
                   bool render_on_two_threads, Draft* draft) {
   const Observed& o = index.observed();
+  std::vector<const ServiceSpec*> sleepers;  // wanted stopped, asleep (standby: sleep)
   // The services whose units the plan renders, in the order the loop below takes them; rendered
   // ahead a batch at a time (a bounded number of rendered units held at once).
   std::vector<const ServiceSpec*> to_render;
@@ -438,15 +479,25 @@ void DiffServices(const Desired& d, const PlanIndex& index, const std::string& b
         draft->starts.push_back(Make(
             ActionKind::kRestart, s.UnitName(), address,
             change.model_only ? Reason::kModelUpdated : Reason::kConfigChanged, change.detail, &s));
+      } else if (o.Asleep(u->name)) {
+        // standby: sleep, asleep: woken, its weights from host memory (a change of its unit
+        // restarts it cold above).
+        draft->starts.push_back(Make(ActionKind::kWake, s.UnitName(), address, Reason::kAsleep,
+                                     "asleep (standby: sleep): woken, its weights still in host "
+                                     "memory, not started cold",
+                                     &s));
       } else {
         draft->notes.push_back(
             {address, looping ? "crash-looping, unit up to date" : "running, unit up to date"});
       }
+    } else if (active && o.Asleep(u->name)) {
+      sleepers.push_back(&s);  // kept asleep, or stopped when memory cannot hold it (below)
     } else if (active) {
       draft->stops.push_back(Make(ActionKind::kStop, s.UnitName(), address, Reason::kWantedStopped,
                                   "state: stopped", &s));
     }
   }
+  KeepOrEvictSleepers(o.memory, sleepers, draft);
 
   // Units berth wrote that the manifest no longer names.
   for (const ObservedUnit& u : o.units) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <string_view>
 #include <vector>
 
 #include "core/hash.h"
@@ -67,6 +68,28 @@ const std::set<std::string> kServiceReloadKeys = {"Restart",
                                                   "FinalKillSignal",
                                                   "SendSIGKILL",
                                                   "SendSIGHUP"};
+
+// An Environment= line that only says where vLLM keeps its caches (VLLM_CACHE_ROOT, which
+// berth renders for every vLLM service): the running server keeps the folder it opened, the next
+// start uses the new one, so a change of it alone needs no restart (a berth that begins to render
+// it restarts no server). Its own key, so that KeyEffect can say so.
+constexpr const char* kCacheRootKey = "Service.Environment VLLM_CACHE_ROOT";
+
+bool IsCacheRoot(const std::pair<std::string, std::string>& e) {
+  if (e.first != "Service.Environment") return false;
+  std::string_view v = e.second;
+  if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);
+  // One assignment alone on the line, as berth writes it.
+  return v.starts_with("VLLM_CACHE_ROOT=") && v.find_first_of(" \t\"'") == std::string_view::npos;
+}
+
+// The unit's entries with each cache-root assignment under its own key.
+UnitEntries EntriesOf(const std::string& content) {
+  UnitEntries entries = ParseUnitEntries(content);
+  for (auto& e : entries)
+    if (IsCacheRoot(e)) e.first = kCacheRootKey;
+  return entries;
+}
 
 std::string KeyName(const std::string& section_key) {
   return section_key.substr(section_key.find('.') + 1);
@@ -142,6 +165,7 @@ std::string DiffArgv(const std::vector<std::string>& a, const std::vector<std::s
 }  // namespace
 
 UnitKeyEffect KeyEffect(const std::string& section_key) {
+  if (section_key == kCacheRootKey) return UnitKeyEffect::kReload;
   size_t dot = section_key.find('.');
   if (dot == std::string::npos) return UnitKeyEffect::kRestart;
   std::string section = section_key.substr(0, dot), key = section_key.substr(dot + 1);
@@ -154,7 +178,7 @@ UnitKeyEffect KeyEffect(const std::string& section_key) {
 
 std::string RestartDigest(const std::string& content) {
   UnitEntries entries;
-  for (auto& e : ParseUnitEntries(UnitBody(content)))
+  for (auto& e : EntriesOf(UnitBody(content)))
     if (KeyEffect(e.first) == UnitKeyEffect::kRestart) entries.push_back(std::move(e));
   // By key, each key's values in file order: moving a line does not change what runs.
   std::stable_sort(entries.begin(), entries.end(),
@@ -166,7 +190,7 @@ std::string RestartDigest(const std::string& content) {
 
 UnitDiff DiffUnits(const std::string& old_content, const std::string& new_content) {
   UnitDiff d;
-  UnitEntries a = ParseUnitEntries(old_content), b = ParseUnitEntries(new_content);
+  UnitEntries a = EntriesOf(old_content), b = EntriesOf(new_content);
   if (UnitBody(old_content) != UnitBody(new_content)) d.changed = true;
   std::vector<std::string> parts;
   bool model_path_only = true;

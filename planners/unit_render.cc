@@ -1,5 +1,7 @@
 #include "planners/unit_render.h"
 
+#include "planners/engines/vllm.h"
+
 #include <sstream>
 
 #include "core/hash.h"
@@ -44,6 +46,14 @@ std::vector<std::pair<std::string, std::string>> Environment(const ServiceSpec& 
     env.emplace_back("HF_HUB_OFFLINE", "1");
     env.emplace_back("HF_HUB_CACHE", ctx.store);
   }
+  // vLLM's compile cache kept across restarts, one per service (planners/engines/vllm.h), unless
+  // the manifest's env places it.
+  if (s.has_engine && s.engine == EngineKind::kVllm && !s.env.count("VLLM_CACHE_ROOT"))
+    env.emplace_back("VLLM_CACHE_ROOT", std::string(kVllmCacheParent) + "/" + s.name);
+  // standby: sleep: vLLM attaches its sleep routes only in dev mode (planners/engines/vllm.cc).
+  if (s.has_engine && s.engine == EngineKind::kVllm && s.standby == Standby::kSleep &&
+      !s.env.count("VLLM_SERVER_DEV_MODE"))
+    env.emplace_back("VLLM_SERVER_DEV_MODE", "1");
   for (const auto& [k, v] : s.env) env.emplace_back(k, v);
   return env;
 }

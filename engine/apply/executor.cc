@@ -14,6 +14,7 @@
 #include "providers/bench/load.h"
 #include "providers/health/health_probe.h"
 #include "providers/health/smoke_client.h"
+#include "providers/health/standby_client.h"
 #include "providers/host/command_runner.h"
 #include "providers/host/engine_check.h"
 #include "providers/systemd/systemd_manager.h"
@@ -374,6 +375,23 @@ std::optional<bool> Executor::Rollback(const Plan& plan, size_t failed, ExecResu
   bool all = true;
   for (const Replaced& x : replaced) {
     auto started = d_.clock->Now();
+    // Put to sleep for the switch: woken, not started cold (a start when the sleep fell back
+    // to a stop, or the wake fails).
+    if (x.asleep && !stopped_not_slept_.count(x.unit) && d_.standby && x.gate.port) {
+      StandbyStep w;
+      w.host = x.gate.host;
+      w.port = x.gate.port;
+      w.timeout_ms = std::max<uint64_t>(x.gate.timeout_ms, 60000);
+      Status woke = d_.standby->WakeUp(w.host, w.port, w.timeout_ms);
+      if (woke.ok()) woke = AwaitSleeping(w, false);
+      note("wake " + x.unit + " (asleep since the switch)" +
+           (woke.ok() ? "" : " failed: " + woke.message() + "; starting it cold"));
+      if (woke.ok()) {
+        all = all && BackHealthy(x.gate, x.unit, down, started, r);
+        continue;
+      }
+      (void)d_.systemd->Stop(x.unit, d_.job_timeout);
+    }
     Status st = d_.systemd->Start(x.unit, d_.job_timeout);
     note("start " + x.unit + " again" + (st.ok() ? "" : " failed: " + st.message()));
     all = all && st.ok() && BackHealthy(x.gate, x.unit, down, started, r);
@@ -474,6 +492,10 @@ Status Executor::RunAction(const Action& a, ExecResult* result) {
       return RemoveModel(a.As<RemoveModelStep>());
     case ActionKind::kPrewarm:
       return Prewarm(a, a.As<PrewarmStep>());
+    case ActionKind::kSleep:
+      return Sleep(a, a.As<StandbyStep>());
+    case ActionKind::kWake:
+      return Wake(a, a.As<StandbyStep>());
   }
   return Status::Internal("unknown action kind");
 }
@@ -501,6 +523,89 @@ Status Executor::Prewarm(const Action& a, const PrewarmStep& p) {
   }
   Note("prewarm of " + a.address + ": " + FormatBytes(*read) + " read into the page cache");
   return Status::Ok();
+}
+
+Status Executor::AwaitSleeping(const StandbyStep& s, bool asleep) {
+  const auto deadline = d_.clock->Now() + std::chrono::milliseconds(s.timeout_ms);
+  Status last;
+  while (true) {
+    Result<bool> now =
+        d_.standby->IsSleeping(s.host, s.port, std::min<uint64_t>(s.timeout_ms, 10000));
+    if (now.ok() && *now == asleep) return Status::Ok();
+    last = now.ok()
+               ? Status::Unavailable(std::string("it says it is ") + (*now ? "asleep" : "awake"))
+               : now.status();
+    if (d_.clock->Now() >= deadline || (d_.stop && d_.stop->load())) break;
+    d_.clock->SleepFor(std::chrono::milliseconds(200));
+  }
+  return Status::Unavailable(std::string("not ") + (asleep ? "asleep" : "awake") + " within " +
+                             FormatDurationMs(s.timeout_ms) + ": " + last.message());
+}
+
+Status Executor::Sleep(const Action& a, const StandbyStep& s) {
+  stopped_not_slept_.erase(a.unit);
+  // What the plan counted on is the GPU memory: a sleep that fails or frees too little is a stop.
+  auto stop_instead = [&](const std::string& why) {
+    Note(a.address + ": " + why + "; stopping " + a.unit + " instead (standby lost)");
+    stopped_not_slept_.insert(a.unit);
+    return d_.systemd->Stop(a.unit, d_.job_timeout);
+  };
+  if (!d_.standby) return stop_instead("this berth cannot reach sleep-mode servers");
+  Status slept = d_.standby->Sleep(s.host, s.port, s.level, s.timeout_ms);
+  if (slept.ok()) slept = AwaitSleeping(s, true);
+  if (!slept.ok()) return stop_instead("the sleep failed: " + slept.message());
+  if (!d_.gpu_held) {
+    Note(a.address + " is asleep; its GPU memory was not checked (no GPU observation here)");
+    return Status::Ok();
+  }
+  // Before the next start counts on it: the unit's processes hold at most the residual.
+  const auto deadline = d_.clock->Now() + d_.gpu_release_timeout;
+  std::string over;
+  while (true) {
+    Result<std::map<int, uint64_t>> held = d_.gpu_held(a.unit);
+    if (!held.ok()) {
+      Note(a.address +
+           " is asleep; its GPU memory could not be checked: " + held.status().message());
+      return Status::Ok();
+    }
+    over.clear();
+    std::string figures;
+    for (int g : s.gpus) {
+      auto it = held->find(g);
+      uint64_t b = it == held->end() ? 0 : it->second;
+      figures += (figures.empty() ? "" : ", ") + std::string("GPU ") + std::to_string(g) + " " +
+                 FormatBytes(b);
+      if (b > s.residual_bytes)
+        over += (over.empty() ? "" : ", ") + std::string("GPU ") + std::to_string(g) + " " +
+                FormatBytes(b);
+    }
+    if (over.empty()) {
+      Note(a.address + " is asleep; NVML: its processes hold " +
+           (figures.empty() ? std::string("nothing") : figures) + " (at most " +
+           FormatBytes(s.residual_bytes) + " each expected)");
+      return Status::Ok();
+    }
+    if (d_.clock->Now() >= deadline || (d_.stop && d_.stop->load())) break;
+    d_.clock->SleepFor(std::chrono::milliseconds(250));
+  }
+  return stop_instead("asleep, but NVML says its processes still hold " + over +
+                      " (more than the " + FormatBytes(s.residual_bytes) +
+                      " a sleeping server keeps) after " +
+                      FormatDurationMs(static_cast<uint64_t>(d_.gpu_release_timeout.count())));
+}
+
+Status Executor::Wake(const Action& a, const StandbyStep& s) {
+  Status woke = d_.standby
+                    ? d_.standby->WakeUp(s.host, s.port, s.timeout_ms)
+                    : Status::FailedPrecondition("this berth cannot reach sleep-mode servers");
+  if (woke.ok()) woke = AwaitSleeping(s, false);
+  if (woke.ok()) {
+    Note(a.address + " is awake");
+    return woke;
+  }
+  Note(a.address + ": the wake failed: " + woke.message() + "; restarting " + a.unit +
+       " cold instead");
+  return d_.systemd->Restart(a.unit, d_.job_timeout);
 }
 
 Status Executor::WriteUnit(const std::string& unit, const UnitFileStep& f) {

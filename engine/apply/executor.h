@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <ostream>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -30,6 +31,7 @@ class ModelStore;
 class SmokeClient;
 class CommandRunner;
 class FrontControl;
+class StandbyClient;
 
 /// The fleet's turn as the executor sees it (engine/apply/fleet_turn.h in berth): taken before
 /// the first step that takes a service down, checked before each later one, given back when the
@@ -56,12 +58,18 @@ struct ExecutorDeps {
   SystemdManager* systemd = nullptr;
   UnitFiles* unit_files = nullptr;
   HealthProbe* health = nullptr;
-  JournalReader* journal = nullptr;   // adds a failing unit's last lines to errors; may be null
-  Clock* clock = nullptr;             // null = RealClock()
-  ModelStore* models = nullptr;       // downloads and removals of models
-  SmokeClient* smoke = nullptr;       // smoke gates; needed only by a plan that has one
-  LoadRunner load;                    // throughput floors; likewise
-  PrewarmRunner prewarm;              // prewarms; none: a prewarm step says so and goes on
+  JournalReader* journal = nullptr;  // adds a failing unit's last lines to errors; may be null
+  Clock* clock = nullptr;            // null = RealClock()
+  ModelStore* models = nullptr;      // downloads and removals of models
+  SmokeClient* smoke = nullptr;      // smoke gates; needed only by a plan that has one
+  LoadRunner load;                   // throughput floors; likewise
+  PrewarmRunner prewarm;             // prewarms; none: a prewarm step says so and goes on
+  StandbyClient* standby = nullptr;  // sleeps and wakes; needed only by a plan that has one
+  /// What `unit`'s processes hold on each GPU now, as NVML says (GPU index -> bytes): the check
+  /// that a sleep freed its GPU memory. Null: not checked (a note says so).
+  std::function<Result<std::map<int, uint64_t>>(const std::string& unit)> gpu_held;
+  /// How long a sleep's GPU memory may take to show as freed in NVML.
+  std::chrono::milliseconds gpu_release_timeout{std::chrono::seconds(30)};
   CommandRunner* commands = nullptr;  // preflight commands; needed only by a plan that has one
   /// The folder of berth's engine-check programs (FindEngineCheckDir): an engine check runs
   /// <this>/<PreflightStep::check_program>. Needed only by a plan that has one.
@@ -196,6 +204,16 @@ class Executor {
   /// A prewarm: the weights read into the page cache, progress as notes. Never fails: what it
   /// could not read, the start reads from disk.
   Status Prewarm(const Action& a, const PrewarmStep& p);
+  /// A standby put to sleep (vLLM's sleep mode), its GPU memory checked freed through NVML;
+  /// where the sleep fails or frees too little, the service is stopped instead (what the plan
+  /// counted on is the GPU memory, not the sleep), and the undo starts it.
+  Status Sleep(const Action& a, const StandbyStep& s);
+  /// A sleeping service woken; where the wake fails, restarted cold (its gates follow either
+  /// way).
+  Status Wake(const Action& a, const StandbyStep& s);
+  /// Waits until the server on host:port says it sleeps (or is awake: `asleep` false), bounded
+  /// by `timeout_ms`.
+  Status AwaitSleeping(const StandbyStep& s, bool asleep);
   Status WriteUnit(const std::string& unit, const UnitFileStep& f);
   Status Front(ActionKind kind, const FrontStep& f);
 
@@ -234,6 +252,7 @@ class Executor {
   std::vector<Clock::TimePoint> step_started_;         // when each step began
   std::vector<int> owner_;  // step -> the index of its switch in Plan::switches, or -1
   std::map<std::string, GateFigures> references_;  // unit -> what its kReference measured
+  std::set<std::string> stopped_not_slept_;  // units a sleep step stopped instead (its fallback)
 };
 
 }  // namespace berth

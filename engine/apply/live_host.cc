@@ -8,6 +8,7 @@
 
 #include "core/hf_cache.h"
 #include "engine/observe/live_observer.h"
+#include "providers/gpu/gpu_probe.h"
 #include "providers/host/page_cache.h"
 #include "providers/systemd/sdbus_manager.h"
 
@@ -33,6 +34,7 @@ Result<HostSeams> LiveHost::Connect(const Desired& desired) {
   o.unit_files = unit_files_.get();
   o.hub = HubOptionsFromEnvironment();
   o.gpu.nvml_library = access_.nvml_library;
+  o.standby = &standby_;
   observer_ = std::make_unique<LiveObserver>(o);
   health_ = std::make_unique<CurlHealthProbe>();
   models_ = std::make_unique<HubModelStore>(
@@ -56,6 +58,20 @@ Result<HostSeams> LiveHost::Connect(const Desired& desired) {
     options.stop = stop;
     options.progress = progress;
     return Prewarm(*files, options);
+  };
+  seams.standby = &standby_;
+  // A sleep's check that it freed its GPU memory: NVML asked afresh, the unit's processes
+  // summed per GPU.
+  GpuProbeOptions gpu;
+  gpu.nvml_library = access_.nvml_library;
+  seams.gpu_held = [gpu](const std::string& unit) -> Result<std::map<int, uint64_t>> {
+    GpuObservation seen = ObserveGpus(gpu);
+    if (!seen.known) return Status::Unavailable("GPUs not observed: " + seen.error);
+    std::map<int, uint64_t> held;
+    for (const ObservedGpu& g : seen.gpus)
+      for (const GpuProcess& p : g.processes)
+        if (p.unit == unit) held[g.index] += p.used_bytes;
+    return held;
   };
   seams.commands = &commands_;
   seams.models = models_.get();

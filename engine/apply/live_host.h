@@ -13,6 +13,7 @@
 #include "engine/apply/reconciler.h"
 #include "providers/health/health_probe.h"
 #include "providers/health/smoke_client.h"
+#include "providers/health/standby_client.h"
 #include "providers/host/command_runner.h"
 #include "providers/systemd/journal.h"
 #include "providers/systemd/systemd_manager.h"
@@ -45,6 +46,7 @@ class LiveHost {
   std::unique_ptr<HostObserver> observer_;
   std::unique_ptr<CurlHealthProbe> health_;
   CurlSmokeClient smoke_;
+  CurlStandbyClient standby_;
   PosixCommandRunner commands_;
   std::unique_ptr<HubModelStore> models_;
 };

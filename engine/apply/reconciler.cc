@@ -75,7 +75,7 @@ void Record(const Plan& plan, const Journal& journal, const ExecResult& exec, St
 // A preflight runs before anything goes dark: its failure is retried like a download's.
 bool TookAServiceDown(ActionKind k) {
   return k == ActionKind::kStart || k == ActionKind::kStop || k == ActionKind::kRestart ||
-         IsGate(k);
+         k == ActionKind::kSleep || k == ActionKind::kWake || IsGate(k);
 }
 
 // How many of the services the manifest wants running run, and which (into `r`).
@@ -447,6 +447,8 @@ class Pass {
     deps.smoke = host_.smoke;
     deps.load = host_.load;
     deps.prewarm = host_.prewarm;
+    deps.standby = host_.standby;
+    deps.gpu_held = host_.gpu_held;
     deps.commands = host_.commands;
     deps.engine_check_dir = d_.engine_check_dir.value_or("");
     deps.lineage = state_.lineage;
@@ -623,7 +625,8 @@ class Pass {
   bool StartsOrStops(const std::string& unit) const {
     return std::any_of(plan_.actions.begin(), plan_.actions.end(), [&](const Action& a) {
       return a.unit == unit && (a.kind == ActionKind::kStart || a.kind == ActionKind::kRestart ||
-                                a.kind == ActionKind::kStop);
+                                a.kind == ActionKind::kStop || a.kind == ActionKind::kSleep ||
+                                a.kind == ActionKind::kWake);
     });
   }
 

@@ -49,7 +49,10 @@ struct HostSeams {
   LoadRunner load;                    // throughput floors (likewise)
   PrewarmRunner prewarm;              // prewarms (likewise)
   CommandRunner* commands = nullptr;  // preflight commands (likewise)
-  std::string systemd_error;          // why systemd is not reachable, when `systemd` is null
+  StandbyClient* standby = nullptr;   // sleeps and wakes (likewise)
+  /// ExecutorDeps::gpu_held: what a unit's processes hold on each GPU now (null: unchecked).
+  std::function<Result<std::map<int, uint64_t>>(const std::string& unit)> gpu_held;
+  std::string systemd_error;  // why systemd is not reachable, when `systemd` is null
 };
 
 struct ReconcilerDeps {

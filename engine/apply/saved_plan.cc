@@ -26,7 +26,8 @@ const ActionKind kKinds[] = {
     ActionKind::kEnable,     ActionKind::kDisable,      ActionKind::kPreflight,
     ActionKind::kSmoke,      ActionKind::kFloor,        ActionKind::kSoak,
     ActionKind::kWriteFront, ActionKind::kRoute,        ActionKind::kDrain,
-    ActionKind::kReady,      ActionKind::kReference,    ActionKind::kPrewarm};
+    ActionKind::kReady,      ActionKind::kReference,    ActionKind::kPrewarm,
+    ActionKind::kSleep,      ActionKind::kWake};
 
 ordered_json ResourcesToJson(const Resources& r) {
   ordered_json g = ordered_json::object();
@@ -168,6 +169,16 @@ void Fields(PrewarmStep& x, F&& f) {
   f("bytes", x.bytes);
 }
 template <class F>
+void Fields(StandbyStep& x, F&& f) {
+  f("host", x.host);
+  f("port", x.port);
+  f("level", x.level);
+  f("timeout_ms", x.timeout_ms);
+  f("gpus", x.gpus);
+  f("residual_bytes", x.residual_bytes);
+  f("memory_bytes", x.memory_bytes);
+}
+template <class F>
 void Fields(std::monostate&, F&&) {}
 template <class T, class F>
 void Fields(Boxed<T>& boxed, F&& f) {
@@ -240,7 +251,8 @@ ordered_json SwitchesToJson(const Plan& plan) {
       replaces.push_back({{"address", r.address},
                           {"unit", r.unit},
                           {"stop_step", r.stop_step},
-                          {"gate", GateToJson(r.gate)}});
+                          {"gate", GateToJson(r.gate)},
+                          {"asleep", r.asleep}});
     out.push_back({{"address", sw.address},
                    {"unit", sw.unit},
                    {"mode", SwitchModeName(sw.mode)},
@@ -504,6 +516,8 @@ std::string ReadSwitches(const ordered_json& j, const KnownKeys& known, Plan* pl
       if (!(problem = step(r.at("stop_step"), where, &x.stop_step)).empty()) return problem;
       x.gate = GateFromJson(r.at("gate"), where + " replaces gate", &problem);
       if (!problem.empty()) return problem;
+      // (A plan saved before standbys has none: nothing it replaces sleeps.)
+      if (r.contains("asleep")) x.asleep = r.at("asleep").get<bool>();
       sw.replaces.push_back(std::move(x));
     }
     sw.restores_unit = s.at("restores_unit").get<bool>();

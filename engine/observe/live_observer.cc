@@ -9,6 +9,7 @@
 
 #include "core/hf_cache.h"
 #include "core/read_file.h"
+#include "providers/health/standby_client.h"
 #include "providers/host/page_cache.h"
 #include "providers/host/ports.h"
 #include "providers/hub/hub_api.h"
@@ -151,6 +152,22 @@ void ObserveMemory(const Desired& desired, const std::string& proc_root, Observe
 
 }  // namespace
 
+void LiveObserver::AskStandbys(const Desired& desired, Observed* o) {
+  if (!opt_.standby) return;
+  for (const auto& [name, s] : desired.services) {
+    if (s.standby != Standby::kSleep || !s.port) continue;
+    const ObservedUnit* u = o->FindUnit(s.UnitName());
+    if (!u || !u->IsActive()) continue;
+    Result<bool> asleep = opt_.standby->IsSleeping(s.DialHost(), *s.port, 2000);
+    if (asleep.ok())
+      o->sleeping[u->name] = *asleep;
+    else
+      o->warnings.push_back("service/" + name + " (standby: sleep): berth cannot tell whether it " +
+                            "sleeps: " + asleep.status().message() +
+                            "; the plan takes it as awake");
+  }
+}
+
 Result<Observed> LiveObserver::Observe(const Desired& desired) {
   Observed o;
   char host[256] = {};
@@ -197,6 +214,7 @@ Result<Observed> LiveObserver::Observe(const Desired& desired) {
       o.warnings.push_back("the front of port " + std::to_string(port) + ": " +
                            text.status().message() + "; berth writes it again");
   }
+  AskStandbys(desired, &o);
   AskHub(desired, &o);
   GpuProbeOptions gpu = opt_.gpu;
   gpu.proc_root = opt_.proc_root;

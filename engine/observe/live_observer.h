@@ -11,6 +11,7 @@
 
 namespace berth {
 
+class StandbyClient;
 class SystemdManager;
 class UnitFileStore;
 
@@ -32,6 +33,8 @@ struct LiveObserverOptions {
   Clock* clock = nullptr;
   /// NVML library and nvidia-smi to observe GPUs with.
   GpuProbeOptions gpu;
+  /// Asks the running servers of `standby: sleep` services whether they sleep; null: not asked.
+  StandbyClient* standby = nullptr;
 };
 
 class LiveObserver : public HostObserver {
@@ -41,6 +44,8 @@ class LiveObserver : public HostObserver {
 
  private:
   void AskHub(const Desired& desired, Observed* o);
+  /// Observed::sleeping: each running standby's server asked GET /is_sleeping.
+  void AskStandbys(const Desired& desired, Observed* o);
   LiveObserverOptions opt_;
 };
 

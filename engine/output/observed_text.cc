@@ -38,7 +38,8 @@ std::string ObservedToText(const Observed& o) {
   for (const auto& u : o.units)
     out << "unit " << u.name << ": " << u.load_state << " " << u.active_state << "/" << u.sub_state
         << (u.unit_file_state.empty() ? "" : ", " + u.unit_file_state)
-        << (u.managed ? " (berth)" : "") << "\n";
+        << (u.managed ? " (berth)" : "")
+        << (o.Asleep(u.name) ? ", asleep (standby: sleep; its GPU memory freed)" : "") << "\n";
   for (const auto& p : o.ports)
     out << "port " << p.port << " " << p.address << " pid " << p.pid << " " << p.process
         << (p.unit.empty() ? "" : " (" + p.unit + ")") << "\n";

@@ -201,6 +201,19 @@ ordered_json ActionJson(const Action& a, size_t i) {
       c["unit"] = a.unit;
       break;
     }
+    case ActionKind::kSleep:
+    case ActionKind::kWake: {
+      const StandbyStep& st = a.As<StandbyStep>();
+      c[a.kind == ActionKind::kSleep ? "sleep" : "wake"] = {{"host", st.host},
+                                                            {"port", st.port},
+                                                            {"level", st.level},
+                                                            {"timeout_ms", st.timeout_ms},
+                                                            {"gpus", st.gpus},
+                                                            {"residual_bytes", st.residual_bytes},
+                                                            {"memory_bytes", st.memory_bytes}};
+      c["unit"] = a.unit;
+      break;
+    }
     case ActionKind::kPrewarm: {
       const PrewarmStep& p = a.As<PrewarmStep>();
       c["prewarm"] = {{"snapshot", p.snapshot}, {"bytes", p.bytes}};

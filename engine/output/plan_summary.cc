@@ -26,6 +26,8 @@ constexpr Item kItems[] = {
     {ActionKind::kStart, "service", "services", "to start"},
     {ActionKind::kRestart, "service", "services", "to restart"},
     {ActionKind::kStop, "service", "services", "to stop"},
+    {ActionKind::kSleep, "service", "services", "to put to sleep"},
+    {ActionKind::kWake, "service", "services", "to wake"},
     {ActionKind::kWaitHealthy, "health gate", "health gates", ""},
     {ActionKind::kSmoke, "smoke gate", "smoke gates", ""},
     {ActionKind::kFloor, "throughput floor", "throughput floors", ""},

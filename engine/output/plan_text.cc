@@ -21,6 +21,9 @@ const char* ActionSymbol(const Action& a) {
     case ActionKind::kDaemonReload:
     case ActionKind::kRestart:
       return "~";
+    case ActionKind::kWake:
+      return "+";
+    case ActionKind::kSleep:
     case ActionKind::kStop:
     case ActionKind::kRemoveModel:
     case ActionKind::kRemoveUnit:

@@ -346,6 +346,7 @@ std::string JournalToJson(const Journal& j) {
     for (const Replaced& x : u.replaced) {
       ordered_json e = {{"unit", x.unit}, {"address", x.address}};
       e.update(gate(x.gate));
+      if (x.asleep) e["asleep"] = true;  // put to sleep: the undo wakes it
       stopped.push_back(e);
     }
     ordered_json sw = {{"address", u.address}, {"unit", u.unit}, {"stopped", stopped}};
@@ -390,6 +391,7 @@ Result<Journal> JournalFromJson(const std::string& text, const std::string& sour
         x.unit = a.at("unit").get<std::string>();
         x.address = a.value("address", "");
         x.gate = gate(a);
+        x.asleep = a.value("asleep", false);
         u.replaced.push_back(std::move(x));
       }
       // A journal written before the switch's own gate was kept: port 0, not waited for.

@@ -89,6 +89,11 @@ class VllmAdapter final : public EngineAdapter {
     if (!o.reasoning_parser.empty()) a.insert(a.end(), {"--reasoning-parser", o.reasoning_parser});
     if (o.speculative)
       a.insert(a.end(), {"--speculative-config", SpeculativeJson(*o.speculative, ctx)});
+    // standby: sleep. vLLM's sleep mode (EngineArgs.enable_sleep_mode, vllm/engine/arg_utils.py;
+    // the catalogue's --enable-sleep-mode); its /sleep, /wake_up and /is_sleeping routes are
+    // attached only in dev mode (VLLM_SERVER_DEV_MODE=1, rendered with the environment:
+    // vllm/entrypoints/serve/dev/sleep/api_router.py at e7a47b82).
+    if (s.standby == Standby::kSleep) a.push_back("--enable-sleep-mode");
     return a;
   }
 
@@ -116,6 +121,8 @@ class VllmAdapter final : public EngineAdapter {
         {{"--speculative-config"}, "vllm.speculative"},
     };
     if (s.vllm.max_model_len) f.push_back({{"--max-model-len"}, "vllm.max_model_len"});
+    if (s.standby == Standby::kSleep)
+      f.push_back({{"--enable-sleep-mode", "--no-enable-sleep-mode"}, "standby"});
     return f;
   }
 

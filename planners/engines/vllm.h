@@ -22,4 +22,10 @@ DraftModelRule VllmDraftModelRule(std::string_view method);
 /// "'VLLM_USE_V1' "), or nullopt when vLLM reads it or it is not vLLM's.
 std::optional<std::string> VllmObsoleteEnv(std::string_view name);
 
+/// Where berth keeps each vLLM service's own caches (VLLM_CACHE_ROOT, vllm/envs.py: its
+/// torch.compile artefacts under torch_compile_cache/, default ~/.cache/vllm), one folder per
+/// service so that two servers never share one: <this>/<service name>. A restart finds what the
+/// last start compiled; no plan removes it.
+inline constexpr std::string_view kVllmCacheParent = "/var/cache/berth/vllm";
+
 }  // namespace berth

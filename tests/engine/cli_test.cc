@@ -162,7 +162,7 @@ TEST_F(CliTest, PlanDiffShowsTheNewUnitFileUnderItsStep) {
   EXPECT_THAT(out_.str(), HasSubstr("new unit file in /etc/systemd/system\n"
                                     "       --- /dev/null\n"
                                     "       +++ b/vllm-minimax-m25.service\n"
-                                    "       @@ -0,0 +1,23 @@\n"
+                                    "       @@ -0,0 +1,24 @@\n"
                                     "       +# Managed by berth"));
   EXPECT_EQ(Plan(seed_ + "berth.yaml", seed_ + "observed.json", false), kExitOk);
   EXPECT_THAT(out_.str(), Not(HasSubstr("+++ b/vllm-minimax-m25.service")));

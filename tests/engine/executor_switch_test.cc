@@ -4,6 +4,7 @@
 // plan marks takes_down; the journal hears each step's StepState.
 #include "engine/apply/executor.h"
 
+#include "providers/health/standby_client.h"
 #include "tests/engine/reconciler_fixture.h"
 
 namespace berth::testing {
@@ -12,6 +13,7 @@ namespace {
 using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::Pair;
 
 class ExecutorSwitchTest : public ReconcilerTest {
@@ -186,6 +188,132 @@ TEST_F(ExecutorSwitchTest, ALaterStepThatTakesDownChecksTheTurnAndTakesItAgainWh
   EXPECT_EQ(turn.acquired, 2) << "lost: taken again before the step goes on";
   EXPECT_EQ(turn.released, 1);
   EXPECT_THAT(seen.notes, Contains(HasSubstr("turn was lost (its lease expired)")));
+}
+
+// vLLM's sleep routes as a server that answers them (StandbyClient), counting what it is asked.
+struct FakeStandby : StandbyClient {
+  std::vector<std::string> calls;
+  bool asleep = false;
+  bool refuse_sleep = false, refuse_wake = false;
+  Status Sleep(const std::string&, int port, int level, uint64_t) override {
+    calls.push_back("sleep " + std::to_string(port) + " level " + std::to_string(level));
+    if (refuse_sleep) return Status::Unavailable("HTTP 404 (no sleep routes)");
+    asleep = true;
+    return Status::Ok();
+  }
+  Status WakeUp(const std::string&, int port, uint64_t) override {
+    calls.push_back("wake " + std::to_string(port));
+    if (refuse_wake) return Status::Unavailable("HTTP 500 (the engine died)");
+    asleep = false;
+    return Status::Ok();
+  }
+  Result<bool> IsSleeping(const std::string&, int, uint64_t) override { return asleep; }
+};
+
+class ExecutorStandbyTest : public ExecutorSwitchTest {
+ protected:
+  // StopFirst, but Kimi (port 8000's server) is put to sleep instead of stopped; MiniMax's
+  // gate fails as in StopFirst, and the undo wakes Kimi.
+  static berth::Plan SleepFirst() {
+    berth::Plan plan = StopFirst(8000);
+    Action sleep = Act(ActionKind::kSleep, "vllm-kimi");
+    sleep.takes_down = true;
+    sleep.reason = Reason::kStandby;
+    StandbyStep& st = sleep.As<StandbyStep>();
+    st.host = "127.0.0.1";
+    st.port = 8000;
+    st.timeout_ms = 60'000;
+    st.gpus = {0};
+    st.residual_bytes = GiB(2);
+    plan.actions[2] = sleep;
+    // MiniMax on a port of its own (a sleeping Kimi keeps 8000), where nothing answers.
+    plan.actions[4].As<HealthStep>().port = 8001;
+    plan.switches[0].replaces[0].asleep = true;
+    return plan;
+  }
+  ExecutorDeps StandbyDeps(Recorder* seen) {
+    ExecutorDeps deps = Deps();
+    deps.standby = &standby;
+    deps.observers = {seen};
+    return deps;
+  }
+  FakeStandby standby;
+};
+
+TEST_F(ExecutorStandbyTest, ARollbackWakesTheServiceItPutToSleepInsteadOfStartingItCold) {
+  ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
+  world.calls.clear();
+  Recorder seen;
+  ExecutorDeps deps = StandbyDeps(&seen);
+  deps.gpu_held = [](const std::string&) -> Result<std::map<int, uint64_t>> {
+    return std::map<int, uint64_t>{{0, GiB(1)}};  // under the 2 GiB residue: freed
+  };
+  Executor ex(deps);
+  ExecResult r = ex.Run(SleepFirst());
+  EXPECT_EQ(r.failed_step, 5);
+  EXPECT_TRUE(r.rolled_back);
+  EXPECT_THAT(standby.calls, ElementsAre("sleep 8000 level 1", "wake 8000"));
+  EXPECT_THAT(seen.notes, Contains(HasSubstr("service/vllm-kimi is asleep; NVML: its processes "
+                                             "hold GPU 0 1.07 GB")));
+  EXPECT_THAT(r.rollback_log, Contains("wake vllm-kimi.service (asleep since the switch)"));
+  EXPECT_THAT(r.rollback_log, Contains(HasSubstr("vllm-kimi.service is healthy again")));
+  // Neither stopped nor started: the process that slept is the one that serves again.
+  for (const std::string& c : world.calls) {
+    EXPECT_NE(c, "stop vllm-kimi.service");
+    EXPECT_NE(c, "start vllm-kimi.service");
+  }
+  EXPECT_TRUE(Running("vllm-kimi.service"));
+  EXPECT_FALSE(standby.asleep);
+}
+
+TEST_F(ExecutorStandbyTest, ASleepThatFailsOrFreesTooLittleIsAStopAndTheUndoStartsIt) {
+  ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
+  for (bool refuse : {true, false}) {
+    SCOPED_TRACE(refuse ? "the sleep refused" : "NVML says it still holds its memory");
+    ASSERT_TRUE(Running("vllm-kimi.service"));
+    world.calls.clear();
+    standby = FakeStandby();
+    standby.refuse_sleep = refuse;
+    Recorder seen;
+    ExecutorDeps deps = StandbyDeps(&seen);
+    deps.gpu_held = [](const std::string&) -> Result<std::map<int, uint64_t>> {
+      return std::map<int, uint64_t>{{0, GiB(50)}};
+    };
+    Executor ex(deps);
+    ExecResult r = ex.Run(SleepFirst());
+    EXPECT_TRUE(r.rolled_back);
+    EXPECT_THAT(world.calls, Contains("stop vllm-kimi.service"));
+    EXPECT_THAT(seen.notes,
+                Contains(HasSubstr(refuse ? "the sleep failed: HTTP 404 (no sleep routes); "
+                                            "stopping vllm-kimi.service instead (standby lost)"
+                                          : "asleep, but NVML says its processes still hold GPU "
+                                            "0 53.7 GB (more than the 2.15 GB a sleeping server "
+                                            "keeps)")));
+    // The undo starts what the sleep stopped: no wake of a stopped server.
+    EXPECT_THAT(r.rollback_log, Contains("start vllm-kimi.service again"));
+    EXPECT_EQ(std::count(standby.calls.begin(), standby.calls.end(), "wake 8000"), 0);
+    EXPECT_TRUE(Running("vllm-kimi.service"));
+  }
+}
+
+TEST_F(ExecutorStandbyTest, AWakeThatFailsRestartsTheServiceCold) {
+  ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
+  world.calls.clear();
+  standby.asleep = true;
+  standby.refuse_wake = true;
+  Recorder seen;
+  Executor ex(StandbyDeps(&seen));
+  Action wake = Act(ActionKind::kWake, "vllm-kimi");
+  wake.reason = Reason::kAsleep;
+  wake.As<StandbyStep>().port = 8000;
+  wake.As<StandbyStep>().timeout_ms = 60'000;
+  Status s = ex.RunAction(wake);
+  EXPECT_TRUE(s.ok()) << s.message();
+  EXPECT_THAT(standby.calls, ElementsAre("wake 8000"));
+  EXPECT_THAT(world.calls, Contains("restart vllm-kimi.service"));
+  EXPECT_THAT(world.calls, Not(Contains("stop vllm-kimi.service")));
+  EXPECT_THAT(seen.notes, Contains(HasSubstr("the wake failed: HTTP 500 (the engine died); "
+                                             "restarting vllm-kimi.service cold instead")));
 }
 
 TEST(SwitchesOfPlan, TheJournalsUndoListComesFromThePlansSwitches) {

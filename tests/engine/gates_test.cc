@@ -221,10 +221,12 @@ TEST_F(GatesTest, AnEngineCheckThatRefusesStopsBeforeAnythingGoesDarkQuotingTheE
                              " serve /models/models--MiniMaxAI--MiniMax-M2/snapshots/"));
   EXPECT_THAT(run, HasSubstr("--enforce-eager"));
   ASSERT_EQ(world.command_envs.size(), 1u);
-  EXPECT_THAT(world.command_envs[0],
-              ::testing::ElementsAre("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin",
-                                     "CUDA_VISIBLE_DEVICES=0", "HF_HUB_OFFLINE=1",
-                                     "HF_HUB_CACHE=/models", "VLLM_LOGGING_LEVEL=DEBUG"));
+  EXPECT_THAT(
+      world.command_envs[0],
+      ::testing::ElementsAre("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin",
+                             "CUDA_VISIBLE_DEVICES=0", "HF_HUB_OFFLINE=1", "HF_HUB_CACHE=/models",
+                             "VLLM_CACHE_ROOT=/var/cache/berth/vllm/vllm-minimax",
+                             "VLLM_LOGGING_LEVEL=DEBUG"));
   for (const std::string& call : world.calls) {
     EXPECT_NE(call.rfind("stop ", 0), 0u) << call;
     EXPECT_NE(call.rfind("start ", 0), 0u) << call;

@@ -726,5 +726,33 @@ services:
   EXPECT_THAT(Problems(yaml), IsEmpty());
 }
 
+TEST(Diagnostics, StandbySleepIsVllmsOnLoopbackOrBehindAFront) {
+  EXPECT_THAT(Problems(R"(berth: 1
+models: {m: {source: hf://a/b}}
+fronts: {9000: {hold: 1m}}
+services:
+  open: {model: m, engine: vllm, gpus: [0], port: 8000, standby: sleep}
+  local: {model: m, engine: vllm, gpus: [1], port: 8001, bind: 127.0.0.1, standby: sleep}
+  fronted: {model: m, engine: vllm, gpus: [2], port: 9000, standby: sleep}
+  sg: {model: m, engine: sglang, gpus: [3], port: 8003, bind: ::1, standby: sleep}
+  dev: {model: m, engine: vllm, gpus: [4], port: 8004, bind: ::1, standby: sleep,
+        env: {VLLM_SERVER_DEV_MODE: '0'}}
+  odd: {model: m, engine: vllm, gpus: [5], port: 8005, standby: hibernate}
+  plain: {model: m, engine: vllm, gpus: [6], port: 8006, standby: stop}
+)"),
+              ElementsAre("berth.yaml:5:66: service 'open' has standby: sleep, which serves "
+                          "vLLM's development routes (VLLM_SERVER_DEV_MODE=1: /sleep, /wake_up "
+                          "and others that change the server) to whoever reaches its port, and it "
+                          "binds 0.0.0.0 (set bind: 127.0.0.1, or put port 8000 behind a front "
+                          "in fronts:)",
+                          "berth.yaml:8:77: standby: sleep needs engine vllm (its sleep mode); "
+                          "engine sglang has none berth can drive (remove standby, or set "
+                          "standby: stop)",
+                          "berth.yaml:9:76: standby: sleep needs VLLM_SERVER_DEV_MODE=1 (vLLM "
+                          "serves its sleep routes only in dev mode), and env sets it to '0' "
+                          "(remove VLLM_SERVER_DEV_MODE from env: berth sets it)",
+                          "berth.yaml:11:65: bad standby 'hibernate' (use stop or sleep)"));
+}
+
 }  // namespace
 }  // namespace berth

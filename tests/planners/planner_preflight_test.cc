@@ -305,9 +305,11 @@ TEST_F(EngineCheckTest, TheCheckRunsBeforeTheStopWithTheUnitsArgvAndEnvironment)
             R"({"method": "mtp", "num_speculative_tokens": 3})");
   EXPECT_THAT(unit, HasSubstr("--speculative-config"));
   // The environment the unit's Environment= lines give, in their order, and its env file.
-  EXPECT_THAT(check.As<PreflightStep>().env,
-              ElementsAre("CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7", "HF_HUB_OFFLINE=1",
-                          "HF_HUB_CACHE=/models", "PYTHONPATH=/opt/extra"));
+  EXPECT_THAT(
+      check.As<PreflightStep>().env,
+      ElementsAre("CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7", "HF_HUB_OFFLINE=1",
+                  "HF_HUB_CACHE=/models", "VLLM_CACHE_ROOT=/var/cache/berth/vllm/vllm-minimax-m25",
+                  "PYTHONPATH=/opt/extra"));
   for (const std::string& e : check.As<PreflightStep>().env)
     EXPECT_THAT(unit, HasSubstr("Environment=\"" + e + "\"\n"));
   EXPECT_EQ(check.As<PreflightStep>().env_file, "/etc/berth/minimax.env");

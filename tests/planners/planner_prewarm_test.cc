@@ -150,7 +150,7 @@ TEST_F(PrewarmTest, ThePlansPrewarmsShareTheMemory) {
   EXPECT_EQ(p.actions[IndexOf(p, ActionKind::kPrewarm, "model/b")].unit, "one.service");
   auto notes = NotesOf(p, "service/two");
   ASSERT_EQ(notes.size(), 1u);
-  EXPECT_THAT(notes[0]->detail, HasSubstr("(100 GB of it prewarmed by earlier steps)"));
+  EXPECT_THAT(notes[0]->detail, HasSubstr("(100 GB of it taken by earlier prewarms and sleeps)"));
 }
 
 TEST_F(PrewarmTest, TwoSwitchesToOneModelReadItOnce) {

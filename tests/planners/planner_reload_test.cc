@@ -171,3 +171,47 @@ TEST(RestartDigest, OnlySettingsThatNeedARestartChangeIt) {
 
 }  // namespace
 }  // namespace berth::testing
+
+namespace berth::testing {
+namespace {
+
+// vLLM's compile cache (VLLM_CACHE_ROOT, one folder per service) is rendered into every vLLM
+// unit; a unit written before berth rendered it takes it with a daemon-reload, not a restart,
+// and a process berth started from that older unit is not taken for a stale one.
+TEST_F(ScenarioTest, TheCompileCacheLineReachesARunningVllmByAReloadAlone) {
+  OneModel();
+  ServiceSpec& s = Vllm("svc", "a", {0}, 8000);
+  Sglang("sg", "a", {0}, 30000, 0.05);
+  Plan first = PlanNow();
+  EXPECT_THAT(At(first, "write-unit unit/svc.service unit_missing").As<UnitFileStep>().content,
+              HasSubstr("Environment=\"VLLM_CACHE_ROOT=/var/cache/berth/vllm/svc\"\n"));
+  EXPECT_THAT(At(first, "write-unit unit/sg.service unit_missing").As<UnitFileStep>().content,
+              Not(HasSubstr("VLLM_CACHE_ROOT")));
+  Converge();
+  // As an older berth wrote it: no cache line (the marker's hash is the file's).
+  ObservedUnit& u = UnitOf("svc.service");
+  const std::string line = "Environment=\"VLLM_CACHE_ROOT=/var/cache/berth/vllm/svc\"\n";
+  const std::string with = u.content;
+  std::string without = with;
+  without.erase(without.find(line), line.size());
+  EXPECT_EQ(RestartDigest(with), RestartDigest(without));
+  UnitDiff diff = DiffUnits(without, with);
+  EXPECT_FALSE(diff.needs_restart) << diff.detail;
+  EXPECT_THAT(diff.detail, HasSubstr("VLLM_CACHE_ROOT=/var/cache/berth/vllm/svc"));
+  // Any other Environment= change still restarts; so does a line with more than the cache.
+  std::string other = with;
+  other.replace(other.find(line), line.size(), "Environment=VLLM_CACHE_ROOT=/x OTHER=1\n");
+  EXPECT_TRUE(DiffUnits(with, other).needs_restart);
+  EXPECT_NE(RestartDigest(with), RestartDigest(other));
+  // The operator's env places it: berth renders theirs, once.
+  s.env["VLLM_CACHE_ROOT"] = "/nvme/vllm-cache";
+  Plan placed = PlanNow();
+  const std::string& content =
+      At(placed, "write-unit unit/svc.service unit_changed").As<UnitFileStep>().content;
+  EXPECT_THAT(content, HasSubstr("Environment=\"VLLM_CACHE_ROOT=/nvme/vllm-cache\"\n"));
+  EXPECT_THAT(content, Not(HasSubstr("/var/cache/berth")));
+  EXPECT_THAT(placed.actions[0].detail, HasSubstr("(daemon-reload only, no restart)"));
+}
+
+}  // namespace
+}  // namespace berth::testing

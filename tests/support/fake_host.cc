@@ -124,6 +124,7 @@ void FakeHost::Start(const std::string& unit, const Desired& d) {
 
 void FakeHost::Stop(const std::string& unit) {
   ObservedUnit& u = Unit(unit);
+  o_.sleeping.erase(unit);
   u.active_state = "inactive";
   u.sub_state = "dead";
   u.main_pid = 0;
@@ -234,6 +235,32 @@ void FakeHost::Apply(const Plan& plan, const Desired& d) {
       case ActionKind::kRestart:
         Stop(a.unit);
         Start(a.unit, d);
+        break;
+      case ActionKind::kSleep: {
+        // vLLM's sleep mode: the process and its port stay, its GPU memory falls to the residue
+        // the step allows, and it says it sleeps.
+        const StandbyStep& st = a.As<StandbyStep>();
+        for (auto& g : o_.gpus)
+          for (auto& p : g.processes)
+            if (p.unit == a.unit && p.used_bytes > st.residual_bytes) {
+              g.memory_used -= p.used_bytes - st.residual_bytes;
+              p.used_bytes = st.residual_bytes;
+            }
+        o_.sleeping[a.unit] = true;
+        break;
+      }
+      case ActionKind::kWake:
+        // Awake: it holds what it held before its sleep (its engine's claim).
+        for (const auto& [name, s] : d.services)
+          if (s.UnitName() == a.unit)
+            for (auto& g : o_.gpus)
+              for (auto& p : g.processes)
+                if (p.unit == a.unit) {
+                  uint64_t claim = GpuClaim(s, g.memory_total);
+                  g.memory_used += claim - std::min(claim, p.used_bytes);
+                  p.used_bytes = claim;
+                }
+        o_.sleeping[a.unit] = false;
         break;
       case ActionKind::kWaitHealthy:
       case ActionKind::kPreflight:

@@ -26,6 +26,8 @@ def make_arg_parser(parser):
     parser.add_argument("--tool-parser-plugin", type=str, default="")
     parser.add_argument("--reasoning-parser", type=str, default=None)
     parser.add_argument("--chat-template", type=str, default=None)
+    # vllm/engine/arg_utils.py (EngineArgs.enable_sleep_mode): what standby: sleep renders.
+    parser.add_argument("--enable-sleep-mode", action="store_true", default=False)
     return parser
 
 
