@@ -10,7 +10,9 @@
 // With $FAKE_NVML_CLAIMS_DIR set, every regular file in that folder is read too, for its
 // `process` lines alone (the fake vLLM writes one per server: what it holds on which GPU, 0 while
 // it sleeps); a claim adds its bytes to the device's used memory, and the claim of a process that
-// no longer runs is left out, as the driver does.
+// no longer runs is left out, as the driver does. A claim's PID is its writer's own: one written in
+// a sandbox's PID namespace is reported as the host PID of that process (HostPid), as the driver
+// reports it.
 // With $FAKE_NVML_LOG set, every call appends its function name to that file.
 #include <dirent.h>
 #include <signal.h>
@@ -64,6 +66,46 @@ void Log(const char* call) {
 }
 
 // The `process` lines of the claim files in $FAKE_NVML_CLAIMS_DIR (see the top).
+// Whether process `pid` (a host PID) runs with FAKE_NVML_CLAIMS_DIR=`dir`.
+bool ClaimsInto(const std::string& pid, const std::string& dir) {
+  std::ifstream in("/proc/" + pid + "/environ", std::ios::binary);
+  std::string entry;
+  while (std::getline(in, entry, '\0'))
+    if (entry == "FAKE_NVML_CLAIMS_DIR=" + dir) return true;
+  return false;
+}
+
+// The host PID of a claim's writer. A fake vLLM writes its own PID, which under a sandboxed
+// systemd is one of the sandbox's PID namespace: the real driver reports host PIDs. The process
+// whose innermost PID (the last of /proc/N/status's NSpid) is `pid` and whose environment names
+// this claims folder; else `pid` itself (a server run here, with no namespace; or a test that
+// set the variable after it started, which /proc/N/environ does not show).
+unsigned int HostPid(unsigned int pid, const std::string& dir) {
+  if (ClaimsInto(std::to_string(pid), dir)) return pid;
+  DIR* proc = ::opendir("/proc");
+  if (!proc) return 0;
+  unsigned int found = 0;
+  while (dirent* e = ::readdir(proc)) {
+    std::string n = e->d_name;
+    if (n.empty() || n.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream status("/proc/" + n + "/status");
+    std::string line;
+    while (std::getline(status, line)) {
+      if (line.rfind("NSpid:", 0) != 0) continue;
+      std::istringstream ids(line.substr(6));
+      std::vector<unsigned long> all;  // NOLINT(runtime/int)
+      unsigned long id = 0;            // NOLINT(runtime/int)
+      while (ids >> id) all.push_back(id);
+      if (all.size() >= 2 && all.back() == pid && ClaimsInto(n, dir))
+        found = static_cast<unsigned int>(std::stoul(n));
+      break;
+    }
+    if (found) break;
+  }
+  ::closedir(proc);
+  return found ? found : pid;
+}
+
 void LoadClaims(World* w) {
   const char* dir = std::getenv("FAKE_NVML_CLAIMS_DIR");
   DIR* d = dir ? ::opendir(dir) : nullptr;
@@ -81,6 +123,7 @@ void LoadClaims(World* w) {
       size_t index = 0;
       FakeProcess p;
       if (!(ls >> key >> index >> p.pid >> p.used) || key != "process") continue;
+      p.pid = HostPid(p.pid, dir);
       if (::kill(static_cast<pid_t>(p.pid), 0) != 0 && errno == ESRCH) continue;
       if (w->devices.size() <= index) continue;  // a GPU this host does not have
       w->devices[index].processes.push_back(p);
