@@ -677,7 +677,10 @@ std::vector<std::pair<std::string, std::string>> Effect(const Action& a) {
       {"reload", "front reload"},
       {"ready", "front ready"},
       {"snapshot", "snapshot it reads ahead"},
-      {"bytes", "bytes it reads ahead"}};
+      {"bytes", "bytes it reads ahead"},
+      {"level", "sleep level"},
+      {"residual_bytes", "GPU memory it may keep asleep"},
+      {"memory_bytes", "host memory its weights keep asleep"}};
   const ordered_json step = StepToJson(a.step);
   for (const auto& [key, value] : step.items()) {
     auto word = kWords.find(key);

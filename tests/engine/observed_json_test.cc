@@ -403,3 +403,35 @@ TEST(SavedObserverTest, ReadsAheadThenAgainAndSaysWhenTheFileIsMissing) {
 
 }  // namespace
 }  // namespace berth
+
+namespace berth {
+namespace {
+
+// What each standby's server said of its sleep round-trips; an observation without it (no
+// standby ran) reads as nothing asked; anything but a boolean is refused, naming the unit.
+TEST(ObservedJsonStandby, SleepingRoundTripsAndIsChecked) {
+  Observed o;
+  o.sleeping["a.service"] = true;
+  o.sleeping["b.service"] = false;
+  std::string text = ObservedToJson(o);
+  EXPECT_NE(text.find("\"sleeping\""), std::string::npos);
+  Result<Observed> back = ObservedFromJson(text, "o.json");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->sleeping, o.sleeping);
+  EXPECT_TRUE(back->Asleep("a.service"));
+  EXPECT_FALSE(back->Asleep("b.service"));
+  EXPECT_FALSE(back->Asleep("c.service"));
+  EXPECT_EQ(ObservedToJson(Observed()).find("\"sleeping\""), std::string::npos);
+  for (const char* bad : {"\"yes\"", "1", "null", "[true]"}) {
+    std::string edited = text;
+    edited.replace(edited.find("true", edited.find("\"sleeping\"")), 4, bad);
+    Result<Observed> r = ObservedFromJson(edited, "o.json");
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_THAT(r.status().message(),
+                ::testing::HasSubstr("sleeping.a.service: expected true or false"))
+        << bad;
+  }
+}
+
+}  // namespace
+}  // namespace berth

@@ -466,3 +466,77 @@ TEST(SavedPlanPrewarm, APrewarmReadsBackAndAnotherFolderIsRefused) {
 
 }  // namespace
 }  // namespace berth
+
+namespace berth {
+namespace {
+
+// A standby's sleep and wake read back as written, with the switch's undo that wakes it; a
+// sleep edited to reach another port is not the plan berth makes now; a wrong type is refused.
+TEST(SavedPlanStandby, ASleepAndAWakeReadBackAndAnEditedPortIsRefused) {
+  Action sleep = MakeAction(ActionKind::kSleep, "service/a", Reason::kStandby);
+  sleep.unit = "a.service";
+  sleep.takes_down = true;
+  StandbyStep& st = sleep.As<StandbyStep>();
+  st.host = "127.0.0.1";
+  st.port = 8000;
+  st.timeout_ms = 1'800'000;
+  st.gpus = {0, 1};
+  st.residual_bytes = 3'000'000'000;
+  st.memory_bytes = 140'000'000'000;
+  sleep.frees.gpu_bytes = {{0, 70'000'000'000}, {1, 70'000'000'000}};
+  Action wake = MakeAction(ActionKind::kWake, "service/b", Reason::kAsleep);
+  wake.unit = "b.service";
+  wake.As<StandbyStep>().host = "127.0.0.1";
+  wake.As<StandbyStep>().port = 8001;
+  wake.As<StandbyStep>().gpus = {0, 1};
+  Plan plan;
+  plan.actions = {sleep, wake};
+  Switch sw;
+  sw.address = "service/b";
+  sw.unit = "b.service";
+  sw.mode = SwitchMode::kStopFirst;
+  sw.steps = {0, 1};
+  sw.start = 1;
+  Replaced r;
+  r.address = "service/a";
+  r.unit = "a.service";
+  r.stop_step = 0;
+  r.asleep = true;
+  r.gate.port = 8000;
+  sw.replaces = {r};
+  plan.switches = {sw};
+  Observed observed;
+  observed.hostname = "gpu-01";
+  Desired desired;
+  desired.digest = std::string(64, 'd');
+  std::string text =
+      SavedPlanToJson(MakeSavedPlan(plan, desired, observed, "/m/berth.yaml", 1'000'000));
+  Result<SavedPlan> p = SavedPlanFromJson(text, "plan.json");
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  ASSERT_EQ(p->plan.actions.size(), 2u);
+  EXPECT_EQ(p->plan.actions[0].kind, ActionKind::kSleep);
+  EXPECT_EQ(p->plan.actions[0].reason, Reason::kStandby);
+  EXPECT_EQ(p->plan.actions[0].As<StandbyStep>(), st);
+  EXPECT_EQ(p->plan.actions[1].kind, ActionKind::kWake);
+  EXPECT_EQ(p->plan.actions[1].reason, Reason::kAsleep);
+  ASSERT_EQ(p->plan.switches.size(), 1u);
+  EXPECT_TRUE(p->plan.switches[0].replaces.at(0).asleep);
+  EXPECT_TRUE(PlanDifferences(p->plan, plan).empty());
+  auto j = nlohmann::ordered_json::parse(text);
+  j["actions"][0]["step"]["port"] = 22;
+  Result<SavedPlan> edited = SavedPlanFromJson(j.dump(), "plan.json");
+  ASSERT_TRUE(edited.ok()) << edited.status().message();
+  EXPECT_THAT(PlanDifferences(edited->plan, plan),
+              ElementsAre(HasSubstr("step 1 (sleep service/a)")));
+  j = nlohmann::ordered_json::parse(text);
+  j["actions"][0]["step"]["level"] = "2";
+  Result<SavedPlan> wrong = SavedPlanFromJson(j.dump(), "plan.json");
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_THAT(wrong.status().message(), HasSubstr("step field 'level' of the wrong type"));
+  j = nlohmann::ordered_json::parse(text);
+  j["switches"][0]["replaces"][0]["asleep"] = "yes";
+  EXPECT_FALSE(SavedPlanFromJson(j.dump(), "plan.json").ok());
+}
+
+}  // namespace
+}  // namespace berth

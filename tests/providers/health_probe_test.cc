@@ -1,5 +1,6 @@
 #include "providers/health/health_probe.h"
 #include "providers/health/smoke_client.h"
+#include "providers/health/standby_client.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -295,6 +296,55 @@ TEST(CurlSmokeClient, NothingListeningIsRefusedNotAnError) {
   close(fd);
   EXPECT_FALSE(r.ok);
   EXPECT_THAT(r.detail, HasSubstr("connection refused"));
+}
+
+// vLLM's sleep routes (standby: sleep): what a server answers is untrusted. A sleep or wake is
+// Ok only on 200; a 404 says the routes are not served (dev mode off); /is_sleeping must be a
+// JSON object with a boolean, anything else is refused quoted and escaped, and a huge answer is
+// cut off, never read whole.
+TEST(CurlStandbyClient, SleepWakeAndIsSleepingTakeOnlyWhatVllmAnswers) {
+  CannedHttpServer up({{"/sleep?level=1", {200, ""}},
+                       {"/wake_up", {200, ""}},
+                       {"/is_sleeping", {200, R"({"is_sleeping": true})"}}});
+  CurlStandbyClient c;
+  EXPECT_TRUE(c.Sleep("127.0.0.1", up.port(), 1, 5000).ok());
+  EXPECT_TRUE(c.WakeUp("127.0.0.1", up.port(), 5000).ok());
+  Result<bool> asleep = c.IsSleeping("127.0.0.1", up.port(), 5000);
+  ASSERT_TRUE(asleep.ok()) << asleep.status().message();
+  EXPECT_TRUE(*asleep);
+  EXPECT_THAT(up.paths(), ElementsAre("/sleep?level=1", "/wake_up", "/is_sleeping"));
+
+  CannedHttpServer off({});  // no dev mode: every route 404
+  Status s = c.Sleep("127.0.0.1", off.port(), 1, 5000);
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.message(), HasSubstr("HTTP 404"));
+  EXPECT_THAT(s.message(), HasSubstr("VLLM_SERVER_DEV_MODE=1"));
+
+  CannedHttpServer failing({{"/wake_up", {500, "engine dead\x1b[2J\xff"}}});
+  s = c.WakeUp("127.0.0.1", failing.port(), 5000);
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.message(), HasSubstr("HTTP 500 ('engine dead\\x1b[2J\\xff')"));
+
+  for (const std::string& body :
+       {std::string(R"({"is_sleeping": "yes"})"), std::string("true"), std::string("{}"),
+        std::string("not json \xff"), std::string(R"([{"is_sleeping": true}])")}) {
+    CannedHttpServer odd({{"/is_sleeping", {200, body}}});
+    Result<bool> r = c.IsSleeping("127.0.0.1", odd.port(), 5000);
+    ASSERT_FALSE(r.ok()) << body;
+    EXPECT_THAT(r.status().message(), HasSubstr("GET http://127.0.0.1:")) << body;
+    EXPECT_EQ(r.status().message().find('\xff'), std::string::npos) << "escaped: " << body;
+  }
+  CannedHttpServer huge({{"/is_sleeping", {200, std::string(1 << 20, ' ')}}});
+  Result<bool> r = c.IsSleeping("127.0.0.1", huge.port(), 5000);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("longer than 65536 bytes"));
+
+  int port = 0;
+  int fd = LoopbackSocket(/*listening=*/false, &port);
+  r = c.IsSleeping("127.0.0.1", port, 5000);
+  close(fd);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("connection refused"));
 }
 
 }  // namespace
