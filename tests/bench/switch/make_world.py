@@ -102,14 +102,21 @@ def cmd_models(a):
     return 0
 
 
-def env_file(env_dir, name, read_weights=False):
+def env_file(env_dir, name, read_weights=False, claims=None, gpu="room"):
     """The unit's environment: the fake vllm package for berth's engine check, the fake's pace,
-    and for b a 4 s load (or, read_weights, the read of its weights)."""
+    and for b a 4 s load (or, read_weights, the read of its weights). With `claims` (the switch
+    back modes) both load for 4 s, wake in 0.5 s, and claim their GPU memory in the fake NVML's
+    claims folder themselves (512 MiB while asleep)."""
     os.makedirs(env_dir, exist_ok=True)
     path = os.path.join(env_dir, "svc-%s.env" % name)
     lines = ["PYTHONPATH=%s" % os.path.join(ROOT, "tests", "fake_vllm", "pkg"),
              "FAKE_VLLM_TOKENS_PER_SECOND=%d" % TOKENS_PER_SECOND]
-    if name == "b":
+    if claims:
+        lines += ["FAKE_VLLM_STARTUP_DELAY=4", "FAKE_VLLM_WAKE_SECONDS=0.5",
+                  "FAKE_NVML_CLAIMS_DIR=%s" % claims,
+                  "FAKE_VLLM_GPU_BYTES=%d" % int(GMU[gpu] * GPU_BYTES),
+                  "FAKE_VLLM_SLEEP_GPU_BYTES=%d" % (512 << 20)]
+    elif name == "b":
         lines.append("FAKE_VLLM_READ_WEIGHTS=1" if read_weights else "FAKE_VLLM_STARTUP_DELAY=4")
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
@@ -139,7 +146,9 @@ def cmd_manifest(a):
                 "    vllm: {gpu_memory_utilization: %.2f, max_model_len: 2048, "
                 "served_model_name: %s}" % (GMU[a.gpu], name),
                 "    health: {timeout: 60s, interval: 100ms}",
-                "    env_file: %s" % env_file(a.env_dir, name, a.read_weights)]
+                "    env_file: %s" % env_file(a.env_dir, name, a.read_weights, a.claims, a.gpu)]
+        if a.standby:
+            out.append("    standby: sleep")
     with open(a.out, "w") as f:
         f.write("\n".join(out) + "\n")
     return 0
@@ -192,6 +201,8 @@ def main(argv):
     f.add_argument("--gpu", choices=("room", "full"), default="room")
     f.add_argument("--read-weights", action="store_true")
     f.add_argument("--no-prewarm", action="store_true")
+    f.add_argument("--claims", default=None)  # the switch-back modes' fake NVML claims folder
+    f.add_argument("--standby", action="store_true")  # standby: sleep on both services
     n = sub.add_parser("nvml")
     n.add_argument("--gpu", choices=("room", "full"), required=True)
     n.add_argument("--cgroup", required=True)

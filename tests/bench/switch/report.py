@@ -14,7 +14,8 @@ import sys
 import time
 
 TITLES = {"none": "no front", "front": "front (room)", "front-full": "front (full GPU)",
-          "cold": "cold start", "prewarm": "prewarmed"}
+          "cold": "cold start", "prewarm": "prewarmed", "back-cold": "back, cold start",
+          "back-standby": "back, woken"}
 
 
 def fmt_ms(v):
@@ -77,7 +78,8 @@ def main(argv):
         if mode == "none":
             base = s
     for mode, _, _, s in rows:
-        if s is None or mode in ("none", "cold", "prewarm") or base is None:
+        if s is None or mode in ("none", "cold", "prewarm", "back-cold",
+                                 "back-standby") or base is None:
             continue
         print("%s vs no front: refused %s, failed %s, p99 %s ms -> %s ms" % (
             TITLES.get(mode, mode), ratio(base["counts"]["refused"], s["counts"]["refused"]),
@@ -88,6 +90,14 @@ def main(argv):
         print("prewarmed vs cold start: the port dark %.0f ms -> %.0f ms (%.2fx)" % (
             darks["cold"], darks["prewarm"],
             darks["prewarm"] / darks["cold"] if darks["cold"] else float("nan")))
+    back = {mode: (switch_s, s) for mode, switch_s, _, s in rows
+            if s is not None and mode in ("back-cold", "back-standby")}
+    if len(back) == 2:
+        (cold_s, cold), (woke_s, woke) = back["back-cold"], back["back-standby"]
+        print("switch back, woken vs cold start: the apply %.2f s -> %.2f s (%.2fx); the longest "
+              "held request %s ms -> %s ms" % (cold_s, woke_s, woke_s / cold_s if cold_s else
+                                                float("nan"), fmt_ms(cold["held"]["max"]),
+                                                fmt_ms(woke["held"]["max"])))
     for mode, _, _, s in rows:
         if s is None:
             continue

@@ -18,6 +18,10 @@
 #                                host.prewarm: false (the dark window with a cold start)
 #                    prewarm     the same, host.prewarm left on: the plan reads svc-b's weights
 #                                into the page cache before svc-a stops
+#                    back-cold   the front, the GPU full; both load for 4 s; svc-a -> svc-b, then
+#                                the switch measured: back to svc-a, a cold start
+#                    back-standby  the same with standby: sleep on both: the first switch puts
+#                                svc-a to sleep, the switch back wakes it (0.5 s)
 #   --weights-gib G  svc-b's weights for cold and prewarm, GiB (default 2; on the disk of DIR)
 #   --port P       the public port (default 8000; when something listens there already, the
 #                  first free port from 18000, said so)
@@ -48,7 +52,7 @@ while [ $# -gt 0 ]; do
     --port) PORT=$2; shift 2 ;;
     --work) WORK=$2; shift 2 ;;
     --keep) KEEP=1; shift ;;
-    -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -132,8 +136,10 @@ ROWS=$WORK/rows.tsv
 now() { date +%s.%N; }
 
 run_mode() {  # MODE
-  local mode=$1 front=() gpu=room D=$WORK/$1 weights=()
+  local mode=$1 front=() gpu=room D=$WORK/$1 weights=() back=()
   case "$mode" in
+    back-cold) front=(--front); gpu=full; back=(--claims "$WORK/$1/claims") ;;
+    back-standby) front=(--front); gpu=full; back=(--claims "$WORK/$1/claims" --standby) ;;
     none) ;;
     front) front=(--front) ;;
     front-full) front=(--front); gpu=full ;;
@@ -148,7 +154,7 @@ run_mode() {  # MODE
   # shellcheck disable=SC1090
   source "$SDSB_BASE/$SANDBOX/env"
   local mk=(--store "$WORK/store" --unit-dir "$SDSB_UNITS" --vllm "$FAKE_VLLM" --env-dir "$D/env"
-            --port "$PORT" --gpu "$gpu" "${front[@]}" "${weights[@]}")
+            --port "$PORT" --gpu "$gpu" "${front[@]}" "${weights[@]}" "${back[@]}")
   $MW manifest "${mk[@]}" --serving a --out "$D/before.yaml"
   $MW manifest "${mk[@]}" --serving b --out "$D/after.yaml"
 
@@ -162,11 +168,19 @@ run_mode() {  # MODE
     cat "$D/validate.txt" >&2; echo "run.sh: $mode: the manifest is refused" >&2; exit 1
   fi
 
-  # The fake GPU follows the units' processes (host PIDs, as berth on the host reads them).
+  # The fake GPU follows the units' processes (host PIDs, as berth on the host reads them); in
+  # the switch-back modes the fake vLLMs claim their memory themselves (asleep: 512 MiB).
   export FAKE_NVML_CONFIG=$D/nvml.conf
   rm -f "$D/nvml.stop"
-  $MW nvml --gpu "$gpu" --cgroup "$SDSB_CGROUP" --out "$FAKE_NVML_CONFIG" --until "$D/nvml.stop" &
-  NVML_PID=$!
+  if [ ${#back[@]} -gt 0 ]; then
+    mkdir -p "$D/claims"
+    export FAKE_NVML_CLAIMS_DIR=$D/claims
+    echo "device 0 GPU-bench-0000 $((80 << 30)) 0 0 NVIDIA H100 80GB HBM3" >"$FAKE_NVML_CONFIG"
+  else
+    unset FAKE_NVML_CLAIMS_DIR
+    $MW nvml --gpu "$gpu" --cgroup "$SDSB_CGROUP" --out "$FAKE_NVML_CONFIG" --until "$D/nvml.stop" &
+    NVML_PID=$!
+  fi
   local host=(--bus "$SDSB_SYSTEM_BUS_ADDRESS" --journal-dir "$SDSB_ROOT/run/log/journal"
               --nvml-library "$NVML_LIB" --state-dir "$D/state")
   local berth=("$BERTH_BIN" apply --yes "${host[@]}")
@@ -174,6 +188,13 @@ run_mode() {  # MODE
   log "$mode: svc-a (model a) up on port $PORT"
   "${berth[@]}" -f "$D/before.yaml" >"$D/apply-before.log" 2>&1 || { tail -30 "$D/apply-before.log" >&2; exit 1; }
   sleep 0.3  # one turn of the NVML follower: the plan sees svc-a's memory on the GPU
+  local target=$D/after.yaml
+  if [ ${#back[@]} -gt 0 ]; then
+    log "$mode: svc-a -> svc-b first (not measured), then the switch back is measured"
+    "${berth[@]}" -f "$D/after.yaml" >"$D/apply-first.log" 2>&1 || { tail -30 "$D/apply-first.log" >&2; exit 1; }
+    grep -E " (sleep|stop) +service/svc-a" "$D/apply-first.log" | head -2 | sed 's/^/    first: /' >&2 || true
+    target=$D/before.yaml
+  fi
 
   log "$mode: prober on (a request every 10 ms, GET /v1/models and POST completions, 4 streams)"
   python3 "$PROBER" --url "http://127.0.0.1:$PORT" --interval-ms 10 --path /v1/models \
@@ -188,7 +209,7 @@ run_mode() {  # MODE
   # The plan of the switch, kept for reading (its disruption lines say how the port fares).
   # (berth plan takes no --journal-dir: it reads no journal.)
   "$BERTH_BIN" plan --bus "$SDSB_SYSTEM_BUS_ADDRESS" --nvml-library "$NVML_LIB" \
-    --state-dir "$D/state" -f "$D/after.yaml" >"$D/plan-switch.txt" 2>&1 || true
+    --state-dir "$D/state" -f "$target" >"$D/plan-switch.txt" 2>&1 || true
   if [ ${#weights[@]} -gt 0 ]; then
     # svc-b's weights out of the page cache: its start reads them from disk unless berth
     # reads them first.
@@ -197,16 +218,17 @@ run_mode() {  # MODE
     log "$mode: svc-b's weights evicted: $("$PAGE_CACHE_TOOL" residency "$WORK"/store/models--bench--switch-b/blobs/*)"
     grep -E "prewarm" "$D/plan-switch.txt" | sed 's/^/    plan: /' >&2 || true
   fi
-  log "$mode: berth apply: svc-a -> svc-b (svc-b loads for 4 s, or reads its weights)"
+  log "$mode: berth apply: $( [ ${#back[@]} -gt 0 ] && echo "svc-b -> svc-a (back)" || echo "svc-a -> svc-b (svc-b loads for 4 s, or reads its weights)")"
+  grep -E " (wake|start|sleep|stop) +service/" "$D/plan-switch.txt" | sed 's/^/    plan: /' >&2 || true
   local t0 t1 rc=0
   t0=$(now)
-  "${berth[@]}" -f "$D/after.yaml" >"$D/apply-switch.log" 2>&1 || rc=$?
+  "${berth[@]}" -f "$target" >"$D/apply-switch.log" 2>&1 || rc=$?
   t1=$(now)
   [ "$rc" = 0 ] || { echo "run.sh: $mode: the switch's apply exited $rc:" >&2; tail -20 "$D/apply-switch.log" >&2; }
   sleep 3.5  # the streams begun on svc-b run to their end; the prober sees svc-b settled
   touch "$D/prober.stop"
   wait "$PROBER_PID"; PROBER_PID=
-  touch "$D/nvml.stop"; wait "$NVML_PID"; NVML_PID=
+  if [ -n "$NVML_PID" ]; then touch "$D/nvml.stop"; wait "$NVML_PID"; NVML_PID=; fi
   cat "$D/prober.txt" >&2
   printf '%s\t%s\t%s\t%s\n' "$mode" "$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f", b - a}')" \
     "$rc" "$D/prober.json" >>"$ROWS"
