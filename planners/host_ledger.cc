@@ -34,7 +34,7 @@ HostLedger::HostLedger(const Desired& d, const PlanIndex& index) {
       const ObservedUnit* u = index.Unit(s.UnitName());
       if (!u || !u->IsActive()) continue;
       // Asleep (standby: sleep), it keeps only a residue.
-      const bool asleep = o.Asleep(u->name);
+      const bool asleep = SleepsOnStandby(s) && o.Asleep(u->name);
       for (int i : s.gpus)
         if (total_.count(i))
           HoldGpu(i, s.UnitName(),

@@ -479,7 +479,7 @@ void DiffServices(const Desired& d, const PlanIndex& index, const std::string& b
         draft->starts.push_back(Make(
             ActionKind::kRestart, s.UnitName(), address,
             change.model_only ? Reason::kModelUpdated : Reason::kConfigChanged, change.detail, &s));
-      } else if (o.Asleep(u->name)) {
+      } else if (SleepsOnStandby(s) && o.Asleep(u->name)) {
         // standby: sleep, asleep: woken, its weights from host memory (a change of its unit
         // restarts it cold above).
         draft->starts.push_back(Make(ActionKind::kWake, s.UnitName(), address, Reason::kAsleep,
@@ -490,7 +490,7 @@ void DiffServices(const Desired& d, const PlanIndex& index, const std::string& b
         draft->notes.push_back(
             {address, looping ? "crash-looping, unit up to date" : "running, unit up to date"});
       }
-    } else if (active && o.Asleep(u->name)) {
+    } else if (active && SleepsOnStandby(s) && o.Asleep(u->name)) {
       sleepers.push_back(&s);  // kept asleep, or stopped when memory cannot hold it (below)
     } else if (active) {
       draft->stops.push_back(Make(ActionKind::kStop, s.UnitName(), address, Reason::kWantedStopped,

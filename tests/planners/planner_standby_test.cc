@@ -254,5 +254,26 @@ TEST_F(StandbyTest, AChangedUnitOfASleeperRestartsItColdWhenItIsWantedAgain) {
   EXPECT_FALSE(o.Asleep("one.service"));
 }
 
+// An observation is not trusted to say a service sleeps that the manifest does not put on
+// standby (a saved observation edited, or a standby: sleep removed while it slept): berth
+// neither wakes it (its server may have no sleep routes) nor keeps it asleep.
+TEST_F(StandbyTest, SleepIsBelievedOnlyOfAStandby) {
+  TwoStandbys();
+  SwitchTo("two", "one");
+  Converge();
+  ASSERT_TRUE(o.Asleep("one.service"));
+  d.services["one"].standby = Standby::kStop;  // no longer a standby, still wanted stopped
+  Plan p = PlanNow();
+  EXPECT_NE(Find(p, ActionKind::kStop, "service/one"), nullptr)
+      << ::testing::PrintToString(Steps(p));
+  // Wanted running, said asleep, no standby: started again as a running service is (its unit
+  // changed: a restart), never woken.
+  SwitchTo("one", "two");
+  p = PlanNow();
+  EXPECT_EQ(Find(p, ActionKind::kWake, "service/one"), nullptr);
+  EXPECT_NE(Find(p, ActionKind::kRestart, "service/one"), nullptr)
+      << ::testing::PrintToString(Steps(p));
+}
+
 }  // namespace
 }  // namespace berth::testing
