@@ -242,8 +242,11 @@ Desired MergeParts(std::vector<FilePart> parts, std::vector<Diagnostic>* diagnos
   // it): only loopback may reach them, or the front that holds its public port.
   for (const ServiceDraft* d : services) {
     const ServiceSpec& s = d->spec;
-    if (s.standby != Standby::kSleep || backend.count(s.name)) continue;
-    if (s.bind == "127.0.0.1" || s.bind == "::1" || s.bind == "localhost") continue;
+    // (Another engine's standby: sleep is refused where it is written.)
+    if (s.standby != Standby::kSleep || s.engine != EngineKind::kVllm || backend.count(s.name))
+      continue;
+    if (s.bind.starts_with("127.") || s.bind == "::1" || s.bind == "[::1]" || s.bind == "localhost")
+      continue;
     Add(diagnostics, d->standby_loc,
         "service '" + s.name + "' has standby: sleep, which serves vLLM's development routes " +
             "(VLLM_SERVER_DEV_MODE=1: /sleep, /wake_up and others that change the server) to " +
