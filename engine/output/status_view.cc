@@ -69,6 +69,7 @@ StatusView MakeStatus(const Desired& d, const Observed& o,
       st.boot = u->unit_file_state;
       st.restarts = u->n_restarts;
       if (u->crash_looping) st.crash_looping = CrashLoopDetail(*u);
+      st.asleep = o.Asleep(u->name);
       st.commit = CommitInUnit(u->content);
       if (u->IsActive()) st.active_since_usec = u->active_enter_usec;
     } else {
@@ -112,6 +113,7 @@ std::string StatusText(const StatusView& v, double now_unix) {
       out << "crash-looping (" << s.crash_looping << ")";
     else
       out << s.active << (s.sub.empty() || s.active == "not-found" ? "" : "/" + s.sub);
+    if (s.asleep) out << ", asleep (standby: its GPU memory freed, woken on a switch back)";
     out << ", wanted " << s.wanted;
     if (!s.boot.empty()) out << ", " << s.boot << " at boot";
     out << "\n";
@@ -168,6 +170,7 @@ std::string StatusJson(const StatusView& v) {
     j["restarts"] = s.restarts;
     j["crash_looping"] = !s.crash_looping.empty();
     j["crash_loop_detail"] = s.crash_looping;
+    j["asleep"] = s.asleep;
     j["last_start_ms"] = s.last_start_ms ? ordered_json(*s.last_start_ms) : ordered_json(nullptr);
     if (s.last_bench)
       j["last_bench"] = {{"time", s.last_bench_time},

@@ -20,6 +20,7 @@ struct ServiceStatus {
   std::string active, sub;          // systemd's states; "not-found" when there is no unit
   uint32_t restarts = 0;            // automatic restarts (systemd's NRestarts)
   std::string crash_looping;        // CrashLoopDetail when it crash-loops; "" when it does not
+  bool asleep = false;              // its server said it sleeps (standby: sleep)
   std::string boot;                 // enabled | disabled | static | ...
   std::string model, repo, commit;  // commit: what the unit runs (from its ExecStart)
   int port = 0;

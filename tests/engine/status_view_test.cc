@@ -86,6 +86,24 @@ TEST(StatusView, ServicesAndModelsAsTheHostRunsThem) {
   EXPECT_EQ(j["models"][0]["revisions"].size(), 2u);
 }
 
+// A standby that sleeps says so, in the text and the JSON; an awake one does not.
+TEST(StatusView, ASleepingStandbySaysItSleeps) {
+  Observed o = Host();
+  ObservedUnit old = o.units[0];
+  old.name = "old.service";
+  o.units.push_back(old);
+  o.sleeping["old.service"] = true;
+  o.sleeping["chat.service"] = false;
+  StatusView v = MakeStatus(Manifest(), o, {}, {});
+  std::string text = StatusText(v, 1'764'003'600.0);
+  EXPECT_THAT(text, HasSubstr("old (old.service): active/running, asleep (standby: its GPU memory "
+                              "freed, woken on a switch back), wanted stopped"));
+  EXPECT_THAT(text, HasSubstr("chat (chat.service): active/running, wanted running"));
+  nlohmann::json j = nlohmann::json::parse(StatusJson(v));
+  EXPECT_EQ(j["services"][0]["asleep"], false);
+  EXPECT_EQ(j["services"][1]["asleep"], true);
+}
+
 TEST(StatusView, TheCommitIsReadOnlyFromASnapshotPathThatHoldsOne) {
   EXPECT_EQ(CommitInUnit("x /snapshots/" + kCommit + "\""), kCommit);
   EXPECT_EQ(CommitInUnit("x /snapshots/main\" /snapshots/" + kOld), kOld);
