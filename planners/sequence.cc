@@ -187,11 +187,6 @@ class Sequencer {
     return what;
   }
 
-  // Stops `t`. `for_spec`: the service whose start needs what it frees (nullptr: a stop the
-  // manifest asks for on its own). The detail says what it frees for that service, and apart
-  // from that, what it frees and the ports that go dark with it. Returns what the stop replaces
-  // for the switch of `for_spec`: its step and the stopped service's own health gate, which an
-  // undo waits for after starting it again (port 0: berth knows none).
   // Whether `t` (a stop) may put its service to sleep instead (standby: sleep): the service
   // asks for it, the stop is the manifest's state: stopped (not absent, not a restart's), the
   // start it makes room for does not need its port (a sleeping server keeps it), and host memory
@@ -237,6 +232,12 @@ class Sequencer {
     return true;
   }
 
+  // Stops `t`. `for_spec`: the service whose start needs what it frees (nullptr: a stop the
+  // manifest asks for on its own). The detail says what it frees for that service, and apart
+  // from that, what it frees and the ports that go dark with it. Returns what the stop replaces
+  // for the switch of `for_spec`: its step and the stopped service's own health gate, which an
+  // undo waits for after starting it again (port 0: berth knows none). A standby that may
+  // sleep (CanSleep) is put to sleep instead, and the undo wakes it.
   Replaced EmitStop(const Transition& t, const ServiceSpec* for_spec) {
     const std::string for_service = for_spec ? for_spec->name : "";
     const int for_port = for_spec && for_spec->port ? *for_spec->port : 0;

@@ -376,14 +376,20 @@ std::optional<bool> Executor::Rollback(const Plan& plan, size_t failed, ExecResu
   for (const Replaced& x : replaced) {
     auto started = d_.clock->Now();
     // Put to sleep for the switch: woken, not started cold (a start when the sleep fell back
-    // to a stop, or the wake fails).
-    if (x.asleep && !stopped_not_slept_.count(x.unit) && d_.standby && x.gate.port) {
-      StandbyStep w;
-      w.host = x.gate.host;
-      w.port = x.gate.port;
-      w.timeout_ms = std::max<uint64_t>(x.gate.timeout_ms, 60000);
-      Status woke = d_.standby->WakeUp(w.host, w.port, w.timeout_ms);
-      if (woke.ok()) woke = AwaitSleeping(w, false);
+    // to a stop). A server that cannot be woken is stopped and started cold: a start job alone
+    // would find it active and leave it asleep.
+    if (x.asleep && !stopped_not_slept_.count(x.unit)) {
+      Status woke =
+          Status::FailedPrecondition(d_.standby ? "berth knows no port to reach it on"
+                                                : "this berth cannot reach sleep-mode servers");
+      if (d_.standby && x.gate.port) {
+        StandbyStep w;
+        w.host = x.gate.host;
+        w.port = x.gate.port;
+        w.timeout_ms = std::max<uint64_t>(x.gate.timeout_ms, 60000);
+        woke = d_.standby->WakeUp(w.host, w.port, w.timeout_ms);
+        if (woke.ok()) woke = AwaitSleeping(w, false);
+      }
       note("wake " + x.unit + " (asleep since the switch)" +
            (woke.ok() ? "" : " failed: " + woke.message() + "; starting it cold"));
       if (woke.ok()) {

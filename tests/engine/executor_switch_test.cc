@@ -296,6 +296,24 @@ TEST_F(ExecutorStandbyTest, ASleepThatFailsOrFreesTooLittleIsAStopAndTheUndoStar
   }
 }
 
+TEST_F(ExecutorStandbyTest, AnUndoThatCannotWakeStopsAndStartsTheSleeperCold) {
+  ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
+  world.calls.clear();
+  standby.refuse_wake = true;
+  Recorder seen;
+  Executor ex(StandbyDeps(&seen));
+  ExecResult r = ex.Run(SleepFirst());
+  EXPECT_TRUE(r.rolled_back);
+  EXPECT_THAT(r.rollback_log, Contains(HasSubstr("wake vllm-kimi.service (asleep since the "
+                                                 "switch) failed: HTTP 500 (the engine died); "
+                                                 "starting it cold")));
+  // Stopped first: a start job alone would find it active and leave it asleep.
+  auto stopped = std::find(world.calls.begin(), world.calls.end(), "stop vllm-kimi.service");
+  ASSERT_NE(stopped, world.calls.end());
+  EXPECT_NE(std::find(stopped, world.calls.end(), "start vllm-kimi.service"), world.calls.end());
+  EXPECT_TRUE(Running("vllm-kimi.service"));
+}
+
 TEST_F(ExecutorStandbyTest, AWakeThatFailsRestartsTheServiceCold) {
   ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
   world.calls.clear();
