@@ -187,63 +187,19 @@ class Sequencer {
     return what;
   }
 
-  // Whether `t` (a stop) may put its service to sleep instead (standby: sleep): the service
-  // asks for it, the stop is the manifest's state: stopped (not absent, not a restart's), the
-  // start it makes room for does not need its port (a sleeping server keeps it), and host memory
-  // holds its weights beside the margin and the plan's earlier sleeps. `weights`: theirs; `why`:
-  // why not, for a note ("" when the service asks for no standby).
-  bool CanSleep(const Transition& t, const ServiceSpec* for_spec, uint64_t* weights,
-                std::string* why) {
-    why->clear();
-    if (!t.spec || !SleepsOnStandby(*t.spec)) return false;
-    if (t.kind != ActionKind::kStop || t.reason != Reason::kWantedStopped) return false;
-    const ObservedMemory& mem = o_.memory;
-    if (for_spec && for_spec->port && *for_spec->port == *t.spec->port) {
-      *why = for_spec->name + " starts on port " + std::to_string(*t.spec->port) +
-             ", which a sleeping server keeps: put the port behind a front (fronts:) for a " +
-             "standby beside its replacement";
-      return false;
-    }
-    std::optional<uint64_t> w = StandbyWeights(*t.spec, draft_.models);
-    if (!mem.known) {
-      *why = "host memory was not observed (" +
-             (mem.error.empty() ? std::string("a saved observation without it") : mem.error) +
-             "): berth cannot tell whether it holds the weights";
-      return false;
-    }
-    if (!w) {
-      *why = "berth does not know the size of its weights (neither the store nor the Hub " +
-             std::string("listed their safetensors)");
-      return false;
-    }
-    const uint64_t margin = PrewarmMargin(mem.total_bytes);
-    const uint64_t room = mem.available_bytes > margin + asleep_bytes_
-                              ? mem.available_bytes - margin - asleep_bytes_
-                              : 0;
-    if (*w > room) {
-      *why = "its " + FormatBytes(*w) + " of weights do not fit in the " +
-             FormatBytes(mem.available_bytes) + " of host memory available" +
-             (asleep_bytes_ ? " (" + FormatBytes(asleep_bytes_) + " of it taken by earlier sleeps)"
-                            : std::string()) +
-             ", less a margin of " + FormatBytes(margin);
-      return false;
-    }
-    *weights = *w;
-    return true;
-  }
-
   // Stops `t`. `for_spec`: the service whose start needs what it frees (nullptr: a stop the
   // manifest asks for on its own). The detail says what it frees for that service, and apart
   // from that, what it frees and the ports that go dark with it. Returns what the stop replaces
   // for the switch of `for_spec`: its step and the stopped service's own health gate, which an
   // undo waits for after starting it again (port 0: berth knows none). A standby that may
-  // sleep (CanSleep) is put to sleep instead, and the undo wakes it.
+  // sleep (SleepInsteadOfStop) is put to sleep instead, and the undo wakes it.
   Replaced EmitStop(const Transition& t, const ServiceSpec* for_spec) {
     const std::string for_service = for_spec ? for_spec->name : "";
     const int for_port = for_spec && for_spec->port ? *for_spec->port : 0;
     uint64_t weights = 0;
     std::string no_sleep;
-    const bool sleep = CanSleep(t, for_spec, &weights, &no_sleep);
+    const bool sleep = SleepInsteadOfStop(t, for_spec, o_.memory, draft_.models, asleep_bytes_,
+                                          &weights, &no_sleep);
     if (!no_sleep.empty())
       plan_->notes.push_back({t.address, no_sleep + "; it is stopped instead", "no standby"});
     Action a = MakeAction(sleep ? ActionKind::kSleep : ActionKind::kStop);
@@ -775,7 +731,7 @@ class Sequencer {
   std::vector<std::string> replaced_after_;  // units a make-before-break switch stopped
   bool sw_held_ = false;                     // the switch being placed holds its front
   bool sw_mbb_ = false;                      // the switch being placed is make-before-break
-  uint64_t asleep_bytes_ = 0;  // host memory the plan's sleeps take so far (CanSleep's ledger)
+  uint64_t asleep_bytes_ = 0;  // host memory the plan's sleeps take so far (the sleeps' ledger)
 };
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/desired.h"
+#include "core/observed.h"
 #include "planners/draft.h"
 
 namespace berth {
@@ -30,5 +31,15 @@ std::optional<uint64_t> StandbyWeights(const ServiceSpec& s,
 /// Whether `s` may be put to sleep at all: standby: sleep on a vLLM service berth renders, with a
 /// port to reach its sleep routes on.
 bool SleepsOnStandby(const ServiceSpec& s);
+
+/// Whether the stop `t` may put its service to sleep instead: the service is a standby, the stop
+/// is the manifest's state: stopped (not absent, not a restart's), the start it makes room for
+/// (`for_spec`, null: none) does not need its port (a sleeping server keeps it), and host memory
+/// holds its weights beside the margin (PrewarmMargin) and `asleep_bytes`, what the plan's
+/// earlier sleeps keep. `weights`: theirs, when it may; `why`: why not, for a note ("" when the
+/// service asks for no standby).
+bool SleepInsteadOfStop(const Transition& t, const ServiceSpec* for_spec, const ObservedMemory& mem,
+                        const std::vector<ResolvedModel>& models, uint64_t asleep_bytes,
+                        uint64_t* weights, std::string* why);
 
 }  // namespace berth

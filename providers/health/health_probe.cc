@@ -17,23 +17,6 @@
 namespace berth {
 namespace {
 
-struct Body {
-  std::string text;
-  size_t limit = 0;
-  bool truncated = false;
-};
-
-size_t WriteBody(char* data, size_t size, size_t nmemb, void* user) {
-  auto* body = static_cast<Body*>(user);
-  size_t n = size * nmemb;
-  if (body->text.size() + n > body->limit) {
-    body->truncated = true;
-    return 0;  // makes curl stop with CURLE_WRITE_ERROR
-  }
-  body->text.append(data, n);
-  return n;
-}
-
 struct HttpAnswer {
   bool answered = false;  // a status line came back
   long status = 0;
@@ -69,7 +52,7 @@ std::string CurlErrorText(CURLcode code, long os_errno, const char* errbuf, cons
 HttpAnswer Get(CURL* curl, const std::string& url, const std::string& host, int port,
                const CurlHealthProbeOptions& o) {
   HttpAnswer a;
-  Body body;
+  BoundedBody body;
   body.limit = o.max_body_bytes;
   char errbuf[CURL_ERROR_SIZE] = {0};
   curl_easy_reset(curl);
@@ -81,8 +64,7 @@ HttpAnswer Get(CURL* curl, const std::string& url, const std::string& host, int 
   curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, o.connect_timeout_ms);
   curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, o.total_timeout_ms);
   curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf);
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, &WriteBody);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &body);
+  WriteInto(curl, &body);
   curl_easy_setopt(curl, CURLOPT_USERAGENT, "berth-health/" BERTH_VERSION);
   CURLcode code = curl_easy_perform(curl);
   a.status = ResponseStatus(curl);

@@ -15,23 +15,6 @@
 namespace berth {
 namespace {
 
-struct Body {
-  std::string text;
-  size_t limit = 0;
-  bool truncated = false;
-};
-
-size_t WriteBody(char* data, size_t size, size_t nmemb, void* user) {
-  auto* body = static_cast<Body*>(user);
-  size_t n = size * nmemb;
-  if (body->text.size() + n > body->limit) {
-    body->truncated = true;
-    return 0;  // CURLE_WRITE_ERROR
-  }
-  body->text.append(data, n);
-  return n;
-}
-
 // A server's text on one line, bounded, cut on a character boundary, every control and stray
 // byte shown as \xNN: it reaches the journal, state.json and the operator's terminal.
 std::string Snippet(const std::string& text) { return Excerpt(text, 200); }
@@ -95,7 +78,7 @@ SmokeResult CurlSmokeClient::Send(const std::string& host, int port, const Smoke
   else
     payload["prompt"] = req.prompt;
   std::string post = DumpJson(payload);
-  Body body;
+  BoundedBody body;
   body.limit = options_.max_body_bytes;
   char errbuf[CURL_ERROR_SIZE] = {0};
   struct curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
@@ -111,8 +94,7 @@ SmokeResult CurlSmokeClient::Send(const std::string& host, int port, const Smoke
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
   curl_easy_setopt(c, CURLOPT_POSTFIELDS, post.c_str());
   curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, static_cast<long>(post.size()));
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, &WriteBody);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &body);
+  WriteInto(c, &body);
   curl_easy_setopt(c, CURLOPT_USERAGENT, "berth-smoke/" BERTH_VERSION);
   auto t0 = std::chrono::steady_clock::now();
   CURLcode code = curl_easy_perform(c);

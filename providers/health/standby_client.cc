@@ -14,23 +14,6 @@
 namespace berth {
 namespace {
 
-struct Body {
-  std::string text;
-  size_t limit = 0;
-  bool truncated = false;
-};
-
-size_t WriteBody(char* data, size_t size, size_t nmemb, void* user) {
-  auto* body = static_cast<Body*>(user);
-  size_t n = size * nmemb;
-  if (body->text.size() + n > body->limit) {
-    body->truncated = true;
-    return 0;  // CURLE_WRITE_ERROR
-  }
-  body->text.append(data, n);
-  return n;
-}
-
 std::string Url(const std::string& host, int port, const std::string& path) {
   return "http://" + (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
          std::to_string(port) + path;
@@ -66,7 +49,7 @@ Status CurlStandbyClient::Call(const std::string& method, const std::string& hos
   std::unique_ptr<CURL, decltype(&curl_easy_cleanup)> curl(curl_easy_init(), &curl_easy_cleanup);
   if (!curl) return Status::Internal("cannot start an HTTP client (curl_easy_init failed)");
   const std::string url = Url(host, port, path);
-  Body body;
+  BoundedBody body;
   body.limit = options_.max_body_bytes;
   char errbuf[CURL_ERROR_SIZE] = {0};
   CURL* c = curl.get();
@@ -82,8 +65,7 @@ Status CurlStandbyClient::Call(const std::string& method, const std::string& hos
     curl_easy_setopt(c, CURLOPT_POSTFIELDS, "");
     curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, 0L);
   }
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, &WriteBody);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &body);
+  WriteInto(c, &body);
   curl_easy_setopt(c, CURLOPT_USERAGENT, "berth-standby/" BERTH_VERSION);
   CURLcode code = curl_easy_perform(c);
   *http_status = ResponseStatus(c);

@@ -36,4 +36,24 @@ long ResponseStatus(CURL* easy) {
   return status;
 }
 
+namespace {
+
+size_t AppendBounded(char* data, size_t size, size_t nmemb, void* user) {
+  auto* body = static_cast<BoundedBody*>(user);
+  size_t n = size * nmemb;
+  if (body->text.size() + n > body->limit) {
+    body->truncated = true;
+    return 0;  // makes curl stop with CURLE_WRITE_ERROR
+  }
+  body->text.append(data, n);
+  return n;
+}
+
+}  // namespace
+
+void WriteInto(CURL* easy, BoundedBody* body) {
+  curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, &AppendBounded);
+  curl_easy_setopt(easy, CURLOPT_WRITEDATA, body);
+}
+
 }  // namespace berth

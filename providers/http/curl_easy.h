@@ -25,4 +25,15 @@ std::map<std::string, std::string> ResponseHeaders(CURL* easy);
 /// The HTTP status of the last response of `easy`, 0 when none came.
 long ResponseStatus(CURL* easy);
 
+/// A response body read into memory up to `limit` bytes: past it, `truncated` is set and the
+/// transfer stops (CURLE_WRITE_ERROR). Untrusted answers are never read whole.
+struct BoundedBody {
+  std::string text;
+  size_t limit = 0;
+  bool truncated = false;
+};
+
+/// Points `easy`'s write callback at `body`.
+void WriteInto(CURL* easy, BoundedBody* body);
+
 }  // namespace berth

@@ -32,16 +32,6 @@ class PrewarmTest : public ScenarioTest {
     Vllm("two", "a", {1}, 8001);
     Converge();
   }
-  /// Model `name` (repo org/<name>), complete in the store with `weights` of safetensors.
-  void StoredModel(const std::string& name, uint64_t weights) {
-    Model(name, "org/" + name).revision = Commit(name);
-    InStore("org/" + name, Commit(name), weights).weights_bytes = weights;
-  }
-  void Memory(uint64_t total, uint64_t available) {
-    o.memory.known = true;
-    o.memory.total_bytes = total;
-    o.memory.available_bytes = available;
-  }
   static std::vector<const Note*> NotesOf(const Plan& p, const std::string& address) {
     std::vector<const Note*> out;
     for (const Note& n : p.notes)

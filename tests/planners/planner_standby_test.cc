@@ -35,15 +35,6 @@ class StandbyTest : public ScenarioTest {
     Memory(1000 * kGB, 600 * kGB);
     Converge();
   }
-  void StoredModel(const std::string& name, uint64_t weights) {
-    Model(name, "org/" + name).revision = Commit(name);
-    InStore("org/" + name, Commit(name), weights).weights_bytes = weights;
-  }
-  void Memory(uint64_t total, uint64_t available) {
-    o.memory.known = true;
-    o.memory.total_bytes = total;
-    o.memory.available_bytes = available;
-  }
   void SwitchTo(const std::string& running, const std::string& stopped) {
     d.services[running].state = ServiceState::kRunning;
     d.services[stopped].state = ServiceState::kStopped;

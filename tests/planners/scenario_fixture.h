@@ -19,6 +19,18 @@ class ScenarioTest : public PlannerTest {
     Model("a", "org/a").revision = Commit("a");
     InStore("org/a", Commit("a"), 1000);
   }
+  /// Model `name` (repo org/<name>), pinned, complete in the store with `weights` of
+  /// safetensors.
+  void StoredModel(const std::string& name, uint64_t weights) {
+    Model(name, "org/" + name).revision = Commit(name);
+    InStore("org/" + name, Commit(name), weights).weights_bytes = weights;
+  }
+  /// Host memory as /proc/meminfo would say.
+  void Memory(uint64_t total, uint64_t available) {
+    o.memory.known = true;
+    o.memory.total_bytes = total;
+    o.memory.available_bytes = available;
+  }
   ObservedUnit& UnitOf(const std::string& name) {
     for (auto& u : o.units)
       if (u.name == name) return u;
