@@ -179,6 +179,9 @@ class Pass {
     End(o, code, std::move(s), terminal);
     return false;
   }
+  int64_t MsSince(Clock::TimePoint t0) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(clock_.Now() - t0).count();
+  }
   const char* Verb() const { return o_.apply ? "berth apply" : "berth plan"; }
 
   // The saved plan (when applying one) and the manifest it names, or the manifest given.
@@ -203,7 +206,9 @@ class Pass {
       // the digest must match either way).
       if (manifest_path_.empty()) manifest_path_ = saved_.manifest_path;
     }
+    auto t0 = clock_.Now();
     LoadResult loaded = LoadManifests(manifest_path_);
+    spdlog::debug("loaded the manifests in {} ms", MsSince(t0));
     if (!loaded.ok()) {
       for (const auto& diag : loaded.diagnostics) say_.Error(diag.ToString());
       say_.Error(Plural(loaded.diagnostics.size(), "problem") + " in " + manifest_path_ +
@@ -284,8 +289,7 @@ class Pass {
   bool Observe() {
     auto t0 = clock_.Now();
     auto observed = host_.observer->Observe(desired_);
-    spdlog::debug("observed the host in {} ms",
-                  std::chrono::duration_cast<std::chrono::milliseconds>(clock_.Now() - t0).count());
+    spdlog::debug("observed the host in {} ms", MsSince(t0));
     if (!observed.ok()) {
       say_.Error("berth: " + observed.status().message() + "; nothing was changed");
       return Fail(Outcome::kError, 1, observed.status());
@@ -300,8 +304,10 @@ class Pass {
   }
 
   bool MakeOrCheckPlan() {
+    auto t0 = clock_.Now();
     if (o_.saved_plan_path.empty()) {
       plan_ = MakePlan(desired_, observed_, PlanOpts());
+      spdlog::debug("made the plan of {} actions in {} ms", plan_.actions.size(), MsSince(t0));
     } else {
       std::vector<std::string> why =
           StaleReasons(saved_, desired_.digest, state_.lineage, state_.serial, observed_,
@@ -338,7 +344,9 @@ class Pass {
       }
     }
     plan_shown_ = true;
+    t0 = clock_.Now();
     say_.ShowPlan(plan_, desired_);
+    spdlog::debug("showed the plan in {} ms", MsSince(t0));
     return true;
   }
 
