@@ -25,11 +25,13 @@ class Reader {
  public:
   Reader(InJson& j, std::string path) : j_(j), path_(std::move(path)) {}
 
-  Status Keys(std::initializer_list<const char*> allowed) const {
+  // The allowed keys as views: their lengths are known, so most comparisons end there (10,000
+  // units of 20 keys each compared with 20 names made this a tenth of reading an observation).
+  Status Keys(std::initializer_list<std::string_view> allowed) const {
     if (!j_.is_object()) return Status::InvalidArgument(path_ + ": expected an object");
     for (auto it = j_.begin(); it != j_.end(); ++it) {
       bool found = false;
-      for (const char* a : allowed) found = found || it.key() == a;
+      for (std::string_view a : allowed) found = found || it.key() == a;
       if (!found) return Status::InvalidArgument(path_ + ": unknown key '" + it.key() + "'");
     }
     return Status::Ok();
@@ -295,6 +297,7 @@ Status ReadUnits(InJson& j, Observed* o, UnitsAhead* ahead) {
   BERTH_RETURN_IF_ERROR(rd.Get("known", &o->units_known));
   InJson* items = rd.Child("items");
   BERTH_RETURN_IF_ERROR(ExpectArray(items, "units.items"));
+  if (items) o->units.reserve(items->size());
   for (size_t i = 0; items && i < items->size(); ++i) {
     Result<ObservedUnit> u = ahead && ahead->taken(i) ? ahead->Next(i) : ReadUnit((*items)[i], i);
     if (!u.ok()) return u.status();

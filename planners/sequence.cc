@@ -50,7 +50,7 @@ class Sequencer {
                            draft_.stops.size() + 5 * draft_.starts.size() + draft_.enables.size() +
                            draft_.disables.size() + draft_.model_removals.size() +
                            draft_.unit_removals.size() + 1);
-    plan_->notes = draft_.notes;
+    plan_->notes = std::move(draft_.notes);
     plan_->warnings = o_.warnings;
     for (const auto& w : draft_.warnings) plan_->warnings.push_back(w);
     for (auto& p : draft_.problems) plan_->problems.push_back(p);

@@ -124,8 +124,13 @@ Rendering Render(const Desired& d, const PlanIndex& index, const ServiceSpec& s,
   // What the gates ask /v1/models for: the adapter knows what its server reports.
   if (s.has_engine) r.reported_name = AdapterFor(s.engine).ReportedName(s, ctx);
   r.unit = TryRenderUnit(s, ctx);
-  r.drift = (*r.unit).ok() && u && u->HasFile() && index.Owns(*u) && !u->content.empty() &&
-            Sha256Hex(UnitBody(u->content)) != u->spec_hash;
+  if ((*r.unit).ok() && u && u->HasFile() && index.Owns(*u) && !u->content.empty()) {
+    // A body that is the one berth renders now hashes to its spec_hash (the no-op plan's
+    // common case): no need to hash it again.
+    std::string body = UnitBody(u->content);
+    r.drift = body == UnitBody((*r.unit)->content) ? (*r.unit)->spec_hash != u->spec_hash
+                                                   : Sha256Hex(body) != u->spec_hash;
+  }
   return r;
 }
 

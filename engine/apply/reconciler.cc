@@ -9,8 +9,11 @@
 #include <memory>
 #include <mutex>
 #include <sstream>
+#include <string_view>
+#include <unordered_map>
 
 #include "core/atomic_file.h"
+#include "core/free_at_exit.h"
 #include "core/log.h"
 #include "core/read_file.h"
 #include "core/unit_marker.h"
@@ -86,11 +89,15 @@ void CountUp(const Desired& d, const Observed& o, RunReport* r) {
   r->crash_looping.clear();
   r->restarts.clear();
   r->observed = true;
-  const PlanIndex units(o);
+  // The units by name alone (a PlanIndex indexes everything the planner looks up).
+  std::unordered_map<std::string_view, const ObservedUnit*> units;
+  units.reserve(o.units.size());
+  for (const ObservedUnit& u : o.units) units.emplace(u.name, &u);
   for (const auto& [n, s] : d.services) {
     if (s.state != ServiceState::kRunning) continue;
     ++r->services_wanted;
-    const ObservedUnit* u = units.Unit(s.UnitName());
+    auto found = units.find(s.UnitName());
+    const ObservedUnit* u = found == units.end() ? nullptr : found->second;
     bool up = u && u->IsUp();  // a crash-looping unit is not up, even while it runs
     r->service_up[n] = up;
     r->restarts[n] = u ? u->n_restarts : 0;
@@ -800,6 +807,11 @@ std::string DefaultStateDir() {
 
 Reconciler::Reconciler(ReconcilerDeps deps) : d_(std::move(deps)) {}
 
-RunReport Reconciler::Run(const ReconcileOptions& options) { return Pass(d_, options).Run(); }
+RunReport Reconciler::Run(const ReconcileOptions& options) {
+  auto pass = std::make_unique<Pass>(d_, options);
+  RunReport report = pass->Run();
+  DiscardAtEnd(std::move(pass));
+  return report;
+}
 
 }  // namespace berth

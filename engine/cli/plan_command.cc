@@ -1,5 +1,6 @@
 #include <memory>
 
+#include "core/free_at_exit.h"
 #include "engine/apply/live_host.h"
 #include "engine/apply/reconciler.h"
 #include "engine/cli/commands.h"
@@ -37,9 +38,10 @@ int RunPlan(const PlanCommand& cmd, std::ostream& out, std::ostream& err) {
       return seams;
     };
   }
-  RunReport r = Reconciler(deps).Run(o);
-  if (r.exit_code == kExitChanges && !cmd.detailed_exitcode) return kExitOk;
-  return r.exit_code;
+  auto r = std::make_unique<RunReport>(Reconciler(deps).Run(o));
+  int code = r->exit_code == kExitChanges && !cmd.detailed_exitcode ? kExitOk : r->exit_code;
+  DiscardAtEnd(std::move(r));
+  return code;
 }
 
 }  // namespace berth

@@ -217,27 +217,25 @@ void WritePlanJson(std::ostream& out, const Plan& plan, const Desired& desired) 
   if (!plan.host_matches) w.Field("skip_reason", plan.skip_reason);
   w.Key("resource_changes").BeginArray();
   // The actions are written on two threads, a batch at a time (a bounded text held at once),
-  // each half into a text of its own, joined in order: most of a JSON plan of many services
-  // is these, and each depends on its action alone.
-  constexpr size_t kBatch = 2048, kWorthAThread = 64;
-  std::string second_half;
+  // each half into a text of its own, written out in order: most of a JSON plan of many
+  // services is these, and each depends on its action alone.
+  constexpr size_t kBatch = 512, kWorthAThread = 64;
+  std::string halves[2];
+  auto flush = [&out](std::string& part) {
+    out.write(part.data(), static_cast<std::streamsize>(part.size()));
+    part.clear();
+  };
+  flush(text);
   for (size_t from = 0; from < plan.actions.size(); from += kBatch) {
     size_t to = std::min(from + kBatch, plan.actions.size()), split = from + (to - from) / 2;
-    second_half.clear();
-    bool split_made = false;
     auto make = [&](size_t first, size_t last) {
-      std::string* into = &text;
-      if (first == split && first != from) {
-        into = &second_half;
-        split_made = true;
-      }
+      std::string* into = &halves[first == split && first != from ? 1 : 0];
       JsonWriter part = JsonWriter::InArray(into, 1, first == 0);
       for (size_t i = first; i < last; ++i) WriteAction(part, plan.actions[i], i);
     };
     SplitOverTwoThreads(from, split, to, true, kWorthAThread, make);
-    if (split_made) text += second_half;
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    text.clear();
+    flush(halves[0]);
+    flush(halves[1]);
   }
   // The parts wrote the items; this writer closes the array.
   w.ItemsWrittenElsewhere(!plan.actions.empty()).EndArray();

@@ -1,6 +1,7 @@
 // Planner scenarios: service states, unit drift and reloads, strategies, disk, downloads and
 // pruning. Each asserts the exact actions, their order and their reasons, and proves convergence
 // where the plan can run. GPU, port and ordering scenarios are in planner_resources_test.cc.
+#include "core/unit_marker.h"
 #include "tests/planners/scenario_fixture.h"
 
 namespace berth::testing {
@@ -126,6 +127,26 @@ TEST_F(ScenarioTest, AFailedUnitIsStartedAgainWithReasonFailed) {
   EXPECT_THAT(p.actions[0].detail, HasSubstr("GPU 0, port 8000: failed; starting again"));
   EXPECT_THAT(p.actions[1].detail, HasSubstr("GET /health until 200"));
   Converge();
+}
+
+// A unit whose body is what berth renders but whose hash line was edited is drift too (the
+// planner does not hash a body again that is the rendered one; the recorded hash still counts).
+TEST_F(ScenarioTest, AUnitWhoseHashLineAloneWasEditedIsRestoredWithoutARestart) {
+  OneModel();
+  Vllm("svc", "a", {0}, 8000);
+  Converge();
+  EXPECT_TRUE(PlanNow().empty());
+  ObservedUnit& u = UnitOf("svc.service");
+  const std::string zeros(64, '0');
+  EditUnit("svc.service", std::string(kSpecHashKey) + u.spec_hash, kSpecHashKey + zeros);
+  u.spec_hash = UnitSpecHash(u.content);
+  ASSERT_EQ(u.spec_hash, zeros);
+  Plan p = PlanNow();
+  ASSERT_FALSE(p.blocked()) << Problems(p);
+  EXPECT_THAT(Steps(p), ElementsAre("write-unit unit/svc.service unit_drift",
+                                    "daemon-reload systemd unit_files_changed"));
+  Converge();
+  EXPECT_TRUE(PlanNow().empty());
 }
 
 TEST_F(ScenarioTest, AHandEditedUnitIsRewrittenAndItsRunningServiceRestarted) {
