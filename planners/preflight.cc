@@ -153,16 +153,16 @@ bool WantsEngineCheck(const ServiceSpec& s) {
          s.engine == EngineKind::kLlamaServer;
 }
 
-Action EngineCheckAction(const ServiceSpec& s, const std::string& address, const UnitExec& exec) {
+Action EngineCheckAction(const ServiceSpec& s, const std::string& address, UnitExec exec) {
   Action a = MakeAction(ActionKind::kPreflight, address, Reason::kEngineCheck);
   a.unit = s.UnitName();
   PreflightStep& p = a.As<PreflightStep>();
   p.engine = EngineName(s.engine);
-  p.argv = exec.argv;
-  p.env = exec.env;
-  p.env_file = exec.env_file;
+  p.argv = std::move(exec.argv);
+  p.env = std::move(exec.env);
+  p.env_file = std::move(exec.env_file);
   p.timeout_ms = s.preflight ? s.preflight->timeout_ms : PreflightSpec{}.timeout_ms;
-  const std::string exe = exec.argv.empty() ? std::string() : exec.argv[0];
+  const std::string exe = p.argv.empty() ? std::string() : p.argv[0];
   std::string what;
   switch (s.engine) {
     case EngineKind::kVllm:

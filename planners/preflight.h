@@ -35,6 +35,6 @@ bool WantsEngineCheck(const ServiceSpec& s);
 /// The engine check of `s` (reason kEngineCheck): the check program of its engine (a file name
 /// in berth's engine-check folder, where the executor runs it from), for what its unit runs
 /// (`exec`); the executor runs it with the unit's environment.
-Action EngineCheckAction(const ServiceSpec& s, const std::string& address, const UnitExec& exec);
+Action EngineCheckAction(const ServiceSpec& s, const std::string& address, UnitExec exec);
 
 }  // namespace berth

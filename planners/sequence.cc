@@ -111,9 +111,11 @@ class Sequencer {
       if (!t.spec) continue;
       auto exec = draft_.execs.find(t.unit);
       if (draft_.engine_check_dir && WantsEngineCheck(*t.spec) && exec != draft_.execs.end()) {
-        if (!draft_.engine_check_dir->empty())
-          Emit(EngineCheckAction(*t.spec, t.address, exec->second));
-        else
+        if (!draft_.engine_check_dir->empty()) {
+          // Each started unit's exec is read here alone: moved into its check, not copied.
+          Emit(EngineCheckAction(*t.spec, t.address, std::move(exec->second)));
+          draft_.execs.erase(exec);
+        } else
           unchecked += (unchecked.empty() ? "" : ", ") + t.address;
       }
       if (std::optional<Action> a = PreflightAction(*t.spec, t.address)) Emit(*a);
