@@ -101,6 +101,7 @@ void DiffModels(const Desired& desired, const PlanIndex& index, Draft* draft);
 void DiffServices(const Desired& desired, const PlanIndex& index, const std::string& berth_version,
                   bool render_on_two_threads, Draft* draft);
 /// Orders the draft into the plan's actions and checks disk, GPU memory and ports at each step.
-void Sequence(const Desired& desired, const PlanIndex& index, Draft draft, Plan* plan);
+/// What it places is moved out of `draft`; its models stay (the prewarms read them after).
+void Sequence(const Desired& desired, const PlanIndex& index, Draft* draft, Plan* plan);
 
 }  // namespace berth

@@ -186,10 +186,11 @@ void DiffModels(const Desired& d, const PlanIndex& index, Draft* draft) {
     if (s.state == ServiceState::kRunning)
       for (const std::string& key : s.ModelKeys()) served.insert(key);
   // In name order (d.models is a map): FindResolved relies on it.
+  draft->models.reserve(d.models.size());
   for (const auto& [name, m] : d.models) {
     ResolvedModel r = Resolve(d, m, index);
     r.used = served.count(name) > 0;
-    draft->models.push_back(r);
+    draft->models.push_back(std::move(r));
   }
   // repo_id -> the models of the manifest naming it (draft->models no longer grows).
   std::unordered_map<std::string, std::vector<const ResolvedModel*>> of_repo;

@@ -40,14 +40,13 @@ Plan MakePlan(const Desired& desired, const Observed& observed, const PlanOption
   const Desired& resolved = with_state_only ? *with_state_only : desired;
   DiffModels(resolved, index, &draft);
   DiffServices(resolved, index, options.berth_version, options.render_on_two_threads, &draft);
-  const ReportedNames names = draft.reported_names;
-  const std::vector<ResolvedModel> models = draft.models;  // (the prewarms' sizes)
-  Sequence(resolved, index, std::move(draft), &plan);
+  const ReportedNames& names = draft.reported_names;
+  Sequence(resolved, index, &draft, &plan);
   ApplyRelativeFloors(resolved, index, &plan);
   EstimateDarkWindows(observed, &plan);
   ApplyStateRules(resolved, observed, names, &plan);
   // Last of the passes that insert steps: the step numbers its words name stay right.
-  PlanPrewarms(resolved, observed, models, &plan);
+  PlanPrewarms(resolved, observed, draft.models, &plan);
   StampFloorSettings(index, &plan);
   MarkTurnsAndGroups(&plan);
   return plan;

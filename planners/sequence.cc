@@ -23,13 +23,8 @@ namespace {
 
 class Sequencer {
  public:
-  Sequencer(const Desired& d, const PlanIndex& index, Draft draft, Plan* plan)
-      : d_(d),
-        o_(index.observed()),
-        index_(index),
-        draft_(std::move(draft)),
-        plan_(plan),
-        host_(d, index) {
+  Sequencer(const Desired& d, const PlanIndex& index, Draft* draft, Plan* plan)
+      : d_(d), o_(index.observed()), index_(index), draft_(*draft), plan_(plan), host_(d, index) {
     // The first stop and the first restart of each unit, and its enables and disables.
     for (const Transition& t : draft_.stops) stop_of_.emplace(t.unit, &t);
     stops_left_ = stop_of_.size();
@@ -42,7 +37,7 @@ class Sequencer {
   }
 
   void Run() {
-    // Room for the steps from the start: 33,000 actions (856 bytes each) in a vector that
+    // Room for the steps from the start: 33,000 actions (432 bytes each) in a vector that
     // doubles held three times their size while it moved, the peak of a plan of 10,000
     // services. A start usually brings five (its checks, prewarm, start and health gate); more
     // gates or a front grow the vector as before.
@@ -702,7 +697,7 @@ class Sequencer {
   const Desired& d_;
   const Observed& o_;
   const PlanIndex& index_;
-  Draft draft_;
+  Draft& draft_;  // what is placed is moved out of it
   Plan* plan_;
   HostLedger host_;
   // Unit -> its first stop, its first restart (in draft_), its enables and disables (indexes in
@@ -738,23 +733,23 @@ class Sequencer {
 
 }  // namespace
 
-void Sequence(const Desired& d, const PlanIndex& index, Draft draft, Plan* plan) {
+void Sequence(const Desired& d, const PlanIndex& index, Draft* draft, Plan* plan) {
   const Observed& o = index.observed();
   std::string why = o.gpu_error.empty() ? std::string("GPUs not observed") : o.gpu_error;
   if (!o.gpus_known && d.host.gpus) {
-    draft.warnings.push_back("GPU memory checked against the manifest's host.gpus (" +
-                             std::to_string(d.host.gpus->count) + " × " +
-                             FormatGiB(d.host.gpus->memory_bytes) +
-                             "), counting only berth's running services: " + why);
+    draft->warnings.push_back("GPU memory checked against the manifest's host.gpus (" +
+                              std::to_string(d.host.gpus->count) + " × " +
+                              FormatGiB(d.host.gpus->memory_bytes) +
+                              "), counting only berth's running services: " + why);
   } else if (!o.gpus_known) {
-    draft.warnings.push_back("GPU memory checks skipped: " + why +
-                             " (state host.gpus in the manifest to check against it)");
+    draft->warnings.push_back("GPU memory checks skipped: " + why +
+                              " (state host.gpus in the manifest to check against it)");
   }
   if (!o.ports_known)
-    draft.warnings.push_back(
+    draft->warnings.push_back(
         "port checks limited to berth's own services: listening ports "
         "not observed");
-  Sequencer(d, index, std::move(draft), plan).Run();
+  Sequencer(d, index, draft, plan).Run();
 }
 
 }  // namespace berth

@@ -53,7 +53,7 @@ TEST(VllmKeys, EveryKeyLoadsIntoTheServicesOptions) {
         draft_tensor_parallel_size: 1
 )"));
   ASSERT_THAT(testing::ToStrings(r), IsEmpty());
-  const VllmOptions& o = r.desired.services.at("v").vllm;
+  const VllmOptions& o = *r.desired.services.at("v").vllm;
   EXPECT_EQ(o.tensor_parallel_size, 2);
   EXPECT_EQ(o.data_parallel_size, 2);
   EXPECT_TRUE(o.trust_remote_code);
@@ -72,7 +72,7 @@ TEST(VllmKeys, EveryKeyLoadsIntoTheServicesOptions) {
 TEST(VllmKeys, LeftOutTheyRenderNothing) {
   LoadResult r = Load(Service("    vllm: {tensor_parallel_size: 4}\n"));
   ASSERT_THAT(testing::ToStrings(r), IsEmpty());
-  const VllmOptions& o = r.desired.services.at("v").vllm;
+  const VllmOptions& o = *r.desired.services.at("v").vllm;
   EXPECT_EQ(o.data_parallel_size, 1);
   EXPECT_FALSE(o.trust_remote_code);
   EXPECT_EQ(o.tool_call_parser, "");
