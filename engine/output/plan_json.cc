@@ -219,7 +219,7 @@ void WritePlanJson(std::ostream& out, const Plan& plan, const Desired& desired) 
   // The actions are written on two threads, a batch at a time (a bounded text held at once),
   // each half into a text of its own, written out in order: most of a JSON plan of many
   // services is these, and each depends on its action alone.
-  constexpr size_t kBatch = 512, kWorthAThread = 64;
+  constexpr size_t kBatch = 256, kWorthAThread = 64;
   std::string halves[2];
   auto flush = [&out](std::string& part) {
     out.write(part.data(), static_cast<std::streamsize>(part.size()));

@@ -72,7 +72,7 @@ TEST(PlanJsonTest, StreamedTextIsWhatOneDumpOfTheDocumentGives) {
   EXPECT_EQ(text, DumpJson(nlohmann::ordered_json::parse(text), 2) + "\n");
 }
 
-// A plan of thousands of actions: their texts are made on two threads in batches of 2,048
+// A plan of thousands of actions: their texts are made on two threads in batches of 256
 // (WritePlanJson); the whole must still be what one dump of the document gives, every step in
 // its place.
 TEST(PlanJsonTest, AThousandsOfStepsPlanIsStillOneDumpWithEveryStepInItsPlace) {
