@@ -11,10 +11,21 @@
 #include <string_view>
 #include <utility>
 
+#include "core/json_scan.h"
+
 namespace berth {
 
 /// `text` as nlohmann reads it, or nullopt when the fast reader leaves it to nlohmann.
 std::optional<nlohmann::json> ReadJsonFast(std::string_view text);
+
+/// Reads the object items of a JsonItemSink's array itself, without a document: it is given
+/// each item's calls, from its StartObject to the matching EndObject, then Done.
+class JsonItemReader : public JsonHandler {
+ public:
+  /// Item `index` was read; `text` is its JSON text, for a reader that met something it does
+  /// not read itself and reads the item again as a document.
+  virtual void Done(size_t index, std::string_view text) = 0;
+};
 
 /// Takes the objects of one array, root[object_key][array_key], as each closes, while the
 /// document is built: the document holds null in their place, so that an array of many big
@@ -29,6 +40,9 @@ class JsonItemSink {
   virtual void Reset() = 0;
   /// Item `index` of the array, an object; it is set to null after the call.
   virtual void Take(size_t index, nlohmann::json& item) = 0;
+  /// A reader of the items themselves: then no item object is built and Take is not called
+  /// (the document holds null in each item's place). nullptr: build them.
+  virtual JsonItemReader* ItemReader() { return nullptr; }
   const std::string& object_key() const { return object_key_; }
   const std::string& array_key() const { return array_key_; }
 

@@ -9,7 +9,9 @@ namespace {
 class Scanner {
  public:
   Scanner(std::string_view text, JsonHandler& h)
-      : p_(text.data()), end_(text.data() + text.size()), h_(h) {}
+      : p_(text.data()), end_(text.data() + text.size()), h_(h) {
+    h_.SetCursor(&p_, text.data());
+  }
 
   bool Run() {
     // The containers open: '{' or '['. Each state below continues the one on top.

@@ -34,6 +34,19 @@ class JsonHandler {
   virtual void EndObject() = 0;
   virtual void StartArray() = 0;
   virtual void EndArray() = 0;
+
+  /// Where ScanJson is in its text during a call: just past what it has read (in StartObject,
+  /// past the '{' and the spaces after it; in EndObject, past the '}'). Only during a call.
+  size_t Offset() const { return static_cast<size_t>(*cursor_ - begin_); }
+  /// Called by ScanJson before the first call.
+  void SetCursor(const char* const* cursor, const char* begin) {
+    cursor_ = cursor;
+    begin_ = begin;
+  }
+
+ private:
+  const char* const* cursor_ = nullptr;
+  const char* begin_ = nullptr;
 };
 
 /// Reads `text` as one JSON value (whitespace around it allowed), calling `h` as it goes.

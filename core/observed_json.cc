@@ -6,6 +6,7 @@
 
 #include "core/json_read.h"
 #include "core/json_text.h"
+#include "core/observed_unit_reader.h"
 #include "core/unit_marker.h"
 #include "core/untrusted_text.h"
 
@@ -218,6 +219,13 @@ std::string DefaultContentNote(const ObservedUnit& u) {
              : "";
 }
 
+// What a unit's reader derives, never a second source: the lineage from the text, and the
+// default content note when the unit did not say one.
+void Derive(bool has_note, ObservedUnit* u) {
+  if (!has_note) u->content_note = DefaultContentNote(*u);
+  u->lineage = u->managed ? UnitLineage(u->content) : "";
+}
+
 // Item `i` of units.items.
 Result<ObservedUnit> ReadUnit(InJson& item, size_t i) {
   Reader ru(item, "units.items[" + std::to_string(i) + "]");
@@ -237,11 +245,8 @@ Result<ObservedUnit> ReadUnit(InJson& item, size_t i) {
   BERTH_RETURN_IF_ERROR(ru.Get("managed", &u.managed));
   BERTH_RETURN_IF_ERROR(ru.Get("spec_hash", &u.spec_hash));
   BERTH_RETURN_IF_ERROR(ru.Get("content", &u.content));
-  if (ru.Child("content_note"))
-    BERTH_RETURN_IF_ERROR(ru.Get("content_note", &u.content_note));
-  else
-    u.content_note = DefaultContentNote(u);
-  u.lineage = u.managed ? UnitLineage(u.content) : "";  // derived, never a second source
+  const bool has_note = ru.Child("content_note") != nullptr;
+  if (has_note) BERTH_RETURN_IF_ERROR(ru.Get("content_note", &u.content_note));
   BERTH_RETURN_IF_ERROR(ru.Get("main_pid", &u.main_pid));
   BERTH_RETURN_IF_ERROR(ru.Get("need_daemon_reload", &u.need_daemon_reload));
   BERTH_RETURN_IF_ERROR(ru.Get("drop_in_paths", &u.drop_in_paths));
@@ -252,6 +257,7 @@ Result<ObservedUnit> ReadUnit(InJson& item, size_t i) {
   BERTH_RETURN_IF_ERROR(ru.Get("exec_main_status", &u.exec_main_status));
   BERTH_RETURN_IF_ERROR(ru.Get("active_enter_usec", &u.active_enter_usec));
   BERTH_RETURN_IF_ERROR(ru.Get("crash_looping", &u.crash_looping));
+  Derive(has_note, &u);
   return u;
 }
 
@@ -259,7 +265,11 @@ Result<ObservedUnit> ReadUnit(InJson& item, size_t i) {
 // observation's path: 10,000 units' objects are never held at once); the document holds null
 // in their place. Errors wait for ReadUnits to reach their item, so that the first error in
 // document order is the one reported, as when the document is read whole.
-class UnitsAhead : public JsonItemSink {
+//
+// Each unit is read from the scanner's calls (ObservedUnitReader), without a document of its
+// own; one the reader finds odd (an unknown or repeated key, a wrong type) is read again from
+// its text as a document by ReadUnit, which words what is wrong as it always has.
+class UnitsAhead : public JsonItemSink, public JsonItemReader {
  public:
   UnitsAhead() : JsonItemSink("units", "items") {}
   void Reset() override {
@@ -268,14 +278,41 @@ class UnitsAhead : public JsonItemSink {
     error_.reset();
   }
   void Take(size_t i, nlohmann::json& item) override {
-    if (taken_.size() <= i) taken_.resize(i + 1, false);
-    taken_[i] = true;
-    if (error_) return;  // nothing after the first error is read
-    Result<ObservedUnit> u = ReadUnit(item, i);
-    if (u.ok())
-      units_.push_back(std::move(*u));
-    else
-      error_.emplace(i, u.status());
+    Taken(i, [&] { return ReadUnit(item, i); });
+  }
+  JsonItemReader* ItemReader() override { return this; }
+
+  // JsonItemReader: the calls of one item, then Done.
+  void StartObject() override { ++depth_ == 1 ? reader_.Begin() : reader_.Odd(); }
+  void EndObject() override { --depth_; }
+  void StartArray() override { reader_.StartArray(); }
+  void EndArray() override { reader_.EndArray(); }
+  void Key(std::string_view k) override {
+    if (depth_ == 1) reader_.Key(k);
+  }
+  void String(std::string_view s) override { reader_.String(s); }
+  void Null() override { reader_.Null(); }
+  void Boolean(bool b) override { reader_.Boolean(b); }
+  void Signed(int64_t v) override { reader_.Signed(v); }
+  void Unsigned(uint64_t v) override { reader_.Unsigned(v); }
+  void Float(double) override { reader_.Odd(); }
+  void Done(size_t i, std::string_view text) override {
+    Taken(i, [&]() -> Result<ObservedUnit> {
+      if (!reader_.odd()) {
+        bool has_note = false;
+        ObservedUnit u = reader_.Take(&has_note);
+        Derive(has_note, &u);
+        return u;
+      }
+      InJson item;
+      try {
+        std::optional<InJson> fast = ReadJsonFast(text);
+        item = fast ? std::move(*fast) : InJson::parse(text);
+      } catch (const nlohmann::json::exception& e) {  // not reached: the scanner read it
+        return Status::InvalidArgument("units.items[" + std::to_string(i) + "]: " + e.what());
+      }
+      return ReadUnit(item, i);
+    });
   }
   bool taken(size_t i) const { return i < taken_.size() && taken_[i]; }
   /// The unit of taken item `i` (items are taken in order; call once per item, in order).
@@ -285,10 +322,24 @@ class UnitsAhead : public JsonItemSink {
   }
 
  private:
+  template <class Read>
+  void Taken(size_t i, Read read) {
+    if (taken_.size() <= i) taken_.resize(i + 1, false);
+    taken_[i] = true;
+    if (error_) return;  // nothing after the first error is read
+    Result<ObservedUnit> u = read();
+    if (u.ok())
+      units_.push_back(std::move(*u));
+    else
+      error_.emplace(i, u.status());
+  }
+
   std::vector<ObservedUnit> units_;  // the taken items read without error, in order
   std::vector<bool> taken_;          // by index
   std::optional<std::pair<size_t, Status>> error_;
   size_t next_ = 0;
+  ObservedUnitReader reader_;  // the item being read
+  int depth_ = 0;              // of objects, in it
 };
 
 Status ReadUnits(InJson& j, Observed* o, UnitsAhead* ahead) {

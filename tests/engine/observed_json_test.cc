@@ -375,6 +375,72 @@ TEST(ObservedJson, UnitsReadAheadGiveWhatTheWholeDocumentGives) {
   EXPECT_EQ(errors, 8);
 }
 
+// The units of a saved observation are read from the scanner's calls (ObservedUnitReader); one
+// it finds odd is read again as a document. Whatever a unit holds, the result (or the error's
+// words) is what reading the whole document gives: values in range, out of range, of another
+// type, null, repeated keys, nested values, escapes, the derived lineage and content note.
+TEST(ObservedJson, UnitsReadFromTheScannerGiveWhatTheDocumentGivesForEveryOddUnit) {
+  const std::string managed =
+      R"("content": "# Managed by berth 0.1.0. Edits are drift: berth rewrites this file.\n)"
+      R"(# berth-spec-hash: 00\n# berth-lineage: 5eed0000b0a7c4f1e2d3c4b5a6978812\n[Unit]\n")";
+  const std::vector<std::string> extras = {
+      R"("main_pid": 42, "exec_main_status": -9, "n_restarts": 3, "active_enter_usec": 17)",
+      R"("main_pid": -2147483648, "exec_main_status": 2147483647)",
+      R"("main_pid": 3000000000)",
+      R"("main_pid": -3000000000)",
+      R"("main_pid": 1.5)",
+      R"("main_pid": true)",
+      R"("main_pid": "7")",
+      R"("n_restarts": -1)",
+      R"("n_restarts": 5000000000)",
+      R"("active_enter_usec": -1)",
+      R"("active_enter_usec": 18446744073709551615)",
+      R"("managed": 1)",
+      R"("managed": null, "main_pid": null, "result": null)",
+      R"("crash_looping": true, "need_daemon_reload": false)",
+      R"("load_state": 5)",
+      R"("load_state": ["loaded"])",
+      R"("result": {"a": 1})",
+      R"("content_note": null, "fragment_path": "/etc/x", "content_hash": "ab")",
+      R"("content_note": "", "fragment_path": "/etc/x", "content_hash": "ab")",
+      R"("content_note": 5)",
+      R"("drop_in_paths": ["/etc/a.conf", "/etc/b.conf"])",
+      R"("drop_in_paths": [])",
+      R"("drop_in_paths": null)",
+      R"("drop_in_paths": ["a", 1])",
+      R"("drop_in_paths": ["a", null])",
+      R"("drop_in_paths": [["a"]])",
+      R"("drop_in_paths": "a")",
+      R"("load_state": "loaded", "load_state": "masked")",
+      R"("bogus": 1)",
+      R"("content": "caf\u00e9 \"q\" \\ \n\t\ud83d\ude00")",
+      R"("managed": true, )" + managed,
+      managed + R"(, "managed": true, "spec_hash": "00")",
+  };
+  int oks = 0, errors = 0;
+  for (const std::string& extra : extras) {
+    std::string in = R"({"format_version": 1, "units": {"known": true, "items": [)"
+                     R"({"name": "first.service"},  {  "name" : "u.service" , )" +
+                     extra + R"( }, {"name": "last.service"}]}})";
+    Result<Observed> whole = ObservedFromJson(in, "o.json");
+    std::shared_ptr<void> leftover;
+    Result<Observed> ahead = ObservedFromJson(std::string(in), "o.json", &leftover);
+    ASSERT_EQ(whole.ok(), ahead.ok()) << extra << "\n"
+                                      << whole.status().message() << "\n"
+                                      << ahead.status().message();
+    ++(whole.ok() ? oks : errors);
+    if (whole.ok()) {
+      EXPECT_EQ(ObservedToJson(*whole), ObservedToJson(*ahead)) << extra;
+      ASSERT_EQ(ahead->units.size(), 3u) << extra;
+      EXPECT_EQ(ahead->units[1].lineage, whole->units[1].lineage) << extra;
+    } else {
+      EXPECT_EQ(whole.status().message(), ahead.status().message()) << extra;
+    }
+  }
+  EXPECT_EQ(oks, 21);
+  EXPECT_EQ(errors, 11);
+}
+
 // SavedObserver reads on a thread of its own: the first Observe takes that read, a second
 // reads the file again, one never asked is dropped without waiting on it forever, and a file
 // that is not there says what to do.
