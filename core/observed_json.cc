@@ -1,6 +1,7 @@
 #include "core/observed_json.h"
 
 #include <charconv>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <type_traits>
 
@@ -49,6 +50,18 @@ class Reader {
           *out = std::move(it->template get_ref<std::string&>());
           return Status::Ok();
         }
+      }
+      // An integer field takes an integer in its range, nothing nlohmann would convert (a
+      // float truncated, a boolean as 0 or 1, a value wrapped into the type).
+      if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+        if (!it->is_number_integer()) throw nlohmann::json::type_error::create(302, "", nullptr);
+        bool fits = it->is_number_unsigned()
+                        ? it->template get<uint64_t>() <= uint64_t{std::numeric_limits<T>::max()}
+                        : std::is_signed_v<T> &&
+                              it->template get<int64_t>() >= int64_t{std::numeric_limits<T>::min()};
+        if (!fits)
+          return Status::InvalidArgument(path_ + "." + key + ": " + it->dump() +
+                                         " is out of range");
       }
       *out = it->template get<T>();
     } catch (const nlohmann::json::exception&) {

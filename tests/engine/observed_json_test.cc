@@ -437,8 +437,40 @@ TEST(ObservedJson, UnitsReadFromTheScannerGiveWhatTheDocumentGivesForEveryOddUni
       EXPECT_EQ(whole.status().message(), ahead.status().message()) << extra;
     }
   }
-  EXPECT_EQ(oks, 21);
-  EXPECT_EQ(errors, 11);
+  EXPECT_EQ(oks, 14);
+  EXPECT_EQ(errors, 18);
+}
+
+// An integer field takes an integer in its range: nothing is truncated, wrapped or taken from a
+// boolean (a PID of 3,000,000,000 became a negative one; 1e23 was undefined behaviour).
+TEST(ObservedJson, AnIntegerFieldRefusesFloatsBooleansAndValuesOutOfItsRange) {
+  auto read = [](const std::string& unit_extra) {
+    return ObservedFromJson(
+        R"({"format_version": 1, "units": {"items": [{"name": "u.service", )" + unit_extra + "}]}}",
+        "o.json");
+  };
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {R"("main_pid": 1.5)", "units.items[0].main_pid: wrong type (number)"},
+      {R"("main_pid": 99999999999999999999999)", "units.items[0].main_pid: wrong type (number)"},
+      {R"("main_pid": true)", "units.items[0].main_pid: wrong type (boolean)"},
+      {R"("main_pid": 3000000000)", "units.items[0].main_pid: 3000000000 is out of range"},
+      {R"("n_restarts": -1)", "units.items[0].n_restarts: -1 is out of range"},
+      {R"("n_restarts": 4294967296)", "units.items[0].n_restarts: 4294967296 is out of range"},
+      {R"("active_enter_usec": -1)", "units.items[0].active_enter_usec: -1 is out of range"},
+  };
+  for (const auto& [extra, words] : refused) {
+    Result<Observed> o = read(extra);
+    ASSERT_FALSE(o.ok()) << extra;
+    EXPECT_THAT(o.status().message(), HasSubstr(words)) << extra;
+  }
+  Result<Observed> edges =
+      read(R"("main_pid": 2147483647, "exec_main_status": -2147483648, "n_restarts": 4294967295, )"
+           R"("active_enter_usec": 18446744073709551615)");
+  ASSERT_TRUE(edges.ok()) << edges.status().message();
+  EXPECT_EQ(edges->units[0].main_pid, 2147483647);
+  EXPECT_EQ(edges->units[0].exec_main_status, -2147483647 - 1);
+  EXPECT_EQ(edges->units[0].n_restarts, 4294967295u);
+  EXPECT_EQ(edges->units[0].active_enter_usec, 18446744073709551615ull);
 }
 
 // SavedObserver reads on a thread of its own: the first Observe takes that read, a second
