@@ -9,12 +9,19 @@ namespace berth {
 namespace {
 
 // "…" with C escapes for quotes, backslashes and control characters, % → %% (specifiers), and
-// $ → $$ where systemd would expand variables.
+// $ → $$ where systemd would expand variables. Runs of other bytes are copied whole (every
+// argument of every unit of a plan passes here).
 std::string Quote(const std::string& text, bool escape_dollar) {
   std::string out;
   out.reserve(text.size() + 8);
   out += '"';
-  for (unsigned char c : text) {
+  size_t plain = 0;  // where the run of bytes copied as they are began
+  for (size_t i = 0; i < text.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x20 && c != 0x7f && c != '\\' && c != '"' && c != '%' && (c != '$' || !escape_dollar))
+      continue;
+    out.append(text, plain, i - plain);
+    plain = i + 1;
     switch (c) {
       case '\\':
         out += "\\\\";
@@ -26,7 +33,7 @@ std::string Quote(const std::string& text, bool escape_dollar) {
         out += "%%";
         break;
       case '$':
-        out += escape_dollar ? "$$" : "$";
+        out += "$$";
         break;
       case '\n':
         out += "\\n";
@@ -37,16 +44,14 @@ std::string Quote(const std::string& text, bool escape_dollar) {
       case '\r':
         out += "\\r";
         break;
-      default:
-        if (c < 0x20 || c == 0x7f) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\x%02x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
+      default: {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\x%02x", c);
+        out += buf;
+      }
     }
   }
+  out.append(text, plain, std::string::npos);
   out += '"';
   return out;
 }

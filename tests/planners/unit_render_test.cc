@@ -148,6 +148,22 @@ TEST(DiffUnits, AHandEditedExecStartWithABadEscapeIsStillDiffed) {
   EXPECT_THAT(diff.detail, HasSubstr("ExecStart changed"));
 }
 
+// Every byte but NUL, alone and between plain runs, comes back from ExecStart= as it was
+// written (SplitExecLine, QuoteExecArg's inverse): the quoting copies plain runs whole and
+// escapes the rest.
+TEST(UnitValue, EveryByteOfAnArgumentComesBackFromTheExecLine) {
+  for (int c = 1; c < 256; ++c) {
+    for (const std::string& arg : {std::string(1, static_cast<char>(c)),
+                                   "ab" + std::string(1, static_cast<char>(c)) + "cd%$\\\"e"}) {
+      Result<std::string> quoted = UnitValue(UnitValueKind::kExecArg, "args", arg);
+      ASSERT_TRUE(quoted.ok()) << c;
+      std::vector<std::string> words = SplitExecLine("/bin/x " + *quoted);
+      ASSERT_EQ(words.size(), 2u) << c << " " << *quoted;
+      EXPECT_EQ(words[1], arg) << c << " " << *quoted;
+    }
+  }
+}
+
 TEST(UnitValue, EachDirectiveIsWrittenByItsOwnRules) {
   EXPECT_EQ(*UnitValue(UnitValueKind::kExecArg, "args", "%h $HOME"), "\"%%h $$HOME\"");
   EXPECT_EQ(*UnitValue(UnitValueKind::kEnvAssignment, "env A", "A=%n $X"), "\"A=%%n $X\"");
