@@ -148,7 +148,7 @@ JsonWriter& JsonWriter::Unsigned(uint64_t n) {
 }
 
 // nlohmann's own number format (shortest round trip, "1.0" for a whole number, null for NaN).
-JsonWriter& JsonWriter::Value(double d) { return Raw(nlohmann::ordered_json(d).dump()); }
+JsonWriter& JsonWriter::Value(double d) { return Raw(DumpJson(nlohmann::ordered_json(d))); }
 
 JsonWriter& JsonWriter::Value(const nlohmann::ordered_json& j) {
   BeforeValue();
