@@ -451,7 +451,9 @@ class FakeVllmTest(FakeVllmFixture):
             if "loading weights" in line:
                 break
         p.send_signal(signal.SIGTERM)
-        self.assertEqual(self.finish(p)[0], 0)
+        # A hang guard, not a speed check: a lost signal would leave it asleep for 30 s, then
+        # serving. 5 s was once too short for a CI machine busy with the sandboxed e2e tests.
+        self.assertEqual(self.finish(p, timeout=20.0)[0], 0)
 
     def test_make_model_writes_valid_safetensors(self):
         with open(os.path.join(self.model, "model-00001-of-00002.safetensors"), "rb") as f:
