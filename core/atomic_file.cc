@@ -1,10 +1,13 @@
 #include "core/atomic_file.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 
 namespace berth {
@@ -56,6 +59,28 @@ Status WriteFileAtomically(const std::string& path, std::string_view data, unsig
     ::close(dfd);
   }
   return Status::Ok();
+}
+
+std::vector<std::string> RemoveOrphanedTempFiles(const std::string& dir) {
+  std::vector<std::string> removed;
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return removed;
+  while (const dirent* e = ::readdir(d)) {
+    std::string_view name = e->d_name;
+    size_t at = name.rfind(".tmp.");
+    if (name.size() < 2 || name[0] != '.' || at == std::string_view::npos || at == 0) continue;
+    std::string_view digits = name.substr(at + 5);
+    long pid = 0;
+    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), pid);
+    if (ec != std::errc() || end != digits.data() + digits.size() || pid <= 0) continue;
+    if (pid <= INT32_MAX && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH)) continue;
+    std::string path = dir + "/" + std::string(name);
+    struct stat st;
+    if (::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::unlink(path.c_str()) == 0)
+      removed.emplace_back(name);
+  }
+  ::closedir(d);
+  return removed;
 }
 
 }  // namespace berth

@@ -49,6 +49,11 @@ class JsonHandler {
   const char* begin_ = nullptr;
 };
 
+/// Whether `text` opens more than `limit` arrays and objects inside one another (strings
+/// skipped, escapes too; nothing else checked). nlohmann's parser recurses per level and a hostile
+/// "[[[[..." 60,000 deep overflows its stack: readers of untrusted JSON ask this first.
+bool JsonNestedDeeperThan(std::string_view text, size_t limit);
+
 /// Reads `text` as one JSON value (whitespace around it allowed), calling `h` as it goes.
 /// Returns false at the first byte that is not JSON (`h` may have been called before that).
 bool ScanJson(std::string_view text, JsonHandler& h);

@@ -673,9 +673,13 @@ Status Parse(const std::string& text, const std::string& source, InJson* j, Unit
       *j = std::move(*fast);
     } else {
       if (ahead) ahead->Reset();
+      if (JsonNestedDeeperThan(text, kMaxJsonDepth))
+        return Status::InvalidArgument(source + ": not valid JSON: nested deeper than " +
+                                       std::to_string(kMaxJsonDepth) + " levels");
       *j = InJson::parse(text);  // what the fast reader leaves, and the words for an error
     }
-  } catch (const nlohmann::json::parse_error& e) {
+    // parse_error, and out_of_range for a number past a double ("1e400", 100,000 digits).
+  } catch (const nlohmann::json::exception& e) {
     return Status::InvalidArgument(source + ": not valid JSON: " + e.what());
   }
   return Status::Ok();

@@ -170,6 +170,9 @@ class Pass {
         return Fail(Outcome::kError, 1, l.status());
       }
       lock_ = std::move(l).value();
+      // A berth killed while it wrote its state, journal or history left its temp file.
+      for (const std::string& name : RemoveOrphanedTempFiles(o_.state_dir))
+        spdlog::info("removed {}/{}, left by a berth killed while it wrote", o_.state_dir, name);
     }
     dir_ = std::make_unique<StateDir>(o_.state_dir);
     auto state = dir_->Load();

@@ -189,6 +189,22 @@ TEST(ObservedJson, WrongTypesAndVersionsAreRefused) {
   EXPECT_THAT(not_json.status().message(), HasSubstr("h: not valid JSON"));
 }
 
+// A number past a double's range threw nlohmann's out_of_range, which nothing caught: berth plan
+// --observed aborted (SIGABRT). So did nesting 60,000 deep (a stack overflow in the parser).
+TEST(ObservedJson, ANumberPastADoubleOrNestingTooDeepIsNotValidJsonNotACrash) {
+  for (const std::string& number : {std::string("1e400"), std::string(100000, '9')}) {
+    auto r = ObservedFromJson(R"({"format_version": 1, "hostname": )" + number + "}", "h.json");
+    ASSERT_FALSE(r.ok()) << number.size();
+    EXPECT_THAT(r.status().message(), HasSubstr("h.json: not valid JSON"));
+    EXPECT_THAT(r.status().message(), HasSubstr("number overflow"));
+  }
+  auto deep = ObservedFromJson(
+      R"({"format_version": 1, "x": )" + std::string(60000, '[') + std::string(60000, ']') + "}",
+      "h.json");
+  ASSERT_FALSE(deep.ok());
+  EXPECT_THAT(deep.status().message(), HasSubstr("h.json: not valid JSON: nested deeper than"));
+}
+
 // A hand-written unit's text travels with the observation (the diff an adopt shows is made
 // from it); so does the reason a text is missing, and an empty hand-written file stays empty.
 TEST(ObservedJson, HandWrittenUnitTextAndWhyItIsMissingRoundTrip) {

@@ -147,5 +147,25 @@ TEST_F(ReadFileTest, AnAtomicWriteNeverWritesThroughALinkAtItsTempName) {
   EXPECT_EQ(*ReadRegularFile(Path("state.json")), "{}\n");
 }
 
+// A berth killed between an atomic write's create and its rename leaves ".NAME.tmp.PID" behind
+// (two were found after kills during front switches). The next pass, holding the lock, removes
+// those of processes that no longer run and keeps a live one's, and anything that is not a file.
+TEST_F(ReadFileTest, TempFilesOfKilledWritersAreRemovedAndALiveOnesKept) {
+  const std::string dead = ".journal.json.tmp.4194305";  // above the kernel's highest pid
+  const std::string live = ".state.json.tmp." + std::to_string(::getpid());
+  for (const std::string& name :
+       {dead, live, std::string(".history.json.tmp.x"), std::string("journal.json.tmp.4194306")})
+    std::ofstream(Path(name)) << "partial";
+  fs::create_directory(Path(".dir.tmp.4194307"));
+  fs::create_symlink(Path("journal.json"), Path(".link.tmp.4194308"));
+  EXPECT_EQ(RemoveOrphanedTempFiles(dir_.string()), std::vector<std::string>{dead});
+  EXPECT_FALSE(fs::exists(Path(dead)));
+  EXPECT_TRUE(fs::exists(Path(live))) << "a running writer's temp file";
+  EXPECT_TRUE(fs::exists(Path(".history.json.tmp.x"))) << "not a pid";
+  EXPECT_TRUE(fs::exists(Path("journal.json.tmp.4194306"))) << "not a dot name: not berth's";
+  EXPECT_TRUE(fs::is_directory(Path(".dir.tmp.4194307")));
+  EXPECT_TRUE(fs::is_symlink(Path(".link.tmp.4194308")));
+}
+
 }  // namespace
 }  // namespace berth

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -146,6 +147,18 @@ TEST_F(ResumeTest, ANoOpApplyAfterAnInterruptedOneClosesItsJournal) {
   EXPECT_THAT(out.str(), Not(HasSubstr("stopped at step"))) << "the warning is not repeated";
   EXPECT_EQ(Apply("kimi").outcome, Outcome::kNoChanges);
   EXPECT_THAT(out.str(), Not(HasSubstr("journal")));
+}
+
+// kill -9 between the create and the rename of the journal's temp file left it behind for good;
+// the next pass that holds the state lock removes it.
+TEST_F(ResumeTest, ATempFileOfAKilledApplyIsRemovedByTheNextPass) {
+  ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
+  std::filesystem::path orphan = dir / "state/.journal.json.tmp.4194305";
+  std::ofstream(orphan) << "{\"partial";
+  EXPECT_EQ(Plan("kimi").outcome, Outcome::kNoChanges);
+  EXPECT_TRUE(std::filesystem::exists(orphan)) << "a plan holds no lock and touches nothing";
+  EXPECT_EQ(Apply("kimi").outcome, Outcome::kNoChanges) << out.str() << err.str();
+  EXPECT_FALSE(std::filesystem::exists(orphan));
 }
 
 }  // namespace
