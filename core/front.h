@@ -8,6 +8,7 @@
 // answering 503 with Retry-After past a bound.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -28,6 +29,8 @@ struct FrontBackend {
 
 /// The name of the front's hold server: the server that holds requests (FrontSpec::active).
 inline constexpr const char* kFrontHoldServer = "hold";
+/// The first line of every front configuration berth writes: "# berth-front-active: NAME".
+inline constexpr const char* kFrontActiveLine = "# berth-front-active: ";
 /// HAProxy's names in the rendered configuration (planners/front_render.h), which the admin
 /// seam (providers/front/haproxy_admin.h) acts on.
 inline constexpr const char* kFrontProxy = "front";         // the public frontend
@@ -74,9 +77,10 @@ struct FrontSpec {
   std::string master_socket;
   /// The master's pid file (FrontPidFile(port)).
   std::string pid_file;
-  /// The abstract socket name of the front's hold loop, without "abns@" (FrontHoldName(port)):
-  /// abstract, so no file is left behind and no other front's name collides.
-  std::string hold_name;
+  /// The unix socket of the front's hold loop (FrontHoldSocket(port)): a path in the front's
+  /// own folder, which no other user can bind first (an abstract name could be taken by anyone,
+  /// and the front would not start).
+  std::string hold_socket;
 };
 
 /// "berth-front-8000.service".
@@ -89,8 +93,10 @@ std::string FrontAdminSocket(int port);
 std::string FrontMasterSocket(int port);
 /// FrontRuntimeDir(port) + "/haproxy.pid".
 std::string FrontPidFile(int port);
-/// "berth-front-8000-hold".
-std::string FrontHoldName(int port);
+/// The longest path a unix socket address holds (sun_path less its terminating NUL).
+inline constexpr size_t kMaxUnixSocketPath = 107;
+/// FrontRuntimeDir(port) + "/hold.sock".
+std::string FrontHoldSocket(int port);
 /// A spec for `port` with the default paths above filled in; the rest as declared.
 FrontSpec DefaultFrontSpec(int port);
 
@@ -98,6 +104,15 @@ FrontSpec DefaultFrontSpec(int port);
 /// ExecStart= as one word): printable ASCII, 1-200 bytes, no space, quote, backslash, '#', '$'
 /// (environment variables) or '%'.
 bool IsPlainFrontWord(const std::string& s);
+
+/// Whether `bind` is one address the front may listen on: an IPv4 address, an IPv6 address
+/// (bare or in brackets), or a host name (letters, digits, '-' and '.', not all digits). Never
+/// a list, a port range, a path or one of HAProxy's address prefixes (unix@, abns@, fd@ ...),
+/// each of which HAProxy would take as more than one address.
+bool IsFrontBindAddress(const std::string& bind);
+/// `bind` as the host part of HAProxy's `bind ADDRESS:PORT` (an IPv6 address without brackets:
+/// HAProxy takes the last ':' as the port's).
+std::string FrontBindHost(const std::string& bind);
 
 /// Every problem of `spec`, one per line ("" when none): ports out of range, names HAProxy
 /// would not take or that would change the configuration's meaning (spaces, newlines, '#'),

@@ -3,6 +3,7 @@
 #include <exception>
 #include <utility>
 
+#include "core/front.h"
 #include "manifests/decode.h"
 #include "manifests/decode_fleet.h"
 #include "manifests/decode_service.h"
@@ -161,7 +162,14 @@ void DecodeFronts(YamlReader& r, const Field& fronts, FilePart* part) {
         if (f.key == "bind") {
           std::optional<std::string> v = r.String(f);
           if (v && v->empty()) r.Error(f.value_loc, "'bind' must not be empty");
-          if (v && !v->empty() && r.UnitValue(f.value_loc, f.key, *v)) front.bind = *v;
+          if (v && !v->empty() && !IsFrontBindAddress(*v))
+            r.Error(f.value_loc,
+                    "front bind '" + v->substr(0, 80) +
+                        "' is not one IPv4 or IPv6 address or host name",
+                    "bind: 0.0.0.0 (every IPv4 address), ::, 127.0.0.1 or a host name; the port is "
+                    "the front's key, never part of bind");
+          else if (v && !v->empty() && r.UnitValue(f.value_loc, f.key, *v))
+            front.bind = *v;
         } else if (f.key == "hold") {
           if (auto v = r.DurationMs(f)) front.hold_ms = *v;
         } else if (f.key == "drain") {

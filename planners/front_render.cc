@@ -27,7 +27,7 @@ Result<std::string> RenderHaproxyConfig(const FrontSpec& spec) {
   std::string problems = FrontSpecProblems(spec);
   if (!problems.empty()) return Status::InvalidArgument(problems);
   const std::string port = std::to_string(spec.port);
-  const std::string hold_addr = "abns@" + spec.hold_name;
+  const std::string hold_addr = "unix@" + spec.hold_socket;
   auto disabled = [&spec](const std::string& server) {
     return spec.active == server ? "" : " disabled";
   };
@@ -63,7 +63,7 @@ Result<std::string> RenderHaproxyConfig(const FrontSpec& spec) {
   c << "  timeout http-keep-alive 10s\n";
   c << "\n";
   c << "frontend " << kFrontProxy << "\n";
-  c << "  bind " << spec.bind << ":" << port << "\n";
+  c << "  bind " << FrontBindHost(spec.bind) << ":" << port << "\n";
   c << "  # The front's own health (berth's health gate of berth-front-PORT): 200 while it runs.\n";
   c << "  monitor-uri " << kFrontMonitorUri << "\n";
   if (!spec.ready_path.empty()) {
@@ -106,7 +106,7 @@ Result<std::string> RenderHaproxyConfig(const FrontSpec& spec) {
   c << "\n";
   c << "frontend " << kFrontHoldProxy << "\n";
   c << "  # The hold loop: each request waits one round, then 425 sends it back to be retried.\n";
-  c << "  bind " << hold_addr << "\n";
+  c << "  bind " << hold_addr << " mode 600\n";
   c << "  timeout tarpit " << Ms(kFrontHoldRoundMs) << "\n";
   c << "  http-request tarpit deny_status 425\n";
   return c.str();

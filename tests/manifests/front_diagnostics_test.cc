@@ -9,6 +9,7 @@ namespace berth {
 namespace {
 
 using ::berth::testing::Problems;
+using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -84,6 +85,29 @@ services:
   EXPECT_EQ(f.ready_path, "/ready");
   EXPECT_EQ(f.ready_lead_ms, 2000u);
   EXPECT_EQ(r.desired.services.at("berth-front-8000").bind, "127.0.0.1");
+}
+
+// The front's bind was pasted into HAProxy's `bind ADDRESS:PORT`: a port range listened on every
+// port, a comma added listeners, unix@ or a path had HAProxy (root) create a socket anywhere.
+// validate now refuses all of it, where it is written; tests/providers/front_haproxy_test.cc has
+// HAProxy itself take every form accepted here.
+TEST(FrontDiagnostics, ABindThatIsNotOneAddressIsRefusedWhereItIsWritten) {
+  for (const char* bind :
+       {"0.0.0.0:1-65535,0.0.0.0", "127.0.0.1:9001,127.0.0.2", "127.0.0.1:18000", "/tmp/x",
+        "unix@/any/path", "abns@x", "fd@3", "ipv6@::1", "ipv4@0.0.0.0", "0.0.0.0 1.2.3.4", "[::1",
+        "[127.0.0.1]", "-h", "a..b", "300.1.1.1", "127.1", "*", "exa_mple.com"}) {
+    SCOPED_TRACE(bind);
+    EXPECT_THAT(Problems(std::string(kModels) + "fronts:\n  8000: {bind: '" + bind + "'}\n"),
+                ElementsAre(AllOf(HasSubstr("berth.yaml:5:16: front bind '"),
+                                  HasSubstr("is not one IPv4 or IPv6 address or host name"),
+                                  HasSubstr("the port is the front's key"))));
+  }
+  for (const char* bind : {"0.0.0.0", "127.0.0.1", "::", "::1", "[::1]", "localhost",
+                           "gpu-01.example.com", "fe80::1"}) {
+    SCOPED_TRACE(bind);
+    EXPECT_THAT(Problems(std::string(kModels) + "fronts:\n  8000: {bind: '" + bind + "'}\n"),
+                IsEmpty());
+  }
 }
 
 }  // namespace
