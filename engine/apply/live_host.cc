@@ -57,6 +57,9 @@ Result<HostSeams> LiveHost::Connect(const Desired& desired) {
     PrewarmOptions options;
     options.stop = stop;
     options.progress = progress;
+    // A minute, plus what a slow disk (50 MB/s) takes for what the plan counted.
+    options.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60) +
+                       std::chrono::seconds(step.bytes / 50'000'000);
     return Prewarm(*files, options);
   };
   seams.standby = &standby_;

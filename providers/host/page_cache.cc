@@ -116,6 +116,7 @@ Result<Residency> PageCacheResidency(const std::vector<std::string>& files) {
 Result<uint64_t> Prewarm(const std::vector<std::string>& files, const PrewarmOptions& options) {
   uint64_t total = 0;
   std::vector<int> fds;
+  std::vector<uint64_t> left;  // each file's bytes still to read (its size when opened)
   struct CloseAll {
     std::vector<int>& fds;
     ~CloseAll() {
@@ -127,6 +128,7 @@ Result<uint64_t> Prewarm(const std::vector<std::string>& files, const PrewarmOpt
     auto fd = OpenForCache(path, &size);
     if (!fd.ok()) return fd.status();
     fds.push_back(*fd);
+    left.push_back(size);
     total += size;
     // The kernel starts reading ahead at once; the reads below wait for what it has not.
     (void)posix_fadvise(*fd, 0, 0, POSIX_FADV_WILLNEED);
@@ -136,11 +138,15 @@ Result<uint64_t> Prewarm(const std::vector<std::string>& files, const PrewarmOpt
   for (size_t i = 0; i < fds.size(); ++i) {
     for (;;) {
       if (options.stop && options.stop->load()) return done;
-      ssize_t n = read(fds[i], buffer.data(), buffer.size());
+      if (std::chrono::steady_clock::now() >= options.deadline) return done;
+      if (left[i] == 0) break;
+      size_t want = static_cast<size_t>(std::min<uint64_t>(buffer.size(), left[i]));
+      ssize_t n = read(fds[i], buffer.data(), want);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) return Status::IoError(Errno("cannot read", files[i]) + " into the page cache");
       if (n == 0) break;
       done += static_cast<uint64_t>(n);
+      left[i] -= static_cast<uint64_t>(n);
       if (options.progress) options.progress(done, total);
     }
   }
@@ -165,6 +171,10 @@ Result<std::vector<std::string>> SafetensorsFiles(const std::string& snapshot) {
   std::error_code ec;
   if (!fs::is_directory(snapshot, ec))
     return Status::NotFound("no snapshot folder " + EscapeControl(snapshot));
+  // The repository folder: every file of the model resolves inside it.
+  fs::path repo = fs::canonical(fs::path(snapshot) / ".." / "..", ec);
+  if (ec) return Status::NotFound("no repository folder above " + EscapeControl(snapshot));
+  const std::string inside = repo.string() + "/";
   std::vector<std::string> out;
   auto it = fs::recursive_directory_iterator(snapshot, fs::directory_options::none, ec);
   size_t seen = 0;
@@ -176,7 +186,9 @@ Result<std::vector<std::string>> SafetensorsFiles(const std::string& snapshot) {
     const fs::path& p = it->path();
     if (p.extension() != ".safetensors") continue;
     std::error_code fe;
-    if (fs::is_regular_file(p, fe)) out.push_back(p.string());  // (follows the link)
+    fs::path real = fs::canonical(p, fe);  // (follows every link on the way)
+    if (fe || real.string().rfind(inside, 0) != 0) continue;
+    if (fs::is_regular_file(real, fe)) out.push_back(p.string());
   }
   if (ec) return Status::Internal("reading " + EscapeControl(snapshot) + ": " + ec.message());
   std::sort(out.begin(), out.end());

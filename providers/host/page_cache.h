@@ -9,6 +9,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -49,17 +50,23 @@ struct PrewarmOptions {
   const std::atomic<bool>* stop = nullptr;
   /// After each chunk: bytes read so far of `total`.
   std::function<void(uint64_t done, uint64_t total)> progress;
+  /// When the prewarm gives up, checked between chunks like `stop` (Ok, with what it read):
+  /// a read ahead is never worth holding the switch for long. Default: no bound.
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
 };
 
 /// Reads `files` into the page cache: posix_fadvise(WILLNEED) on each (the kernel starts
-/// reading ahead), then reads each through in chunks into one reused buffer. Returns the bytes
-/// read. Errors name the file.
+/// reading ahead), then reads each through in chunks into one reused buffer, at most the size it
+/// had when opened (a file that grows is not followed). Regular files only (OpenRegularFile).
+/// Returns the bytes read. Errors name the file.
 Result<uint64_t> Prewarm(const std::vector<std::string>& files, const PrewarmOptions& options = {});
 
 /// The weight files a vLLM-style server reads at start: every *.safetensors file under the
 /// snapshot folder `snapshot` (links followed, as the store's snapshots are links into blobs;
-/// at most 4 folders deep and 100,000 entries), in name order. NotFound when the folder is not
-/// there; an error names what could not be read.
+/// at most 4 folders deep and 100,000 entries), in name order. Only regular files inside the
+/// snapshot's repository folder (snapshot/../..: its blobs and snapshots) are named: a link
+/// that leads out of it (/proc/kmsg, /etc/shadow) is not part of the model and is skipped.
+/// NotFound when the folder is not there; an error names what could not be read.
 Result<std::vector<std::string>> SafetensorsFiles(const std::string& snapshot);
 
 /// Asks the kernel to drop `files` from the page cache (POSIX_FADV_DONTNEED). Pages that are

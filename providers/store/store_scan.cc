@@ -109,7 +109,9 @@ class RepoScan {
     Result<std::vector<DirEntry>> entries = ListOrEmpty(fs_, paths_.BlobsDir());
     if (!entries.ok()) return entries.status();
     for (const DirEntry& e : *entries) {
-      Result<FileStat> st = fs_.Stat(paths_.BlobPath(e.name), /*follow=*/true);
+      // A blob is a file of its own: a link there is nothing the Hub wrote (it could lead to
+      // /proc/kmsg or /etc/shadow) and is not part of any model.
+      Result<FileStat> st = fs_.Stat(paths_.BlobPath(e.name), /*follow=*/false);
       if (!st.ok()) {
         if (st.status().code() == Status::Code::kNotFound) continue;  // removed meanwhile
         return st.status();
@@ -208,14 +210,9 @@ class RepoScan {
         return Status::Ok();
       }
     }
-    // Anything else (absolute links, links out of the repo): ask the file system.
-    Result<FileStat> st = fs_.Stat(path, /*follow=*/true);
-    if (!st.ok() || st->type != FileType::kFile) {
-      if (!st.ok() && st.status().code() != Status::Code::kNotFound) return st.status();
-      ++snap->missing;
-      return Status::Ok();
-    }
-    Count(file, "target:" + *target, st->size, snap);
+    // Anything else (an absolute link, a link out of the repo's blobs) leaves what berth
+    // downloaded: not part of the model, as a dangling link is not.
+    ++snap->missing;
     return Status::Ok();
   }
 

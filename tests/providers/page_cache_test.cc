@@ -191,5 +191,34 @@ TEST_F(PageCacheTest, TheSnapshotsSafetensorsAreTheWeightsFollowingLinks) {
   EXPECT_EQ(none.status().code(), Status::Code::kNotFound);
 }
 
+// A prewarm reads only the model's files: links out of the repository folder (a device that
+// never ends, a secret, a file elsewhere) are skipped, so nothing outside the store is read
+// and nothing blocks (issue 37, 7). A deadline already past reads nothing.
+TEST_F(PageCacheTest, APrewarmReadsNothingALinkLeadsToOutsideTheRepository) {
+  namespace fs = std::filesystem;
+  const std::string repo = dir_ + "/models--org--m";
+  const std::string snap = repo + "/snapshots/c1";
+  fs::create_directories(repo + "/blobs");
+  fs::create_directories(snap);
+  Write("models--org--m/blobs/b1", 10);
+  Write("outside.safetensors", 20);
+  fs::create_symlink("../../blobs/b1", snap + "/model-00001.safetensors");
+  fs::create_symlink("/proc/kmsg", snap + "/model-00002.safetensors");
+  fs::create_symlink("/etc/shadow", snap + "/model-00003.safetensors");
+  fs::create_symlink(dir_ + "/outside.safetensors", snap + "/model-00004.safetensors");
+  fs::create_symlink("../../../outside.safetensors", snap + "/model-00005.safetensors");
+  auto files = SafetensorsFiles(snap);
+  ASSERT_TRUE(files.ok()) << files.status().message();
+  EXPECT_THAT(*files, ::testing::ElementsAre(snap + "/model-00001.safetensors"));
+  auto read = Prewarm(*files);
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  EXPECT_EQ(*read, 10u);
+  PrewarmOptions late;
+  late.deadline = std::chrono::steady_clock::now();
+  auto none = Prewarm(*files, late);
+  ASSERT_TRUE(none.ok()) << none.status().message();
+  EXPECT_EQ(*none, 0u);
+}
+
 }  // namespace
 }  // namespace berth

@@ -265,6 +265,38 @@ TEST(ScanStore, PlainFilesInASnapshotCountAsPresent) {
   EXPECT_EQ(r->bytes_present, 5u);
 }
 
+// A snapshot link (or a blob that is a link) leading out of the repo's blobs is nothing berth
+// downloaded: it is not counted as part of the model, as a dangling link is not, so the
+// revision is not complete and nothing reads it as weights (issue 37, 7: a link to /proc/kmsg
+// blocked apply forever in a prewarm; one to /etc/shadow was read).
+TEST(ScanStore, ALinkThatLeavesTheStoreIsNotPartOfTheModel) {
+  for (const char* target : {"/etc/shadow", "/proc/kmsg", "../../../../outside"}) {
+    SCOPED_TRACE(target);
+    Cache c;
+    const std::string repo = "models--org--evil";
+    c.dir.Write("outside", std::string(50, 'o'));
+    c.Blob(repo, "weights", 100);
+    c.File(repo, kC1, "model-00001.safetensors", "weights");
+    c.dir.Link(target, repo + "/snapshots/" + kC1 + "/model-00002.safetensors");
+    Result<ObservedStore> s = c.Scan();
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    const ObservedRevision* r = Find(*s, "org/evil", kC1);
+    ASSERT_NE(r, nullptr);
+    EXPECT_FALSE(r->complete);
+    EXPECT_EQ(r->bytes_present, 100u) << "only the blob berth's download wrote";
+  }
+  Cache c;
+  const std::string repo = "models--org--evil";
+  c.dir.Link("/etc/passwd", repo + "/blobs/linked");
+  c.File(repo, kC1, "model.safetensors", "linked");
+  Result<ObservedStore> s = c.Scan();
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  const ObservedRevision* r = Find(*s, "org/evil", kC1);
+  ASSERT_NE(r, nullptr);
+  EXPECT_FALSE(r->complete) << "a blob that is a link is not a blob";
+  EXPECT_EQ(r->bytes_present, 0u);
+}
+
 TEST(ScanStore, AnEmptySnapshotIsNotComplete) {
   Cache c;
   c.dir.MkDir("models--org--empty/snapshots/" + kC1);
