@@ -166,6 +166,9 @@ struct FrontStep {
   std::string master;
   std::string config;
   std::string config_text;
+  /// kWriteFront: the HAProxy that runs the front, which checks config_text (`haproxy -c`)
+  /// before it replaces the file.
+  std::string haproxy;
   bool reload = false;
   bool ready = false;
   uint64_t timeout_ms = 0;

@@ -24,6 +24,12 @@ struct SwitchUndo {
   /// Its own health gate, which an in-place undo waits for after the restart; port 0 (a
   /// journal written before it was kept): berth does not wait.
   HealthStep gate;
+  /// Behind a front: its public port, the front's admin socket, and the server the front served
+  /// before the switch began (Switch::undo_route), which an undo routes back to even when a
+  /// later run resumes the switch; 0 and "" when the switch is not behind a front.
+  int front_port = 0;
+  std::string front_socket;
+  std::string undo_route;
 };
 
 }  // namespace berth

@@ -51,7 +51,7 @@ FrontSpec FrontOf(const Desired& d, int port, const std::string& active) {
   f.admin_socket = FrontSocketPath(d.host, port);
   f.master_socket = base + ".master";
   f.pid_file = base + ".pid";
-  f.hold_name = FrontHoldName(port);
+  f.hold_socket = base + ".hold";
   return f;
 }
 
@@ -89,11 +89,19 @@ std::string ActiveWanted(const Desired& d, int port) {
   return std::string(kHoldServer);
 }
 
-Action WriteFrontAction(const HostSpec& host, const FrontSpec& spec, const std::string& why,
+std::string FrontHaproxy(const Desired& d, int port) {
+  auto s = d.services.find(FrontServiceName(port));
+  if (s != d.services.end() && !s->second.command.empty()) return s->second.command[0];
+  auto exe = d.executables.find("haproxy");
+  return exe == d.executables.end() ? "/usr/sbin/haproxy" : exe->second;
+}
+
+Action WriteFrontAction(const Desired& d, const FrontSpec& spec, const std::string& why,
                         bool reload) {
-  Action a = FrontAction(ActionKind::kWriteFront, host, spec);
+  Action a = FrontAction(ActionKind::kWriteFront, d.host, spec);
   a.reason = Reason::kUnitChanged;
   a.As<FrontStep>().config_text = FrontConfigText(spec);
+  a.As<FrontStep>().haproxy = FrontHaproxy(d, spec.port);
   a.As<FrontStep>().reload = reload;
   a.detail =
       why + "; routes to " + spec.active +

@@ -20,7 +20,7 @@ namespace berth {
 inline constexpr std::string_view kHoldServer = kFrontHoldServer;
 /// The first line of every configuration berth writes names the server it routes to, so that
 /// the next plan knows what served when it was written: "# berth-front-active: NAME".
-inline constexpr std::string_view kActiveLine = "# berth-front-active: ";
+inline constexpr std::string_view kActiveLine = kFrontActiveLine;
 
 /// The front of `port` with every service of the manifest behind it as a backend (by name),
 /// routing to `active` (a backend's name, or kHoldServer), and its paths in host.front_dir.
@@ -42,9 +42,12 @@ std::string ActiveNow(const Desired& d, const Observed& o, int port);
 /// else kHoldServer.
 std::string ActiveWanted(const Desired& d, int port);
 
-/// kWriteFront: write the configuration text (unit_content) to its file (front_config), and
-/// when `reload` (the front runs), reload the front seamlessly through its master socket.
-Action WriteFrontAction(const HostSpec& host, const FrontSpec& spec, const std::string& why,
+/// The HAProxy the front of `port` runs (its service's command), which checks its configuration.
+std::string FrontHaproxy(const Desired& d, int port);
+/// kWriteFront: write the configuration text (unit_content) to its file (front_config) once
+/// `haproxy` (FrontHaproxy) takes it, and when `reload` (the front runs), reload the front
+/// seamlessly through its master socket (a refused reload puts the old file back).
+Action WriteFrontAction(const Desired& d, const FrontSpec& spec, const std::string& why,
                         bool reload);
 /// kRoute: the front of `spec.port` sends new requests to `server` (a backend, or kHoldServer);
 /// every other server drains (its requests in flight finish).

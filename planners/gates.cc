@@ -439,9 +439,11 @@ void ApplyStateRules(const Desired& desired, const Observed& observed, const Rep
     const ServiceSpec& s = it->second;
     if (s.state != ServiceState::kRunning || !s.port) continue;
     bool interrupted = std::find(st.ungated.begin(), st.ungated.end(), address) != st.ungated.end();
-    // Before its enable, if any: a reboot brings back only what was seen healthy.
+    // Before a front routes to it and before its enable, if any: the front sends requests
+    // only to what passed its gates, and a reboot brings back only what was seen healthy.
     auto at = std::find_if(plan->actions.begin(), plan->actions.end(), [&](const Action& a) {
-      return a.kind == ActionKind::kEnable && a.unit == s.UnitName();
+      return (a.kind == ActionKind::kEnable && a.unit == s.UnitName()) ||
+             (a.kind == ActionKind::kRoute && a.As<FrontStep>().server == s.name);
     });
     size_t where = static_cast<size_t>(at - plan->actions.begin());
     if (!interrupted) {

@@ -537,10 +537,11 @@ class Sequencer {
       if (written_[port] == text) continue;
       const ObservedUnit* u = index_.Unit(FrontServiceName(port) + ".service");
       bool running = u && u->IsUp();
-      Emit(WriteFrontAction(d_.host, spec,
-                            now == o_.front_configs.end() ? "new front configuration"
-                                                          : "the front's backends changed",
-                            running));
+      std::string why = now == o_.front_configs.end() ? "new front configuration"
+                        : now->second.find("\n# berth: ") != std::string::npos
+                            ? "the running front differs from its configuration file"
+                            : "the front's backends changed";
+      Emit(WriteFrontAction(d_, spec, why, running));
       written_[port] = text;
     }
   }
@@ -672,7 +673,7 @@ class Sequencer {
       }
       std::string text = FrontConfigText(FrontOf(d_, port, route_[port]));
       if (text == written_[port]) continue;
-      Emit(WriteFrontAction(d_.host, FrontOf(d_, port, route_[port]),
+      Emit(WriteFrontAction(d_, FrontOf(d_, port, route_[port]),
                             "the front's configuration as this plan leaves it", false));
       written_[port] = text;
     }

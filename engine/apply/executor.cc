@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "core/desired.h"
+#include "core/front.h"
 #include "core/unit_marker.h"
 #include "core/units.h"
 #include "core/untrusted_text.h"
@@ -42,6 +43,13 @@ std::vector<SwitchUndo> SwitchesOf(
     const Action& gate = plan.actions[sw.gates.front()];
     if (gate.kind == ActionKind::kWaitHealthy) u.gate = gate.As<HealthStep>();
     if (sw.restores_unit) u.unit_before = read_unit(sw.unit);
+    if (sw.front_port) {
+      u.front_port = sw.front_port;
+      u.undo_route = sw.undo_route;
+      for (size_t i : sw.steps)
+        if (plan.actions[i].kind == ActionKind::kRoute)
+          u.front_socket = plan.actions[i].As<FrontStep>().socket;
+    }
     out.push_back(std::move(u));
   }
   return out;
@@ -315,9 +323,13 @@ std::optional<bool> Executor::Rollback(const Plan& plan, size_t failed, ExecResu
       owner_[failed] >= 0 ? &plan.switches[static_cast<size_t>(owner_[failed])] : nullptr;
   // Its start or one of its gates failed; a gate of no switch of this plan may be one an
   // interrupted apply began (resumed below).
-  bool undoable = sw ? failed == sw->start ||
-                           std::find(sw->gates.begin(), sw->gates.end(), failed) != sw->gates.end()
-                     : IsGate(f.kind);
+  // Behind a front, the route to it after its gates too: the old server stopped already.
+  bool undoable =
+      sw ? failed == sw->start ||
+               std::find(sw->gates.begin(), sw->gates.end(), failed) != sw->gates.end() ||
+               (f.kind == ActionKind::kRoute && failed > sw->start &&
+                "service/" + f.As<FrontStep>().server == sw->address)
+         : IsGate(f.kind);
   if (!undoable) return std::nullopt;
   const std::string address = sw ? sw->address : f.address;
   const std::string unit = sw ? sw->unit : f.unit;
@@ -368,11 +380,17 @@ std::optional<bool> Executor::Rollback(const Plan& plan, size_t failed, ExecResu
            (s.ok() ? "" : " failed: " + s.message()));
     }
     bool back = s.ok() && BackHealthy(gate, unit, down, restarted, r);
-    return RouteBack(plan, sw, r) && back;
+    const SwitchUndo* resumed = earlier != d_.resumed.end() ? &*earlier : nullptr;
+    return RouteBack(plan, sw, resumed, back ? address : "", r) && back;
   }
   Status s = d_.systemd->Stop(unit, d_.job_timeout);
   note("stop " + unit + (s.ok() ? "" : " failed: " + s.message()));
   bool all = true;
+  std::string serves;  // the first service the undo saw healthy again
+  auto healthy = [&](const Replaced& x, bool ok) {
+    if (ok && serves.empty()) serves = x.address;
+    return ok;
+  };
   for (const Replaced& x : replaced) {
     auto started = d_.clock->Now();
     // Put to sleep for the switch: woken, not started cold (a start when the sleep fell back
@@ -393,31 +411,48 @@ std::optional<bool> Executor::Rollback(const Plan& plan, size_t failed, ExecResu
       note("wake " + x.unit + " (asleep since the switch)" +
            (woke.ok() ? "" : " failed: " + woke.message() + "; starting it cold"));
       if (woke.ok()) {
-        all = all && BackHealthy(x.gate, x.unit, down, started, r);
+        all = healthy(x, BackHealthy(x.gate, x.unit, down, started, r)) && all;
         continue;
       }
       (void)d_.systemd->Stop(x.unit, d_.job_timeout);
     }
     Status st = d_.systemd->Start(x.unit, d_.job_timeout);
     note("start " + x.unit + " again" + (st.ok() ? "" : " failed: " + st.message()));
-    all = all && st.ok() && BackHealthy(x.gate, x.unit, down, started, r);
+    all = healthy(x, st.ok() && BackHealthy(x.gate, x.unit, down, started, r)) && all;
   }
-  return RouteBack(plan, sw, r) && all;
+  const SwitchUndo* resumed = earlier != d_.resumed.end() ? &*earlier : nullptr;
+  return RouteBack(plan, sw, resumed, serves, r) && all;
 }
 
-bool Executor::RouteBack(const Plan& plan, const Switch* sw, ExecResult* r) {
-  if (!sw || !sw->front_port || sw->undo_route.empty()) return true;
-  // The front's sockets, as the switch's own route step names them.
-  const FrontStep* front = nullptr;
-  for (size_t i : sw->steps)
-    if (i < plan.actions.size() && plan.actions[i].kind == ActionKind::kRoute)
-      front = &plan.actions[i].As<FrontStep>();
-  if (!front) return true;
+bool Executor::RouteBack(const Plan& plan, const Switch* sw, const SwitchUndo* resumed,
+                         const std::string& serves, ExecResult* r) {
+  // The front and where it routed before the switch: this plan's switch, else (a switch an
+  // interrupted apply began) its journal's, which also knows what served before that apply when
+  // this plan found the front holding.
+  int port = sw ? sw->front_port : 0;
+  std::string target = sw ? sw->undo_route : "";
+  FrontStep front;
+  if (sw)
+    for (size_t i : sw->steps)
+      if (i < plan.actions.size() && plan.actions[i].kind == ActionKind::kRoute)
+        front = plan.actions[i].As<FrontStep>();
+  if (resumed && resumed->front_port && (!port || port == resumed->front_port)) {
+    port = resumed->front_port;
+    if (front.socket.empty()) front.socket = resumed->front_socket;
+    if (target.empty() || target == kFrontHoldServer) target = resumed->undo_route;
+  }
+  if (!port || front.socket.empty()) return true;
+  front.port = port;
+  // Never left holding (or on a server that no longer runs) while a server the undo brought back
+  // is healthy: the front serves what runs.
+  if ((target.empty() || target == kFrontHoldServer) && serves.rfind("service/", 0) == 0)
+    target = serves.substr(std::string("service/").size());
+  if (target.empty()) target = kFrontHoldServer;
   Status s = FrontSteps(d_.connect_front, d_.reload_front, d_.clock, [this](const std::string& l) {
                Note(l);
-             }).RouteBack(*front, sw->undo_route);
-  std::string line = "route the front of port " + std::to_string(sw->front_port) + " back to " +
-                     sw->undo_route + (s.ok() ? "" : " failed: " + s.message());
+             }).RouteBack(front, target);
+  std::string line = "route the front of port " + std::to_string(port) + " back to " + target +
+                     (s.ok() ? "" : " failed: " + s.message());
   r->rollback_log.push_back(line);
   Note("rollback: " + EscapeControl(line));
   return s.ok();
@@ -623,8 +658,9 @@ Status Executor::WriteUnit(const std::string& unit, const UnitFileStep& f) {
 }
 
 Status Executor::Front(ActionKind kind, const FrontStep& f) {
-  return FrontSteps(d_.connect_front, d_.reload_front, d_.clock,
-                    [this](const std::string& line) { Note(line); })
+  return FrontSteps(
+             d_.connect_front, d_.reload_front, d_.clock,
+             [this](const std::string& line) { Note(line); }, d_.commands)
       .Run(kind, f);
 }
 

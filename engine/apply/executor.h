@@ -236,8 +236,11 @@ class Executor {
   /// journal (ExecutorDeps::resumed).
   std::optional<bool> Rollback(const Plan& plan, size_t failed, ExecResult* r);
   /// The end of an undo behind a front: the front routes back to what served before the switch
-  /// (Switch::undo_route). True when there is no front, or the route succeeded.
-  bool RouteBack(const Plan& plan, const Switch* sw, ExecResult* r);
+  /// (Switch::undo_route; for a switch an interrupted apply began, `resumed`'s, the route before
+  /// that apply), or, were that hold, to `serves` ("service/x": a service the undo saw healthy
+  /// again). True when there is no front, or the route succeeded.
+  bool RouteBack(const Plan& plan, const Switch* sw, const SwitchUndo* resumed,
+                 const std::string& serves, ExecResult* r);
   /// After a rollback started `unit` again (at `started`): its health gate, then the outage
   /// since `down`.
   bool BackHealthy(const HealthStep& gate, const std::string& unit, Clock::TimePoint down,

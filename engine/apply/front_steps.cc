@@ -7,12 +7,15 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <sstream>
 #include <thread>
 #include <vector>
 
 #include "core/atomic_file.h"
 #include "core/front.h"
+#include "core/read_file.h"
+#include "core/safe_folder.h"
 #include "core/units.h"
 #include "core/untrusted_text.h"
 
@@ -139,23 +142,57 @@ Status FrontSteps::Run(ActionKind kind, const FrontStep& a) {
 }
 
 Status FrontSteps::Write(const FrontStep& a) {
-  // The fronts' folder and its parents (host.front_dir, /var/lib/berth/fronts by default).
-  std::string dir = a.config.substr(0, a.config.rfind('/'));
-  for (size_t at = 1; !dir.empty() && at <= dir.size(); ++at) {
-    if (at < dir.size() && dir[at] != '/') continue;
-    std::string part = dir.substr(0, at);
-    if (::mkdir(part.c_str(), 0755) != 0 && errno != EEXIST)
-      return Status::IoError("cannot create the fronts' folder " + part + ": " +
-                             std::strerror(errno) + "; check host.front_dir");
+  const std::string port = std::to_string(a.port);
+  // The fronts' folder and its parents (host.front_dir, /var/lib/berth/fronts by default): the
+  // configuration is what HAProxy, as root, loads at its next start.
+  size_t slash = a.config.rfind('/');
+  if (slash == std::string::npos || slash == 0)
+    return Status::InvalidArgument("the front's configuration path '" + a.config +
+                                   "' is not in a folder");
+  BERTH_RETURN_IF_ERROR(
+      MakeSafeFolder(a.config.substr(0, slash), "the fronts' folder (host.front_dir)"));
+  // HAProxy checks the new configuration before it replaces the old one: a file it refuses
+  // would keep the front from starting at its next restart.
+  if (a.haproxy.empty())
+    return Status::InvalidArgument("the plan names no HAProxy to check the front of port " + port +
+                                   " with; make the plan again");
+  const std::string candidate =
+      a.config.substr(0, slash + 1) + "." + a.config.substr(slash + 1) + ".new";
+  BERTH_RETURN_IF_ERROR(WriteFileAtomically(candidate, a.config_text, 0600));
+  PosixCommandRunner posix;
+  CommandResult check =
+      (commands_ ? *commands_ : posix).Run({a.haproxy, "-c", "-q", "-f", candidate}, 30000);
+  if (!check.ok()) {
+    ::unlink(candidate.c_str());
+    std::string said = check.started ? EscapeLine(check.output_tail) : check.error;
+    return Status::FailedPrecondition(
+        "HAProxy (" + a.haproxy + " -c) refuses the new configuration of the front of port " +
+        port + (check.timed_out ? " (no answer within 30s)" : "") + ": " +
+        (said.empty() ? std::string("no word why") : said.substr(0, 2000)) + "; " + a.config +
+        " is unchanged and the front serves on as before; fix the manifest's fronts: entry");
   }
-  BERTH_RETURN_IF_ERROR(WriteFileAtomically(a.config, a.config_text));
+  // What the file held, put back if the running front refuses to reload on the new one.
+  std::optional<std::string> before;
+  FileReadOptions bounded;
+  if (Result<std::string> old = ReadRegularFile(a.config, bounded); old.ok()) before = *old;
+  if (::rename(candidate.c_str(), a.config.c_str()) != 0) {
+    int e = errno;
+    ::unlink(candidate.c_str());
+    return Status::IoError("cannot replace " + a.config + ": " + std::strerror(e));
+  }
   if (!a.reload) return Status::Ok();
   Status s = reload_ ? reload_(a.master, a.socket) : ReloadHaproxy(a.master, a.socket);
-  if (!s.ok())
-    return s.WithContext("the front of port " + std::to_string(a.port) +
-                         " was not reloaded on its new configuration");
-  Say("front " + std::to_string(a.port) + ": reloaded seamlessly on its new configuration");
-  return Status::Ok();
+  if (s.ok()) {
+    Say("front " + port + ": reloaded seamlessly on its new configuration");
+    return Status::Ok();
+  }
+  Status back = before ? WriteFileAtomically(a.config, *before) : Status::Ok();
+  if (!before) ::unlink(a.config.c_str());
+  return s.WithContext(
+      "the front of port " + port + " was not reloaded on its new configuration (" +
+      (back.ok() ? "its previous configuration file is back in " + a.config
+                 : "putting its previous configuration back failed: " + back.message()) +
+      "; it serves on as before)");
 }
 
 Status FrontSteps::Route(const std::string& socket, int port, const std::string& server) {

@@ -11,6 +11,7 @@
 #include "core/plan.h"
 #include "core/status.h"
 #include "providers/front/haproxy_admin.h"
+#include "providers/host/command_runner.h"
 
 namespace berth {
 
@@ -34,12 +35,14 @@ Result<int64_t> SessionsInEveryWorker(const std::string& master, const std::stri
 class FrontSteps {
  public:
   /// `say`: a line for the progress of each thing done (null: silent).
+  /// `commands`: runs HAProxy's check of a new configuration (null: a PosixCommandRunner).
   FrontSteps(FrontConnector connect, FrontReloader reload, Clock* clock,
-             std::function<void(const std::string&)> say)
+             std::function<void(const std::string&)> say, CommandRunner* commands = nullptr)
       : connect_(std::move(connect)),
         reload_(std::move(reload)),
         clock_(clock),
-        say_(std::move(say)) {}
+        say_(std::move(say)),
+        commands_(commands) {}
   /// One front step (kWriteFront, kRoute, kDrain, kReady).
   Status Run(ActionKind kind, const FrontStep& step);
   /// The undo of a switch behind a front: route it back to `server` (a backend, or "hold").
@@ -58,6 +61,7 @@ class FrontSteps {
   FrontReloader reload_;
   Clock* clock_;
   std::function<void(const std::string&)> say_;
+  CommandRunner* commands_;
 };
 
 }  // namespace berth

@@ -4,6 +4,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "core/front.h"
 #include "core/gate_figures.h"
 #include "core/unit_marker.h"
 
@@ -97,6 +98,12 @@ std::vector<SwitchUndo> CarrySwitches(const std::vector<SwitchUndo>& earlier,
           u.replaced.push_back(x);
       if (!u.unit_before) u.unit_before = f->unit_before;
       if (!u.gate.port) u.gate = f->gate;
+      // The route before the first of the runs (what served before the switch began).
+      if (!u.front_port) {
+        u.front_port = f->front_port;
+        u.front_socket = f->front_socket;
+      }
+      if (u.undo_route.empty() || u.undo_route == kFrontHoldServer) u.undo_route = f->undo_route;
       fresh.erase(f);
     }
     out.push_back(std::move(u));

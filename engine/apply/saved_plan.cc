@@ -10,6 +10,7 @@
 
 #include "core/desired.h"
 #include "core/hash.h"
+#include "core/json_scan.h"
 #include "core/json_text.h"
 #include "core/units.h"
 #include "planners/plan_index.h"
@@ -159,6 +160,7 @@ void Fields(FrontStep& x, F&& f) {
   f("master", x.master);
   f("config", x.config);
   f("config_text", x.config_text);
+  f("haproxy", x.haproxy);
   f("reload", x.reload);
   f("ready", x.ready);
   f("timeout_ms", x.timeout_ms);
@@ -421,6 +423,11 @@ ordered_json ParseStrict(const std::string& text, std::string* problem) {
     *problem = "it starts with a UTF-8 byte-order mark, which berth never writes";
     return nullptr;
   }
+  if (JsonNestedDeeperThan(text, kMaxJsonDepth)) {  // nlohmann's parser would overflow the stack
+    *problem = "it nests arrays and objects deeper than " + std::to_string(kMaxJsonDepth) +
+               " levels, which berth never writes";
+    return nullptr;
+  }
   struct Open {
     std::string name;  // the key that holds the object ("" for the document, an array's item)
     std::set<std::string> keys;
@@ -674,6 +681,7 @@ std::vector<std::pair<std::string, std::string>> Effect(const Action& a) {
       {"master", "front's master socket"},
       {"config", "front's configuration file"},
       {"config_text", "front's configuration"},
+      {"haproxy", "HAProxy that checks the front's configuration"},
       {"reload", "front reload"},
       {"ready", "front ready"},
       {"snapshot", "snapshot it reads ahead"},

@@ -7,8 +7,10 @@
 #include <ctime>
 #include <set>
 
+#include "core/front.h"
 #include "core/hf_cache.h"
 #include "core/read_file.h"
+#include "providers/front/haproxy_admin.h"
 #include "providers/health/standby_client.h"
 #include "providers/host/page_cache.h"
 #include "providers/host/ports.h"
@@ -208,9 +210,25 @@ Result<Observed> LiveObserver::Observe(const Desired& desired) {
     FileReadOptions bounded;
     bounded.max_bytes = kMaxFrontConfigBytes;
     Result<std::string> text = ReadRegularFile(path, bounded);
-    if (text.ok())
-      o.front_configs[port] = std::move(text).value();
-    else if (text.status().code() != Status::Code::kNotFound)
+    if (text.ok()) {
+      // The file is what the front loads at its next start or reload; what it serves now is
+      // its admin socket's to say (a reload refused, a kill between the write and the reload,
+      // a hand edit, a rollback's route).
+      std::string seen = std::move(text).value();
+      const ObservedUnit* unit = o.FindUnit(FrontUnitName(port));
+      if (unit && unit->IsUp()) {
+        HaproxyAdminOptions admin;
+        admin.socket = desired.host.front_dir + "/" + std::to_string(port) + ".sock";
+        Result<FrontStats> running = HaproxyAdmin(admin).Stats();
+        if (running.ok())
+          seen = FrontAsRunning(seen, *running);
+        else
+          o.warnings.push_back(
+              "the front of port " + std::to_string(port) +
+              " runs but did not say what it serves: " + running.status().message());
+      }
+      o.front_configs[port] = std::move(seen);
+    } else if (text.status().code() != Status::Code::kNotFound)
       o.warnings.push_back("the front of port " + std::to_string(port) + ": " +
                            text.status().message() + "; berth writes it again");
   }

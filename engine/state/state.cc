@@ -353,6 +353,9 @@ std::string JournalToJson(const Journal& j) {
     if (u.gate.port) sw["gate"] = gate(u.gate);
     // Base64: a unit file is any bytes (an adopted one need not be UTF-8), restored byte for byte.
     if (u.unit_before) sw["unit_before_base64"] = Base64Encode(*u.unit_before);
+    if (u.front_port)
+      sw["front"] = {
+          {"port", u.front_port}, {"socket", u.front_socket}, {"undo_route", u.undo_route}};
     switches.push_back(sw);
   }
   o["switches"] = switches;
@@ -402,6 +405,12 @@ Result<Journal> JournalFromJson(const std::string& text, const std::string& sour
           return Status::InvalidArgument(source + " is damaged: the unit file kept for " + u.unit +
                                          " is not base64");
         u.unit_before = std::move(bytes);
+      }
+      if (sw.contains("front")) {  // behind a front: where the undo routes it back to
+        const auto& f = sw.at("front");
+        u.front_port = f.at("port").get<int>();
+        u.front_socket = f.at("socket").get<std::string>();
+        u.undo_route = f.at("undo_route").get<std::string>();
       }
       j.switches.push_back(std::move(u));
     }

@@ -7,8 +7,10 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <map>
+#include <sstream>
 
 #include "core/front.h"
 #include "core/untrusted_text.h"
@@ -359,6 +361,52 @@ Status WaitForNoSessions(FrontControl& front, const std::string& server, Clock& 
     auto next = clock.Now() + interval;
     clock.SleepUntil(next < deadline ? next : deadline);
   }
+}
+
+}  // namespace berth
+
+namespace berth {
+
+std::string FrontAsRunning(const std::string& file_text, const FrontStats& running) {
+  // The file's servers: "  server NAME ..." lines of "backend models".
+  std::vector<std::string> in_file;
+  std::istringstream lines(file_text);
+  std::string line;
+  bool in_models = false;
+  while (std::getline(lines, line)) {
+    if (!line.empty() && line[0] != ' ' && line[0] != '#')
+      in_models = line == std::string("backend ") + kFrontBackend;
+    std::istringstream words(line);
+    std::string verb, name;
+    if (in_models && words >> verb >> name && verb == "server") in_file.push_back(name);
+  }
+  std::vector<std::string> serves;
+  std::vector<std::string> ready;  // neither in maintenance nor draining
+  for (const FrontServerStats& s : running.servers) {
+    serves.push_back(s.name);
+    if (s.status.rfind("MAINT", 0) != 0 && s.status.rfind("DRAIN", 0) != 0) ready.push_back(s.name);
+  }
+  auto sorted = [](std::vector<std::string> v) {
+    std::sort(v.begin(), v.end());
+    return v;
+  };
+  auto list = [](const std::vector<std::string>& v) {
+    std::string out;
+    for (const std::string& n : v) out += (out.empty() ? "" : ", ") + n.substr(0, 64);
+    return out.empty() ? std::string("none") : out;
+  };
+  if (sorted(in_file) != sorted(serves))
+    return file_text + "# berth: the running front serves " + list(serves) +
+           ", not the servers of this file (" + list(in_file) + ")\n";
+  const std::string prefix = kFrontActiveLine;
+  if (ready.size() != 1 || file_text.rfind(prefix, 0) != 0) return file_text;
+  size_t end = file_text.find('\n');
+  std::string said = file_text.substr(
+      prefix.size(), end == std::string::npos ? std::string::npos : end - prefix.size());
+  if (said == ready[0]) return file_text;
+  return prefix + ready[0] + (end == std::string::npos ? "" : file_text.substr(end)) +
+         "# berth: this file routes to " + said.substr(0, 64) + "; the running front routes to " +
+         ready[0] + "\n";
 }
 
 }  // namespace berth

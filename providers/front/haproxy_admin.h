@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/clock.h"
+#include "core/front.h"
 #include "core/status.h"
 
 namespace berth {
@@ -48,6 +49,14 @@ struct FrontStats {
 /// row shorter than the header (a cut answer) or a number that is not one give
 /// InvalidArgument naming the line.
 Result<FrontStats> ParseShowStat(std::string_view csv);
+
+/// The configuration file `file_text` of a front as what the running front serves (`running`,
+/// its `show stat`): unchanged when the two agree; else with a last line saying what runs
+/// ("# berth: the running front ..."), so that it differs from every configuration berth renders
+/// and the plan writes and reloads it; and when only the server routed to differs, with its
+/// first line (kFrontActiveLine) naming the one the running front routes to (a rollback routed
+/// back at run time, a route a kill cut short), so that the plan starts from what serves.
+std::string FrontAsRunning(const std::string& file_text, const FrontStats& running);
 
 /// What berth does to the front during a switch.
 class FrontControl {

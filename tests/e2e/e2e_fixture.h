@@ -2,9 +2,12 @@
 // (tests/fake_vllm) as the model servers and a Hugging Face cache layout on disk as the store.
 #pragma once
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -14,6 +17,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "core/hf_cache.h"
 #include "providers/systemd/journal.h"
@@ -123,6 +127,52 @@ class SandboxSuite : public ::testing::Test {
     std::filesystem::create_directories(paths.RefsDir());
     std::ofstream(paths.RefPath("main")) << commit;
     return snap;
+  }
+
+  /// `berth apply -f MANIFEST --yes` on the sandbox's systemd, as a process of its own (for
+  /// kill -9 and lock tests): `berth` is BERTH_BIN, or BERTH_FAULTY_BIN, the build with the fault
+  /// seam ($BERTH_FAULT_KILL_AT_STEP=N in `env`: kill -9 as step N begins); `more` are further
+  /// arguments (--state-dir ...). Its output goes to ProcessLog().
+  pid_t ApplyProcess(const char* berth, const std::string& manifest,
+                     const std::vector<std::string>& env, const std::vector<std::string>& more) {
+    std::vector<std::string> args = {berth,
+                                     "apply",
+                                     "-f",
+                                     manifest,
+                                     "--yes",
+                                     "--bus",
+                                     sandbox_->system_bus_address(),
+                                     "--journal-dir",
+                                     sandbox_->journal_dir()};
+    args.insert(args.end(), more.begin(), more.end());
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    std::string log = ProcessLog();
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      for (const auto& e : env) ::putenv(const_cast<char*>(e.c_str()));
+      int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+      ::execv(berth, argv.data());
+      ::_exit(127);
+    }
+    return pid;
+  }
+  /// Where the output of every ApplyProcess goes (printed when a wait for one fails).
+  std::string ProcessLog() const { return (tmp_ / "apply-processes.log").string(); }
+  /// waitpid with a deadline: a berth that does not end in time is killed and the test fails
+  /// with its output, instead of hanging until CTest's timeout says nothing. -1 then.
+  int Wait(pid_t pid, std::chrono::seconds deadline = std::chrono::seconds(60)) {
+    int status = 0;
+    if (WaitFor([&] { return ::waitpid(pid, &status, WNOHANG) == pid; }, deadline)) return status;
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+    ADD_FAILURE() << "berth apply (pid " << pid << ") did not end within " << deadline.count()
+                  << " s; its output:\n"
+                  << ReadAll(ProcessLog());
+    return -1;
   }
 
   static SystemdSandbox* sandbox_;

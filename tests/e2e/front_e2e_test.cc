@@ -4,10 +4,15 @@
 // completions held open). Make-before-break, a stop-first switch that holds requests, a failed
 // replacement routed back, an in-place restart and a reload of the front's configuration: no
 // connection is ever refused.
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 
+#include <cstddef>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -53,6 +58,7 @@ class FrontE2eTest : public SandboxSuite {
           env(std::move(e)),
           health(std::move(h)) {}
     std::string name, model, state, strategy, env, health;
+    std::string gates;  // the service's gates: mapping, "" none
   };
   std::string Manifest(const std::vector<Svc>& services,
                        const std::string& front = "{hold: 1m, drain: 30s}") {
@@ -73,6 +79,7 @@ class FrontE2eTest : public SandboxSuite {
         << "    env: {FAKE_VLLM_TOKENS_PER_SECOND: '50'" << (s.env.empty() ? "" : ", " + s.env)
         << "}\n";
       if (!s.strategy.empty()) m << "    strategy: " << s.strategy << "\n";
+      if (!s.gates.empty()) m << "    gates: " << s.gates << "\n";
       if (standby_) m << "    standby: sleep\n";
     }
     std::string path = (tmp_ / ("berth-" + std::to_string(++manifests_) + ".yaml")).string();
@@ -109,6 +116,30 @@ class FrontE2eTest : public SandboxSuite {
     err_.str("");
     RunPlan(cmd, out_, err_);
     return out_.str();
+  }
+
+  // The step of the plan's line "N > VERB ADDRESS ..." (0: none).
+  int StepOf(const std::string& plan, const std::string& verb, const std::string& address) {
+    std::istringstream lines(plan);
+    std::string line;
+    while (std::getline(lines, line)) {
+      int step = 0;
+      char sign = 0;
+      std::string v, a;
+      std::istringstream l(line);
+      if (l >> step >> sign >> v >> a && v == verb && a == address) return step;
+    }
+    return 0;
+  }
+  // berth_faulty's apply, killed -9 as step `step` begins; its wait status.
+  int ApplyKilledAt(const std::string& manifest, int step) {
+    return Wait(ApplyProcess(BERTH_FAULTY_BIN, manifest,
+                             {"BERTH_FAULT_KILL_AT_STEP=" + std::to_string(step)},
+                             {"--state-dir", (tmp_ / "state").string()}));
+  }
+  std::string ActiveState(const std::string& unit) {
+    auto units = systemd_->GetUnits({unit});
+    return units.ok() && !units->empty() ? (*units)[0].active_state : "(unknown)";
   }
 
   // The prober on the public port: a request every 10 ms (GET /v1/models and completions, in
@@ -247,6 +278,86 @@ TEST_F(FrontE2eTest, ARestartInPlaceAndAFrontReloadRefuseNothing) {
   EXPECT_EQ(s.value("failed", -1), 0) << s.dump();
   EXPECT_EQ(s.value("streams_completed", -1), s.value("streams_started", -2)) << s.dump();
   EXPECT_EQ(ServedModel(), "a");
+}
+
+// An interrupted stop-first switch whose replacement fails its smoke gate (issue 37, 1): the
+// next apply ran `route front/P -> svc-b` before svc-b's gates, and its rollback, though it
+// started svc-a again, left the front on svc-b (stopped): every request 503 while svc-a served.
+// Now the gates come first, the undo routes back to what served before the switch (the killed
+// apply's journal keeps it), and the change is held: svc-a is not stopped again.
+TEST_F(FrontE2eTest, AnInterruptedSwitchWhoseReplacementFailsEndsRoutedToTheOldServer) {
+  ASSERT_EQ(Apply(Manifest({{"svc-a", "a"}})), 0) << out_.str() << err_.str();
+  Svc bad{"svc-b", "b", "running", "stop-first", "FAKE_VLLM_EMPTY_COMPLETIONS: '1'"};
+  bad.gates = "{smoke: {prompt: Say hello., max_tokens: 4, timeout: 10s}}";
+  const std::string m = Manifest({{"svc-a", "a", "stopped"}, bad});
+  int k = StepOf(PlanText(m), "wait-healthy", "service/svc-b");
+  ASSERT_GT(k, 0) << out_.str();
+  int status = ApplyKilledAt(m, k);
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "status " << status;
+  ASSERT_EQ(ActiveState("svc-a.service"), "inactive");
+  ASSERT_EQ(ActiveState("svc-b.service"), "active");
+
+  const std::string plan = PlanText(m);
+  int smoke = StepOf(plan, "smoke", "service/svc-b");
+  int route = StepOf(plan, "route", "front/" + std::to_string(port_));
+  ASSERT_GT(smoke, 0) << plan;
+  EXPECT_GT(route, smoke) << "the front routes to svc-b only after its gates\n" << plan;
+
+  EXPECT_EQ(Apply(m), kExitFailed) << out_.str() << err_.str();
+  EXPECT_THAT(err_.str(), HasSubstr("the smoke gate of svc-b.service failed"));
+  EXPECT_THAT(err_.str(), HasSubstr("svc-a.service is healthy again"));
+  EXPECT_THAT(err_.str(),
+              HasSubstr("route the front of port " + std::to_string(port_) + " back to svc-a"));
+  EXPECT_EQ(ServedModel(), "a") << "the front serves the healthy svc-a, not 503s";
+
+  // Held: the loop's terminal rule; svc-a is not taken down for another try, and every request
+  // meanwhile is answered by it.
+  StartProber();
+  EXPECT_EQ(Apply(m), kExitBlocked) << out_.str() << err_.str();
+  nlohmann::json s = StopProber();
+  EXPECT_EQ(Count(s, "refused"), 0) << s.dump();
+  EXPECT_EQ(s.value("failed", -1), 0) << s.dump();
+  EXPECT_EQ(ActiveState("svc-a.service"), "active");
+  EXPECT_EQ(ServedModel(), "a");
+}
+
+// The file a front loads next and what the running HAProxy serves can differ (issue 37, 2): a
+// reload it refused, a kill between the write and the reload, a hand edit. Here the file is put
+// back to an older configuration by hand: it is exactly what berth renders for the manifest, yet
+// the running front serves svc-b too. The plan sees it (the admin socket lists the servers) and
+// writes and reloads the front; then both agree and nothing is left.
+TEST_F(FrontE2eTest, AFileThatDiffersFromWhatTheRunningFrontServesIsSeenAndPlanned) {
+  const std::string one = Manifest({{"svc-a", "a"}});
+  ASSERT_EQ(Apply(one), 0) << out_.str() << err_.str();
+  const std::string cfg = fronts_ + "/" + std::to_string(port_) + ".cfg";
+  const std::string first = ReadAll(cfg);
+  ASSERT_EQ(Apply(Manifest({{"svc-a", "a"}, {"svc-b", "b", "stopped"}})), 0)
+      << out_.str() << err_.str();
+  std::ofstream(cfg, std::ios::trunc) << first;
+  const std::string plan = PlanText(one);
+  EXPECT_THAT(plan, HasSubstr("write-front")) << plan;
+  EXPECT_THAT(plan, HasSubstr("reloaded seamlessly")) << plan;
+  ASSERT_EQ(Apply(one), 0) << out_.str() << err_.str();
+  EXPECT_THAT(PlanText(one), HasSubstr("No changes")) << out_.str();
+  EXPECT_EQ(ServedModel(), "a");
+}
+
+// Any local user could bind the front's abstract hold socket first and keep it from starting
+// (issue 37, 6): the hold loop is a unix socket in the front's own folder now.
+TEST_F(FrontE2eTest, TheFrontStartsThoughSomeoneHoldsTheOldAbstractHoldName) {
+  int squatter = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::string name = "berth-front-" + std::to_string(port_) + "-hold";
+  std::memcpy(addr.sun_path + 1, name.data(), name.size());
+  ASSERT_EQ(::bind(squatter, reinterpret_cast<sockaddr*>(&addr),
+                   static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size())),
+            0);
+  ::listen(squatter, 1);
+  EXPECT_EQ(Apply(Manifest({{"svc-a", "a"}})), 0) << out_.str() << err_.str();
+  EXPECT_EQ(ServedModel(), "a");
+  EXPECT_TRUE(std::filesystem::exists(fronts_ + "/" + std::to_string(port_) + ".hold"));
+  ::close(squatter);
 }
 
 // Standby (`standby: sleep`, issue 25): the GPU is the fake NVML's one 80 GiB device, and each

@@ -101,37 +101,11 @@ class GatesE2eTest : public SandboxSuite {
     }
     return 0;
   }
-  // `berth apply` as its own process: `berth` is BERTH_BIN or BERTH_FAULTY_BIN (the build with
-  // the fault seam: $BERTH_FAULT_KILL_AT_STEP=N kills it -9 as step N begins).
+  // `berth apply` as its own process (SandboxSuite::ApplyProcess), on this test's state.
   pid_t ApplyProcess(const std::string& manifest, const std::vector<std::string>& env,
                      const char* berth) {
-    std::string log = (tmp_ / "apply-processes.log").string();
-    std::string state = (tmp_ / "state").string();
-    pid_t pid = ::fork();
-    if (pid == 0) {
-      for (const auto& e : env) ::putenv(const_cast<char*>(e.c_str()));
-      int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-      ::execl(berth, berth, "apply", "-f", manifest.c_str(), "--yes", "--bus",
-              sandbox_->system_bus_address().c_str(), "--journal-dir",
-              sandbox_->journal_dir().c_str(), "--state-dir", state.c_str(),
-              static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
-    return pid;
-  }
-  // waitpid, killing a berth that does not end within a minute (the test then fails).
-  int Wait(pid_t pid) {
-    int status = 0;
-    if (!WaitFor([&] { return ::waitpid(pid, &status, WNOHANG) == pid; },
-                 std::chrono::seconds(60))) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
-      ADD_FAILURE() << "berth apply did not end; its output:\n"
-                    << ReadAll((tmp_ / "apply-processes.log").string());
-    }
-    return status;
+    return SandboxSuite::ApplyProcess(berth, manifest, env,
+                                      {"--state-dir", (tmp_ / "state").string()});
   }
   // The status of the journal's entry of `kind` (as the running apply last wrote it), "" none.
   std::string JournalStatus(const std::string& kind) {

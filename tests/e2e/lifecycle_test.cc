@@ -163,41 +163,11 @@ class LifecycleTest : public SandboxSuite {
     SyncGpus();
     return rc;
   }
-  /// `berth apply` as its own process (for kill -9 and lock tests).
-  /// `berth apply` as a process; `berth` BERTH_FAULTY_BIN for the build with the fault seam
-  /// ($BERTH_FAULT_KILL_AT_STEP=N: kill -9 as step N begins).
+  /// `berth apply` as a process (for kill -9 and lock tests; SandboxSuite::ApplyProcess).
   pid_t ApplyProcess(const std::string& manifest, const std::vector<std::string>& env,
                      const char* berth = BERTH_BIN) {
-    pid_t pid = ::fork();
-    if (pid == 0) {
-      for (const auto& e : env) ::putenv(const_cast<char*>(e.c_str()));
-      int log = ::open(ProcessLog().c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-      ::dup2(log, 1);
-      ::dup2(log, 2);
-      ::execl(berth, berth, "apply", "-f", manifest.c_str(), "--yes", "--bus",
-              sandbox_->system_bus_address().c_str(), "--journal-dir",
-              sandbox_->journal_dir().c_str(), "--nvml-library", FAKE_NVML_FULL, "--state-dir",
-              state_.c_str(), static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
-    return pid;
-  }
-  /// Where the output of every ApplyProcess goes (printed when a wait for one fails).
-  std::string ProcessLog() const { return (tmp_ / "apply-processes.log").string(); }
-  /// waitpid with a deadline: a berth that does not end in time is killed and the test fails
-  /// with its output, instead of hanging until CTest's timeout says nothing.
-  int Wait(pid_t pid, std::chrono::seconds deadline = std::chrono::seconds(60)) {
-    int status = 0;
-    bool ended = WaitFor([&] { return ::waitpid(pid, &status, WNOHANG) == pid; }, deadline);
-    if (!ended) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
-      ADD_FAILURE() << "berth apply (pid " << pid << ") did not end within " << deadline.count()
-                    << " s; its output:\n"
-                    << ReadAll(ProcessLog());
-      return -1;
-    }
-    return status;
+    return SandboxSuite::ApplyProcess(berth, manifest, env,
+                                      {"--nvml-library", FAKE_NVML_FULL, "--state-dir", state_});
   }
   /// GET /health over a plain socket: 200 or not (cheap enough to probe in a tight loop).
   static bool Healthy(int port) {

@@ -4,6 +4,7 @@
 // plan marks takes_down; the journal hears each step's StepState.
 #include "engine/apply/executor.h"
 
+#include "providers/front/haproxy_admin.h"
 #include "providers/health/standby_client.h"
 #include "tests/engine/reconciler_fixture.h"
 
@@ -142,6 +143,63 @@ TEST_F(ExecutorSwitchTest, AFailedStopFirstSwitchStartsWhatItReplacedAndWaitsFor
                                         Pair(4, StepState::kRunning), Pair(4, StepState::kDone),
                                         Pair(5, StepState::kRunning), Pair(5, StepState::kFailed)));
   EXPECT_STREQ(StepStateName(StepState::kFailed), "failed");
+}
+
+// A front that answers every call but a route to `refuse`, which it does not know (the running
+// HAProxy has no such server: a configuration file it never loaded).
+struct RefusingFront : FrontControl {
+  std::vector<std::string>* calls;
+  std::string refuse;
+  RefusingFront(std::vector<std::string>* c, std::string r) : calls(c), refuse(std::move(r)) {}
+  Status Route(const std::string& s) override {
+    calls->push_back("route " + s);
+    return s == refuse ? Status::NotFound("backend models has no server '" + s + "'")
+                       : Status::Ok();
+  }
+  Status Hold() override {
+    calls->push_back("hold");
+    return Status::Ok();
+  }
+  Status Drain(const std::string&) override { return Status::Ok(); }
+  Result<int64_t> Sessions(const std::string&) override { return int64_t{0}; }
+  Status SetReady(bool) override { return Status::Ok(); }
+  Result<FrontStats> Stats() override { return FrontStats{}; }
+};
+
+// Behind a front, the route to the new server comes after the old one stopped: when it fails
+// (the running HAProxy knows no such server), the switch is undone like a failed gate: the new
+// server stops, the old one starts, passes its gate, and the front routes back to it. Before,
+// nothing was undone: 5 of 9 steps done, requests held, then 503 until the next pass.
+TEST_F(ExecutorSwitchTest, ARouteThatFailsAfterTheOldServerStoppedIsRolledBack) {
+  ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
+  world.calls.clear();
+  berth::Plan plan = StopFirst(8000);
+  plan.actions.pop_back();  // no gate of its own: the route is what fails
+  plan.switches[0].gates.clear();
+  Action route = MakeAction(ActionKind::kRoute);
+  route.address = "front/8000";
+  route.As<FrontStep>().port = 8000;
+  route.As<FrontStep>().server = "vllm-minimax";
+  route.As<FrontStep>().socket = "/run/f/8000.sock";
+  plan.actions.push_back(route);
+  plan.switches[0].steps = {2, 3, 4};
+  plan.switches[0].front_port = 8000;
+  plan.switches[0].undo_route = "vllm-kimi";
+  std::vector<std::string> front_calls;
+  ExecutorDeps deps = Deps();
+  deps.connect_front = [&](const std::string&) {
+    return std::make_unique<RefusingFront>(&front_calls, "vllm-minimax");
+  };
+  ExecResult r = Executor(deps).Run(plan);
+  EXPECT_FALSE(r.status.ok());
+  EXPECT_EQ(r.failed_step, 5);
+  EXPECT_TRUE(r.rolled_back) << ::testing::PrintToString(r.rollback_log);
+  EXPECT_THAT(r.rollback_log, Contains(HasSubstr("start vllm-kimi.service again")));
+  EXPECT_THAT(r.rollback_log,
+              Contains(HasSubstr("route the front of port 8000 back to vllm-kimi")));
+  EXPECT_THAT(front_calls, ElementsAre("route vllm-minimax", "route vllm-kimi"));
+  EXPECT_TRUE(Running("vllm-kimi.service"));
+  EXPECT_FALSE(Running("vllm-minimax.service"));
 }
 
 TEST_F(ExecutorSwitchTest, AReplacedServiceWithoutAGateOnItsSwitchIsNotWaitedFor) {

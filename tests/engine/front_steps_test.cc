@@ -7,10 +7,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "core/front.h"
+#include "planners/front_render.h"
 #include "tests/support/fake_clock.h"
 
 namespace berth::testing {
@@ -121,20 +125,110 @@ TEST_F(FrontStepsTest, TheReadyPathTurns503ThenWaitsItsLead) {
   EXPECT_THAT(front.calls, ElementsAre("ready 503", "ready 200"));
 }
 
-TEST_F(FrontStepsTest, AConfigurationIsWrittenWithItsFoldersAndReloadedOnlyWhenTheFrontRuns) {
-  auto dir = std::filesystem::temp_directory_path() /
-             ("berth-front-steps-" + std::to_string(::getpid())) / "a" / "b";
-  Action a = Front(ActionKind::kWriteFront);
-  a.As<FrontStep>().config = (dir / "8000.cfg").string();
-  a.As<FrontStep>().config_text = "# berth-front-active: hold\nglobal\n";
+// A front's configuration as the planner renders it (HAProxy takes it), in its folder.
+class FrontWriteTest : public FrontStepsTest {
+ protected:
+  void SetUp() override {
+    root_ = std::filesystem::temp_directory_path() /
+            ("berth-front-steps-" + std::to_string(::getpid()) + "-" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(root_);
+  }
+  void TearDown() override { std::filesystem::remove_all(root_); }
+  Action Write(const std::filesystem::path& dir, const std::string& active = "hold") {
+    Action a = Front(ActionKind::kWriteFront);
+    FrontSpec spec = DefaultFrontSpec(8000);
+    spec.active = active;
+    spec.backends = {{"svc-a", "127.0.0.1", 20001}};
+    auto text = RenderHaproxyConfig(spec);
+    EXPECT_TRUE(text.ok()) << text.status().message();
+    a.As<FrontStep>().config = (dir / "8000.cfg").string();
+    a.As<FrontStep>().config_text = text.ok() ? *text : "";
+    a.As<FrontStep>().haproxy = "/usr/sbin/haproxy";
+    return a;
+  }
+  static std::string Read(const std::string& path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  std::filesystem::path root_;
+};
+
+TEST_F(FrontWriteTest, AConfigurationIsWrittenWithItsFoldersAndReloadedOnlyWhenTheFrontRuns) {
+  Action a = Write(root_ / "a" / "b");
   ASSERT_TRUE(Run(a).ok());
-  std::ifstream in(a.As<FrontStep>().config);
-  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), a.As<FrontStep>().config_text);
+  EXPECT_EQ(Read(a.As<FrontStep>().config), a.As<FrontStep>().config_text);
   EXPECT_TRUE(reloads.empty());
   a.As<FrontStep>().reload = true;
   ASSERT_TRUE(Run(a).ok());
   EXPECT_THAT(reloads, ElementsAre("/run/f/8000.master /run/f/8000.sock"));
-  std::filesystem::remove_all(dir.parent_path().parent_path());
+  EXPECT_FALSE(std::filesystem::exists(root_ / "a" / "b" / ".8000.cfg.new"));
+}
+
+// A bind HAProxy cannot parse left PORT.cfg holding the refused configuration: the next restart
+// of the front could not start. HAProxy checks it first now; the old file stays, byte for byte.
+TEST_F(FrontWriteTest, AConfigurationHAProxyRefusesNeverReplacesTheFile) {
+  Action good = Write(root_);
+  ASSERT_TRUE(Run(good).ok());
+  Action bad = Write(root_, "svc-a");
+  bad.As<FrontStep>().config_text += "frontend broken\n  bind 127.0.0.1:18000:18000\n";
+  bad.As<FrontStep>().reload = true;
+  Status s = Run(bad);
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.message(), HasSubstr("refuses the new configuration of the front of port 8000"));
+  EXPECT_THAT(s.message(), HasSubstr("8000.cfg is unchanged and the front serves on as before"));
+  EXPECT_EQ(Read(good.As<FrontStep>().config), good.As<FrontStep>().config_text);
+  EXPECT_TRUE(reloads.empty()) << "nothing to reload";
+  EXPECT_FALSE(std::filesystem::exists(root_ / ".8000.cfg.new"));
+}
+
+// The running front refused to reload (its old worker serves on): the file it runs on goes back.
+TEST_F(FrontWriteTest, ARefusedReloadPutsThePreviousFileBack) {
+  Action before = Write(root_);
+  ASSERT_TRUE(Run(before).ok());
+  Action next = Write(root_, "svc-a");
+  next.As<FrontStep>().reload = true;
+  Status s = FrontSteps([this](const std::string&) { return std::make_unique<Proxy>(&front); },
+                        [](const std::string&, const std::string&) {
+                          return Status::Unavailable("the master says: reload failed");
+                        },
+                        &clock, nullptr)
+                 .Run(ActionKind::kWriteFront, next.As<FrontStep>());
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.message(), HasSubstr("its previous configuration file is back in"));
+  EXPECT_THAT(s.message(), HasSubstr("reload failed"));
+  EXPECT_EQ(Read(before.As<FrontStep>().config), before.As<FrontStep>().config_text);
+}
+
+// HAProxy runs as root and loads this file: a fronts' folder another user owns, or one its group
+// or others may write, let that user put an `external-check command` root ran. Refused before
+// anything is written, as sshd's StrictModes; a sticky folder of root's above it (/tmp) is fine.
+TEST_F(FrontWriteTest, AFolderAnotherUserCouldWriteIsRefusedBeforeAnythingIsWritten) {
+  std::filesystem::path dir = root_ / "fronts";
+  std::filesystem::create_directories(dir);
+  Action a = Write(dir);
+  ASSERT_EQ(::chown(dir.c_str(), 65534, 65534), 0) << "the tests run as root";
+  Status owned = Run(a);
+  ASSERT_FALSE(owned.ok());
+  EXPECT_EQ(owned.code(), Status::Code::kPermissionDenied);
+  EXPECT_THAT(owned.message(), HasSubstr("is owned by uid 65534, not root"));
+  EXPECT_THAT(owned.message(), HasSubstr("chown root:root, chmod go-w"));
+  ASSERT_EQ(::chown(dir.c_str(), 0, 0), 0);
+  for (auto mode : {std::filesystem::perms::group_write, std::filesystem::perms::others_write}) {
+    std::filesystem::permissions(dir, mode, std::filesystem::perm_options::add);
+    Status writable = Run(a);
+    ASSERT_FALSE(writable.ok());
+    EXPECT_THAT(writable.message(), HasSubstr("fronts is writable by its"));
+    std::filesystem::permissions(dir, mode, std::filesystem::perm_options::remove);
+  }
+  // A parent of it, world-writable without the sticky bit: anyone could rename the folder away.
+  std::filesystem::permissions(root_, std::filesystem::perms::others_write,
+                               std::filesystem::perm_options::add);
+  EXPECT_THAT(Run(a).message(), HasSubstr(root_.string() + " is writable by its other users"));
+  std::filesystem::permissions(root_, std::filesystem::perms::others_write,
+                               std::filesystem::perm_options::remove);
+  EXPECT_FALSE(std::filesystem::exists(dir / "8000.cfg")) << "nothing was written";
+  EXPECT_TRUE(Run(a).ok());
 }
 
 }  // namespace

@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_scan.h"
+
 namespace berth {
 namespace {
 
@@ -270,6 +272,21 @@ TEST_F(SavedPlanFile, AByteOrderMarkIsRefused) {
   ASSERT_FALSE(p.ok());
   EXPECT_THAT(p.status().message(),
               HasSubstr("it starts with a UTF-8 byte-order mark, which berth never writes"));
+}
+
+// nlohmann's parser recurses once per level: a plan nested 60,000 deep overflowed its stack
+// (SIGSEGV in `berth apply FILE`). Refused before parsing, in words; 512 levels still parse.
+TEST_F(SavedPlanFile, APlanNestedDeeperThanBerthWritesIsRefusedWithoutCrashing) {
+  for (size_t levels : {size_t{60000}, kMaxJsonDepth + 1}) {
+    std::string deep = "{\"actions\": " + std::string(levels, '[') + std::string(levels, ']') + "}";
+    Result<SavedPlan> p = Read(deep);
+    ASSERT_FALSE(p.ok()) << levels;
+    EXPECT_THAT(p.status().message(), HasSubstr("nests arrays and objects deeper than 512 levels"));
+  }
+  // Brackets inside a string are not nesting.
+  nlohmann::ordered_json quoted = json_;
+  quoted["actions"][0]["detail"] = std::string(70000, '[') + "\"" + std::string(10, '{');
+  EXPECT_TRUE(Read(quoted.dump(2)).ok()) << Read(quoted.dump(2)).status().message();
 }
 
 TEST_F(SavedPlanFile, AnUnknownReasonIsRefusedNotTakenForAMissingModel) {

@@ -201,12 +201,17 @@ TEST_F(StateTest, TheJournalKeepsWhatEachSwitchReplacedAndEveryUnfinishedGate) {
   own.As<HealthStep>().port = 8001;
   own.As<HealthStep>().path = "/health";
   own.As<HealthStep>().timeout_ms = 300000;
-  j.switches = {{"service/new", "new.service", {old}, std::nullopt, {}},
-                {"service/inplace",
-                 "inplace.service",
-                 {},
-                 "[Unit]\nDescription=\xff\xfe not UTF-8\n",
-                 own.As<HealthStep>()}};
+  // Behind the front of port 8000, which served svc-old before the switch.
+  j.switches = {
+      {"service/new", "new.service", {old}, std::nullopt, {}, 8000, "/f/8000.sock", "svc-old"},
+      {"service/inplace",
+       "inplace.service",
+       {},
+       "[Unit]\nDescription=\xff\xfe not UTF-8\n",
+       own.As<HealthStep>(),
+       0,
+       "",
+       ""}};
   ASSERT_TRUE(sd.SaveJournal(j).ok());
   bool exists = false;
   auto back = sd.LoadJournal(&exists);
@@ -224,6 +229,10 @@ TEST_F(StateTest, TheJournalKeepsWhatEachSwitchReplacedAndEveryUnfinishedGate) {
   EXPECT_EQ(back->switches[1].gate.path, "/health");
   EXPECT_FALSE(back->switches[0].unit_before);
   EXPECT_EQ(back->switches[1].unit_before, "[Unit]\nDescription=\xff\xfe not UTF-8\n");
+  EXPECT_EQ(back->switches[0].front_port, 8000);
+  EXPECT_EQ(back->switches[0].front_socket, "/f/8000.sock");
+  EXPECT_EQ(back->switches[0].undo_route, "svc-old") << "where its undo routes the front back to";
+  EXPECT_EQ(back->switches[1].front_port, 0);
 
   BerthState b;
   NoteUnfinishedApply(*back, &b);

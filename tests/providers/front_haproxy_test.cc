@@ -2,6 +2,7 @@
 // loopback): requests held while no model server serves, the hold's bound, a route under load
 // with a stream draining, seamless reloads, the ready path and the counters. Outcomes are
 // counted; times appear only as generous bounds. HAProxy missing is a failure (CI installs it).
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -37,8 +38,7 @@ class FrontTest : public ::testing::Test {
     spec.admin_socket = dir_ / "admin.sock";
     spec.master_socket = dir_ / "master.sock";
     spec.pid_file = dir_ / "haproxy.pid";
-    // Abstract names are per network namespace: make it this test's own.
-    spec.hold_name = "berth-test-" + std::to_string(getpid()) + "-" + std::to_string(spec.port);
+    spec.hold_socket = dir_ / "hold.sock";
     return spec;
   }
 
@@ -400,7 +400,9 @@ TEST(FrontRenderTest, TheConfigurationHAProxyChecksIsDeterministic) {
   EXPECT_EQ(*a, *b);
   EXPECT_NE(a->find("  server kimi 127.0.0.1:8001\n"), std::string::npos);
   EXPECT_NE(a->find("  server minimax 127.0.0.1:8002 disabled\n"), std::string::npos);
-  EXPECT_NE(a->find("  server hold abns@berth-front-8000-hold disabled\n"), std::string::npos);
+  EXPECT_NE(a->find("  server hold unix@/run/berth/front-8000/hold.sock disabled\n"),
+            std::string::npos);
+  EXPECT_EQ(a->find("abns@"), std::string::npos) << "an abstract name anyone could bind first";
   EXPECT_NE(a->find("  retries 599\n"), std::string::npos);
   EXPECT_EQ(FrontRetries(2000), 1u);
   EXPECT_EQ(FrontRetries(1), 1u);
@@ -410,6 +412,29 @@ TEST(FrontRenderTest, TheConfigurationHAProxyChecksIsDeterministic) {
   dir.Write("haproxy.cfg", *a);
   std::string check = HaproxyProcess::Binary() + " -c -q -f " + (dir / "haproxy.cfg");
   EXPECT_EQ(std::system(check.c_str()), 0) << *a;
+}
+
+// Every bind the manifest takes (IsFrontBindAddress) is one HAProxy takes as one address; a
+// list, a range, a path or a prefix is refused before any file is written.
+TEST(FrontRenderTest, EveryBindBerthTakesIsOneAddressHAProxyTakes) {
+  TempDir dir;
+  for (const char* bind : {"0.0.0.0", "127.0.0.1", "::", "::1", "[::1]", "localhost"}) {
+    SCOPED_TRACE(bind);
+    FrontSpec spec = DefaultFrontSpec(8000);
+    spec.bind = bind;
+    auto config = RenderHaproxyConfig(spec);
+    ASSERT_TRUE(config.ok()) << config.status().message();
+    dir.Write("haproxy.cfg", *config);
+    std::string check = HaproxyProcess::Binary() + " -c -q -f " + (dir / "haproxy.cfg");
+    EXPECT_EQ(std::system(check.c_str()), 0) << *config;
+  }
+  for (const char* bind : {"0.0.0.0:1-65535,0.0.0.0", "unix@/tmp/x", "/tmp/x", "127.0.0.1:18000"}) {
+    FrontSpec spec = DefaultFrontSpec(8000);
+    spec.bind = bind;
+    auto config = RenderHaproxyConfig(spec);
+    ASSERT_FALSE(config.ok()) << bind;
+    EXPECT_THAT(config.status().message(), ::testing::HasSubstr("is not one IPv4 or IPv6 address"));
+  }
 }
 
 TEST(FrontRenderTest, NamesThatWouldChangeTheConfigurationAreRefused) {

@@ -1,6 +1,7 @@
 // `show stat` as HAProxy 2.6 writes it, and as a broken or hostile socket might: parsed into
 // the front's counters or refused with a Status, never an exception. Also the wait for a
 // server's streams to end, on a fake clock.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <random>
@@ -11,6 +12,8 @@
 
 namespace berth {
 namespace {
+
+using ::testing::HasSubstr;
 
 // HAProxy 2.6.12's header and rows (trimmed to the first columns' worth of real values, the
 // rest empty as HAProxy leaves unused fields).
@@ -137,6 +140,43 @@ class CountdownFront : public FrontControl {
  private:
   int64_t sessions_;
 };
+
+// The file a front loads next against what it serves now (issue 37, 2): a reload HAProxy
+// refused, or a kill between the write and the reload, left a file berth then believed.
+FrontStats Serving(std::vector<std::pair<std::string, std::string>> servers) {
+  FrontStats s;
+  for (auto& [name, status] : servers) s.servers.push_back({name, status});
+  return s;
+}
+const std::string kFile =
+    "# berth-front-active: svc-a\nglobal\n  master-worker\n\nbackend models\n"
+    "  server svc-a 127.0.0.1:20001\n  server svc-b 127.0.0.1:20002 disabled\n"
+    "  server hold unix@/f/8000.hold disabled\n\nbackend ready\n  server ready unix@/x\n";
+
+TEST(FrontAsRunningTest, AFileThatAgreesWithTheRunningFrontIsUnchanged) {
+  EXPECT_EQ(FrontAsRunning(kFile,
+                           Serving({{"svc-a", "no check"}, {"svc-b", "MAINT"}, {"hold", "MAINT"}})),
+            kFile);
+}
+
+TEST(FrontAsRunningTest, OtherServersRunningMakeTheFileDifferSayingWhat) {
+  std::string seen = FrontAsRunning(kFile, Serving({{"svc-a", "no check"}, {"hold", "MAINT"}}));
+  EXPECT_EQ(seen.rfind(kFile, 0), 0u);
+  EXPECT_THAT(seen, HasSubstr("# berth: the running front serves svc-a, hold, not the servers "
+                              "of this file (svc-a, svc-b, hold)"));
+}
+
+TEST(FrontAsRunningTest, ARouteMadeAtRunTimeIsWhatTheFirstLineSays) {
+  std::string seen = FrontAsRunning(
+      kFile, Serving({{"svc-a", "MAINT"}, {"svc-b", "no check"}, {"hold", "DRAIN"}}));
+  EXPECT_EQ(seen.rfind("# berth-front-active: svc-b\nglobal\n", 0), 0u) << seen;
+  EXPECT_THAT(seen, HasSubstr("# berth: this file routes to svc-a; the running front routes "
+                              "to svc-b"));
+  // No one server ready (every one in maintenance, or two): the file is left as it is.
+  EXPECT_EQ(
+      FrontAsRunning(kFile, Serving({{"svc-a", "MAINT"}, {"svc-b", "MAINT"}, {"hold", "MAINT"}})),
+      kFile);
+}
 
 TEST(WaitForNoSessionsTest, WaitsUntilTheLastStreamEnds) {
   testing::FakeClock clock;
