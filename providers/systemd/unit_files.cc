@@ -11,6 +11,7 @@
 
 #include "core/atomic_file.h"
 #include "core/read_file.h"
+#include "core/safe_folder.h"
 #include "core/unit_marker.h"
 
 namespace berth {
@@ -47,6 +48,9 @@ Result<std::optional<std::string>> ReadRegular(const std::string& path) {
 Result<bool> UnitFileStore::Write(const std::string& unit, const std::string& content) {
   auto existing = Read(unit);
   if (existing.ok() && existing->has_value() && **existing == content) return false;
+  // systemd runs what a unit file says as root: a folder another user may write is refused.
+  BERTH_RETURN_IF_ERROR(
+      MakeSafeFolder(dir_, "the unit folder (host.unit_dir)").WithContext("writing unit " + unit));
   Status s = WriteFileAtomically(PathOf(unit), content, 0644);
   if (!s.ok())
     return s.WithContext("writing unit " + unit + " (the previous file, if any, is unchanged)");

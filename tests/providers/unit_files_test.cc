@@ -47,5 +47,28 @@ TEST(UnitFiles, AMissingFileIsNoFileAndAWrittenOneReadsBack) {
   EXPECT_EQ(**back, "[Service]\nExecStart=/bin/true\n");
 }
 
+// systemd runs what a unit file says as root: a unit folder another user owns, or one its group
+// or others may write, is refused before anything is written (issue 37, 5: the same rule as the
+// fronts' folder).
+TEST(UnitFiles, AUnitFolderAnotherUserCouldWriteIsRefused) {
+  TempDir dir;
+  UnitFileStore files(dir.path());
+  ASSERT_EQ(::chmod(dir.path().c_str(), 0777), 0);
+  Result<bool> open = files.Write("vllm-x.service", "[Service]\nExecStart=/bin/true\n");
+  ASSERT_FALSE(open.ok());
+  EXPECT_EQ(open.status().code(), Status::Code::kPermissionDenied);
+  EXPECT_THAT(open.status().message(), HasSubstr("the unit folder (host.unit_dir)"));
+  EXPECT_THAT(open.status().message(), HasSubstr("is writable by its other users (mode 0777)"));
+  ASSERT_EQ(::chmod(dir.path().c_str(), 0755), 0);
+  ASSERT_EQ(::chown(dir.path().c_str(), 65534, 65534), 0) << "the tests run as root";
+  EXPECT_THAT(files.Write("vllm-x.service", "[Service]\n").status().message(),
+              HasSubstr("is owned by uid 65534, not root"));
+  auto none = files.Read("vllm-x.service");
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value()) << "nothing was written";
+  ASSERT_EQ(::chown(dir.path().c_str(), 0, 0), 0);
+  EXPECT_TRUE(files.Write("vllm-x.service", "[Service]\n").ok());
+}
+
 }  // namespace
 }  // namespace berth::testing
