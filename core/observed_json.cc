@@ -680,7 +680,8 @@ Status Parse(const std::string& text, const std::string& source, InJson* j, Unit
     }
     // parse_error, and out_of_range for a number past a double ("1e400", 100,000 digits).
   } catch (const nlohmann::json::exception& e) {
-    return Status::InvalidArgument(source + ": not valid JSON: " + e.what());
+    // The parser quotes the token: a 100,000-digit number would be the whole message.
+    return Status::InvalidArgument(source + ": not valid JSON: " + Excerpt(e.what(), 300));
   }
   return Status::Ok();
 }

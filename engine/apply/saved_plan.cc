@@ -13,6 +13,7 @@
 #include "core/json_scan.h"
 #include "core/json_text.h"
 #include "core/units.h"
+#include "core/untrusted_text.h"
 #include "planners/plan_index.h"
 
 namespace berth {
@@ -625,7 +626,8 @@ Result<SavedPlan> SavedPlanFromJson(const std::string& text, const std::string& 
     problem = ReadSwitches(j, known, &p.plan);
     if (!problem.empty()) return refuse(problem);
   } catch (const std::exception& e) {
-    return Status::InvalidArgument(source + " is not a readable saved plan: " + e.what());
+    return Status::InvalidArgument(source + " is not a readable saved plan: " +
+                                   Excerpt(e.what(), 300));
   }
   return p;
 }

@@ -197,6 +197,7 @@ TEST(ObservedJson, ANumberPastADoubleOrNestingTooDeepIsNotValidJsonNotACrash) {
     ASSERT_FALSE(r.ok()) << number.size();
     EXPECT_THAT(r.status().message(), HasSubstr("h.json: not valid JSON"));
     EXPECT_THAT(r.status().message(), HasSubstr("number overflow"));
+    EXPECT_LT(r.status().message().size(), 400u) << "the number is quoted, not copied whole";
   }
   auto deep = ObservedFromJson(
       R"({"format_version": 1, "x": )" + std::string(60000, '[') + std::string(60000, ']') + "}",
