@@ -1,0 +1,139 @@
+// berth with a real model server (issue 38): llama.cpp's llama-server, built from source by
+// .ci/setup --tests (.ci/llama-server), serving a tiny random-weight GGUF that
+// tests/real_engine/make_gguf.py writes with llama.cpp's own gguf-py, as a unit berth writes and
+// starts on the sandboxed systemd. Each test makes its own model and starts its own servers on
+// loopback; every wait is bounded (a hung server fails the test, it does not stall CI).
+#include <gmock/gmock.h>
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "engine/cli/commands.h"
+#include "tests/e2e/e2e_fixture.h"
+
+namespace berth::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr const char* kCommit = "1111111111111111111111111111111111111111";
+
+class RealEngineTest : public SandboxSuite {
+ protected:
+  void SetUp() override {
+    SandboxSuite::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    ASSERT_TRUE(std::filesystem::exists(LLAMA_SERVER_BIN))
+        << LLAMA_SERVER_BIN << " is missing: .ci/setup --tests builds it (.ci/llama-server)";
+    store_ = (tmp_ / "store").string();
+    port_ = FreePort();
+  }
+
+  // models--org--NAME/snapshots/<kCommit>/model.gguf in the store, written by make_gguf.py
+  // with `flags`; refs/main names the commit.
+  void MakeGguf(const std::string& name, const std::vector<std::string>& flags = {}) {
+    HfCachePaths paths(store_, "org/" + name);
+    std::string snap = paths.SnapshotDir(kCommit);
+    std::filesystem::create_directories(snap);
+    std::vector<std::string> argv = {"/usr/bin/python3",
+                                     SourceDir() + "/tests/real_engine/make_gguf.py",
+                                     "--llama-src",
+                                     LLAMA_SRC,
+                                     "--out",
+                                     snap + "/model.gguf"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    CommandResult r = RunCommand(argv);
+    ASSERT_TRUE(r.ok()) << r.output << r.error;
+    std::filesystem::create_directories(paths.RefsDir());
+    std::ofstream(paths.RefPath("main")) << kCommit;
+  }
+
+  // One llama-server service `name` serving model `model` on port_, with a smoke gate.
+  std::string Manifest(const std::string& model, const std::string& more = "") {
+    std::ostringstream m;
+    m << "berth: 1\nhost:\n  store: " << store_ << "\n  unit_dir: " << sandbox_->units_dir()
+      << "\n  executables: {llama-server: " << LLAMA_SERVER_BIN << "}\n"
+      << "models:\n  " << model << ": {source: hf://org/" << model << ", revision: " << kCommit
+      << "}\n"
+      << "services:\n  chat:\n    model: " << model << "\n    engine: llama-server\n"
+      << "    port: " << port_ << "\n    bind: 127.0.0.1\n"
+      << "    llama_server: {model_file: model.gguf, n_gpu_layers: 0, ctx_size: 1024, "
+         "parallel: 2, alias: tiny-chat}\n"
+      << "    health: {timeout: 60s, interval: 10ms}\n"
+      << "    gates:\n      smoke: {prompt: Say hello., max_tokens: 8, timeout: 30s}\n"
+      << more;
+    std::string path = (tmp_ / ("berth-" + std::to_string(++manifests_) + ".yaml")).string();
+    std::ofstream(path) << m.str();
+    return path;
+  }
+
+  int Apply(const std::string& manifest) {
+    ApplyCommand cmd;
+    cmd.manifest_path = manifest;
+    cmd.yes = true;
+    cmd.host.bus_address = sandbox_->system_bus_address();
+    cmd.host.journal_dir = sandbox_->journal_dir();
+    cmd.state_dir = (tmp_ / "state").string();
+    out_.str("");
+    err_.str("");
+    std::istringstream in;
+    return RunApply(cmd, in, out_, err_);
+  }
+
+  // GET http://127.0.0.1:port_/PATH's body ("" when nothing answered within 10 s).
+  std::string Get(const std::string& path) {
+    CommandResult r =
+        RunCommand({"/usr/bin/python3", "-c",
+                    "import sys, urllib.request\n"
+                    "print(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode())",
+                    "http://127.0.0.1:" + std::to_string(port_) + path});
+    return r.ok() ? r.output : "";
+  }
+
+  std::string store_;
+  int port_ = 0;
+  int manifests_ = 0;
+  std::ostringstream out_, err_;
+};
+
+// The real engine from nothing: berth writes the unit, starts llama-server, and its health gate
+// sees the real 503 "Loading model" turn 200; /v1/models lists the alias berth passed; the
+// smoke gate gets text from the real model; a second apply finds nothing to do.
+TEST_F(RealEngineTest, ALlamaServerStartsPassesItsGatesAndServesItsAlias) {
+  MakeGguf("tiny");
+  const std::string m = Manifest("tiny");
+  ASSERT_EQ(Apply(m), kExitOk) << out_.str() << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("smoke: chat.service answered in")) << out_.str();
+  auto models = nlohmann::json::parse(Get("/v1/models"), nullptr, false);
+  ASSERT_FALSE(models.is_discarded()) << Get("/v1/models");
+  EXPECT_EQ(models["data"][0].value("id", ""), "tiny-chat") << models.dump();
+  EXPECT_THAT(Get("/health"), HasSubstr("ok"));
+  ASSERT_EQ(Apply(m), kExitOk) << out_.str() << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("No changes")) << out_.str();
+}
+
+// A file that is not a GGUF (wrong magic): the plan reads its header and is blocked before
+// anything starts. One cut short (its header intact): the real server exits on it, the health
+// gate says so (exit 4) instead of calling a dead server healthy, and nothing serves.
+TEST_F(RealEngineTest, AModelFileTheServerCannotLoadIsCaughtBeforeOrAtItsHealthGate) {
+  MakeGguf("magic", {"--bad-magic"});
+  EXPECT_EQ(Apply(Manifest("magic")), kExitBlocked) << out_.str() << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("model.gguf of org/magic@1111111 is not a GGUF file (it "
+                                    "starts with 'NOPE', not 'GGUF'), so llama-server cannot "
+                                    "load it"))
+      << out_.str();
+  auto units = systemd_->GetUnits({"chat.service"});
+  ASSERT_TRUE(units.ok()) << units.status().message();
+  EXPECT_NE((*units)[0].active_state, "active") << "nothing was started";
+
+  MakeGguf("cut", {"--truncate", "4096"});
+  EXPECT_EQ(Apply(Manifest("cut")), kExitFailed) << out_.str() << err_.str();
+  EXPECT_THAT(err_.str(), HasSubstr("step 4 (wait-healthy service/chat): chat.service exited"))
+      << err_.str();
+  EXPECT_EQ(Get("/health"), "") << "nothing serves a model that does not load";
+}
+
+}  // namespace
+}  // namespace berth::testing
