@@ -626,8 +626,8 @@ Result<SavedPlan> SavedPlanFromJson(const std::string& text, const std::string& 
     problem = ReadSwitches(j, known, &p.plan);
     if (!problem.empty()) return refuse(problem);
   } catch (const std::exception& e) {
-    return Status::InvalidArgument(source + " is not a readable saved plan: " +
-                                   Excerpt(e.what(), 300));
+    return Status::InvalidArgument(source +
+                                   " is not a readable saved plan: " + Excerpt(e.what(), 300));
   }
   return p;
 }
