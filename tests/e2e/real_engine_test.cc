@@ -135,5 +135,31 @@ TEST_F(RealEngineTest, AModelFileTheServerCannotLoadIsCaughtBeforeOrAtItsHealthG
   EXPECT_EQ(Get("/health"), "") << "nothing serves a model that does not load";
 }
 
+// kill -9 of the real server: the unit berth wrote has systemd start it again (Restart=on-failure,
+// RestartSec=10), the same model comes back on the same port, and the next apply finds the host
+// as the manifest says, the server up under a new pid.
+TEST_F(RealEngineTest, AServerKilledMinus9ComesBackUnderItsUnitAndTheNextApplyConverges) {
+  MakeGguf("tiny");
+  const std::string m = Manifest("tiny");
+  ASSERT_EQ(Apply(m), kExitOk) << out_.str() << err_.str();
+  auto before = systemd_->GetUnits({"chat.service"});
+  ASSERT_TRUE(before.ok() && (*before)[0].main_pid > 0);
+  CommandResult killed =
+      sandbox_->PidnsExec({"/bin/kill", "-9", std::to_string((*before)[0].main_pid)});
+  ASSERT_TRUE(killed.ok()) << killed.output << killed.error;
+  ASSERT_TRUE(WaitFor([&] { return Get("/health").empty(); }, std::chrono::seconds(10)))
+      << "llama-server still answers after kill -9";
+  ASSERT_TRUE(WaitFor([&] { return Get("/health").find("ok") != std::string::npos; },
+                      std::chrono::seconds(40)))
+      << "systemd did not bring llama-server back";
+  ASSERT_EQ(Apply(m), kExitOk) << out_.str() << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("No changes")) << out_.str();
+  auto after = systemd_->GetUnits({"chat.service"});
+  ASSERT_TRUE(after.ok());
+  EXPECT_NE((*after)[0].main_pid, (*before)[0].main_pid);
+  EXPECT_EQ((*after)[0].active_state, "active");
+  EXPECT_NE(Get("/v1/models").find("tiny-chat"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace berth::testing
