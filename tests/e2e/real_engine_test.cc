@@ -114,6 +114,30 @@ TEST_F(RealEngineTest, ALlamaServerStartsPassesItsGatesAndServesItsAlias) {
   EXPECT_THAT(out_.str(), HasSubstr("No changes")) << out_.str();
 }
 
+// The operator's prober (tests/prober/prober.py) on the real server for 3 s: requests every 10 ms
+// and two streams held back to back. llama-server streams a control token as a chunk without
+// text and ends a stream at EOS: the prober judges a stream by what the engine reports
+// (finish_reason, usage, timings), so every stream completes and nothing fails (it counted 39
+// streams of a real switch incomplete when it counted text chunks).
+TEST_F(RealEngineTest, TheProberCountsEveryStreamOfTheRealServerAsTheServerReportsIt) {
+  MakeGguf("tiny");
+  ASSERT_EQ(Apply(Manifest("tiny")), kExitOk) << out_.str() << err_.str();
+  const std::string summary = (tmp_ / "prober.json").string();
+  CommandResult r =
+      RunCommand({"/usr/bin/python3", SourceDir() + "/tests/prober/prober.py", "--url",
+                  "http://127.0.0.1:" + std::to_string(port_), "--interval-ms", "10",
+                  "--completions", "--streams", "2", "--stream-tokens", "64", "--duration", "3",
+                  "--timeout", "30", "--out", summary},
+                 {}, std::chrono::seconds(90));
+  ASSERT_TRUE(r.ok()) << r.output << r.error;
+  auto s = nlohmann::json::parse(ReadAll(summary), nullptr, false);
+  ASSERT_FALSE(s.is_discarded()) << r.output;
+  EXPECT_EQ(s.value("failed", -1), 0) << s.dump();
+  EXPECT_GT(s.value("streams_started", 0), 0) << s.dump();
+  EXPECT_EQ(s.value("streams_completed", -1), s.value("streams_started", -2)) << s.dump();
+  EXPECT_EQ(s["counts"].value("stream_incomplete", -1), 0) << s.dump();
+}
+
 // A file that is not a GGUF (wrong magic): the plan reads its header and is blocked before
 // anything starts. One cut short (its header intact): the real server exits on it, the health
 // gate says so (exit 4) instead of calling a dead server healthy, and nothing serves.

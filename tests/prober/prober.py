@@ -18,8 +18,12 @@ switch from model a to model b is seen as replies naming b instead of a. --body-
 prompt so the request body is about that many bytes (a client caught mid-upload by a switch).
 
 --streams K: K more threads, each holding a streamed completion ("stream": true, max_tokens
---stream-tokens) open, back to back for the whole run. A stream is completed only when it got
-every token it asked for and then `data: [DONE]`; a failed attempt is retried after one interval.
+--stream-tokens) open, back to back for the whole run. A stream is completed when `data: [DONE]`
+came after the engine said it ended the stream itself (a `finish_reason` of "length" or "stop"),
+or, from a server that says no finish_reason, after every token it asked for. Tokens are what the
+engine reports (`usage.completion_tokens`, llama.cpp's `timings.predicted_n`), not the chunks: a
+control token streams as a chunk with no text, and an EOS ends a stream short of max_tokens. A
+failed attempt is retried after one interval.
 
 Every request (streams included) is classified:
   ok                 2xx; for a completion a JSON body with "choices"; for a stream: completed
@@ -113,7 +117,9 @@ def classify_error(res, e):
 def read_stream(res, r, want_tokens, deadline):
     """Reads server-sent events until [DONE] or the end; classifies the stream."""
     buf = b""
-    tokens = 0
+    tokens = 0       # chunks with text
+    reported = None  # the engine's own count of the tokens it generated
+    finish = None    # the engine's finish_reason
     done = False
     while not done:
         if time.monotonic() > deadline:
@@ -145,16 +151,30 @@ def read_stream(res, r, want_tokens, deadline):
                 obj = json.loads(payload)
             except ValueError:
                 continue
+            if not isinstance(obj, dict):
+                continue
             res.model = obj.get("model", res.model)
             for choice in obj.get("choices") or []:
+                if not isinstance(choice, dict):
+                    continue
                 if choice.get("text") or (choice.get("delta") or {}).get("content"):
                     tokens += 1
-    if done and tokens == want_tokens:
+                if choice.get("finish_reason"):
+                    finish = choice["finish_reason"]
+            usage = obj.get("usage") if isinstance(obj.get("usage"), dict) else {}
+            timings = obj.get("timings") if isinstance(obj.get("timings"), dict) else {}
+            for n in (usage.get("completion_tokens"), timings.get("predicted_n")):
+                if isinstance(n, int) and not isinstance(n, bool) and n >= 0:
+                    reported = n
+    count = reported if reported is not None else tokens
+    ended = finish in ("length", "stop") if finish is not None else count == want_tokens
+    if done and ended:
         res.cls = "ok"
     else:
         res.cls = "stream_incomplete"
-        res.detail = "stream ended after %d of %d tokens%s" % (
-            tokens, want_tokens, "" if done else " without [DONE]")
+        res.detail = "stream ended after %d of %d tokens%s%s" % (
+            count, want_tokens, " (finish_reason %s)" % finish if finish else "",
+            "" if done else " without [DONE]")
 
 
 def one_request(target, args, res, t0, on_response=None):

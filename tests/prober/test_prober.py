@@ -23,6 +23,8 @@ PROBER = os.path.join(HERE, "prober.py")
 FAKE_VLLM = os.path.join(HERE, "..", "fake_vllm", "fake_vllm.py")
 sys.path.insert(0, os.path.join(HERE, "..", "fake_vllm"))
 import make_model  # noqa: E402
+sys.path.insert(0, HERE)
+import prober  # noqa: E402
 
 
 def free_port():
@@ -231,6 +233,63 @@ class AgainstAStub(ProberFixture):
         self.assertEqual(s["models"], {"held": 1})
         # Requests were sent while the first one was held: its answer came after the others'.
         self.assertGreater(s["counts"]["http_503"], 0)
+
+
+class ReadStream(unittest.TestCase):
+    """How a stream is judged, on server-sent events as real engines write them (issue 38: a real
+    llama-server ended 39 streams with fewer text chunks than tokens, which the prober had
+    counted incomplete)."""
+
+    class Body:
+        def __init__(self, events):
+            self.data = b"".join(b"data: " + e.encode() + b"\n\n" for e in events)
+
+        def read1(self, n):
+            chunk, self.data = self.data[:n], self.data[n:]
+            return chunk
+
+    def judge(self, events, want=8):
+        res = prober.Result(0.0, "stream")
+        prober.read_stream(res, self.Body(events), want, time.monotonic() + 10)
+        return res
+
+    @staticmethod
+    def chunk(text, finish=None, **extra):
+        obj = {"model": "m", "choices": [{"text": text, "finish_reason": finish}]}
+        obj.update(extra)
+        return json.dumps(obj)
+
+    def test_control_tokens_print_nothing_and_the_engines_count_decides(self):
+        # llama.cpp: 8 tokens, 2 of them control tokens (empty chunks), the last chunk with
+        # finish_reason, usage and timings.
+        events = [self.chunk("a")] * 5 + [self.chunk("")] * 2 + [
+            self.chunk("b", "length", usage={"completion_tokens": 8},
+                       timings={"predicted_n": 8}), "[DONE]"]
+        self.assertEqual(self.judge(events).cls, "ok")
+
+    def test_an_eos_before_max_tokens_is_a_stream_the_engine_ended(self):
+        events = [self.chunk("a"), self.chunk("b", "stop", usage={"completion_tokens": 2}),
+                  "[DONE]"]
+        self.assertEqual(self.judge(events).cls, "ok")
+
+    def test_without_finish_reason_every_token_asked_for_is_needed(self):
+        self.assertEqual(self.judge([self.chunk("a")] * 8 + ["[DONE]"]).cls, "ok")
+        short = self.judge([self.chunk("a")] * 5 + ["[DONE]"])
+        self.assertEqual(short.cls, "stream_incomplete")
+        self.assertIn("after 5 of 8 tokens", short.detail)
+
+    def test_a_stream_cut_before_done_or_ended_otherwise_is_incomplete(self):
+        cut = self.judge([self.chunk("a", "length", usage={"completion_tokens": 8})])
+        self.assertEqual(cut.cls, "stream_incomplete")
+        self.assertIn("without [DONE]", cut.detail)
+        aborted = self.judge([self.chunk("a", "abort"), "[DONE]"])
+        self.assertEqual(aborted.cls, "stream_incomplete")
+        self.assertIn("finish_reason abort", aborted.detail)
+
+    def test_hostile_events_are_skipped_not_thrown(self):
+        events = ["[1, 2]", '{"choices": [7, null]}', '{"usage": {"completion_tokens": true}}',
+                  '{"timings": "x"}', self.chunk("a", "length"), "[DONE]"]
+        self.assertEqual(self.judge(events).cls, "ok")
 
 
 if __name__ == "__main__":
