@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/hf_cache.h"
+#include "engine/cli/commands.h"
 #include "providers/systemd/journal.h"
 #include "providers/systemd/sdbus_manager.h"
 #include "providers/systemd/unit_files.h"
@@ -59,6 +60,20 @@ bool WaitFor(F done, std::chrono::milliseconds timeout = std::chrono::seconds(20
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return done();
+}
+
+/// The step number of the plan line "N > VERB ADDRESS ..." in `plan` (0: none).
+inline int StepOf(const std::string& plan, const std::string& verb, const std::string& address) {
+  std::istringstream lines(plan);
+  std::string line;
+  while (std::getline(lines, line)) {
+    int step = 0;
+    char sign = 0;
+    std::istringstream l(line);
+    std::string v, a;
+    if (l >> step >> sign >> v >> a && v == verb && a == address) return step;
+  }
+  return 0;
 }
 
 /// One sandbox for a whole suite (booting takes ~0.3 s), torn down at its end.
@@ -159,6 +174,27 @@ class SandboxSuite : public ::testing::Test {
       ::_exit(127);
     }
     return pid;
+  }
+  /// `berth apply --yes` in this process on the sandbox's systemd, the state in tmp_/state;
+  /// `nvml`: the NVML library berth loads ("": its default). Its output in `out` and `err`.
+  int ApplyIn(const std::string& manifest, std::ostringstream& out, std::ostringstream& err,
+              const std::string& nvml = "") {
+    ApplyCommand cmd;
+    cmd.manifest_path = manifest;
+    cmd.yes = true;
+    cmd.host.bus_address = sandbox_->system_bus_address();
+    cmd.host.journal_dir = sandbox_->journal_dir();
+    cmd.state_dir = (tmp_ / "state").string();
+    if (!nvml.empty()) cmd.host.nvml_library = nvml;
+    out.str("");
+    err.str("");
+    std::istringstream in;
+    return RunApply(cmd, in, out, err);
+  }
+  /// systemd's ActiveState of `unit` now ("(unknown)" when it cannot be asked).
+  std::string ActiveState(const std::string& unit) {
+    auto units = systemd_->GetUnits({unit});
+    return units.ok() && !units->empty() ? (*units)[0].active_state : "(unknown)";
   }
   /// Where the output of every ApplyProcess goes (printed when a wait for one fails).
   std::string ProcessLog() const { return (tmp_ / "apply-processes.log").string(); }

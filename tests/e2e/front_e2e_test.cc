@@ -93,19 +93,7 @@ class FrontE2eTest : public SandboxSuite {
     if (fresh) it->second = FreePort();
     return it->second;
   }
-  int Apply(const std::string& manifest) {
-    ApplyCommand cmd;
-    cmd.manifest_path = manifest;
-    cmd.yes = true;
-    cmd.host.bus_address = sandbox_->system_bus_address();
-    cmd.host.journal_dir = sandbox_->journal_dir();
-    cmd.state_dir = (tmp_ / "state").string();
-    if (!nvml_.empty()) cmd.host.nvml_library = nvml_;
-    out_.str("");
-    err_.str("");
-    std::istringstream in;
-    return RunApply(cmd, in, out_, err_);
-  }
+  int Apply(const std::string& manifest) { return ApplyIn(manifest, out_, err_, nvml_); }
   std::string PlanText(const std::string& manifest) {
     PlanCommand cmd;
     cmd.manifest_path = manifest;
@@ -118,28 +106,11 @@ class FrontE2eTest : public SandboxSuite {
     return out_.str();
   }
 
-  // The step of the plan's line "N > VERB ADDRESS ..." (0: none).
-  int StepOf(const std::string& plan, const std::string& verb, const std::string& address) {
-    std::istringstream lines(plan);
-    std::string line;
-    while (std::getline(lines, line)) {
-      int step = 0;
-      char sign = 0;
-      std::string v, a;
-      std::istringstream l(line);
-      if (l >> step >> sign >> v >> a && v == verb && a == address) return step;
-    }
-    return 0;
-  }
   // berth_faulty's apply, killed -9 as step `step` begins; its wait status.
   int ApplyKilledAt(const std::string& manifest, int step) {
     return Wait(ApplyProcess(BERTH_FAULTY_BIN, manifest,
                              {"BERTH_FAULT_KILL_AT_STEP=" + std::to_string(step)},
                              {"--state-dir", (tmp_ / "state").string()}));
-  }
-  std::string ActiveState(const std::string& unit) {
-    auto units = systemd_->GetUnits({unit});
-    return units.ok() && !units->empty() ? (*units)[0].active_state : "(unknown)";
   }
 
   // The prober on the public port: a request every 10 ms (GET /v1/models and completions, in

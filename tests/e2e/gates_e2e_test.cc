@@ -65,18 +65,7 @@ class GatesE2eTest : public SandboxSuite {
     std::ofstream(path) << m.str();
     return path;
   }
-  int Apply(const std::string& manifest) {
-    ApplyCommand cmd;
-    cmd.manifest_path = manifest;
-    cmd.yes = true;
-    cmd.host.bus_address = sandbox_->system_bus_address();
-    cmd.host.journal_dir = sandbox_->journal_dir();
-    cmd.state_dir = (tmp_ / "state").string();
-    out_.str("");
-    err_.str("");
-    std::istringstream in;
-    return RunApply(cmd, in, out_, err_);
-  }
+  int Apply(const std::string& manifest) { return ApplyIn(manifest, out_, err_); }
   int Plan(const std::string& manifest) {
     PlanCommand cmd;
     cmd.manifest_path = manifest;
@@ -90,16 +79,7 @@ class GatesE2eTest : public SandboxSuite {
   // The step of the plan line "N > VERB ADDRESS ..." (0: none).
   int StepOf(const std::string& manifest, const std::string& verb, const std::string& address) {
     Plan(manifest);
-    std::istringstream lines(out_.str());
-    std::string line;
-    while (std::getline(lines, line)) {
-      int step = 0;
-      char sign = 0;
-      std::string v, a;
-      std::istringstream l(line);
-      if (l >> step >> sign >> v >> a && v == verb && a == address) return step;
-    }
-    return 0;
+    return berth::testing::StepOf(out_.str(), verb, address);
   }
   // `berth apply` as its own process (SandboxSuite::ApplyProcess), on this test's state.
   pid_t ApplyProcess(const std::string& manifest, const std::vector<std::string>& env,
@@ -119,10 +99,6 @@ class GatesE2eTest : public SandboxSuite {
   std::string Invocation(const std::string& unit) {
     auto p = systemd_->GetUnits({unit});
     return p.ok() ? (*p)[0].invocation_id : "";
-  }
-  std::string ActiveState(const std::string& unit) {
-    auto p = systemd_->GetUnits({unit});
-    return p.ok() ? (*p)[0].active_state : "?";
   }
   std::string Get(const std::string& path) {
     CommandResult r =

@@ -24,20 +24,6 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-// The step number of the plan line that starts with `verb` and names `address` (0: none).
-int StepOf(const std::string& plan, const std::string& verb, const std::string& address) {
-  std::istringstream lines(plan);
-  std::string line;
-  while (std::getline(lines, line)) {
-    int step = 0;
-    char sign = 0;
-    std::istringstream l(line);
-    std::string v, a;
-    if (l >> step >> sign >> v >> a && v == verb && a == address) return step;
-  }
-  return 0;
-}
-
 constexpr uint64_t kGiB = 1ull << 30;
 const std::string kKimiCommit(40, 'c');
 

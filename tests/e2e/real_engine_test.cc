@@ -69,18 +69,7 @@ class RealEngineTest : public SandboxSuite {
     return path;
   }
 
-  int Apply(const std::string& manifest) {
-    ApplyCommand cmd;
-    cmd.manifest_path = manifest;
-    cmd.yes = true;
-    cmd.host.bus_address = sandbox_->system_bus_address();
-    cmd.host.journal_dir = sandbox_->journal_dir();
-    cmd.state_dir = (tmp_ / "state").string();
-    out_.str("");
-    err_.str("");
-    std::istringstream in;
-    return RunApply(cmd, in, out_, err_);
-  }
+  int Apply(const std::string& manifest) { return ApplyIn(manifest, out_, err_); }
 
   // GET http://127.0.0.1:port_/PATH's body ("" when nothing answered within 10 s).
   std::string Get(const std::string& path) {
