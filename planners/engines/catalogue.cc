@@ -51,6 +51,10 @@ EngineCatalogue Parse(CatalogueEngine e, const std::string& text) {
       f.takes_value = Bool(it.value(), "takes_value");
       f.choices = Strings(it.value(), "choices");
       f.deprecated = Bool(it.value(), "deprecated");
+      f.fit_params = Bool(it.value(), "fit_params");
+      auto values = it.value().find("values");
+      f.values = values != it.value().end() && values->is_number_integer() ? values->get<int>()
+                                                                           : f.takes_value;
       cat.flags.push_back(std::move(f));
     }
   }

@@ -19,8 +19,10 @@ struct CatalogueFlag {
   std::string name;                  // the canonical option string, e.g. "--tensor-parallel-size"
   std::vector<std::string> aliases;  // other spellings, negative forms ("--no-x") included
   bool takes_value = false;          // consumes the next argv element
+  int values = 0;                    // argv elements it consumes: 0, 1, or 2 (llama.cpp's pairs)
   std::vector<std::string> choices;  // the accepted values; empty = not restricted
   bool deprecated = false;           // the engine marks it deprecated or removed
+  bool fit_params = false;           // llama-server only: llama-fit-params accepts it too
 };
 
 struct EngineCatalogue {

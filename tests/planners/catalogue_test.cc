@@ -136,13 +136,27 @@ TEST(EngineCatalogue, FindsByAliasNegativeFormValueAndUnderscoreSpelling) {
   EXPECT_EQ(llama.Find("-ngl"), llama.Find("--n-gpu-layers"));
   EXPECT_EQ(llama.Find("--no-jinja"), llama.Find("--jinja"));
   EXPECT_FALSE(llama.Find("--jinja")->takes_value);
-  EXPECT_EQ(llama.Find("-sm")->choices, (std::vector<std::string>{"none", "layer", "row"}));
+  EXPECT_EQ(llama.Find("-sm")->choices,
+            (std::vector<std::string>{"none", "layer", "row", "tensor"}));
   EXPECT_EQ(llama.Find("--prompt"), nullptr) << "llama-server excludes --prompt";
 
   const EngineCatalogue& trt = Catalogue(CatalogueEngine::kTrtllm);
   ASSERT_NE(trt.Find("--tp_size"), nullptr);
   EXPECT_EQ(trt.Find("--tp-size"), nullptr) << "click takes the underscore spelling only";
   EXPECT_FALSE(trt.Find("--trust_remote_code")->takes_value);
+}
+
+TEST(EngineCatalogue, LlamaServerFlagsSayHowManyValuesAndWhetherFitParamsTakesThem) {
+  const EngineCatalogue& llama = Catalogue(CatalogueEngine::kLlamaServer);
+  EXPECT_EQ(llama.Find("--jinja")->values, 0);
+  EXPECT_EQ(llama.Find("-c")->values, 1);
+  EXPECT_EQ(llama.Find("--control-vector-layer-range")->values, 2);
+  EXPECT_TRUE(llama.Find("--model")->fit_params);
+  EXPECT_TRUE(llama.Find("-ngl")->fit_params);
+  EXPECT_FALSE(llama.Find("--port")->fit_params) << "llama-fit-params refuses --port";
+  EXPECT_FALSE(llama.Find("--alias")->fit_params);
+  // Other engines' catalogues have no "values": it follows takes_value.
+  EXPECT_EQ(Catalogue(CatalogueEngine::kVllm).Find("--tensor-parallel-size")->values, 1);
 }
 
 TEST(EngineCatalogue, DeprecatedMarkingIsRead) {

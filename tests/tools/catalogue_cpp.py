@@ -101,12 +101,47 @@ def cpp_leading_text(expr):
     return "".join(cpp_strings(m.group(1)))
 
 
-def parse_llama_server(src):
-    path = Path(src) / "common/arg.cpp"
+def cpp_strip_comments(text):
+    """`text` without its // and /* */ comments (literals kept as they are)."""
+    out, i, start = [], 0, 0
+    while i < len(text):
+        skip = cpp_skip(text, i)
+        if skip is None:
+            i += 1
+            continue
+        if text.startswith("//", i) or text.startswith("/*", i):
+            out.append(text[start:i])
+            start = skip
+        i = skip
+    out.append(text[start:])
+    return "".join(out).strip()
+
+
+def cpp_read_file(src, rel):
+    path = Path(src) / rel
     try:
-        text = path.read_text(encoding="utf-8")
+        return path, path.read_text(encoding="utf-8")
     except OSError as e:
         raise CatalogueError(f"{path}: {e.strerror}") from e
+
+
+def parsed_example(src, rel):
+    """The LLAMA_EXAMPLE_* a tool passes to common_params_parse (its main, e.g. tools/server)."""
+    path, text = cpp_read_file(src, rel)
+    m = re.search(r"\bcommon_params_parse\s*\([^;]*?\b(LLAMA_EXAMPLE_\w+)", text)
+    if not m:
+        raise CatalogueError(f"{path}: no common_params_parse(..., LLAMA_EXAMPLE_*) call")
+    return m.group(1)
+
+
+# The tools whose parsers the llama_server catalogue follows: llama-server itself and
+# llama-fit-params (berth's engine check hands it the model-related flags).
+LLAMA_TOOLS = {"server": "tools/server/server.cpp", "fit_params": "tools/fit-params/fit-params.cpp"}
+
+
+def parse_llama_server(src):
+    path, text = cpp_read_file(src, "common/arg.cpp")
+    examples = {tool: parsed_example(src, rel) for tool, rel in LLAMA_TOOLS.items()}
 
     # ggml_type_name(GGML_TYPE_Q8_0) is "q8_0": the enum name without its prefix, lower case
     # (ggml/src/ggml.c type_traits .type_name).
@@ -120,69 +155,216 @@ def parse_llama_server(src):
     for lm in re.finditer(r"std::initializer_list<enum llama_example>\s+(\w+)\s*=\s*\{", text):
         end = cpp_balanced(text, lm.end() - 1)
         named_lists[lm.group(1)] = set(re.findall(r"LLAMA_EXAMPLE_\w+", text[lm.end() : end]))
-
-    flags = {}
-    count = 0
-    for am in re.finditer(r"\badd_opt\s*\(\s*common_arg\s*\(", text):
-        open_paren = am.end() - 1
-        close = cpp_balanced(text, open_paren)
-        add_close = cpp_balanced(text, text.index("(", am.start()))
-        args = cpp_split_args(text[open_paren + 1 : close])
-        chain = text[close + 1 : add_close]
-        count += 1
-        llama_entry(args, chain, named_lists, kv_types, flags, path, text.count("\n", 0, am.start()) + 1)
-    if count == 0:
+    # Helpers that append to a list they take by reference: {name: that parameter's position}.
+    appending_helpers = {}
+    for hm in re.finditer(r"^static\s+[\w:<>\s]+?\b(\w+)\s*\(", text, re.M):
+        close = cpp_balanced(text, hm.end() - 1)
+        bm = re.compile(r"\s*\{").match(text, close + 1)
+        if not bm:
+            continue
+        body = text[bm.end() : cpp_balanced(text, bm.end() - 1)]
+        for pos, param in enumerate(cpp_split_args(text[hm.end() : close])):
+            pm = re.search(r"(?<!const )\b[\w:<>]+\s*&\s*(\w+)$", param)
+            if pm and re.search(rf"\b{pm.group(1)}\.(push_back|emplace_back)\s*\(", body):
+                appending_helpers[hm.group(1)] = pos
+    body_open = None
+    for fm in re.finditer(r"\bcommon_params_context\s+common_params_parser_init\s*\(", text):
+        bm = re.compile(r"\s*\{").match(text, cpp_balanced(text, fm.end() - 1) + 1)
+        if bm:
+            body_open = bm.end() - 1
+    if body_open is None:
+        raise CatalogueError(f"{path}: no common_params_parser_init definition")
+    entries = []
+    llama_walk(text, body_open + 1, cpp_balanced(text, body_open), [], entries, path)
+    if not entries:
         raise CatalogueError(f"{path}: no add_opt(common_arg(...)) entries")
+
+    # Every spelling each tool accepts (llama.cpp's add_opt filter, per tool's example).
+    accepted = {tool: {} for tool in examples}
+    for e in entries:
+        e.update(llama_entry(e, named_lists, kv_types, appending_helpers, path))
+        for tool, ex in examples.items():
+            if llama_accepts(e, ex, path):
+                for name in e["names"]:
+                    accepted[tool][name] = e
+    flags = {}
+    for e in {id(e): e for e in accepted["server"].values()}.values():
+        add_flag(flags, e["names"], takes_value=e["values"] > 0, choices=e["choices"],
+                 deprecated=is_deprecated_text(e["help"]), help_text=e["help"])
+        flag = flags[next(n for n in e["names"] if n in flags)]
+        flag.update({
+            "values": e["values"],
+            "env": e["env"],
+            "negatable": bool(e["negative"]),
+            "negative_aliases": e["negative"],
+            "repeatable": e["repeatable"],
+            "fit_params": all(n in accepted["fit_params"] for n in e["names"]),
+            "only_if": e["only_if"],
+        })
     return flags, {"kv_cache_dtypes": kv_types}
 
 
-def llama_entry(args, chain, named_lists, kv_types, flags, path, line):
-    """One common_arg: {args}, optional {args_neg}, optional value hints, help, handler.
-    llama-server gets it when its examples include LLAMA_EXAMPLE_SERVER or LLAMA_EXAMPLE_COMMON
-    (the default) and its excludes do not name LLAMA_EXAMPLE_SERVER (the add_opt filter of
-    common_params_parser_init). A void or bool handler consumes no value; the others one."""
+def llama_walk(text, i, end, conditions, entries, path):
+    """Collects the add_opt(...) statements of a block, each with the if-conditions around it.
+    Other statements are skipped; one that hides an add_opt where this does not look (a loop, a
+    lambda) is an error, so no entry is dropped silently."""
+    while i < end:
+        skip = cpp_skip(text, i)
+        if skip is not None:
+            i = skip
+            continue
+        if text[i].isspace() or text[i] == ";":
+            i += 1
+            continue
+        m = re.compile(r"(if|add_opt)\s*\(").match(text, i)
+        if m and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
+            close = cpp_balanced(text, m.end() - 1)
+            if m.group(1) == "add_opt":
+                entries.append({"call": text[m.end() : close], "conditions": list(conditions),
+                                "line": text.count("\n", 0, i) + 1})
+                i = close + 1
+                continue
+            i = llama_if(text, m.end() - 1, close, end, conditions, entries, path)
+            continue
+        # Any other statement: up to its ';' at this depth (brackets skipped whole).
+        j = i
+        while j < end and text[j] != ";":
+            s = cpp_skip(text, j)
+            if s is not None:
+                j = s
+            elif text[j] in "([{":
+                j = cpp_balanced(text, j) + 1
+            else:
+                j += 1
+        statement = text[i:j]
+        if re.search(r"\badd_opt\s*\(", statement) and not re.match(r"\s*auto\s+add_opt\s*=", statement):
+            line = text.count("\n", 0, i) + 1
+            raise CatalogueError(f"{path}:{line}: add_opt inside a statement not understood")
+        i = j + 1
+
+
+def llama_if(text, open_paren, close, end, conditions, entries, path):
+    """An if statement whose condition is text[open_paren..close]: both branches walked, each
+    with the condition as it holds there. The index after the statement."""
+    cond = " ".join(cpp_strip_comments(text[open_paren + 1 : close]).split())
+    i = llama_branch(text, close + 1, end, conditions + [(cond, True)], entries, path)
+    em = re.compile(r"\s*else\b").match(text, i)
+    if em:
+        i = llama_branch(text, em.end(), end, conditions + [(cond, False)], entries, path)
+    return i
+
+
+def llama_branch(text, i, end, conditions, entries, path):
+    """One branch of an if: a { block }, an else-if, or a single statement. The index after it."""
+    while text[i].isspace():
+        i += 1
+    if text[i] == "{":
+        close = cpp_balanced(text, i)
+        llama_walk(text, i + 1, close, conditions, entries, path)
+        return close + 1
+    m = re.compile(r"if\s*\(").match(text, i)
+    if m:
+        close = cpp_balanced(text, m.end() - 1)
+        return llama_if(text, m.end() - 1, close, end, conditions, entries, path)
+    j = text.index(";", i)
+    llama_walk(text, i, j + 1, conditions, entries, path)
+    return j + 1
+
+
+def llama_accepts(entry, example, path):
+    """llama.cpp's add_opt filter for the tool parsing with `example`: the entry's examples
+    include it or LLAMA_EXAMPLE_COMMON, its excludes do not name it, and the if-conditions
+    around the add_opt that test `ex` hold (others, e.g. llama_supports_rpc(), are recorded in
+    only_if)."""
+    for cond, holds in entry["conditions"]:
+        cm = re.fullmatch(r"ex\s*(==|!=)\s*(LLAMA_EXAMPLE_\w+)", cond)
+        if cm:
+            if ((cm.group(2) == example) == (cm.group(1) == "==")) != holds:
+                return False
+        elif re.search(r"\bex\b", cond):
+            raise CatalogueError(f"{path}:{entry['line']}: condition not understood: {cond}")
+    examples = entry["examples"]
+    return (example in examples or "LLAMA_EXAMPLE_COMMON" in examples) and example not in entry["excludes"]
+
+
+def llama_entry(entry, named_lists, kv_types, appending_helpers, path):
+    """One add_opt(common_arg(...).set_...()) call, in the shapes of common/arg.h's constructors:
+    {args}, help, void handler; {args}, {args_neg}, help, bool handler; {args}, hint, help, handler
+    of one value (string or int); {args}, hint, hint_2, help, handler of two strings."""
+    call, line = entry["call"], entry["line"]
+    m = re.match(r"\s*common_arg\s*\(", call)
+    if not m:
+        raise CatalogueError(f"{path}:{line}: add_opt without common_arg(...)")
+    close = cpp_balanced(call, m.end() - 1)
+    args = [cpp_strip_comments(a) for a in cpp_split_args(call[m.end() : close])]
+    chain = call[close + 1 :]
     lists = []
     while args and args[0].startswith("{"):
         lists.append(cpp_strings(args.pop(0)))
-    if not lists or not args or not args[-1].lstrip().startswith("["):
+    if not lists or not args or not args[-1].startswith("["):
         raise CatalogueError(f"{path}:{line}: common_arg shape not understood")
     handler = args.pop()
-    rest = args  # [value_hint, [value_hint_2,]] help
-    hint = cpp_strings(rest[0])[0] if len(rest) >= 2 and cpp_strings(rest[0]) else None
-    help_text = cpp_leading_text(rest[-1]) if rest else ""
-    sig = re.match(r"\s*\[[^\]]*\]\s*\(([^)]*)\)", handler)
+    sig = re.match(r"\[[^\]]*\]\s*\(([^)]*)\)", handler)
     params = [p.strip() for p in sig.group(1).split(",")] if sig else []
-    takes_value = len(params) > 1 and not re.match(r"bool\b", params[1])
+    if len(params) == 1 or (len(params) == 2 and re.match(r"bool\b", params[1])):
+        values = 0
+    elif len(params) in (2, 3):
+        values = len(params) - 1
+    else:
+        raise CatalogueError(f"{path}:{line}: handler signature not understood")
+    if len(args) != values + 1 or (len(lists) == 2) != (len(params) == 2 and values == 0):
+        raise CatalogueError(f"{path}:{line}: common_arg shape not understood")
+    hint_strings = cpp_strings(args[0]) if values else []
+    hint = hint_strings[0] if hint_strings else None
+    help_text = cpp_leading_text(args[-1])
 
-    examples = {"LLAMA_EXAMPLE_COMMON"}
-    excludes = set()
-    for cm in re.finditer(r"\.set_(examples|excludes)\s*\(", chain):
+    examples, excludes, env = {"LLAMA_EXAMPLE_COMMON"}, set(), None
+    for cm in re.finditer(r"\.set_(examples|excludes|env)\s*\(", chain):
         end = cpp_balanced(chain, cm.end() - 1)
         inner = chain[cm.end() : end].strip()
-        values = set(re.findall(r"LLAMA_EXAMPLE_\w+", inner))
-        if not values and inner in named_lists:
-            values = named_lists[inner]
+        if cm.group(1) == "env":
+            env = (cpp_strings(inner) or [None])[0]
+            continue
+        found = set(re.findall(r"LLAMA_EXAMPLE_\w+", inner))
+        if not found and inner in named_lists:
+            found = named_lists[inner]
         if cm.group(1) == "examples":
-            examples = values
+            examples = found
         else:
-            excludes = values
-    if not (examples & {"LLAMA_EXAMPLE_SERVER", "LLAMA_EXAMPLE_COMMON"}) or "LLAMA_EXAMPLE_SERVER" in excludes:
-        return
+            excludes = found
 
     choices = None
-    if takes_value and hint:
+    if values == 1 and hint:
         hm = re.fullmatch(r"\{([\w.+-]+(?:,\s*[\w.+-]+)+)\}", hint) or re.fullmatch(
             r"[\[<]([\w.+-]+(?:\|[\w.+-]+)+)[\]>]", hint
         )
         if hm:
             choices = [c.strip() for c in re.split(r"[,|]", hm.group(1))]
-    if takes_value and "get_all_kv_cache_types()" in rest[-1]:
+    if values == 1 and "get_all_kv_cache_types()" in args[-1]:
         choices = list(kv_types)
-    names = lists[0] + (lists[1] if len(lists) > 1 else [])
-    add_flag(flags, names, takes_value=takes_value, choices=choices,
-             deprecated=is_deprecated_text(help_text), help_text=help_text)
 
+    # Repeatable: the handler adds the value to a list in params (push_back, emplace_back or
+    # insert, directly or through a helper of arg.cpp that does) and never clears it, so a
+    # second use adds to the first instead of replacing it.
+    body = handler[sig.end() :]
+    appends = bool(re.search(r"\bparams\.[\w.]+\.(push_back|emplace_back|insert)\s*\(", body))
+    for helper, pos in appending_helpers.items():
+        for hm in re.finditer(rf"\b{helper}\s*\(", body):
+            call_args = cpp_split_args(body[hm.end() : cpp_balanced(body, hm.end() - 1)])
+            appends |= pos < len(call_args) and call_args[pos].startswith("params.")
+    repeatable = values > 0 and bool(appends) and not re.search(r"\bparams\.[\w.]+\.clear\s*\(", body)
+    only_if = [c if holds else f"!({c})" for c, holds in entry["conditions"] if not re.search(r"\bex\b", c)]
+    return {
+        "names": lists[0] + (lists[1] if len(lists) > 1 else []),
+        "negative": lists[1] if len(lists) > 1 else [],
+        "values": values,
+        "hint": hint,
+        "help": help_text,
+        "choices": choices,
+        "env": env,
+        "examples": examples,
+        "excludes": excludes,
+        "repeatable": repeatable,
+        "only_if": " && ".join(only_if) or None,
+    }
 
-# --------------------------------------------------------------------------------------------
-# TensorRT-LLM: trtllm-serve's click options
-# --------------------------------------------------------------------------------------------

@@ -43,7 +43,7 @@ SOURCES = {
         "python/sglang/srt/function_call/function_call_parser.py",
         "python/sglang/srt/parser/reasoning_parser.py",
     ],
-    "llama_server": ["common/arg.cpp"],
+    "llama_server": ["common/arg.cpp", "tools/server/server.cpp", "tools/fit-params/fit-params.cpp"],
     "trtllm": ["tensorrt_llm/commands/serve.py"],
 }
 

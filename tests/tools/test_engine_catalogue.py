@@ -13,6 +13,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import engine_catalogue as ec  # noqa: E402
+import llama_server_help_check as hc  # noqa: E402
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 
@@ -198,6 +199,11 @@ LLAMA = {
             LLAMA_EXAMPLE_MTMD,
             LLAMA_EXAMPLE_SERVER,
         };
+        static void parse_tensor_buffer_overrides(const std::string & value, std::vector<llama_model_tensor_buft_override> & overrides) {
+            for (const auto & override : string_split<std::string>(value, ',')) {
+                overrides.push_back({strdup(override.c_str()), nullptr});
+            }
+        }
         const std::vector<ggml_type> kv_cache_types = {
             GGML_TYPE_F16,
             GGML_TYPE_Q8_0,
@@ -255,6 +261,66 @@ LLAMA = {
                 R"(enable "metrics" endpoint)",
                 [](common_params & params) { params.endpoint_metrics = true; }
             ).set_examples({LLAMA_EXAMPLE_SERVER}));
+            if (ex == LLAMA_EXAMPLE_SERVER) {
+                add_opt(common_arg(
+                    {"-np", "--parallel"}, "N",
+                    "number of server slots",
+                    [](common_params & params, int value) { params.n_parallel = value; }
+                ).set_env("LLAMA_ARG_N_PARALLEL").set_examples({LLAMA_EXAMPLE_SERVER}));
+            } else {
+                add_opt(common_arg(
+                    {"-np", "--parallel"}, "N",
+                    "number of parallel sequences",
+                    [](common_params & params, int value) { params.n_parallel = value; }
+                ).set_env("LLAMA_ARG_N_PARALLEL"));
+            }
+            if (params.is_gen_docs || llama_supports_rpc()) {
+                add_opt(common_arg(
+                    {"--rpc"}, "SERVERS",
+                    "comma-separated list of RPC servers",
+                    [](common_params & params, const std::string & value) { add_rpc_devices(value); }
+                ).set_env("LLAMA_ARG_RPC"));
+            }
+            add_opt(common_arg(
+                // a comment before the names
+                {"-ot", "--override-tensor"}, "<tensor name pattern>=<buffer type>,...",
+                "override tensor buffer type", [](common_params & params, const std::string & value) {
+                    parse_tensor_buffer_overrides(value, params.tensor_buft_overrides);
+                }
+            ).set_env("LLAMA_ARG_OVERRIDE_TENSOR"));
+            add_opt(common_arg(
+                {"--api-key"}, "KEY",
+                "API key",
+                [](common_params & params, const std::string & value) { params.api_keys.push_back(value); }
+            ).set_examples({LLAMA_EXAMPLE_SERVER}).set_env("LLAMA_API_KEY"));
+            add_opt(common_arg(
+                {"--dry-sequence-breaker"}, "STRING",
+                "add sequence breaker",
+                [](common_params & params, const std::string & value) {
+                    params.sampling.dry_sequence_breakers.clear();
+                    params.sampling.dry_sequence_breakers.emplace_back(value);
+                }
+            ).set_sampling());
+            add_opt(common_arg(
+                {"--control-vector-layer-range"}, "START", "END",
+                "layer range to apply the control vector(s) to",
+                [](common_params & params, const std::string & start, const std::string & end) { }
+            ));
+            add_opt(common_arg(
+                {"-fitp", "--fit-print"}, "[on|off]",
+                "print the estimated required memory",
+                [](common_params & params, const std::string & value) { }
+            ).set_examples({LLAMA_EXAMPLE_FIT_PARAMS}).set_env("LLAMA_ARG_FIT_ESTIMATE"));
+        }
+    """,
+    "tools/server/server.cpp": """
+        int main(int argc, char ** argv) {
+            if (!common_params_parse(argc, argv, params, LLAMA_EXAMPLE_SERVER)) { return 1; }
+        }
+    """,
+    "tools/fit-params/fit-params.cpp": """
+        int main(int argc, char ** argv) {
+            if (!common_params_parse(argc, argv, params, LLAMA_EXAMPLE_FIT_PARAMS)) { return 1; }
         }
     """,
 }
@@ -349,8 +415,9 @@ class Generator(unittest.TestCase):
         f = cat["flags"]
         self.assertEqual(
             sorted(f),
-            ["--cache-type-k", "--defrag-thold", "--flash-attn", "--gpu-layers", "--jinja",
-             "--metrics", "--mmproj", "--split-mode"],
+            ["--api-key", "--cache-type-k", "--control-vector-layer-range", "--defrag-thold",
+             "--dry-sequence-breaker", "--flash-attn", "--gpu-layers", "--jinja", "--metrics",
+             "--mmproj", "--override-tensor", "--parallel", "--rpc", "--split-mode"],
         )
         self.assertEqual(f["--gpu-layers"]["aliases"], ["-ngl", "--n-gpu-layers"])
         self.assertTrue(f["--gpu-layers"]["takes_value"])
@@ -362,6 +429,46 @@ class Generator(unittest.TestCase):
         self.assertEqual(f["--cache-type-k"]["choices"], ["f16", "q8_0", "iq4_nl"])
         self.assertTrue(f["--defrag-thold"]["deprecated"])
         self.assertEqual(cat["tables"]["kv_cache_dtypes"], ["f16", "q8_0", "iq4_nl"])
+        self.assertEqual(f["--override-tensor"]["aliases"], ["-ot"])  # a comment before the names
+
+    def test_llama_server_values_env_and_negative_forms(self):
+        f = self.build("llama_server", LLAMA)["flags"]
+        self.assertEqual(f["--gpu-layers"]["env"], "LLAMA_ARG_N_GPU_LAYERS")
+        self.assertEqual(f["--api-key"]["env"], "LLAMA_API_KEY")
+        self.assertIsNone(f["--split-mode"]["env"])
+        self.assertEqual([f[n]["values"] for n in ("--metrics", "--jinja", "--gpu-layers",
+                                                   "--control-vector-layer-range")], [0, 0, 1, 2])
+        self.assertTrue(f["--control-vector-layer-range"]["takes_value"])
+        self.assertTrue(f["--jinja"]["negatable"])
+        self.assertEqual(f["--jinja"]["negative_aliases"], ["--no-jinja"])
+        self.assertFalse(f["--metrics"]["negatable"])
+
+    def test_llama_server_repeatable_when_the_handler_appends(self):
+        f = self.build("llama_server", LLAMA)["flags"]
+        self.assertTrue(f["--api-key"]["repeatable"])  # push_back in the handler
+        self.assertTrue(f["--override-tensor"]["repeatable"])  # through a helper that appends
+        self.assertFalse(f["--dry-sequence-breaker"]["repeatable"])  # clears first
+        self.assertFalse(f["--gpu-layers"]["repeatable"])
+
+    def test_llama_server_fit_params_and_conditional_entries(self):
+        f = self.build("llama_server", LLAMA)["flags"]
+        # The -np of `if (ex == LLAMA_EXAMPLE_SERVER)` for llama-server, the else one for
+        # llama-fit-params: both accept it.
+        self.assertEqual(f["--parallel"]["help"], "number of server slots")
+        self.assertTrue(f["--parallel"]["fit_params"])
+        self.assertTrue(f["--gpu-layers"]["fit_params"])
+        self.assertFalse(f["--api-key"]["fit_params"])  # LLAMA_EXAMPLE_SERVER only
+        self.assertFalse(f["--mmproj"]["fit_params"])  # mmproj_examples lacks FIT_PARAMS
+        self.assertNotIn("--fit-print", f)  # llama-fit-params only
+        self.assertEqual(f["--rpc"]["only_if"], "params.is_gen_docs || llama_supports_rpc()")
+        self.assertIsNone(f["--gpu-layers"]["only_if"])
+
+    def test_llama_server_add_opt_where_it_is_not_read_is_an_error(self):
+        hidden = dict(LLAMA)
+        hidden["common/arg.cpp"] = LLAMA["common/arg.cpp"].replace(
+            "if (params.is_gen_docs || llama_supports_rpc())", "for (int i = 0; i < 2; i++)")
+        with self.assertRaisesRegex(ec.CatalogueError, r"common/arg.cpp:\d+: add_opt inside a statement"):
+            self.build("llama_server", hidden)
 
     def test_trtllm_click_options(self):
         f = self.build("trtllm", TRTLLM)["flags"]
@@ -400,6 +507,60 @@ class Generator(unittest.TestCase):
             self.assertEqual(
                 list(cat["flags"]["--tp_size"]), ["aliases", "takes_value", "choices", "deprecated", "help"]
             )
+
+
+class HelpCheck(unittest.TestCase):
+    """llama_server_help_check.py: common_arg::to_string()'s layout read back, and each kind of
+    difference between a catalogue and that help named."""
+
+    HELP = (
+        "----- common params -----\n\n"
+        "-c,    --ctx-size N                     size of the prompt context\n"
+        "                                        (env: LLAMA_ARG_CTX_SIZE)\n"
+        "--jinja, --no-jinja                     whether to use jinja\n"
+        "-ot,   --override-tensor <tensor name pattern>=<buffer type>,...\n"
+        "                                        override tensor buffer type\n"
+        "                                        (env: LLAMA_ARG_OVERRIDE_TENSOR)\n"
+    )
+
+    def catalogue(self):
+        def flag(aliases, takes_value, env, fit=True, only_if=None):
+            return {"aliases": aliases, "takes_value": takes_value, "env": env,
+                    "fit_params": fit, "only_if": only_if}
+        return {"flags": {
+            "--ctx-size": flag(["-c"], True, "LLAMA_ARG_CTX_SIZE"),
+            "--jinja": flag(["--no-jinja"], False, None, fit=False),
+            "--override-tensor": flag(["-ot"], True, "LLAMA_ARG_OVERRIDE_TENSOR"),
+            "--rpc": flag([], True, "LLAMA_ARG_RPC", only_if="llama_supports_rpc()"),
+        }}
+
+    def test_help_layout(self):
+        opts = hc.parse_help(self.HELP)
+        self.assertEqual([o["names"] for o in opts],
+                         [["-c", "--ctx-size"], ["--jinja", "--no-jinja"], ["-ot", "--override-tensor"]])
+        self.assertEqual([o["takes_value"] for o in opts], [True, False, True])
+        self.assertEqual([o["env"] for o in opts],
+                         ["LLAMA_ARG_CTX_SIZE", None, "LLAMA_ARG_OVERRIDE_TENSOR"])
+
+    def test_agreeing_catalogue_and_each_difference(self):
+        server = hc.parse_help(self.HELP)
+        fit = hc.parse_help(self.HELP.replace("--jinja, --no-jinja", "--other"))
+        self.assertEqual(hc.compare(self.catalogue(), server, fit), [])
+        cat = self.catalogue()
+        del cat["flags"]["--jinja"]
+        cat["flags"]["--ctx-size"]["env"] = "LLAMA_ARG_CTX"
+        cat["flags"]["--override-tensor"]["aliases"] = []
+        cat["flags"]["--gone"] = {"aliases": [], "takes_value": False, "env": None}
+        self.assertEqual(hc.compare(cat, server, fit), [
+            "--ctx-size: --help says env LLAMA_ARG_CTX_SIZE, the catalogue LLAMA_ARG_CTX",
+            "llama-server --help prints --jinja --no-jinja: not one catalogue flag (no --jinja, --no-jinja)",
+            "llama-server --help prints -ot --override-tensor: not one catalogue flag (no -ot)",
+            "--gone: in the catalogue, not in llama-server --help",
+        ])
+        cat = self.catalogue()
+        cat["flags"]["--jinja"]["fit_params"] = True
+        self.assertEqual(hc.compare(cat, server, fit),
+                         ["--jinja: llama-fit-params --help lacks it, the catalogue fit_params=True"])
 
 
 class CheckedInCatalogues(unittest.TestCase):
