@@ -10,6 +10,7 @@
 #include "core/desired.h"
 #include "core/observed.h"
 #include "core/plan.h"
+#include "planners/llama_claim.h"
 
 namespace berth {
 
@@ -88,6 +89,9 @@ struct Draft {
   /// Service name -> the model id its server lists in /v1/models (EngineAdapter::ReportedName
   /// with the snapshot it is rendered with); "" = unknown, the health path alone decides.
   std::map<std::string, std::string> reported_names;
+  /// Unit -> what a llama-server service without gpu_memory claims of each of its GPUs,
+  /// derived from its GGUF file (DeriveLlamaClaims).
+  std::map<std::string, LlamaClaim> llama_claims;
 };
 
 /// The resolved model named `name` in `models`, which are in name order (DiffModels resolves

@@ -84,7 +84,7 @@ StartNeeds NeedsOf(const Transition& t, HostLedger& host, const PendingUnits& pe
       n.problems.push_back(p);
       continue;
     }
-    uint64_t claim = GpuClaim(s, host.Total(i));
+    uint64_t claim = host.Claim(s, i);
     uint64_t free = host.Free(i);
     // A restart gives back its own memory first; a wake holds its residue while asleep.
     const auto& holders = host.Holders(i);
@@ -123,7 +123,13 @@ StartNeeds NeedsOf(const Transition& t, HostLedger& host, const PendingUnits& pe
                 " (of " + FormatGiB(host.Total(i)) + "), only " + FormatGiB(free) +
                 " can be freed: short by " + FormatGiB(claim - free) +
                 (others.empty() ? "" : "; " + others + ", not stopped by this plan") +
-                ". Stop or move what holds it, or lower the service's memory share";
+                ". Stop or move what holds it, or " +
+                (host.Derived(t.unit)
+                     ? "lower what it claims, derived from its GGUF file (see its start): a "
+                       "smaller llama_server.ctx_size, a quantized KV cache (cache_type_k and "
+                       "cache_type_v q8_0), fewer n_gpu_layers, or gpu_memory: to claim a "
+                       "figure of your own"
+                     : "lower the service's memory share");
     n.problems.push_back(p);
   }
   // Why: each GPU short of the claim while the units to stop run, by how much; GPUs with the
@@ -131,7 +137,7 @@ StartNeeds NeedsOf(const Transition& t, HostLedger& host, const PendingUnits& pe
   std::vector<std::pair<std::tuple<uint64_t, uint64_t, std::string>, std::vector<int>>> short_on;
   for (int i : s.gpus) {
     if (!host.gpus_known() || !host.HasGpu(i)) continue;
-    uint64_t claim = GpuClaim(s, host.Total(i));
+    uint64_t claim = host.Claim(s, i);
     uint64_t free = host.Free(i);
     const auto& holders = host.Holders(i);
     if (t.kind == ActionKind::kRestart || t.kind == ActionKind::kWake)

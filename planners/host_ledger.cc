@@ -22,7 +22,17 @@ uint64_t GpuClaim(const ServiceSpec& s, uint64_t total) {
   return s.gpu_memory.value_or(0);
 }
 
-HostLedger::HostLedger(const Desired& d, const PlanIndex& index) {
+uint64_t HostLedger::Claim(const ServiceSpec& s, int gpu) const {
+  auto total = total_.find(gpu);
+  uint64_t claim = GpuClaim(s, total == total_.end() ? 0 : total->second);
+  if (claim > 0) return claim;
+  auto it = derived_.find(s.UnitName());
+  return it == derived_.end() ? 0 : it->second;
+}
+
+HostLedger::HostLedger(const Desired& d, const PlanIndex& index,
+                       std::map<std::string, uint64_t> derived)
+    : derived_(std::move(derived)) {
   const Observed& o = index.observed();
   known_ = o.gpus_known;
   if (!o.gpus_known && d.host.gpus) {
@@ -38,8 +48,7 @@ HostLedger::HostLedger(const Desired& d, const PlanIndex& index) {
       for (int i : s.gpus)
         if (total_.count(i))
           HoldGpu(i, s.UnitName(),
-                  asleep ? std::min(GpuClaim(s, total_[i]), StandbyResidual(total_[i]))
-                         : GpuClaim(s, total_[i]));
+                  asleep ? std::min(Claim(s, i), StandbyResidual(total_[i])) : Claim(s, i));
     }
   }
   for (const auto& g : o.gpus) {

@@ -18,15 +18,22 @@ class PlanIndex;
 
 /// What must be free on each of a service's GPUs (of `total` bytes) when it starts: its engine's
 /// memory share, else its gpu_memory (for a state-only service: declared or as berth saw it run;
-/// 0 when unknown).
+/// 0 when unknown). HostLedger::Claim adds what berth derives where neither says.
 uint64_t GpuClaim(const ServiceSpec& service, uint64_t total);
 
 class HostLedger {
  public:
   /// Starts from what was observed. Without a GPU observation, the manifest's host.gpus stands
   /// in, with berth's own running services as the only holders; without a port observation,
-  /// the running services of the manifest hold their ports.
-  HostLedger(const Desired& desired, const PlanIndex& index);
+  /// the running services of the manifest hold their ports. `derived`: unit -> the claim per
+  /// GPU berth derived for a service that declares none (a llama-server's, from its GGUF).
+  HostLedger(const Desired& desired, const PlanIndex& index,
+             std::map<std::string, uint64_t> derived = {});
+
+  /// What `service` needs free on `gpu` when it starts: GpuClaim, else (0) what was derived.
+  uint64_t Claim(const ServiceSpec& service, int gpu) const;
+  /// Whether the claim of `unit` is derived (not declared nor an engine's share).
+  bool Derived(const std::string& unit) const { return derived_.count(unit) > 0; }
 
   /// Whether GPU memory can be checked at all.
   bool gpus_known() const { return known_; }
@@ -45,6 +52,7 @@ class HostLedger {
 
  private:
   bool known_;
+  std::map<std::string, uint64_t> derived_;
   std::map<int, uint64_t> total_;
   std::map<int, std::map<std::string, uint64_t>> held_;
   std::map<int, uint64_t> used_;  // GPU -> the sum of held_ on it

@@ -39,6 +39,7 @@ Plan MakePlan(const Desired& desired, const Observed& observed, const PlanOption
     with_state_only = ResolveStateOnly(desired, index, &draft);
   const Desired& resolved = with_state_only ? *with_state_only : desired;
   DiffModels(resolved, index, &draft);
+  DeriveLlamaClaims(resolved, &draft);
   DiffServices(resolved, index, options.berth_version, options.render_on_two_threads, &draft);
   const ReportedNames& names = draft.reported_names;
   Sequence(resolved, index, &draft, &plan);

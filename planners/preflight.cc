@@ -107,7 +107,7 @@ std::vector<Problem> ModelPreflight(const Transition& t, const std::vector<Resol
   int at = -1;
   for (int i : s.gpus) {
     if (!host.HasGpu(i)) continue;
-    uint64_t c = GpuClaim(s, host.Total(i));
+    uint64_t c = host.Claim(s, i);
     if (c < claim) {
       claim = c;
       at = i;
@@ -177,7 +177,9 @@ Action EngineCheckAction(const ServiceSpec& s, const std::string& address, UnitE
              p.check_program + " run by the interpreter of " + exe + ")";
       break;
     default:
-      what = exe + " --version, with the unit's environment";
+      what = "llama-server's own argument parser on this argv (" + exe +
+             " ... --help), then llama-fit-params next to it on the model file and context (the "
+             "flags it accepts)";
       break;
   }
   a.detail = "engine check: " + what + ", loading no weights (timeout " +

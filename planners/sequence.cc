@@ -21,10 +21,21 @@
 namespace berth {
 namespace {
 
+std::map<std::string, uint64_t> ClaimBytes(const std::map<std::string, LlamaClaim>& claims) {
+  std::map<std::string, uint64_t> out;
+  for (const auto& [unit, c] : claims) out[unit] = c.total();
+  return out;
+}
+
 class Sequencer {
  public:
   Sequencer(const Desired& d, const PlanIndex& index, Draft* draft, Plan* plan)
-      : d_(d), o_(index.observed()), index_(index), draft_(*draft), plan_(plan), host_(d, index) {
+      : d_(d),
+        o_(index.observed()),
+        index_(index),
+        draft_(*draft),
+        plan_(plan),
+        host_(d, index, ClaimBytes(draft->llama_claims)) {
     // The first stop and the first restart of each unit, and its enables and disables.
     for (const Transition& t : draft_.stops) stop_of_.emplace(t.unit, &t);
     stops_left_ = stop_of_.size();
@@ -316,14 +327,16 @@ class Sequencer {
     Resources claim;
     if (host_.gpus_known())
       for (int i : s.gpus)
-        if (host_.HasGpu(i) && GpuClaim(s, host_.Total(i)) > 0)
-          claim.gpu_bytes[i] = GpuClaim(s, host_.Total(i));
+        if (uint64_t bytes = host_.HasGpu(i) ? host_.Claim(s, i) : 0) claim.gpu_bytes[i] = bytes;
     if (s.port) claim.ports.push_back(*s.port);
     std::string where;
     if (!s.gpus.empty()) where = "GPU " + GpuList(s.gpus);
     if (s.port)
       where += (where.empty() ? "" : ", ") + std::string("port ") + std::to_string(*s.port);
     a.detail = (where.empty() ? "" : where + ": ") + t.detail;
+    if (auto c = draft_.llama_claims.find(t.unit); c != draft_.llama_claims.end())
+      a.detail += "; claims " + FormatGiB(c->second.total()) + " per GPU, derived from its " +
+                  "GGUF file: " + c->second.words;
     // A restart closes the ports the unit serves now (which may differ from its new port).
     std::vector<int> closed;
     if (restart) closed = host_.Release(t.unit).ports;

@@ -383,7 +383,7 @@ TEST_F(EngineCheckTest, OtherEnginesGetTheirOwnCheck) {
   EXPECT_EQ(sg_check->As<PreflightStep>().check_program, "sglang_check.py");
   EXPECT_EQ(ll_check->As<PreflightStep>().engine, "llama-server");
   EXPECT_EQ(ll_check->As<PreflightStep>().check_program, "");
-  EXPECT_THAT(ll_check->detail, HasSubstr("llama-server --version"));
+  EXPECT_THAT(ll_check->detail, HasSubstr("llama-server ... --help), then llama-fit-params"));
 }
 
 std::string Gguf(uint32_t version, const std::string& arch) {
@@ -396,7 +396,7 @@ std::string Gguf(uint32_t version, const std::string& arch) {
 }
 
 TEST(GgufHeaderTest, MagicVersionAndArchitectureOfUntrustedBytes) {
-  EXPECT_EQ(ParseGgufHeader(Gguf(3, "qwen3moe")), (GgufHeader{3, "qwen3moe", ""}));
+  EXPECT_EQ(ParseGgufHeader(Gguf(3, "qwen3moe")), (GgufHeader{3, "qwen3moe", "", {}}));
   EXPECT_EQ(ParseGgufHeader(Gguf(2, "llama")).architecture, "llama");
   EXPECT_THAT(ParseGgufHeader(Gguf(1, "llama")).problem, HasSubstr("GGUF version 1"));
   EXPECT_THAT(ParseGgufHeader(Gguf(9, "llama")).problem, HasSubstr("version 9"));
@@ -423,8 +423,8 @@ TEST_F(PreflightTest, ALlamaServerModelFileThatIsNotGgufBlocks) {
   Model("g", "org/g").revision = Commit("a");
   ObservedRevision& rev = InStore("org/g", Commit("a"), 1000);
   rev.gguf = std::map<std::string, GgufHeader>{
-      {"Q4/m.gguf", {3, "llama", ""}},
-      {"broken.gguf", {0, "", "is not a GGUF file (it starts with '<htm', not 'GGUF')"}}};
+      {"Q4/m.gguf", {3, "llama", "", {}}},
+      {"broken.gguf", {0, "", "is not a GGUF file (it starts with '<htm', not 'GGUF')", {}}}};
   ServiceSpec& s = Vllm("ll", "g", {0}, 8080);
   s.engine = EngineKind::kLlamaServer;
   s.llama->model_file = "Q4/m.gguf";

@@ -142,7 +142,7 @@ TEST(ScanStore, ReadsTheHeaderOfEachGgufFile) {
   const ObservedRevision* r = Find(*s, "org/gguf", kC1);
   ASSERT_TRUE(r && r->gguf) << "no headers read";
   ASSERT_EQ(r->gguf->size(), 2u);
-  EXPECT_EQ(r->gguf->at("Q4/m.gguf"), (GgufHeader{3, "llama", ""}));
+  EXPECT_EQ(r->gguf->at("Q4/m.gguf"), (GgufHeader{3, "llama", "", {}}));
   EXPECT_THAT(r->gguf->at("m-f16.gguf").problem, ::testing::HasSubstr("is not a GGUF file"));
 }
 

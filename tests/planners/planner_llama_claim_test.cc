@@ -1,0 +1,155 @@
+// A llama-server service without gpu_memory claims what berth derives from its GGUF file
+// (planners/llama_claim.h): the offloaded layers' weights, the KV cache of its context and
+// compute buffers, checked against llama-server's own process on an H100, shown on its start,
+// and a context that does not fit refuses the plan before anything stops.
+#include "core/gguf_header.h"
+#include "planners/llama_claim.h"
+#include "tests/planners/planner_fixture.h"
+#include "tests/support/gguf_writer.h"
+
+namespace berth::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr uint64_t kMiB = uint64_t{1} << 20;
+
+// The model of the measurements: an 8B-shaped llama (embd 4096, 32 layers, ff 14336, 32 heads,
+// 8 KV heads of 128, vocab 32,000) in F16: 13,813 MiB of tensors.
+GgufModel Llama8B() {
+  return ParseGgufModel(
+      LlamaShaped(4096, 32, 14336, 32, 8, 32000, 131072, GgufWriter::kF16).Bytes());
+}
+
+TEST(LlamaClaim, TheEightBShapesWeightsAreWhatTheH100Measured) {
+  GgufModel m = Llama8B();
+  ASSERT_EQ(m.problem, "");
+  EXPECT_EQ(m.TensorBytes() / kMiB, 13813u);
+}
+
+struct Measured {
+  uint64_t ctx;
+  int parallel;
+  std::string ngl;
+  uint64_t process_mib;  // nvidia-smi's figure for the llama-server process
+};
+
+// llama-server (llama.cpp 80fb11a) on an H100, the 8B F16 model above: the process's GPU memory
+// at each setting (docs/engines.md, "GPU memory").
+TEST(LlamaClaim, DerivedClaimsAreWithinFivePercentOfLlamaServersProcessOnAnH100) {
+  const GgufModel m = Llama8B();
+  for (const Measured& row : std::vector<Measured>{{4096, 1, "all", 14776},
+                                                   {8192, 16, "all", 15284},
+                                                   {32768, 4, "all", 18364},
+                                                   {65536, 1, "all", 22516},
+                                                   {131072, 8, "all", 30660},
+                                                   {8192, 1, "16", 7776}}) {
+    LlamaServerOptions o;
+    o.ctx_size = row.ctx;
+    o.parallel = row.parallel;
+    o.n_gpu_layers = row.ngl;
+    std::string why;
+    std::optional<LlamaClaim> c = DeriveLlamaClaim(o, m, 1, &why);
+    ASSERT_TRUE(c) << why;
+    const double derived = static_cast<double>(c->total()) / kMiB;
+    const double measured = static_cast<double>(row.process_mib);
+    EXPECT_NEAR(derived, measured, measured * 0.05)
+        << "-c " << row.ctx << " -np " << row.parallel << " -ngl " << row.ngl << ": " << c->words;
+  }
+}
+
+TEST(LlamaClaim, KvCacheFollowsContextLayersAndCacheType) {
+  const GgufModel m = Llama8B();
+  LlamaServerOptions o;
+  o.ctx_size = 8192;
+  std::string why;
+  // 128 KiB per token: 32 layers × 8 heads × 128 × (K and V) × 2 bytes of f16.
+  EXPECT_EQ(DeriveLlamaClaim(o, m, 1, &why)->kv, 8192u * 128 * 1024);
+  o.cache_type_k = o.cache_type_v = "q8_0";  // 34 bytes per 32 values
+  EXPECT_EQ(DeriveLlamaClaim(o, m, 1, &why)->kv, 8192u * 128 * 1024 / 64 * 34);
+  // -ngl 16 counts the output layer: 15 blocks and the output on the GPU.
+  o.cache_type_k = o.cache_type_v = "";
+  o.n_gpu_layers = "16";
+  std::optional<LlamaClaim> part = DeriveLlamaClaim(o, m, 1, &why);
+  EXPECT_EQ(part->kv, 8192u * 15 * 4096);
+  EXPECT_EQ(part->weights, 15 * m.block_bytes[0] + m.output_bytes);
+  EXPECT_THAT(part->words, HasSubstr("15 of 32 layers and the output layer"));
+  // No -c: the model's training context (131,072 here).
+  o = LlamaServerOptions{};
+  EXPECT_EQ(DeriveLlamaClaim(o, m, 1, &why)->kv, uint64_t{131072} * 128 * 1024);
+  o.cache_type_k = "q3_k";
+  EXPECT_FALSE(DeriveLlamaClaim(o, m, 1, &why));
+  EXPECT_EQ(why, "berth does not know the KV cache type 'q3_k'");
+}
+
+class LlamaClaimPlanTest : public PlannerTest {
+ protected:
+  static const Action& Start(const Plan& p) {
+    for (const Action& a : p.actions)
+      if (a.kind == ActionKind::kStart && a.address == "service/ll") return a;
+    ADD_FAILURE() << "no start of service/ll in " << ::testing::PrintToString(Steps(p));
+    static Action none;
+    return none;
+  }
+  // The 8B model complete in the store as m.gguf, served by llama-server "ll" on GPU 0.
+  ServiceSpec& Llama(uint64_t ctx) {
+    Model("g", "org/g").revision = Commit("a");
+    ObservedRevision& rev = InStore("org/g", Commit("a"), 14'500'000'000);
+    GgufHeader h{3, "llama", "", {}};
+    h.model = Llama8B();
+    rev.gguf = std::map<std::string, GgufHeader>{{"m.gguf", h}};
+    ServiceSpec& s = Service("ll", EngineKind::kLlamaServer, "g", {0}, 8080);
+    s.llama->model_file = "m.gguf";
+    s.llama->ctx_size = ctx;
+    return s;
+  }
+};
+
+TEST_F(LlamaClaimPlanTest, TheStartShowsTheDerivedClaimAndItsParts) {
+  Gpus(1, GiB(80));
+  Llama(4096);
+  Plan p = PlanNow();
+  ASSERT_FALSE(p.blocked()) << Problems(p);
+  const Action& start = Start(p);
+  EXPECT_EQ(start.requires_.gpu_bytes.at(0) / kMiB, 14787u);
+  EXPECT_THAT(
+      start.detail,
+      HasSubstr("not running; claims 14.4 GiB per GPU, derived from its GGUF file: 13.2 GiB "
+                "of weights (32 of 32 layers and the output layer) + 0.5 GiB of KV cache "
+                "(4096 tokens of context, f16/f16) + 0.7 GiB of compute buffers and CUDA "
+                "context"));
+}
+
+TEST_F(LlamaClaimPlanTest, AContextThatDoesNotFitTheDeclaredGpuIsRefusedBeforeAnythingStops) {
+  // GPUs not observed: the manifest's host.gpus, one of 24 GiB, stands in.
+  o.gpus_known = false;
+  d.host.gpus = GpuInventory{1, GiB(24)};
+  Llama(131072);
+  Plan p = PlanNow();
+  ASSERT_TRUE(p.blocked());
+  EXPECT_THAT(Problems(p),
+              HasSubstr("service/ll needs 29.9 GiB on GPU 0 (of 24.0 GiB), only 24.0 GiB can be "
+                        "freed: short by 5.9 GiB. Stop or move what holds it, or lower what it "
+                        "claims, derived from its GGUF file (see its start): a smaller "
+                        "llama_server.ctx_size"));
+  // The context that fits plans.
+  d.services["ll"].llama->ctx_size = 32768;
+  EXPECT_FALSE(PlanNow().blocked()) << Problems(PlanNow());
+}
+
+TEST_F(LlamaClaimPlanTest, ADeclaredGpuMemoryIsTheClaimAndAnUnreadFileClaimsNothing) {
+  Gpus(1, GiB(24));
+  ServiceSpec& s = Llama(131072);
+  s.gpu_memory = GiB(20);
+  Plan p = PlanNow();
+  EXPECT_FALSE(p.blocked()) << Problems(p);
+  EXPECT_EQ(Start(p).requires_.gpu_bytes.at(0), GiB(20));
+  EXPECT_THAT(Start(p).detail, ::testing::Not(HasSubstr("derived")));
+  // Without the file's figures (an observation from before berth read them): nothing derived.
+  s.gpu_memory.reset();
+  o.store.repos[0].revisions[0].gguf->at("m.gguf").model.reset();
+  EXPECT_FALSE(PlanNow().blocked());
+}
+
+}  // namespace
+}  // namespace berth::testing
