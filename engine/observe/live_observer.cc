@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <ctime>
+#include <map>
 #include <set>
 
 #include "core/front.h"
@@ -182,6 +183,16 @@ Result<Observed> LiveObserver::Observe(const Desired& desired) {
   if (!scanned.ok()) return scanned.status().WithContext("observing the model store " + store);
   o.store = std::move(scanned).value();
   o.store.path = store;
+  // The model files of the manifest's llama-server services: what they claim of GPU memory is
+  // derived from their metadata and tensor lists.
+  std::map<std::string, std::set<std::string>> gguf_files;
+  for (const auto& [name, s] : desired.services) {
+    if (!s.has_engine || s.engine != EngineKind::kLlamaServer || s.llama->model_file.empty())
+      continue;
+    if (auto m = desired.models.find(s.model); m != desired.models.end())
+      gguf_files[m->second.repo_id].insert(s.llama->model_file);
+  }
+  ReadGgufModels(gguf_files, PosixStoreFs(), &o.store);
   ObserveMemory(desired, opt_.proc_root, &o);
 
   std::vector<std::string> names;

@@ -332,6 +332,35 @@ Status Explain(const Status& s, const std::string& store_path) {
 
 }  // namespace
 
+void ReadGgufModels(const std::map<std::string, std::set<std::string>>& files, StoreFs& fs,
+                    ObservedStore* store) {
+  for (ObservedRepo& repo : store->repos) {
+    auto wanted = files.find(repo.repo_id);
+    if (wanted == files.end()) continue;
+    for (ObservedRevision& rev : repo.revisions) {
+      if (!rev.complete || !rev.gguf) continue;
+      const std::string snap_dir = SnapshotPath(store->path, repo.repo_id, rev.commit);
+      for (const std::string& file : wanted->second) {
+        auto h = rev.gguf->find(file);
+        if (h == rev.gguf->end() || !h->second.problem.empty()) continue;
+        GgufModel m;
+        for (size_t bytes : {kMaxGgufHeaderBytes, size_t{16} << 20, kMaxGgufModelBytes}) {
+          Result<std::string> head = fs.ReadPrefix(snap_dir + "/" + file, bytes, /*follow=*/true);
+          if (!head.ok()) {
+            m = GgufModel{};
+            m.problem = "cannot be read (" + head.status().message() + ")";
+            break;
+          }
+          m = ParseGgufModel(*head);
+          // Cut short where the file goes on: read further.
+          if (head->size() < bytes || m.problem.rfind("is cut short", 0) != 0) break;
+        }
+        h->second.model = std::move(m);
+      }
+    }
+  }
+}
+
 Result<ObservedStore> ScanStore(const std::string& store_path) {
   return ScanStore(store_path, PosixStoreFs());
 }

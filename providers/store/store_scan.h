@@ -2,6 +2,8 @@
 // read with directory listings, stat and readlink only. Blob contents are never read.
 #pragma once
 
+#include <map>
+#include <set>
 #include <string>
 
 #include "core/observed.h"
@@ -35,5 +37,13 @@ namespace berth {
 /// exists=false, with the space of the nearest existing parent so disk checks still work.
 Result<ObservedStore> ScanStore(const std::string& store_path);
 Result<ObservedStore> ScanStore(const std::string& store_path, StoreFs& fs);
+
+/// For each repo of `files` (repo_id -> GGUF paths inside its snapshots: the model files of the
+/// manifest's llama-server services), reads the metadata and tensor list of each of those files
+/// that a complete revision's scan found into its GgufHeader::model (ParseGgufModel): 1 MiB
+/// first, then 16 and 64 MiB (kMaxGgufModelBytes) while the list runs past what was read. The
+/// files are the Hub's, untrusted: bounded reads, a parse that cannot throw.
+void ReadGgufModels(const std::map<std::string, std::set<std::string>>& files, StoreFs& fs,
+                    ObservedStore* store);
 
 }  // namespace berth

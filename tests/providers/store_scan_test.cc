@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "tests/providers/temp_dir.h"
+#include "tests/support/gguf_writer.h"
 
 namespace berth {
 namespace {
@@ -144,6 +145,31 @@ TEST(ScanStore, ReadsTheHeaderOfEachGgufFile) {
   ASSERT_EQ(r->gguf->size(), 2u);
   EXPECT_EQ(r->gguf->at("Q4/m.gguf"), (GgufHeader{3, "llama", "", {}}));
   EXPECT_THAT(r->gguf->at("m-f16.gguf").problem, ::testing::HasSubstr("is not a GGUF file"));
+}
+
+// The figures of a llama-server's model file (ReadGgufModels): its metadata runs past the first
+// MiB (a tokenizer of 150,000 tokens), so berth reads further, for the file named only.
+TEST(ScanStore, ReadsTheGgufModelOfTheNamedFileBeyondItsFirstMiB) {
+  Cache c;
+  const std::string repo = "models--org--gguf";
+  testing::GgufWriter w = testing::LlamaShaped(256, 4, 512, 4, 2, 150000, 2048, 0);
+  const std::string head = w.Bytes();
+  ASSERT_GT(head.size(), size_t{1} << 20);
+  c.dir.Write(repo + "/blobs/f32", head + std::string(1 << 20, 'w'));
+  c.File(repo, kC1, "m.gguf", "f32");
+  c.File(repo, kC1, "other.gguf", "f32");
+  Result<ObservedStore> s = c.Scan();
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  ReadGgufModels({{"org/gguf", {"m.gguf", "absent.gguf"}}}, PosixStoreFs(), &*s);
+  const ObservedRevision* r = Find(*s, "org/gguf", kC1);
+  ASSERT_TRUE(r && r->gguf);
+  ASSERT_TRUE(r->gguf->at("m.gguf").model);
+  const GgufModel& m = *r->gguf->at("m.gguf").model;
+  EXPECT_EQ(m.problem, "");
+  EXPECT_EQ(m.vocab_size, 150000u);
+  EXPECT_EQ(m.input_bytes, 256u * 150000 * 4);
+  EXPECT_FALSE(r->gguf->at("other.gguf").model);
+  EXPECT_FALSE(r->gguf->count("absent.gguf"));
 }
 
 TEST(ScanStore, RepoIdsComeFromDirectoryNamesAndOtherKindsAreIgnored) {
