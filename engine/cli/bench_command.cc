@@ -176,6 +176,10 @@ BenchLevel ToLevel(const LoadFigures& r) {
   l.has_goodput = r.has_goodput;
   l.good_requests = r.good_requests;
   l.goodput_rps = r.goodput_rps;
+  l.server_requests = r.server_requests;
+  l.server_output_tokens = r.server_output_tokens;
+  l.server_decode_ms = r.server_decode_ms;
+  l.server_tpot_mean_ms = r.server_tpot_mean_ms;
   return l;
 }
 

@@ -110,6 +110,15 @@ std::string BenchLevelsText(const BenchRecord& r) {
       out << "\n";
     }
   }
+  // The server's own account beside berth's (llama.cpp's timings): they should agree.
+  for (const auto& l : r.levels)
+    if (l.server_requests)
+      out << "concurrency " << l.concurrency << ": the server's own account of "
+          << l.server_requests << " of " << l.requests << " requests: " << l.server_output_tokens
+          << " output tokens (berth counted " << l.output_tokens << "), "
+          << Printf("%.0f", l.server_decode_ms) << " ms of decode, TPOT mean "
+          << FormatLatencyMs(l.server_tpot_mean_ms) << " (berth " << FormatLatencyMs(l.tpot_mean_ms)
+          << ")\n";
   for (const auto& l : r.levels)
     if (!l.first_error.empty())
       out << "concurrency " << l.concurrency << ": " << l.errors << " failed request"

@@ -50,6 +50,11 @@ json LevelJson(const BenchLevel& l) {
   j["goodput"] = l.has_goodput ? json{{"good_requests", l.good_requests},
                                       {"requests_per_second", l.goodput_rps}}
                                : json(nullptr);
+  j["server_account"] = l.server_requests ? json{{"requests", l.server_requests},
+                                                 {"output_tokens", l.server_output_tokens},
+                                                 {"decode_ms", l.server_decode_ms},
+                                                 {"tpot_mean_ms", l.server_tpot_mean_ms}}
+                                          : json(nullptr);
   return j;
 }
 
@@ -156,6 +161,14 @@ BenchRecord RecordFromJson(const json& j) {
         l.has_goodput = true;
         l.good_requests = g.at("good_requests").get<uint64_t>();
         l.goodput_rps = NonNegative(g, "requests_per_second");
+      }
+      // Written since berth reads the server's own account (llama.cpp's timings).
+      if (lj.contains("server_account") && !lj.at("server_account").is_null()) {
+        const json& a = lj.at("server_account");
+        l.server_requests = a.at("requests").get<uint64_t>();
+        l.server_output_tokens = a.at("output_tokens").get<uint64_t>();
+        l.server_decode_ms = NonNegative(a, "decode_ms");
+        l.server_tpot_mean_ms = NonNegative(a, "tpot_mean_ms");
       }
     }
     r.levels.push_back(std::move(l));

@@ -36,6 +36,12 @@ struct BenchLevel {
   bool has_goodput = false;  // goodput limits were given
   uint64_t good_requests = 0;
   double goodput_rps = 0;
+  // The server's own account (LoadFigures' server_*): over server_requests finished requests
+  // (0: the server gave none), its tokens, decode milliseconds summed and mean TPOT.
+  uint64_t server_requests = 0;
+  uint64_t server_output_tokens = 0;
+  double server_decode_ms = 0;
+  double server_tpot_mean_ms = 0;
 };
 
 /// One `berth bench` run of a service: what ran (service, model repo, commit) and its levels.

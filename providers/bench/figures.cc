@@ -55,6 +55,15 @@ void FigureBuilder::Add(const RequestTiming& r) {
   }
   if (r.end != RequestTiming::End::kFinished) return;
   ++requests_;
+  if (r.has_server_account) {
+    ++server_requests_;
+    server_tokens_ += r.server_tokens;
+    server_decode_ms_ += r.server_decode_ms;
+    if (r.server_tokens > 1) {
+      ++server_tpots_;
+      server_tpot_sum_ms_ += r.server_decode_ms / static_cast<double>(r.server_tokens - 1);
+    }
+  }
   if (c.empty()) return;  // [DONE] without content: no latency to speak of
   e2e_.Add(e2e);
   if (r.tokens > 1) {
@@ -96,6 +105,11 @@ void FigureBuilder::Fill(double seconds, LoadFigures* r) {
   r->has_goodput = ttft_limit_ms_ > 0 || tpot_limit_ms_ > 0 || e2e_limit_ms_ > 0;
   r->good_requests = r->has_goodput ? good_ : 0;
   r->goodput_rps = per_second(static_cast<double>(r->good_requests));
+  r->server_requests = server_requests_;
+  r->server_output_tokens = server_tokens_;
+  r->server_decode_ms = server_decode_ms_;
+  r->server_tpot_mean_ms =
+      server_tpots_ ? server_tpot_sum_ms_ / static_cast<double>(server_tpots_) : 0;
 }
 
 std::vector<double> ArrivalSchedule(uint64_t n, double rate_per_second, uint64_t seed) {

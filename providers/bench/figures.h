@@ -30,6 +30,12 @@ struct RequestTiming {
   double start_ms = 0;           // the request was sent (after any wait for a free stream)
   std::vector<double> chunk_ms;  // each content chunk's arrival, in order
   uint64_t tokens = 0;           // output tokens credited (CountedTokens in load.cc)
+  /// The server's own account of a finished request, where it gave one (llama.cpp's timings:
+  /// StreamEvent's predicted_n and predicted_ms); the load generator keeps it only within the
+  /// request's max_tokens.
+  bool has_server_account = false;
+  uint64_t server_tokens = 0;
+  double server_decode_ms = 0;
 };
 
 /// At most `cap` samples, each of the values seen equally likely to be kept (a seeded RNG, so
@@ -60,7 +66,10 @@ class Reservoir {
 ///   goodput  finished requests meeting every limit given (TTFT, TPOT, E2E; a request of one
 ///          token has a TPOT of 0 there, as in vLLM), per second;
 ///   output tok/s, requests/s: credited tokens and finished requests per measured second;
-///   per-user tok/s: 1000 / TPOT in ms (at TPOT's mean and median).
+///   per-user tok/s: 1000 / TPOT in ms (at TPOT's mean and median);
+///   the server's account: over the finished requests that carried one, their tokens and decode
+///          milliseconds summed, and the mean of decode ms / (tokens - 1) over those with more
+///          than one token (llama.cpp's predicted_per_token_ms: the TPOT it measured itself).
 /// Percentiles interpolate linearly between ranks (numpy.percentile's default, which vLLM
 /// uses). Means are over every value, percentiles over at most `max_samples` kept per figure.
 class FigureBuilder {
@@ -75,6 +84,8 @@ class FigureBuilder {
   double ttft_limit_ms_, tpot_limit_ms_, e2e_limit_ms_;
   uint64_t requests_ = 0, good_ = 0, failed_ = 0, cut_ = 0, tokens_ = 0;
   Reservoir ttft_, itl_, tpot_, e2e_;
+  uint64_t server_requests_ = 0, server_tokens_ = 0, server_tpots_ = 0;
+  double server_decode_ms_ = 0, server_tpot_sum_ms_ = 0;
 };
 
 /// The value at `q` (0..1) of `samples`, interpolated linearly between the two nearest ranks

@@ -33,6 +33,7 @@ namespace berth {
 namespace {
 
 constexpr size_t kErrorBodyBytes = 4096;
+constexpr double kMaxServerDecodeMs = 86400.0 * 1000;  // a day
 
 double Ms(Clock::TimePoint::duration d) {
   return std::chrono::duration<double, std::milli>(d).count();
@@ -116,6 +117,9 @@ struct Stream {
   uint64_t deltas = 0;         // content deltas within the measured time
   uint64_t content_bytes = 0;  // their bytes of text
   uint64_t usage_tokens = 0;
+  bool has_timings = false;  // the server's own account (llama.cpp's timings), the last one
+  uint64_t predicted_n = 0;
+  double predicted_ms = 0;
   std::string fail;        // why the request failed; "" when it did not
   std::string error_body;  // the answer of an error status, bounded
 };
@@ -181,6 +185,11 @@ bool OnEvent(Stream* s, std::string_view data, Clock::TimePoint now) {
   if (e.has_usage) {
     s->has_usage = true;
     s->usage_tokens = e.completion_tokens;
+  }
+  if (e.has_timings) {
+    s->has_timings = true;
+    s->predicted_n = e.predicted_n;
+    s->predicted_ms = e.predicted_ms;
   }
   Run* run = s->run;
   if (e.content_deltas == 0 || now >= run->deadline) return true;
@@ -374,8 +383,10 @@ void Start(Run* run, Stream* s) {
   s->parser = SseParser(run->spec.max_event_bytes);
   s->timing.chunk_ms.clear();
   s->timing.tokens = 0;
-  s->done = s->has_usage = s->over = s->retried = false;
-  s->deltas = s->content_bytes = s->usage_tokens = 0;
+  s->timing.has_server_account = false;
+  s->done = s->has_usage = s->has_timings = s->over = s->retried = false;
+  s->deltas = s->content_bytes = s->usage_tokens = s->predicted_n = 0;
+  s->predicted_ms = 0;
   s->fail.clear();
   s->error_body.clear();
   Clock::TimePoint now = run->clock->Now();
@@ -540,6 +551,13 @@ void Finish(Run* run, Stream* s) {
   } else {
     s->timing.end = RequestTiming::End::kFinished;
     s->timing.tokens = CountedTokens(*s, run->spec);
+    // The server's account is reported beside berth's, never mixed into it; one that claims
+    // more tokens than the request asked for (or a day of decode) is not believed.
+    s->timing.has_server_account = s->has_timings &&
+                                   s->predicted_n <= static_cast<uint64_t>(run->spec.max_tokens) &&
+                                   s->predicted_ms <= kMaxServerDecodeMs;
+    s->timing.server_tokens = s->timing.has_server_account ? s->predicted_n : 0;
+    s->timing.server_decode_ms = s->timing.has_server_account ? s->predicted_ms : 0;
   }
   if (run->measuring)
     run->figures.Add(s->timing);

@@ -103,6 +103,14 @@ struct LoadFigures {
   uint64_t good_requests = 0;    // finished requests that met every limit given
   double goodput_rps = 0;        // good_requests per second
   uint64_t warmup_requests = 0;  // requests sent during the warm-up, in no figure
+  // The server's own account (llama.cpp's timings on a stream's last chunk), beside berth's:
+  // over the finished requests that carried it (server_requests of `requests`), the tokens the
+  // server says it generated, its decode milliseconds (first token to last) summed, and the mean
+  // of its per-request TPOT (FigureBuilder says each). 0 when the server gives none (vLLM).
+  uint64_t server_requests = 0;
+  uint64_t server_output_tokens = 0;
+  double server_decode_ms = 0;
+  double server_tpot_mean_ms = 0;
 };
 
 /// Keeps up to `spec.concurrency` streamed requests in flight for `spec.duration`, or until

@@ -2,6 +2,7 @@
 // nlohmann-json without exceptions for the message of an error.
 #include "providers/bench/sse.h"
 
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "core/json_scan.h"
@@ -14,7 +15,8 @@ namespace {
 std::string Cut(std::string_view s) { return Excerpt(s, 200); }
 
 /// Reads the few fields of a chunk that count (choices[0]'s text or delta content, usage's
-/// completion_tokens, whether "error" is there) as ScanJson meets them: the whole event is
+/// completion_tokens, llama.cpp's timings.predicted_n and predicted_ms, whether "error" is
+/// there) as ScanJson meets them: the whole event is
 /// still checked to be JSON, but no document is built (building one was most of the
 /// generator's CPU per token). A key given twice counts the last time, as in a document.
 class ChunkReader : public JsonHandler {
@@ -24,18 +26,28 @@ class ChunkReader : public JsonHandler {
   size_t text = 0, content = 0, reasoning = 0;
   bool has_usage = false;
   uint64_t completion_tokens = 0;
+  bool has_predicted_n = false, has_predicted_ms = false;
+  uint64_t predicted_n = 0;
+  double predicted_ms = 0;
 
   void Null() override {
     if (Value() == Role::kError) error = false;  // "error": null is no error
   }
   void Boolean(bool) override { Value(); }
   void Signed(int64_t v) override {
-    if (Value() == Role::kCompletionTokens && v >= 0) SetTokens(static_cast<uint64_t>(v));
+    Role r = Value();
+    if (v < 0) return;
+    Count(r, static_cast<uint64_t>(v));
+    if (r == Role::kPredictedMs) SetMs(static_cast<double>(v));
   }
   void Unsigned(uint64_t v) override {
-    if (Value() == Role::kCompletionTokens) SetTokens(v);
+    Role r = Value();
+    Count(r, v);
+    if (r == Role::kPredictedMs) SetMs(static_cast<double>(v));
   }
-  void Float(double) override { Value(); }
+  void Float(double v) override {
+    if (Value() == Role::kPredictedMs) SetMs(v);
+  }
   void String(std::string_view s) override {
     switch (Value()) {
       case Role::kText:
@@ -70,6 +82,18 @@ class ChunkReader : public JsonHandler {
         } else if (k == "error") {
           f.next = Role::kError;
           error = false;
+        } else if (k == "timings") {
+          f.next = Role::kTimings;
+          has_predicted_n = has_predicted_ms = false;
+        }
+        break;
+      case Role::kTimings:
+        if (k == "predicted_n") {
+          f.next = Role::kPredictedN;
+          has_predicted_n = false;
+        } else if (k == "predicted_ms") {
+          f.next = Role::kPredictedMs;
+          has_predicted_ms = false;
         }
         break;
       case Role::kChoice0:
@@ -114,6 +138,9 @@ class ChunkReader : public JsonHandler {
     kReasoning,
     kCompletionTokens,
     kError,
+    kTimings,
+    kPredictedN,
+    kPredictedMs,
   };
   struct Frame {
     Role role = Role::kOther;
@@ -140,15 +167,25 @@ class ChunkReader : public JsonHandler {
     Role r = depth_ == 0 ? Role::kTop : Value();
     if (depth_ == 0) is_object = !array;
     // Each role is a container of one kind: "choices" an array, the rest objects.
-    bool fits =
-        array ? r == Role::kChoices
-              : (r == Role::kTop || r == Role::kChoice0 || r == Role::kDelta || r == Role::kUsage);
+    bool fits = array ? r == Role::kChoices
+                      : (r == Role::kTop || r == Role::kChoice0 || r == Role::kDelta ||
+                         r == Role::kUsage || r == Role::kTimings);
     ++depth_;
     if (depth_ <= kTracked) frames_[depth_ - 1] = Frame{fits ? r : Role::kOther, array, 0};
   }
-  void SetTokens(uint64_t v) {
-    has_usage = true;
-    completion_tokens = v;
+  void Count(Role r, uint64_t v) {
+    if (r == Role::kCompletionTokens) {
+      has_usage = true;
+      completion_tokens = v;
+    } else if (r == Role::kPredictedN) {
+      has_predicted_n = true;
+      predicted_n = v;
+    }
+  }
+  void SetMs(double v) {
+    if (!std::isfinite(v) || v < 0) return;
+    has_predicted_ms = true;
+    predicted_ms = v;
   }
 
   int depth_ = 0;
@@ -194,6 +231,11 @@ StreamEvent InterpretEvent(std::string_view data) {
   e.content_bytes = bytes;
   e.has_usage = r.has_usage;
   e.completion_tokens = r.completion_tokens;
+  e.has_timings = r.has_predicted_n && r.has_predicted_ms;
+  if (e.has_timings) {
+    e.predicted_n = r.predicted_n;
+    e.predicted_ms = r.predicted_ms;
+  }
   return e;
 }
 

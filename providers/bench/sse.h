@@ -77,6 +77,12 @@ struct StreamEvent {
   uint64_t content_bytes = 0;
   bool has_usage = false;          // "usage" with a numeric completion_tokens
   uint64_t completion_tokens = 0;  // from usage
+  /// llama.cpp's own account of the request (its "timings", on the last chunk): the tokens it
+  /// generated and the milliseconds from the first of them to the last (predicted_n and
+  /// predicted_ms). Only when both are numbers, predicted_ms finite and not negative.
+  bool has_timings = false;
+  uint64_t predicted_n = 0;
+  double predicted_ms = 0;
   std::string error;
 };
 

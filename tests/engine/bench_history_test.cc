@@ -200,6 +200,7 @@ TEST_F(BenchHistoryTest, ARecordWithoutTheRequestFiguresStillLoads) {
   const BenchLevel& l = (*r)[0].levels[0];
   EXPECT_FALSE(l.has_request_figures);
   EXPECT_FALSE(l.has_goodput);
+  EXPECT_EQ(l.server_requests, 0u);
   EXPECT_EQ((*r)[0].num_prompts, 0u);
   EXPECT_EQ(BenchCompareText(*r).find("TPOT"), std::string::npos);
   EXPECT_EQ(BenchLevelsText((*r)[0]).find("TPOT"), std::string::npos);
@@ -234,12 +235,17 @@ TEST_F(BenchHistoryTest, TheRequestFiguresAndGoodputRoundTrip) {
   l.has_goodput = true;
   l.good_requests = 190;
   l.goodput_rps = 1.5;
+  l.server_requests = 9;  // llama.cpp's timings came with 9 of the 10
+  l.server_output_tokens = 11990;
+  l.server_decode_ms = 241000.5;
+  l.server_tpot_mean_ms = 20.25;
   BenchHistory h(dir_.string());
   ASSERT_TRUE(h.Append(r).ok());
   auto loaded = h.Load();
   ASSERT_TRUE(loaded.ok()) << loaded.status().message();
   EXPECT_EQ(BenchRecordToJson((*loaded)[0]), BenchRecordToJson(r));
   EXPECT_EQ((*loaded)[0].levels[0].good_requests, 190u);
+  EXPECT_EQ((*loaded)[0].levels[0].server_output_tokens, 11990u);
   EXPECT_EQ(BenchHeaderText(r, "h:1"),
             "berth bench vllm-kimi-k25: moonshotai/Kimi-K2.5@aaaaaaaaaaaa served as 'kimi-k25' "
             "on h:1\n"
@@ -250,6 +256,9 @@ TEST_F(BenchHistoryTest, TheRequestFiguresAndGoodputRoundTrip) {
                               "    E2E p90    E2E p99  tok/s/user  goodput req/s\n"
                               "          8       1.75    20.0 ms    30.0 ms    45.0 ms     5.10 s"
                               "     6.00 s     7.00 s        50.0           1.50\n"));
+  EXPECT_THAT(text, HasSubstr("concurrency 8: the server's own account of 9 of 10 requests: 11990 "
+                              "output tokens (berth counted 12000), 241000 ms of decode, TPOT "
+                              "mean 20.2 ms (berth 21.0 ms)\n"));
   EXPECT_THAT(BenchCompareText(*loaded), ContainsRegex("TPOT p99 @8 +45.0 ms"));
   // A level where no request finished (all cut at the end) has no TPOT or E2E to show.
   r.levels[0].requests = 0;

@@ -24,6 +24,40 @@ RequestTiming Request(End end, double start, std::vector<double> chunks, uint64_
   return r;
 }
 
+// The server's own account (llama.cpp's timings) is summed over the finished requests that
+// carried it; its TPOT is decode ms / (tokens - 1) per request, averaged as berth's is. A cut or
+// failed request's account is in no figure, nor is a request without one.
+TEST(FigureBuilder, TheServersOwnAccountBesideBerths) {
+  LoadSpec spec;
+  FigureBuilder b(spec);
+  auto with_account = [](RequestTiming r, uint64_t tokens, double ms) {
+    r.has_server_account = true;
+    r.server_tokens = tokens;
+    r.server_decode_ms = ms;
+    return r;
+  };
+  b.Add(with_account(Request(End::kFinished, 0, {100, 110, 130}, 3), 3, 28));  // TPOT 14
+  b.Add(with_account(Request(End::kFinished, 0, {100}, 1), 1, 0));             // one token: no TPOT
+  b.Add(with_account(Request(End::kFinished, 0, {100, 140}, 2), 2, 38));       // TPOT 38
+  b.Add(Request(End::kFinished, 0, {100, 140}, 2));
+  b.Add(with_account(Request(End::kCut, 0, {100, 140}, 2), 2, 1000));
+  b.Add(with_account(Request(End::kFailed, 0, {}, 0), 5, 1000));
+  LoadFigures f;
+  b.Fill(1.0, &f);
+  EXPECT_EQ(f.requests, 4u);
+  EXPECT_EQ(f.server_requests, 3u);
+  EXPECT_EQ(f.server_output_tokens, 6u);
+  EXPECT_DOUBLE_EQ(f.server_decode_ms, 66);
+  EXPECT_DOUBLE_EQ(f.server_tpot_mean_ms, (14 + 38) / 2.0);
+  EXPECT_DOUBLE_EQ(f.tpot_mean_ms, (15 + 40 + 40) / 3.0);  // berth's own, unchanged
+
+  FigureBuilder none(spec);
+  none.Add(Request(End::kFinished, 0, {100, 110}, 2));
+  none.Fill(1.0, &f);
+  EXPECT_EQ(f.server_requests, 0u);
+  EXPECT_DOUBLE_EQ(f.server_tpot_mean_ms, 0);
+}
+
 // Two finished requests with known timings:
 //   A: sent at 0, chunks at 100, 110, 130 (3 tokens): TTFT 100, ITLs 10 and 20, E2E 130,
 //      TPOT (130 - 100) / (3 - 1) = 15.

@@ -258,6 +258,35 @@ TEST_P(RunLoadReaders, CountsWhatArrivedNotWhatTheServerClaims) {
   EXPECT_EQ(r->output_tokens, 6u + 8u + 3u);
 }
 
+// llama.cpp's last chunk carries its own account (timings): reported beside berth's count, per
+// finished request, and not believed beyond the request's max_tokens (8 here) or a day of
+// decode; berth's own count does not change with it.
+TEST_P(RunLoadReaders, ReportsTheServersOwnAccountBesideItsCount) {
+  auto last = [](const std::string& timings) {
+    return "data: {\"choices\":[{\"text\":\"\",\"finish_reason\":\"length\"}],"
+           "\"usage\":{\"completion_tokens\":3},\"timings\":" +
+           timings + "}\n\ndata: [DONE]\n\n";
+  };
+  CannedServer server({Sse(Chunk("ab") + Chunk("cd") + Chunk("ef") +
+                           last(R"({"predicted_n":3,"predicted_ms":20.5})")),
+                       Sse(Chunk("ab") + Chunk("cd") + Chunk("ef") +
+                           last(R"({"predicted_n":3,"predicted_ms":30.5})")),
+                       Sse(Chunk("ab") + Chunk("cd") + Chunk("ef") +
+                           last(R"({"predicted_n":9,"predicted_ms":1.0})")),
+                       Sse(Chunk("ab") + Chunk("cd") + Chunk("ef") +
+                           last(R"({"predicted_n":3,"predicted_ms":1e300})"))});
+  LoadSpec spec = Spec(server.port());
+  spec.num_prompts = 4;
+  auto r = RunLoad(spec);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->requests, 4u);
+  EXPECT_EQ(r->output_tokens, 12u);
+  EXPECT_EQ(r->server_requests, 2u);
+  EXPECT_EQ(r->server_output_tokens, 6u);
+  EXPECT_DOUBLE_EQ(r->server_decode_ms, 51.0);
+  EXPECT_DOUBLE_EQ(r->server_tpot_mean_ms, (20.5 / 2 + 30.5 / 2) / 2);
+}
+
 TEST_P(RunLoadReaders, AChunkOfAThousandChoicesIsOneToken) {
   std::string choices;
   for (int i = 0; i < 1000; ++i)

@@ -205,6 +205,45 @@ TEST(InterpretEvent, ReadsWhatADocumentWouldSay) {
   EXPECT_EQ(e.kind, StreamEvent::Kind::kMalformed);
 }
 
+// llama.cpp's last chunk carries its own account of the request (timings): the tokens it
+// generated and the milliseconds it spent on them, read beside usage. Both must be numbers,
+// predicted_ms finite and not negative, or the chunk carries no account; a nested or repeated
+// "timings" reads as a document would.
+TEST(InterpretEvent, LlamaCppTimingsAreTheServersOwnAccount) {
+  StreamEvent e = InterpretEvent(
+      R"({"choices":[{"text":"","index":0,"finish_reason":"length"}],)"
+      R"("usage":{"completion_tokens":8,"prompt_tokens":3,"total_tokens":11},)"
+      R"("timings":{"cache_n":0,"prompt_n":3,"prompt_ms":6.152,"predicted_n":8,)"
+      R"("predicted_ms":16.947,"predicted_per_token_ms":2.421,"predicted_per_second":413.05}})");
+  EXPECT_EQ(e.kind, StreamEvent::Kind::kChunk);
+  EXPECT_EQ(e.completion_tokens, 8u);
+  EXPECT_TRUE(e.has_timings);
+  EXPECT_EQ(e.predicted_n, 8u);
+  EXPECT_DOUBLE_EQ(e.predicted_ms, 16.947);
+  e = InterpretEvent(R"({"timings":{"predicted_n":4,"predicted_ms":12}})");
+  EXPECT_TRUE(e.has_timings);
+  EXPECT_DOUBLE_EQ(e.predicted_ms, 12.0);
+  for (const char* hostile : {
+           R"({"timings":{"predicted_n":4}})",
+           R"({"timings":{"predicted_ms":4.5}})",
+           R"({"timings":{"predicted_n":-1,"predicted_ms":4.5}})",
+           R"({"timings":{"predicted_n":2.5,"predicted_ms":4.5}})",
+           R"({"timings":{"predicted_n":4,"predicted_ms":-0.5}})",
+           R"({"timings":{"predicted_n":4,"predicted_ms":1e999}})",
+           R"({"timings":{"predicted_n":4,"predicted_ms":"12"}})",
+           R"({"timings":[{"predicted_n":4,"predicted_ms":12}]})",
+           R"({"x":{"timings":{"predicted_n":4,"predicted_ms":12}}})",
+           R"({"timings":{"predicted_n":4,"predicted_ms":12},"timings":null})",
+           R"({"timings":{"predicted_n":4,"predicted_ms":12,"predicted_n":null}})",
+       }) {
+    e = InterpretEvent(hostile);
+    EXPECT_FALSE(e.has_timings) << hostile;
+  }
+  e = InterpretEvent(R"({"timings":{"predicted_n":18446744073709551615,"predicted_ms":0}})");
+  EXPECT_TRUE(e.has_timings);  // read as given; the load generator bounds it by max_tokens
+  EXPECT_EQ(e.predicted_n, 18446744073709551615u);
+}
+
 // What a server streams is quoted in the first error, which bench.json, -o json and the terminal
 // carry: its stray bytes and controls are \xNN, and a cut never splits a character.
 TEST(InterpretEvent, AnEventsTextIsQuotedEscapedAndCutOnACharacter) {
