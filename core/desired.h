@@ -322,6 +322,12 @@ struct ServiceSpec {
   /// Per-GPU memory claim for engines whose claim berth cannot derive (command, llama-server).
   std::optional<uint64_t> gpu_memory;
   HealthSpec health;
+  /// How long systemd waits for the server to exit after SIGTERM before it kills it
+  /// (TimeoutStopSec=): the most an old server's stop adds to a stop-first switch's dark window.
+  uint64_t stop_timeout_ms = kDefaultStopTimeoutMs;
+  static constexpr uint64_t kDefaultStopTimeoutMs = 2 * 60 * 1000;
+  /// berth waits 5 minutes for a systemd job; a stop timeout stays well inside it.
+  static constexpr uint64_t kMaxStopTimeoutMs = 4 * 60 * 1000;
   std::optional<PreflightSpec> preflight;
   GatesSpec gates;
   Strategy strategy = Strategy::kAuto;

@@ -96,6 +96,10 @@ struct ObservedUnit {
   std::string result;           // success | exit-code | signal | timeout | ...
   int exec_main_status = 0;     // exit status or signal of the main process
   uint64_t active_enter_usec = 0;  // when it last became active, unix µs (0: never, unknown)
+  /// How long systemd waits for it to exit after its stop signal before it kills it
+  /// (TimeoutStopUSec), µs: 0 unknown, kNoStopTimeout: never kills it.
+  uint64_t timeout_stop_usec = 0;
+  static constexpr uint64_t kNoStopTimeout = UINT64_MAX;
   /// systemd keeps restarting it, or gave up on it (IsCrashLooping, decided when observed):
   /// it does not count as up, whatever active_state says.
   bool crash_looping = false;
@@ -202,6 +206,10 @@ struct BerthState {
   /// beginning to its health gate passing (oldest first, at most kStartTimesKept).
   std::map<std::string, std::vector<uint64_t>> start_times_ms;
   static constexpr size_t kStartTimesKept = 5;
+  /// unit -> how long its last stops took, in milliseconds from the stop action beginning to
+  /// systemd reporting it stopped (oldest first, at most kStartTimesKept): a server draining
+  /// its requests (llama-server waits 30 s for them) keeps a stop-first switch's port dark.
+  std::map<std::string, std::vector<uint64_t>> stop_times_ms;
   /// unit -> what its floor gates and floor references measured, oldest first (at most
   /// kGateFiguresKept): a relative floor's reference when that service cannot be measured.
   std::map<std::string, std::vector<GateFigures>> gate_figures;

@@ -16,7 +16,7 @@ namespace {
 
 using nlohmann::ordered_json;
 // What the reader parses into: objects as std::map, so that an object of many keys (the
-// state's models, started, learned, start_times_ms: one per unit or repo) is read in
+// state's models, started, learned, start_times_ms, stop_times_ms: one per unit or repo) is read in
 // n log n, not n² as ordered_json's linear key search makes it. Keys() therefore names the
 // first unknown key in key order, not file order.
 using InJson = nlohmann::json;
@@ -242,12 +242,27 @@ void Derive(bool has_note, ObservedUnit* u) {
 // Item `i` of units.items.
 Result<ObservedUnit> ReadUnit(InJson& item, size_t i) {
   Reader ru(item, "units.items[" + std::to_string(i) + "]");
-  BERTH_RETURN_IF_ERROR(
-      ru.Keys({"name",          "load_state",       "active_state",      "sub_state",
-               "fragment_path", "content_hash",     "managed",           "spec_hash",
-               "content",       "content_note",     "main_pid",          "need_daemon_reload",
-               "drop_in_paths", "unit_file_state",  "invocation_id",     "n_restarts",
-               "result",        "exec_main_status", "active_enter_usec", "crash_looping"}));
+  BERTH_RETURN_IF_ERROR(ru.Keys({"name",
+                                 "load_state",
+                                 "active_state",
+                                 "sub_state",
+                                 "fragment_path",
+                                 "content_hash",
+                                 "managed",
+                                 "spec_hash",
+                                 "content",
+                                 "content_note",
+                                 "main_pid",
+                                 "need_daemon_reload",
+                                 "drop_in_paths",
+                                 "unit_file_state",
+                                 "invocation_id",
+                                 "n_restarts",
+                                 "result",
+                                 "exec_main_status",
+                                 "active_enter_usec",
+                                 "crash_looping",
+                                 "timeout_stop_usec"}));
   ObservedUnit u;
   BERTH_RETURN_IF_ERROR(ru.Get("name", &u.name));
   BERTH_RETURN_IF_ERROR(ru.Get("load_state", &u.load_state));
@@ -269,6 +284,7 @@ Result<ObservedUnit> ReadUnit(InJson& item, size_t i) {
   BERTH_RETURN_IF_ERROR(ru.Get("result", &u.result));
   BERTH_RETURN_IF_ERROR(ru.Get("exec_main_status", &u.exec_main_status));
   BERTH_RETURN_IF_ERROR(ru.Get("active_enter_usec", &u.active_enter_usec));
+  BERTH_RETURN_IF_ERROR(ru.Get("timeout_stop_usec", &u.timeout_stop_usec));
   BERTH_RETURN_IF_ERROR(ru.Get("crash_looping", &u.crash_looping));
   Derive(has_note, &u);
   return u;
@@ -443,10 +459,32 @@ Status ReadHub(InJson& j, Observed* o) {
   return Status::Ok();
 }
 
+// berth_state.<key>: unit -> milliseconds (start_times_ms, stop_times_ms).
+Status ReadTimes(Reader& rd, const std::string& key,
+                 std::map<std::string, std::vector<uint64_t>>* out) {
+  InJson* times = rd.Child(key.c_str());
+  if (!times) return Status::Ok();
+  if (!times->is_object())
+    return Status::InvalidArgument("berth_state." + key + ": expected an object");
+  for (auto it = times->begin(); it != times->end(); ++it) {
+    std::string p = "berth_state." + key + "." + it.key();
+    BERTH_RETURN_IF_ERROR(ExpectArray(&*it, p));
+    std::vector<uint64_t>& ms = (*out)[it.key()];
+    for (const auto& v : *it) {
+      if (!v.is_number_unsigned())
+        return Status::InvalidArgument(p + ": '" + DumpJson(v) +
+                                       "' is not a count of milliseconds");
+      ms.push_back(v.get<uint64_t>());
+    }
+  }
+  return Status::Ok();
+}
+
 Status ReadState(InJson& j, BerthState* s) {
   Reader rd(j, "berth_state");
-  BERTH_RETURN_IF_ERROR(rd.Keys({"serial", "lineage", "units", "models", "failures", "interrupted",
-                                 "ungated", "started", "held", "learned", "start_times_ms"}));
+  BERTH_RETURN_IF_ERROR(
+      rd.Keys({"serial", "lineage", "units", "models", "failures", "interrupted", "ungated",
+               "started", "held", "learned", "start_times_ms", "stop_times_ms"}));
   BERTH_RETURN_IF_ERROR(rd.Get("serial", &s->serial));
   BERTH_RETURN_IF_ERROR(rd.Get("lineage", &s->lineage));
   BERTH_RETURN_IF_ERROR(rd.Get("units", &s->units));
@@ -495,22 +533,8 @@ Status ReadState(InJson& j, BerthState* s) {
       s->learned[it.key()] = std::move(l);
     }
   }
-  if (InJson* times = rd.Child("start_times_ms")) {
-    if (!times->is_object())
-      return Status::InvalidArgument("berth_state.start_times_ms: expected an object");
-    for (auto it = times->begin(); it != times->end(); ++it) {
-      std::string p = "berth_state.start_times_ms." + it.key();
-      BERTH_RETURN_IF_ERROR(ExpectArray(&*it, p));
-      std::vector<uint64_t>& ms = s->start_times_ms[it.key()];
-      for (const auto& v : *it) {
-        if (!v.is_number_unsigned())
-          return Status::InvalidArgument(p + ": '" + DumpJson(v) +
-                                         "' is not a count of milliseconds");
-        ms.push_back(v.get<uint64_t>());
-      }
-    }
-  }
-  return Status::Ok();
+  BERTH_RETURN_IF_ERROR(ReadTimes(rd, "start_times_ms", &s->start_times_ms));
+  return ReadTimes(rd, "stop_times_ms", &s->stop_times_ms);
 }
 
 }  // namespace
@@ -588,6 +612,7 @@ std::string ObservedToJson(const Observed& o) {
     if (u.content_note != DefaultContentNote(u)) units.back()["content_note"] = u.content_note;
     // Only when known, so observations of hosts seen before it existed stay byte for byte.
     if (u.active_enter_usec) units.back()["active_enter_usec"] = u.active_enter_usec;
+    if (u.timeout_stop_usec) units.back()["timeout_stop_usec"] = u.timeout_stop_usec;
     if (u.crash_looping) units.back()["crash_looping"] = true;
   }
   j["units"] = {{"known", o.units_known}, {"items", std::move(units)}};
@@ -658,6 +683,7 @@ std::string ObservedToJson(const Observed& o) {
     j["berth_state"]["learned"] = std::move(learned);
   }
   if (!o.state.start_times_ms.empty()) j["berth_state"]["start_times_ms"] = o.state.start_times_ms;
+  if (!o.state.stop_times_ms.empty()) j["berth_state"]["stop_times_ms"] = o.state.stop_times_ms;
   if (!o.warnings.empty()) j["warnings"] = o.warnings;
   // A hand edit may leave bytes that are not UTF-8 in berth's own unit file: "\xNN" in the
   // JSON (the hash keeps the file's identity), never an exception.

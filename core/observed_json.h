@@ -26,6 +26,7 @@
 //                        "invocation_id": "<hex>", "n_restarts": 0, "result": "success",
 //                        "exec_main_status": 0,
 //                        "active_enter_usec": N,  // unix µs; left out when unknown
+//                        "timeout_stop_usec": N,  // TimeoutStopUSec; left out when unknown
 //                        "crash_looping": true,   // left out when false (IsCrashLooping)
 //                        "content_note": "..."}]},  // why content is not the file's text;
 //                               // left out when it is "", except for a unit that is not

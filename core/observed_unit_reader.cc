@@ -30,6 +30,7 @@ enum Field : int {
   kExecMainStatus,   // int
   kNRestarts,        // uint32
   kActiveEnterUsec,  // uint64
+  kTimeoutStopUsec,  // uint64
   kDropInPaths,      // a list of strings
   kFields
 };
@@ -38,7 +39,8 @@ constexpr std::array<std::string_view, kFields> kKeys = {
     "name",          "load_state",       "active_state", "sub_state",          "fragment_path",
     "content_hash",  "spec_hash",        "content",      "content_note",       "unit_file_state",
     "invocation_id", "result",           "managed",      "need_daemon_reload", "crash_looping",
-    "main_pid",      "exec_main_status", "n_restarts",   "active_enter_usec",  "drop_in_paths"};
+    "main_pid",      "exec_main_status", "n_restarts",   "active_enter_usec",  "timeout_stop_usec",
+    "drop_in_paths"};
 
 }  // namespace
 
@@ -172,6 +174,9 @@ void ObservedUnitReader::Unsigned(uint64_t v) {
       break;
     case kActiveEnterUsec:
       u_.active_enter_usec = v;
+      break;
+    case kTimeoutStopUsec:
+      u_.timeout_stop_usec = v;
       break;
     default:
       odd_ = true;

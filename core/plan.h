@@ -177,17 +177,28 @@ struct RollbackStart {
   uint64_t timeout_ms = 0;           // its own health timeout; 0: berth knows no health check
 };
 
-/// The expected length of a dark window, from the start-to-healthy times berth recorded for the
-/// unit whose health gate ends it, and the worst case.
+/// The expected length of a dark window, from the stop times berth recorded for the unit whose
+/// stop begins it and the start-to-healthy times of the unit whose health gate ends it, and the
+/// worst case.
 struct DarkEstimate {
-  std::string gate_unit;                // whose health gate ends the window; "" = no estimate
-  std::vector<uint64_t> samples_ms;     // its recorded start-to-healthy times, oldest first
-  std::optional<uint64_t> expected_ms;  // the median of samples_ms; none recorded: empty
-  uint64_t gate_timeout_ms = 0;         // its health timeout
+  std::string gate_unit;             // whose health gate ends the window; "" = no estimate
+  std::vector<uint64_t> samples_ms;  // its recorded start-to-healthy times, oldest first
+  /// The median of samples_ms, plus the median of stop_samples_ms; no start recorded: empty.
+  std::optional<uint64_t> expected_ms;
+  uint64_t gate_timeout_ms = 0;  // its health timeout
+  /// The unit whose stop or restart begins the window ("": it begins otherwise): a server
+  /// draining requests stops listening at once and exits only when they end, or at its stop
+  /// timeout (llama-server waits 30 s). For a restart, the start times already hold the stop.
+  std::string stop_unit;
+  std::vector<uint64_t> stop_samples_ms;  // its recorded stop times (a stop, not a restart)
+  /// Its TimeoutStopSec as systemd has it, ms: 0 unknown, ObservedUnit::kNoStopTimeout none.
+  uint64_t stop_timeout_ms = 0;
   /// What a rollback of the change starts again before the port serves (in order); empty when
   /// the change is not a replacement berth rolls back.
   std::vector<RollbackStart> rollback;
-  uint64_t worst_ms = 0;  // gate_timeout_ms + each rollback start (slowest recorded, or timeout)
+  /// stop_timeout_ms (when known and finite) + gate_timeout_ms + each rollback start (slowest
+  /// recorded, or timeout)
+  uint64_t worst_ms = 0;
 };
 
 /// A port that serves nobody between two steps (1-based, inclusive).

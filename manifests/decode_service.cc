@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "core/units.h"
 #include "manifests/decode_engines.h"
 #include "manifests/names.h"
 #include "planners/engines/adapter.h"
@@ -14,10 +15,10 @@ namespace berth::manifests {
 namespace {
 
 constexpr std::string_view kServiceKeys[] = {
-    "model",       "engine", "state",     "gpus",         "port",         "bind",
-    "executable",  "vllm",   "sglang",    "llama_server", "trtllm",       "command",
-    "served_name", "args",   "env",       "env_file",     "gpu_memory",   "health",
-    "strategy",    "adopt",  "preflight", "gates",        "backend_port", "standby"};
+    "model", "engine",       "state",        "gpus",        "port",     "bind",        "executable",
+    "vllm",  "sglang",       "llama_server", "trtllm",      "command",  "served_name", "args",
+    "env",   "env_file",     "gpu_memory",   "health",      "strategy", "adopt",       "preflight",
+    "gates", "backend_port", "standby",      "stop_timeout"};
 constexpr std::string_view kEngines[] = {"vllm", "sglang", "llama-server", "trtllm-serve",
                                          "command"};
 constexpr std::string_view kStates[] = {"running", "stopped", "absent"};
@@ -520,6 +521,13 @@ ServiceDraft DecodeService(YamlReader& r, const Field& entry) {
       if (auto v = r.Size(f)) s.gpu_memory = *v;
     } else if (f.key == "health") {
       if (r.ExpectMap(f)) DecodeHealth(r, f, &s.health);
+    } else if (f.key == "stop_timeout") {
+      std::optional<uint64_t> v = r.DurationMs(f);
+      if (v && (*v < 1000 || *v > ServiceSpec::kMaxStopTimeoutMs))
+        r.Error(f.value_loc, "stop_timeout must be between 1s and 4m, got " + FormatDurationMs(*v),
+                "berth waits 5m for systemd to stop a service; set a stop_timeout inside it");
+      else if (v)
+        s.stop_timeout_ms = *v;
     } else if (f.key == "preflight") {
       if (r.ExpectMap(f)) DecodePreflight(r, f, &s.preflight);
     } else if (f.key == "gates") {

@@ -11,6 +11,21 @@ std::vector<uint64_t> Recorded(const Observed& o, const std::string& unit) {
   return it == o.state.start_times_ms.end() ? std::vector<uint64_t>{} : it->second;
 }
 
+// The stop (or restart) that begins the window: who, how long its stops took, its timeout
+// (`units`: name -> the unit as observed).
+void StopOf(const Observed& o, const std::unordered_map<std::string, const ObservedUnit*>& units,
+            const Action& first, DarkEstimate* e) {
+  if (first.kind != ActionKind::kStop && first.kind != ActionKind::kRestart) return;
+  e->stop_unit = first.unit;
+  if (first.kind == ActionKind::kStop)
+    if (auto it = o.state.stop_times_ms.find(first.unit); it != o.state.stop_times_ms.end())
+      e->stop_samples_ms = it->second;
+  if (auto it = units.find(first.unit); it != units.end()) {
+    uint64_t usec = it->second->timeout_stop_usec;
+    e->stop_timeout_ms = usec == ObservedUnit::kNoStopTimeout ? usec : usec / 1000;
+  }
+}
+
 // What the executor's rollback starts again, in its order, before the port of `d` serves again
 // when the switch whose gate ends it fails: the services it stopped to make room (up to the one
 // that served this port), or the unit itself on its previous file (an in-place update).
@@ -56,6 +71,9 @@ void EstimateDarkWindows(const Observed& observed, Plan* plan) {
   std::unordered_map<size_t, size_t> gate_of;
   for (size_t k = 0; k < plan->switches.size(); ++k)
     for (size_t g : plan->switches[k].gates) gate_of.emplace(g, k);
+  std::unordered_map<std::string, const ObservedUnit*> units;
+  if (!plan->disruptions.empty())
+    for (const ObservedUnit& u : observed.units) units.emplace(u.name, &u);
   for (Disruption& d : plan->disruptions) {
     if (d.until_step <= 0 || d.from_step <= 0 || d.until_step > static_cast<int>(actions.size()) ||
         d.from_step > d.until_step)
@@ -65,10 +83,12 @@ void EstimateDarkWindows(const Observed& observed, Plan* plan) {
     DarkEstimate e;
     e.gate_unit = gate.unit;
     e.samples_ms = Recorded(observed, gate.unit);
-    if (!e.samples_ms.empty()) e.expected_ms = MedianMs(e.samples_ms);
+    StopOf(observed, units, actions[static_cast<size_t>(d.from_step - 1)], &e);
+    if (!e.samples_ms.empty()) e.expected_ms = MedianMs(e.samples_ms) + MedianMs(e.stop_samples_ms);
     e.gate_timeout_ms = gate.As<HealthStep>().timeout_ms;
     e.rollback = RollbackOf(observed, *plan, d, gate_of);
     e.worst_ms = e.gate_timeout_ms;
+    if (e.stop_timeout_ms != ObservedUnit::kNoStopTimeout) e.worst_ms += e.stop_timeout_ms;
     for (const RollbackStart& r : e.rollback)
       e.worst_ms += r.samples_ms.empty()
                         ? r.timeout_ms

@@ -87,7 +87,12 @@ std::string Body(const ServiceSpec& s, const RenderContext& ctx, const RenderedU
   b << "Restart=on-failure\nRestartSec=10\n";
   // The health gate bounds a start; systemd's own timeout sits just above it.
   b << "TimeoutStartSec=" << FormatDurationMs(s.health.timeout_ms + 60000) << "\n";
-  b << "TimeoutStopSec=2min\nKillMode=mixed\n\n";
+  // The default as berth always wrote it ("2min"), so that no unit berth wrote before changes.
+  b << "TimeoutStopSec="
+    << (s.stop_timeout_ms == ServiceSpec::kDefaultStopTimeoutMs
+            ? std::string("2min")
+            : FormatDurationMs(s.stop_timeout_ms))
+    << "\nKillMode=mixed\n\n";
   b << "[Install]\nWantedBy=multi-user.target\n";
   return b.str();
 }

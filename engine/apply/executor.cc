@@ -200,6 +200,11 @@ Status Executor::Step(const Plan& plan, size_t i, ExecResult* r) {
     Tell(plan, i, StepState::kFailed, s.message());
     return s.WithContext(StepName(i, a));
   }
+  if (a.kind == ActionKind::kStop) {
+    auto took =
+        std::chrono::duration_cast<std::chrono::milliseconds>(d_.clock->Now() - step_started_[i]);
+    r->stop_ms[a.unit] = static_cast<uint64_t>(std::max<int64_t>(0, took.count()));
+  }
   // The health gate of a switch: how long its start or restart took to become healthy.
   uint64_t healthy_after = 0;
   if (a.kind == ActionKind::kWaitHealthy && owner_[i] >= 0) {

@@ -129,6 +129,9 @@ struct ExecResult {
   /// passing, for each unit this run saw healthy that way (a rollback's start of the service
   /// it brings back too). What the state records (BerthState::start_times_ms).
   std::map<std::string, uint64_t> start_to_healthy_ms;
+  /// unit -> milliseconds its stop step took, for each stop step of the plan that finished
+  /// (what the state records: BerthState::stop_times_ms).
+  std::map<std::string, uint64_t> stop_ms;
   /// unit -> what its throughput floor measured in this run ("1239.5 output tok/s at ...").
   std::map<std::string, std::string> floor_figures;
   /// unit -> what the reference step of a relative floor measured on it in this run.

@@ -46,6 +46,8 @@ void Record(const Plan& plan, const Journal& journal, const ExecResult& exec, St
       st->applied[a.address] = a.As<DownloadStep>().commit;
   // How long each start took to pass its health gate: the next plan estimates its dark windows.
   for (const auto& [unit, ms] : exec.start_to_healthy_ms) st->RecordStartTime(unit, ms);
+  // And each stop: a server draining its requests keeps a stop-first switch's port dark.
+  for (const auto& [unit, ms] : exec.stop_ms) st->RecordStopTime(unit, ms);
   // What each floor and reference measured: a later relative floor's reference when that
   // service cannot be measured.
   for (const GateFigures& g : exec.gate_figures) RecordGateFigures(&st->gate_figures[g.unit], g);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/json_text.h"
+#include "core/observed.h"
 #include "core/json_writer.h"
 #include "core/two_threads.h"
 #include "engine/output/plan_output.h"
@@ -265,6 +266,19 @@ void WritePlanJson(std::ostream& out, const Plan& plan, const Desired& desired) 
       w.Value(e.worst_ms);
     w.Field("samples", e.samples_ms);
     if (!e.gate_unit.empty()) w.Field("samples_unit", e.gate_unit);
+    // The stop or restart that begins it: its recorded stops, its timeout (null: not known;
+    // "infinity": systemd never times it out).
+    if (!e.gate_unit.empty() && !e.stop_unit.empty()) {
+      w.Key("stop").BeginObject().Field("unit", e.stop_unit).Field("samples", e.stop_samples_ms);
+      w.Key("timeout_ms");
+      if (e.stop_timeout_ms == ObservedUnit::kNoStopTimeout)
+        w.Value("infinity");
+      else if (e.stop_timeout_ms == 0)
+        w.Value(nullptr);
+      else
+        w.Value(e.stop_timeout_ms);
+      w.EndObject();
+    }
     if (!d.caveat.empty()) w.Field("caveat", d.caveat);
     w.EndObject();
   }

@@ -2,6 +2,7 @@
 #include <sstream>
 #include <string_view>
 
+#include "core/observed.h"
 #include "core/unified_diff.h"
 #include "core/units.h"
 #include "core/untrusted_text.h"
@@ -79,22 +80,39 @@ void AppendIndented(const std::string& text, std::ostream& out) {
 
 }  // namespace
 
+namespace {
+
+// "the last start of x.service took 2s", "last 3 stops of x.service took 1s–3s", "no stop of
+// x.service recorded yet".
+std::string Took(const char* what, const std::string& unit, const std::vector<uint64_t>& s) {
+  if (s.empty()) return std::string("no ") + what + " of " + unit + " recorded yet";
+  auto [lo, hi] = std::minmax_element(s.begin(), s.end());
+  const std::string a = Seconds(*lo), b = Seconds(*hi);
+  if (s.size() == 1) return std::string("the last ") + what + " of " + unit + " took " + a;
+  return "last " + std::to_string(s.size()) + " " + what + "s of " + unit +
+         (a == b ? " each took " + a : " took " + a + "–" + b);
+}
+
+}  // namespace
+
 std::string DarkEstimateText(const DarkEstimate& e) {
   if (e.gate_unit.empty()) return "";
-  std::string out;
-  const std::vector<uint64_t>& s = e.samples_ms;
-  if (e.expected_ms && !s.empty()) {
-    auto [lo, hi] = std::minmax_element(s.begin(), s.end());
-    std::string took = *lo == *hi ? Seconds(*lo) : Seconds(*lo) + "–" + Seconds(*hi);
-    out = "about " + Seconds(*e.expected_ms) + " (" +
-          (s.size() == 1 ? "the last start of " + e.gate_unit + " took " + took
-                         : "last " + std::to_string(s.size()) + " starts of " + e.gate_unit +
-                               (*lo == *hi ? " each took " : " took ") + took) +
-          ")";
-  } else {
-    out = "no start of " + e.gate_unit + " recorded yet";
+  // A stop of another unit begins it: its stops count too (a restart's are in its start times).
+  const bool stop = !e.stop_unit.empty() && e.stop_unit != e.gate_unit;
+  std::string took = Took("start", e.gate_unit, e.samples_ms);
+  if (stop) took = Took("stop", e.stop_unit, e.stop_samples_ms) + "; " + took;
+  std::string out = e.expected_ms ? "about " + Seconds(*e.expected_ms) + " (" + took + ")" : took;
+  out += "; at worst " + Seconds(e.worst_ms) + " (";
+  if (!e.stop_unit.empty()) {
+    out += (stop ? e.stop_unit + "'s" : std::string("its")) + " stop, ";
+    if (e.stop_timeout_ms == ObservedUnit::kNoStopTimeout)
+      out += "not counted: systemd never times it out (TimeoutStopSec=infinity), then ";
+    else if (e.stop_timeout_ms)
+      out += "up to its " + Seconds(e.stop_timeout_ms) + " stop timeout, then ";
+    else
+      out += "not counted: its stop timeout is not known, then ";
   }
-  out += "; at worst " + Seconds(e.worst_ms) + " (its " + Seconds(e.gate_timeout_ms) +
+  out += (stop ? e.gate_unit + "'s " : std::string("its ")) + Seconds(e.gate_timeout_ms) +
          " health timeout";
   if (e.rollback.empty()) return out + "; past it berth gives up and the port stays dark)";
   for (const RollbackStart& r : e.rollback) {

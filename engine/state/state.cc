@@ -52,14 +52,16 @@ LearnedService LearnedFromJson(const ordered_json& j) {
   return l;
 }
 
-// [38000, 47000]: milliseconds, oldest first. Anything else is damage, reported by the caller.
-std::vector<uint64_t> StartTimesFromJson(const std::string& unit, const ordered_json& j) {
+// <key>.<unit>: [38000, 47000]: milliseconds, oldest first. Anything else is damage, reported
+// by the caller.
+std::vector<uint64_t> TimesFromJson(const std::string& key, const std::string& unit,
+                                    const ordered_json& j) {
   if (!j.is_array())
-    throw std::invalid_argument("start_times_ms." + unit + ": expected an array of milliseconds");
+    throw std::invalid_argument(key + "." + unit + ": expected an array of milliseconds");
   std::vector<uint64_t> ms;
   for (const auto& v : j) {
     if (!v.is_number_unsigned())
-      throw std::invalid_argument("start_times_ms." + unit + ": '" + DumpJson(v).substr(0, 20) +
+      throw std::invalid_argument(key + "." + unit + ": '" + DumpJson(v).substr(0, 20) +
                                   "' is not a count of milliseconds");
     ms.push_back(v.get<uint64_t>());
   }
@@ -157,15 +159,25 @@ BerthState State::ToObserved() const {
   b.held = held;
   b.learned = learned;
   b.start_times_ms = start_times_ms;
+  b.stop_times_ms = stop_times_ms;
   b.gate_figures = gate_figures;
   return b;
 }
 
+namespace {
+void KeepTime(std::vector<uint64_t>* times, uint64_t ms) {
+  times->push_back(ms);
+  if (times->size() > BerthState::kStartTimesKept)
+    times->erase(times->begin(), times->end() - BerthState::kStartTimesKept);
+}
+}  // namespace
+
 void State::RecordStartTime(const std::string& unit, uint64_t ms) {
-  std::vector<uint64_t>& times = start_times_ms[unit];
-  times.push_back(ms);
-  if (times.size() > BerthState::kStartTimesKept)
-    times.erase(times.begin(), times.end() - BerthState::kStartTimesKept);
+  KeepTime(&start_times_ms[unit], ms);
+}
+
+void State::RecordStopTime(const std::string& unit, uint64_t ms) {
+  KeepTime(&stop_times_ms[unit], ms);
 }
 
 void NoteUnfinishedApply(const Journal& journal, BerthState* state) {
@@ -252,6 +264,7 @@ std::string StateToJson(const State& s) {
     j["learned"] = std::move(learned);
   }
   if (!s.start_times_ms.empty()) j["start_times_ms"] = s.start_times_ms;
+  if (!s.stop_times_ms.empty()) j["stop_times_ms"] = s.stop_times_ms;
   if (!s.gate_figures.empty()) j["gate_figures"] = s.gate_figures;
   return DumpJson(j, 2) + "\n";
 }
@@ -283,11 +296,14 @@ Result<State> StateFromJson(const std::string& text, const std::string& source) 
     if (j.contains("learned"))
       for (auto it = j["learned"].begin(); it != j["learned"].end(); ++it)
         s.learned[it.key()] = LearnedFromJson(it.value());
-    if (j.contains("start_times_ms")) {
-      if (!j["start_times_ms"].is_object())
-        throw std::invalid_argument("start_times_ms: expected an object of unit -> milliseconds");
-      for (auto it = j["start_times_ms"].begin(); it != j["start_times_ms"].end(); ++it)
-        s.start_times_ms[it.key()] = StartTimesFromJson(it.key(), it.value());
+    for (auto [key, times] : {std::pair{"start_times_ms", &s.start_times_ms},
+                              std::pair{"stop_times_ms", &s.stop_times_ms}}) {
+      if (!j.contains(key)) continue;
+      if (!j[key].is_object())
+        throw std::invalid_argument(std::string(key) +
+                                    ": expected an object of unit -> milliseconds");
+      for (auto it = j[key].begin(); it != j[key].end(); ++it)
+        (*times)[it.key()] = TimesFromJson(key, it.key(), it.value());
     }
     if (j.contains("gate_figures")) {
       const auto& g = j["gate_figures"];

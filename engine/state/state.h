@@ -47,12 +47,16 @@ struct State {
   std::map<std::string, LearnedService> learned;
   /// unit -> its last start-to-healthy times in milliseconds (BerthState::start_times_ms).
   std::map<std::string, std::vector<uint64_t>> start_times_ms;
+  /// unit -> its last stop times in milliseconds (BerthState::stop_times_ms).
+  std::map<std::string, std::vector<uint64_t>> stop_times_ms;
   /// unit -> its floor gates' and references' figures (BerthState::gate_figures).
   std::map<std::string, std::vector<GateFigures>> gate_figures;
 
   /// Adds one start of `unit` that took `ms` to pass its health gate, keeping the last
   /// BerthState::kStartTimesKept.
   void RecordStartTime(const std::string& unit, uint64_t ms);
+  /// Adds one stop of `unit` that took `ms`, keeping the last BerthState::kStartTimesKept.
+  void RecordStopTime(const std::string& unit, uint64_t ms);
   /// The part the planner sees (Observed::state).
   BerthState ToObserved() const;
 };

@@ -31,6 +31,7 @@ Result<std::vector<ObservedUnit>> ObserveUnits(SystemdManager& systemd, const Un
     u.unit_file_state = p.unit_file_state;
     u.invocation_id = p.invocation_id;
     u.active_enter_usec = p.active_enter_usec;
+    u.timeout_stop_usec = p.timeout_stop_usec;
     u.n_restarts = p.n_restarts;
     u.result = p.result;
     u.exec_main_status = p.exec_main_status;

@@ -166,6 +166,8 @@ int ReadOne(sd_bus_message* m, const std::string& k, UnitProperties* p) {
     r = sd_bus_message_read(m, "v", "i", &p->exec_main_status);
   else if (k == "ActiveEnterTimestamp")
     r = sd_bus_message_read(m, "v", "t", &p->active_enter_usec);
+  else if (k == "TimeoutStopUSec")
+    r = sd_bus_message_read(m, "v", "t", &p->timeout_stop_usec);
   else if (k == "DropInPaths") {
     if ((r = sd_bus_message_enter_container(m, 'v', "as")) < 0) return r;
     char** strv = nullptr;
@@ -197,7 +199,7 @@ int ReadOne(sd_bus_message* m, const std::string& k, UnitProperties* p) {
 }
 
 // The properties berth reads beyond what ListUnitsByNames returns: asked one by one (a GetAll
-// of .Service alone returns some 300 properties; berth needs 10 in all).
+// of .Service alone returns some 300 properties; berth needs 11 in all).
 struct WantedProperty {
   const char* iface;
   const char* name;
@@ -207,7 +209,8 @@ constexpr WantedProperty kWanted[] = {
     {kUnitIface, "NeedDaemonReload"},  {kUnitIface, "UnitFileState"},
     {kUnitIface, "InvocationID"},      {kServiceIface, "MainPID"},
     {kServiceIface, "NRestarts"},      {kServiceIface, "Result"},
-    {kServiceIface, "ExecMainStatus"}, {kUnitIface, "ActiveEnterTimestamp"}};
+    {kServiceIface, "ExecMainStatus"}, {kUnitIface, "ActiveEnterTimestamp"},
+    {kServiceIface, "TimeoutStopUSec"}};
 
 Result<std::vector<UnitProperties>> SdBusManager::GetUnits(const std::vector<std::string>& names) {
   std::vector<UnitProperties> out(names.size());

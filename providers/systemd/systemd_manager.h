@@ -27,6 +27,7 @@ struct UnitProperties {
   std::string result;
   int32_t exec_main_status = 0;
   uint64_t active_enter_usec = 0;  // when it last became active, unix µs (0: never)
+  uint64_t timeout_stop_usec = 0;  // TimeoutStopUSec (0: unknown; UINT64_MAX: infinity)
 };
 
 class SystemdManager {

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -75,6 +76,90 @@ inline int StepOf(const std::string& plan, const std::string& verb, const std::s
   }
   return 0;
 }
+
+/// The operator's prober (tests/prober/prober.py) in a process of its own: what a client of a
+/// port sees while berth switches what serves it.
+class ProberProcess {
+ public:
+  ProberProcess() = default;
+  ProberProcess(const ProberProcess&) = delete;
+  ProberProcess& operator=(const ProberProcess&) = delete;
+  ~ProberProcess() { Stop(); }
+
+  /// Starts it on `url` with `args` (--interval-ms, --streams ...), its files in `dir`, and waits
+  /// (20 s at most) for its first answer; then 300 ms more, so that streams are in flight.
+  void Start(const std::filesystem::path& dir, const std::string& url,
+             const std::vector<std::string>& args) {
+    summary_ = (dir / "prober.json").string();
+    stop_file_ = (dir / "prober.stop").string();
+    std::string ready = (dir / "prober.ready").string();
+    // Files of an earlier run in `dir` would stop this one at once, or answer for it.
+    for (const std::string& f : {summary_, stop_file_, ready}) std::filesystem::remove(f);
+    std::vector<std::string> argv = {"/usr/bin/python3",
+                                     std::string(BERTH_SOURCE_DIR) + "/tests/prober/prober.py",
+                                     "--url",
+                                     url,
+                                     "--max-duration",
+                                     "300",
+                                     "--stop-file",
+                                     stop_file_,
+                                     "--ready-file",
+                                     ready,
+                                     "--out",
+                                     summary_};
+    argv.insert(argv.end(), args.begin(), args.end());
+    std::vector<char*> cargv;
+    for (std::string& a : argv) cargv.push_back(a.data());
+    cargv.push_back(nullptr);
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::execv(cargv[0], cargv.data());
+      ::_exit(127);
+    }
+    ASSERT_TRUE(WaitFor([&] { return std::filesystem::exists(ready); }, std::chrono::seconds(20)))
+        << "the prober saw no answer on " << url;
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  }
+  /// Stops it (it finishes what is in flight, 150 s at most) and reads its summary; null when
+  /// it was not started.
+  nlohmann::json Stop() {
+    if (pid_ <= 0) return nlohmann::json();
+    std::ofstream(stop_file_) << "stop\n";
+    int status = 0;
+    if (!WaitFor([&] { return ::waitpid(pid_, &status, WNOHANG) == pid_; },
+                 std::chrono::seconds(150))) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, &status, 0);
+      ADD_FAILURE() << "the prober did not stop";
+    }
+    pid_ = 0;
+    auto j = nlohmann::json::parse(ReadAll(summary_), nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << "no prober summary in " << summary_;
+    return j;
+  }
+  bool running() const { return pid_ > 0; }
+
+  /// How many requests of class `cls` (ok, refused, stream_incomplete ...) the summary counts.
+  static int Count(const nlohmann::json& s, const char* cls) {
+    return s.contains("counts") ? s["counts"].value(cls, -1) : -1;
+  }
+  /// The port's longest dark stretch in the summary's timeline, in ms: consecutive buckets in
+  /// which no request sent succeeded and some were refused or failed.
+  static uint64_t DarkMs(const nlohmann::json& s) {
+    if (!s.contains("timeline")) return 0;
+    uint64_t best = 0, run = 0;
+    for (const auto& b : s["timeline"]["buckets"]) {
+      bool dark = b[0].get<int>() == 0 && b[1].get<int>() + b[2].get<int>() > 0;
+      run = dark ? run + 1 : 0;
+      best = std::max(best, run);
+    }
+    return best * static_cast<uint64_t>(s["timeline"].value("bucket_ms", 100.0));
+  }
+
+ private:
+  pid_t pid_ = 0;
+  std::string summary_, stop_file_;
+};
 
 /// One sandbox for a whole suite (booting takes ~0.3 s), torn down at its end.
 class SandboxSuite : public ::testing::Test {

@@ -117,43 +117,15 @@ class FrontE2eTest : public SandboxSuite {
   // turn), `streams` streamed completions of 100 tokens at the fakes' 50 tok/s held open.
   // `body_bytes`: each completion's request body is about that long (a long prompt).
   void StartProber(int streams = 2, int body_bytes = 0) {
-    summary_ = (tmp_ / "prober.json").string();
-    stop_file_ = (tmp_ / "prober.stop").string();
-    std::string ready = (tmp_ / "prober.ready").string();
-    std::string url = "http://127.0.0.1:" + std::to_string(port_);
-    prober_ = ::fork();
-    if (prober_ == 0) {
-      std::string streams_arg = std::to_string(streams);
-      std::string body_arg = std::to_string(body_bytes);
-      ::execl("/usr/bin/python3", "python3", (SourceDir() + "/tests/prober/prober.py").c_str(),
-              "--url", url.c_str(), "--interval-ms", "10", "--path", "/v1/models", "--completions",
-              "--streams", streams_arg.c_str(), "--stream-tokens", "100", "--timeout", "120",
-              "--max-duration", "300", "--stop-file", stop_file_.c_str(), "--ready-file",
-              ready.c_str(), "--out", summary_.c_str(), static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
-    ASSERT_TRUE(WaitFor([&] { return std::filesystem::exists(ready); }, std::chrono::seconds(20)))
-        << "the prober saw no answer on port " << port_;
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    prober_.Start(tmp_, "http://127.0.0.1:" + std::to_string(port_),
+                  {"--interval-ms", "10", "--path", "/v1/models", "--completions", "--streams",
+                   std::to_string(streams), "--stream-tokens", "100", "--timeout", "120",
+                   "--body-bytes", std::to_string(body_bytes)});
   }
   // Stops the prober (it finishes what is in flight) and reads its summary.
-  nlohmann::json StopProber() {
-    if (prober_ <= 0) return nlohmann::json();
-    std::ofstream(stop_file_) << "stop\n";
-    int status = 0;
-    if (!WaitFor([&] { return ::waitpid(prober_, &status, WNOHANG) == prober_; },
-                 std::chrono::seconds(150))) {
-      ::kill(prober_, SIGKILL);
-      ::waitpid(prober_, &status, 0);
-      ADD_FAILURE() << "the prober did not stop";
-    }
-    prober_ = 0;
-    auto j = nlohmann::json::parse(ReadAll(summary_), nullptr, false);
-    EXPECT_FALSE(j.is_discarded()) << "no prober summary in " << summary_;
-    return j;
-  }
+  nlohmann::json StopProber() { return prober_.Stop(); }
   static int Count(const nlohmann::json& s, const char* cls) {
-    return s.contains("counts") ? s["counts"].value(cls, -1) : -1;
+    return ProberProcess::Count(s, cls);
   }
   // The model /v1/models lists through the front now.
   std::string ServedModel() {
@@ -168,12 +140,12 @@ class FrontE2eTest : public SandboxSuite {
     return j["data"][0].value("id", "");
   }
 
-  std::string store_, fronts_, summary_, stop_file_;
+  std::string store_, fronts_;
   std::string nvml_;      // the NVML library berth loads ("": berth's default)
   bool standby_ = false;  // every service gets standby: sleep
   int port_ = 0;
   int manifests_ = 0;
-  pid_t prober_ = 0;
+  ProberProcess prober_;
   std::map<std::string, int> backends_;
   std::ostringstream out_, err_;
 };

@@ -88,9 +88,11 @@ TEST_F(DarkWindowTest, AnApplyRecordsTheStartAndTheNextPlanEstimatesTheDarkWindo
   ASSERT_EQ(Pass("minimax", false).outcome, Outcome::kPlanned) << err.str();
   EXPECT_EQ(DisruptionLine(),
             "disruption: port 8000 unavailable from step 1 until step 3 is healthy "
-            "(vllm-kimi.service stopped to make room for vllm-minimax): no start of "
-            "vllm-minimax.service recorded yet; at worst 10m3s (its 10m health timeout, then "
-            "vllm-kimi.service's start, 3s at the slowest recorded, if berth rolls back)");
+            "(vllm-kimi.service stopped to make room for vllm-minimax): no stop of "
+            "vllm-kimi.service recorded yet; no start of vllm-minimax.service recorded yet; at "
+            "worst 12m3s (vllm-kimi.service's stop, up to its 2m stop timeout, then "
+            "vllm-minimax.service's 10m health timeout, then vllm-kimi.service's start, 3s at "
+            "the slowest recorded, if berth rolls back)");
 
   ASSERT_EQ(Pass("minimax", true).outcome, Outcome::kApplied) << err.str();
   EXPECT_THAT(Recorded("vllm-minimax.service"), ElementsAre(1400));
@@ -99,17 +101,52 @@ TEST_F(DarkWindowTest, AnApplyRecordsTheStartAndTheNextPlanEstimatesTheDarkWindo
   // And back: kimi's own start now estimates the window, minimax's the rollback.
   ASSERT_EQ(Pass("kimi", false).outcome, Outcome::kPlanned) << err.str();
   EXPECT_THAT(DisruptionLine(),
-              HasSubstr("(vllm-minimax.service stopped to make room for vllm-kimi): about 3s (the "
-                        "last start of vllm-kimi.service took 3s); at worst 10m1s (its 10m health "
+              HasSubstr("(vllm-minimax.service stopped to make room for vllm-kimi): about 3s (no "
+                        "stop of vllm-minimax.service recorded yet; the last start of "
+                        "vllm-kimi.service took 3s); at worst 12m1s (vllm-minimax.service's "
+                        "stop, up to its 2m stop timeout, then vllm-kimi.service's 10m health "
                         "timeout, then vllm-minimax.service's start, 1s at the slowest recorded, "
                         "if berth rolls back)"));
   ASSERT_EQ(Pass("kimi", false, PlanFormat::kJson).outcome, Outcome::kPlanned) << err.str();
   nlohmann::json plan = nlohmann::json::parse(out.str());
   ASSERT_EQ(plan["disruption"].size(), 1u);
   EXPECT_EQ(plan["disruption"][0]["expected_ms"], 3000);
-  EXPECT_EQ(plan["disruption"][0]["worst_ms"], 601'400);
+  EXPECT_EQ(plan["disruption"][0]["worst_ms"], 120'000 + 601'400);
   EXPECT_EQ(plan["disruption"][0]["samples"], nlohmann::json::array({3000}));
   EXPECT_EQ(plan["disruption"][0]["samples_unit"], "vllm-kimi.service");
+}
+
+// The old server's stop is part of a stop-first switch's dark window: an apply records how long
+// each stop took, and the next plan counts it (llama-server with requests in flight takes 30 s),
+// with the unit's stop timeout in the worst case.
+TEST_F(DarkWindowTest, AnApplyRecordsEachStopAndTheNextPlanCountsItAndTheStopTimeout) {
+  ASSERT_EQ(Pass("kimi", true).outcome, Outcome::kApplied) << err.str();
+  world.on_job = [&](const std::string& verb, const std::string&) {
+    if (verb == "stop") world.clock.Advance(std::chrono::milliseconds(30'020));
+  };
+  ASSERT_EQ(Pass("minimax", true).outcome, Outcome::kApplied) << err.str();
+  ASSERT_EQ(Pass("kimi", true).outcome, Outcome::kApplied) << err.str();
+  auto st = StateDir(dir / "state").Load();
+  ASSERT_TRUE(st.ok()) << st.status().message();
+  EXPECT_EQ(st->stop_times_ms["vllm-kimi.service"], std::vector<uint64_t>{30'020});
+  EXPECT_EQ(st->stop_times_ms["vllm-minimax.service"], std::vector<uint64_t>{30'020});
+  world.host.Unit("vllm-kimi.service").timeout_stop_usec = 45'000'000;
+  ASSERT_EQ(Pass("minimax", false).outcome, Outcome::kPlanned) << err.str();
+  EXPECT_THAT(DisruptionLine(),
+              HasSubstr("(vllm-kimi.service stopped to make room for vllm-minimax): about 31s (the "
+                        "last stop of vllm-kimi.service took 30s; the last start of "
+                        "vllm-minimax.service took 1s); at worst 10m48s (vllm-kimi.service's "
+                        "stop, up to its 45s stop timeout, then vllm-minimax.service's 10m health "
+                        "timeout, then vllm-kimi.service's start, 3s at the slowest recorded, "
+                        "if berth rolls back)"));
+  ASSERT_EQ(Pass("minimax", false, PlanFormat::kJson).outcome, Outcome::kPlanned) << err.str();
+  nlohmann::json plan = nlohmann::json::parse(out.str());
+  ASSERT_EQ(plan["disruption"].size(), 1u);
+  EXPECT_EQ(plan["disruption"][0]["expected_ms"], 1400 + 30'020);
+  EXPECT_EQ(plan["disruption"][0]["worst_ms"], 45'000 + 600'000 + 3'000);
+  EXPECT_EQ(plan["disruption"][0]["stop"],
+            nlohmann::json::parse(R"({"unit": "vllm-kimi.service", "samples": [30020],
+                                      "timeout_ms": 45000})"));
 }
 
 TEST_F(DarkWindowTest, ARollbacksHealthyAgainCountsAsAStartOfTheOldService) {

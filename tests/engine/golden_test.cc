@@ -198,6 +198,38 @@ TEST(PlanText, ADarkWindowsEstimateSaysWhatItIsMadeOf) {
   EXPECT_EQ(DarkEstimateText(DarkEstimate{}), "") << "a port that stays dark has no estimate";
 }
 
+// A stop-first switch: the old server's stops and its stop timeout are part of the window.
+TEST(PlanText, ADarkWindowThatBeginsWithAStopSaysWhatTheStopAdds) {
+  DarkEstimate e;
+  e.gate_unit = "sb.service";
+  e.samples_ms = {400};
+  e.stop_unit = "sa.service";
+  e.stop_samples_ms = {30'020, 30'010};
+  e.expected_ms = 400 + 30'015;
+  e.stop_timeout_ms = 45'000;
+  e.gate_timeout_ms = 20'000;
+  e.worst_ms = 65'000;
+  EXPECT_EQ(DarkEstimateText(e),
+            "about 30s (last 2 stops of sa.service each took 30s; the last start of sb.service "
+            "took 400ms); at worst 1m5s (sa.service's stop, up to its 45s stop timeout, then "
+            "sb.service's 20s health timeout; past it berth gives up and the port stays dark)");
+  e.stop_samples_ms.clear();
+  e.expected_ms = 400;
+  e.stop_timeout_ms = ObservedUnit::kNoStopTimeout;
+  e.worst_ms = 20'000;
+  EXPECT_EQ(DarkEstimateText(e),
+            "about 400ms (no stop of sa.service recorded yet; the last start of sb.service "
+            "took 400ms); at worst 20s (sa.service's stop, not counted: systemd never times it out "
+            "(TimeoutStopSec=infinity), then sb.service's 20s health timeout; past it berth "
+            "gives up and the port stays dark)");
+  e.stop_unit = "sb.service";  // a restart: its start times hold its stop
+  e.stop_timeout_ms = 0;
+  EXPECT_EQ(DarkEstimateText(e),
+            "about 400ms (the last start of sb.service took 400ms); at worst 20s (its stop, not "
+            "counted: its stop timeout is not known, then its 20s health timeout; past it berth "
+            "gives up and the port stays dark)");
+}
+
 INSTANTIATE_TEST_SUITE_P(Examples, GoldenTest,
                          ::testing::Combine(::testing::Values("blackwell-8x", "single-gpu"),
                                             ::testing::Values("txt", "diff.txt", "json")),

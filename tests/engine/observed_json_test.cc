@@ -45,8 +45,9 @@ TEST(ObservedJson, AModelsConfigAndWeightsRoundTrip) {
   good.config = ModelConfig{{"MiniMaxM2ForCausalLM"}, "", "minimax_m2"};
   good.weights_bytes = 230'000'000'000;
   ObservedRevision bad{"d", {}, true, 3, 3, std::nullopt, std::nullopt, std::nullopt, std::nullopt};
-  bad.gguf = std::map<std::string, GgufHeader>{{"Q4/m.gguf", {3, "llama", ""}},
-                                               {"x.gguf", {0, "", "is not a GGUF file (...)"}}};
+  bad.gguf = std::map<std::string, GgufHeader>{
+      {"Q4/m.gguf", {3, "llama", "", std::nullopt}},
+      {"x.gguf", {0, "", "is not a GGUF file (...)", std::nullopt}}};
   bad.config = ModelConfig{{}, "is not JSON"};
   o.store = {"/m", true, 10, 5, {{"a/b", {good, bad}}}};
   std::string text = ObservedToJson(o);
@@ -135,6 +136,7 @@ TEST(ObservedJson, EverySectionRoundTrips) {
   o.state.ungated = {"service/x"};
   o.state.learned["kimi.service"] = {{8000}, {{0, 75'000'000'000}, {3, 5}}};
   o.state.start_times_ms["x.service"] = {38'000, 47'000};
+  o.state.stop_times_ms["x.service"] = {30'020};
   std::string once = ObservedToJson(o);
   Result<Observed> back = ObservedFromJson(once, "t");
   ASSERT_TRUE(back.ok()) << back.status().message();
@@ -145,6 +147,7 @@ TEST(ObservedJson, EverySectionRoundTrips) {
   EXPECT_EQ(back->state.ungated, o.state.ungated);
   EXPECT_EQ(back->state.learned, o.state.learned);
   EXPECT_EQ(back->state.start_times_ms, o.state.start_times_ms);
+  EXPECT_EQ(back->state.stop_times_ms, o.state.stop_times_ms);
   EXPECT_EQ(back->store.repos[0].revisions[0].bytes_total, 9u);
 }
 
@@ -402,6 +405,9 @@ TEST(ObservedJson, UnitsReadFromTheScannerGiveWhatTheDocumentGivesForEveryOddUni
       R"(# berth-spec-hash: 00\n# berth-lineage: 5eed0000b0a7c4f1e2d3c4b5a6978812\n[Unit]\n")";
   const std::vector<std::string> extras = {
       R"("main_pid": 42, "exec_main_status": -9, "n_restarts": 3, "active_enter_usec": 17)",
+      R"("timeout_stop_usec": 120000000)",
+      R"("timeout_stop_usec": 18446744073709551615)",
+      R"("timeout_stop_usec": -1)",
       R"("main_pid": -2147483648, "exec_main_status": 2147483647)",
       R"("main_pid": 3000000000)",
       R"("main_pid": -3000000000)",
@@ -454,8 +460,8 @@ TEST(ObservedJson, UnitsReadFromTheScannerGiveWhatTheDocumentGivesForEveryOddUni
       EXPECT_EQ(whole.status().message(), ahead.status().message()) << extra;
     }
   }
-  EXPECT_EQ(oks, 14);
-  EXPECT_EQ(errors, 18);
+  EXPECT_EQ(oks, 16);
+  EXPECT_EQ(errors, 19);
 }
 
 // An integer field takes an integer in its range: nothing is truncated, wrapped or taken from a
@@ -474,6 +480,7 @@ TEST(ObservedJson, AnIntegerFieldRefusesFloatsBooleansAndValuesOutOfItsRange) {
       {R"("n_restarts": -1)", "units.items[0].n_restarts: -1 is out of range"},
       {R"("n_restarts": 4294967296)", "units.items[0].n_restarts: 4294967296 is out of range"},
       {R"("active_enter_usec": -1)", "units.items[0].active_enter_usec: -1 is out of range"},
+      {R"("timeout_stop_usec": 1.5)", "units.items[0].timeout_stop_usec: wrong type (number)"},
   };
   for (const auto& [extra, words] : refused) {
     Result<Observed> o = read(extra);

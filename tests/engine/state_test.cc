@@ -43,6 +43,7 @@ TEST_F(StateTest, AFreshStateHasNoLineageUntilItsFirstSaveThenKeepsIt) {
   s->failures["service/a"] = {"2026-11-30T00:00:00Z", "did not become healthy"};
   s->learned["kimi.service"] = {{8000, 8001}, {{0, 75'000'000'000}, {7, 1}}};
   s->start_times_ms["a.service"] = {38'000, 47'000};
+  s->stop_times_ms["a.service"] = {120, 30'020};
   GateFigures g;
   g.time = "2026-12-02T15:04:05Z";
   g.unit = "a.service";
@@ -152,6 +153,20 @@ TEST_F(StateTest, OnlyTheLastFiveStartsOfAUnitAreKept) {
                     "state.json");
   ASSERT_TRUE(read.ok()) << read.status().message();
   EXPECT_EQ(read->start_times_ms.at("a.service"), (std::vector<uint64_t>{2, 3, 4, 5, 6}));
+}
+
+TEST_F(StateTest, OnlyTheLastFiveStopsOfAUnitAreKeptAndDamageIsNamed) {
+  State s;
+  for (uint64_t ms = 1; ms <= 6; ++ms) s.RecordStopTime("a.service", ms * 1000);
+  EXPECT_EQ(s.stop_times_ms.at("a.service"), (std::vector<uint64_t>{2000, 3000, 4000, 5000, 6000}));
+  EXPECT_EQ(s.ToObserved().stop_times_ms, s.stop_times_ms);
+  auto read = StateFromJson(StateToJson(s), "state.json");
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  EXPECT_EQ(read->stop_times_ms, s.stop_times_ms);
+  auto bad =
+      StateFromJson(R"({"format_version": 1, "stop_times_ms": {"a.service": [-1]}})", "state.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("stop_times_ms.a.service"));
 }
 
 TEST_F(StateTest, TheJournalRoundTripsAndClears) {

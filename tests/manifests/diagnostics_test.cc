@@ -235,6 +235,19 @@ services:
                           "1h30m, 45s, 500ms)"));
 }
 
+// stop_timeout becomes the unit's TimeoutStopSec: inside the 5 minutes berth waits for a stop.
+TEST(Diagnostics, AStopTimeoutIsBetweenOneSecondAndFourMinutes) {
+  EXPECT_THAT(Problems(std::string(kBase) + "    stop_timeout: 5m\n"),
+              ElementsAre("berth.yaml:12:19: stop_timeout must be between 1s and 4m, got 5m "
+                          "(berth waits 5m for systemd to stop a service; set a stop_timeout "
+                          "inside it)"));
+  EXPECT_THAT(Problems(std::string(kBase) + "    stop_timeout: 500ms\n"),
+              ElementsAre(HasSubstr("stop_timeout must be between 1s and 4m, got 500ms")));
+  LoadResult ok = berth::testing::Load(std::string(kBase) + "    stop_timeout: 45s\n");
+  ASSERT_THAT(berth::testing::ToStrings(ok), IsEmpty());
+  EXPECT_EQ(ok.desired.services.at("vllm-minimax-m25").stop_timeout_ms, 45'000u);
+}
+
 TEST(Diagnostics, BadEnumValuesSuggestOrList) {
   EXPECT_THAT(Problems(R"(berth: 1
 services:

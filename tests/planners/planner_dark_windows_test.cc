@@ -43,7 +43,10 @@ TEST_F(DarkWindowTest, NoStartRecordedGivesNoExpectationAndTheTimeoutsAsTheWorst
   ASSERT_EQ(e.rollback.size(), 1u);
   EXPECT_EQ(e.rollback[0].unit, "old.service");
   EXPECT_EQ(e.rollback[0].timeout_ms, 10 * kMinute);
-  EXPECT_EQ(e.worst_ms, 25 * kMinute) << "new's timeout, then old's own timeout to start again";
+  EXPECT_EQ(e.stop_unit, "old.service");
+  EXPECT_EQ(e.stop_timeout_ms, 2 * kMinute) << "TimeoutStopSec=2min, as berth writes it";
+  EXPECT_EQ(e.worst_ms, 2 * kMinute + 25 * kMinute)
+      << "old's stop timeout, new's health timeout, then old's own to start again";
 }
 
 TEST_F(DarkWindowTest, RecordedStartsGiveTheirMedianAndTheirRange) {
@@ -54,7 +57,7 @@ TEST_F(DarkWindowTest, RecordedStartsGiveTheirMedianAndTheirRange) {
   EXPECT_THAT(e.samples_ms, ElementsAre(47'000, 38'000, 42'000)) << "oldest first, as recorded";
   ASSERT_TRUE(e.expected_ms.has_value());
   EXPECT_EQ(*e.expected_ms, 42'000u);
-  EXPECT_EQ(e.worst_ms, 25 * kMinute) << "the worst case stays the timeouts";
+  EXPECT_EQ(e.worst_ms, 27 * kMinute) << "the worst case stays the timeouts";
 }
 
 TEST_F(DarkWindowTest, TheWorstCaseWithRollbackCountsTheOldServicesSlowestRecordedStart) {
@@ -65,7 +68,41 @@ TEST_F(DarkWindowTest, TheWorstCaseWithRollbackCountsTheOldServicesSlowestRecord
   const DarkEstimate& e = OnlyDisruption(p).estimate;
   ASSERT_EQ(e.rollback.size(), 1u);
   EXPECT_THAT(e.rollback[0].samples_ms, ElementsAre(41'000, 44'000, 43'000));
-  EXPECT_EQ(e.worst_ms, 15 * kMinute + 44'000);
+  EXPECT_EQ(e.worst_ms, 2 * kMinute + 15 * kMinute + 44'000);
+}
+
+// A stop-first switch is dark from the old server's stop: a server with requests in flight
+// stops listening at once and exits only when they end (llama-server waits 30 s for them), or
+// when systemd kills it at its stop timeout.
+TEST_F(DarkWindowTest, TheOldServersStopCountsInTheExpectationAndItsStopTimeoutInTheWorstCase) {
+  Replacement();
+  o.state.start_times_ms["new.service"] = {2'000};
+  o.state.stop_times_ms["old.service"] = {100, 30'020, 30'010};
+  for (ObservedUnit& u : o.units)
+    if (u.name == "old.service") u.timeout_stop_usec = 45'000'000;
+  Plan p = PlanNow();
+  const DarkEstimate& e = OnlyDisruption(p).estimate;
+  EXPECT_EQ(e.stop_unit, "old.service");
+  EXPECT_THAT(e.stop_samples_ms, ElementsAre(100, 30'020, 30'010));
+  EXPECT_EQ(e.stop_timeout_ms, 45'000u);
+  ASSERT_TRUE(e.expected_ms.has_value());
+  EXPECT_EQ(*e.expected_ms, 2'000u + 30'010u) << "the median start plus the median stop";
+  EXPECT_EQ(e.worst_ms, 45'000 + 15 * kMinute + 10 * kMinute)
+      << "old's stop timeout, new's health timeout, then old's own to start again";
+}
+
+TEST_F(DarkWindowTest, AStopWhoseTimeoutIsUnknownOrInfiniteIsNotCountedInTheWorstCase) {
+  Replacement();
+  for (ObservedUnit& u : o.units)
+    if (u.name == "old.service") u.timeout_stop_usec = 0;
+  Plan unknown = PlanNow();
+  EXPECT_EQ(OnlyDisruption(unknown).estimate.stop_timeout_ms, 0u);
+  EXPECT_EQ(OnlyDisruption(unknown).estimate.worst_ms, 25 * kMinute);
+  for (ObservedUnit& u : o.units)
+    if (u.name == "old.service") u.timeout_stop_usec = ObservedUnit::kNoStopTimeout;
+  Plan infinite = PlanNow();
+  EXPECT_EQ(OnlyDisruption(infinite).estimate.stop_timeout_ms, ObservedUnit::kNoStopTimeout);
+  EXPECT_EQ(OnlyDisruption(infinite).estimate.worst_ms, 25 * kMinute);
 }
 
 TEST_F(DarkWindowTest, AnInPlaceUpdateRollsBackToItselfOnItsPreviousUnitFile) {
@@ -83,7 +120,7 @@ TEST_F(DarkWindowTest, AnInPlaceUpdateRollsBackToItselfOnItsPreviousUnitFile) {
   EXPECT_EQ(*e.expected_ms, 40'000u) << "the mean of the two middle values";
   ASSERT_EQ(e.rollback.size(), 1u);
   EXPECT_EQ(e.rollback[0].unit, "svc.service");
-  EXPECT_EQ(e.worst_ms, 10 * kMinute + 50'000);
+  EXPECT_EQ(e.worst_ms, 2 * kMinute + 10 * kMinute + 50'000) << "its restart's stop timeout too";
 }
 
 TEST_F(DarkWindowTest, ARestartWithoutANewUnitFileHasNoRollbackInItsWorstCase) {
@@ -105,6 +142,19 @@ TEST_F(DarkWindowTest, ARestartWithoutANewUnitFileHasNoRollbackInItsWorstCase) {
   EXPECT_EQ(p.disruptions[0].estimate.gate_unit, "svc.service");
   EXPECT_THAT(p.disruptions[0].estimate.rollback, IsEmpty());
   EXPECT_EQ(p.disruptions[0].estimate.worst_ms, 10 * kMinute);
+  // Its stop is part of the restart: its timeout bounds it, its start times already hold it.
+  ObservedUnit u;
+  u.name = "svc.service";
+  u.timeout_stop_usec = 30'000'000;
+  o.units.push_back(u);
+  o.state.start_times_ms["svc.service"] = {5'000};
+  o.state.stop_times_ms["svc.service"] = {4'000};
+  EstimateDarkWindows(o, &p);
+  const DarkEstimate& e = p.disruptions[0].estimate;
+  EXPECT_EQ(e.stop_unit, "svc.service");
+  EXPECT_THAT(e.stop_samples_ms, IsEmpty());
+  EXPECT_EQ(e.expected_ms, 5'000u);
+  EXPECT_EQ(e.worst_ms, 30'000 + 10 * kMinute);
 }
 
 TEST_F(DarkWindowTest, APortThatStaysDarkHasNoEstimate) {

@@ -78,6 +78,17 @@ TEST(RenderUnit, VllmFlagsEnvironmentAndHeader) {
   EXPECT_EQ(Sha256Hex(UnitBody(u.content)), u.spec_hash);
 }
 
+// TimeoutStopSec= is the service's stop_timeout; the default is written as berth always wrote
+// it, so that no unit berth wrote before changes.
+TEST(RenderUnit, TheStopTimeoutBecomesTimeoutStopSec) {
+  EXPECT_THAT(RenderUnit(Svc(), Ctx()).content, HasSubstr("\nTimeoutStopSec=2min\n"));
+  ServiceSpec s = Svc();
+  s.stop_timeout_ms = 5'000;
+  EXPECT_THAT(RenderUnit(s, Ctx()).content, HasSubstr("\nTimeoutStopSec=5s\n"));
+  s.stop_timeout_ms = 1'500;
+  EXPECT_THAT(RenderUnit(s, Ctx()).content, HasSubstr("\nTimeoutStopSec=1500ms\n"));
+}
+
 TEST(RenderUnit, TheSpecHashIgnoresBerthsVersion) {
   RenderContext a = Ctx(), b = Ctx();
   b.berth_version = "9.9.9";

@@ -6,6 +6,7 @@
 #include "core/hash.h"
 #include "core/hf_cache.h"
 #include "core/unit_marker.h"
+#include "core/units.h"
 #include "planners/host_ledger.h"
 #include "planners/unit_render.h"
 
@@ -167,6 +168,14 @@ void FakeHost::WriteUnit(const std::string& unit, const std::string& content) {
   u.spec_hash = UnitSpecHash(content);
   u.lineage = UnitLineage(content);
   u.need_daemon_reload = u.load_state != "not-found";
+  // TimeoutStopSec= as systemd reports it (TimeoutStopUSec): its default is 90 s.
+  u.timeout_stop_usec = 90'000'000;
+  if (size_t at = content.find("\nTimeoutStopSec="); at != std::string::npos) {
+    size_t from = at + std::string_view("\nTimeoutStopSec=").size();
+    auto ms =
+        ParseDurationMs(std::string_view(content).substr(from, content.find('\n', from) - from));
+    if (ms) u.timeout_stop_usec = *ms * 1000;
+  }
   // A new file (or one replacing a file without [Install]) starts disabled; an enabled unit
   // stays enabled (its symlinks are by name).
   bool installs = content.find("\n[Install]\n") != std::string::npos;
