@@ -1,10 +1,11 @@
 #!/usr/bin/python3
 """make_world.py - the world of the switch benchmark (see README.md beside this file).
 
-  make_world.py models   --store DIR [--weights-gib G]
+  make_world.py models   --store DIR [--weights-gib G] [--engine llama --llama-src DIR]
   make_world.py manifest --store DIR --unit-dir DIR --vllm PATH --env-dir DIR --port P
                          --serving a|b [--front] [--gpu room|full] [--read-weights]
-                         [--no-prewarm] --out FILE
+                         [--no-prewarm] [--engine llama --llama-server PATH [--stop-timeout T]]
+                         --out FILE
   make_world.py nvml     --gpu room|full --cgroup DIR --out FILE [--until PATH]
 
 `models`: two tiny fake models, bench/switch-a and bench/switch-b, in the Hugging Face cache
@@ -18,6 +19,14 @@ byte of its safetensors at start instead (FAKE_VLLM_READ_WEIGHTS=1, no delay). -
 sets host.prewarm: false. --front adds the top-level
 `fronts: {P: {hold: 10m, drain: 2m}}`. --gpu sets gpu_memory_utilization: room 0.40 (two fit on
 the GPU), full 0.90 (one fills it).
+--engine llama (the real-engine modes): the models are bench/switch-llama-a and -b, one
+random-weight GGUF each (tests/real_engine/make_gguf.py with llama.cpp's gguf-py from
+--llama-src; LLAMA_SHAPE: about 300 MB, so that loading one is visible), and the services are
+llama.cpp's llama-server (--llama-server), on the CPU (n_gpu_layers 0, no GPU), served as "a"
+and "b": nothing is faked, svc-b's load is the real one. --stop-timeout T gives both services
+`stop_timeout: T` (the unit's TimeoutStopSec: llama-server with requests in flight waits for them
+at SIGTERM, so without a front the old server's stop is dark time, up to it). berth does not prewarm a GGUF (the plan
+says why), so --no-prewarm changes no step there.
 `nvml`: the fake NVML's config (tests/fake_nvml/fake_nvml.cc): one 80 GiB GPU holding what the
 running fake servers would claim (0.40 or 0.90 of it each), by the PIDs in the sandbox's
 DIR/system.slice/svc-{a,b}.service/cgroup.procs (what NVML would list). With --until it keeps
@@ -31,6 +40,7 @@ import json
 import os
 import shutil
 import struct
+import subprocess
 import sys
 import time
 
@@ -40,6 +50,9 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "fake_vllm"))
 import make_model  # noqa: E402
 
 GIB = 1 << 30
+# The real-engine models' shape: F32, 32,000 tokens of vocabulary; 2 x 98 MB of embedding and
+# output, 4 layers of 21 MB: about 280 MB on disk, a decode step of some tens of ms on 2 cores.
+LLAMA_SHAPE = ["--embd", "768", "--layers", "4", "--ff", "1536", "--heads", "8", "--kv", "4"]
 GPU_BYTES = 80 * GIB
 GMU = {"room": 0.40, "full": 0.90}
 TOKENS_PER_SECOND = 50  # the fake's pace per stream: a 150-token stream lasts 3 s
@@ -49,8 +62,12 @@ def commit_of(name):
     return hashlib.sha1(b"berth-switch-bench-" + name.encode()).hexdigest()
 
 
-def folder_of(store, name):
-    return os.path.join(store, "models--bench--switch-%s" % name)
+def repo_of(name, engine="fake"):
+    return "bench/switch-%s%s" % ("llama-" if engine == "llama" else "", name)
+
+
+def folder_of(store, name, engine="fake"):
+    return os.path.join(store, "models--" + repo_of(name, engine).replace("/", "--"))
 
 
 def sha256_file(path):
@@ -76,18 +93,32 @@ def big_weights(tmp, gib):
             os.fsync(f.fileno())
 
 
+def make_gguf(tmp, llama_src, seed):
+    """One random-weight GGUF of LLAMA_SHAPE, synced (its pages clean: an eviction drops them)."""
+    os.makedirs(tmp, exist_ok=True)
+    out = os.path.join(tmp, "model.gguf")
+    subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "tests", "real_engine", "make_gguf.py"),
+                    "--llama-src", llama_src, "--out", out, "--seed", str(seed)] + LLAMA_SHAPE,
+                   check=True, stdout=subprocess.DEVNULL, timeout=600)
+    with open(out, "rb") as f:
+        os.fsync(f.fileno())
+
+
 def cmd_models(a):
-    for name in ("a", "b"):
-        folder = folder_of(a.store, name)
+    for seed, name in enumerate(("a", "b"), 1):
+        folder = folder_of(a.store, name, a.engine)
         snap = os.path.join(folder, "snapshots", commit_of(name))
         big = len([f for f in os.listdir(snap) if f.startswith("big-")]) if os.path.isdir(snap) else 0
-        if os.path.isdir(snap) and (name == "a" or big == a.weights_gib):
+        if os.path.isdir(snap) and (name == "a" or big == a.weights_gib or a.engine == "llama"):
             continue
         if os.path.isdir(snap):  # another weight size asked: made again
             shutil.rmtree(folder)
         tmp = os.path.join(folder, ".make")
-        make_model.make_model(tmp)
-        if name == "b":
+        if a.engine == "llama":
+            make_gguf(tmp, a.llama_src, seed)
+        else:
+            make_model.make_model(tmp)
+        if name == "b" and a.engine != "llama":
             big_weights(tmp, a.weights_gib)
         os.makedirs(os.path.join(folder, "blobs"), exist_ok=True)
         os.makedirs(snap, exist_ok=True)
@@ -123,19 +154,36 @@ def env_file(env_dir, name, read_weights=False, claims=None, gpu="room"):
     return path
 
 
+def llama_service(a, name):
+    """svc-NAME as llama-server on the CPU (the real-engine modes)."""
+    return ["    engine: llama-server",
+            "    port: %d" % a.port,
+            "    bind: 127.0.0.1",
+            "    state: %s" % ("running" if a.serving == name else "stopped"),
+            "    llama_server: {model_file: model.gguf, n_gpu_layers: 0, ctx_size: 8192, "
+            "parallel: 8, alias: %s}" % name,
+            "    health: {timeout: 120s, interval: 100ms}"] + (
+                ["    stop_timeout: %s" % a.stop_timeout] if a.stop_timeout else [])
+
+
 def cmd_manifest(a):
+    llama = a.engine == "llama"
     out = ["berth: 1", "host:", "  store: %s" % a.store, "  unit_dir: %s" % a.unit_dir,
-           "  executables: {vllm: %s}" % a.vllm]
+           "  executables: {%s: %s}" % (("llama-server", a.llama_server) if llama
+                                        else ("vllm", a.vllm))]
     if a.no_prewarm:
         out.append("  prewarm: false")
     out.append("models:")
     for name in ("a", "b"):
-        out.append("  model-%s: {source: hf://bench/switch-%s, revision: %s, keep: true}"
-                   % (name, name, commit_of(name)))
+        out.append("  model-%s: {source: hf://%s, revision: %s, keep: true}"
+                   % (name, repo_of(name, a.engine), commit_of(name)))
     if a.front:
         out += ["fronts:", "  %d: {hold: 10m, drain: 2m}" % a.port]
     out.append("services:")
     for name in ("a", "b"):
+        if llama:
+            out += ["  svc-%s:" % name, "    model: model-%s" % name] + llama_service(a, name)
+            continue
         out += ["  svc-%s:" % name,
                 "    model: model-%s" % name,
                 "    engine: vllm",
@@ -192,6 +240,8 @@ def main(argv):
     m = sub.add_parser("models")
     m.add_argument("--store", required=True)
     m.add_argument("--weights-gib", type=int, default=0)
+    m.add_argument("--engine", choices=("fake", "llama"), default="fake")
+    m.add_argument("--llama-src", default=None)
     f = sub.add_parser("manifest")
     for k in ("--store", "--unit-dir", "--vllm", "--env-dir", "--out"):
         f.add_argument(k, required=True)
@@ -203,6 +253,9 @@ def main(argv):
     f.add_argument("--no-prewarm", action="store_true")
     f.add_argument("--claims", default=None)  # the switch-back modes' fake NVML claims folder
     f.add_argument("--standby", action="store_true")  # standby: sleep on both services
+    f.add_argument("--engine", choices=("fake", "llama"), default="fake")
+    f.add_argument("--llama-server", default=None)
+    f.add_argument("--stop-timeout", default=None)  # the services' stop_timeout (llama)
     n = sub.add_parser("nvml")
     n.add_argument("--gpu", choices=("room", "full"), required=True)
     n.add_argument("--cgroup", required=True)

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """report.py - the switch benchmark's table, from run.sh's rows and the prober's summaries.
 
-  report.py ROWS.tsv --port P
+  report.py ROWS.tsv --port P [--engine fake|llama]
 
 ROWS.tsv: one line per mode, `MODE<TAB>SWITCH_S<TAB>APPLY_RC<TAB>PROBER_JSON`, or
 `MODE<TAB>unavailable` for a front half this berth refuses. Python 3 standard library only.
@@ -39,10 +39,21 @@ def dark_gap(timeline):
     return best * timeline["bucket_ms"]
 
 
+def no_ok_gap(timeline):
+    """The longest run of 100 ms buckets with failures (refused or not) and nothing ok, in ms:
+    llama-server listens while it loads and answers 503, which `dark` (refusals) leaves out."""
+    best = run = 0
+    for ok, refused, other in timeline["buckets"]:
+        run = run + 1 if (refused or other) and not ok else 0
+        best = max(best, run)
+    return best * timeline["bucket_ms"]
+
+
 def main(argv):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("rows")
     p.add_argument("--port", type=int, required=True)
+    p.add_argument("--engine", choices=("fake", "llama"), default="fake")
     a = p.parse_args(argv)
     rows = []
     with open(a.rows) as f:
@@ -54,14 +65,18 @@ def main(argv):
             mode, switch_s, rc, path = parts[:4]
             with open(path) as j:
                 rows.append((mode, float(switch_s), int(rc), json.load(j)))
-    print("switch benchmark: svc-a (model a) -> svc-b (model b, loads 4 s) on port %d, "
-          "%d cores, %s" % (a.port, os.cpu_count() or 0, time.strftime("%Y-%m-%dT%H:%MZ",
-                                                                       time.gmtime())))
-    print("prober: a request every 10 ms on a new connection (GET /v1/models, POST "
-          "/v1/completions alternating), 4 streams of 150 tokens at 50 tok/s back to back")
-    head = ("%-17s %8s %5s %8s %8s %9s %8s %9s %9s %9s  %s" % (
-        "mode", "switch", "rc", "requests", "refused", "failed", "dark", "streams", "p50 ms",
-        "p99 ms", "models"))
+    llama = a.engine == "llama"
+    print("switch benchmark: svc-a (model a) -> svc-b (model b, %s) on port %d, "
+          "%d cores, %s" % ("llama-server on the CPU, a 280 MB GGUF" if llama else "loads 4 s",
+                            a.port, os.cpu_count() or 0,
+                            time.strftime("%Y-%m-%dT%H:%MZ", time.gmtime())))
+    print("prober: a request every %s on a new connection (GET /v1/models, POST "
+          "/v1/completions alternating), 4 streams of 150 tokens %s back to back"
+          % (("50 ms", "as fast as llama-server makes them") if llama
+             else ("10 ms", "at 50 tok/s")))
+    head = ("%-17s %8s %5s %8s %8s %9s %8s%s %9s %9s %9s  %s" % (
+        "mode", "switch", "rc", "requests", "refused", "failed", "dark",
+        " %8s" % "no ok" if llama else "", "streams", "p50 ms", "p99 ms", "models"))
     print(head)
     base = None
     for mode, switch_s, rc, s in rows:
@@ -71,9 +86,10 @@ def main(argv):
                   % title)
             continue
         lat = s["latency_ms"]
-        print("%-17s %7.2fs %5d %8d %8d %9d %6.0fms %9s %9s %9s  %s" % (
+        print("%-17s %7.2fs %5d %8d %8d %9d %6.0fms%s %9s %9s %9s  %s" % (
             title, switch_s, rc, s["total"], s["counts"]["refused"], s["failed"],
-            dark_gap(s["timeline"]), "%d/%d" % (s["streams_completed"], s["streams_started"]),
+            dark_gap(s["timeline"]), " %6.0fms" % no_ok_gap(s["timeline"]) if llama else "",
+            "%d/%d" % (s["streams_completed"], s["streams_started"]),
             fmt_ms(lat["p50"]), fmt_ms(lat["p99"]), json.dumps(s["models"], sort_keys=True)))
         if mode == "none":
             base = s
@@ -90,6 +106,11 @@ def main(argv):
         print("prewarmed vs cold start: the port dark %.0f ms -> %.0f ms (%.2fx)" % (
             darks["cold"], darks["prewarm"],
             darks["prewarm"] / darks["cold"] if darks["cold"] else float("nan")))
+    no_oks = {mode: no_ok_gap(s["timeline"]) for mode, _, _, s in rows if s is not None}
+    if llama and "cold" in no_oks and "prewarm" in no_oks:
+        print("prewarmed vs cold start: nothing ok for %.0f ms -> %.0f ms (%.2fx)" % (
+            no_oks["cold"], no_oks["prewarm"],
+            no_oks["prewarm"] / no_oks["cold"] if no_oks["cold"] else float("nan")))
     back = {mode: (switch_s, s) for mode, switch_s, _, s in rows
             if s is not None and mode in ("back-cold", "back-standby")}
     if len(back) == 2:

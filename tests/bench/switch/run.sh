@@ -5,7 +5,7 @@
 # (tests/sandbox/sdsandbox.sh), measured by tests/prober/prober.py. See README.md beside this file.
 #
 #   tests/bench/switch/run.sh [--berth PATH] [--modes "none front front-full"] [--port P]
-#                             [--work DIR] [--keep]
+#                             [--work DIR] [--keep] [--engine fake|llama]
 #
 #   --berth PATH   the berth binary (default: $BERTH, build/berth, else built into build-bench/)
 #   --modes M      which halves to run, in order (default "none front front-full"):
@@ -23,6 +23,15 @@
 #                    back-standby  the same with standby: sleep on both: the first switch puts
 #                                svc-a to sleep, the switch back wakes it (0.5 s)
 #   --weights-gib G  svc-b's weights for cold and prewarm, GiB (default 2; on the disk of DIR)
+#   --engine E     fake (default): the fake vLLM; llama: the real llama.cpp llama-server on the
+#                  CPU serving a random-weight GGUF of about 280 MB per model (modes none,
+#                  front, cold, prewarm; svc-b's load is the real one, no delay is faked)
+#   --stop-timeout T  for --engine llama: both services' stop_timeout (default: berth's, 2m);
+#                  llama-server with requests in flight waits for them at SIGTERM, so without
+#                  a front the old server's stop is part of the dark window, up to it
+#   --llama-server PATH, --llama-src DIR  for --engine llama (default: the build of the commit
+#                  tests/real_engine/llama_cpp.pin names, under $BERTH_CACHE/llama.cpp,
+#                  default /var/cache/berth/llama.cpp: .ci/setup --tests builds it)
 #   --port P       the public port (default 8000; when something listens there already, the
 #                  first free port from 18000, said so)
 #   --work DIR     scratch dir: store, manifests, logs, prober summaries, results.txt (default
@@ -44,6 +53,12 @@ WEIGHTS_GIB=2
 PORT=8000
 WORK=/var/tmp/berth-bench-switch
 KEEP=0
+ENGINE=fake
+STOP_TIMEOUT=
+LLAMA_COMMIT=$(sed -n 's/^commit=//p' "$ROOT/tests/real_engine/llama_cpp.pin")
+LLAMA_DIR=${BERTH_CACHE:-/var/cache/berth}/llama.cpp
+LLAMA_SERVER=$LLAMA_DIR/build-$LLAMA_COMMIT/bin/llama-server
+LLAMA_SRC=$LLAMA_DIR/src-$LLAMA_COMMIT
 while [ $# -gt 0 ]; do
   case "$1" in
     --berth) BERTH_BIN=$2; shift 2 ;;
@@ -52,11 +67,26 @@ while [ $# -gt 0 ]; do
     --port) PORT=$2; shift 2 ;;
     --work) WORK=$2; shift 2 ;;
     --keep) KEEP=1; shift ;;
-    -h|--help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --engine) ENGINE=$2; shift 2 ;;
+    --stop-timeout) STOP_TIMEOUT=$2; shift 2 ;;
+    --llama-server) LLAMA_SERVER=$2; shift 2 ;;
+    --llama-src) LLAMA_SRC=$2; shift 2 ;;
+    -h|--help) sed -n '2,40p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
 log() { echo "== $*" >&2; }
+case "$ENGINE" in
+  fake) ;;
+  llama)
+    [ -x "$LLAMA_SERVER" ] || { echo "run.sh: no llama-server at $LLAMA_SERVER (.ci/setup --tests builds it; or --llama-server PATH)" >&2; exit 2; }
+    for m in $MODES; do
+      case "$m" in none|front|cold|prewarm) ;;
+        *) echo "run.sh: mode $m needs a GPU or standby: --engine llama runs none, front, cold and prewarm" >&2; exit 2 ;;
+      esac
+    done ;;
+  *) echo "run.sh: --engine is fake or llama, not $ENGINE" >&2; exit 2 ;;
+esac
 [ "$(id -u)" = 0 ] || { echo "run.sh: must run as root (the systemd sandbox needs it)" >&2; exit 2; }
 
 if [ -z "$BERTH_BIN" ]; then
@@ -129,7 +159,17 @@ NVML_LIB=$WORK/nvml/libnvidia-ml.so.1
 # svc-b's weights, read at its start in the cold and prewarm modes (none without them).
 weights=0
 case " $MODES " in *" cold "*|*" prewarm "*) weights=$WEIGHTS_GIB ;; esac
-$MW models --store "$WORK/store" --weights-gib "$weights"
+B_BLOBS=$WORK/store/models--bench--switch-b/blobs
+ENGINE_ARGS=()
+if [ "$ENGINE" = llama ]; then
+  log "llama-server: $LLAMA_SERVER; two random-weight GGUFs (tests/real_engine/make_gguf.py)"
+  $MW models --store "$WORK/store" --engine llama --llama-src "$LLAMA_SRC"
+  B_BLOBS=$WORK/store/models--bench--switch-llama-b/blobs
+  ENGINE_ARGS=(--engine llama --llama-server "$LLAMA_SERVER")
+  [ -n "$STOP_TIMEOUT" ] && ENGINE_ARGS+=(--stop-timeout "$STOP_TIMEOUT")
+else
+  $MW models --store "$WORK/store" --weights-gib "$weights"
+fi
 PAGE_CACHE_TOOL=$(dirname "$BERTH_BIN")/tests/providers/page_cache_tool
 ROWS=$WORK/rows.tsv
 : >"$ROWS"
@@ -154,7 +194,8 @@ run_mode() {  # MODE
   # shellcheck disable=SC1090
   source "$SDSB_BASE/$SANDBOX/env"
   local mk=(--store "$WORK/store" --unit-dir "$SDSB_UNITS" --vllm "$FAKE_VLLM" --env-dir "$D/env"
-            --port "$PORT" --gpu "$gpu" "${front[@]}" "${weights[@]}" "${back[@]}")
+            --port "$PORT" --gpu "$gpu" "${front[@]}" "${weights[@]}" "${back[@]}"
+            "${ENGINE_ARGS[@]}")
   $MW manifest "${mk[@]}" --serving a --out "$D/before.yaml"
   $MW manifest "${mk[@]}" --serving b --out "$D/after.yaml"
 
@@ -172,7 +213,11 @@ run_mode() {  # MODE
   # the switch-back modes the fake vLLMs claim their memory themselves (asleep: 512 MiB).
   export FAKE_NVML_CONFIG=$D/nvml.conf
   rm -f "$D/nvml.stop"
-  if [ ${#back[@]} -gt 0 ]; then
+  if [ "$ENGINE" = llama ]; then
+    # llama-server runs on the CPU here: the GPU berth observes stays empty.
+    unset FAKE_NVML_CLAIMS_DIR
+    echo "device 0 GPU-bench-0000 $((80 << 30)) 0 0 NVIDIA H100 80GB HBM3" >"$FAKE_NVML_CONFIG"
+  elif [ ${#back[@]} -gt 0 ]; then
     mkdir -p "$D/claims"
     export FAKE_NVML_CLAIMS_DIR=$D/claims
     echo "device 0 GPU-bench-0000 $((80 << 30)) 0 0 NVIDIA H100 80GB HBM3" >"$FAKE_NVML_CONFIG"
@@ -196,9 +241,9 @@ run_mode() {  # MODE
     target=$D/before.yaml
   fi
 
-  log "$mode: prober on (a request every 10 ms, GET /v1/models and POST completions, 4 streams)"
-  python3 "$PROBER" --url "http://127.0.0.1:$PORT" --interval-ms 10 --path /v1/models \
-    --completions --body-bytes 2000 --streams 4 --stream-tokens 150 --timeout 120 \
+  log "$mode: prober on (${PROBE_LOAD[*]}, GET /v1/models and POST completions, 4 streams)"
+  python3 "$PROBER" --url "http://127.0.0.1:$PORT" "${PROBE_LOAD[@]}" --path /v1/models \
+    --completions --streams 4 --stream-tokens 150 --timeout 120 \
     --max-duration 170 --stop-file "$D/prober.stop" --ready-file "$D/prober.ready" \
     --out "$D/prober.json" 2>"$D/prober.txt" &
   PROBER_PID=$!
@@ -214,18 +259,18 @@ run_mode() {  # MODE
     # svc-b's weights out of the page cache: its start reads them from disk unless berth
     # reads them first.
     [ -x "$PAGE_CACHE_TOOL" ] || { echo "run.sh: no $PAGE_CACHE_TOOL (build the tests)" >&2; exit 2; }
-    "$PAGE_CACHE_TOOL" evict "$WORK"/store/models--bench--switch-b/blobs/* >/dev/null
-    log "$mode: svc-b's weights evicted: $("$PAGE_CACHE_TOOL" residency "$WORK"/store/models--bench--switch-b/blobs/*)"
+    "$PAGE_CACHE_TOOL" evict "$B_BLOBS"/* >/dev/null
+    log "$mode: svc-b's weights evicted: $("$PAGE_CACHE_TOOL" residency "$B_BLOBS"/*)"
     grep -E "prewarm" "$D/plan-switch.txt" | sed 's/^/    plan: /' >&2 || true
   fi
-  log "$mode: berth apply: $( [ ${#back[@]} -gt 0 ] && echo "svc-b -> svc-a (back)" || echo "svc-a -> svc-b (svc-b loads for 4 s, or reads its weights)")"
+  log "$mode: berth apply: $( [ ${#back[@]} -gt 0 ] && echo "svc-b -> svc-a (back)" || echo "svc-a -> svc-b (svc-b loads$( [ "$ENGINE" = llama ] && echo " its GGUF" || echo " for 4 s, or reads its weights"))")"
   grep -E " (wake|start|sleep|stop) +service/" "$D/plan-switch.txt" | sed 's/^/    plan: /' >&2 || true
   local t0 t1 rc=0
   t0=$(now)
   "${berth[@]}" -f "$target" >"$D/apply-switch.log" 2>&1 || rc=$?
   t1=$(now)
   [ "$rc" = 0 ] || { echo "run.sh: $mode: the switch's apply exited $rc:" >&2; tail -20 "$D/apply-switch.log" >&2; }
-  sleep 3.5  # the streams begun on svc-b run to their end; the prober sees svc-b settled
+  sleep "$SETTLE"  # the streams begun on svc-b run to their end; the prober sees svc-b settled
   touch "$D/prober.stop"
   wait "$PROBER_PID"; PROBER_PID=
   if [ -n "$NVML_PID" ]; then touch "$D/nvml.stop"; wait "$NVML_PID"; NVML_PID=; fi
@@ -239,6 +284,13 @@ run_mode() {  # MODE
   [ "$KEEP" = 1 ] || rm -rf "$D/state" "$D/env"
 }
 
-log "berth: $BERTH_BIN; $(nproc) cores; port $PORT; work dir $WORK"
+# The prober: against the fake, a request every 10 ms, completions of 4 tokens with 2000 bytes of
+# prompt. Against the real engine on 2 cores, every 50 ms, completions of 1 token with a short
+# prompt: 50 completions a second is more than llama-server makes there (a decode step of a
+# 280 MB model takes some tens of ms), and the queue would grow for the whole run.
+PROBE_LOAD=(--interval-ms 10 --body-bytes 2000)
+SETTLE=3.5  # s after the switch: 150 tokens at the fake's 50 tok/s
+if [ "$ENGINE" = llama ]; then PROBE_LOAD=(--interval-ms 50 --max-tokens 1); SETTLE=10; fi
+log "berth: $BERTH_BIN; $(nproc) cores; port $PORT; work dir $WORK; engine $ENGINE"
 for mode in $MODES; do run_mode "$mode"; done
-python3 "$HERE/report.py" "$ROWS" --port "$PORT" | tee "$WORK/results.txt"
+python3 "$HERE/report.py" "$ROWS" --port "$PORT" --engine "$ENGINE" | tee "$WORK/results.txt"
