@@ -175,11 +175,13 @@ struct FrontStep {
   friend bool operator==(const FrontStep&, const FrontStep&) = default;
 };
 
-/// kPrewarm: the *.safetensors files of a snapshot folder (links followed into the blobs) read
-/// into the page cache; `bytes`: what the plan expects to read (the memory it counted).
+/// kPrewarm: the *.safetensors files of a snapshot folder (links followed into the blobs), or
+/// the one file `file` inside it (llama-server's GGUF), read into the page cache; `bytes`: what
+/// the plan expects to read (the memory it counted).
 struct PrewarmStep {
   std::string snapshot;
   uint64_t bytes = 0;
+  std::string file;  // a path inside the snapshot; "" = its *.safetensors
   friend bool operator==(const PrewarmStep&, const PrewarmStep&) = default;
 };
 

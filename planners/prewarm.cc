@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "core/hf_cache.h"
@@ -16,6 +17,16 @@ namespace {
 // server starts: its start is the dark window a prewarm shortens.
 bool GoesDark(SwitchMode m) {
   return m == SwitchMode::kStopFirst || m == SwitchMode::kInPlace || m == SwitchMode::kHold;
+}
+
+// The bytes llama-server reads of `file` in the model's snapshot in the store: its tensors, as
+// the store scan read them (ReadGgufModels); nullopt when not read.
+std::optional<uint64_t> GgufBytes(const ResolvedModel& m, const std::string& file) {
+  if (!m.present || !m.present->gguf) return std::nullopt;
+  auto it = m.present->gguf->find(file);
+  if (it == m.present->gguf->end() || !it->second.model || !it->second.model->problem.empty())
+    return std::nullopt;
+  return it->second.model->TensorBytes();
 }
 
 }  // namespace
@@ -57,30 +68,34 @@ void PlanPrewarms(const Desired& desired, const Observed& observed,
       why_not("host.prewarm is false (" + desired.host.loc.ToString() + ")");
       continue;
     }
-    if (svc.engine == EngineKind::kLlamaServer) {
-      why_not("llama-server maps its GGUF file and reads it as it goes; berth prewarms " +
-              std::string("safetensors weights only"));
-      continue;
-    }
     if (m->commit.empty()) {
       why_not("the commit of model/" + svc.model + " is not known (offline, not in the store)");
       continue;
     }
-    if (!m->weights_bytes || *m->weights_bytes == 0) {
-      why_not("berth does not know the size of the safetensors weights of model/" + svc.model +
-              " (neither the store nor the Hub listed them)");
+    // llama-server maps its GGUF file and reads the pages as it touches them: from the page
+    // cache that is memory speed, from a cold disk the whole file at disk speed.
+    const bool gguf = svc.engine == EngineKind::kLlamaServer;
+    const std::string file = gguf ? svc.llama->model_file : "";
+    const std::string what = gguf ? "GGUF file " + file : std::string("safetensors weights");
+    std::optional<uint64_t> size = m->weights_bytes;
+    if (gguf) size = GgufBytes(*m, file);
+    if (!size || *size == 0) {
+      why_not(gguf ? "berth has not read the size of the GGUF file " + file + " of model/" +
+                         svc.model + " (it reads it once the snapshot is in the store)"
+                   : "berth does not know the size of the safetensors weights of model/" +
+                         svc.model + " (neither the store nor the Hub listed them)");
       continue;
     }
     const std::string snapshot =
         SnapshotPath(StorePath(desired, observed), m->spec->repo_id, m->commit);
-    if (auto r = read_by.find(snapshot); r != read_by.end()) {
+    if (auto r = read_by.find(snapshot + "/" + file); r != read_by.end()) {
       why_not("step " + std::to_string(r->second + 1) +
               " reads the same weights into the page cache");
       continue;
     }
-    const uint64_t weights = *m->weights_bytes;
+    const uint64_t weights = *size;
     uint64_t resident = 0;
-    if (m->present && m->present->resident_bytes)
+    if (!gguf && m->present && m->present->resident_bytes)
       resident = std::min(*m->present->resident_bytes, weights);
     if (!mem.known) {
       why_not("host memory was not observed (" +
@@ -114,7 +129,8 @@ void PlanPrewarms(const Desired& desired, const Observed& observed,
     PrewarmStep& p = a.As<PrewarmStep>();
     p.snapshot = snapshot;
     p.bytes = need;
-    a.detail = "read the " + FormatBytes(need) + " of safetensors weights " + sw.address +
+    p.file = file;
+    a.detail = "read the " + FormatBytes(need) + " of " + what + " " + sw.address +
                " starts on into the page cache before its switch goes dark at step " +
                std::to_string(first + 2) +
                ", so that its start reads them from memory (memory available " +
@@ -123,7 +139,7 @@ void PlanPrewarms(const Desired& desired, const Observed& observed,
     InsertActions(plan, first, {a});
     for (auto& [path, at] : read_by)
       if (at >= first) ++at;
-    read_by[snapshot] = first;
+    read_by[snapshot + "/" + file] = first;
   }
 }
 

@@ -52,7 +52,7 @@ Result<HostSeams> LiveHost::Connect(const Desired& desired) {
   seams.prewarm = [](const PrewarmStep& step,
                      const std::function<void(uint64_t, uint64_t)>& progress,
                      const std::atomic<bool>* stop) -> Result<uint64_t> {
-    auto files = SafetensorsFiles(step.snapshot);
+    auto files = PrewarmFiles(step.snapshot, step.file);
     if (!files.ok()) return files.status();
     PrewarmOptions options;
     options.stop = stop;

@@ -170,6 +170,7 @@ template <class F>
 void Fields(PrewarmStep& x, F&& f) {
   f("snapshot", x.snapshot);
   f("bytes", x.bytes);
+  f("file", x.file);
 }
 template <class F>
 void Fields(StandbyStep& x, F&& f) {

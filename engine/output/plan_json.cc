@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "core/json_text.h"
-#include "core/observed.h"
 #include "core/json_writer.h"
+#include "core/observed.h"
 #include "core/two_threads.h"
 #include "engine/output/plan_output.h"
 
@@ -153,6 +153,7 @@ void WriteAction(JsonWriter& w, const Action& a, size_t i) {
     case ActionKind::kPrewarm: {
       const PrewarmStep& p = a.As<PrewarmStep>();
       w.Key("prewarm").BeginObject().Field("snapshot", p.snapshot).Field("bytes", p.bytes);
+      w.Field("file", p.file);
       w.EndObject().Field("unit", a.unit);
       break;
     }

@@ -195,4 +195,21 @@ Result<std::vector<std::string>> SafetensorsFiles(const std::string& snapshot) {
   return out;
 }
 
+Result<std::vector<std::string>> PrewarmFiles(const std::string& snapshot,
+                                              const std::string& file) {
+  if (file.empty()) return SafetensorsFiles(snapshot);
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(snapshot, ec))
+    return Status::NotFound("no snapshot folder " + EscapeControl(snapshot));
+  fs::path repo = fs::canonical(fs::path(snapshot) / ".." / "..", ec);
+  if (ec) return Status::NotFound("no repository folder above " + EscapeControl(snapshot));
+  const std::string path = snapshot + "/" + file;
+  fs::path real = fs::canonical(path, ec);  // (follows every link on the way)
+  if (ec || real.string().rfind(repo.string() + "/", 0) != 0 || !fs::is_regular_file(real, ec))
+    return Status::NotFound(EscapeControl(file) + " is not a file of the snapshot " +
+                            EscapeControl(snapshot));
+  return std::vector<std::string>{path};
+}
+
 }  // namespace berth

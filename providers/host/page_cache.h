@@ -69,6 +69,12 @@ Result<uint64_t> Prewarm(const std::vector<std::string>& files, const PrewarmOpt
 /// NotFound when the folder is not there; an error names what could not be read.
 Result<std::vector<std::string>> SafetensorsFiles(const std::string& snapshot);
 
+/// What a prewarm of `snapshot` reads: its SafetensorsFiles when `file` is "", else the one
+/// file `file` (a path inside the snapshot: llama-server's GGUF), under the same rule: a
+/// regular file inside the snapshot's repository folder once links are followed. NotFound when
+/// the folder or the file is not there, or the file leads out of the repository.
+Result<std::vector<std::string>> PrewarmFiles(const std::string& snapshot, const std::string& file);
+
 /// Asks the kernel to drop `files` from the page cache (POSIX_FADV_DONTNEED). Pages that are
 /// dirty or mapped stay, and tmpfs keeps everything: check with PageCacheResidency.
 Status Evict(const std::vector<std::string>& files);

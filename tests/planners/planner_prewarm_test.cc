@@ -2,8 +2,10 @@
 // weights into the page cache before the first step that goes dark, when they fit in host
 // memory (MemAvailable less a margin, less what the plan's earlier prewarms read); otherwise
 // the plan says why not. A switch that takes nothing down prewarms nothing.
+#include "core/gguf_header.h"
 #include "planners/prewarm.h"
 #include "tests/planners/scenario_fixture.h"
+#include "tests/support/gguf_writer.h"
 
 namespace berth::testing {
 namespace {
@@ -74,6 +76,39 @@ TEST_F(PrewarmTest, TheNewWeightsAreReadBeforeTheRestartWhenTheyFitInMemory) {
   EXPECT_TRUE(p.actions[restart].takes_down);
   EXPECT_TRUE(NotesOf(p, "service/svc").empty());
   Converge();
+}
+
+// llama-server maps its GGUF file: read into the page cache before the switch, its start maps
+// pages from memory instead of the disk (docs/engines.md: cold vs prewarmed start).
+TEST_F(PrewarmTest, ALlamaServersGgufFileIsReadBeforeItsRestart) {
+  OneModel(1);
+  ServiceSpec& s = Service("ll", EngineKind::kLlamaServer, "a", {0}, 8080);
+  s.llama->model_file = "m.gguf";
+  s.gpu_memory = GiB(20);
+  Converge();
+  Memory(1000 * kGB, 600 * kGB);
+  Model("b", "org/b").revision = Commit("b");
+  GgufHeader h{3, "llama", "", {}};
+  h.model = ParseGgufModel(LlamaShaped(256, 4, 512, 4, 2, 32000, 2048, GgufWriter::kF32).Bytes());
+  InStore("org/b", Commit("b"), 80'000'000).gguf = std::map<std::string, GgufHeader>{{"m.gguf", h}};
+  d.services["ll"].model = "b";
+  Plan p = PlanNow();
+  ASSERT_FALSE(p.blocked()) << Problems(p);
+  size_t prewarm = IndexOf(p, ActionKind::kPrewarm, "model/b");
+  ASSERT_LT(prewarm, IndexOf(p, ActionKind::kRestart, "service/ll"));
+  const PrewarmStep& step = p.actions[prewarm].As<PrewarmStep>();
+  EXPECT_EQ(step.snapshot, SnapshotPath("/models", "org/b", Commit("b")));
+  EXPECT_EQ(step.file, "m.gguf");
+  EXPECT_EQ(step.bytes, h.model->TensorBytes());
+  EXPECT_THAT(p.actions[prewarm].detail,
+              HasSubstr("read the 75 MB of GGUF file m.gguf service/ll starts on into the "
+                        "page cache before its switch goes dark"));
+  // Without the file's figures berth does not know how much to read, and says so.
+  o.store.repos.back().revisions.back().gguf->at("m.gguf").model.reset();
+  Plan unread = PlanNow();
+  ASSERT_EQ(NotesOf(unread, "service/ll").size(), 1u);
+  EXPECT_THAT(NotesOf(unread, "service/ll")[0]->detail,
+              HasSubstr("berth has not read the size of the GGUF file m.gguf of model/b"));
 }
 
 TEST_F(PrewarmTest, WeightsThatDoNotFitAreNotReadAndThePlanSaysWhy) {

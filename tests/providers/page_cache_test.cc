@@ -220,5 +220,29 @@ TEST_F(PageCacheTest, APrewarmReadsNothingALinkLeadsToOutsideTheRepository) {
   EXPECT_EQ(*none, 0u);
 }
 
+// llama-server's GGUF: the one file the service names, under the same rule (a regular file
+// inside the repository once links are followed; nothing else is read).
+TEST_F(PageCacheTest, AGgufPrewarmReadsTheNamedFileOfTheSnapshotOnly) {
+  namespace fs = std::filesystem;
+  const std::string repo = dir_ + "/models--org--g";
+  const std::string snap = repo + "/snapshots/c1";
+  fs::create_directories(repo + "/blobs");
+  fs::create_directories(snap + "/Q4");
+  Write("models--org--g/blobs/b1", 30);
+  Write("outside.gguf", 20);
+  fs::create_symlink("../../../blobs/b1", snap + "/Q4/m.gguf");
+  fs::create_symlink("/etc/shadow", snap + "/shadow.gguf");
+  fs::create_symlink(dir_ + "/outside.gguf", snap + "/out.gguf");
+  auto files = PrewarmFiles(snap, "Q4/m.gguf");
+  ASSERT_TRUE(files.ok()) << files.status().message();
+  EXPECT_THAT(*files, ::testing::ElementsAre(snap + "/Q4/m.gguf"));
+  auto read = Prewarm(*files);
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  EXPECT_EQ(*read, 30u);
+  for (const char* bad : {"shadow.gguf", "out.gguf", "../../../outside.gguf", "missing.gguf", "Q4"})
+    EXPECT_EQ(PrewarmFiles(snap, bad).status().code(), Status::Code::kNotFound) << bad;
+  EXPECT_EQ(PrewarmFiles(snap, "").status().code(), Status::Code::kOk);  // its safetensors
+}
+
 }  // namespace
 }  // namespace berth
