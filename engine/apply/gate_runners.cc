@@ -72,6 +72,80 @@ const char* EngineWords(const std::string& engine) {
   return engine == "vllm" ? "vLLM" : engine == "sglang" ? "SGLang" : "llama.cpp";
 }
 
+// llama.cpp's words when llama-server or llama-fit-params refuse: the first line that is an
+// error ("error: invalid argument: --bogus", "error while handling argument ...") or an E-level
+// log line ("0.00.004.719 E llama_model_load_from_file_impl: failed to load model"); "" if none.
+std::string LlamaVerdict(const std::vector<std::string>& lines) {
+  for (const std::string& l : lines) {
+    size_t e = l.find(" E ");
+    if (l.rfind("error", 0) == 0) return std::string(Utf8Prefix(l, 2000));
+    if (e != std::string::npos && !l.empty() && l[0] >= '0' && l[0] <= '9')
+      return std::string(Utf8Prefix(std::string_view(l).substr(e + 3), 2000));
+  }
+  return "";
+}
+
+// What llama-fit-params says about memory, for apply's output: the memory breakdown table, the
+// projection against free memory and the fitted arguments on stdout ("-c 1024 -ngl 0"), each
+// without its log prefix.
+std::vector<std::string> FitParamsSummary(const std::vector<std::string>& lines) {
+  std::vector<std::string> out;
+  for (const std::string& l : lines) {
+    for (std::string_view key :
+         {"common_memory_breakdown_print: ", "projected to use ", "will leave ", "failed to fit"}) {
+      size_t at = l.find(key);
+      if (at == std::string::npos) continue;
+      if (key == "common_memory_breakdown_print: ") at += key.size();
+      out.emplace_back(Utf8Prefix(std::string_view(l).substr(at), 300));
+      break;
+    }
+    if (l.rfind("-c ", 0) == 0) out.push_back("fitted arguments: " + l);
+  }
+  return out;
+}
+
+// Runs one command of the engine check of `a`; `lines` gets its output tail. The error says
+// whether the engine refused (its own words) or the check could not run.
+Status RunEngineCheck(CommandRunner& runner, const Action& a, const PreflightStep& p,
+                      const std::vector<std::string>& cmd, const std::vector<std::string>& env,
+                      std::vector<std::string>* lines) {
+  CommandResult c = runner.Run(cmd, p.timeout_ms, &env);
+  *lines = OutputLines(c.output_tail);
+  if (c.ok()) return Status::Ok();
+  bool refused = false;
+  std::string verdict = CheckVerdict(*lines, &refused);
+  if (p.engine == "llama-server" && c.started && !c.timed_out && c.exit_status == 1) {
+    // llama.cpp's tools exit 1 with their reason: a flag or value the parser refuses, a model
+    // that does not load, a context that does not fit.
+    refused = true;
+    verdict = LlamaVerdict(*lines);
+    if (verdict.empty()) verdict = "exited with status " + std::to_string(c.exit_status);
+  }
+  std::string cmdline;
+  for (const auto& x : cmd) {
+    if (!cmdline.empty()) cmdline += ' ';
+    cmdline += EscapeLine(x);
+  }
+  const std::string nothing =
+      "; nothing was stopped or started (the check runs before anything goes dark)";
+  const std::string off = "set preflight: {engine: off} on the service to skip the check";
+  const std::string who = cmd.front().ends_with("/llama-fit-params")
+                              ? std::string("llama.cpp's llama-fit-params")
+                              : std::string(EngineWords(p.engine));
+  if (refused)
+    return Status::FailedPrecondition(
+        "the engine check of " + a.address + " failed: " + who +
+        " refused this configuration: " + verdict + nothing +
+        ". Fix the service's settings (its args, engine options or model) so that " +
+        EngineWords(p.engine) + " accepts them, or " + off + TailOf(*lines));
+  return Status::FailedPrecondition(
+      "the engine check of " + a.address + " could not run: " + cmdline + " " +
+      Failure(c, p.timeout_ms) + " after " + FormatDurationMs(c.elapsed_ms) +
+      (verdict.empty() ? "" : ": " + verdict) + nothing +
+      ". The unit's engine may not start either (check its executable and environment), or " + off +
+      TailOf(*lines));
+}
+
 }  // namespace
 
 Status Executor::EngineCheck(const Action& a, const PreflightStep& p) {
@@ -83,31 +157,17 @@ Status Executor::EngineCheck(const Action& a, const PreflightStep& p) {
   if (!env.ok()) return env.status();
   Result<std::vector<std::string>> cmd = EngineCheckCommand(a, *env, d_.engine_check_dir);
   if (!cmd.ok()) return cmd.status();
-  CommandResult c = d_.commands->Run(*cmd, p.timeout_ms, &*env);
-  if (c.ok()) return Status::Ok();
-  std::vector<std::string> lines = OutputLines(c.output_tail);
-  bool refused = false;
-  std::string verdict = CheckVerdict(lines, &refused);
-  std::string cmdline;
-  for (const auto& x : *cmd) {
-    if (!cmdline.empty()) cmdline += ' ';
-    cmdline += EscapeLine(x);
-  }
-  const std::string nothing =
-      "; nothing was stopped or started (the check runs before anything goes dark)";
-  const std::string off = "set preflight: {engine: off} on the service to skip the check";
-  if (refused)
-    return Status::FailedPrecondition(
-        "the engine check of " + a.address + " failed: " + EngineWords(p.engine) +
-        " refused this configuration: " + verdict + nothing +
-        ". Fix the service's settings (its args, engine options or model) so that " +
-        EngineWords(p.engine) + " accepts them, or " + off + TailOf(lines));
-  return Status::FailedPrecondition(
-      "the engine check of " + a.address + " could not run: " + cmdline + " " +
-      Failure(c, p.timeout_ms) + " after " + FormatDurationMs(c.elapsed_ms) +
-      (verdict.empty() ? "" : ": " + verdict) + nothing +
-      ". The unit's engine may not start either (check its executable and environment), or " + off +
-      TailOf(lines));
+  std::vector<std::string> lines;
+  Status s = RunEngineCheck(*d_.commands, a, p, *cmd, *env, &lines);
+  if (!s.ok() || p.engine != "llama-server") return s;
+  // llama-server's parser took the argv: llama-fit-params on the model and context.
+  Result<std::vector<std::string>> fit = LlamaFitParamsCommand(a, cmd->front());
+  if (!fit.ok()) return fit.status();
+  s = RunEngineCheck(*d_.commands, a, p, *fit, *env, &lines);
+  if (s.ok())
+    for (const std::string& l : FitParamsSummary(lines))
+      Note("engine check of " + a.address + ": llama-fit-params: " + l);
+  return s;
 }
 
 Status Executor::Preflight(const Action& a, const PreflightStep& p) {

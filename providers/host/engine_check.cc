@@ -9,6 +9,7 @@
 
 #include "core/read_file.h"
 #include "core/untrusted_text.h"
+#include "planners/engines/catalogue.h"
 
 namespace berth {
 namespace {
@@ -353,8 +354,12 @@ Result<std::vector<std::string>> EngineCheckCommand(const Action& a,
   }
   std::vector<std::string> rest(a.As<PreflightStep>().argv.begin() + 1,
                                 a.As<PreflightStep>().argv.end());
-  if (a.As<PreflightStep>().engine == "llama-server")
-    return std::vector<std::string>{exe, "--version"};
+  if (a.As<PreflightStep>().engine == "llama-server") {
+    std::vector<std::string> cmd = {exe};
+    cmd.insert(cmd.end(), rest.begin(), rest.end());
+    cmd.push_back("--help");
+    return cmd;
+  }
   if (a.As<PreflightStep>().engine != "vllm" && a.As<PreflightStep>().engine != "sglang")
     return Status::InvalidArgument("the engine check of " + a.address + " names engine '" +
                                    a.As<PreflightStep>().engine +
@@ -374,6 +379,40 @@ Result<std::vector<std::string>> EngineCheckCommand(const Action& a,
   }
   cmd.push_back(check_dir + "/" + a.As<PreflightStep>().check_program);
   cmd.insert(cmd.end(), rest.begin(), rest.end());
+  return cmd;
+}
+
+Result<std::vector<std::string>> LlamaFitParamsCommand(const Action& a,
+                                                       const std::string& server_exe) {
+  const std::vector<std::string>& argv = a.As<PreflightStep>().argv;
+  const std::string fit = server_exe.substr(0, server_exe.rfind('/') + 1) + "llama-fit-params";
+  struct stat st {};
+  if (::stat(fit.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || ::access(fit.c_str(), X_OK) != 0)
+    return Status::FailedPrecondition(
+        "the engine check of " + a.address + " cannot run llama-fit-params: there is no " +
+        "executable " + EscapeLine(fit) + " next to " + EscapeLine(server_exe) +
+        ", so berth cannot tell whether the model file loads and its context fits before the "
+        "running server is stopped. Install llama.cpp's llama-fit-params (built with "
+        "llama-server, same release) into that folder, or set preflight: {engine: off} on the "
+        "service to skip the check");
+  const EngineCatalogue& cat = Catalogue(CatalogueEngine::kLlamaServer);
+  std::vector<std::string> cmd = {fit, "-v"};
+  for (size_t i = 1; i < argv.size();) {
+    const CatalogueFlag* f = argv[i].starts_with("-") ? cat.Find(argv[i]) : nullptr;
+    if (f == nullptr || argv[i].find('=') != std::string::npos)
+      return Status::FailedPrecondition(
+          "the engine check of " + a.address + ": llama-server accepted '" +
+          EscapeLine(Utf8Prefix(argv[i], 200)) + "', which berth's catalogue of llama-server " +
+          "(llama.cpp " + cat.commit.substr(0, 7) +
+          ") does not know, so berth cannot tell whether llama-fit-params takes it or how "
+          "many values follow it; nothing was stopped or started. Use the llama.cpp release "
+          "of the catalogue (docs/engines.md), or set preflight: {engine: off} on the service");
+    size_t end = std::min(argv.size(), i + 1 + static_cast<size_t>(f->values));
+    if (f->fit_params)
+      cmd.insert(cmd.end(), argv.begin() + static_cast<std::ptrdiff_t>(i),
+                 argv.begin() + static_cast<std::ptrdiff_t>(end));
+    i = end;
+  }
   return cmd;
 }
 

@@ -41,13 +41,27 @@ Result<std::vector<std::string>> UnitEnvironment(const Action& a,
 /// `<interpreter of argv[0]> <check_dir>/<check_program> <argv[1:]>` (check_program a file name
 /// in berth's engine-check folder `check_dir`: a plan names no other program); for sglang the same
 /// with the server's arguments (after `-m sglang.launch_server` or the `serve` subcommand); for
-/// llama-server
-/// `<argv[0]> --version`. argv[0] without a slash is looked up along kSystemdSearchPath, as
-/// systemd does; the interpreter is the `#!` line of the executable (a Python executable is its
-/// own interpreter for sglang); `#!/usr/bin/env NAME` looks NAME up along the PATH of `env`.
-/// FailedPrecondition, saying what to set, when the executable is not a Python program.
+/// llama-server `<argv[0]> <argv[1:]> --help`: llama.cpp's whole argument parse of the exact argv
+/// (every handler, value and chat template), then its usage and exit 0, loading no weights; the
+/// second half is LlamaFitParamsCommand. argv[0] without a slash is looked up along
+/// kSystemdSearchPath, as systemd does; the interpreter is the `#!` line of the executable (a
+/// Python executable is its own interpreter for sglang); `#!/usr/bin/env NAME` looks NAME up
+/// along the PATH of `env`. FailedPrecondition, saying what to set, when the executable is not a
+/// Python program.
 Result<std::vector<std::string>> EngineCheckCommand(const Action& a,
                                                     const std::vector<std::string>& env,
                                                     const std::string& check_dir);
+
+/// The second half of llama-server's engine check, once its own parser took the argv:
+/// `<folder of server_exe>/llama-fit-params -v <the flags of argv[1:] it accepts>`, which reads
+/// the GGUF's metadata (no weights) and fits the context into free memory, failing for a missing
+/// or corrupt model or a context that cannot fit, and prints the memory breakdown. The flags and
+/// how many values each takes come from the llama_server catalogue ("fit_params", "values");
+/// llama-fit-params refuses the others (--port, --alias...). `server_exe` is the resolved argv[0]
+/// (EngineCheckCommand's first element). FailedPrecondition, saying what happened, what it
+/// affects and what to do, when llama-fit-params is not there or the argv has a flag the
+/// catalogue does not know.
+Result<std::vector<std::string>> LlamaFitParamsCommand(const Action& a,
+                                                       const std::string& server_exe);
 
 }  // namespace berth

@@ -71,6 +71,22 @@ class RealEngineTest : public SandboxSuite {
 
   int Apply(const std::string& manifest) { return ApplyIn(manifest, out_, err_); }
 
+  // The berth binary (which finds build/engine-check/ beside it, so its plans have the engine
+  // check) with `verb` on `manifest`; the state in the same folder as Apply's.
+  CommandResult Berth(const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {BERTH_BIN};
+    argv.insert(argv.end(), args.begin(), args.end());
+    argv.insert(argv.end(), {"--state-dir", (tmp_ / "state").string()});
+    if (args[0] == "apply")
+      argv.insert(argv.end(), {"--yes", "--bus", sandbox_->system_bus_address(), "--journal-dir",
+                               sandbox_->journal_dir()});
+    return RunCommand(argv, {}, std::chrono::seconds(120));
+  }
+  std::string Invocation() {
+    auto units = systemd_->GetUnits({"chat.service"});
+    return units.ok() ? (*units)[0].invocation_id : "";
+  }
+
   // GET http://127.0.0.1:port_/PATH's body ("" when nothing answered within 10 s).
   std::string Get(const std::string& path) {
     CommandResult r =
@@ -146,6 +162,56 @@ TEST_F(RealEngineTest, AModelFileTheServerCannotLoadIsCaughtBeforeOrAtItsHealthG
   EXPECT_THAT(err_.str(), HasSubstr("step 4 (wait-healthy service/chat): chat.service exited"))
       << err_.str();
   EXPECT_EQ(Get("/health"), "") << "nothing serves a model that does not load";
+}
+
+// llama-server's engine check, before anything is stopped: llama-server's own parser on the
+// exact argv (`... --help`: every handler and value, no weights), then llama-fit-params next to
+// it on the model file and context (the flags it accepts). A good configuration passes both and
+// apply prints llama-fit-params' memory breakdown. A flag llama.cpp does not have, and a model
+// file cut short (its header and tensor table intact, so the plan's GGUF reading passes it), are
+// refused by the check with llama.cpp's words: the running server is never stopped and keeps
+// serving, and `berth history` says why each apply failed.
+TEST_F(RealEngineTest, ABadFlagOrACorruptModelIsRefusedBeforeTheRunningServerIsStopped) {
+  MakeGguf("tiny");
+  MakeGguf("cut", {"--truncate", "1000000"});
+  CommandResult r = Berth({"apply", "-f", Manifest("tiny")});
+  ASSERT_TRUE(r.ok()) << r.output << r.error;
+  EXPECT_THAT(r.output, HasSubstr("engine check: llama-server's own argument parser")) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("engine check of service/chat: llama-fit-params: |   - Host"))
+      << r.output;
+  EXPECT_THAT(r.output, HasSubstr("llama-fit-params: projected to use ")) << r.output;
+  const std::string serving = Invocation();
+  ASSERT_FALSE(serving.empty());
+
+  r = Berth({"apply", "-f", Manifest("tiny", "    args: [--no-such-flag]\n")});
+  EXPECT_EQ(r.exit_code, kExitFailed) << r.output << r.error;
+  EXPECT_THAT(r.output, HasSubstr("the engine check of service/chat failed: llama.cpp refused "
+                                  "this configuration: error: invalid argument: --no-such-flag; "
+                                  "nothing was stopped or started"))
+      << r.output << r.error;
+  EXPECT_EQ(Invocation(), serving) << "chat.service was never stopped";
+  EXPECT_THAT(Get("/health"), HasSubstr("ok"));
+
+  r = Berth({"apply", "-f", Manifest("cut")});
+  EXPECT_EQ(r.exit_code, kExitFailed) << r.output << r.error;
+  EXPECT_THAT(r.output, HasSubstr("the engine check of service/chat failed: llama.cpp's "
+                                  "llama-fit-params refused this configuration: llama_model_load: "
+                                  "error loading model: tensor 'token_embd.weight' data is not "
+                                  "within the file bounds"))
+      << r.output << r.error;
+  EXPECT_EQ(Invocation(), serving) << "chat.service was never stopped";
+  EXPECT_THAT(Get("/v1/models"), HasSubstr("tiny-chat")) << "the old model still serves";
+
+  r = Berth({"history", "-o", "json"});
+  ASSERT_TRUE(r.ok()) << r.output << r.error;
+  auto history = nlohmann::json::parse(r.output, nullptr, false)["applies"];
+  ASSERT_TRUE(history.is_array() && history.size() == 3) << r.output;
+  EXPECT_EQ(history[1].value("outcome", ""), "failed");
+  EXPECT_THAT(history[1].value("message", ""), HasSubstr("invalid argument: --no-such-flag"));
+  EXPECT_EQ(history[1].value("steps_done", -1), 0);
+  EXPECT_EQ(history[2].value("outcome", ""), "failed");
+  EXPECT_THAT(history[2].value("message", ""), HasSubstr("llama-fit-params refused"));
+  EXPECT_EQ(history[2].value("steps_done", -1), 0);
 }
 
 // kill -9 of the real server: the unit berth wrote has systemd start it again (Restart=on-failure,

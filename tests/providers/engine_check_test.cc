@@ -152,12 +152,85 @@ TEST_F(EngineCheckCommandTest, SglangAndLlamaServer) {
   ASSERT_TRUE(script.ok()) << script.status().message();
   EXPECT_THAT(*script,
               ElementsAre(dir / "venv/bin/python3", Check("sglang_check.py"), "--model-path", "m"));
+}
+
+TEST_F(EngineCheckCommandTest, LlamaServersOwnParserOnTheExactArgvThenHelp) {
   a.As<PreflightStep>().engine = "llama-server";
   a.As<PreflightStep>().check_program = "";
-  a.As<PreflightStep>().argv = {"/opt/llama/llama-server", "--model", "m.gguf"};
+  a.As<PreflightStep>().argv = {"/opt/llama/llama-server", "--model", "m.gguf", "--port", "8080"};
   Result<std::vector<std::string>> llama = EngineCheckCommand(a, {}, kChecks);
-  ASSERT_TRUE(llama.ok());
-  EXPECT_THAT(*llama, ElementsAre("/opt/llama/llama-server", "--version"));
+  ASSERT_TRUE(llama.ok()) << llama.status().message();
+  EXPECT_THAT(*llama, ElementsAre("/opt/llama/llama-server", "--model", "m.gguf", "--port", "8080",
+                                  "--help"));
+}
+
+TEST_F(EngineCheckCommandTest, LlamaFitParamsGetsOnlyTheFlagsItAcceptsWithTheirValues) {
+  a.As<PreflightStep>().engine = "llama-server";
+  std::string server = Script("llama/llama-server", "");
+  std::string fit = Script("llama/llama-fit-params", "");
+  // What berth renders, then args of every shape: a value that looks like a flag (-1), a flag
+  // of two values, a negatable one, a repeatable one, and flags llama-fit-params refuses with
+  // their values (--port, --alias, --api-key, --jinja, --metrics).
+  a.As<PreflightStep>().argv = {server,
+                                "--model",
+                                "/store/m.gguf",
+                                "--alias",
+                                "chat",
+                                "--host",
+                                "127.0.0.1",
+                                "--port",
+                                "8080",
+                                "-ngl",
+                                "-1",
+                                "--ctx-size",
+                                "1024",
+                                "--parallel",
+                                "2",
+                                "--jinja",
+                                "-ctk",
+                                "q8_0",
+                                "--api-key",
+                                "k1",
+                                "--api-key",
+                                "k2",
+                                "--control-vector-layer-range",
+                                "1",
+                                "3",
+                                "--no-mmap",
+                                "--metrics",
+                                "--flash_attn",
+                                "on",
+                                "-ot",
+                                "exps=CPU"};
+  Result<std::vector<std::string>> cmd = LlamaFitParamsCommand(a, server);
+  ASSERT_TRUE(cmd.ok()) << cmd.status().message();
+  EXPECT_THAT(
+      *cmd, ElementsAre(fit, "-v", "--model", "/store/m.gguf", "-ngl", "-1", "--ctx-size", "1024",
+                        "--parallel", "2", "-ctk", "q8_0", "--control-vector-layer-range", "1", "3",
+                        "--no-mmap", "--flash_attn", "on", "-ot", "exps=CPU"));
+}
+
+TEST_F(EngineCheckCommandTest, LlamaFitParamsMissingOrAFlagBerthDoesNotKnowSaysWhatToDo) {
+  a.As<PreflightStep>().engine = "llama-server";
+  std::string server = Script("llama/llama-server", "");
+  a.As<PreflightStep>().argv = {server, "--model", "m.gguf"};
+  Result<std::vector<std::string>> missing = LlamaFitParamsCommand(a, server);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_THAT(missing.status().message(),
+              HasSubstr("no executable " + dir / "llama/llama-fit-params" + " next to " + server));
+  EXPECT_THAT(missing.status().message(), HasSubstr("before the running server is stopped"));
+  EXPECT_THAT(missing.status().message(), HasSubstr("Install llama.cpp's llama-fit-params"));
+  EXPECT_THAT(missing.status().message(), HasSubstr("preflight: {engine: off}"));
+
+  Script("llama/llama-fit-params", "");
+  a.As<PreflightStep>().argv = {server, "--model", "m.gguf", "--newer-than-the-catalogue", "x"};
+  Result<std::vector<std::string>> unknown = LlamaFitParamsCommand(a, server);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_THAT(unknown.status().message(),
+              HasSubstr("'--newer-than-the-catalogue', which berth's catalogue of llama-server "
+                        "(llama.cpp 80fb11a) does not know"));
+  a.As<PreflightStep>().argv = {server, "--ctx-size=1024"};
+  EXPECT_FALSE(LlamaFitParamsCommand(a, server).ok()) << "llama.cpp takes no --x=value";
 }
 
 }  // namespace
