@@ -8,6 +8,7 @@
 //   window the prober sees is within the plan's.
 #include <gmock/gmock.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -163,9 +164,11 @@ TEST_F(RealSwitchTest, WithoutAFrontTheDarkWindowTheProberSeesIsTheOneThePlanSta
             << " ms, at worst " << worst << " ms\n";
   EXPECT_GT(ProberProcess::Count(s, "refused"), 0) << "no front: the port is closed meanwhile";
   EXPECT_LE(dark, worst) << s.dump();
-  // Within a second of the plan's expectation, either way (100 ms buckets, a loaded CI host).
-  EXPECT_LE(dark, expected + 1'000) << "dark " << dark << " ms, planned about " << expected;
-  EXPECT_GE(dark + 1'000, expected) << "dark " << dark << " ms, planned about " << expected;
+  // Near the plan's expectation (a median of past stops and starts): within 1.5 s or half of it,
+  // either way (100 ms buckets, a loaded CI host). Without the stop counted it would be ~0.5 s.
+  const uint64_t off = dark > expected ? dark - expected : expected - dark;
+  EXPECT_LE(off, std::max<uint64_t>(1'500, expected / 2))
+      << "dark " << dark << " ms, planned about " << expected << " ms";
   EXPECT_THAT(Get(port_, "/v1/models"), HasSubstr("\"b\""));
 }
 
