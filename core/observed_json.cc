@@ -86,6 +86,43 @@ Status ExpectArray(InJson* j, const std::string& path) {
   return Status::Ok();
 }
 
+// A GGUF file's figures (GgufModel), as the store scan read them: its lists hold at most
+// kMaxGgufBlocks entries and block_bytes one per block, as ParseGgufModel makes them.
+Status ReadGgufModel(InJson& j, const std::string& path, GgufModel* m) {
+  Reader r(j, path);
+  BERTH_RETURN_IF_ERROR(
+      r.Keys({"architecture", "block_count", "context_length", "embedding_length", "head_count",
+              "head_count_kv", "key_length", "value_length", "vocab_size", "input_bytes",
+              "output_bytes", "block_bytes", "problem"}));
+  for (const char* list : {"head_count_kv", "block_bytes"}) {
+    InJson* v = r.Child(list);
+    if (!v) continue;
+    if (!v->is_array() || v->size() > kMaxGgufBlocks)
+      return Status::InvalidArgument(path + "." + list + ": expected an array of at most " +
+                                     std::to_string(kMaxGgufBlocks) + " numbers");
+    for (const InJson& x : *v)
+      if (!x.is_number_unsigned())
+        return Status::InvalidArgument(path + "." + list + ": expected whole numbers >= 0");
+  }
+  BERTH_RETURN_IF_ERROR(r.Get("architecture", &m->architecture));
+  BERTH_RETURN_IF_ERROR(r.Get("block_count", &m->block_count));
+  BERTH_RETURN_IF_ERROR(r.Get("context_length", &m->context_length));
+  BERTH_RETURN_IF_ERROR(r.Get("embedding_length", &m->embedding_length));
+  BERTH_RETURN_IF_ERROR(r.Get("head_count", &m->head_count));
+  BERTH_RETURN_IF_ERROR(r.Get("head_count_kv", &m->head_count_kv));
+  BERTH_RETURN_IF_ERROR(r.Get("key_length", &m->key_length));
+  BERTH_RETURN_IF_ERROR(r.Get("value_length", &m->value_length));
+  BERTH_RETURN_IF_ERROR(r.Get("vocab_size", &m->vocab_size));
+  BERTH_RETURN_IF_ERROR(r.Get("input_bytes", &m->input_bytes));
+  BERTH_RETURN_IF_ERROR(r.Get("output_bytes", &m->output_bytes));
+  BERTH_RETURN_IF_ERROR(r.Get("block_bytes", &m->block_bytes));
+  BERTH_RETURN_IF_ERROR(r.Get("problem", &m->problem));
+  if (m->problem.empty() && m->block_bytes.size() != m->block_count)
+    return Status::InvalidArgument(path + ".block_bytes: " + std::to_string(m->block_bytes.size()) +
+                                   " entries for " + std::to_string(m->block_count) + " blocks");
+  return Status::Ok();
+}
+
 Status ReadRevision(InJson& j, const std::string& path, ObservedRevision* r) {
   Reader rd(j, path);
   BERTH_RETURN_IF_ERROR(rd.Keys({"commit", "refs", "complete", "bytes_present", "bytes_total",
@@ -116,11 +153,15 @@ Status ReadRevision(InJson& j, const std::string& path, ObservedRevision* r) {
     std::map<std::string, GgufHeader> files;
     for (const auto& [file, h] : g->items()) {
       Reader rg(h, path + ".gguf." + file.substr(0, 200));
-      BERTH_RETURN_IF_ERROR(rg.Keys({"version", "architecture", "problem"}));
+      BERTH_RETURN_IF_ERROR(rg.Keys({"version", "architecture", "problem", "model"}));
       GgufHeader header;
       BERTH_RETURN_IF_ERROR(rg.Get("version", &header.version));
       BERTH_RETURN_IF_ERROR(rg.Get("architecture", &header.architecture));
       BERTH_RETURN_IF_ERROR(rg.Get("problem", &header.problem));
+      if (InJson* m = rg.Child("model")) {
+        header.model.emplace();
+        BERTH_RETURN_IF_ERROR(ReadGgufModel(*m, rg.path() + ".model", &*header.model));
+      }
       files[file] = header;
     }
     r->gguf = std::move(files);
@@ -562,9 +603,24 @@ std::string ObservedToJson(const Observed& o) {
       if (v.resident_bytes) jv["resident_bytes"] = *v.resident_bytes;
       if (v.gguf) {
         ordered_json g = ordered_json::object();
-        for (const auto& [file, h] : *v.gguf)
+        for (const auto& [file, h] : *v.gguf) {
           g[file] = {
               {"version", h.version}, {"architecture", h.architecture}, {"problem", h.problem}};
+          if (const std::optional<GgufModel>& m = h.model)
+            g[file]["model"] = {{"architecture", m->architecture},
+                                {"block_count", m->block_count},
+                                {"context_length", m->context_length},
+                                {"embedding_length", m->embedding_length},
+                                {"head_count", m->head_count},
+                                {"head_count_kv", m->head_count_kv},
+                                {"key_length", m->key_length},
+                                {"value_length", m->value_length},
+                                {"vocab_size", m->vocab_size},
+                                {"input_bytes", m->input_bytes},
+                                {"output_bytes", m->output_bytes},
+                                {"block_bytes", m->block_bytes},
+                                {"problem", m->problem}};
+        }
         jv["gguf"] = std::move(g);
       }
       revs.push_back(std::move(jv));

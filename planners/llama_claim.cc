@@ -33,6 +33,11 @@ std::optional<LlamaClaim> DeriveLlamaClaim(const LlamaServerOptions& o, const Gg
     return std::nullopt;
   }
   const uint64_t layers = m.block_count;
+  if (m.block_bytes.size() != layers) {  // (a saved observation edited by hand)
+    *why_not = "its figures list " + std::to_string(m.block_bytes.size()) + " blocks of " +
+               std::to_string(layers);
+    return std::nullopt;
+  }
   // -ngl counts the output layer as one more layer after the last block (llama_model::
   // load_tensors: i_gpu_start = n_layer + 1 - n_gpu_layers): -ngl 16 of 32 blocks offloads 15
   // blocks and the output. "all" is every one; "auto" fits what is free, at most all (the claim

@@ -77,6 +77,40 @@ TEST(ObservedJson, AModelsConfigAndWeightsRoundTrip) {
   EXPECT_THAT(refused.status().message(), HasSubstr("model_type: longer than 100"));
 }
 
+// A GGUF file's figures (what a llama-server's claim is derived from) survive a saved
+// observation, and a hand-edited one whose lists do not hold together is refused.
+TEST(ObservedJson, AGgufModelsFiguresRoundTripAndInconsistentOnesAreRefused) {
+  Observed o;
+  ObservedRevision rev{"c", {}, true, 3, 3, std::nullopt, std::nullopt, std::nullopt, std::nullopt};
+  GgufModel m;
+  m.architecture = "llama";
+  m.block_count = 2;
+  m.context_length = 4096;
+  m.embedding_length = 256;
+  m.head_count = 4;
+  m.head_count_kv = {2, 1};
+  m.vocab_size = 32000;
+  m.input_bytes = 100;
+  m.output_bytes = 200;
+  m.block_bytes = {300, 400};
+  rev.gguf = std::map<std::string, GgufHeader>{{"m.gguf", {3, "llama", "", m}}};
+  o.store = {"/m", true, 10, 5, {{"a/b", {rev}}}};
+  std::string text = ObservedToJson(o);
+  Result<Observed> back = ObservedFromJson(text, "test");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->store.repos[0].revisions[0].gguf->at("m.gguf").model, m);
+  EXPECT_EQ(ObservedToJson(*back), text);
+  for (auto [from, to] : std::vector<std::pair<std::string, std::string>>{
+           {"\"block_bytes\": [\n", "\"block_bytes\": [\n1,\n"},
+           {"\"head_count_kv\": [\n", "\"head_count_kv\": [\n-1,\n"}}) {
+    std::string bad = text;
+    size_t at = bad.find(from);
+    ASSERT_NE(at, std::string::npos) << text;
+    bad.replace(at, from.size(), to);
+    EXPECT_FALSE(ObservedFromJson(bad, "test").ok()) << to;
+  }
+}
+
 // docs/observed-json.md shows a document with every section: it must be what berth reads.
 TEST(ObservedJsonDoc, TheDocumentedExampleIsValidInput) {
   std::string path = std::string(BERTH_SOURCE_DIR) + "/docs/observed-json.md";
