@@ -47,11 +47,13 @@ class RealSwitchTest : public RealEngineSuite {
   std::string Manifest(const std::string& running, bool front, const std::string& more = "") {
     std::string m;
     if (front) {
-      // Short: the front's sockets live there (108 bytes at most).
+      // Short: the front's sockets live there (108 bytes at most). drain bounds how long the
+      // old server's streams may take (HAProxy's hard-stop-after too): on a starved CI host a
+      // 400-token stream once took over a minute.
       fronts_ = "/tmp/brf-" + std::to_string(::getpid()) + "-" + std::to_string(port_);
       std::filesystem::create_directories(fronts_);
       m = HostSection("  front_dir: " + fronts_ + "\n") + "fronts:\n  " + std::to_string(port_) +
-          ": {hold: 1m, drain: 60s}\n";
+          ": {hold: 1m, drain: 3m}\n";
     } else {
       m = HostSection();
     }
