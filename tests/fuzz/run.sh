@@ -1,10 +1,11 @@
 #!/bin/sh
 # manifests_fuzz_smoke / hub_fuzz_smoke: builds a fuzzer with clang++ (tests/fuzz/standalone) and
 # runs it for a while: manifests_fuzzer (default, about 20 s) seeded with the example manifests
-# and the invalid fixtures, or hub_fuzzer (the Hub's answers) seeded with tests/fuzz/hub_corpus.
+# and the invalid fixtures, hub_fuzzer (the Hub's answers) seeded with tests/fuzz/hub_corpus, or
+# gguf_fuzzer (GGUF model files) seeded with tests/fuzz/gguf_corpus.
 # Fails on any crash, sanitizer report or broken invariant; skips (exit 0) when clang++ is not
 # installed.
-# usage: run.sh SOURCE_DIR BUILD_DIR [SECONDS] [manifests_fuzzer|hub_fuzzer]
+# usage: run.sh SOURCE_DIR BUILD_DIR [SECONDS] [manifests_fuzzer|hub_fuzzer|gguf_fuzzer]
 set -eu
 src=$(cd "$1" && pwd)
 build=$2
@@ -41,6 +42,10 @@ case $target in
   hub_fuzzer)
     dict="$src/tests/fuzz/hub.dict"
     cp "$src"/tests/fuzz/hub_corpus/* "$corpus/"
+    ;;
+  gguf_fuzzer)
+    dict="$src/tests/fuzz/gguf.dict"
+    cp "$src"/tests/fuzz/gguf_corpus/* "$corpus/"
     ;;
   *)
     dict="$src/tests/fuzz/manifest.dict"
