@@ -1,8 +1,5 @@
-// berth with a real model server (issue 38): llama.cpp's llama-server, built from source by
-// .ci/setup --tests (.ci/llama-server), serving a tiny random-weight GGUF that
-// tests/real_engine/make_gguf.py writes with llama.cpp's own gguf-py, as a unit berth writes and
-// starts on the sandboxed systemd. Each test makes its own model and starts its own servers on
-// loopback; every wait is bounded (a hung server fails the test, it does not stall CI).
+// berth with a real model server (issue 38): one llama-server service `chat` on a tiny
+// random-weight GGUF (tests/e2e/real_engine_fixture.h says how the real-engine suites run).
 #include <gmock/gmock.h>
 #include <signal.h>
 
@@ -11,52 +8,26 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/cli/commands.h"
-#include "tests/e2e/e2e_fixture.h"
+#include "tests/e2e/real_engine_fixture.h"
 
 namespace berth::testing {
 namespace {
 
 using ::testing::HasSubstr;
 
-constexpr const char* kCommit = "1111111111111111111111111111111111111111";
-
-class RealEngineTest : public SandboxSuite {
+class RealEngineTest : public RealEngineSuite {
  protected:
   void SetUp() override {
-    SandboxSuite::SetUp();
+    RealEngineSuite::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
-    ASSERT_TRUE(std::filesystem::exists(LLAMA_SERVER_BIN))
-        << LLAMA_SERVER_BIN << " is missing: .ci/setup --tests builds it (.ci/llama-server)";
-    store_ = (tmp_ / "store").string();
     port_ = FreePort();
-  }
-
-  // models--org--NAME/snapshots/<kCommit>/model.gguf in the store, written by make_gguf.py
-  // with `flags`; refs/main names the commit.
-  void MakeGguf(const std::string& name, const std::vector<std::string>& flags = {}) {
-    HfCachePaths paths(store_, "org/" + name);
-    std::string snap = paths.SnapshotDir(kCommit);
-    std::filesystem::create_directories(snap);
-    std::vector<std::string> argv = {"/usr/bin/python3",
-                                     SourceDir() + "/tests/real_engine/make_gguf.py",
-                                     "--llama-src",
-                                     LLAMA_SRC,
-                                     "--out",
-                                     snap + "/model.gguf"};
-    argv.insert(argv.end(), flags.begin(), flags.end());
-    CommandResult r = RunCommand(argv);
-    ASSERT_TRUE(r.ok()) << r.output << r.error;
-    std::filesystem::create_directories(paths.RefsDir());
-    std::ofstream(paths.RefPath("main")) << kCommit;
   }
 
   // One llama-server service `name` serving model `model` on port_, with a smoke gate.
   std::string Manifest(const std::string& model, const std::string& more = "") {
     std::ostringstream m;
-    m << "berth: 1\nhost:\n  store: " << store_ << "\n  unit_dir: " << sandbox_->units_dir()
-      << "\n  executables: {llama-server: " << LLAMA_SERVER_BIN << "}\n"
-      << "models:\n  " << model << ": {source: hf://org/" << model << ", revision: " << kCommit
-      << "}\n"
+    m << HostSection() << "models:\n  " << model << ": {source: hf://org/" << model
+      << ", revision: " << kGgufCommit << "}\n"
       << "services:\n  chat:\n    model: " << model << "\n    engine: llama-server\n"
       << "    port: " << port_ << "\n    bind: 127.0.0.1\n"
       << "    llama_server: {model_file: model.gguf, n_gpu_layers: 0, ctx_size: 1024, "
@@ -64,9 +35,7 @@ class RealEngineTest : public SandboxSuite {
       << "    health: {timeout: 60s, interval: 10ms}\n"
       << "    gates:\n      smoke: {prompt: Say hello., max_tokens: 8, timeout: 30s}\n"
       << more;
-    std::string path = (tmp_ / ("berth-" + std::to_string(++manifests_) + ".yaml")).string();
-    std::ofstream(path) << m.str();
-    return path;
+    return WriteManifest(m.str());
   }
 
   int Apply(const std::string& manifest) { return ApplyIn(manifest, out_, err_); }
@@ -87,19 +56,9 @@ class RealEngineTest : public SandboxSuite {
     return units.ok() ? (*units)[0].invocation_id : "";
   }
 
-  // GET http://127.0.0.1:port_/PATH's body ("" when nothing answered within 10 s).
-  std::string Get(const std::string& path) {
-    CommandResult r =
-        RunCommand({"/usr/bin/python3", "-c",
-                    "import sys, urllib.request\n"
-                    "print(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode())",
-                    "http://127.0.0.1:" + std::to_string(port_) + path});
-    return r.ok() ? r.output : "";
-  }
+  std::string Get(const std::string& path) { return RealEngineSuite::Get(port_, path); }
 
-  std::string store_;
   int port_ = 0;
-  int manifests_ = 0;
   std::ostringstream out_, err_;
 };
 
