@@ -30,23 +30,32 @@ def ratio(base, other):
     return "%.1fx" % (base / other)
 
 
-def dark_gap(timeline):
-    """The longest run of 100 ms buckets with refusals and nothing ok, in ms."""
-    best = run = 0
-    for ok, refused, _ in timeline["buckets"]:
-        run = run + 1 if refused and not ok else 0
+def longest_run(timeline, failing):
+    """The longest run of 100 ms buckets that are `failing` and have nothing ok, in ms. A bucket
+    in which the prober sent nothing (it stalls on a loaded machine) neither ends a run nor
+    starts one: it counts when failing buckets follow it."""
+    best = run = empty = 0
+    for ok, refused, other in timeline["buckets"]:
+        if not (ok or refused or other):
+            empty += 1 if run else 0
+        elif failing(refused, other) and not ok:
+            run += empty + 1
+            empty = 0
+        else:
+            run = empty = 0
         best = max(best, run)
     return best * timeline["bucket_ms"]
+
+
+def dark_gap(timeline):
+    """The longest run of 100 ms buckets with refusals and nothing ok, in ms."""
+    return longest_run(timeline, lambda refused, other: refused)
 
 
 def no_ok_gap(timeline):
     """The longest run of 100 ms buckets with failures (refused or not) and nothing ok, in ms:
     llama-server listens while it loads and answers 503, which `dark` (refusals) leaves out."""
-    best = run = 0
-    for ok, refused, other in timeline["buckets"]:
-        run = run + 1 if (refused or other) and not ok else 0
-        best = max(best, run)
-    return best * timeline["bucket_ms"]
+    return longest_run(timeline, lambda refused, other: refused or other)
 
 
 def main(argv):
