@@ -20,6 +20,15 @@ void MarkCrashLoops(std::vector<ObservedUnit>* units, uint64_t now_usec) {
 }
 
 std::string CrashLoopDetail(const ObservedUnit& u) {
+  // Its first crash: systemd counts a restart only once it begins (NRestarts), after RestartSec.
+  if (u.n_restarts == 0 && u.sub_state.rfind("auto-restart", 0) == 0) {
+    std::string how =
+        u.result == "signal"      ? "killed by signal " + std::to_string(u.exec_main_status)
+        : u.result == "exit-code" ? "exit status " + std::to_string(u.exec_main_status)
+                                  : (u.result.empty() ? "failed" : u.result);
+    return "exited (" + how + "), systemd restarts it after RestartSec=, now " + u.active_state +
+           "/" + u.sub_state;
+  }
   std::string out = "restarted " + std::to_string(u.n_restarts) +
                     (u.n_restarts == 1 ? " time" : " times") + " by systemd";
   if (u.active_state == "failed")

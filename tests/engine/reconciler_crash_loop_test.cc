@@ -129,6 +129,27 @@ TEST_F(ReconcilerTest, AServiceThatCrashLoopsAfterItsGatesIsCrashLoopingNotConve
 // Once systemd gave up (StartLimitBurst= reached: failed, start-limit-hit), berth holds the
 // start: another would reload the model to crash again. The operator's reset-failed, or a
 // change of the service, lets berth start it.
+// Right after its first crash (kill -9: Result=signal) systemd waits RestartSec before the
+// restart it counts: berth says what happened, not "restarted 0 times".
+TEST_F(ReconcilerTest, AFirstCrashSaysHowTheServerExitedAndThatSystemdRestartsIt) {
+  ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
+  ObservedUnit& u = world.host.Unit("vllm-kimi.service");
+  u.active_state = "activating";
+  u.sub_state = "auto-restart";
+  u.n_restarts = 0;
+  u.result = "signal";
+  u.exec_main_status = 9;
+  RunReport r = Apply("kimi");
+  EXPECT_EQ(r.services_up, 0);
+  ASSERT_EQ(r.crash_looping.size(), 1u);
+  EXPECT_EQ(r.crash_looping.at("vllm-kimi"),
+            "exited (killed by signal 9), systemd restarts it after RestartSec=, now "
+            "activating/auto-restart");
+  u.result = "exit-code";
+  u.exec_main_status = 1;
+  EXPECT_THAT(Apply("kimi").crash_looping.at("vllm-kimi"), HasSubstr("exited (exit status 1)"));
+}
+
 TEST_F(ReconcilerTest, ACrashLoopSystemdGaveUpOnIsNotStartedAgainUntilResetOrChanged) {
   ASSERT_EQ(Apply("kimi").outcome, Outcome::kApplied) << err.str();
   world.host.Stop("vllm-kimi.service");
