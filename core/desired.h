@@ -319,7 +319,8 @@ struct ServiceSpec {
   std::vector<std::string> args;
   std::map<std::string, std::string> env;
   std::string env_file;
-  /// Per-GPU memory claim for engines whose claim berth cannot derive (command, llama-server).
+  /// Per-GPU memory claim for engines whose claim berth cannot derive (command), or that it
+  /// derives only as well as it can (llama-server: from its GGUF file, planners/llama_claim.h).
   std::optional<uint64_t> gpu_memory;
   HealthSpec health;
   /// How long systemd waits for the server to exit after SIGTERM before it kills it
