@@ -44,7 +44,9 @@ class RealSwitchTest : public RealEngineSuite {
 
   // sa serves model a and sb model b, both on port_ (behind a front when `front`), the one
   // named `running` running, the other stopped; `more` is added to each service.
-  std::string Manifest(const std::string& running, bool front, const std::string& more = "") {
+  // `b_model`: the model sb serves (model b unless said).
+  std::string Manifest(const std::string& running, bool front, const std::string& more = "",
+                       const std::string& b_model = "b") {
     std::string m;
     if (front) {
       // Short: the front's sockets live there (108 bytes at most). drain bounds how long the
@@ -57,11 +59,12 @@ class RealSwitchTest : public RealEngineSuite {
     } else {
       m = HostSection();
     }
-    m += "models:\n  a: {source: hf://org/a, revision: " + std::string(kGgufCommit) +
-         "}\n  b: {source: hf://org/b, revision: " + std::string(kGgufCommit) + "}\nservices:\n";
+    m += "models:\n  a: {source: hf://org/a, revision: " + std::string(kGgufCommit) + "}\n  " +
+         b_model + ": {source: hf://org/" + b_model + ", revision: " + std::string(kGgufCommit) +
+         "}\nservices:\n";
     for (const std::string model : {"a", "b"}) {
       std::string name = "s" + model;
-      m += "  " + name + ":\n    model: " + model +
+      m += "  " + name + ":\n    model: " + (model == "a" ? model : b_model) +
            "\n    engine: llama-server\n    state: " + (name == running ? "running" : "stopped") +
            "\n    port: " + std::to_string(port_) + "\n";
       if (front)
@@ -199,6 +202,34 @@ TEST_F(RealSwitchTest, BerthKilledMidSwitchIsFinishedByTheNextApplyWithItsGatesR
   EXPECT_THAT(Get(port_, "/v1/models"), HasSubstr("\"b\""));
   ASSERT_EQ(Apply(m), kExitOk) << out_.str() << err_.str();
   EXPECT_THAT(out_.str(), HasSubstr("No changes")) << out_.str();
+}
+
+// A replacement the engine check cannot judge (the check is off here; it would refuse this
+// file) fails its health gate on the real server: the GGUF is cut short, llama-server exits
+// while loading it. berth rolls back: the old server starts again and serves, the port was dark
+// no longer than the plan's worst case, and the history says why.
+TEST_F(RealSwitchTest, AReplacementThatCannotLoadIsRolledBackWithinThePlansWorstCase) {
+  MakeGguf("cut", {"--embd", "256", "--layers", "4", "--ff", "512", "--heads", "4", "--kv", "2",
+                   "--truncate", "1000000"});
+  const std::string more = "    stop_timeout: 3s\n    preflight: {engine: off}\n";
+  ASSERT_EQ(Apply(Manifest("sa", false, more)), kExitOk) << out_.str() << err_.str();
+  const std::string m = Manifest("sb", false, more, "cut");
+  nlohmann::json plan = PlanJson(m);
+  ASSERT_EQ(plan["disruption"].size(), 1u) << plan.dump(2);
+  const uint64_t worst = plan["disruption"][0]["worst_ms"].get<uint64_t>();
+
+  StartProber();
+  EXPECT_EQ(Apply(m), kExitFailed) << out_.str() << err_.str();
+  nlohmann::json s = prober_.Stop();
+  EXPECT_THAT(err_.str(), HasSubstr("sb.service exited")) << err_.str();
+  EXPECT_THAT(err_.str(), HasSubstr("sa.service is healthy again")) << err_.str();
+  EXPECT_LE(ProberProcess::DarkMs(s), worst) << s.dump();
+  EXPECT_THAT(Get(port_, "/v1/models"), HasSubstr("\"a\"")) << "the old model serves again";
+  EXPECT_EQ(ActiveState("sa.service"), "active");
+
+  std::ostringstream history, herr;
+  ASSERT_EQ(RunHistory((tmp_ / "state").string(), "text", 5, history, herr), kExitOk) << herr.str();
+  EXPECT_THAT(history.str(), HasSubstr("sb.service exited")) << history.str();
 }
 
 // The same switch behind a front: the new server starts on its own backend port and passes its
