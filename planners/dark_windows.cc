@@ -1,10 +1,14 @@
 #include "planners/dark_windows.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <unordered_map>
 
 namespace berth {
 namespace {
+
+// a + b, at most UINT64_MAX: the times come from a saved observation too, which is untrusted.
+uint64_t Plus(uint64_t a, uint64_t b) { return b > UINT64_MAX - a ? UINT64_MAX : a + b; }
 
 std::vector<uint64_t> Recorded(const Observed& o, const std::string& unit) {
   auto it = o.state.start_times_ms.find(unit);
@@ -84,15 +88,17 @@ void EstimateDarkWindows(const Observed& observed, Plan* plan) {
     e.gate_unit = gate.unit;
     e.samples_ms = Recorded(observed, gate.unit);
     StopOf(observed, units, actions[static_cast<size_t>(d.from_step - 1)], &e);
-    if (!e.samples_ms.empty()) e.expected_ms = MedianMs(e.samples_ms) + MedianMs(e.stop_samples_ms);
+    if (!e.samples_ms.empty())
+      e.expected_ms = Plus(MedianMs(e.samples_ms), MedianMs(e.stop_samples_ms));
     e.gate_timeout_ms = gate.As<HealthStep>().timeout_ms;
     e.rollback = RollbackOf(observed, *plan, d, gate_of);
     e.worst_ms = e.gate_timeout_ms;
-    if (e.stop_timeout_ms != ObservedUnit::kNoStopTimeout) e.worst_ms += e.stop_timeout_ms;
+    if (e.stop_timeout_ms != ObservedUnit::kNoStopTimeout)
+      e.worst_ms = Plus(e.worst_ms, e.stop_timeout_ms);
     for (const RollbackStart& r : e.rollback)
-      e.worst_ms += r.samples_ms.empty()
-                        ? r.timeout_ms
-                        : *std::max_element(r.samples_ms.begin(), r.samples_ms.end());
+      e.worst_ms = Plus(e.worst_ms, r.samples_ms.empty() ? r.timeout_ms
+                                                         : *std::max_element(r.samples_ms.begin(),
+                                                                             r.samples_ms.end()));
     d.estimate = std::move(e);
   }
 }

@@ -91,6 +91,19 @@ TEST_F(DarkWindowTest, TheOldServersStopCountsInTheExpectationAndItsStopTimeoutI
       << "old's stop timeout, new's health timeout, then old's own to start again";
 }
 
+// A saved observation is untrusted: times near 2^64 add up to at most 2^64-1, never wrap round
+// to a small "expected" window.
+TEST_F(DarkWindowTest, HugeRecordedTimesSaturateInsteadOfWrapping) {
+  Replacement();
+  o.state.start_times_ms["new.service"] = {UINT64_MAX - 5};
+  o.state.stop_times_ms["old.service"] = {UINT64_MAX - 5};
+  o.state.start_times_ms["old.service"] = {UINT64_MAX};
+  Plan p = PlanNow();
+  const DarkEstimate& e = OnlyDisruption(p).estimate;
+  EXPECT_EQ(e.expected_ms, UINT64_MAX);
+  EXPECT_EQ(e.worst_ms, UINT64_MAX);
+}
+
 TEST_F(DarkWindowTest, AStopWhoseTimeoutIsUnknownOrInfiniteIsNotCountedInTheWorstCase) {
   Replacement();
   for (ObservedUnit& u : o.units)
