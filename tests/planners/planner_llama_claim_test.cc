@@ -58,6 +58,35 @@ TEST(LlamaClaim, DerivedClaimsAreWithinFivePercentOfLlamaServersProcessOnAnH100)
   }
 }
 
+// The same check on another shape and card: a generated llama (F32, embd 2048, 16 layers, ff
+// 5632, 16 heads, 4 KV heads, vocab 32,000: 3.4 GB) under llama-server 80fb11a built with CUDA,
+// on an H200 (docs/engines.md, "GPU memory"). With -ngl 0 the process held 614 MiB (CUDA
+// context and compute buffers) and berth claims 712.5: more, never less.
+TEST(LlamaClaim, DerivedClaimsAreWithinFivePercentOfAnotherShapeOnAnH200) {
+  const GgufModel m =
+      ParseGgufModel(LlamaShaped(2048, 16, 5632, 16, 4, 32000, 8192, GgufWriter::kF32).Bytes());
+  for (const Measured& row : std::vector<Measured>{{4096, 1, "all", 3768},
+                                                   {8192, 4, "all", 3894},
+                                                   {32768, 1, "all", 4692},
+                                                   {65536, 8, "all", 5692},
+                                                   {8192, 1, "8", 2250},
+                                                   {8192, 1, "0", 614}}) {
+    LlamaServerOptions o;
+    o.ctx_size = row.ctx;
+    o.parallel = row.parallel;
+    o.n_gpu_layers = row.ngl;
+    std::string why;
+    std::optional<LlamaClaim> c = DeriveLlamaClaim(o, m, 1, &why);
+    ASSERT_TRUE(c) << why;
+    const double derived = static_cast<double>(c->total()) / kMiB;
+    const double measured = static_cast<double>(row.process_mib);
+    const double slack = row.ngl == "0" ? 100 : measured * 0.05;
+    EXPECT_GE(derived, measured - measured * 0.05) << c->words;
+    EXPECT_NEAR(derived, measured, slack)
+        << "-c " << row.ctx << " -np " << row.parallel << " -ngl " << row.ngl << ": " << c->words;
+  }
+}
+
 TEST(LlamaClaim, KvCacheFollowsContextLayersAndCacheType) {
   const GgufModel m = Llama8B();
   LlamaServerOptions o;
