@@ -285,6 +285,128 @@ uint64_t GgufModel::ValueLength() const {
   return head_count ? embedding_length / head_count : 0;
 }
 
+namespace {
+
+// The model keys of the metadata ("<arch>.block_count", ...: Key) into `m`, and the
+// architecture and the tokenizer's size; the problem that stops the read, "" when none. The
+// architecture usually comes first, but nothing says so: what each suffix said of which prefix
+// is kept (the first 16 prefixes), and the architecture's picked after.
+std::string ReadModelKeys(Cursor* c, uint64_t kvs, size_t read, GgufModel* m) {
+  struct Said {
+    std::map<Key, uint64_t> values;
+    std::vector<uint64_t> heads_kv;
+  };
+  std::map<std::string, Said, std::less<>> said;
+  uint64_t tokens = 0;
+  uint32_t stuck = 0;  // the type of a value berth cannot step over (the rest is unreadable)
+  for (uint64_t i = 0; i < kvs && !stuck; ++i) {
+    std::string_view key = c->String();
+    uint32_t type = static_cast<uint32_t>(c->U(4));
+    if (!c->ok()) break;
+    if (key == "general.architecture" && type == 8) {
+      m->architecture = EscapeLine(Utf8Prefix(c->String(), 64));
+      continue;
+    }
+    if (key == "tokenizer.ggml.tokens" && type == 9) {
+      uint32_t element = static_cast<uint32_t>(c->U(4));
+      tokens = c->U(8);
+      if (element != 8) stuck = type;
+      for (uint64_t k = 0; k < tokens && c->ok() && !stuck; ++k) c->String();
+      continue;
+    }
+    size_t dot = key.find('.');
+    Key k = dot == std::string_view::npos ? Key::kNone : KeyOf(key.substr(dot + 1));
+    if (k == Key::kNone || (said.size() >= 16 && !said.count(key.substr(0, dot)))) {
+      if (!SkipValue(c, type)) stuck = type;
+      continue;
+    }
+    Said& s = said[std::string(key.substr(0, dot))];
+    if (k == Key::kHeadsKv && type == 9) {  // one per layer
+      uint32_t element = static_cast<uint32_t>(c->U(4));
+      uint64_t count = c->U(8);
+      if (!IsInteger(element)) {
+        stuck = type;
+        continue;
+      }
+      if (count > kMaxGgufBlocks)
+        return "lists " + std::to_string(count) + " layers in its head_count_kv";
+      s.heads_kv.clear();
+      for (uint64_t n = 0; n < count && c->ok(); ++n)
+        s.heads_kv.push_back(ReadUnsigned(c, element).value_or(0));
+      continue;
+    }
+    if (IsInteger(type)) {
+      uint64_t v = ReadUnsigned(c, type).value_or(0);  // a negative count: none
+      s.values[k] = v;
+      if (k == Key::kHeadsKv) s.heads_kv = {v};
+    } else if (!SkipValue(c, type)) {
+      stuck = type;
+    }
+  }
+  if (stuck)
+    return "has a metadata value of a type berth cannot read past (" + std::to_string(stuck) + ")";
+  if (!c->ok())
+    return "is cut short: its metadata is longer than the " + std::to_string(read) + " bytes read";
+  if (m->architecture.empty()) return "has no general.architecture";
+  auto mine = said.find(m->architecture);
+  if (mine != said.end()) {
+    auto get = [&](Key k) {
+      auto it = mine->second.values.find(k);
+      return it == mine->second.values.end() ? uint64_t{0} : it->second;
+    };
+    m->block_count = get(Key::kBlocks);
+    m->context_length = get(Key::kContext);
+    m->embedding_length = get(Key::kEmbedding);
+    m->head_count = get(Key::kHeads);
+    m->head_count_kv = mine->second.heads_kv;
+    m->key_length = get(Key::kKeyLength);
+    m->value_length = get(Key::kValueLength);
+    m->vocab_size = tokens ? tokens : get(Key::kVocab);
+  }
+  return "";
+}
+
+// The bytes of each tensor of the list into `m`'s input, block and output sums; the problem
+// that stops the read, "" when none.
+std::string ReadTensorList(Cursor* c, uint64_t tensors, size_t read, GgufModel* m) {
+  m->block_bytes.assign(m->block_count, 0);
+  uint64_t total = 0;
+  for (uint64_t i = 0; i < tensors; ++i) {
+    std::string_view name = c->String();
+    uint32_t dims = static_cast<uint32_t>(c->U(4));
+    if (!c->ok()) break;
+    const std::string shown = "'" + EscapeLine(Utf8Prefix(name, 64)) + "'";
+    if (dims == 0 || dims > 4)  // GGML_MAX_DIMS
+      return "has a tensor " + shown + " of " + std::to_string(dims) + " dimensions";
+    uint64_t elements = 1;
+    bool overflow = false;
+    for (uint32_t d = 0; d < dims; ++d)
+      overflow = __builtin_mul_overflow(elements, c->U(8), &elements) || overflow;
+    uint32_t type = static_cast<uint32_t>(c->U(4));
+    c->U(8);  // offset
+    if (!c->ok()) break;
+    std::optional<uint64_t> bytes = overflow ? std::nullopt : GgmlBytes(type, elements);
+    if (!bytes)
+      return "has a tensor " + shown + " of ggml type " + std::to_string(type) +
+             (overflow || GgmlBytes(type, 0) ? " and a shape berth cannot size"
+                                             : ", which berth does not know") +
+             ": its weights are unknown";
+    if (__builtin_add_overflow(total, *bytes, &total))
+      return "has tensors that add up to more than 2^64 bytes";
+    if (std::optional<uint64_t> blk = BlockOf(name); blk && *blk < m->block_count)
+      m->block_bytes[*blk] += *bytes;
+    else if (IsInputTensor(name))
+      m->input_bytes += *bytes;
+    else
+      m->output_bytes += *bytes;
+  }
+  if (!c->ok())
+    return "is cut short: its tensor list ends past the " + std::to_string(read) + " bytes read";
+  return "";
+}
+
+}  // namespace
+
 GgufModel ParseGgufModel(std::string_view prefix) {
   GgufModel m;
   Cursor c(prefix);
@@ -297,99 +419,8 @@ GgufModel ParseGgufModel(std::string_view prefix) {
     if (m.problem.empty()) m.problem = "is cut short: it ends before its metadata";
     return m;
   }
-  // Keys are "<arch>.<suffix>"; the architecture usually comes first, but nothing says so:
-  // what each suffix said of which prefix is kept (the first 16 prefixes), and picked after.
-  struct Said {
-    std::map<Key, uint64_t> values;
-    std::vector<uint64_t> heads_kv;
-  };
-  std::map<std::string, Said, std::less<>> said;
-  uint64_t tokens = 0;
-  uint32_t stuck = 0;  // the type of a value berth cannot step over (the rest is unreadable)
-  for (uint64_t i = 0; i < kvs; ++i) {
-    std::string_view key = c.String();
-    uint32_t type = static_cast<uint32_t>(c.U(4));
-    if (!c.ok()) break;
-    if (key == "general.architecture" && type == 8) {
-      m.architecture = EscapeLine(Utf8Prefix(c.String(), 64));
-      continue;
-    }
-    if (key == "tokenizer.ggml.tokens" && type == 9) {
-      uint32_t element = static_cast<uint32_t>(c.U(4));
-      uint64_t count = c.U(8);
-      if (element != 8) {
-        stuck = type;
-        break;
-      }
-      for (uint64_t k = 0; k < count && c.ok(); ++k) c.String();
-      tokens = count;
-      continue;
-    }
-    size_t dot = key.find('.');
-    Key k = dot == std::string_view::npos ? Key::kNone : KeyOf(key.substr(dot + 1));
-    if (k == Key::kNone || (said.size() >= 16 && !said.count(key.substr(0, dot)))) {
-      if (!SkipValue(&c, type)) {
-        stuck = type;
-        break;
-      }
-      continue;
-    }
-    Said& s = said[std::string(key.substr(0, dot))];
-    if (k == Key::kHeadsKv && type == 9) {
-      uint32_t element = static_cast<uint32_t>(c.U(4));
-      uint64_t count = c.U(8);
-      if (ScalarSize(element) == 0) {
-        stuck = type;
-        break;
-      }
-      if (count > kMaxGgufBlocks) {
-        m.problem = "lists " + std::to_string(count) + " layers in its head_count_kv";
-        return m;
-      }
-      s.heads_kv.clear();
-      for (uint64_t n = 0; n < count && c.ok(); ++n)
-        s.heads_kv.push_back(IsInteger(element) ? ReadUnsigned(&c, element).value_or(0)
-                                                : (c.Skip(ScalarSize(element)), 0));
-      continue;
-    }
-    if (IsInteger(type)) {
-      uint64_t v = ReadUnsigned(&c, type).value_or(0);  // a negative count: none
-      s.values[k] = v;
-      if (k == Key::kHeadsKv) s.heads_kv = {v};
-    } else if (!SkipValue(&c, type)) {
-      stuck = type;
-      break;
-    }
-  }
-  if (stuck) {
-    m.problem =
-        "has a metadata value of a type berth cannot read past (" + std::to_string(stuck) + ")";
-    return m;
-  }
-  if (!c.ok()) {
-    m.problem = "is cut short: its metadata is longer than the " + std::to_string(prefix.size()) +
-                " bytes read";
-    return m;
-  }
-  if (m.architecture.empty()) {
-    m.problem = "has no general.architecture";
-    return m;
-  }
-  auto mine = said.find(m.architecture);
-  if (mine != said.end()) {
-    auto get = [&](Key k) {
-      auto it = mine->second.values.find(k);
-      return it == mine->second.values.end() ? uint64_t{0} : it->second;
-    };
-    m.block_count = get(Key::kBlocks);
-    m.context_length = get(Key::kContext);
-    m.embedding_length = get(Key::kEmbedding);
-    m.head_count = get(Key::kHeads);
-    m.head_count_kv = mine->second.heads_kv;
-    m.key_length = get(Key::kKeyLength);
-    m.value_length = get(Key::kValueLength);
-    m.vocab_size = tokens ? tokens : get(Key::kVocab);
-  }
+  m.problem = ReadModelKeys(&c, kvs, prefix.size(), &m);
+  if (!m.problem.empty()) return m;
   if (m.block_count == 0 || m.block_count > kMaxGgufBlocks) {
     m.problem = "says " + m.architecture + ".block_count is " + std::to_string(m.block_count) +
                 " (berth reads 1 to " + std::to_string(kMaxGgufBlocks) + ")";
@@ -400,45 +431,7 @@ GgufModel ParseGgufModel(std::string_view prefix) {
                 " layers in its head_count_kv, of " + std::to_string(m.block_count);
     return m;
   }
-  m.block_bytes.assign(m.block_count, 0);
-  for (uint64_t i = 0; i < tensors; ++i) {
-    std::string_view name = c.String();
-    uint32_t dims = static_cast<uint32_t>(c.U(4));
-    if (!c.ok()) break;
-    if (dims == 0 || dims > 4) {  // GGML_MAX_DIMS
-      m.problem = "has a tensor '" + EscapeLine(Utf8Prefix(name, 64)) + "' of " +
-                  std::to_string(dims) + " dimensions";
-      return m;
-    }
-    uint64_t elements = 1;
-    bool overflow = false;
-    for (uint32_t d = 0; d < dims; ++d)
-      overflow = __builtin_mul_overflow(elements, c.U(8), &elements) || overflow;
-    uint32_t type = static_cast<uint32_t>(c.U(4));
-    c.U(8);  // offset
-    if (!c.ok()) break;
-    std::optional<uint64_t> bytes = overflow ? std::nullopt : GgmlBytes(type, elements);
-    if (!bytes) {
-      m.problem = "has a tensor '" + EscapeLine(Utf8Prefix(name, 64)) + "' of ggml type " +
-                  std::to_string(type) +
-                  (overflow || GgmlBytes(type, 0) ? " and a shape berth cannot size"
-                                                  : ", which berth does not know") +
-                  ": its weights are unknown";
-      return m;
-    }
-    uint64_t* into = &m.output_bytes;
-    if (std::optional<uint64_t> blk = BlockOf(name); blk && *blk < m.block_count)
-      into = &m.block_bytes[*blk];
-    else if (IsInputTensor(name))
-      into = &m.input_bytes;
-    if (__builtin_add_overflow(*into, *bytes, into)) {
-      m.problem = "has tensors that add up to more than 2^64 bytes";
-      return m;
-    }
-  }
-  if (!c.ok())
-    m.problem = "is cut short: its tensor list ends past the " + std::to_string(prefix.size()) +
-                " bytes read";
+  m.problem = ReadTensorList(&c, tensors, prefix.size(), &m);
   return m;
 }
 

@@ -101,7 +101,9 @@ std::optional<LlamaClaim> DeriveLlamaClaim(const LlamaServerOptions& o, const Gg
   const uint64_t blocks_on_gpu = layers - std::min(first_block, layers);
   const std::string cache = (o.cache_type_k.empty() ? "f16" : o.cache_type_k) + "/" +
                             (o.cache_type_v.empty() ? "f16" : o.cache_type_v);
-  const std::string each = n > 1 ? ", each GPU's share of " + std::to_string(n) : "";
+  const std::string each = n > 1 ? "; weights and KV cache split over " + std::to_string(n) +
+                                       " GPUs (llama.cpp's layer split)"
+                                 : "";
   c.words = FormatGiB(c.weights) + " of weights (" + std::to_string(blocks_on_gpu) + " of " +
             std::to_string(layers) + " layers" + (output ? " and the output layer" : "") + ")" +
             " + " + FormatGiB(c.kv) + " of KV cache (" + std::to_string(ctx) +

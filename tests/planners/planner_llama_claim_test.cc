@@ -166,6 +166,32 @@ TEST_F(LlamaClaimPlanTest, AContextThatDoesNotFitTheDeclaredGpuIsRefusedBeforeAn
   EXPECT_FALSE(PlanNow().blocked()) << Problems(PlanNow());
 }
 
+TEST_F(LlamaClaimPlanTest, TwoGpusShareTheWeightsAndKvAndEachHoldsTheOverhead) {
+  Gpus(2, GiB(80));
+  ServiceSpec& s = Llama(131072);
+  s.gpus = {0, 1};
+  Plan p = PlanNow();
+  ASSERT_FALSE(p.blocked()) << Problems(p);
+  // (13,562.5 MiB of weights + 16,384 of KV) / 2 + 62.5 of logits + 650.
+  EXPECT_EQ(Start(p).requires_.gpu_bytes.at(0) / kMiB, 15686u);
+  EXPECT_EQ(Start(p).requires_.gpu_bytes.at(1) / kMiB, 15686u);
+  EXPECT_THAT(Start(p).detail, HasSubstr("split over 2 GPUs (llama.cpp's layer split)"));
+}
+
+TEST_F(LlamaClaimPlanTest, AFileWhoseWeightsBerthCannotSizeClaimsNothingAndSaysSo) {
+  Gpus(1, GiB(80));
+  Llama(4096);
+  o.store.repos[0].revisions[0].gguf->at("m.gguf").model->problem =
+      "has a tensor 'blk.0.x' of ggml type 77, which berth does not know: its weights are unknown";
+  Plan p = PlanNow();
+  ASSERT_FALSE(p.blocked()) << Problems(p);
+  EXPECT_FALSE(Start(p).requires_.gpu_bytes.count(0));
+  EXPECT_THAT(::testing::PrintToString(p.warnings),
+              HasSubstr("service/ll: berth cannot derive what it claims of GPU memory: its model "
+                        "file has a tensor 'blk.0.x' of ggml type 77"));
+  EXPECT_THAT(::testing::PrintToString(p.warnings), HasSubstr("Declare gpu_memory: on it"));
+}
+
 TEST_F(LlamaClaimPlanTest, ADeclaredGpuMemoryIsTheClaimAndAnUnreadFileClaimsNothing) {
   Gpus(1, GiB(24));
   ServiceSpec& s = Llama(131072);
