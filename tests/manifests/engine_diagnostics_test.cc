@@ -129,7 +129,7 @@ services:
       n_gpu_layers: everything
       cache_type_k: q8
       cache_type_v: fp8
-      split_mode: tensor
+      split_mode: column
       parallel: 0
 )"),
               ElementsAre("berth.yaml:10:21: 'n_gpu_layers' must be a number of layers, 'auto' or "
@@ -138,8 +138,8 @@ services:
                           "KV-cache types (did you mean 'q8_0'?)",
                           "berth.yaml:12:21: 'cache_type_v' 'fp8' is not one of llama-server's "
                           "KV-cache types (one of: f32 f16 bf16 q8_0 q4_0 q4_1 iq4_nl q5_0 q5_1)",
-                          "berth.yaml:13:19: 'split_mode' 'tensor' is not one of llama-server's "
-                          "split modes (one of: none layer row)",
+                          "berth.yaml:13:19: 'split_mode' 'column' is not one of llama-server's "
+                          "split modes (one of: none layer row tensor)",
                           "berth.yaml:14:17: 'parallel' must be at least 1, got 0"));
 }
 
