@@ -94,6 +94,10 @@ else
     t0=$(now)
     gen=()
     command -v ninja >/dev/null && gen=(-G Ninja)
+    # The tree has no .git: without a ceiling llama.cpp's build info would name the commit of the
+    # repository around $WORK (berth's), as the run in tests/gpu/README.md did ("build 424,
+    # commit 97b50b5"); with it, "unknown", and llama-src.commit says which it is.
+    export GIT_CEILING_DIRECTORIES=$WORK
     if timeout 540 cmake -S "$WORK/src" -B "$WORK/llama" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release \
       -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DLLAMA_BUILD_TESTS=OFF \
       -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_CURL=OFF >"$RES/build.log" 2>&1 &&

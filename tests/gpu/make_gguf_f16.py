@@ -9,7 +9,7 @@ values do not matter for load time, memory or speed; llama-server serves the fil
   make_gguf_f16.py --llama-src DIR --out FILE [--embd 4096] [--layers 32] [--ff 14336]
                    [--heads 32] [--kv 8] [--ctx 8192] [--seed 1]
 
-The defaults are the 8B shape of ../shared/reference/real-engines.md (14,484,737,824 bytes).
+The defaults are the 8B shape of ../shared/reference/real-engines.md (14,484,737,728 bytes).
 Needs numpy and llama.cpp's gguf-py (DIR/gguf-py)."""
 import argparse
 import os
