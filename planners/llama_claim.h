@@ -34,10 +34,12 @@ struct LlamaClaim {
 };
 
 /// The CUDA context, cuBLAS workspace and compute buffers beyond the logits that a llama-server
-/// process holds on its GPU: 650 MiB, fitted to an 8B llama (F16, 32 layers, 8 KV heads, vocab
-/// 32,000) measured on an H100 with llama.cpp 80fb11a at six -c/-np/-ngl settings (635 to 743
-/// MiB after weights, KV cache and logits; docs/engines.md, "GPU memory").
-inline constexpr uint64_t kLlamaGpuOverheadBytes = uint64_t{650} << 20;
+/// process holds on its GPU: 768 MiB. Fitted to an 8B llama (F16, 32 layers, 8 KV heads, vocab
+/// 32,000) on an H100 with llama.cpp 80fb11a: 635 to 743 MiB after weights, KV cache and logits
+/// once loaded, at six -c/-np/-ngl settings (docs/engines.md, "GPU memory"), and 118 MiB more
+/// after a load of 16 streams (15,284 -> 15,402 MiB at -c 8192 -np 16; tests/gpu/README.md): a
+/// claim is what the server holds while it serves, not only once it has loaded.
+inline constexpr uint64_t kLlamaGpuOverheadBytes = uint64_t{768} << 20;
 /// llama.cpp's default physical batch (common/common.h n_ubatch): the logits buffer holds
 /// n_ubatch × n_vocab floats.
 inline constexpr uint64_t kLlamaUbatch = 512;

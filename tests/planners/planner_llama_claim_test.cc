@@ -60,9 +60,11 @@ TEST(LlamaClaim, DerivedClaimsAreWithinFivePercentOfLlamaServersProcessOnAnH100)
 
 // The same check on another shape and card: a generated llama (F32, embd 2048, 16 layers, ff
 // 5632, 16 heads, 4 KV heads, vocab 32,000: 3.4 GB) under llama-server 80fb11a built with CUDA,
-// on an H200 (docs/engines.md, "GPU memory"). With -ngl 0 the process held 614 MiB (CUDA
-// context and compute buffers) and berth claims 712.5: more, never less.
-TEST(LlamaClaim, DerivedClaimsAreWithinFivePercentOfAnotherShapeOnAnH200) {
+// on an H200 (docs/engines.md, "GPU memory"), once loaded. The overhead berth counts is fixed
+// (fitted to what an 8B server holds under load), so on this smaller model the claim is above
+// the process by a fixed amount, not a share: never under it, at most 300 MiB over (with -ngl 0
+// the process held 614 MiB of CUDA context and compute buffers, berth claims 830.5).
+TEST(LlamaClaim, DerivedClaimsCoverAnotherShapeOnAnH200ByAFixedOverhead) {
   const GgufModel m =
       ParseGgufModel(LlamaShaped(2048, 16, 5632, 16, 4, 32000, 8192, GgufWriter::kF32).Bytes());
   for (const Measured& row : std::vector<Measured>{{4096, 1, "all", 3768},
@@ -80,11 +82,24 @@ TEST(LlamaClaim, DerivedClaimsAreWithinFivePercentOfAnotherShapeOnAnH200) {
     ASSERT_TRUE(c) << why;
     const double derived = static_cast<double>(c->total()) / kMiB;
     const double measured = static_cast<double>(row.process_mib);
-    const double slack = row.ngl == "0" ? 100 : measured * 0.05;
-    EXPECT_GE(derived, measured - measured * 0.05) << c->words;
-    EXPECT_NEAR(derived, measured, slack)
+    EXPECT_GE(derived, measured) << c->words;
+    EXPECT_LE(derived, measured + 300)
         << "-c " << row.ctx << " -np " << row.parallel << " -ngl " << row.ngl << ": " << c->words;
   }
+}
+
+// Under load the server holds more than once loaded (the compute buffers grow with the batch):
+// tests/gpu/README.md, an H100 at -c 8192 -np 16, 15,284 MiB loaded and 15,402 MiB after 16
+// streams. The claim covers what it holds while serving (it was 102 MiB under at 650 MiB).
+TEST(LlamaClaim, TheClaimCoversWhatTheServerHoldsUnderLoadOnAnH100) {
+  LlamaServerOptions o;
+  o.ctx_size = 8192;
+  o.parallel = 16;
+  std::string why;
+  std::optional<LlamaClaim> c = DeriveLlamaClaim(o, Llama8B(), 1, &why);
+  ASSERT_TRUE(c) << why;
+  EXPECT_GE(c->total(), uint64_t{15'402} * kMiB) << c->words;
+  EXPECT_LE(c->total(), uint64_t{15'402} * kMiB * 105 / 100) << c->words;
 }
 
 TEST(LlamaClaim, KvCacheFollowsContextLayersAndCacheType) {
@@ -140,12 +155,12 @@ TEST_F(LlamaClaimPlanTest, TheStartShowsTheDerivedClaimAndItsParts) {
   Plan p = PlanNow();
   ASSERT_FALSE(p.blocked()) << Problems(p);
   const Action& start = Start(p);
-  EXPECT_EQ(start.requires_.gpu_bytes.at(0) / kMiB, 14787u);
+  EXPECT_EQ(start.requires_.gpu_bytes.at(0) / kMiB, 14905u);
   EXPECT_THAT(
       start.detail,
-      HasSubstr("not running; claims 14.4 GiB per GPU, derived from its GGUF file: 13.2 GiB "
+      HasSubstr("not running; claims 14.6 GiB per GPU, derived from its GGUF file: 13.2 GiB "
                 "of weights (32 of 32 layers and the output layer) + 0.5 GiB of KV cache "
-                "(4096 tokens of context, f16/f16) + 0.7 GiB of compute buffers and CUDA "
+                "(4096 tokens of context, f16/f16) + 0.8 GiB of compute buffers and CUDA "
                 "context"));
 }
 
@@ -157,8 +172,8 @@ TEST_F(LlamaClaimPlanTest, AContextThatDoesNotFitTheDeclaredGpuIsRefusedBeforeAn
   Plan p = PlanNow();
   ASSERT_TRUE(p.blocked());
   EXPECT_THAT(Problems(p),
-              HasSubstr("service/ll needs 29.9 GiB on GPU 0 (of 24.0 GiB), only 24.0 GiB can be "
-                        "freed: short by 5.9 GiB. Stop or move what holds it, or lower what it "
+              HasSubstr("service/ll needs 30.1 GiB on GPU 0 (of 24.0 GiB), only 24.0 GiB can be "
+                        "freed: short by 6.1 GiB. Stop or move what holds it, or lower what it "
                         "claims, derived from its GGUF file (see its start): a smaller "
                         "llama_server.ctx_size"));
   // The context that fits plans.
@@ -172,9 +187,9 @@ TEST_F(LlamaClaimPlanTest, TwoGpusShareTheWeightsAndKvAndEachHoldsTheOverhead) {
   s.gpus = {0, 1};
   Plan p = PlanNow();
   ASSERT_FALSE(p.blocked()) << Problems(p);
-  // (13,562.5 MiB of weights + 16,384 of KV) / 2 + 62.5 of logits + 650.
-  EXPECT_EQ(Start(p).requires_.gpu_bytes.at(0) / kMiB, 15686u);
-  EXPECT_EQ(Start(p).requires_.gpu_bytes.at(1) / kMiB, 15686u);
+  // (13,562.5 MiB of weights + 16,384 of KV) / 2 + 62.5 of logits + 768.
+  EXPECT_EQ(Start(p).requires_.gpu_bytes.at(0) / kMiB, 15804u);
+  EXPECT_EQ(Start(p).requires_.gpu_bytes.at(1) / kMiB, 15804u);
   EXPECT_THAT(Start(p).detail, HasSubstr("split over 2 GPUs (llama.cpp's layer split)"));
 }
 
