@@ -64,12 +64,16 @@ class RealEngineTest : public RealEngineSuite {
 
 // The real engine from nothing: berth writes the unit, starts llama-server, and its health gate
 // sees the real 503 "Loading model" turn 200; /v1/models lists the alias berth passed; the
-// smoke gate gets text from the real model; a second apply finds nothing to do.
+// smoke gate gets text from the real model and the throughput floor measures it; a second
+// apply finds nothing to do.
 TEST_F(RealEngineTest, ALlamaServerStartsPassesItsGatesAndServesItsAlias) {
   MakeGguf("tiny");
-  const std::string m = Manifest("tiny");
+  const std::string m = Manifest(
+      "tiny", "      floor: {concurrency: 2, duration: 2s, max_tokens: 16, output_tps: 1}\n");
   ASSERT_EQ(Apply(m), kExitOk) << out_.str() << err_.str();
   EXPECT_THAT(out_.str(), HasSubstr("smoke: chat.service answered in")) << out_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("output tok/s")) << "the throughput floor measured it\n"
+                                                     << out_.str();
   auto models = nlohmann::json::parse(Get("/v1/models"), nullptr, false);
   ASSERT_FALSE(models.is_discarded()) << Get("/v1/models");
   EXPECT_EQ(models["data"][0].value("id", ""), "tiny-chat") << models.dump();
