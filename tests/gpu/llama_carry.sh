@@ -12,7 +12,7 @@
 #
 # DIR gets bin/ (the two programs, stripped), lib/ (their shared libraries but glibc's and
 # libstdc++'s, for LD_LIBRARY_PATH) and llama-src.tar.xz: the pinned commit's tree as git clones
-# it from the tarball's bundle, without the models but the vocabulary make_gguf_f16.py reads, the
+# it from the tarball's bundle, without the models but the vocabulary make_gguf.py reads, the
 # docs, examples and tests (8 MB instead of the tarball's 35: the carry is limited to 64 MiB), and
 # llama-src.commit, the commit it was archived from.
 set -euo pipefail

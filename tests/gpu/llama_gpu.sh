@@ -6,7 +6,7 @@
 #
 # 1. builds llama-server, llama-bench and llama-fit-params with CUDA from CARRY's llama.cpp tree
 #    (the commit tests/real_engine/llama_cpp.pin pins) into $WORK/llama, once per commit;
-# 2. writes a random-weight F16 GGUF shaped like an 8B llama (make_gguf_f16.py, 14.5 GB) into a
+# 2. writes a random-weight F16 GGUF shaped like an 8B llama (make_gguf.py --f16, 14.5 GB) into a
 #    model store under $WORK, once;
 # 3. memory: berth plan's claim for the service (derived from the GGUF), llama-fit-params' figure,
 #    and the bytes NVML gives the process once loaded and after the load;
@@ -22,8 +22,8 @@
 # servers are killed and the cgroup removed on exit. A step that fails is said and the rest runs.
 #
 # Knobs (environment): WORK (build-gpu-llama: kept between calls on a warm machine), LLAMA_BIN (a
-# built llama.cpp bin/ folder: no build), GGUF_FLAGS (make_gguf_f16.py's shape flags; default the
-# 8B), CTX (8192), NP (16), NGL (99), BENCH_DURATION (20s), MAX_TOKENS (256), PORT (18080),
+# built llama.cpp bin/ folder: no build), GGUF_FLAGS (tests/real_engine/make_gguf.py's shape
+# flags; default the 8B), CTX (8192), NP (16), NGL (99), BENCH_DURATION (20s), MAX_TOKENS (256), PORT (18080),
 # NO_DROP (set: evict only the GGUF's pages instead of dropping the whole page cache).
 set -uo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
@@ -124,8 +124,9 @@ if [[ ! -e $WORK/store/gguf.done ]]; then
   echo -n "$COMMIT" >"$WORK/store/models--org--m8b/refs/main"
   t0=$(now)
   # shellcheck disable=SC2086
-  timeout 400 $PY "$here/tests/gpu/make_gguf_f16.py" --llama-src "$WORK/src" --out "$GGUF" \
-    ${GGUF_FLAGS:-} || { echo "llama_gpu: the GGUF was not written" >&2; exit 1; }
+  timeout 400 $PY "$here/tests/real_engine/make_gguf.py" --llama-src "$WORK/src" --out "$GGUF" \
+    --f16 ${GGUF_FLAGS:---embd 4096 --layers 32 --ff 14336 --heads 32 --kv 8 --ctx 8192} ||
+    { echo "llama_gpu: the GGUF was not written" >&2; exit 1; }
   fig gguf_write_s "$(since "$t0")"
   touch "$WORK/store/gguf.done"
 fi

@@ -10,8 +10,12 @@ then fails the request mid-stream (its output parser); the byte tokens are given
 type, which prints nothing, so every request completes (../shared/reference/real-engines.md).
 
   make_gguf.py --llama-src DIR --out FILE [--embd 64] [--layers 2] [--ff 128] [--heads 4]
-               [--kv 2] [--ctx 2048] [--seed 1] [--truncate BYTES] [--bad-magic]
+               [--kv 2] [--ctx 2048] [--seed 1] [--f16] [--truncate BYTES] [--bad-magic]
 
+--f16 writes the 2-D weights in F16, as a converted checkpoint has them (norms stay F32), cut as
+views from one random pool of 2^28 values instead of drawn one value at a time: an 8B shape
+(--embd 4096 --layers 32 --ff 14336 --heads 32 --kv 8, 14,484,737,728 bytes; tests/gpu) is 7.2
+billion values, which take minutes to draw and a second to cut.
 --truncate and --bad-magic write a broken file (a download cut short; not a GGUF at all).
 Needs Debian's python3-numpy (/usr/bin/python3)."""
 import argparse
@@ -30,6 +34,7 @@ def main():
     p.add_argument("--kv", type=int, default=2)
     p.add_argument("--ctx", type=int, default=2048)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--f16", action="store_true")
     p.add_argument("--truncate", type=int, default=0)
     p.add_argument("--bad-magic", action="store_true")
     a = p.parse_args()
@@ -45,7 +50,7 @@ def main():
     n_vocab = len(tokens)
 
     w = gguf.GGUFWriter(a.out, "llama")
-    w.add_name("berth-test-random")
+    w.add_name("berth-test-random-f16" if a.f16 else "berth-test-random")
     w.add_context_length(a.ctx)
     w.add_embedding_length(a.embd)
     w.add_block_count(a.layers)
@@ -55,7 +60,7 @@ def main():
     w.add_rope_dimension_count(a.embd // a.heads)
     w.add_layer_norm_rms_eps(1e-5)
     w.add_vocab_size(n_vocab)
-    w.add_file_type(gguf.LlamaFileType.ALL_F32)
+    w.add_file_type(gguf.LlamaFileType.MOSTLY_F16 if a.f16 else gguf.LlamaFileType.ALL_F32)
     w.add_tokenizer_model(field("tokenizer.ggml.model"))
     w.add_token_list(tokens)
     w.add_token_scores(field("tokenizer.ggml.scores"))
@@ -66,6 +71,16 @@ def main():
 
     rng = np.random.default_rng(a.seed)
     t = lambda *shape: (rng.standard_normal(shape) * 0.02).astype(np.float32)
+    if a.f16:
+        pool_n = 1 << 28  # larger than any one tensor of the 8B shape
+        pool = (rng.standard_normal(pool_n, dtype=np.float32) * 0.02).astype(np.float16)
+
+        def t(rows, cols):  # a view of the pool at a random offset: no copy, no new values
+            n = rows * cols
+            if n > pool_n:
+                raise SystemExit(f"a {rows} x {cols} tensor is larger than the pool of {pool_n}")
+            start = int(rng.integers(0, pool_n - n + 1))
+            return pool[start:start + n].reshape(rows, cols)
     head = a.embd // a.heads
     w.add_tensor("token_embd.weight", t(n_vocab, a.embd))
     w.add_tensor("output_norm.weight", np.ones(a.embd, dtype=np.float32))
