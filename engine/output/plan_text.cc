@@ -56,7 +56,10 @@ std::string Pad(const std::string& s, size_t width) {
 
 // Whole seconds from one second up ("42s", "15m42s"): a start time is not known to the ms.
 std::string Seconds(uint64_t ms) {
-  return FormatDurationMs(ms < 1000 ? ms : (ms + 500) / 1000 * 1000);
+  if (ms < 1000) return FormatDurationMs(ms);
+  // Rounded to the nearest second, except where rounding up would pass 2^64 (saturated figures).
+  const uint64_t s = ms / 1000 + (ms % 1000 >= 500 && ms / 1000 < UINT64_MAX / 1000);
+  return FormatDurationMs(s * 1000);
 }
 
 // Whether a write-unit shows its diff: always when it replaces a file someone else wrote or

@@ -198,6 +198,19 @@ TEST(PlanText, ADarkWindowsEstimateSaysWhatItIsMadeOf) {
   EXPECT_EQ(DarkEstimateText(DarkEstimate{}), "") << "a port that stays dark has no estimate";
 }
 
+// Saturated figures (a saved observation's times near 2^64) print as what they are, never wrapped
+// round to a few seconds by the rounding.
+TEST(PlanText, AWindowOfAlmost2To64MillisecondsIsNotPrintedAsAFewSeconds) {
+  DarkEstimate e;
+  e.gate_unit = "sb.service";
+  e.samples_ms = {UINT64_MAX};
+  e.expected_ms = UINT64_MAX;
+  e.gate_timeout_ms = 20'000;
+  e.worst_ms = UINT64_MAX;
+  const std::string text = DarkEstimateText(e);
+  EXPECT_EQ(text.rfind("about 5124095576030h", 0), 0u) << text;
+}
+
 // A stop-first switch: the old server's stops and its stop timeout are part of the window.
 TEST(PlanText, ADarkWindowThatBeginsWithAStopSaysWhatTheStopAdds) {
   DarkEstimate e;
