@@ -375,7 +375,11 @@ std::string ReadTensorList(Cursor* c, uint64_t tensors, size_t read, GgufModel* 
     std::string_view name = c->String();
     uint32_t dims = static_cast<uint32_t>(c->U(4));
     if (!c->ok()) break;
-    const std::string shown = "'" + EscapeLine(Utf8Prefix(name, 64)) + "'";
+    // Appended, not "'" + ... + "'": g++ 12 -O2 with _FORTIFY_SOURCE warns falsely on the
+    // temporary (-Wrestrict/-Wstringop-overflow, GCC bug 105329), which fails the package build.
+    std::string shown = "'";
+    shown += EscapeLine(Utf8Prefix(name, 64));
+    shown += "'";
     if (dims == 0 || dims > 4)  // GGML_MAX_DIMS
       return "has a tensor " + shown + " of " + std::to_string(dims) + " dimensions";
     uint64_t elements = 1;
