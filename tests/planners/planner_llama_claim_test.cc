@@ -32,7 +32,20 @@ struct Measured {
   int parallel;
   std::string ngl;
   uint64_t process_mib;  // nvidia-smi's figure for the llama-server process
+  std::string What() const {
+    return "-c " + std::to_string(ctx) + " -np " + std::to_string(parallel) + " -ngl " + ngl;
+  }
 };
+
+// What berth claims for `m` on one GPU with the row's flags; empty when it cannot derive it.
+std::optional<LlamaClaim> ClaimAt(const GgufModel& m, const Measured& row) {
+  LlamaServerOptions o;
+  o.ctx_size = row.ctx;
+  o.parallel = row.parallel;
+  o.n_gpu_layers = row.ngl;
+  std::string why;
+  return DeriveLlamaClaim(o, m, 1, &why);
+}
 
 // llama-server (llama.cpp 80fb11a) on an H100, the 8B F16 model above: the process's GPU memory
 // at each setting (docs/engines.md, "GPU memory").
@@ -44,17 +57,11 @@ TEST(LlamaClaim, DerivedClaimsAreWithinFivePercentOfLlamaServersProcessOnAnH100)
                                                    {65536, 1, "all", 22516},
                                                    {131072, 8, "all", 30660},
                                                    {8192, 1, "16", 7776}}) {
-    LlamaServerOptions o;
-    o.ctx_size = row.ctx;
-    o.parallel = row.parallel;
-    o.n_gpu_layers = row.ngl;
-    std::string why;
-    std::optional<LlamaClaim> c = DeriveLlamaClaim(o, m, 1, &why);
-    ASSERT_TRUE(c) << why;
+    std::optional<LlamaClaim> c = ClaimAt(m, row);
+    ASSERT_TRUE(c) << row.What();
     const double derived = static_cast<double>(c->total()) / kMiB;
     const double measured = static_cast<double>(row.process_mib);
-    EXPECT_NEAR(derived, measured, measured * 0.05)
-        << "-c " << row.ctx << " -np " << row.parallel << " -ngl " << row.ngl << ": " << c->words;
+    EXPECT_NEAR(derived, measured, measured * 0.05) << row.What() << ": " << c->words;
   }
 }
 
@@ -73,18 +80,12 @@ TEST(LlamaClaim, DerivedClaimsCoverAnotherShapeOnAnH200ByAFixedOverhead) {
                                                    {65536, 8, "all", 5692},
                                                    {8192, 1, "8", 2250},
                                                    {8192, 1, "0", 614}}) {
-    LlamaServerOptions o;
-    o.ctx_size = row.ctx;
-    o.parallel = row.parallel;
-    o.n_gpu_layers = row.ngl;
-    std::string why;
-    std::optional<LlamaClaim> c = DeriveLlamaClaim(o, m, 1, &why);
-    ASSERT_TRUE(c) << why;
+    std::optional<LlamaClaim> c = ClaimAt(m, row);
+    ASSERT_TRUE(c) << row.What();
     const double derived = static_cast<double>(c->total()) / kMiB;
     const double measured = static_cast<double>(row.process_mib);
     EXPECT_GE(derived, measured) << c->words;
-    EXPECT_LE(derived, measured + 300)
-        << "-c " << row.ctx << " -np " << row.parallel << " -ngl " << row.ngl << ": " << c->words;
+    EXPECT_LE(derived, measured + 300) << row.What() << ": " << c->words;
   }
 }
 
