@@ -103,7 +103,7 @@ const ResolvedModel* FindResolved(const std::vector<ResolvedModel>& models,
 void DiffModels(const Desired& desired, const PlanIndex& index, Draft* draft);
 /// Unit writes and removals, starts, restarts and stops.
 void DiffServices(const Desired& desired, const PlanIndex& index, const std::string& berth_version,
-                  bool render_on_two_threads, Draft* draft);
+                  Draft* draft);
 /// Orders the draft into the plan's actions and checks disk, GPU memory and ports at each step.
 /// What it places is moved out of `draft`; its models stay (the prewarms read them after).
 void Sequence(const Desired& desired, const PlanIndex& index, Draft* draft, Plan* plan);

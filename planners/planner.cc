@@ -40,7 +40,7 @@ Plan MakePlan(const Desired& desired, const Observed& observed, const PlanOption
   const Desired& resolved = with_state_only ? *with_state_only : desired;
   DiffModels(resolved, index, &draft);
   DeriveLlamaClaims(resolved, &draft);
-  DiffServices(resolved, index, options.berth_version, options.render_on_two_threads, &draft);
+  DiffServices(resolved, index, options.berth_version, &draft);
   const ReportedNames& names = draft.reported_names;
   Sequence(resolved, index, &draft, &plan);
   ApplyRelativeFloors(resolved, index, &plan);

@@ -19,9 +19,6 @@ struct PlanOptions {
   /// is left out, with a warning). Unset (default): no engine checks, no warning (a caller
   /// that runs no engine, such as a test of the plan's other steps).
   std::optional<std::string> engine_check_dir;
-  /// Renders the units of many services on two threads (the plan is the same either way;
-  /// false: one thread, for the test that proves it).
-  bool render_on_two_threads = true;
 };
 
 /// The ordered, checked plan. Observed.state is berth's inventory: only what it lists (and

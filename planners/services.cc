@@ -4,7 +4,6 @@
 
 #include "core/hash.h"
 #include "core/hf_cache.h"
-#include "core/two_threads.h"
 #include "core/unit_marker.h"
 #include "core/units.h"
 #include "planners/draft.h"
@@ -88,13 +87,11 @@ std::string Needs(const UnitDiff& diff) {
 }
 
 // A service's unit as the manifest wants it, and what else of PlanUnitFile depends only on
-// the manifest, the resolved models and the observation. Rendering is most of the time of a
-// plan of many services and reads only const inputs, so DiffServices renders ahead on two
-// threads (RenderAhead).
+// the manifest, the resolved models and the observation.
 struct Rendering {
-  std::string reported_name;                 // what the gates ask /v1/models for
-  std::optional<Result<RenderedUnit>> unit;  // set once rendered
-  bool drift = false;                        // berth's unit file was edited by hand
+  std::string reported_name;  // what the gates ask /v1/models for
+  Result<RenderedUnit> unit;
+  bool drift = false;  // berth's unit file was edited by hand
 };
 
 Rendering Render(const Desired& d, const PlanIndex& index, const ServiceSpec& s,
@@ -120,33 +117,16 @@ Rendering Render(const Desired& d, const PlanIndex& index, const ServiceSpec& s,
     ctx.snapshot_path = snapshot(s.model);
   }
   ctx.draft_snapshot_path = snapshot(s.draft_model);
-  Rendering r;
   // What the gates ask /v1/models for: the adapter knows what its server reports.
-  if (s.has_engine) r.reported_name = AdapterFor(s.engine).ReportedName(s, ctx);
-  r.unit = TryRenderUnit(s, ctx);
-  if ((*r.unit).ok() && u && u->HasFile() && index.Owns(*u) && !u->content.empty()) {
+  Rendering r{s.has_engine ? AdapterFor(s.engine).ReportedName(s, ctx) : "", TryRenderUnit(s, ctx)};
+  if (r.unit.ok() && u && u->HasFile() && index.Owns(*u) && !u->content.empty()) {
     // A body that is the one berth renders now hashes to its spec_hash (the no-op plan's
     // common case): no need to hash it again.
     std::string body = UnitBody(u->content);
-    r.drift = body == UnitBody((*r.unit)->content) ? (*r.unit)->spec_hash != u->spec_hash
-                                                   : Sha256Hex(body) != u->spec_hash;
+    r.drift = body == UnitBody(r.unit->content) ? r.unit->spec_hash != u->spec_hash
+                                                : Sha256Hex(body) != u->spec_hash;
   }
   return r;
-}
-
-// Renders the services of `specs` into `out` (same length), the second half on a thread of
-// its own when there are enough to pay for one.
-void RenderAhead(const Desired& d, const PlanIndex& index, const std::string& berth_version,
-                 const Draft& draft, const std::vector<const ServiceSpec*>& specs, bool two_threads,
-                 std::vector<Rendering>* out) {
-  out->clear();
-  out->resize(specs.size());
-  auto range = [&](size_t from, size_t to) {
-    for (size_t i = from; i < to; ++i)
-      (*out)[i] = Render(d, index, *specs[i], berth_version, draft);
-  };
-  // This thread also takes the batch after it is rendered: the other renders a bigger share.
-  SplitOverTwoThreads(0, specs.size() * 3 / 8, specs.size(), two_threads, 64, range);
 }
 
 // Decides the unit file of one service from its rendering.
@@ -156,7 +136,7 @@ UnitFileChange PlanUnitFile(const Desired& d, const PlanIndex& index, const Serv
   UnitFileChange change;
   const ObservedUnit* u = index.Unit(s.UnitName());
   if (s.has_engine) draft->reported_names[s.name] = std::move(rendering.reported_name);
-  Result<RenderedUnit>& rendered = *rendering.unit;
+  Result<RenderedUnit>& rendered = rendering.unit;
   if (!rendered.ok()) {
     // A value no unit file can hold: the plan is blocked, nothing is written.
     Problem p;
@@ -330,32 +310,9 @@ void KeepOrEvictSleepers(const ObservedMemory& mem, std::vector<const ServiceSpe
 }  // namespace
 
 void DiffServices(const Desired& d, const PlanIndex& index, const std::string& berth_version,
-                  bool render_on_two_threads, Draft* draft) {
+                  Draft* draft) {
   const Observed& o = index.observed();
   std::vector<const ServiceSpec*> sleepers;  // wanted stopped, asleep (standby: sleep)
-  // The services whose units the plan renders, in the order the loop below takes them; rendered
-  // ahead a batch at a time (a bounded number of rendered units held at once).
-  std::vector<const ServiceSpec*> to_render;
-  for (const auto& [name, s] : d.services)
-    if (s.state != ServiceState::kAbsent && s.has_engine) to_render.push_back(&s);
-  constexpr size_t kBatch = 1024;
-  std::vector<const ServiceSpec*> batch;
-  std::vector<Rendering> rendered;
-  size_t next = 0, taken = 0;  // next: first service of to_render not yet rendered
-  // The rendering of `s`, the next service of to_render.
-  auto take = [&](const ServiceSpec& s) -> Rendering {
-    if (taken == rendered.size()) {
-      size_t end = std::min(next + kBatch, to_render.size());
-      batch.assign(to_render.begin() + static_cast<std::ptrdiff_t>(next),
-                   to_render.begin() + static_cast<std::ptrdiff_t>(end));
-      RenderAhead(d, index, berth_version, *draft, batch, render_on_two_threads, &rendered);
-      next = end;
-      taken = 0;
-    }
-    if (taken < batch.size() && batch[taken] == &s) return std::move(rendered[taken++]);
-    return Render(d, index, s, berth_version, *draft);  // not reached: the loop takes them in order
-  };
-
   for (const auto& [name, s] : d.services) {
     const ObservedUnit* u = index.Unit(s.UnitName());
     std::string address = "service/" + name;
@@ -393,7 +350,7 @@ void DiffServices(const Desired& d, const PlanIndex& index, const std::string& b
     UnitFileChange change;
     size_t problems = draft->problems.size();
     if (s.has_engine) {
-      change = PlanUnitFile(d, index, s, take(s), draft);
+      change = PlanUnitFile(d, index, s, Render(d, index, s, berth_version, *draft), draft);
     } else if (!u || u->load_state == "not-found") {
       if (s.state == ServiceState::kRunning) {
         Problem p;
