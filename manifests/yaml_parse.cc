@@ -11,8 +11,6 @@
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
-#include "manifests/yaml_block.h"
-
 namespace berth::manifests {
 namespace {
 
@@ -229,14 +227,6 @@ std::optional<Stray> StrayFlowIndicator(const std::string& file, const std::stri
 }  // namespace
 
 std::optional<YamlDocument> ParseDocument(YamlReader& r, const std::string& text) {
-  {
-    YamlDocument doc;
-    if (ReadBlockYaml(text, &doc)) return doc;
-  }
-  return ParseWithYamlCpp(r, text);
-}
-
-std::optional<YamlDocument> ParseWithYamlCpp(YamlReader& r, const std::string& text) {
   try {
     // The events first: an alias bomb is refused before a tree is built. The scan reads the
     // whole text once more (yaml-cpp's scanner is most of a big manifest's load), so it runs

@@ -1,5 +1,5 @@
-// Turning a file's text into a YamlDocument: the block reader for the usual manifest, yaml-cpp for
-// the rest, with yaml-cpp's errors (and its known hangs) kept behind this seam.
+// Turning a file's text into a YamlDocument with yaml-cpp, its errors (and its known hangs) kept
+// behind this seam.
 #pragma once
 
 #include <optional>
@@ -14,8 +14,5 @@ namespace berth::manifests {
 /// one diagnostic at the parser's position, and nullopt: the rest of the file is skipped. A
 /// second document ("---") is reported, since a manifest file holds one. Never throws.
 std::optional<YamlDocument> ParseDocument(YamlReader& r, const std::string& text);
-
-/// The same, with yaml-cpp alone (the block reader's tests compare the two).
-std::optional<YamlDocument> ParseWithYamlCpp(YamlReader& r, const std::string& text);
 
 }  // namespace berth::manifests

@@ -1,7 +1,6 @@
 // A parsed YAML document as the decoders read it: maps (entries in source order, repeats kept),
-// lists, scalars with their tag, and each node's position. Two readers build it: the block reader
-// (yaml_block.h) for the plain block style manifests are written in, and yaml-cpp's events for
-// everything else (yaml_parse.cc). Nodes live in their document; an alias shares its anchor's node.
+// lists, scalars with their tag, and each node's position, built from yaml-cpp's events
+// (yaml_parse.cc). Nodes live in their document; an alias shares its anchor's node.
 #pragma once
 
 #include <cstddef>
