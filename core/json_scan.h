@@ -1,7 +1,6 @@
 // A strict JSON reader that calls back per value and builds nothing: the load generator reads
 // one small JSON object per streamed token, and nlohmann-json's lexer (a push_back per byte into
-// its token buffer) was a fifth of the generator's CPU even with a SAX handler; ReadJsonFast
-// (json_read.h) builds saved observations' documents with it. It accepts what
+// its token buffer) was a fifth of the generator's CPU even with a SAX handler. It accepts what
 // nlohmann-json accepts (RFC 8259; strings valid UTF-8 with no surrogate code points, escapes
 // decoded, surrogate pairs joined) except nesting deeper than kMaxJsonDepth, which no streamed
 // chunk has. Iterative: a hostile "[[[[..." costs a byte of stack per level, up to the limit.

@@ -5,9 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <type_traits>
 
-#include "core/json_read.h"
+#include "core/json_scan.h"
 #include "core/json_text.h"
-#include "core/observed_unit_reader.h"
 #include "core/unit_marker.h"
 #include "core/untrusted_text.h"
 
@@ -273,13 +272,6 @@ std::string DefaultContentNote(const ObservedUnit& u) {
              : "";
 }
 
-// What a unit's reader derives, never a second source: the lineage from the text, and the
-// default content note when the unit did not say one.
-void Derive(bool has_note, ObservedUnit* u) {
-  if (!has_note) u->content_note = DefaultContentNote(*u);
-  u->lineage = u->managed ? UnitLineage(u->content) : "";
-}
-
 // Item `i` of units.items.
 Result<ObservedUnit> ReadUnit(InJson& item, size_t i) {
   Reader ru(item, "units.items[" + std::to_string(i) + "]");
@@ -327,92 +319,14 @@ Result<ObservedUnit> ReadUnit(InJson& item, size_t i) {
   BERTH_RETURN_IF_ERROR(ru.Get("active_enter_usec", &u.active_enter_usec));
   BERTH_RETURN_IF_ERROR(ru.Get("timeout_stop_usec", &u.timeout_stop_usec));
   BERTH_RETURN_IF_ERROR(ru.Get("crash_looping", &u.crash_looping));
-  Derive(has_note, &u);
+  // Derived, never a second source: the default note when the unit did not say one, and the
+  // lineage from the text.
+  if (!has_note) u.content_note = DefaultContentNote(u);
+  u.lineage = u.managed ? UnitLineage(u.content) : "";
   return u;
 }
 
-// The units read as their objects closed, while the document was built (the saved
-// observation's path: 10,000 units' objects are never held at once); the document holds null
-// in their place. Errors wait for ReadUnits to reach their item, so that the first error in
-// document order is the one reported, as when the document is read whole.
-//
-// Each unit is read from the scanner's calls (ObservedUnitReader), without a document of its
-// own; one the reader finds odd (an unknown or repeated key, a wrong type) is read again from
-// its text as a document by ReadUnit, which words what is wrong as it always has.
-class UnitsAhead : public JsonItemSink, public JsonItemReader {
- public:
-  UnitsAhead() : JsonItemSink("units", "items") {}
-  void Reset() override {
-    units_.clear();
-    taken_.clear();
-    error_.reset();
-  }
-  void Take(size_t i, nlohmann::json& item) override {
-    Taken(i, [&] { return ReadUnit(item, i); });
-  }
-  JsonItemReader* ItemReader() override { return this; }
-
-  // JsonItemReader: the calls of one item, then Done.
-  void StartObject() override { ++depth_ == 1 ? reader_.Begin() : reader_.Odd(); }
-  void EndObject() override { --depth_; }
-  void StartArray() override { reader_.StartArray(); }
-  void EndArray() override { reader_.EndArray(); }
-  void Key(std::string_view k) override {
-    if (depth_ == 1) reader_.Key(k);
-  }
-  void String(std::string_view s) override { reader_.String(s); }
-  void Null() override { reader_.Null(); }
-  void Boolean(bool b) override { reader_.Boolean(b); }
-  void Signed(int64_t v) override { reader_.Signed(v); }
-  void Unsigned(uint64_t v) override { reader_.Unsigned(v); }
-  void Float(double) override { reader_.Odd(); }
-  void Done(size_t i, std::string_view text) override {
-    Taken(i, [&]() -> Result<ObservedUnit> {
-      if (!reader_.odd()) {
-        bool has_note = false;
-        ObservedUnit u = reader_.Take(&has_note);
-        Derive(has_note, &u);
-        return u;
-      }
-      InJson item;
-      try {
-        std::optional<InJson> fast = ReadJsonFast(text);
-        item = fast ? std::move(*fast) : InJson::parse(text);
-      } catch (const nlohmann::json::exception& e) {  // not reached: the scanner read it
-        return Status::InvalidArgument("units.items[" + std::to_string(i) + "]: " + e.what());
-      }
-      return ReadUnit(item, i);
-    });
-  }
-  bool taken(size_t i) const { return i < taken_.size() && taken_[i]; }
-  /// The unit of taken item `i` (items are taken in order; call once per item, in order).
-  Result<ObservedUnit> Next(size_t i) {
-    if (error_ && error_->first == i) return error_->second;
-    return std::move(units_[next_++]);
-  }
-
- private:
-  template <class Read>
-  void Taken(size_t i, Read read) {
-    if (taken_.size() <= i) taken_.resize(i + 1, false);
-    taken_[i] = true;
-    if (error_) return;  // nothing after the first error is read
-    Result<ObservedUnit> u = read();
-    if (u.ok())
-      units_.push_back(std::move(*u));
-    else
-      error_.emplace(i, u.status());
-  }
-
-  std::vector<ObservedUnit> units_;  // the taken items read without error, in order
-  std::vector<bool> taken_;          // by index
-  std::optional<std::pair<size_t, Status>> error_;
-  size_t next_ = 0;
-  ObservedUnitReader reader_;  // the item being read
-  int depth_ = 0;              // of objects, in it
-};
-
-Status ReadUnits(InJson& j, Observed* o, UnitsAhead* ahead) {
+Status ReadUnits(InJson& j, Observed* o) {
   Reader rd(j, "units");
   BERTH_RETURN_IF_ERROR(rd.Keys({"known", "items"}));
   BERTH_RETURN_IF_ERROR(rd.Get("known", &o->units_known));
@@ -420,7 +334,7 @@ Status ReadUnits(InJson& j, Observed* o, UnitsAhead* ahead) {
   BERTH_RETURN_IF_ERROR(ExpectArray(items, "units.items"));
   if (items) o->units.reserve(items->size());
   for (size_t i = 0; items && i < items->size(); ++i) {
-    Result<ObservedUnit> u = ahead && ahead->taken(i) ? ahead->Next(i) : ReadUnit((*items)[i], i);
+    Result<ObservedUnit> u = ReadUnit((*items)[i], i);
     if (!u.ok()) return u.status();
     o->units.push_back(std::move(*u));
   }
@@ -749,17 +663,12 @@ std::string ObservedToJson(const Observed& o) {
 namespace {
 
 // The parsed document of `text`, or why it is not JSON.
-Status Parse(const std::string& text, const std::string& source, InJson* j, UnitsAhead* ahead) {
+Status Parse(const std::string& text, const std::string& source, InJson* j) {
+  if (JsonNestedDeeperThan(text, kMaxJsonDepth))
+    return Status::InvalidArgument(source + ": not valid JSON: nested deeper than " +
+                                   std::to_string(kMaxJsonDepth) + " levels");
   try {
-    if (std::optional<InJson> fast = ReadJsonFast(text, ahead)) {
-      *j = std::move(*fast);
-    } else {
-      if (ahead) ahead->Reset();
-      if (JsonNestedDeeperThan(text, kMaxJsonDepth))
-        return Status::InvalidArgument(source + ": not valid JSON: nested deeper than " +
-                                       std::to_string(kMaxJsonDepth) + " levels");
-      *j = InJson::parse(text);  // what the fast reader leaves, and the words for an error
-    }
+    *j = InJson::parse(text);
     // parse_error, and out_of_range for a number past a double ("1e400", 100,000 digits).
   } catch (const nlohmann::json::exception& e) {
     // The parser quotes the token: a 100,000-digit number would be the whole message.
@@ -768,30 +677,7 @@ Status Parse(const std::string& text, const std::string& source, InJson* j, Unit
   return Status::Ok();
 }
 
-Result<Observed> FromDocument(InJson& j, const std::string& source, UnitsAhead* ahead);
-
-}  // namespace
-
-Result<Observed> ObservedFromJson(const std::string& text, const std::string& source) {
-  InJson j;
-  BERTH_RETURN_IF_ERROR(Parse(text, source, &j, nullptr));
-  return FromDocument(j, source, nullptr);
-}
-
-Result<Observed> ObservedFromJson(std::string&& text, const std::string& source,
-                                  std::shared_ptr<void>* leftover) {
-  auto document = std::make_shared<InJson>();
-  if (leftover) *leftover = document;
-  UnitsAhead units;  // read as the document is built
-  Status parsed = Parse(text, source, document.get(), &units);
-  std::string().swap(text);
-  BERTH_RETURN_IF_ERROR(parsed);
-  return FromDocument(*document, source, &units);
-}
-
-namespace {
-
-Result<Observed> FromDocument(InJson& j, const std::string& source, UnitsAhead* ahead) {
+Result<Observed> FromDocument(InJson& j, const std::string& source) {
   Observed o;
   Reader rd(j, "(top)");
   Status s =
@@ -810,7 +696,7 @@ Result<Observed> FromDocument(InJson& j, const std::string& source, UnitsAhead* 
   if (s.ok()) s = rd.Get("observed_at", &o.observed_at);
   if (s.ok() && rd.Child("store")) s = ReadStore(*rd.Child("store"), &o.store);
   if (s.ok() && rd.Child("gpus")) s = ReadGpus(*rd.Child("gpus"), &o);
-  if (s.ok() && rd.Child("units")) s = ReadUnits(*rd.Child("units"), &o, ahead);
+  if (s.ok() && rd.Child("units")) s = ReadUnits(*rd.Child("units"), &o);
   if (s.ok() && rd.Child("ports")) s = ReadPorts(*rd.Child("ports"), &o);
   if (s.ok() && rd.Child("hub")) s = ReadHub(*rd.Child("hub"), &o);
   if (s.ok() && rd.Child("memory")) s = ReadMemory(*rd.Child("memory"), &o.memory);
@@ -823,5 +709,21 @@ Result<Observed> FromDocument(InJson& j, const std::string& source, UnitsAhead* 
 }
 
 }  // namespace
+
+Result<Observed> ObservedFromJson(const std::string& text, const std::string& source) {
+  InJson j;
+  BERTH_RETURN_IF_ERROR(Parse(text, source, &j));
+  return FromDocument(j, source);
+}
+
+Result<Observed> ObservedFromJson(std::string&& text, const std::string& source,
+                                  std::shared_ptr<void>* leftover) {
+  auto document = std::make_shared<InJson>();
+  if (leftover) *leftover = document;
+  Status parsed = Parse(text, source, document.get());
+  std::string().swap(text);
+  BERTH_RETURN_IF_ERROR(parsed);
+  return FromDocument(*document, source);
+}
 
 }  // namespace berth
