@@ -119,7 +119,7 @@ SNAP=$WORK/store/models--org--m8b/snapshots/$COMMIT
 GGUF=$SNAP/model.gguf
 if [[ ! -e $WORK/store/gguf.done ]]; then
   say "write the GGUF"
-  rm -rf "$WORK/store"
+  rm -rf "$WORK/store/models--org--m8b"  # llama_switch.py may write its second model beside
   mkdir -p "$SNAP" "$WORK/store/models--org--m8b/refs"
   echo -n "$COMMIT" >"$WORK/store/models--org--m8b/refs/main"
   t0=$(now)

@@ -18,7 +18,7 @@ PY=python3
 $PY -c 'import numpy' 2>/dev/null || PY=/usr/bin/python3
 berth() { LD_LIBRARY_PATH=$CARRY/lib timeout 120 "$CARRY/bin/berth" "$@"; }
 
-[[ -e $WORK/src/gguf-py ]] || tar -xJf "$CARRY/llama-src.tar.xz" -C "$WORK/src" --strip-components=1
+[[ -e $WORK/src/gguf-py ]] || tar -xJf "$CARRY/llama-src.tar.xz" -C "$WORK/src"
 SNAP=$WORK/store/models--org--m8b/snapshots/$COMMIT
 if [[ ! -e $WORK/store/gguf.done ]]; then
   mkdir -p "$SNAP" "$WORK/store/models--org--m8b/refs"
