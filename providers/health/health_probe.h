@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "providers/http/loopback.h"
+
 namespace berth {
 
 /// The outcome of one probe. Never an error: an unreachable server is an unhealthy one.
@@ -27,21 +29,15 @@ class HealthProbe {
                              const std::string& served_name) = 0;
 };
 
-struct CurlHealthProbeOptions {
-  long connect_timeout_ms = 2000;           // per request, to establish the TCP connection
-  long total_timeout_ms = 10000;            // per request, connect to last byte
-  size_t max_body_bytes = size_t{4} << 20;  // a longer answer is cut off and reported as malformed
-};
-
-/// The real probe: libcurl easy handles, no proxy (loopback), no redirects.
+/// The real probe: one LoopbackRequest per GET, each within `options` (per request).
 class CurlHealthProbe : public HealthProbe {
  public:
-  explicit CurlHealthProbe(CurlHealthProbeOptions options = {});
+  explicit CurlHealthProbe(LoopbackLimits options = {}) : options_(options) {}
   HealthResult Probe(const std::string& host, int port, const std::string& path,
                      const std::string& served_name) override;
 
  private:
-  CurlHealthProbeOptions options_;
+  LoopbackLimits options_;
 };
 
 }  // namespace berth

@@ -1,16 +1,10 @@
-// The smoke request over libcurl: CURLcode becomes an operator-facing detail here.
 #include "providers/health/smoke_client.h"
 
-#include <curl/curl.h>
-
-#include <chrono>
-#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "core/json_text.h"
 #include "core/untrusted_text.h"
-#include "providers/http/curl_easy.h"
-#include "providers/http/curl_global.h"
+#include "providers/http/loopback.h"
 
 namespace berth {
 namespace {
@@ -56,81 +50,39 @@ bool SmokeAnswerText(const std::string& body, const std::string& api, std::strin
   return true;
 }
 
-CurlSmokeClient::CurlSmokeClient(CurlSmokeClientOptions options) : options_(options) {
-  CurlGlobalInit();
-}
-
 SmokeResult CurlSmokeClient::Send(const std::string& host, int port, const SmokeRequest& req) {
   SmokeResult r;
-  std::unique_ptr<CURL, decltype(&curl_easy_cleanup)> curl(curl_easy_init(), &curl_easy_cleanup);
-  if (!curl) {
-    r.detail = "cannot start an HTTP client (curl_easy_init failed: out of memory?)";
-    return r;
-  }
   bool chat = req.api == "chat";
-  std::string url = "http://" + (host.find(':') != std::string::npos ? "[" + host + "]" : host) +
-                    ":" + std::to_string(port) +
-                    (chat ? "/v1/chat/completions" : "/v1/completions");
+  std::string url = LoopbackUrl(host, port, chat ? "/v1/chat/completions" : "/v1/completions");
   nlohmann::json payload = {
       {"model", req.model}, {"max_tokens", req.max_tokens}, {"stream", false}};
   if (chat)
     payload["messages"] = nlohmann::json::array({{{"role", "user"}, {"content", req.prompt}}});
   else
     payload["prompt"] = req.prompt;
-  std::string post = DumpJson(payload);
-  BoundedBody body;
-  body.limit = options_.max_body_bytes;
-  char errbuf[CURL_ERROR_SIZE] = {0};
-  struct curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
-  CURL* c = curl.get();
-  curl_easy_setopt(c, CURLOPT_URL, url.c_str());
-  RestrictToHttp(c);
-  curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
-  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
-  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, options_.connect_timeout_ms);
-  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(req.timeout_ms));
-  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-  curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
-  curl_easy_setopt(c, CURLOPT_POSTFIELDS, post.c_str());
-  curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, static_cast<long>(post.size()));
-  WriteInto(c, &body);
-  curl_easy_setopt(c, CURLOPT_USERAGENT, "berth-smoke/" BERTH_VERSION);
-  auto t0 = std::chrono::steady_clock::now();
-  CURLcode code = curl_easy_perform(c);
-  r.elapsed_ms = static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
-          .count());
-  curl_slist_free_all(headers);
-  r.http_status = static_cast<int>(ResponseStatus(c));
+  LoopbackAnswer a = LoopbackRequest(
+      "POST", url, DumpJson(payload),
+      {options_.connect_timeout_ms, static_cast<long>(req.timeout_ms), options_.max_body_bytes});
+  r.elapsed_ms = a.elapsed_ms;
+  r.http_status = static_cast<int>(a.status);
+  if (!a.error.empty()) {
+    r.detail = a.error;
+    return r;
+  }
   const std::string where = "POST " + url;
-  if (body.truncated) {
-    r.detail = where + ": the answer is longer than " + std::to_string(body.limit) + " bytes";
-    return r;
-  }
-  if (code != CURLE_OK) {
-    std::string why = code == CURLE_OPERATION_TIMEDOUT
-                          ? "no complete answer within " + std::to_string(req.timeout_ms) + " ms"
-                      : code == CURLE_COULDNT_CONNECT
-                          ? std::string("connection refused (nothing listens on port ") +
-                                std::to_string(port) + ")"
-                          : std::string(errbuf[0] ? errbuf : curl_easy_strerror(code));
-    r.detail = where + ": " + why;
-    return r;
-  }
   if (r.http_status != 200) {
     r.detail = where + ": HTTP " + std::to_string(r.http_status) + " (expected 200): '" +
-               Snippet(body.text) + "'";
+               Snippet(a.body) + "'";
     return r;
   }
   std::string text, error;
-  if (!SmokeAnswerText(body.text, req.api, &text, &error)) {
-    r.detail = where + ": a malformed answer (" + error + "): '" + Snippet(body.text) + "'";
+  if (!SmokeAnswerText(a.body, req.api, &text, &error)) {
+    r.detail = where + ": a malformed answer (" + error + "): '" + Snippet(a.body) + "'";
     return r;
   }
   r.text = Snippet(text);
   if (Blank(text)) {
-    r.detail = where + ": HTTP 200 with empty text ('" + Snippet(body.text) + "')";
+    r.detail = where + ": HTTP 200 with empty text ('" + Snippet(a.body) + "')";
     return r;
   }
   r.ok = true;

@@ -38,10 +38,10 @@ struct CurlSmokeClientOptions {
   size_t max_body_bytes = size_t{1} << 20;  // a longer answer fails the gate as malformed
 };
 
-/// The real one: a libcurl easy handle, no proxy (loopback), no redirects.
+/// The real one: a LoopbackRequest within the request's timeout.
 class CurlSmokeClient : public SmokeClient {
  public:
-  explicit CurlSmokeClient(CurlSmokeClientOptions options = {});
+  explicit CurlSmokeClient(CurlSmokeClientOptions options = {}) : options_(options) {}
   SmokeResult Send(const std::string& host, int port, const SmokeRequest& request) override;
 
  private:

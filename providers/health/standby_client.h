@@ -29,18 +29,15 @@ struct CurlStandbyClientOptions {
   size_t max_body_bytes = 64 * 1024;  // an answer longer than this is refused as malformed
 };
 
-/// The real one: libcurl easy handles, no proxy (loopback), no redirects.
+/// The real one: a LoopbackRequest per call.
 class CurlStandbyClient : public StandbyClient {
  public:
-  explicit CurlStandbyClient(CurlStandbyClientOptions options = {});
+  explicit CurlStandbyClient(CurlStandbyClientOptions options = {}) : options_(options) {}
   Status Sleep(const std::string& host, int port, int level, uint64_t timeout_ms) override;
   Status WakeUp(const std::string& host, int port, uint64_t timeout_ms) override;
   Result<bool> IsSleeping(const std::string& host, int port, uint64_t timeout_ms) override;
 
  private:
-  /// One request; the body (at most max_body_bytes) in `body`; not Ok when no HTTP answer came.
-  Status Call(const std::string& method, const std::string& host, int port, const std::string& path,
-              uint64_t timeout_ms, long* http_status, std::string* body);
   CurlStandbyClientOptions options_;
 };
 

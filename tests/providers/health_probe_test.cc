@@ -213,7 +213,7 @@ TEST(CurlHealthProbe, AModelListThatIsNotThereIsReportedWithItsStatus) {
 
 TEST(CurlHealthProbe, AServerThatNeverAnswersTimesOutWithinTheLimit) {
   CannedHttpServer server({{"/health", {200, "", /*hang=*/true}}});
-  CurlHealthProbeOptions options;
+  LoopbackLimits options;
   options.total_timeout_ms = 300;
   CurlHealthProbe probe(options);
   auto start = std::chrono::steady_clock::now();
