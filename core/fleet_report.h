@@ -1,6 +1,6 @@
 // What each host of a fleet publishes in etcd about itself (<prefix><fleet>/hosts/<host>), and
 // what a slot holds (<prefix><fleet>/slots/<n>). Values: the rules are in planners/fleet.h,
-// the etcd calls in engine/apply/fleet_turn.h. Read back from etcd, they are untrusted: the
+// the etcd calls in engine/fleet/fleet_turn.h. Read back from etcd, they are untrusted: the
 // parsers bound and check every field and never throw.
 #pragma once
 

@@ -18,6 +18,7 @@
 #include "core/plan.h"
 #include "core/status.h"
 #include "core/switch_undo.h"
+#include "core/turn_seam.h"
 #include "engine/output/step_observer.h"
 #include "providers/bench/load.h"
 
@@ -32,20 +33,6 @@ class SmokeClient;
 class CommandRunner;
 class FrontControl;
 class StandbyClient;
-
-/// The fleet's turn as the executor sees it (engine/apply/fleet_turn.h in berth): taken before
-/// the first step that takes a service down, checked before each later one, given back when the
-/// run ends (after its gates passed, or its undo).
-class TurnSeam {
- public:
-  virtual ~TurnSeam() = default;
-  /// Blocks until this host may go dark. Not ok: nothing may go dark now.
-  virtual Status Acquire() = 0;
-  /// Whether the turn taken is still this host's (its lease alive); `why` says why not.
-  virtual bool StillHeld(std::string* why) = 0;
-  /// Gives it back. Idempotent.
-  virtual void Release() = 0;
-};
 
 /// Reads a prewarm's files into the page cache (providers/host/page_cache.h in production):
 /// `progress(done, total)` after each chunk; stops early (Ok) when `stop` is set. Returns the

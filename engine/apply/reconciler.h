@@ -22,7 +22,7 @@
 #include "core/plan.h"
 #include "core/status.h"
 #include "engine/apply/executor.h"
-#include "engine/apply/fleet_turn.h"
+#include "engine/fleet/fleet_turn.h"
 #include "engine/output/reporter.h"
 #include "providers/observer.h"
 

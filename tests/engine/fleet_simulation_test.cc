@@ -1,5 +1,5 @@
 // A fleet of 300 simulated hosts against one real etcd (Debian's etcd-server, on loopback): each
-// host is a thread running berth's own fleet turn and report code (engine/apply/fleet_turn.h)
+// host is a thread running berth's own fleet turn and report code (engine/fleet/fleet_turn.h)
 // around a simulated switch of a few milliseconds, as Reconciler does around a real one: take the
 // turn, go dark, report converged (or failed), give the slot back. The rollout has waves
 // (canary, early, rest) and max_unavailable 5.
@@ -24,7 +24,7 @@
 
 #include "core/clock.h"
 #include "core/fleet_report.h"
-#include "engine/apply/fleet_turn.h"
+#include "engine/fleet/fleet_turn.h"
 #include "planners/fleet.h"
 #include "providers/etcd/etcd.h"
 #include "tests/support/etcd_server.h"

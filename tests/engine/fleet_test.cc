@@ -1,5 +1,5 @@
 // The fleet's rules (planners/fleet.h), a host's turn through an in-memory etcd
-// (engine/apply/fleet_turn.h), and the Reconciler taking that turn before anything goes dark.
+// (engine/fleet/fleet_turn.h), and the Reconciler taking that turn before anything goes dark.
 // The same against a real etcd and sandboxed systemd is tests/e2e/fleet_e2e_test.cc.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -8,7 +8,7 @@
 #include <thread>
 #include <utility>
 
-#include "engine/apply/fleet_turn.h"
+#include "engine/fleet/fleet_turn.h"
 #include "engine/output/fleet_view.h"
 #include "planners/fleet.h"
 #include "tests/engine/reconciler_fixture.h"

@@ -1,4 +1,4 @@
-// An in-memory etcd for fast tests of the fleet logic (engine/apply/fleet_turn.h): keys,
+// An in-memory etcd for fast tests of the fleet logic (engine/fleet/fleet_turn.h): keys,
 // leases with their own TTL on the test's clock, the create-if-absent transaction, and a switch
 // that makes every call fail as an unreachable etcd does. The real etcd is in the e2e tests.
 #pragma once

@@ -1,4 +1,4 @@
-#include "engine/apply/fleet_turn.h"
+#include "engine/fleet/fleet_turn.h"
 
 #include <algorithm>
 #include <random>

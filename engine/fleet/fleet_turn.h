@@ -36,7 +36,7 @@
 #include "core/desired.h"
 #include "core/fleet_report.h"
 #include "core/status.h"
-#include "engine/apply/executor.h"
+#include "core/turn_seam.h"
 #include "providers/etcd/etcd.h"
 
 namespace berth {
