@@ -257,7 +257,7 @@ std::vector<ParallelGroup> ParallelStarts(const Plan& plan) {
     for (int p : my_ports) clash = clash || ports.count(p);
     if (clash) close();
     if (g.chains.empty()) g.first = i;
-    g.chains.emplace_back(i, end);
+    g.chains.push_back({i, i + 1, end});
     g.last = end;
     gpus.insert(my_gpus.begin(), my_gpus.end());
     ports.insert(my_ports.begin(), my_ports.end());

@@ -209,7 +209,10 @@ struct Disruption {
   std::string service;  // who served it before
   std::string reason;
   /// Why "nothing serves it after this plan" (until_step 0) holds only as far as berth knows:
-  /// "service/x starts at step 2 on a port berth does not know"; "" when berth knows.
+  /// the starts (0-based) of services on ports berth does not know, and in words (written by
+  /// MarkTurnsAndGroups, once the steps are final): "service/x starts at step 2 on a port berth
+  /// does not know"; "" when berth knows.
+  std::vector<size_t> unknown_port_starts;
   std::string caveat;
   /// How long it is likely to last (planners/dark_windows.h); informative only: a saved plan is
   /// not compared on it. Empty when nothing ends it (until_step 0) or no health gate does.
@@ -248,6 +251,9 @@ struct Replaced {
   HealthStep gate;
   /// Put to sleep (kSleep), not stopped: the undo wakes it (a start when it no longer runs).
   bool asleep = false;
+  /// Asleep: how the undo wakes it (host, port, timeout_ms); port 0: berth knows no port to
+  /// reach it on, and the undo starts it cold.
+  StandbyStep wake;
 };
 
 /// One switch: the start or restart of one service, with its gates, what it replaces, and how
@@ -259,6 +265,9 @@ struct Switch {
   std::vector<size_t> steps;  // every action of the switch, 0-based, in plan order
   size_t start = 0;           // its start or restart
   std::vector<size_t> gates;  // its wait-healthy, smoke and floor, in order
+  /// Its health gate (the wait-healthy among `gates`): its start-to-healthy time is recorded
+  /// there, and an in-place undo waits for it again. nullopt: it has none.
+  std::optional<size_t> health_gate;
   /// What the undo starts again after stopping the new service (in order).
   std::vector<Replaced> replaces;
   /// An in-place update of a rewritten unit: the undo writes the unit file back as it was when
@@ -267,8 +276,10 @@ struct Switch {
   /// Some step of it takes a service down (a stop, a restart, a dark window): the fleet's turn
   /// must be held before its first such step.
   bool needs_turn = false;
-  /// The public port whose front it is behind (0: none); its internal (backend) port.
+  /// The public port whose front it is behind (0: none), that front's admin socket (where its
+  /// undo routes), and its internal (backend) port.
   int front_port = 0;
+  std::string front_socket;
   int backend_port = 0;
   /// Behind a front: the server the undo routes the front back to (the old backend, or "hold"
   /// when nothing served); "" when the switch is not behind a front.
@@ -285,12 +296,24 @@ struct Problem {
   uint64_t available = 0;
 };
 
-/// Services brought up side by side: consecutive chains (a start or restart, its health gate,
-/// the enables and disables that follow it) on pairwise disjoint GPUs and ports. Steps are
-/// 0-based indexes into Plan::actions; a chain is [first, last].
+/// One service of a side-by-side group: its start or restart, its health gate, and the last of
+/// the enables and disables that follow it (0-based indexes into Plan::actions).
+struct Chain {
+  size_t start = 0, gate = 0, last = 0;
+  friend bool operator==(const Chain&, const Chain&) = default;
+};
+
+/// Services brought up side by side: consecutive chains on pairwise disjoint GPUs and ports,
+/// steps first..last (0-based, inclusive).
 struct ParallelGroup {
   size_t first = 0, last = 0;
-  std::vector<std::pair<size_t, size_t>> chains;  // two or more
+  std::vector<Chain> chains;  // two or more
+};
+
+/// Downloads that run at once: steps first..last (0-based, inclusive), all downloads.
+struct DownloadBatch {
+  size_t first = 0, last = 0;
+  friend bool operator==(const DownloadBatch&, const DownloadBatch&) = default;
 };
 
 struct Plan {
@@ -301,10 +324,11 @@ struct Plan {
   std::vector<Action> actions;
   std::vector<Note> notes;
   std::vector<Disruption> disruptions;
-  std::vector<Switch> switches;       // one per service started or restarted, in plan order
-  std::vector<ParallelGroup> groups;  // the side-by-side starts (ParallelStarts), in plan order
-  std::vector<Problem> problems;      // non-empty: blocked
-  std::vector<std::string> warnings;  // checks that could not be made, assumptions
+  std::vector<Switch> switches;          // one per service started or restarted, in plan order
+  std::vector<ParallelGroup> groups;     // the side-by-side starts (ParallelStarts), in plan order
+  std::vector<DownloadBatch> downloads;  // the downloads that run at once, in plan order
+  std::vector<Problem> problems;         // non-empty: blocked
+  std::vector<std::string> warnings;     // checks that could not be made, assumptions
   // Disk summary, for the reviewer.
   uint64_t disk_needed = 0;
   uint64_t disk_free = 0;

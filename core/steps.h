@@ -35,6 +35,10 @@ struct RemoveModelStep {
 /// executor never reads them and a saved plan does not carry them.
 struct UnitFileStep {
   std::string content;
+  /// A file is there now (the write replaces it: an in-place undo writes it back), and it is not
+  /// berth's (adopt: true: a copy goes to the state directory before it is replaced).
+  bool replaces = false;
+  bool adopts = false;
   std::string old_content;
   std::string old_note;
   friend bool operator==(const UnitFileStep&, const UnitFileStep&) = default;
@@ -60,8 +64,8 @@ struct HealthStep {
   friend bool operator==(const HealthStep&, const HealthStep&) = default;
 };
 
-/// kPreflight: the service's own command (argv, run without a shell, within timeout_ms), or
-/// with reason kEngineCheck the engine's own validation of the unit: argv is the unit's
+/// kPreflight: the service's own command (argv, run without a shell, within timeout_ms), or,
+/// when `engine` is set, the engine's own validation of the unit: argv is the unit's
 /// ExecStart argv, unchanged; the check runs `check_program` (vllm, sglang: a file in
 /// ExecutorDeps::engine_check_dir, run by the interpreter of argv[0]) or argv[0] --version
 /// (engine "llama-server"), with `env` (the unit's Environment= assignments, "KEY=VALUE" in the

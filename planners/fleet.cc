@@ -24,21 +24,9 @@ std::string WaveName(const FleetSpec& fleet, size_t index) {
 }
 
 std::optional<size_t> FirstDisruptiveStep(const Plan& plan) {
-  std::optional<size_t> first;
-  auto note = [&](size_t i) {
-    if (!first || i < *first) first = i;
-  };
-  for (size_t i = 0; i < plan.actions.size(); ++i) {
-    ActionKind k = plan.actions[i].kind;
-    if (k == ActionKind::kStop || k == ActionKind::kRestart || k == ActionKind::kSleep) {
-      note(i);
-      break;
-    }
-  }
-  for (const Disruption& d : plan.disruptions)
-    if (d.from_step >= 1 && static_cast<size_t>(d.from_step) <= plan.actions.size())
-      note(static_cast<size_t>(d.from_step - 1));
-  return first;
+  for (size_t i = 0; i < plan.actions.size(); ++i)
+    if (plan.actions[i].takes_down) return i;
+  return std::nullopt;
 }
 
 FleetTurnVerdict MayGoDark(const FleetSpec& fleet, const std::string& host,

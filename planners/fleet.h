@@ -20,8 +20,8 @@ size_t WaveIndex(const FleetSpec& fleet, const std::string& host);
 /// Its name: the wave's, "(after all waves)" past the last, "" without waves.
 std::string WaveName(const FleetSpec& fleet, size_t index);
 
-/// The 0-based index of the first action that takes a service down (a stop, a restart, or the
-/// start of a port's dark window); nullopt when nothing of the plan goes dark.
+/// The 0-based index of the first action the plan marks as taking a service down
+/// (Action::takes_down, the one definition: MarkTurnsAndGroups); nullopt when none does.
 std::optional<size_t> FirstDisruptiveStep(const Plan& plan);
 
 struct FleetTurnVerdict {

@@ -166,24 +166,29 @@ std::vector<Action> GatesAfterHealth(const HostSpec& host, const ServiceSpec& s,
   return out;
 }
 
-// Inserts `gates` before action `at` (0-based), keeping the steps the plan's disruptions name on
-// the actions they named.
-void InsertActions(Plan* plan, size_t at, const std::vector<Action>& gates) {
-  plan->actions.insert(plan->actions.begin() + static_cast<std::ptrdiff_t>(at), gates.begin(),
-                       gates.end());
-  int n = static_cast<int>(gates.size());
-  for (Disruption& d : plan->disruptions) {
-    if (d.from_step > static_cast<int>(at)) d.from_step += n;
-    if (d.until_step > static_cast<int>(at)) d.until_step += n;
-  }
+void InsertActions(Plan* plan, size_t at, const std::vector<Action>& steps) {
+  plan->actions.insert(plan->actions.begin() + static_cast<std::ptrdiff_t>(at), steps.begin(),
+                       steps.end());
+  const size_t n = steps.size();
   auto shift = [&](size_t& i) {
-    if (i >= at) i += gates.size();
+    if (i >= at) i += n;
   };
+  // 1-based (0: none, or before any step).
+  auto shift1 = [&](int& step) {
+    if (step > static_cast<int>(at)) step += static_cast<int>(n);
+  };
+  for (Disruption& d : plan->disruptions) {
+    shift1(d.from_step);
+    shift1(d.until_step);
+    for (size_t& i : d.unknown_port_starts) shift(i);
+  }
+  for (Problem& p : plan->problems) shift1(p.step);
   for (Switch& sw : plan->switches) {
     for (size_t& i : sw.steps) shift(i);
     for (size_t& i : sw.gates) shift(i);
     for (Replaced& r : sw.replaces) shift(r.stop_step);
     shift(sw.start);
+    if (sw.health_gate) shift(*sw.health_gate);
   }
 }
 

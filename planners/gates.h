@@ -45,8 +45,10 @@ std::vector<Action> GatesAfterHealth(const HostSpec& host, const ServiceSpec& s,
 /// blocked.
 void ApplyRelativeFloors(const Desired& desired, const PlanIndex& index, Plan* plan);
 
-/// Inserts `actions` before action `at` (0-based): the switches' steps, gates, stops and starts
-/// and the disruptions' steps after it move with the actions they name.
+/// Inserts `actions` before action `at` (0-based), the one way a pass adds steps after sequencing:
+/// every index the plan holds (the switches' steps, gates, stops, starts and health gates, the
+/// disruptions' and the problems' 1-based steps) moves with the action it names. Before
+/// MarkTurnsAndGroups, which states the groups and download batches of the final actions.
 void InsertActions(Plan* plan, size_t at, const std::vector<Action>& actions);
 
 /// What every floor gate's service will run when it is measured (its unit file as the plan

@@ -67,10 +67,27 @@ void MarkTurnsAndGroups(Plan* plan) {
   for (const Switch& sw : plan->switches)
     if (sw.mode == SwitchMode::kMakeBeforeBreak)
       for (const Replaced& r : sw.replaces) acts[r.stop_step].takes_down = false;
+  for (Disruption& d : plan->disruptions) {
+    d.caveat.clear();
+    for (size_t i : d.unknown_port_starts)
+      d.caveat += (d.caveat.empty() ? "" : "; ") + acts[i].address + " starts at step " +
+                  std::to_string(i + 1) + " on a port berth does not know";
+  }
   plan->groups = ParallelStarts(*plan);
+  // Downloads side by side: each run of two or more consecutive downloads (the plan puts them
+  // first); a lone one runs as any step.
+  plan->downloads.clear();
+  for (size_t i = 0; i < acts.size(); ++i) {
+    if (acts[i].kind != ActionKind::kDownload) continue;
+    if (!plan->downloads.empty() && plan->downloads.back().last + 1 == i)
+      plan->downloads.back().last = i;
+    else
+      plan->downloads.push_back({i, i});
+  }
+  std::erase_if(plan->downloads, [](const DownloadBatch& b) { return b.first == b.last; });
   std::unordered_map<size_t, int> group_of;  // a chain's first step -> its (last) group
   for (size_t g = 0; g < plan->groups.size(); ++g)
-    for (const auto& [first, last] : plan->groups[g].chains) group_of[first] = static_cast<int>(g);
+    for (const Chain& c : plan->groups[g].chains) group_of[c.start] = static_cast<int>(g);
   for (Switch& sw : plan->switches) {
     sw.needs_turn = false;
     for (size_t i : sw.steps) sw.needs_turn = sw.needs_turn || acts[i].takes_down;

@@ -27,8 +27,8 @@ Plan MakePlan(const Desired& desired, const Observed& observed, const PlanOption
 
 /// The facts of a plan the executor runs on, stated once its actions are final (MakePlan calls
 /// it last; a test that builds a plan by hand may too): Action::takes_down of each stop,
-/// restart and step a port's dark window begins at; Plan::groups (ParallelStarts); each
-/// switch's needs_turn and group.
+/// restart and step a port's dark window begins at; Plan::groups (ParallelStarts); Plan::downloads
+/// (each run of consecutive downloads); each switch's needs_turn and group.
 void MarkTurnsAndGroups(Plan* plan);
 
 /// The store directory berth uses: host.store, else the observed store's path.

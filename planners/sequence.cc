@@ -70,7 +70,7 @@ class Sequencer {
     Removals();
     // A state-only service of unknown port may serve what this plan leaves dark.
     for (Disruption& dis : plan_->disruptions)
-      if (dis.until_step == 0 && !unknown_port_starts_.empty()) dis.caveat = unknown_port_starts_;
+      if (dis.until_step == 0) dis.unknown_port_starts = unknown_port_starts_;
   }
 
  private:
@@ -137,7 +137,7 @@ class Sequencer {
 
   void UnitFiles() {
     for (auto& w : draft_.unit_writes) {
-      if (w.reason != Reason::kUnitMissing) replaced_files_.insert(w.unit);
+      if (w.As<UnitFileStep>().replaces) replaced_files_.insert(w.unit);
       Emit(std::move(w));
     }
     if (!draft_.unit_writes.empty() || draft_.reload_pending) {
@@ -222,6 +222,13 @@ class Sequencer {
     replaced.asleep = sleep;
     if (for_spec && t.spec && t.spec->port)
       replaced.gate = HealthGate(*t.spec, t.address, draft_.reported_names, "").As<HealthStep>();
+    if (sleep && replaced.gate.port) {
+      // The undo wakes it where its health gate dials, within its health timeout, and at least
+      // a minute: a wake moves its weights back onto the GPUs.
+      replaced.wake.host = replaced.gate.host;
+      replaced.wake.port = replaced.gate.port;
+      replaced.wake.timeout_ms = std::max<uint64_t>(replaced.gate.timeout_ms, 60000);
+    }
     Resources freed = host_.Release(t.unit);
     if (sleep) {
       // Asleep, it keeps its port and a residue on each GPU (StandbyResidual).
@@ -370,10 +377,7 @@ class Sequencer {
       }
       plan_->disruptions.push_back(dis);
     }
-    if (!s.port)
-      unknown_port_starts_ += (unknown_port_starts_.empty() ? "" : "; ") + t.address +
-                              " starts at step " + std::to_string(step) +
-                              " on a port berth does not know";
+    if (!s.port) unknown_port_starts_.push_back(static_cast<size_t>(step - 1));
     int until = step;
     if (s.port) until = Emit(HealthGate(s, t.address, draft_.reported_names));
     // The gates after the health gate (smoke); the port serves again at the health gate.
@@ -474,8 +478,12 @@ class Sequencer {
       }
       sw.start = plan_->actions.size();
       EmitStart(*pick);
-      for (size_t k = sw.start + 1; k < plan_->actions.size(); ++k)
-        if (IsGate(plan_->actions[k].kind)) sw.gates.push_back(k);
+      for (size_t k = sw.start + 1; k < plan_->actions.size(); ++k) {
+        if (!IsGate(plan_->actions[k].kind)) continue;
+        sw.gates.push_back(k);
+        if (plan_->actions[k].kind == ActionKind::kWaitHealthy && !sw.health_gate)
+          sw.health_gate = k;
+      }
       FrontSwitchEnd(*pick, &sw);
       // Boot state follows once the new service is healthy: a replacement that fails (and is
       // rolled back) leaves what a reboot brings up as it was.
@@ -592,6 +600,7 @@ class Sequencer {
     if (!decl) return;
     int port = decl->port;
     sw->front_port = port;
+    sw->front_socket = FrontSocketPath(d_.host, port);
     sw->backend_port = pick.spec->port.value_or(0);
     sw->undo_route = route_[port];
     bool restart = pick.kind == ActionKind::kRestart && !stopped_.count(pick.unit);
@@ -726,11 +735,11 @@ class Sequencer {
   size_t dark_indexed_ = 0;
   bool reloaded_ = false;
   std::set<std::string> stopped_;
-  size_t stops_left_ = 0;            // units of stop_of_ not in stopped_ (Pending)
-  std::set<std::string> started_;    // units whose start or restart is emitted
-  std::set<std::string> booted_;     // units whose enable or disable is emitted
-  std::vector<size_t> open_;         // disruptions waiting for the next health gate
-  std::string unknown_port_starts_;  // "service/x starts at step 2 on a port berth does not know"
+  size_t stops_left_ = 0;                    // units of stop_of_ not in stopped_ (Pending)
+  std::set<std::string> started_;            // units whose start or restart is emitted
+  std::set<std::string> booted_;             // units whose enable or disable is emitted
+  std::vector<size_t> open_;                 // disruptions waiting for the next health gate
+  std::vector<size_t> unknown_port_starts_;  // Disruption::unknown_port_starts
   // Fronts, by public port: the server each routes to as the steps so far leave it, the
   // backend to drain before its stop, where a hold began, whether the switch under way is
   // make-before-break, and the configuration text on disk as the steps so far leave it.

@@ -156,6 +156,7 @@ UnitFileChange PlanUnitFile(const Desired& d, const PlanIndex& index, const Serv
   file.content = want.content;
   bool has_file = u && u->HasFile();
   if (has_file) {
+    file.replaces = true;
     file.old_content = WithoutLineage(u->content);
     file.old_note = u->content_note;
   }
@@ -170,6 +171,7 @@ UnitFileChange PlanUnitFile(const Desired& d, const PlanIndex& index, const Serv
       return change;
     }
     w.reason = Reason::kUnitAdopted;
+    file.adopts = true;
     w.detail = "adopt: true replaces " + u->fragment_path + " (" + NotOurs(o, *u) +
                "); a copy of it is kept in the state directory (adopted/)";
     change.detail = "adopted unit now runs berth's configuration";

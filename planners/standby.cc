@@ -33,7 +33,7 @@ bool SleepInsteadOfStop(const Transition& t, const ServiceSpec* for_spec, const 
                         uint64_t* weights, std::string* why) {
   why->clear();
   if (!t.spec || !SleepsOnStandby(*t.spec)) return false;
-  if (t.kind != ActionKind::kStop || t.reason != Reason::kWantedStopped) return false;
+  if (t.kind != ActionKind::kStop || t.spec->state != ServiceState::kStopped) return false;
   if (for_spec && for_spec->port && *for_spec->port == *t.spec->port) {
     *why = for_spec->name + " starts on port " + std::to_string(*t.spec->port) +
            ", which a sleeping server keeps: put the port behind a front (fronts:) for a " +

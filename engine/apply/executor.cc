@@ -35,23 +35,52 @@ std::vector<SwitchUndo> SwitchesOf(
     const std::function<std::optional<std::string>(const std::string& unit)>& read_unit) {
   std::vector<SwitchUndo> out;
   for (const Switch& sw : plan.switches) {
-    if (sw.gates.empty()) continue;
+    if (sw.gates.empty() && sw.replaces.empty()) continue;
     SwitchUndo u;
     u.address = sw.address;
     u.unit = sw.unit;
     u.replaced = sw.replaces;
-    const Action& gate = plan.actions[sw.gates.front()];
-    if (gate.kind == ActionKind::kWaitHealthy) u.gate = gate.As<HealthStep>();
+    if (sw.health_gate) u.gate = plan.actions[*sw.health_gate].As<HealthStep>();
     if (sw.restores_unit) u.unit_before = read_unit(sw.unit);
-    if (sw.front_port) {
-      u.front_port = sw.front_port;
-      u.undo_route = sw.undo_route;
-      for (size_t i : sw.steps)
-        if (plan.actions[i].kind == ActionKind::kRoute)
-          u.front_socket = plan.actions[i].As<FrontStep>().socket;
+    u.front_port = sw.front_port;
+    u.front_socket = sw.front_socket;
+    u.undo_route = sw.undo_route;
+    out.push_back(std::move(u));
+  }
+  return out;
+}
+
+std::vector<SwitchUndo> UndoList(
+    const Plan& plan, const std::vector<SwitchUndo>& earlier,
+    const std::function<std::optional<std::string>(const std::string& unit)>& read_unit) {
+  std::vector<SwitchUndo> fresh = SwitchesOf(plan, read_unit);
+  std::vector<SwitchUndo> out;
+  for (const SwitchUndo& e : earlier) {
+    bool gated = std::any_of(plan.actions.begin(), plan.actions.end(), [&](const Action& a) {
+      return IsGate(a.kind) && a.address == e.address;
+    });
+    if (!gated) continue;
+    SwitchUndo u = e;
+    auto f = std::find_if(fresh.begin(), fresh.end(),
+                          [&](const SwitchUndo& x) { return x.address == e.address; });
+    if (f != fresh.end()) {
+      for (const Replaced& x : f->replaced)
+        if (std::none_of(u.replaced.begin(), u.replaced.end(),
+                         [&](const Replaced& y) { return y.unit == x.unit; }))
+          u.replaced.push_back(x);
+      if (!u.unit_before) u.unit_before = f->unit_before;
+      if (!u.gate.port) u.gate = f->gate;
+      // The route before the first of the runs (what served before the switch began).
+      if (!u.front_port) {
+        u.front_port = f->front_port;
+        u.front_socket = f->front_socket;
+      }
+      if (u.undo_route.empty() || u.undo_route == kFrontHoldServer) u.undo_route = f->undo_route;
+      fresh.erase(f);
     }
     out.push_back(std::move(u));
   }
+  for (SwitchUndo& f : fresh) out.push_back(std::move(f));
   return out;
 }
 
@@ -131,8 +160,15 @@ ExecResult Executor::RunSteps(const Plan& plan) {
   for (size_t k = 0; k < plan.switches.size(); ++k)
     for (size_t i : plan.switches[k].steps)
       if (i < n) owner_[i] = static_cast<int>(k);
+  // What each switch's undo brings back: this plan's, merged with what an interrupted apply's
+  // switches replaced (the journal keeps the same list).
+  undo_ = UndoList(plan, d_.resumed, [this](const std::string& unit) {
+    auto content = d_.unit_files->Read(unit);
+    return content.ok() ? *content : std::nullopt;
+  });
   const std::vector<ParallelGroup>& groups = plan.groups;
   auto group = groups.begin();
+  auto batch = plan.downloads.begin();
   for (size_t i = 0; i < n; ++i) {
     step_started_[i] = d_.clock->Now();
     if (d_.stop && d_.stop->load()) {
@@ -141,13 +177,10 @@ ExecResult Executor::RunSteps(const Plan& plan) {
                                      std::to_string(n) + "; the next run picks up from here");
       return r;
     }
-    const Action& a = plan.actions[i];
-    // Downloads side by side: every download at the head of the plan runs at once.
-    size_t last = i;
-    while (a.kind == ActionKind::kDownload && last + 1 < n &&
-           plan.actions[last + 1].kind == ActionKind::kDownload)
-      ++last;
-    if (a.kind == ActionKind::kDownload && last > i) {
+    // Downloads side by side (Plan::downloads).
+    while (batch != plan.downloads.end() && batch->last < i) ++batch;
+    if (batch != plan.downloads.end() && batch->first == i) {
+      size_t last = batch->last;
       Status s = RunDownloads(plan, i, last, &r);
       if (!s.ok()) {
         r.status = s;
@@ -207,32 +240,25 @@ Status Executor::Step(const Plan& plan, size_t i, ExecResult* r) {
   }
   // The health gate of a switch: how long its start or restart took to become healthy.
   uint64_t healthy_after = 0;
-  if (a.kind == ActionKind::kWaitHealthy && owner_[i] >= 0) {
+  if (owner_[i] >= 0) {
     const Switch& sw = plan.switches[static_cast<size_t>(owner_[i])];
-    if (sw.start < i) healthy_after = NoteHealthy(sw.unit, step_started_[sw.start], r);
+    if (sw.health_gate == i) healthy_after = NoteHealthy(sw.unit, step_started_[sw.start], r);
   }
   Tell(plan, i, StepState::kDone, "", healthy_after);
   return s;
 }
 
 Status Executor::RunGroup(const Plan& plan, const ParallelGroup& g, ExecResult* r) {
-  struct Chain {
-    size_t start = 0, gate = 0, last = 0;
+  struct ChainRun : berth::Chain {
     Status status;      // the first failure of this chain
     size_t failed = 0;  // its step (0-based), when status is not ok
   };
-  std::vector<Chain> chains;
-  for (const auto& [first, last] : g.chains) {
-    Chain c;
-    c.start = first;
-    c.gate = first + 1;
-    c.last = last;
-    chains.push_back(c);
-  }
+  std::vector<ChainRun> chains;
+  for (const berth::Chain& c : g.chains) chains.push_back({c, Status::Ok(), 0});
   Note("steps " + std::to_string(g.first + 1) + "-" + std::to_string(g.last + 1) + ": " +
        std::to_string(chains.size()) + " services on disjoint GPUs and ports start side by side");
   // Every start first: each is only a systemd job, the long part is the model loading.
-  for (Chain& c : chains) {
+  for (ChainRun& c : chains) {
     c.status = Step(plan, c.start, r);
     if (!c.status.ok()) c.failed = c.start;
   }
@@ -240,7 +266,7 @@ Status Executor::RunGroup(const Plan& plan, const ParallelGroup& g, ExecResult* 
   std::vector<GateWait> waits;
   std::vector<size_t> chain_of;  // waits[k] is the gate of chains[chain_of[k]]
   for (size_t k = 0; k < chains.size(); ++k) {
-    Chain& c = chains[k];
+    ChainRun& c = chains[k];
     if (!c.status.ok()) continue;
     const Action& gate = plan.actions[c.gate];
     step_started_[c.gate] = d_.clock->Now();
@@ -250,7 +276,7 @@ Status Executor::RunGroup(const Plan& plan, const ParallelGroup& g, ExecResult* 
     chain_of.push_back(k);
   }
   PollGates(&waits, [&](size_t k) {
-    Chain& c = chains[chain_of[k]];
+    ChainRun& c = chains[chain_of[k]];
     const Action& gate = plan.actions[c.gate];
     const Status& s = waits[k].status;
     if (!s.ok()) {
@@ -262,7 +288,7 @@ Status Executor::RunGroup(const Plan& plan, const ParallelGroup& g, ExecResult* 
     Tell(plan, c.gate, StepState::kDone, "", NoteHealthy(gate.unit, step_started_[c.start], r));
   });
   // Boot state of the services that came up.
-  for (Chain& c : chains)
+  for (ChainRun& c : chains)
     for (size_t i = c.gate + 1; c.status.ok() && i <= c.last; ++i) {
       c.status = Step(plan, i, r);
       if (!c.status.ok()) c.failed = i;
@@ -270,7 +296,7 @@ Status Executor::RunGroup(const Plan& plan, const ParallelGroup& g, ExecResult* 
   Status first;
   std::string also;  // the other chains that failed
   int done = 0;
-  for (Chain& c : chains) {
+  for (ChainRun& c : chains) {
     done += static_cast<int>((c.status.ok() ? c.last + 1 : c.failed) - c.start);
     if (c.status.ok()) continue;
     if (first.ok()) {
@@ -284,7 +310,7 @@ Status Executor::RunGroup(const Plan& plan, const ParallelGroup& g, ExecResult* 
   if (!also.empty()) first = first.Append("; also failed: " + also);
   // Undo each failed change; the services that came up stay up (they did not need the others).
   bool all = true, any = false;
-  for (Chain& c : chains) {
+  for (ChainRun& c : chains) {
     if (c.status.ok() || !d_.rollback) continue;
     std::optional<bool> undone = Rollback(plan, c.failed, r);
     any = any || undone.has_value();
@@ -336,33 +362,14 @@ std::optional<bool> Executor::Rollback(const Plan& plan, size_t failed, ExecResu
                 "service/" + f.As<FrontStep>().server == sw->address)
          : IsGate(f.kind);
   if (!undoable) return std::nullopt;
+  // What the switch replaced (services stopped to make room for it, or, an in-place update,
+  // the unit file it rewrote and restarted), as the journal keeps it (UndoList).
   const std::string address = sw ? sw->address : f.address;
-  const std::string unit = sw ? sw->unit : f.unit;
-  // What the switch replaced: services stopped to make room for it, or (an in-place update)
-  // the unit file it rewrote and restarted.
-  std::vector<Replaced> replaced;
-  std::optional<std::string> before;
-  HealthStep gate;  // its own health gate: how berth knows the service is back
-  if (sw) {
-    replaced = sw->replaces;
-    if (sw->restores_unit && replaced_units_.count(unit)) before = replaced_units_[unit];
-    if (!sw->gates.empty() && plan.actions[sw->gates.front()].kind == ActionKind::kWaitHealthy)
-      gate = plan.actions[sw->gates.front()].As<HealthStep>();
-  }
-  // A switch an interrupted apply began (this run resumes its gates): what it replaced is in
-  // that apply's journal, the unit file as it was before that apply first of all.
-  auto earlier = std::find_if(d_.resumed.begin(), d_.resumed.end(),
-                              [&](const SwitchUndo& u) { return u.address == address; });
-  if (earlier != d_.resumed.end()) {
-    for (const Replaced& x : earlier->replaced)
-      if (std::none_of(replaced.begin(), replaced.end(),
-                       [&](const Replaced& y) { return y.unit == x.unit; }))
-        replaced.push_back(x);
-    if (earlier->unit_before) before = earlier->unit_before;
-    if (!sw) gate = earlier->gate;
-  }
-  bool in_place = before.has_value();
-  if (replaced.empty() && !in_place) return std::nullopt;
+  auto undo = std::find_if(undo_.begin(), undo_.end(),
+                           [&](const SwitchUndo& u) { return u.address == address; });
+  if (undo == undo_.end() || (undo->replaced.empty() && !undo->unit_before)) return std::nullopt;
+  const SwitchUndo& u = *undo;
+  const std::string& unit = u.unit;
   auto note = [&](const std::string& line) {
     r->rollback_log.push_back(line);
     Note("rollback: " + EscapeControl(line));
@@ -370,8 +377,8 @@ std::optional<bool> Executor::Rollback(const Plan& plan, size_t failed, ExecResu
   // The switch went dark at its first step in this run.
   Clock::TimePoint down = step_started_[sw && !sw->steps.empty() ? sw->steps.front() : failed];
 
-  if (in_place) {
-    Status s = d_.unit_files->Write(unit, *before).status();
+  if (u.unit_before) {
+    Status s = d_.unit_files->Write(unit, *u.unit_before).status();
     note("restore the unit file of " + unit + " that berth replaced" +
          (s.ok() ? "" : " failed: " + s.message()));
     if (s.ok()) {
@@ -384,9 +391,8 @@ std::optional<bool> Executor::Rollback(const Plan& plan, size_t failed, ExecResu
       note("restart " + unit + " on its previous unit file" +
            (s.ok() ? "" : " failed: " + s.message()));
     }
-    bool back = s.ok() && BackHealthy(gate, unit, down, restarted, r);
-    const SwitchUndo* resumed = earlier != d_.resumed.end() ? &*earlier : nullptr;
-    return RouteBack(plan, sw, resumed, back ? address : "", r) && back;
+    bool back = s.ok() && BackHealthy(u.gate, unit, down, restarted, r);
+    return RouteBack(u, back ? address : "", r) && back;
   }
   Status s = d_.systemd->Stop(unit, d_.job_timeout);
   note("stop " + unit + (s.ok() ? "" : " failed: " + s.message()));
@@ -396,7 +402,7 @@ std::optional<bool> Executor::Rollback(const Plan& plan, size_t failed, ExecResu
     if (ok && serves.empty()) serves = x.address;
     return ok;
   };
-  for (const Replaced& x : replaced) {
+  for (const Replaced& x : u.replaced) {
     auto started = d_.clock->Now();
     // Put to sleep for the switch: woken, not started cold (a start when the sleep fell back
     // to a stop). A server that cannot be woken is stopped and started cold: a start job alone
@@ -405,13 +411,9 @@ std::optional<bool> Executor::Rollback(const Plan& plan, size_t failed, ExecResu
       Status woke =
           Status::FailedPrecondition(d_.standby ? "berth knows no port to reach it on"
                                                 : "this berth cannot reach sleep-mode servers");
-      if (d_.standby && x.gate.port) {
-        StandbyStep w;
-        w.host = x.gate.host;
-        w.port = x.gate.port;
-        w.timeout_ms = std::max<uint64_t>(x.gate.timeout_ms, 60000);
-        woke = d_.standby->WakeUp(w.host, w.port, w.timeout_ms);
-        if (woke.ok()) woke = AwaitSleeping(w, false);
+      if (d_.standby && x.wake.port) {
+        woke = d_.standby->WakeUp(x.wake.host, x.wake.port, x.wake.timeout_ms);
+        if (woke.ok()) woke = AwaitSleeping(x.wake, false);
       }
       note("wake " + x.unit + " (asleep since the switch)" +
            (woke.ok() ? "" : " failed: " + woke.message() + "; starting it cold"));
@@ -425,29 +427,15 @@ std::optional<bool> Executor::Rollback(const Plan& plan, size_t failed, ExecResu
     note("start " + x.unit + " again" + (st.ok() ? "" : " failed: " + st.message()));
     all = healthy(x, st.ok() && BackHealthy(x.gate, x.unit, down, started, r)) && all;
   }
-  const SwitchUndo* resumed = earlier != d_.resumed.end() ? &*earlier : nullptr;
-  return RouteBack(plan, sw, resumed, serves, r) && all;
+  return RouteBack(u, serves, r) && all;
 }
 
-bool Executor::RouteBack(const Plan& plan, const Switch* sw, const SwitchUndo* resumed,
-                         const std::string& serves, ExecResult* r) {
-  // The front and where it routed before the switch: this plan's switch, else (a switch an
-  // interrupted apply began) its journal's, which also knows what served before that apply when
-  // this plan found the front holding.
-  int port = sw ? sw->front_port : 0;
-  std::string target = sw ? sw->undo_route : "";
+bool Executor::RouteBack(const SwitchUndo& u, const std::string& serves, ExecResult* r) {
+  if (!u.front_port || u.front_socket.empty()) return true;
   FrontStep front;
-  if (sw)
-    for (size_t i : sw->steps)
-      if (i < plan.actions.size() && plan.actions[i].kind == ActionKind::kRoute)
-        front = plan.actions[i].As<FrontStep>();
-  if (resumed && resumed->front_port && (!port || port == resumed->front_port)) {
-    port = resumed->front_port;
-    if (front.socket.empty()) front.socket = resumed->front_socket;
-    if (target.empty() || target == kFrontHoldServer) target = resumed->undo_route;
-  }
-  if (!port || front.socket.empty()) return true;
-  front.port = port;
+  front.port = u.front_port;
+  front.socket = u.front_socket;
+  std::string target = u.undo_route;
   // Never left holding (or on a server that no longer runs) while a server the undo brought back
   // is healthy: the front serves what runs.
   if ((target.empty() || target == kFrontHoldServer) && serves.rfind("service/", 0) == 0)
@@ -456,8 +444,8 @@ bool Executor::RouteBack(const Plan& plan, const Switch* sw, const SwitchUndo* r
   Status s = FrontSteps(d_.connect_front, d_.reload_front, d_.clock, [this](const std::string& l) {
                Note(l);
              }).RouteBack(front, target);
-  std::string line = "route the front of port " + std::to_string(port) + " back to " + target +
-                     (s.ok() ? "" : " failed: " + s.message());
+  std::string line = "route the front of port " + std::to_string(u.front_port) + " back to " +
+                     target + (s.ok() ? "" : " failed: " + s.message());
   r->rollback_log.push_back(line);
   Note("rollback: " + EscapeControl(line));
   return s.ok();
@@ -655,10 +643,6 @@ Status Executor::Wake(const Action& a, const StandbyStep& s) {
 }
 
 Status Executor::WriteUnit(const std::string& unit, const UnitFileStep& f) {
-  // Kept for a rollback of an in-place update (restored as it was, byte for byte).
-  auto before = d_.unit_files->Read(unit);
-  if (before.ok() && before->has_value() && !replaced_units_.count(unit))
-    replaced_units_[unit] = **before;
   return d_.unit_files->Write(unit, StampLineage(f.content, d_.lineage)).status();
 }
 

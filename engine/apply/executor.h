@@ -78,8 +78,8 @@ struct ExecutorDeps {
   TurnSeam* turn = nullptr;
   bool rollback = true;  // undo a failed replacement
   /// What the switches of an interrupted apply replaced (its journal's): a gate of this plan
-  /// whose switch began in that apply is undone from here when it fails, as it would have been
-  /// then. Empty: this plan's own stops and unit writes are all there is to undo.
+  /// whose switch began in that apply is undone from here (merged with this plan's, UndoList)
+  /// when it fails, as it would have been then. Empty: this plan's switches are all there is.
   std::vector<SwitchUndo> resumed;
   /// Called as each step begins (1-based), once the journal says it runs and before it acts:
   /// the seam a test build injects faults through (berth_faulty kills itself there, as a
@@ -130,12 +130,21 @@ struct ExecResult {
   uint64_t bytes_downloaded = 0;
 };
 
-/// The switches of `plan` (Plan::switches) that have gates, and what each replaces: the
+/// The switches of `plan` (Plan::switches) that have gates or replace something, and what each
+/// replaces: the
 /// services stopped to make room for it with their gates, its own health gate, and, when it
 /// restores its unit (Switch::restores_unit), that unit's file now (`read_unit`: its content,
 /// nullopt when there is none). What a journal keeps before the plan runs.
 std::vector<SwitchUndo> SwitchesOf(
     const Plan& plan,
+    const std::function<std::optional<std::string>(const std::string& unit)>& read_unit);
+
+/// What each switch of a run undoes, as its journal keeps it and its rollbacks read it: the
+/// switches an interrupted apply began (`earlier`) whose gates `plan` runs again, what they
+/// replaced first, then what this plan's switch adds; then this plan's other switches
+/// (SwitchesOf).
+std::vector<SwitchUndo> UndoList(
+    const Plan& plan, const std::vector<SwitchUndo>& earlier,
     const std::function<std::optional<std::string>(const std::string& unit)>& read_unit);
 
 class Executor {
@@ -221,16 +230,14 @@ class Executor {
   Status Step(const Plan& plan, size_t i, ExecResult* r);
   Status RunDownloads(const Plan& plan, size_t first, size_t last, ExecResult* r);
   /// Undoes the switch whose start or gate failed at step `failed`: nullopt when it replaced
-  /// nothing, else whether what it replaced runs again and passed its gate. The switch comes
-  /// from Plan::switches, and for a switch an interrupted apply began, from that apply's
-  /// journal (ExecutorDeps::resumed).
+  /// nothing, else whether what it replaced runs again and passed its gate. What it undoes is
+  /// the run's UndoList entry of the switch (or of the interrupted apply's switch whose gate
+  /// this is).
   std::optional<bool> Rollback(const Plan& plan, size_t failed, ExecResult* r);
   /// The end of an undo behind a front: the front routes back to what served before the switch
-  /// (Switch::undo_route; for a switch an interrupted apply began, `resumed`'s, the route before
-  /// that apply), or, were that hold, to `serves` ("service/x": a service the undo saw healthy
-  /// again). True when there is no front, or the route succeeded.
-  bool RouteBack(const Plan& plan, const Switch* sw, const SwitchUndo* resumed,
-                 const std::string& serves, ExecResult* r);
+  /// (SwitchUndo::undo_route), or, were that hold, to `serves` ("service/x": a service the undo
+  /// saw healthy again). True when there is no front, or the route succeeded.
+  bool RouteBack(const SwitchUndo& u, const std::string& serves, ExecResult* r);
   /// After a rollback started `unit` again (at `started`): its health gate, then the outage
   /// since `down`.
   bool BackHealthy(const HealthStep& gate, const std::string& unit, Clock::TimePoint down,
@@ -240,9 +247,9 @@ class Executor {
   uint64_t NoteHealthy(const std::string& unit, Clock::TimePoint started, ExecResult* r);
   std::string JournalTail(const std::string& unit);
   ExecutorDeps d_;
-  bool turn_taken_ = false;                            // this run acquired the fleet's turn
-  std::map<std::string, std::string> replaced_units_;  // unit -> its file before this run
-  std::vector<Clock::TimePoint> step_started_;         // when each step began
+  bool turn_taken_ = false;                     // this run acquired the fleet's turn
+  std::vector<SwitchUndo> undo_;                // this run's UndoList
+  std::vector<Clock::TimePoint> step_started_;  // when each step began
   std::vector<int> owner_;  // step -> the index of its switch in Plan::switches, or -1
   std::map<std::string, GateFigures> references_;  // unit -> what its kReference measured
   std::set<std::string> stopped_not_slept_;  // units a sleep step stopped instead (its fallback)

@@ -173,7 +173,7 @@ Status Executor::EngineCheck(const Action& a, const PreflightStep& p) {
 Status Executor::Preflight(const Action& a, const PreflightStep& p) {
   if (!d_.commands)
     return Status::Internal("no command runner to run the preflight of " + a.address);
-  if (a.reason == Reason::kEngineCheck) return EngineCheck(a, p);
+  if (!p.engine.empty()) return EngineCheck(a, p);
   std::string cmd;
   for (const auto& x : p.argv) {
     if (!cmd.empty()) cmd += ' ';

@@ -53,9 +53,10 @@ void Record(const Plan& plan, const Journal& journal, const ExecResult& exec, St
   for (const GateFigures& g : exec.gate_figures) RecordGateFigures(&st->gate_figures[g.unit], g);
 }
 
-bool TookAServiceDown(ActionKind k) {
-  return k == ActionKind::kStart || k == ActionKind::kStop || k == ActionKind::kRestart ||
-         k == ActionKind::kSleep || k == ActionKind::kWake || IsGate(k);
+bool FailureHoldsTheChange(const Plan& plan, size_t i) {
+  const Action& a = plan.actions[i];
+  return a.takes_down || a.kind == ActionKind::kStart || a.kind == ActionKind::kRestart ||
+         a.kind == ActionKind::kWake || IsGate(a.kind);
 }
 
 void CountUp(const Desired& d, const Observed& o, RunReport* r) {
@@ -80,38 +81,6 @@ void CountUp(const Desired& d, const Observed& o, RunReport* r) {
     if (u && u->crash_looping) r->crash_looping[n] = CrashLoopDetail(*u);
     if (up) ++r->services_up;
   }
-}
-
-std::vector<SwitchUndo> CarrySwitches(const std::vector<SwitchUndo>& earlier,
-                                      std::vector<SwitchUndo> fresh, const Plan& plan) {
-  std::vector<SwitchUndo> out;
-  for (const SwitchUndo& e : earlier) {
-    bool gated = std::any_of(plan.actions.begin(), plan.actions.end(), [&](const Action& a) {
-      return IsGate(a.kind) && a.address == e.address;
-    });
-    if (!gated) continue;
-    SwitchUndo u = e;
-    auto f = std::find_if(fresh.begin(), fresh.end(),
-                          [&](const SwitchUndo& x) { return x.address == e.address; });
-    if (f != fresh.end()) {
-      for (const Replaced& x : f->replaced)
-        if (std::none_of(u.replaced.begin(), u.replaced.end(),
-                         [&](const Replaced& y) { return y.unit == x.unit; }))
-          u.replaced.push_back(x);
-      if (!u.unit_before) u.unit_before = f->unit_before;
-      if (!u.gate.port) u.gate = f->gate;
-      // The route before the first of the runs (what served before the switch began).
-      if (!u.front_port) {
-        u.front_port = f->front_port;
-        u.front_socket = f->front_socket;
-      }
-      if (u.undo_route.empty() || u.undo_route == kFrontHoldServer) u.undo_route = f->undo_route;
-      fresh.erase(f);
-    }
-    out.push_back(std::move(u));
-  }
-  for (SwitchUndo& f : fresh) out.push_back(std::move(f));
-  return out;
 }
 
 }  // namespace berth

@@ -17,17 +17,12 @@ namespace berth {
 /// What the state learns from the actions that ran (the journal says which).
 void Record(const Plan& plan, const Journal& journal, const ExecResult& exec, State* st);
 
-/// Whether a failure of this kind of action came after (or as) a service going dark. A
-/// preflight runs before anything goes dark: its failure is retried like a download's.
-bool TookAServiceDown(ActionKind k);
+/// Whether a failure of step `i` (0-based) holds the change: the step takes a service down (the
+/// plan's Action::takes_down), or it is a start or gate of a replacement, which failed and was
+/// undone. Anything before (a download, a unit write, a preflight) is retried as usual.
+bool FailureHoldsTheChange(const Plan& plan, size_t i);
 
 /// How many of the services the manifest wants running run, and which (into `r`).
 void CountUp(const Desired& d, const Observed& o, RunReport* r);
-
-/// The switches the journal of this run keeps: those an interrupted apply began whose gates
-/// this plan runs again (what they replaced first, then what this plan adds), and this plan's
-/// own.
-std::vector<SwitchUndo> CarrySwitches(const std::vector<SwitchUndo>& earlier,
-                                      std::vector<SwitchUndo> fresh, const Plan& plan);
 
 }  // namespace berth

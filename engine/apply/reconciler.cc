@@ -338,15 +338,11 @@ class Pass {
     // after a kill -9 undoes it from here if one fails.
     const std::vector<SwitchUndo> none;
     const std::vector<SwitchUndo>& earlier = interrupted_ ? unfinished_.switches : none;
-    std::vector<SwitchUndo> resumed = CarrySwitches(earlier, {}, plan_);
     journal.switches =
-        CarrySwitches(earlier,
-                      SwitchesOf(plan_,
-                                 [&](const std::string& unit) -> std::optional<std::string> {
-                                   auto content = host_.unit_files->Read(unit);
-                                   return content.ok() ? *content : std::nullopt;
-                                 }),
-                      plan_);
+        UndoList(plan_, earlier, [&](const std::string& unit) -> std::optional<std::string> {
+          auto content = host_.unit_files->Read(unit);
+          return content.ok() ? *content : std::nullopt;
+        });
     Status js = dir_->SaveJournal(journal);
     if (!js.ok()) {
       say_.Error("berth apply: " + js.message() + "; nothing was changed");
@@ -370,7 +366,7 @@ class Pass {
     deps.clock = &clock_;
     ProgressLines progress(say_.progress(), say_.tty());
     deps.stop = o_.stop;
-    deps.resumed = std::move(resumed);
+    deps.resumed = earlier;
     deps.at_step = d_.at_step;
     std::mutex recording;
     // The journal: each step's state as it changes, and what the state records the moment it
@@ -424,10 +420,10 @@ class Pass {
       st.failures.clear();
       st.held = {};
     } else if (ex.failed_step > 0 && !ex.interrupted) {
-      const Action& a = plan_.actions[static_cast<size_t>(ex.failed_step - 1)];
+      size_t failed = static_cast<size_t>(ex.failed_step - 1);
+      const Action& a = plan_.actions[failed];
       st.failures[a.address] = {NowRfc3339(clock_), ex.status.message()};
-      // A failure before anything went dark (a download, a unit write) is retried as usual.
-      if (TookAServiceDown(a.kind))
+      if (FailureHoldsTheChange(plan_, failed))
         st.held = {desired_.digest, NowRfc3339(clock_), a.address, ex.status.message()};
     }
     Status ss = dir_->Save(st);
@@ -502,7 +498,7 @@ class Pass {
   // directory (adopted/<unit>.<time>) before anything is written, or nothing is.
   bool KeepAdoptedUnits() {
     for (const Action& a : plan_.actions) {
-      if (a.kind != ActionKind::kWriteUnit || a.reason != Reason::kUnitAdopted) continue;
+      if (a.kind != ActionKind::kWriteUnit || !a.As<UnitFileStep>().adopts) continue;
       auto content = host_.unit_files->Read(a.unit);
       Status s = content.ok() ? Status::Ok() : content.status();
       std::string path = o_.state_dir + "/adopted/" + a.unit + "." + NowRfc3339(clock_);

@@ -77,6 +77,8 @@ void Fields(RemoveModelStep& m, F&& f) {
 template <class F>
 void Fields(UnitFileStep& u, F&& f) {
   f("content", u.content);
+  f("replaces", u.replaces);
+  f("adopts", u.adopts);
 }
 template <class F>
 void Fields(ServiceStep& s, F&& f) {
@@ -256,17 +258,20 @@ ordered_json SwitchesToJson(const Plan& plan) {
                           {"unit", r.unit},
                           {"stop_step", r.stop_step},
                           {"gate", GateToJson(r.gate)},
-                          {"asleep", r.asleep}});
+                          {"asleep", r.asleep},
+                          {"wake", PayloadToJson(r.wake)}});
     out.push_back({{"address", sw.address},
                    {"unit", sw.unit},
                    {"mode", SwitchModeName(sw.mode)},
                    {"steps", sw.steps},
                    {"start", sw.start},
                    {"gates", sw.gates},
+                   {"health_gate", sw.health_gate ? ordered_json(*sw.health_gate) : nullptr},
                    {"replaces", replaces},
                    {"restores_unit", sw.restores_unit},
                    {"needs_turn", sw.needs_turn},
                    {"front_port", sw.front_port},
+                   {"front_socket", sw.front_socket},
                    {"backend_port", sw.backend_port},
                    {"undo_route", sw.undo_route},
                    {"group", sw.group}});
@@ -278,9 +283,15 @@ ordered_json GroupsToJson(const Plan& plan) {
   ordered_json out = ordered_json::array();
   for (const ParallelGroup& g : plan.groups) {
     ordered_json chains = ordered_json::array();
-    for (const auto& [first, last] : g.chains) chains.push_back({first, last});
+    for (const Chain& c : g.chains) chains.push_back({c.start, c.gate, c.last});
     out.push_back({{"first", g.first}, {"last", g.last}, {"chains", chains}});
   }
+  return out;
+}
+
+ordered_json DownloadsToJson(const Plan& plan) {
+  ordered_json out = ordered_json::array();
+  for (const DownloadBatch& b : plan.downloads) out.push_back({b.first, b.last});
   return out;
 }
 
@@ -372,6 +383,7 @@ std::string SavedPlanToJson(const SavedPlan& p) {
   j["actions"] = actions;
   j["switches"] = SwitchesToJson(p.plan);
   j["groups"] = GroupsToJson(p.plan);
+  j["downloads"] = DownloadsToJson(p.plan);
   return DumpJson(j, 2) + "\n";
 }
 
@@ -488,14 +500,32 @@ std::string ReadSwitches(const ordered_json& j, const KnownKeys& known, Plan* pl
     if (!(problem = step(g.at("first"), where, &x.first)).empty()) return problem;
     if (!(problem = step(g.at("last"), where, &x.last)).empty()) return problem;
     for (const auto& c : g.at("chains")) {
-      std::pair<size_t, size_t> chain;
-      if (!(problem = step(c.at(0), where, &chain.first)).empty()) return problem;
-      if (!(problem = step(c.at(1), where, &chain.second)).empty()) return problem;
-      if (chain.first + 1 > chain.second || chain.first < x.first || chain.second > x.last)
+      Chain chain;
+      if (!c.is_array() || c.size() != 3)
+        return where + " has a chain that is not [start, gate, last]";
+      if (!(problem = step(c.at(0), where, &chain.start)).empty()) return problem;
+      if (!(problem = step(c.at(1), where, &chain.gate)).empty()) return problem;
+      if (!(problem = step(c.at(2), where, &chain.last)).empty()) return problem;
+      if (chain.start >= chain.gate || chain.gate > chain.last || chain.start < x.first ||
+          chain.last > x.last)
         return where + " has a chain outside its steps";
+      if (plan->actions[chain.gate].kind != ActionKind::kWaitHealthy)
+        return where + " names step " + std::to_string(chain.gate + 1) +
+               " as a health gate, which it is not";
       x.chains.push_back(chain);
     }
     plan->groups.push_back(std::move(x));
+  }
+  for (const auto& b : j.at("downloads")) {
+    std::string where = "download batch " + std::to_string(plan->downloads.size() + 1);
+    DownloadBatch x;
+    if (!b.is_array() || b.size() != 2) return where + " is not [first, last]";
+    if (!(problem = step(b.at(0), where, &x.first)).empty()) return problem;
+    if (!(problem = step(b.at(1), where, &x.last)).empty()) return problem;
+    for (size_t i = x.first; i <= x.last; ++i)
+      if (x.first >= x.last || plan->actions[i].kind != ActionKind::kDownload)
+        return where + " names steps that are not two or more downloads";
+    plan->downloads.push_back(x);
   }
   for (const auto& s : j.at("switches")) {
     std::string where = "switch " + std::to_string(plan->switches.size() + 1);
@@ -517,6 +547,12 @@ std::string ReadSwitches(const ordered_json& j, const KnownKeys& known, Plan* pl
     if (!(problem = step(s.at("start"), where, &sw.start)).empty()) return problem;
     for (const auto& v : s.at("gates"))
       if (!(problem = step(v, where, &sw.gates.emplace_back())).empty()) return problem;
+    if (const auto& h = s.at("health_gate"); !h.is_null()) {
+      if (!(problem = step(h, where, &sw.health_gate.emplace())).empty()) return problem;
+      if (plan->actions[*sw.health_gate].kind != ActionKind::kWaitHealthy)
+        return where + " names step " + std::to_string(*sw.health_gate + 1) +
+               " as its health gate, which it is not";
+    }
     for (const auto& r : s.at("replaces")) {
       if (!(problem = UnknownKeys(r, known.replaced, where + " replaces")).empty()) return problem;
       Replaced x;
@@ -527,11 +563,16 @@ std::string ReadSwitches(const ordered_json& j, const KnownKeys& known, Plan* pl
       if (!problem.empty()) return problem;
       // (A plan saved before standbys has none: nothing it replaces sleeps.)
       if (r.contains("asleep")) x.asleep = r.at("asleep").get<bool>();
+      StepPayload wake;
+      problem = StepFromJson(ActionKind::kWake, r.at("wake"), where + " replaces wake", &wake);
+      if (!problem.empty()) return problem;
+      x.wake = std::get<StandbyStep>(wake);
       sw.replaces.push_back(std::move(x));
     }
     sw.restores_unit = s.at("restores_unit").get<bool>();
     sw.needs_turn = s.at("needs_turn").get<bool>();
     sw.front_port = s.at("front_port").get<int>();
+    sw.front_socket = s.at("front_socket").get<std::string>();
     sw.backend_port = s.at("backend_port").get<int>();
     sw.undo_route = s.at("undo_route").get<std::string>();
     sw.group = s.at("group").get<int>();
@@ -728,7 +769,8 @@ std::vector<std::string> PlanDifferences(const Plan& saved, const Plan& fresh) {
     why.push_back(
         "its switches (what each start replaces and how it is undone) are not what "
         "berth would do now");
-  if (why.empty() && GroupsToJson(saved) != GroupsToJson(fresh))
+  if (why.empty() && (GroupsToJson(saved) != GroupsToJson(fresh) ||
+                      DownloadsToJson(saved) != DownloadsToJson(fresh)))
     why.push_back("its side-by-side starts are not what berth would do now");
   if (saved.blocked() != fresh.blocked())
     why.push_back(fresh.blocked() ? "the plan is blocked now" : "the saved plan was blocked");

@@ -25,7 +25,7 @@ struct SavedPlan {
   /// (the executor runs them as the planner stated them). 3: each step's typed payload under
   /// "step". 4: a floor's goodput, its recorded reference and what it measures (commit,
   /// settings). A plan of an older format is refused.
-  static constexpr int kFormatVersion = 4;
+  static constexpr int kFormatVersion = 5;
   Plan plan;
   std::string manifest_path;
   std::string manifest_digest;

@@ -18,7 +18,7 @@ const char* ActionSymbol(const Action& a) {
     case ActionKind::kEnable:
       return "+";
     case ActionKind::kWriteUnit:
-      return a.reason == Reason::kUnitMissing ? "+" : "~";
+      return a.As<UnitFileStep>().replaces ? "~" : "+";
     case ActionKind::kDaemonReload:
     case ActionKind::kRestart:
       return "~";
@@ -135,7 +135,7 @@ std::string UnitFileDiff(const Action& a) {
   if (a.kind != ActionKind::kWriteUnit) return "";
   const UnitFileStep& f = a.As<UnitFileStep>();
   if (!f.old_note.empty()) return "(no diff: " + f.old_note + ")\n";
-  bool fresh = a.reason == Reason::kUnitMissing;
+  bool fresh = !f.replaces;
   return UnifiedDiff(f.old_content, f.content, fresh ? "/dev/null" : "a/" + a.unit, "b/" + a.unit);
 }
 
@@ -218,11 +218,12 @@ void WritePlanText(std::ostream& out, const Plan& plan, const Desired& desired,
   for (const ParallelGroup& g : plan.groups) {
     out << "together: ";
     for (size_t k = 0; k < g.chains.size(); ++k) {
-      const auto& [first, last] = g.chains[k];
+      const Chain& c = g.chains[k];
       out << (k == 0                     ? ""
               : k + 1 == g.chains.size() ? " and "
                                          : ", ")
-          << plan.actions[first].address << " (steps " << (first + 1) << "-" << (last + 1) << ")";
+          << plan.actions[c.start].address << " (steps " << (c.start + 1) << "-" << (c.last + 1)
+          << ")";
     }
     out << " start side by side and are waited on at once: their GPUs and ports are disjoint\n";
   }

@@ -362,7 +362,11 @@ std::string JournalToJson(const Journal& j) {
     for (const Replaced& x : u.replaced) {
       ordered_json e = {{"unit", x.unit}, {"address", x.address}};
       e.update(gate(x.gate));
-      if (x.asleep) e["asleep"] = true;  // put to sleep: the undo wakes it
+      if (x.asleep) {  // put to sleep: the undo wakes it
+        e["asleep"] = true;
+        e["wake"] = {
+            {"host", x.wake.host}, {"port", x.wake.port}, {"timeout_ms", x.wake.timeout_ms}};
+      }
       stopped.push_back(e);
     }
     ordered_json sw = {{"address", u.address}, {"unit", u.unit}, {"stopped", stopped}};
@@ -411,6 +415,12 @@ Result<Journal> JournalFromJson(const std::string& text, const std::string& sour
         x.address = a.value("address", "");
         x.gate = gate(a);
         x.asleep = a.value("asleep", false);
+        if (a.contains("wake")) {  // a journal written before it was kept: started cold
+          const auto& w = a.at("wake");
+          x.wake.host = w.value("host", "");
+          x.wake.port = w.value("port", 0);
+          x.wake.timeout_ms = w.value("timeout_ms", uint64_t{0});
+        }
         u.replaced.push_back(std::move(x));
       }
       // A journal written before the switch's own gate was kept: port 0, not waited for.

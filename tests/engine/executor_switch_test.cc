@@ -52,6 +52,7 @@ class ExecutorSwitchTest : public ReconcilerTest {
     sw.steps = {2, 3, 4};
     sw.start = 3;
     sw.gates = {4};
+    sw.health_gate = 4;
     sw.needs_turn = true;
     Replaced kimi;
     kimi.address = "service/vllm-kimi";
@@ -176,6 +177,7 @@ TEST_F(ExecutorSwitchTest, ARouteThatFailsAfterTheOldServerStoppedIsRolledBack) 
   berth::Plan plan = StopFirst(8000);
   plan.actions.pop_back();  // no gate of its own: the route is what fails
   plan.switches[0].gates.clear();
+  plan.switches[0].health_gate.reset();
   Action route = MakeAction(ActionKind::kRoute);
   route.address = "front/8000";
   route.As<FrontStep>().port = 8000;
@@ -184,10 +186,11 @@ TEST_F(ExecutorSwitchTest, ARouteThatFailsAfterTheOldServerStoppedIsRolledBack) 
   plan.actions.push_back(route);
   plan.switches[0].steps = {2, 3, 4};
   plan.switches[0].front_port = 8000;
+  plan.switches[0].front_socket = "/run/f/8000.sock";
   plan.switches[0].undo_route = "vllm-kimi";
   std::vector<std::string> front_calls;
   ExecutorDeps deps = Deps();
-  deps.connect_front = [&](const std::string&) {
+  deps.connect_front = [&](const std::string&, const std::string&) {
     return std::make_unique<RefusingFront>(&front_calls, "vllm-minimax");
   };
   ExecResult r = Executor(deps).Run(plan);
@@ -287,6 +290,7 @@ class ExecutorStandbyTest : public ExecutorSwitchTest {
     // MiniMax on a port of its own (a sleeping Kimi keeps 8000), where nothing answers.
     plan.actions[4].As<HealthStep>().port = 8001;
     plan.switches[0].replaces[0].asleep = true;
+    plan.switches[0].replaces[0].wake = st;  // the undo wakes it where it slept
     return plan;
   }
   ExecutorDeps StandbyDeps(Recorder* seen) {
@@ -408,6 +412,7 @@ TEST(SwitchesOfPlan, TheJournalsUndoListComesFromThePlansSwitches) {
   sw.steps = {0, 1};
   sw.start = 0;
   sw.gates = {1};
+  sw.health_gate = 1;
   sw.restores_unit = true;
   plan.switches = {sw};
   std::vector<SwitchUndo> undo =
@@ -438,6 +443,7 @@ TEST_F(ExecutorSwitchTest, APrewarmReadsBeforeTheStopAndAFailedOneFailsNothing) 
   sw.steps = {3, 4, 5};
   sw.start = 4;
   sw.gates = {5};
+  sw.health_gate = 5;
   sw.replaces[0].stop_step = 3;
 
   for (int variant = 0; variant < 3; ++variant) {  // reads; fails; no seam

@@ -89,8 +89,8 @@ TEST_F(ParallelStartTest, ThePlanFindsTheServicesOnDisjointGpusAndSaysTheyStartT
   const std::vector<ParallelGroup>& groups = r.plan.groups;
   ASSERT_EQ(groups.size(), 1u) << out.str();
   ASSERT_EQ(groups[0].chains.size(), 2u);
-  const Action& first = r.plan.actions[groups[0].chains[0].first];
-  const Action& second = r.plan.actions[groups[0].chains[1].first];
+  const Action& first = r.plan.actions[groups[0].chains[0].start];
+  const Action& second = r.plan.actions[groups[0].chains[1].start];
   EXPECT_EQ(first.kind, ActionKind::kStart);
   EXPECT_EQ(second.kind, ActionKind::kStart);
   EXPECT_NE(first.unit, second.unit);

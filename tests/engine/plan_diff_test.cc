@@ -247,6 +247,8 @@ Action Adopted(const std::string& note) {
   a.detail = "adopt: true replaces /etc/systemd/system/x.service";
   a.As<UnitFileStep>().content = "[Service]\nExecStart=/bin/x\n";
   a.As<UnitFileStep>().old_note = note;
+  a.As<UnitFileStep>().replaces = true;
+  a.As<UnitFileStep>().adopts = true;
   return a;
 }
 

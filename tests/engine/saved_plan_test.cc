@@ -356,6 +356,7 @@ Plan StopFirstPlan() {
   sw.steps = {0, 1, 2};
   sw.start = 1;
   sw.gates = {2};
+  sw.health_gate = 2;
   Replaced old;
   old.address = "service/kimi";
   old.unit = "kimi.service";
@@ -413,18 +414,49 @@ TEST(SavedPlanSwitches, AStopFirstSwitchReadsBackWithWhatItReplacesAndItsGate) {
   EXPECT_THAT(PlanDifferences(p->plan, other), ElementsAre(HasSubstr("its switches")));
 }
 
+TEST(SavedPlanSwitches, WhatTheExecutorReadsInsteadOfWorkingItOutReadsBack) {
+  Plan plan = StopFirstPlan();
+  plan.switches[0].front_port = 8000;
+  plan.switches[0].front_socket = "/run/berth/fronts/8000.sock";
+  plan.switches[0].undo_route = "kimi";
+  Replaced& r = plan.switches[0].replaces[0];
+  r.asleep = true;
+  r.wake.host = "127.0.0.1";
+  r.wake.port = 8000;
+  r.wake.timeout_ms = 60'000;
+  Action download = MakeAction(ActionKind::kDownload, "model/a");
+  plan.actions.insert(plan.actions.begin(), {download, download});
+  for (size_t* i : {&plan.switches[0].start, &*plan.switches[0].health_gate,
+                    &plan.switches[0].replaces[0].stop_step})
+    *i += 2;
+  for (size_t& i : plan.switches[0].steps) i += 2;
+  for (size_t& i : plan.switches[0].gates) i += 2;
+  plan.downloads = {{0, 1}};
+  Result<SavedPlan> p = RoundTrip(plan);
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  const Switch& sw = p->plan.switches[0];
+  EXPECT_EQ(sw.health_gate, std::optional<size_t>(4));
+  EXPECT_EQ(sw.front_socket, "/run/berth/fronts/8000.sock");
+  EXPECT_EQ(sw.replaces[0].wake, r.wake);
+  EXPECT_EQ(p->plan.downloads, (std::vector<DownloadBatch>{{0, 1}}));
+  EXPECT_TRUE(PlanDifferences(p->plan, plan).empty());
+  Plan other = plan;
+  other.downloads.clear();
+  EXPECT_THAT(PlanDifferences(p->plan, other), ElementsAre(HasSubstr("side-by-side")));
+}
+
 TEST(SavedPlanSwitches, ASideBySideGroupReadsBack) {
   Plan plan = StopFirstPlan();
   ParallelGroup g;
   g.first = 1;
   g.last = 2;
-  g.chains = {{1, 2}};
+  g.chains = {{1, 2, 2}};
   plan.groups = {g};
   plan.switches[0].group = 0;
   Result<SavedPlan> p = RoundTrip(plan);
   ASSERT_TRUE(p.ok()) << p.status().message();
   ASSERT_EQ(p->plan.groups.size(), 1u);
-  EXPECT_EQ(p->plan.groups[0].chains, (std::vector<std::pair<size_t, size_t>>{{1, 2}}));
+  EXPECT_EQ(p->plan.groups[0].chains, (std::vector<Chain>{{1, 2, 2}}));
   EXPECT_EQ(p->plan.switches[0].group, 0);
 }
 

@@ -453,8 +453,8 @@ TEST_F(PreflightTest, ServicesWithSmokeGatesStillStartSideBySide) {
   ASSERT_EQ(groups.size(), 1u) << ::testing::PrintToString(Steps(p));
   ASSERT_EQ(groups[0].chains.size(), 2u);
   // Each chain: start, wait-healthy, smoke, enable.
-  EXPECT_EQ(groups[0].chains[0].second - groups[0].chains[0].first, 3u);
-  EXPECT_EQ(p.actions[groups[0].chains[0].first + 2].kind, ActionKind::kSmoke);
+  EXPECT_EQ(groups[0].chains[0].last - groups[0].chains[0].start, 3u);
+  EXPECT_EQ(p.actions[groups[0].chains[0].start + 2].kind, ActionKind::kSmoke);
 }
 
 }  // namespace

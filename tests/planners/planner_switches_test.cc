@@ -138,9 +138,9 @@ TEST_F(ScenarioTest, ServicesOnDisjointGpusAndPortsShareAGroupTheirSwitchesName)
   const Switch& two = SwitchOf(p, "service/two");
   EXPECT_EQ(one.group, 0);
   EXPECT_EQ(two.group, 0);
-  EXPECT_EQ(p.groups[0].chains[0].first, one.start);
-  EXPECT_EQ(p.groups[0].chains[1].first, two.start);
-  EXPECT_EQ(p.groups[0].chains[0].second, one.steps.back());
+  EXPECT_EQ(p.groups[0].chains[0].start, one.start);
+  EXPECT_EQ(p.groups[0].chains[1].start, two.start);
+  EXPECT_EQ(p.groups[0].chains[0].last, one.steps.back());
 }
 
 }  // namespace
