@@ -27,7 +27,7 @@ void WritePlanText(std::ostream& out, const Plan& plan, const Desired& desired,
 
 /// The JSON form (format_version 1), documented in docs/plan-json.md.
 std::string PlanToJson(const Plan& plan, const Desired& desired);
-/// The same, written to `out` as it is made (no document of the whole plan is held).
+/// The same, written to `out`.
 void WritePlanJson(std::ostream& out, const Plan& plan, const Desired& desired);
 
 /// A dark window's estimate in words, for its disruption line: "about 42s (last 3 starts of

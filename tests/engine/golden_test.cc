@@ -51,8 +51,7 @@ TEST_P(GoldenTest, PlanMatchesTheGoldenFile) {
   EXPECT_EQ(out.str(), again.str());
 }
 
-// The JSON plan is written member by member and action by action (no document of the whole plan
-// is held); its text is exactly what one dump of the document gives, empty arrays included.
+// The JSON plan's text is exactly what one dump of its document gives, empty arrays included.
 TEST(PlanJsonTest, StreamedTextIsWhatOneDumpOfTheDocumentGives) {
   ASSERT_EQ(chdir(BERTH_SOURCE_DIR), 0);
   for (const char* example : {"blackwell-8x", "single-gpu"}) {
@@ -72,9 +71,7 @@ TEST(PlanJsonTest, StreamedTextIsWhatOneDumpOfTheDocumentGives) {
   EXPECT_EQ(text, DumpJson(nlohmann::ordered_json::parse(text), 2) + "\n");
 }
 
-// A plan of thousands of actions: their texts are made on two threads in batches of 256
-// (WritePlanJson); the whole must still be what one dump of the document gives, every step in
-// its place.
+// A plan of thousands of actions is one dump of the document, every step in its place.
 TEST(PlanJsonTest, AThousandsOfStepsPlanIsStillOneDumpWithEveryStepInItsPlace) {
   const std::string dir = std::string(BERTH_SOURCE_DIR) + "/manifests/examples/blackwell-8x/";
   LoadResult r = LoadManifests(dir + "berth.yaml");
