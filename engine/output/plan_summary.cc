@@ -60,11 +60,15 @@ std::string PlanSummary(const Plan& plan) {
   }
   std::string out = plan.blocked() ? "Plan (blocked, nothing runs): " : "Plan: ";
   for (size_t i = 0; i < parts.size(); ++i) out += (i ? ", " : "") + parts[i];
-  for (size_t i = 0; i < plan.disruptions.size(); ++i) {
-    const Disruption& d = plan.disruptions[i];
-    out += (i ? ", " : "; ") + std::string("port ") + std::to_string(d.port) + " dark from step " +
+  // Ports that go dark, or whose requests a front holds; a make-before-break port does neither.
+  bool first = true;
+  for (const Disruption& d : plan.disruptions) {
+    if (d.front_mode == "none") continue;
+    out += (first ? "; " : ", ") + std::string("port ") + std::to_string(d.port) +
+           (d.front_mode == "held" ? " held from step " : " dark from step ") +
            std::to_string(d.from_step) +
            (d.until_step > 0 ? " until step " + std::to_string(d.until_step) : " on");
+    first = false;
   }
   return out + ".";
 }

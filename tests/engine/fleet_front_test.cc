@@ -69,6 +69,7 @@ TEST_F(FleetFrontTest, AFrontedMakeBeforeBreakSwitchNeitherWaitsForATurnNorSaysI
   std::string text = Text(p, d);
   EXPECT_THAT(text, HasSubstr("fleet prod: nothing here goes dark; no turn needed"));
   EXPECT_THAT(text, Not(HasSubstr("waits for this host's turn")));
+  EXPECT_THAT(PlanSummary(p), Not(HasSubstr("dark"))) << "no port goes dark in it either";
 }
 
 TEST_F(FleetFrontTest, AStopFirstSwitchWaitsForTheTurnAtItsStopAndSaysSo) {
@@ -94,6 +95,7 @@ TEST_F(FleetFrontTest, AFrontThatHoldsRequestsWhileTheOldServerStopsWaitsForTheT
   EXPECT_TRUE(p.actions[*turn].takes_down);
   EXPECT_THAT(Text(p, d), HasSubstr("fleet prod: step " + std::to_string(*turn + 1) +
                                     " waits for this host's turn"));
+  EXPECT_THAT(PlanSummary(p), HasSubstr("port 8000 held from step"));
 }
 
 }  // namespace
