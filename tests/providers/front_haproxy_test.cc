@@ -28,6 +28,17 @@ using testing::HttpCall;
 using testing::TempDir;
 using testing::TinyHttpServer;
 using namespace std::chrono_literals;
+using Time = std::chrono::steady_clock::time_point;
+
+/// Polls `done` every 20 ms until it holds: false once `bound` passed (a bound, not a speed).
+template <typename Condition>
+bool WaitFor(Condition done, std::chrono::milliseconds bound = 30s) {
+  for (Time deadline = std::chrono::steady_clock::now() + bound;;) {
+    if (done()) return true;
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(20ms);
+  }
+}
 
 /// A front on a free port with its sockets in a test dir, and the HAProxy running it.
 class FrontTest : public ::testing::Test {
@@ -62,20 +73,24 @@ class FrontTest : public ::testing::Test {
   /// SIGUSR2 to the master, as systemctl reload sends it, once the master can take it (not
   /// while it re-executes); true when the master counted the reload within 30 s.
   bool SignalReload() {
-    auto deadline = std::chrono::steady_clock::now() + 30s;
     auto before = master_->Count();
-    while (!before.ok() && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(50ms);
-      before = master_->Count();
-    }
-    if (!before.ok()) return false;
+    if (!WaitFor([&] { return (before = master_->Count()).ok(); })) return false;
     haproxy_->SignalReload();
-    while (std::chrono::steady_clock::now() < deadline) {
+    return WaitFor([&] {
       auto now = master_->Count();
-      if (now.ok() && now->done > before->done) return true;
-      std::this_thread::sleep_for(50ms);
-    }
-    return false;
+      return now.ok() && now->done > before->done;
+    });
+  }
+
+  /// HAProxy's counters; a failed read counts nothing.
+  FrontStats Stats() {
+    auto stats = admin_->Stats();
+    return stats.ok() ? *stats : FrontStats{};
+  }
+  /// Times HAProxy tried a request on the hold server (nothing listens there) and retried it.
+  int64_t HeldRetries() {
+    FrontStats s = Stats();
+    return s.Server(kFrontHoldServer) ? s.Server(kFrontHoldServer)->retries : 0;
   }
 
   void TearDown() override {
@@ -108,12 +123,19 @@ class SteadyClient {
     if (thread_.joinable()) thread_.join();
   }
   struct Sent {
-    std::chrono::steady_clock::time_point started;
+    Time started;
     HttpAnswer answer;
   };
   std::vector<Sent> answers() {
     std::lock_guard<std::mutex> lock(mu_);
     return answers_;
+  }
+  /// Requests sent after `since` that `server` answered 200.
+  int AnsweredSince(Time since, const std::string& server) {
+    int n = 0;
+    for (const Sent& s : answers())
+      n += s.started > since && s.answer.status == 200 && s.answer.body.rfind(server + " ", 0) == 0;
+    return n;
   }
 
  private:
@@ -139,7 +161,8 @@ TEST_F(FrontTest, HeldRequestsGoToTheServerRoutedToWhenItComesUp) {
   const std::string body(200 * 1024, 'j');
   auto post = std::async(std::launch::async,
                          [&] { return HttpCall(spec.port, "POST", "/v1/completions", body); });
-  std::this_thread::sleep_for(2500ms);
+  // Both requests in and held (retried on the hold server) before B comes up.
+  ASSERT_TRUE(WaitFor([&] { return Stats().current_sessions >= 2 && HeldRetries() >= 2; }));
   ASSERT_TRUE(b.Start());
   ASSERT_TRUE(admin_->Route("B").ok());
 
@@ -204,13 +227,14 @@ TEST_F(FrontTest, RouteUnderLoadMovesNewRequestsAndLetsTheOldStreamFinish) {
   auto stream =
       std::async(std::launch::async, [&] { return HttpCall(spec.port, "GET", "/stream?n=30"); });
   SteadyClient client(spec.port);
-  std::this_thread::sleep_for(1s);
+  // The stream and a steady load on A.
+  ASSERT_TRUE(WaitFor([&] { return client.AnsweredSince(Time(), "A") >= 5; }));
   auto sessions_before = admin_->Sessions("A");
   ASSERT_TRUE(sessions_before.ok()) << sessions_before.status().message();
   EXPECT_GE(*sessions_before, 1);  // the stream
   ASSERT_TRUE(admin_->Route("B").ok());
   auto routed = std::chrono::steady_clock::now();
-  std::this_thread::sleep_for(1s);
+  EXPECT_TRUE(WaitFor([&] { return client.AnsweredSince(routed, "B") > 10; }));
   client.Stop();
 
   int failed = 0, after = 0, after_on_b = 0;
@@ -247,13 +271,14 @@ TEST_F(FrontTest, HoldThenRouteUnderLoadAnswersEveryRequest) {
   StartFront(spec);
 
   SteadyClient client(spec.port);
-  std::this_thread::sleep_for(300ms);
+  ASSERT_TRUE(WaitFor([&] { return client.AnsweredSince(Time(), "A") >= 3; }));
   ASSERT_TRUE(admin_->Hold().ok());
-  a.Stop();  // the old server goes; nothing listens for a while
-  std::this_thread::sleep_for(1500ms);
+  a.Stop();  // the old server goes; nothing listens until a request is held
+  ASSERT_TRUE(WaitFor([&] { return HeldRetries() > 0; }));
   ASSERT_TRUE(b.Start());
+  auto routed = std::chrono::steady_clock::now();
   ASSERT_TRUE(admin_->Route("B").ok());
-  std::this_thread::sleep_for(1500ms);
+  EXPECT_TRUE(WaitFor([&] { return client.AnsweredSince(routed, "B") > 10; }));
   client.Stop();
   int failed = 0, on_b = 0;
   for (const auto& sent : client.answers()) {
@@ -278,8 +303,13 @@ TEST_F(FrontTest, ReloadsUnderLoadRefuseNothingAndKeepTheStream) {
   auto stream =
       std::async(std::launch::async, [&] { return HttpCall(spec.port, "GET", "/stream?n=40"); });
   SteadyClient client(spec.port);
+  // Between reloads, and after the last, the front answers new requests.
+  auto answering = [&] {
+    Time now = std::chrono::steady_clock::now();
+    return WaitFor([&] { return client.AnsweredSince(now, "A") >= 3; });
+  };
   for (int i = 0; i < 5; ++i) {
-    std::this_thread::sleep_for(400ms);
+    ASSERT_TRUE(answering());
     spec.retry_after_s = 10 + i;  // a changed configuration each time
     WriteConfig(spec);
     if (i % 2 == 0) {
@@ -289,7 +319,7 @@ TEST_F(FrontTest, ReloadsUnderLoadRefuseNothingAndKeepTheStream) {
       ASSERT_TRUE(SignalReload());
     }
   }
-  std::this_thread::sleep_for(400ms);
+  ASSERT_TRUE(answering());
   client.Stop();
   int failed = 0;
   for (const auto& sent : client.answers()) {
@@ -331,12 +361,7 @@ TEST_F(FrontTest, TheReadyPathFollowsSetReady) {
   WriteConfig(spec);
   Status reloaded = master_->Reload(RealClock(), 30s);
   ASSERT_TRUE(reloaded.ok()) << reloaded.message();
-  bool draining = false;
-  for (int i = 0; i < 100 && !draining; ++i) {
-    draining = HttpCall(spec.port, "GET", "/berth/ready").status == 503;
-    if (!draining) std::this_thread::sleep_for(100ms);
-  }
-  EXPECT_TRUE(draining);
+  EXPECT_TRUE(WaitFor([&] { return HttpCall(spec.port, "GET", "/berth/ready").status == 503; }));
 }
 
 TEST_F(FrontTest, StatsCountRequestsSessionsAnd503s) {
@@ -358,10 +383,7 @@ TEST_F(FrontTest, StatsCountRequestsSessionsAnd503s) {
            s->Server("A")->total_sessions >= 5 && s->Server("A")->current_sessions == 0;
   };
   auto stats = admin_->Stats();
-  for (int i = 0; i < 100 && stats.ok() && !settled(stats); ++i) {
-    std::this_thread::sleep_for(50ms);
-    stats = admin_->Stats();
-  }
+  WaitFor([&] { return settled(stats = admin_->Stats()); });
   ASSERT_TRUE(stats.ok()) << stats.status().message();
   EXPECT_EQ(stats->requests, 6);
   EXPECT_EQ(stats->responses_5xx, 1) << *admin_->Command("show stat");
