@@ -1,5 +1,5 @@
-#include "core/observed_json.h"
-
+// ObservedFromJson (core/observed_json.h): every object's keys checked, every value's type and
+// range, the first problem reported with its path ("store.repos[0].revisions[1].commit").
 #include <charconv>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -7,13 +7,14 @@
 
 #include "core/json_scan.h"
 #include "core/json_text.h"
+#include "core/observed_json.h"
+#include "core/observed_json_members.h"
 #include "core/unit_marker.h"
 #include "core/untrusted_text.h"
 
 namespace berth {
 namespace {
 
-using nlohmann::ordered_json;
 // What the reader parses into: objects as std::map, so that an object of many keys (the
 // state's models, started, learned, start_times_ms, stop_times_ms: one per unit or repo) is read in
 // n log n, not n² as ordered_json's linear key search makes it. Keys() therefore names the
@@ -26,9 +27,10 @@ class Reader {
  public:
   Reader(InJson& j, std::string path) : j_(j), path_(std::move(path)) {}
 
-  // The allowed keys as views: their lengths are known, so most comparisons end there (10,000
-  // units of 20 keys each compared with 20 names made this a tenth of reading an observation).
   Status Keys(std::initializer_list<std::string_view> allowed) const {
+    return Keys(std::vector<std::string_view>(allowed));
+  }
+  Status Keys(const std::vector<std::string_view>& allowed) const {
     if (!j_.is_object()) return Status::InvalidArgument(path_ + ": expected an object");
     for (auto it = j_.begin(); it != j_.end(); ++it) {
       bool found = false;
@@ -69,6 +71,16 @@ class Reader {
     }
     return Status::Ok();
   }
+  // The keys of `members` and `more` only; each of `members` read into x.
+  template <class T, class List>
+  Status Members(T* x, const List& members, std::vector<std::string_view> more = {}) const {
+    ForEachMember(*x, members, [&](std::string_view key, auto&) { more.push_back(key); });
+    Status s = Keys(more);
+    ForEachMember(*x, members, [&](std::string_view key, auto& value) {
+      if (s.ok()) s = Get(std::string(key).c_str(), &value);
+    });
+    return s;
+  }
   InJson* Child(const char* key) const {
     auto it = j_.find(key);
     return it == j_.end() || it->is_null() ? nullptr : &*it;
@@ -88,13 +100,8 @@ Status ExpectArray(InJson* j, const std::string& path) {
 // A GGUF file's figures (GgufModel), as the store scan read them: its lists hold at most
 // kMaxGgufBlocks entries and block_bytes one per block, as ParseGgufModel makes them.
 Status ReadGgufModel(InJson& j, const std::string& path, GgufModel* m) {
-  Reader r(j, path);
-  BERTH_RETURN_IF_ERROR(
-      r.Keys({"architecture", "block_count", "context_length", "embedding_length", "head_count",
-              "head_count_kv", "key_length", "value_length", "vocab_size", "input_bytes",
-              "output_bytes", "block_bytes", "problem"}));
   for (const char* list : {"head_count_kv", "block_bytes"}) {
-    InJson* v = r.Child(list);
+    InJson* v = Reader(j, path).Child(list);
     if (!v) continue;
     if (!v->is_array() || v->size() > kMaxGgufBlocks)
       return Status::InvalidArgument(path + "." + list + ": expected an array of at most " +
@@ -103,19 +110,7 @@ Status ReadGgufModel(InJson& j, const std::string& path, GgufModel* m) {
       if (!x.is_number_unsigned())
         return Status::InvalidArgument(path + "." + list + ": expected whole numbers >= 0");
   }
-  BERTH_RETURN_IF_ERROR(r.Get("architecture", &m->architecture));
-  BERTH_RETURN_IF_ERROR(r.Get("block_count", &m->block_count));
-  BERTH_RETURN_IF_ERROR(r.Get("context_length", &m->context_length));
-  BERTH_RETURN_IF_ERROR(r.Get("embedding_length", &m->embedding_length));
-  BERTH_RETURN_IF_ERROR(r.Get("head_count", &m->head_count));
-  BERTH_RETURN_IF_ERROR(r.Get("head_count_kv", &m->head_count_kv));
-  BERTH_RETURN_IF_ERROR(r.Get("key_length", &m->key_length));
-  BERTH_RETURN_IF_ERROR(r.Get("value_length", &m->value_length));
-  BERTH_RETURN_IF_ERROR(r.Get("vocab_size", &m->vocab_size));
-  BERTH_RETURN_IF_ERROR(r.Get("input_bytes", &m->input_bytes));
-  BERTH_RETURN_IF_ERROR(r.Get("output_bytes", &m->output_bytes));
-  BERTH_RETURN_IF_ERROR(r.Get("block_bytes", &m->block_bytes));
-  BERTH_RETURN_IF_ERROR(r.Get("problem", &m->problem));
+  BERTH_RETURN_IF_ERROR(Reader(j, path).Members(m, kGgufModelJson));
   if (m->problem.empty() && m->block_bytes.size() != m->block_count)
     return Status::InvalidArgument(path + ".block_bytes: " + std::to_string(m->block_bytes.size()) +
                                    " entries for " + std::to_string(m->block_count) + " blocks");
@@ -124,12 +119,8 @@ Status ReadGgufModel(InJson& j, const std::string& path, GgufModel* m) {
 
 Status ReadRevision(InJson& j, const std::string& path, ObservedRevision* r) {
   Reader rd(j, path);
-  BERTH_RETURN_IF_ERROR(rd.Keys({"commit", "refs", "complete", "bytes_present", "bytes_total",
-                                 "config", "weights_bytes", "gguf", "resident_bytes"}));
-  BERTH_RETURN_IF_ERROR(rd.Get("commit", &r->commit));
-  BERTH_RETURN_IF_ERROR(rd.Get("refs", &r->refs));
-  BERTH_RETURN_IF_ERROR(rd.Get("complete", &r->complete));
-  BERTH_RETURN_IF_ERROR(rd.Get("bytes_present", &r->bytes_present));
+  BERTH_RETURN_IF_ERROR(rd.Members(
+      r, kRevisionJson, {"bytes_total", "config", "weights_bytes", "gguf", "resident_bytes"}));
   if (rd.Child("bytes_total")) {
     uint64_t total = 0;
     BERTH_RETURN_IF_ERROR(rd.Get("bytes_total", &total));
@@ -152,11 +143,8 @@ Status ReadRevision(InJson& j, const std::string& path, ObservedRevision* r) {
     std::map<std::string, GgufHeader> files;
     for (const auto& [file, h] : g->items()) {
       Reader rg(h, path + ".gguf." + file.substr(0, 200));
-      BERTH_RETURN_IF_ERROR(rg.Keys({"version", "architecture", "problem", "model"}));
       GgufHeader header;
-      BERTH_RETURN_IF_ERROR(rg.Get("version", &header.version));
-      BERTH_RETURN_IF_ERROR(rg.Get("architecture", &header.architecture));
-      BERTH_RETURN_IF_ERROR(rg.Get("problem", &header.problem));
+      BERTH_RETURN_IF_ERROR(rg.Members(&header, kGgufHeaderJson, {"model"}));
       if (InJson* m = rg.Child("model")) {
         header.model.emplace();
         BERTH_RETURN_IF_ERROR(ReadGgufModel(*m, rg.path() + ".model", &*header.model));
@@ -184,16 +172,12 @@ Status ReadRevision(InJson& j, const std::string& path, ObservedRevision* r) {
 
 Status ReadMemory(InJson& j, ObservedMemory* m) {
   Reader rd(j, "memory");
-  BERTH_RETURN_IF_ERROR(rd.Keys({"known", "error", "total_bytes", "available_bytes"}));
   // A byte count is a whole number >= 0: -1 or 1e30 would pass as a huge unsigned one.
   for (const char* key : {"total_bytes", "available_bytes"})
     if (InJson* v = rd.Child(key); v && !v->is_number_unsigned())
       return Status::InvalidArgument(std::string("memory.") + key +
                                      ": expected a number of bytes (a whole number >= 0)");
-  BERTH_RETURN_IF_ERROR(rd.Get("known", &m->known));
-  BERTH_RETURN_IF_ERROR(rd.Get("error", &m->error));
-  BERTH_RETURN_IF_ERROR(rd.Get("total_bytes", &m->total_bytes));
-  BERTH_RETURN_IF_ERROR(rd.Get("available_bytes", &m->available_bytes));
+  BERTH_RETURN_IF_ERROR(rd.Members(m, kMemoryJson));
   if (m->available_bytes > m->total_bytes)
     return Status::InvalidArgument("memory.available_bytes: more than memory.total_bytes");
   return Status::Ok();
@@ -201,11 +185,7 @@ Status ReadMemory(InJson& j, ObservedMemory* m) {
 
 Status ReadStore(InJson& j, ObservedStore* s) {
   Reader rd(j, "store");
-  BERTH_RETURN_IF_ERROR(rd.Keys({"path", "exists", "total_bytes", "free_bytes", "repos"}));
-  BERTH_RETURN_IF_ERROR(rd.Get("path", &s->path));
-  BERTH_RETURN_IF_ERROR(rd.Get("exists", &s->exists));
-  BERTH_RETURN_IF_ERROR(rd.Get("total_bytes", &s->total_bytes));
-  BERTH_RETURN_IF_ERROR(rd.Get("free_bytes", &s->free_bytes));
+  BERTH_RETURN_IF_ERROR(rd.Members(s, kStoreJson, {"repos"}));
   InJson* repos = rd.Child("repos");
   BERTH_RETURN_IF_ERROR(ExpectArray(repos, "store.repos"));
   if (!repos) return Status::Ok();
@@ -238,24 +218,14 @@ Status ReadGpus(InJson& j, Observed* o) {
   for (size_t i = 0; devs && i < devs->size(); ++i) {
     std::string p = "gpus.devices[" + std::to_string(i) + "]";
     Reader rg((*devs)[i], p);
-    BERTH_RETURN_IF_ERROR(
-        rg.Keys({"index", "uuid", "name", "memory_total", "memory_used", "processes"}));
     ObservedGpu g;
-    BERTH_RETURN_IF_ERROR(rg.Get("index", &g.index));
-    BERTH_RETURN_IF_ERROR(rg.Get("uuid", &g.uuid));
-    BERTH_RETURN_IF_ERROR(rg.Get("name", &g.name));
-    BERTH_RETURN_IF_ERROR(rg.Get("memory_total", &g.memory_total));
-    BERTH_RETURN_IF_ERROR(rg.Get("memory_used", &g.memory_used));
+    BERTH_RETURN_IF_ERROR(rg.Members(&g, kGpuJson, {"processes"}));
     InJson* procs = rg.Child("processes");
     BERTH_RETURN_IF_ERROR(ExpectArray(procs, p + ".processes"));
     for (size_t k = 0; procs && k < procs->size(); ++k) {
       Reader rp((*procs)[k], p + ".processes[" + std::to_string(k) + "]");
-      BERTH_RETURN_IF_ERROR(rp.Keys({"pid", "used_bytes", "unit", "name"}));
       GpuProcess proc;
-      BERTH_RETURN_IF_ERROR(rp.Get("pid", &proc.pid));
-      BERTH_RETURN_IF_ERROR(rp.Get("used_bytes", &proc.used_bytes));
-      BERTH_RETURN_IF_ERROR(rp.Get("unit", &proc.unit));
-      BERTH_RETURN_IF_ERROR(rp.Get("name", &proc.name));
+      BERTH_RETURN_IF_ERROR(rp.Members(&proc, kGpuProcessJson));
       g.processes.push_back(std::move(proc));
     }
     o->gpus.push_back(std::move(g));
@@ -263,59 +233,14 @@ Status ReadGpus(InJson& j, Observed* o) {
   return Status::Ok();
 }
 
-// The content_note of a unit whose JSON does not say: an empty text of someone else's file is
-// not known to be empty (an older berth kept only its own units' text; a hand-written
-// observation leaves it out). The writer leaves the key out exactly when it is this.
-std::string DefaultContentNote(const ObservedUnit& u) {
-  return u.content.empty() && !u.managed && u.HasFile()
-             ? "this observation does not carry the file's text"
-             : "";
-}
-
 // Item `i` of units.items.
 Result<ObservedUnit> ReadUnit(InJson& item, size_t i) {
   Reader ru(item, "units.items[" + std::to_string(i) + "]");
-  BERTH_RETURN_IF_ERROR(ru.Keys({"name",
-                                 "load_state",
-                                 "active_state",
-                                 "sub_state",
-                                 "fragment_path",
-                                 "content_hash",
-                                 "managed",
-                                 "spec_hash",
-                                 "content",
-                                 "content_note",
-                                 "main_pid",
-                                 "need_daemon_reload",
-                                 "drop_in_paths",
-                                 "unit_file_state",
-                                 "invocation_id",
-                                 "n_restarts",
-                                 "result",
-                                 "exec_main_status",
-                                 "active_enter_usec",
-                                 "crash_looping",
-                                 "timeout_stop_usec"}));
   ObservedUnit u;
-  BERTH_RETURN_IF_ERROR(ru.Get("name", &u.name));
-  BERTH_RETURN_IF_ERROR(ru.Get("load_state", &u.load_state));
-  BERTH_RETURN_IF_ERROR(ru.Get("active_state", &u.active_state));
-  BERTH_RETURN_IF_ERROR(ru.Get("sub_state", &u.sub_state));
-  BERTH_RETURN_IF_ERROR(ru.Get("fragment_path", &u.fragment_path));
-  BERTH_RETURN_IF_ERROR(ru.Get("content_hash", &u.content_hash));
-  BERTH_RETURN_IF_ERROR(ru.Get("managed", &u.managed));
-  BERTH_RETURN_IF_ERROR(ru.Get("spec_hash", &u.spec_hash));
-  BERTH_RETURN_IF_ERROR(ru.Get("content", &u.content));
+  BERTH_RETURN_IF_ERROR(ru.Members(
+      &u, kUnitJson, {"content_note", "active_enter_usec", "crash_looping", "timeout_stop_usec"}));
   const bool has_note = ru.Child("content_note") != nullptr;
   if (has_note) BERTH_RETURN_IF_ERROR(ru.Get("content_note", &u.content_note));
-  BERTH_RETURN_IF_ERROR(ru.Get("main_pid", &u.main_pid));
-  BERTH_RETURN_IF_ERROR(ru.Get("need_daemon_reload", &u.need_daemon_reload));
-  BERTH_RETURN_IF_ERROR(ru.Get("drop_in_paths", &u.drop_in_paths));
-  BERTH_RETURN_IF_ERROR(ru.Get("unit_file_state", &u.unit_file_state));
-  BERTH_RETURN_IF_ERROR(ru.Get("invocation_id", &u.invocation_id));
-  BERTH_RETURN_IF_ERROR(ru.Get("n_restarts", &u.n_restarts));
-  BERTH_RETURN_IF_ERROR(ru.Get("result", &u.result));
-  BERTH_RETURN_IF_ERROR(ru.Get("exec_main_status", &u.exec_main_status));
   BERTH_RETURN_IF_ERROR(ru.Get("active_enter_usec", &u.active_enter_usec));
   BERTH_RETURN_IF_ERROR(ru.Get("timeout_stop_usec", &u.timeout_stop_usec));
   BERTH_RETURN_IF_ERROR(ru.Get("crash_looping", &u.crash_looping));
@@ -377,13 +302,8 @@ Status ReadPorts(InJson& j, Observed* o) {
   BERTH_RETURN_IF_ERROR(ExpectArray(items, "ports.listening"));
   for (size_t i = 0; items && i < items->size(); ++i) {
     Reader rp((*items)[i], "ports.listening[" + std::to_string(i) + "]");
-    BERTH_RETURN_IF_ERROR(rp.Keys({"port", "address", "pid", "process", "unit"}));
     ListeningPort p;
-    BERTH_RETURN_IF_ERROR(rp.Get("port", &p.port));
-    BERTH_RETURN_IF_ERROR(rp.Get("address", &p.address));
-    BERTH_RETURN_IF_ERROR(rp.Get("pid", &p.pid));
-    BERTH_RETURN_IF_ERROR(rp.Get("process", &p.process));
-    BERTH_RETURN_IF_ERROR(rp.Get("unit", &p.unit));
+    BERTH_RETURN_IF_ERROR(rp.Members(&p, kPortJson));
     o->ports.push_back(std::move(p));
   }
   return Status::Ok();
@@ -394,19 +314,14 @@ Status ReadHub(InJson& j, Observed* o) {
   for (size_t i = 0; i < j.size(); ++i) {
     std::string p = "hub[" + std::to_string(i) + "]";
     Reader rh(j[i], p);
-    BERTH_RETURN_IF_ERROR(rh.Keys({"repo_id", "revision", "commit", "files"}));
     HubInfo h;
-    BERTH_RETURN_IF_ERROR(rh.Get("repo_id", &h.repo_id));
-    BERTH_RETURN_IF_ERROR(rh.Get("revision", &h.revision));
-    BERTH_RETURN_IF_ERROR(rh.Get("commit", &h.commit));
+    BERTH_RETURN_IF_ERROR(rh.Members(&h, kHubJson, {"files"}));
     InJson* files = rh.Child("files");
     BERTH_RETURN_IF_ERROR(ExpectArray(files, p + ".files"));
     for (size_t k = 0; files && k < files->size(); ++k) {
       Reader rf((*files)[k], p + ".files[" + std::to_string(k) + "]");
-      BERTH_RETURN_IF_ERROR(rf.Keys({"path", "size"}));
       HubFile f;
-      BERTH_RETURN_IF_ERROR(rf.Get("path", &f.path));
-      BERTH_RETURN_IF_ERROR(rf.Get("size", &f.size));
+      BERTH_RETURN_IF_ERROR(rf.Members(&f, kHubFileJson));
       h.files.push_back(std::move(f));
     }
     o->hub.push_back(std::move(h));
@@ -437,13 +352,9 @@ Status ReadTimes(Reader& rd, const std::string& key,
 
 Status ReadState(InJson& j, BerthState* s) {
   Reader rd(j, "berth_state");
-  BERTH_RETURN_IF_ERROR(
-      rd.Keys({"serial", "lineage", "units", "models", "failures", "interrupted", "ungated",
-               "started", "held", "learned", "start_times_ms", "stop_times_ms"}));
-  BERTH_RETURN_IF_ERROR(rd.Get("serial", &s->serial));
-  BERTH_RETURN_IF_ERROR(rd.Get("lineage", &s->lineage));
-  BERTH_RETURN_IF_ERROR(rd.Get("units", &s->units));
-  BERTH_RETURN_IF_ERROR(rd.Get("models", &s->models));
+  BERTH_RETURN_IF_ERROR(rd.Members(s, kStateJson,
+                                   {"failures", "interrupted", "ungated", "started", "held",
+                                    "learned", "start_times_ms", "stop_times_ms"}));
   BERTH_RETURN_IF_ERROR(rd.Get("interrupted", &s->interrupted));
   BERTH_RETURN_IF_ERROR(rd.Get("ungated", &s->ungated));
   BERTH_RETURN_IF_ERROR(rd.Get("started", &s->started));
@@ -452,20 +363,13 @@ Status ReadState(InJson& j, BerthState* s) {
       return Status::InvalidArgument("berth_state.failures: expected an object");
     for (auto it = failures->begin(); it != failures->end(); ++it) {
       Reader rf(*it, "berth_state.failures." + it.key());
-      BERTH_RETURN_IF_ERROR(rf.Keys({"time", "message"}));
       Failure f;
-      BERTH_RETURN_IF_ERROR(rf.Get("time", &f.time));
-      BERTH_RETURN_IF_ERROR(rf.Get("message", &f.message));
+      BERTH_RETURN_IF_ERROR(rf.Members(&f, kFailureJson));
       s->failures[it.key()] = f;
     }
   }
   if (InJson* held = rd.Child("held")) {
-    Reader rh(*held, "berth_state.held");
-    BERTH_RETURN_IF_ERROR(rh.Keys({"digest", "time", "address", "message"}));
-    BERTH_RETURN_IF_ERROR(rh.Get("digest", &s->held.digest));
-    BERTH_RETURN_IF_ERROR(rh.Get("time", &s->held.time));
-    BERTH_RETURN_IF_ERROR(rh.Get("address", &s->held.address));
-    BERTH_RETURN_IF_ERROR(rh.Get("message", &s->held.message));
+    BERTH_RETURN_IF_ERROR(Reader(*held, "berth_state.held").Members(&s->held, kHeldJson));
   }
   if (InJson* learned = rd.Child("learned")) {
     if (!learned->is_object())
@@ -491,176 +395,6 @@ Status ReadState(InJson& j, BerthState* s) {
   BERTH_RETURN_IF_ERROR(ReadTimes(rd, "start_times_ms", &s->start_times_ms));
   return ReadTimes(rd, "stop_times_ms", &s->stop_times_ms);
 }
-
-}  // namespace
-
-std::string ObservedToJson(const Observed& o) {
-  ordered_json j;
-  j["format_version"] = Observed::kFormatVersion;
-  j["hostname"] = o.hostname;
-  j["observed_at"] = o.observed_at;
-  ordered_json repos = ordered_json::array();
-  for (const auto& r : o.store.repos) {
-    ordered_json revs = ordered_json::array();
-    for (const auto& v : r.revisions) {
-      ordered_json jv = {{"commit", v.commit},
-                         {"refs", v.refs},
-                         {"complete", v.complete},
-                         {"bytes_present", v.bytes_present}};
-      if (v.bytes_total) jv["bytes_total"] = *v.bytes_total;
-      if (v.config) {
-        jv["config"] = {{"architectures", v.config->architectures}};
-        if (!v.config->model_type.empty()) jv["config"]["model_type"] = v.config->model_type;
-        jv["config"]["problem"] = v.config->problem;
-      }
-      if (v.weights_bytes) jv["weights_bytes"] = *v.weights_bytes;
-      if (v.resident_bytes) jv["resident_bytes"] = *v.resident_bytes;
-      if (v.gguf) {
-        ordered_json g = ordered_json::object();
-        for (const auto& [file, h] : *v.gguf) {
-          g[file] = {
-              {"version", h.version}, {"architecture", h.architecture}, {"problem", h.problem}};
-          if (const std::optional<GgufModel>& m = h.model)
-            g[file]["model"] = {{"architecture", m->architecture},
-                                {"block_count", m->block_count},
-                                {"context_length", m->context_length},
-                                {"embedding_length", m->embedding_length},
-                                {"head_count", m->head_count},
-                                {"head_count_kv", m->head_count_kv},
-                                {"key_length", m->key_length},
-                                {"value_length", m->value_length},
-                                {"vocab_size", m->vocab_size},
-                                {"input_bytes", m->input_bytes},
-                                {"output_bytes", m->output_bytes},
-                                {"block_bytes", m->block_bytes},
-                                {"problem", m->problem}};
-        }
-        jv["gguf"] = std::move(g);
-      }
-      revs.push_back(std::move(jv));
-    }
-    repos.push_back({{"repo_id", r.repo_id}, {"revisions", std::move(revs)}});
-  }
-  j["store"] = {{"path", o.store.path},
-                {"exists", o.store.exists},
-                {"total_bytes", o.store.total_bytes},
-                {"free_bytes", o.store.free_bytes},
-                {"repos", std::move(repos)}};
-  ordered_json devices = ordered_json::array();
-  for (const auto& g : o.gpus) {
-    ordered_json procs = ordered_json::array();
-    for (const auto& p : g.processes)
-      procs.push_back(
-          {{"pid", p.pid}, {"used_bytes", p.used_bytes}, {"unit", p.unit}, {"name", p.name}});
-    devices.push_back({{"index", g.index},
-                       {"uuid", g.uuid},
-                       {"name", g.name},
-                       {"memory_total", g.memory_total},
-                       {"memory_used", g.memory_used},
-                       {"processes", std::move(procs)}});
-  }
-  j["gpus"] = {{"known", o.gpus_known}, {"error", o.gpu_error}, {"devices", std::move(devices)}};
-  ordered_json units = ordered_json::array();
-  for (const auto& u : o.units) {
-    units.push_back({{"name", u.name},
-                     {"load_state", u.load_state},
-                     {"active_state", u.active_state},
-                     {"sub_state", u.sub_state},
-                     {"fragment_path", u.fragment_path},
-                     {"content_hash", u.content_hash},
-                     {"managed", u.managed},
-                     {"spec_hash", u.spec_hash},
-                     {"content", u.content},
-                     {"main_pid", u.main_pid},
-                     {"need_daemon_reload", u.need_daemon_reload},
-                     {"drop_in_paths", u.drop_in_paths},
-                     {"unit_file_state", u.unit_file_state},
-                     {"invocation_id", u.invocation_id},
-                     {"n_restarts", u.n_restarts},
-                     {"result", u.result},
-                     {"exec_main_status", u.exec_main_status}});
-    if (u.content_note != DefaultContentNote(u)) units.back()["content_note"] = u.content_note;
-    // Only when known, so observations of hosts seen before it existed stay byte for byte.
-    if (u.active_enter_usec) units.back()["active_enter_usec"] = u.active_enter_usec;
-    if (u.timeout_stop_usec) units.back()["timeout_stop_usec"] = u.timeout_stop_usec;
-    if (u.crash_looping) units.back()["crash_looping"] = true;
-  }
-  j["units"] = {{"known", o.units_known}, {"items", std::move(units)}};
-  ordered_json ports = ordered_json::array();
-  for (const auto& p : o.ports)
-    ports.push_back({{"port", p.port},
-                     {"address", p.address},
-                     {"pid", p.pid},
-                     {"process", p.process},
-                     {"unit", p.unit}});
-  j["ports"] = {{"known", o.ports_known}, {"listening", std::move(ports)}};
-  ordered_json hub = ordered_json::array();
-  for (const auto& h : o.hub) {
-    ordered_json files = ordered_json::array();
-    for (const auto& f : h.files) files.push_back({{"path", f.path}, {"size", f.size}});
-    hub.push_back({{"repo_id", h.repo_id},
-                   {"revision", h.revision},
-                   {"commit", h.commit},
-                   {"files", std::move(files)}});
-  }
-  j["hub"] = std::move(hub);
-  // Only when observed (or why not), so observations saved before stay byte for byte.
-  if (o.memory.known || !o.memory.error.empty())
-    j["memory"] = {{"known", o.memory.known},
-                   {"error", o.memory.error},
-                   {"total_bytes", o.memory.total_bytes},
-                   {"available_bytes", o.memory.available_bytes}};
-  // Only when there are fronts, so observations of hosts without them stay byte for byte.
-  if (!o.front_configs.empty()) {
-    ordered_json fronts = ordered_json::object();
-    for (const auto& [port, text] : o.front_configs) fronts[std::to_string(port)] = text;
-    j["front_configs"] = std::move(fronts);
-  }
-  // Only when a standby was asked, likewise.
-  if (!o.sleeping.empty()) {
-    ordered_json sleeping = ordered_json::object();
-    for (const auto& [unit, asleep] : o.sleeping) sleeping[unit] = asleep;
-    j["sleeping"] = std::move(sleeping);
-  }
-  ordered_json models = ordered_json::object();
-  for (const auto& [repo, commits] : o.state.models) models[repo] = commits;
-  j["berth_state"] = {{"serial", o.state.serial},
-                      {"lineage", o.state.lineage},
-                      {"units", o.state.units},
-                      {"models", std::move(models)}};
-  // Written only when there is something to say, so a healthy host's observation stays short.
-  if (!o.state.failures.empty()) {
-    ordered_json failures = ordered_json::object();
-    for (const auto& [address, f] : o.state.failures)
-      failures[address] = {{"time", f.time}, {"message", f.message}};
-    j["berth_state"]["failures"] = std::move(failures);
-  }
-  if (!o.state.interrupted.empty()) j["berth_state"]["interrupted"] = o.state.interrupted;
-  if (!o.state.ungated.empty()) j["berth_state"]["ungated"] = o.state.ungated;
-  if (!o.state.started.empty()) j["berth_state"]["started"] = o.state.started;
-  if (!o.state.held.empty())
-    j["berth_state"]["held"] = {{"digest", o.state.held.digest},
-                                {"time", o.state.held.time},
-                                {"address", o.state.held.address},
-                                {"message", o.state.held.message}};
-  if (!o.state.learned.empty()) {
-    ordered_json learned = ordered_json::object();
-    for (const auto& [unit, l] : o.state.learned) {
-      ordered_json gpus = ordered_json::object();
-      for (const auto& [i, b] : l.gpu_bytes) gpus[std::to_string(i)] = b;
-      learned[unit] = {{"ports", l.ports}, {"gpu_bytes", std::move(gpus)}};
-    }
-    j["berth_state"]["learned"] = std::move(learned);
-  }
-  if (!o.state.start_times_ms.empty()) j["berth_state"]["start_times_ms"] = o.state.start_times_ms;
-  if (!o.state.stop_times_ms.empty()) j["berth_state"]["stop_times_ms"] = o.state.stop_times_ms;
-  if (!o.warnings.empty()) j["warnings"] = o.warnings;
-  // A hand edit may leave bytes that are not UTF-8 in berth's own unit file: "\xNN" in the
-  // JSON (the hash keeps the file's identity), never an exception.
-  return DumpJson(j, 2) + "\n";
-}
-
-namespace {
 
 // The parsed document of `text`, or why it is not JSON.
 Status Parse(const std::string& text, const std::string& source, InJson* j) {
