@@ -21,6 +21,7 @@
 #include "core/turn_seam.h"
 #include "engine/output/step_observer.h"
 #include "providers/bench/load.h"
+#include "providers/front/haproxy_admin.h"
 
 namespace berth {
 
@@ -31,7 +32,6 @@ class JournalReader;
 class ModelStore;
 class SmokeClient;
 class CommandRunner;
-class FrontControl;
 class StandbyClient;
 
 /// Reads a prewarm's files into the page cache (providers/host/page_cache.h in production):
@@ -85,10 +85,10 @@ struct ExecutorDeps {
   /// the seam a test build injects faults through (berth_faulty kills itself there, as a
   /// kill -9 during that step would). Null in berth.
   std::function<void(int step)> at_step;
-  /// The fronts (engine/apply/front_steps.h): null connects to HAProxy's admin socket and
-  /// reloads through its master socket, as in production; tests put fakes here.
-  std::function<std::unique_ptr<FrontControl>(const std::string& socket)> connect_front;
-  std::function<Status(const std::string& master, const std::string& admin)> reload_front;
+  /// The fronts (engine/apply/front_steps.h): HAProxy in berth (bound by the composition root),
+  /// fakes in tests. Needed only by a plan with front steps.
+  FrontConnector connect_front;
+  FrontReloader reload_front;
   /// How long a start, stop or restart job may take before berth gives up on it.
   std::chrono::milliseconds job_timeout{std::chrono::minutes(5)};
 };

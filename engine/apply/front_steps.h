@@ -1,10 +1,10 @@
 // The front steps of a plan (planners/fronts.h): write a front's configuration and reload it
 // seamlessly, route it to a backend or hold, wait for a backend to drain, turn its readiness
-// path. Run by the executor through the FrontControl seam (providers/front/haproxy_admin.h).
+// path. Run by the executor through the front seam (FrontConnector, FrontReloader:
+// providers/front/haproxy_admin.h), which a plan with front steps needs.
 #pragma once
 
 #include <functional>
-#include <memory>
 #include <string>
 
 #include "core/clock.h"
@@ -14,23 +14,6 @@
 #include "providers/host/command_runner.h"
 
 namespace berth {
-
-/// The front whose admin socket is `socket`: HaproxyAdmin in berth, a fake in tests.
-using FrontConnector = std::function<std::unique_ptr<FrontControl>(const std::string& socket)>;
-/// Reloads the front of the master socket `master` seamlessly and returns once the new worker
-/// answers on `admin` (a fake in tests).
-using FrontReloader = std::function<Status(const std::string& master, const std::string& admin)>;
-
-/// HaproxyAdmin on `socket`.
-std::unique_ptr<FrontControl> ConnectHaproxy(const std::string& socket);
-/// `reload` on HAProxy's master CLI, then waits (at most `timeout`) until a worker with another
-/// pid answers `show info` on the admin socket: the new configuration serves.
-Status ReloadHaproxy(const std::string& master, const std::string& admin,
-                     std::chrono::milliseconds timeout = std::chrono::seconds(30));
-
-/// The requests in flight on `server` in every worker of the front (through the master CLI's
-/// `show proc` and `@!PID show stat`): the current worker and those a reload left finishing.
-Result<int64_t> SessionsInEveryWorker(const std::string& master, const std::string& server);
 
 class FrontSteps {
  public:
@@ -50,7 +33,10 @@ class FrontSteps {
 
  private:
   Status Write(const FrontStep& a);
-  Status Route(const std::string& socket, int port, const std::string& server);
+  Status Route(const std::string& socket, const std::string& master, int port,
+               const std::string& server);
+  /// A front step without the front seam bound: an error naming the front.
+  static Status NoSeam(const FrontStep& a);
   Status Drain(const FrontStep& a);
   Status Ready(const FrontStep& a);
   void Say(const std::string& line) {

@@ -403,11 +403,13 @@ Status Executor::Soak(const std::string& unit, const SoakStep& g) {
   auto props = d_.systemd->GetUnits({unit});
   if (!props.ok()) return props.status().WithContext("the soak gate of " + unit + " cannot begin");
   const uint32_t base_restarts = (*props)[0].n_restarts;
+  if (!g.front_socket.empty() && !d_.connect_front)
+    return Status::Internal("no front seam (ExecutorDeps::connect_front) to watch the front of " +
+                            unit + "'s soak gate");
   // The front's counters of this backend when the soak began: the requests sent to it since.
   auto front_counts = [&](int64_t* sent, int64_t* bad) {
     if (g.front_socket.empty()) return false;
-    std::unique_ptr<FrontControl> f =
-        (d_.connect_front ? d_.connect_front : ConnectHaproxy)(g.front_socket);
+    std::unique_ptr<FrontControl> f = d_.connect_front(g.front_socket, "");
     Result<FrontStats> st = f->Stats();
     if (!st.ok()) return false;
     const FrontServerStats* sv = st->Server(g.front_server);

@@ -8,6 +8,7 @@
 
 #include "core/hf_cache.h"
 #include "engine/observe/live_observer.h"
+#include "providers/front/haproxy_live.h"
 #include "providers/gpu/gpu_probe.h"
 #include "providers/host/page_cache.h"
 #include "providers/systemd/sdbus_manager.h"
@@ -75,6 +76,10 @@ Result<HostSeams> LiveHost::Connect(const Desired& desired) {
       for (const GpuProcess& p : g.processes)
         if (p.unit == unit) held[g.index] += p.used_bytes;
     return held;
+  };
+  seams.connect_front = ConnectHaproxy;
+  seams.reload_front = [](const std::string& master, const std::string& admin) {
+    return ReloadHaproxy(master, admin, RealClock());
   };
   seams.commands = &commands_;
   seams.models = models_.get();

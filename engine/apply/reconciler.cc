@@ -360,6 +360,8 @@ class Pass {
     deps.prewarm = host_.prewarm;
     deps.standby = host_.standby;
     deps.gpu_held = host_.gpu_held;
+    deps.connect_front = host_.connect_front;
+    deps.reload_front = host_.reload_front;
     deps.commands = host_.commands;
     deps.engine_check_dir = d_.engine_check_dir.value_or("");
     deps.lineage = state_.lineage;

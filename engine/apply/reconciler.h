@@ -50,6 +50,8 @@ struct HostSeams {
   PrewarmRunner prewarm;              // prewarms (likewise)
   CommandRunner* commands = nullptr;  // preflight commands (likewise)
   StandbyClient* standby = nullptr;   // sleeps and wakes (likewise)
+  FrontConnector connect_front;       // the fronts: front steps and soaks behind one (likewise)
+  FrontReloader reload_front;
   /// ExecutorDeps::gpu_held: what a unit's processes hold on each GPU now (null: unchecked).
   std::function<Result<std::map<int, uint64_t>>(const std::string& unit)> gpu_held;
   std::string systemd_error;  // why systemd is not reachable, when `systemd` is null

@@ -6,6 +6,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -76,6 +78,15 @@ class FrontControl {
   virtual Status SetReady(bool ready) = 0;
   virtual Result<FrontStats> Stats() = 0;
 };
+
+/// The front seam as the executor gets it (ExecutorDeps::connect_front, reload_front), bound by
+/// the composition root: HAProxy in berth (providers/front/haproxy_live.h), fakes in tests.
+/// The front whose admin socket is `socket` (`master`: its master socket, "" when unknown).
+using FrontConnector = std::function<std::unique_ptr<FrontControl>(const std::string& socket,
+                                                                   const std::string& master)>;
+/// Reloads the front of the master socket `master` seamlessly and returns once the new worker
+/// answers on `admin`.
+using FrontReloader = std::function<Status(const std::string& master, const std::string& admin)>;
 
 struct HaproxyAdminOptions {
   /// The admin (stats) socket, FrontSpec::admin_socket (required).

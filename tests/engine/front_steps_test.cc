@@ -48,12 +48,13 @@ struct FakeFront : FrontControl {
 class FrontStepsTest : public ::testing::Test {
  protected:
   FrontSteps Steps() {
-    return FrontSteps([this](const std::string&) { return std::make_unique<Proxy>(&front); },
-                      [this](const std::string& m, const std::string& a) {
-                        reloads.push_back(m + " " + a);
-                        return Status::Ok();
-                      },
-                      &clock, [this](const std::string& line) { progress << line << "\n"; });
+    return FrontSteps(
+        [this](const std::string&, const std::string&) { return std::make_unique<Proxy>(&front); },
+        [this](const std::string& m, const std::string& a) {
+          reloads.push_back(m + " " + a);
+          return Status::Ok();
+        },
+        &clock, [this](const std::string& line) { progress << line << "\n"; });
   }
   // FrontSteps owns what the connector returns: a proxy onto the test's fake.
   struct Proxy : FrontControl {
@@ -188,7 +189,8 @@ TEST_F(FrontWriteTest, ARefusedReloadPutsThePreviousFileBack) {
   ASSERT_TRUE(Run(before).ok());
   Action next = Write(root_, "svc-a");
   next.As<FrontStep>().reload = true;
-  Status s = FrontSteps([this](const std::string&) { return std::make_unique<Proxy>(&front); },
+  Status s = FrontSteps([this](const std::string&,
+                               const std::string&) { return std::make_unique<Proxy>(&front); },
                         [](const std::string&, const std::string&) {
                           return Status::Unavailable("the master says: reload failed");
                         },
