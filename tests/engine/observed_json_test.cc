@@ -5,9 +5,13 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <vector>
 
+#include "engine/apply/live_host.h"
+#include "engine/cli/commands.h"
+#include "engine/output/observed_text.h"
 #include "providers/saved/saved_observer.h"
 
 namespace berth {
@@ -462,6 +466,72 @@ TEST(ObservedJsonStandby, SleepingRoundTripsAndIsChecked) {
                 ::testing::HasSubstr("sleeping.a.service: expected true or false"))
         << bad;
   }
+}
+
+}  // namespace
+}  // namespace berth
+
+namespace berth {
+namespace {
+
+std::set<std::string> FirstWords(const std::string& text) {
+  std::set<std::string> words;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) words.insert(line.substr(0, line.find(' ')));
+  return words;
+}
+
+// One model of the observation: whatever `berth observe` shows in text, its JSON carries (the
+// text of the observation read back from its JSON is the text itself).
+TEST(ObservedJsonText, EverythingTheTextShowsIsInTheJson) {
+  Observed o;
+  o.hostname = "gpu-01";
+  o.observed_at = "2026-12-01T00:00:00Z";
+  ObservedRevision rev{"c0ffee0",    {"main"},     true,         30,          30,
+                       std::nullopt, std::nullopt, std::nullopt, std::nullopt};
+  rev.weights_bytes = 20;
+  rev.resident_bytes = 12;
+  o.store = {"/m", true, 10, 5, {{"org/a", {rev}}}};
+  o.gpus.push_back({0, "GPU-1", "H100", 80, 40, {{7, 30, "x.service", "vllm"}}});
+  ObservedUnit u;
+  u.name = "x.service";
+  u.load_state = "loaded";
+  u.active_state = "active";
+  u.sub_state = "running";
+  u.unit_file_state = "enabled";
+  u.managed = true;
+  o.units.push_back(u);
+  o.sleeping["x.service"] = true;
+  o.ports.push_back({8000, "0.0.0.0", 7, "vllm", "x.service"});
+  o.warnings = {"an apply is running now"};
+  for (bool known : {true, false}) {
+    o.memory = {};
+    o.memory.known = known;
+    o.memory.total_bytes = known ? 2'000'000 : 0;
+    o.memory.available_bytes = known ? 1'500'000 : 0;
+    if (!known) o.memory.error = "/proc/meminfo: no MemAvailable line";
+    o.gpus_known = o.units_known = known;
+    o.gpu_error = known ? "" : "NVML not found";
+    Result<Observed> back = ObservedFromJson(ObservedToJson(o), "o.json");
+    ASSERT_TRUE(back.ok()) << back.status().message();
+    EXPECT_THAT(ObservedToText(o), HasSubstr("memory: "));
+    EXPECT_EQ(ObservedToText(*back), ObservedToText(o));
+  }
+}
+
+// `berth observe -o json` without -f: every kind of line the text shows of this host (host
+// memory among them) comes back from the JSON.
+TEST(ObservedJsonText, ObserveWithoutAManifestShowsTheSameInTextAndJson) {
+  HostAccess access;
+  access.bus_address = "unix:path=/nonexistent/berth-test-bus";
+  access.state_dir = (std::filesystem::temp_directory_path() / "berth-observe-text-json").string();
+  std::ostringstream text, json, err;
+  ASSERT_EQ(RunObserve("", "text", access, text, err), kExitOk) << err.str();
+  ASSERT_EQ(RunObserve("", "json", access, json, err), kExitOk) << err.str();
+  Result<Observed> back = ObservedFromJson(json.str(), "observe.json");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(FirstWords(ObservedToText(*back)), FirstWords(text.str()));
+  EXPECT_EQ(FirstWords(text.str()).count("memory:"), 1u) << text.str();
 }
 
 }  // namespace
