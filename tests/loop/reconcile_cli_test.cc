@@ -28,6 +28,7 @@ namespace fs = std::filesystem;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
@@ -90,16 +91,25 @@ TEST_F(ReconcileCli, OnceWithAnInvalidManifestExitsOne) {
   EXPECT_THAT(r.output, HasSubstr("invalid manifest:"));
 }
 
+// Each bad flag is refused by name before any pass runs (the manifest is valid, so a pass would
+// say "nothing to do").
 TEST_F(ReconcileCli, BadIntervalJitterOrBothApplyAndPlanOnlyAreRefused) {
-  for (std::vector<std::string> args : {std::vector<std::string>{"--interval", "soon"},
-                                        {"--interval", "0s"},
-                                        {"--jitter", "150%"},
-                                        {"--jitter", "lots"},
-                                        {"--apply", "--plan-only"}}) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{"--interval", "soon"}, "--interval 'soon' is not a duration"},
+           {{"--interval", "0s"}, "--interval '0s' is not a duration"},
+           {{"--jitter", "150%"}, "--jitter '150%' is not a percentage from 0% to 100%"},
+           {{"--jitter", "lots"}, "--jitter 'lots' is neither N% nor a duration"},
+           {{"--apply", "--plan-only"}, "--apply excludes --plan-only"}}) {
     std::vector<std::string> argv = {BERTH_BINARY, "reconcile", "--once", "-f", manifest_};
-    argv.insert(argv.end(), args.begin(), args.end());
+    argv.insert(argv.end(), c.args.begin(), c.args.end());
     CommandResult r = RunCommand(argv, Env());
-    EXPECT_EQ(r.exit_code, 1) << args[0] << ": " << r.output;
+    EXPECT_EQ(r.exit_code, 1) << c.args[0] << ": " << r.output << r.error;
+    EXPECT_THAT(r.output + r.error, HasSubstr(c.says)) << c.args[0];
+    EXPECT_THAT(r.output + r.error, Not(HasSubstr("nothing to do"))) << c.args[0];
   }
 }
 
