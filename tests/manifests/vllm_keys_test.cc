@@ -9,6 +9,7 @@
 #include <string>
 
 #include "manifests/loader.h"
+#include "planners/engines/adapter.h"
 #include "planners/engines/catalogue.h"
 #include "tests/manifests/test_util.h"
 
@@ -17,8 +18,10 @@ namespace {
 
 using ::berth::testing::Load;
 using ::berth::testing::Problems;
+using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
+using ::testing::Not;
 using ::testing::UnorderedElementsAreArray;
 
 // One vLLM service on four GPUs, its vllm: block (and anything after it) appended.
@@ -69,10 +72,21 @@ TEST(VllmKeys, EveryKeyLoadsIntoTheServicesOptions) {
   EXPECT_THAT(r.desired.services.at("v").ModelKeys(), ElementsAre("llama", "llama-eagle3"));
 }
 
+// Left out, each key keeps vLLM's own default: the command line names none of their flags.
 TEST(VllmKeys, LeftOutTheyRenderNothing) {
   LoadResult r = Load(Service("    vllm: {tensor_parallel_size: 4}\n"));
   ASSERT_THAT(testing::ToStrings(r), IsEmpty());
-  const VllmOptions& o = *r.desired.services.at("v").vllm;
+  const ServiceSpec& s = r.desired.services.at("v");
+  RenderContext ctx;
+  ctx.snapshot_path = "/models/snapshot";
+  ctx.executable = "vllm";
+  const std::vector<std::string> argv = ServiceArgv(s, ctx);
+  EXPECT_THAT(argv, Contains("--tensor-parallel-size")) << "the key given renders";
+  for (const char* flag :
+       {"--data-parallel-size", "--trust-remote-code", "--enable-auto-tool-choice",
+        "--tool-call-parser", "--reasoning-parser", "--kv-cache-dtype", "--speculative-config"})
+    EXPECT_THAT(argv, Not(Contains(flag))) << ::testing::PrintToString(argv);
+  const VllmOptions& o = *s.vllm;
   EXPECT_EQ(o.data_parallel_size, 1);
   EXPECT_FALSE(o.trust_remote_code);
   EXPECT_EQ(o.tool_call_parser, "");

@@ -127,19 +127,29 @@ TEST_F(PreflightTest, MtpOnAModelTypeWithoutAnMtpDraftBlocksBeforeAnythingGoesDa
             "has (an eagle3 draft model, ngram)");
 }
 
+// Passing the check: no problem, and the start is planned with the method on its command line.
 TEST_F(PreflightTest, MtpOnAModelTypeWithAnMtpDraftPasses) {
   ServiceSpec& s = InStoreWithConfig(ParseModelConfig(
       R"({"architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3"})"));
   s.vllm->speculative = VllmSpeculative{"mtp", 1, "", {}, {}, {}};
-  EXPECT_FALSE(PlanNow().blocked()) << Problems(PlanNow());
+  Plan p = PlanNow();
+  EXPECT_THAT(Problems(p), IsEmpty());
+  EXPECT_THAT(At(p, "write-unit unit/svc.service unit_missing").As<UnitFileStep>().content,
+              HasSubstr(R"(--speculative-config" "{\"method\":\"mtp\")"));
 }
 
-// Other methods do not depend on the model type.
+// Other methods do not depend on the model type: the minimax_m2 config that refuses mtp (above)
+// takes ngram.
 TEST_F(PreflightTest, NgramOnAnyModelTypePasses) {
   ServiceSpec& t = InStoreWithConfig(ParseModelConfig(
       R"({"architectures": ["MiniMaxM2ForCausalLM"], "model_type": "minimax_m2"})"));
+  t.vllm->speculative = VllmSpeculative{"mtp", 1, "", {}, {}, {}};
+  ASSERT_TRUE(PlanNow().blocked()) << "the model type is read";
   t.vllm->speculative = VllmSpeculative{"ngram", 4, "", {}, {}, {}};
-  EXPECT_FALSE(PlanNow().blocked()) << Problems(PlanNow());
+  Plan p = PlanNow();
+  EXPECT_THAT(Problems(p), IsEmpty());
+  EXPECT_THAT(At(p, "write-unit unit/svc.service unit_missing").As<UnitFileStep>().content,
+              HasSubstr(R"(--speculative-config" "{\"method\":\"ngram\")"));
 }
 
 // Data parallel: each replica holds a whole copy split tp × pp ways.
