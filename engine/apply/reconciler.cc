@@ -164,7 +164,7 @@ class Pass {
       return Fail(Outcome::kError, 1, Status::InvalidArgument("applying needs a state directory"));
     }
     if (o_.apply) {
-      auto l = StateLock::Acquire(o_.state_dir, o_.lock_timeout, "berth apply");
+      auto l = StateLock::Acquire(o_.state_dir, o_.lock_timeout, "berth apply", clock_);
       if (!l.ok()) {
         say_.Error("berth: " + l.status().message());
         return Fail(Outcome::kError, 1, l.status());

@@ -511,12 +511,12 @@ Status FleetTurn::Acquire() {
 
 void FleetTurn::KeepAliveLoop() {
   const auto ttl = std::chrono::milliseconds(fleet_.lease_ttl_ms);
-  auto last_ok = std::chrono::steady_clock::now();
+  auto last_ok = clock_.Now();
   std::unique_lock<std::mutex> lock(mu_);
   while (!cv_.wait_for(lock, ttl / 3, [this] { return stop_keepalive_; })) {
     lock.unlock();
     auto left = etcd_->KeepAlive(lease_);
-    auto now = std::chrono::steady_clock::now();
+    auto now = clock_.Now();
     if (left.ok() && *left > 0) {
       last_ok = now;
     } else if ((left.ok() && *left == 0) || now - last_ok > ttl) {

@@ -22,7 +22,6 @@
 #include <random>
 #include <sstream>
 #include <stdexcept>
-#include <thread>
 
 namespace berth {
 namespace {
@@ -488,7 +487,7 @@ StateLock::~StateLock() {
 
 Result<std::unique_ptr<StateLock>> StateLock::Acquire(const std::string& dir,
                                                       std::chrono::milliseconds timeout,
-                                                      const std::string& purpose) {
+                                                      const std::string& purpose, Clock& clock) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   std::string path = dir + "/lock";
@@ -497,7 +496,7 @@ Result<std::unique_ptr<StateLock>> StateLock::Acquire(const std::string& dir,
   Result<int> opened = OpenLockFile(path);
   if (!opened.ok()) return opened.status();
   int fd = *opened;
-  auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto deadline = clock.Now() + timeout;
   bool told = false;
   while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     if (errno != EWOULDBLOCK && errno != EINTR) {
@@ -509,7 +508,7 @@ Result<std::unique_ptr<StateLock>> StateLock::Acquire(const std::string& dir,
     ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
     std::string holder = n > 0 ? std::string(buf, static_cast<size_t>(n)) : "unknown holder";
     while (!holder.empty() && holder.back() == '\n') holder.pop_back();
-    if (std::chrono::steady_clock::now() >= deadline) {
+    if (clock.Now() >= deadline) {
       ::close(fd);
       return Status::Unavailable("another berth holds " + path + " (" + holder +
                                  "); wait for it, or raise --lock-timeout");
@@ -518,12 +517,12 @@ Result<std::unique_ptr<StateLock>> StateLock::Acquire(const std::string& dir,
       spdlog::warn("waiting for the lock held by {}", holder);
       told = true;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    clock.SleepFor(std::chrono::milliseconds(100));
   }
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
   std::string info = "pid " + std::to_string(::getpid()) + " on " + host + " since " +
-                     NowRfc3339(RealClock()) + " (" + purpose + ")\n";
+                     NowRfc3339(clock) + " (" + purpose + ")\n";
   if (::ftruncate(fd, 0) == 0) {
     ssize_t w = ::pwrite(fd, info.data(), info.size(), 0);
     (void)w;

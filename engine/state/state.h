@@ -118,10 +118,11 @@ class StateDir {
 class StateLock {
  public:
   ~StateLock();
-  /// Waits up to `timeout` (0: do not wait). The error names the holder.
+  /// Waits up to `timeout` (0: do not wait), looking every 100 ms on `clock`. The error names
+  /// the holder.
   static Result<std::unique_ptr<StateLock>> Acquire(const std::string& dir,
                                                     std::chrono::milliseconds timeout,
-                                                    const std::string& purpose);
+                                                    const std::string& purpose, Clock& clock);
 
  private:
   int fd_ = -1;

@@ -91,6 +91,16 @@ TEST_F(FrontStepsTest, ARouteToHoldHoldsAndARouteToAServiceRoutesThere) {
   EXPECT_THAT(progress.str(), HasSubstr("front 8000: new requests go to svc-b"));
 }
 
+// No front seam bound (production binds HAProxy's at the composition root): a clear error.
+TEST_F(FrontStepsTest, AFrontStepWithoutTheFrontSeamIsAnErrorNamingTheFront) {
+  Status s = FrontSteps(nullptr, nullptr, &clock, nullptr)
+                 .Run(ActionKind::kRoute, Front(ActionKind::kRoute, "svc-b").As<FrontStep>());
+  EXPECT_EQ(s.code(), Status::Code::kInternal);
+  EXPECT_THAT(s.message(), HasSubstr("no front seam"));
+  EXPECT_THAT(s.message(), HasSubstr("the front of port 8000"));
+  EXPECT_TRUE(front.calls.empty());
+}
+
 TEST_F(FrontStepsTest, ADrainWaitsUntilNoRequestIsInFlight) {
   front.sessions = {3, 1, 0};
   Action a = Front(ActionKind::kDrain, "svc-a");

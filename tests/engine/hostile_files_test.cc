@@ -114,7 +114,8 @@ TEST_F(HostileFiles, TheStateLockIsNeverTakenThroughALinkAndTheTargetIsUntouched
   std::string victim = (dir_ / "victim").string();
   std::ofstream(victim) << "precious\n";
   fs::create_symlink(victim, State("lock"));
-  auto lock = StateLock::Acquire((dir_ / "state").string(), std::chrono::milliseconds(0), "test");
+  auto lock = StateLock::Acquire((dir_ / "state").string(), std::chrono::milliseconds(0), "test",
+                                 RealClock());
   ASSERT_FALSE(lock.ok());
   EXPECT_THAT(lock.status().message(),
               HasSubstr(State("lock") + " is a symbolic link to '" + victim + "'"));
@@ -124,7 +125,8 @@ TEST_F(HostileFiles, TheStateLockIsNeverTakenThroughALinkAndTheTargetIsUntouched
   EXPECT_EQ(text, "precious\n");
   // Once the link is gone, the lock is a regular file of berth's own.
   fs::remove(State("lock"));
-  auto taken = StateLock::Acquire((dir_ / "state").string(), std::chrono::milliseconds(0), "test");
+  auto taken = StateLock::Acquire((dir_ / "state").string(), std::chrono::milliseconds(0), "test",
+                                  RealClock());
   ASSERT_TRUE(taken.ok()) << taken.status().message();
   EXPECT_EQ(fs::symlink_status(State("lock")).type(), fs::file_type::regular);
 }

@@ -279,15 +279,20 @@ TEST(JournalFormat, AJournalFromBeforeSwitchGatesStillReads) {
 }
 
 TEST_F(StateTest, ASecondLockIsToldWhoHoldsTheFirst) {
-  auto first = StateLock::Acquire(dir_.string(), std::chrono::milliseconds(0), "berth apply");
+  testing::FakeClock clock;
+  auto first =
+      StateLock::Acquire(dir_.string(), std::chrono::milliseconds(0), "berth apply", clock);
   ASSERT_TRUE(first.ok()) << first.status().message();
-  // flock locks belong to the open file: a second open in this process conflicts too.
-  auto second = StateLock::Acquire(dir_.string(), std::chrono::milliseconds(300), "berth apply");
+  // flock locks belong to the open file: a second open in this process conflicts too. It looks
+  // every 100 ms of the clock until its timeout.
+  auto second =
+      StateLock::Acquire(dir_.string(), std::chrono::milliseconds(300), "berth apply", clock);
   ASSERT_FALSE(second.ok());
   EXPECT_THAT(second.status().message(), HasSubstr("pid " + std::to_string(::getpid())));
   EXPECT_THAT(second.status().message(), HasSubstr("--lock-timeout"));
+  EXPECT_EQ(clock.Elapsed(), std::chrono::milliseconds(300));
   first->reset();
-  EXPECT_TRUE(StateLock::Acquire(dir_.string(), std::chrono::milliseconds(0), "x").ok());
+  EXPECT_TRUE(StateLock::Acquire(dir_.string(), std::chrono::milliseconds(0), "x", clock).ok());
 }
 
 TEST_F(StateTest, TheManifestsGitCommitIsFound) {

@@ -2,6 +2,7 @@
 // executor's health gates.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <vector>
@@ -14,21 +15,22 @@ namespace berth::testing {
 /// records how long the sleep was, then calls `on_sleep` (where tests change the world).
 class FakeClock : public Clock {
  public:
-  TimePoint Now() override { return now_; }
+  TimePoint Now() override { return now_.load(); }
   double UnixNow() override {
-    return 1'700'000'000.0 + std::chrono::duration<double>(now_ - start_).count();
+    return 1'700'000'000.0 + std::chrono::duration<double>(now_.load() - start_).count();
   }
   void SleepUntil(TimePoint deadline) override {
-    if (deadline > now_) {
-      sleeps.push_back(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now_));
+    if (deadline > now_.load()) {
+      sleeps.push_back(
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now_.load()));
       now_ = deadline;
     }
     if (on_sleep) on_sleep(Elapsed());
   }
-  void Advance(std::chrono::milliseconds d) { now_ += d; }
+  void Advance(std::chrono::milliseconds d) { now_ = now_.load() + d; }
   /// Time since the clock was made.
   std::chrono::milliseconds Elapsed() const {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(now_ - start_);
+    return std::chrono::duration_cast<std::chrono::milliseconds>(now_.load() - start_);
   }
 
   std::function<void(std::chrono::milliseconds elapsed)> on_sleep;
@@ -36,7 +38,7 @@ class FakeClock : public Clock {
 
  private:
   TimePoint start_ = TimePoint() + std::chrono::hours(1000);
-  TimePoint now_ = start_;
+  std::atomic<TimePoint> now_{start_};  // read by other threads too (the fleet's keep-alive)
 };
 
 }  // namespace berth::testing
