@@ -89,13 +89,13 @@ std::vector<std::string> ServiceSpec::ModelKeys() const {
 std::string ServiceSpec::ServedName() const {
   switch (engine) {
     case EngineKind::kVllm:
-      if (!vllm->served_model_name.empty()) return vllm->served_model_name;
+      if (!vllm.served_model_name.empty()) return vllm.served_model_name;
       break;
     case EngineKind::kSglang:
-      if (!sglang->served_model_name.empty()) return sglang->served_model_name;
+      if (!sglang.served_model_name.empty()) return sglang.served_model_name;
       break;
     case EngineKind::kLlamaServer:
-      if (!llama->alias.empty()) return llama->alias;
+      if (!llama.alias.empty()) return llama.alias;
       break;
     case EngineKind::kTrtllm:
       break;

@@ -8,8 +8,6 @@
 #include <string_view>
 #include <vector>
 
-#include "core/on_demand.h"
-
 namespace berth {
 
 /// Where something was written, for diagnostics ("berth.yaml:12:5").
@@ -303,12 +301,11 @@ struct ServiceSpec {
   /// The front of this port itself (a service berth adds for each `fronts:` entry).
   bool is_front = false;
   std::string executable;  // "" = engine default (host.executables or the engine's name)
-  // Each engine's own options, made when the decoder writes them (core/on_demand.h): `vllm->`,
-  // read unset, is VllmOptions{}.
-  OnDemand<VllmOptions> vllm;
-  OnDemand<SglangOptions> sglang;
-  OnDemand<LlamaServerOptions> llama;
-  OnDemand<TrtllmOptions> trtllm;
+  // Each engine's own options (those of the other engines stay at their defaults).
+  VllmOptions vllm;
+  SglangOptions sglang;
+  LlamaServerOptions llama;
+  TrtllmOptions trtllm;
   std::vector<std::string> command;  // engine: command
   /// engine: command's `served_name:`: the model id its server lists in /v1/models; "" = berth
   /// cannot know it, and the health gate checks the health path alone.

@@ -460,18 +460,18 @@ ServiceDraft DecodeService(YamlReader& r, const Field& entry) {
       if (auto v = r.AbsolutePath(f); v && r.UnitValue(f.value_loc, f.key, *v)) s.executable = *v;
     } else if (f.key == "vllm") {
       vllm_block = &f;
-      tp_ok = r.ExpectMap(f) && DecodeVllm(r, f, &*s.vllm, &d.draft_model_loc);
-      if (s.vllm->speculative) s.draft_model = s.vllm->speculative->model;
+      tp_ok = r.ExpectMap(f) && DecodeVllm(r, f, &s.vllm, &d.draft_model_loc);
+      if (s.vllm.speculative) s.draft_model = s.vllm.speculative->model;
     } else if (f.key == "sglang") {
       sglang_block = &f;
-      tp_ok = r.ExpectMap(f) && DecodeSglang(r, f, &*s.sglang, &d.draft_model_loc);
-      s.draft_model = s.sglang->speculative.draft_model;
+      tp_ok = r.ExpectMap(f) && DecodeSglang(r, f, &s.sglang, &d.draft_model_loc);
+      s.draft_model = s.sglang.speculative.draft_model;
     } else if (f.key == "llama_server") {
-      if (r.ExpectMap(f)) DecodeLlama(r, f, &*s.llama);
+      if (r.ExpectMap(f)) DecodeLlama(r, f, &s.llama);
       has_model_file = f.value.IsMap() && f.value["model_file"];
     } else if (f.key == "trtllm") {
       trtllm_block = &f;
-      tp_ok = r.ExpectMap(f) && DecodeTrtllm(r, f, &*s.trtllm);
+      tp_ok = r.ExpectMap(f) && DecodeTrtllm(r, f, &s.trtllm);
     } else if (f.key == "served_name") {
       // The other engines are told the name on their command line (served_model_name, alias),
       // or report one berth derives (trtllm-serve); only an operator's command needs saying.

@@ -120,18 +120,18 @@ void DeriveLlamaClaims(const Desired& d, Draft* draft) {
       continue;
     const ResolvedModel* m = FindResolved(draft->models, s.model);
     if (!m || !m->present || !m->present->complete || !m->present->gguf) continue;
-    auto file = m->present->gguf->find(s.llama->model_file);
+    auto file = m->present->gguf->find(s.llama.model_file);
     if (file == m->present->gguf->end() || !file->second.problem.empty() || !file->second.model)
       continue;  // the preflight says what is wrong with the file; unread: nothing to derive
     std::string why_not;
     std::optional<LlamaClaim> c =
-        DeriveLlamaClaim(*s.llama, *file->second.model, s.gpus.size(), &why_not);
+        DeriveLlamaClaim(s.llama, *file->second.model, s.gpus.size(), &why_not);
     if (c) {
       draft->llama_claims[s.UnitName()] = *c;
       continue;
     }
     draft->warnings.push_back("service/" + name + ": berth cannot derive what it claims of GPU " +
-                              "memory: " + why_not + " (" + s.llama->model_file +
+                              "memory: " + why_not + " (" + s.llama.model_file +
                               "); it claims nothing. Declare gpu_memory: on it (" +
                               s.loc.ToString() + ")");
   }

@@ -19,14 +19,13 @@ const ResolvedModel* ModelOf(const ServiceSpec& s, const std::vector<ResolvedMod
 // complete snapshot and be GGUF of a version llama.cpp reads.
 std::optional<Problem> GgufPreflight(const Transition& t, const ResolvedModel* m) {
   const ServiceSpec& s = *t.spec;
-  if (!m || s.llama->model_file.empty() || !m->present || !m->present->complete ||
-      !m->present->gguf)
+  if (!m || s.llama.model_file.empty() || !m->present || !m->present->complete || !m->present->gguf)
     return std::nullopt;
   const std::map<std::string, GgufHeader>& files = *m->present->gguf;
   const std::string where = m->spec->repo_id + "@" + m->present->commit.substr(0, 7);
   Problem p;
   p.resource = "model/" + m->spec->name;
-  auto it = files.find(s.llama->model_file);
+  auto it = files.find(s.llama.model_file);
   if (it == files.end()) {
     std::string names;
     for (const auto& [f, h] : files) {
@@ -36,13 +35,13 @@ std::optional<Problem> GgufPreflight(const Transition& t, const ResolvedModel* m
       }
       names += (names.empty() ? "" : ", ") + f;
     }
-    p.message = t.address + " cannot start: its model_file " + s.llama->model_file +
+    p.message = t.address + " cannot start: its model_file " + s.llama.model_file +
                 " is not a .gguf file of " + where + " (its .gguf files: " + names +
                 "). Set llama_server.model_file to one of them";
     return p;
   }
   if (it->second.problem.empty()) return std::nullopt;
-  p.message = t.address + " cannot start: " + s.llama->model_file + " of " + where + " " +
+  p.message = t.address + " cannot start: " + s.llama.model_file + " of " + where + " " +
               it->second.problem +
               ", so llama-server cannot load it. Check llama_server.model_file and the revision, "
               "and download it again if the file is damaged";

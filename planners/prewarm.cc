@@ -75,7 +75,7 @@ void PlanPrewarms(const Desired& desired, const Observed& observed,
     // llama-server maps its GGUF file and reads the pages as it touches them: from the page
     // cache that is memory speed, from a cold disk the whole file at disk speed.
     const bool gguf = svc.engine == EngineKind::kLlamaServer;
-    const std::string file = gguf ? svc.llama->model_file : "";
+    const std::string file = gguf ? svc.llama.model_file : "";
     const std::string what = gguf ? "GGUF file " + file : std::string("safetensors weights");
     std::optional<uint64_t> size = m->weights_bytes;
     if (gguf) size = GgufBytes(*m, file);

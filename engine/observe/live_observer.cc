@@ -187,10 +187,10 @@ Result<Observed> LiveObserver::Observe(const Desired& desired) {
   // derived from their metadata and tensor lists.
   std::map<std::string, std::set<std::string>> gguf_files;
   for (const auto& [name, s] : desired.services) {
-    if (!s.has_engine || s.engine != EngineKind::kLlamaServer || s.llama->model_file.empty())
+    if (!s.has_engine || s.engine != EngineKind::kLlamaServer || s.llama.model_file.empty())
       continue;
     if (auto m = desired.models.find(s.model); m != desired.models.end())
-      gguf_files[m->second.repo_id].insert(s.llama->model_file);
+      gguf_files[m->second.repo_id].insert(s.llama.model_file);
   }
   ReadGgufModels(gguf_files, PosixStoreFs(), &o.store);
   ObserveMemory(desired, opt_.proc_root, &o);

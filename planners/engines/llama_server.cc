@@ -12,7 +12,7 @@ class LlamaServerAdapter final : public EngineAdapter {
   std::string DefaultExecutable() const override { return "llama-server"; }
 
   std::vector<std::string> Argv(const ServiceSpec& s, const RenderContext& ctx) const override {
-    const LlamaServerOptions& o = *s.llama;
+    const LlamaServerOptions& o = s.llama;
     // --model takes a GGUF file: model_file is required at load.
     std::string model = ctx.snapshot_path + "/" + o.model_file;
     std::vector<std::string> a = {ctx.executable,   "--model",      model,
@@ -29,7 +29,7 @@ class LlamaServerAdapter final : public EngineAdapter {
   }
 
   std::vector<OwnedFlag> OwnedFlags(const ServiceSpec& s) const override {
-    const LlamaServerOptions& o = *s.llama;
+    const LlamaServerOptions& o = s.llama;
     std::vector<OwnedFlag> f = {
         {{"--model", "-m"}, "model"},
         {{"--alias", "-a"}, "llama_server.alias"},

@@ -30,7 +30,7 @@ class SglangAdapter final : public EngineAdapter {
   std::string DefaultExecutable() const override { return "python3"; }
 
   std::vector<std::string> Argv(const ServiceSpec& s, const RenderContext& ctx) const override {
-    const SglangOptions& o = *s.sglang;
+    const SglangOptions& o = s.sglang;
     std::vector<std::string> a = {ctx.executable};
     if (IsPython(ctx.executable))
       a.insert(a.end(), {"-m", "sglang.launch_server"});
@@ -62,7 +62,7 @@ class SglangAdapter final : public EngineAdapter {
   }
 
   std::vector<OwnedFlag> OwnedFlags(const ServiceSpec& s) const override {
-    const SglangOptions& o = *s.sglang;
+    const SglangOptions& o = s.sglang;
     std::vector<OwnedFlag> f = {
         {{"--model-path", "--model"}, "model"},
         {{"--served-model-name"}, "sglang.served_model_name"},
@@ -98,7 +98,7 @@ class SglangAdapter final : public EngineAdapter {
   /// `assert self.tp_size % self.dp_size == 0`). Expert parallelism splits the MoE layers
   /// within tp: ep_size divides tp_size.
   std::optional<EngineRefusal> GpuCountProblem(const ServiceSpec& s, size_t n) const override {
-    const SglangOptions& o = *s.sglang;
+    const SglangOptions& o = s.sglang;
     if (o.ep_size > o.tp_size || o.tp_size % o.ep_size != 0)
       return EngineRefusal{
           "ep_size " + Int(o.ep_size) + " does not divide tp_size " + Int(o.tp_size) +
@@ -134,7 +134,7 @@ class SglangAdapter final : public EngineAdapter {
 
   /// Each replica holds the whole model split tp ways; DP attention groups share one copy.
   std::optional<WeightSplit> Split(const ServiceSpec& s) const override {
-    const SglangOptions& o = *s.sglang;
+    const SglangOptions& o = s.sglang;
     if (o.dp_size == 1 || o.enable_dp_attention)
       return WeightSplit{o.tp_size, 1, "tp_size " + Int(o.tp_size)};
     return WeightSplit{o.tp_size, o.dp_size,
@@ -142,7 +142,7 @@ class SglangAdapter final : public EngineAdapter {
   }
 
   std::optional<std::pair<double, std::string>> MemoryShare(const ServiceSpec& s) const override {
-    return std::pair{s.sglang->mem_fraction_static, std::string("mem_fraction_static")};
+    return std::pair{s.sglang.mem_fraction_static, std::string("mem_fraction_static")};
   }
 };
 

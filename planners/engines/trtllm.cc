@@ -19,7 +19,7 @@ class TrtllmAdapter final : public EngineAdapter {
   std::string DefaultExecutable() const override { return "trtllm-serve"; }
 
   std::vector<std::string> Argv(const ServiceSpec& s, const RenderContext& ctx) const override {
-    const TrtllmOptions& o = *s.trtllm;
+    const TrtllmOptions& o = s.trtllm;
     std::vector<std::string> a = {ctx.executable,
                                   "serve",
                                   ctx.snapshot_path,
@@ -41,7 +41,7 @@ class TrtllmAdapter final : public EngineAdapter {
   }
 
   std::vector<OwnedFlag> OwnedFlags(const ServiceSpec& s) const override {
-    const TrtllmOptions& o = *s.trtllm;
+    const TrtllmOptions& o = s.trtllm;
     std::vector<OwnedFlag> f = {
         {{"--host"}, "bind"},
         {{"--port"}, "port"},
@@ -71,7 +71,7 @@ class TrtllmAdapter final : public EngineAdapter {
   /// TensorRT-LLM's Mapping: world size = tp × pp; the MoE experts split within tp
   /// (moe_tp_size × moe_ep_size = tp_size), so ep_size divides tp_size.
   std::optional<EngineRefusal> GpuCountProblem(const ServiceSpec& s, size_t n) const override {
-    const TrtllmOptions& o = *s.trtllm;
+    const TrtllmOptions& o = s.trtllm;
     if (o.ep_size && (*o.ep_size > o.tp_size || o.tp_size % *o.ep_size != 0))
       return EngineRefusal{"ep_size " + Int(*o.ep_size) + " does not divide tp_size " +
                                Int(o.tp_size) + ": TensorRT-LLM splits the experts within tp",
@@ -84,7 +84,7 @@ class TrtllmAdapter final : public EngineAdapter {
   }
 
   std::optional<WeightSplit> Split(const ServiceSpec& s) const override {
-    const TrtllmOptions& o = *s.trtllm;
+    const TrtllmOptions& o = s.trtllm;
     return WeightSplit{o.tp_size * o.pp_size, 1,
                        "tp_size " + Int(o.tp_size) + " × pp_size " + Int(o.pp_size)};
   }

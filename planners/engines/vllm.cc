@@ -61,7 +61,7 @@ class VllmAdapter final : public EngineAdapter {
   std::string DefaultExecutable() const override { return "vllm"; }
 
   std::vector<std::string> Argv(const ServiceSpec& s, const RenderContext& ctx) const override {
-    const VllmOptions& o = *s.vllm;
+    const VllmOptions& o = s.vllm;
     std::vector<std::string> a = {ctx.executable,
                                   "serve",
                                   ctx.snapshot_path,
@@ -120,15 +120,15 @@ class VllmAdapter final : public EngineAdapter {
         {{"--kv-cache-dtype"}, "vllm.kv_cache_dtype"},
         {{"--speculative-config"}, "vllm.speculative"},
     };
-    if (s.vllm->max_model_len) f.push_back({{"--max-model-len"}, "vllm.max_model_len"});
+    if (s.vllm.max_model_len) f.push_back({{"--max-model-len"}, "vllm.max_model_len"});
     if (s.standby == Standby::kSleep)
       f.push_back({{"--enable-sleep-mode", "--no-enable-sleep-mode"}, "standby"});
     return f;
   }
 
   std::optional<EngineRefusal> GpuCountProblem(const ServiceSpec& s, size_t n) const override {
-    const int tp = s.vllm->tensor_parallel_size, pp = s.vllm->pipeline_parallel_size,
-              dp = s.vllm->data_parallel_size;
+    const int tp = s.vllm.tensor_parallel_size, pp = s.vllm.pipeline_parallel_size,
+              dp = s.vllm.data_parallel_size;
     const int64_t product = int64_t{tp} * pp * dp;
     if (product == static_cast<int64_t>(n)) return std::nullopt;
     return EngineRefusal{
@@ -140,11 +140,11 @@ class VllmAdapter final : public EngineAdapter {
   }
 
   std::optional<WeightSplit> Split(const ServiceSpec& s) const override {
-    const int tp = s.vllm->tensor_parallel_size, pp = s.vllm->pipeline_parallel_size,
-              dp = s.vllm->data_parallel_size;
+    const int tp = s.vllm.tensor_parallel_size, pp = s.vllm.pipeline_parallel_size,
+              dp = s.vllm.data_parallel_size;
     std::string words = "tensor_parallel_size " + Int(tp) + " × pipeline_parallel_size " + Int(pp);
     if (dp == 1) return WeightSplit{tp * pp, 1, words};
-    if (!s.vllm->enable_expert_parallel)
+    if (!s.vllm.enable_expert_parallel)
       return WeightSplit{tp * pp, dp,
                          words + " in each of data_parallel_size " + Int(dp) +
                              " replicas (each holds a whole copy)"};
@@ -160,12 +160,12 @@ class VllmAdapter final : public EngineAdapter {
   }
 
   std::optional<std::pair<double, std::string>> MemoryShare(const ServiceSpec& s) const override {
-    return std::pair{s.vllm->gpu_memory_utilization, std::string("gpu_memory_utilization")};
+    return std::pair{s.vllm.gpu_memory_utilization, std::string("gpu_memory_utilization")};
   }
 
   std::optional<EngineRefusal> ModelConfigProblem(const ServiceSpec& s,
                                                   const ModelConfig& config) const override {
-    const auto& sp = s.vllm->speculative;
+    const auto& sp = s.vllm.speculative;
     if (!sp || sp->method != "mtp" || config.model_type.empty()) return std::nullopt;
     // The catalogue's mtp_model_types (config.json model_type values) and mtp_architectures
     // (the architectures hf_config_override maps by name).

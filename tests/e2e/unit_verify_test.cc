@@ -25,8 +25,8 @@ TEST(UnitVerify, RenderedUnitsOfEveryEnginePassSystemdAnalyzeVerify) {
     s.engine = e;
     s.gpus = {0, 1};
     s.port = 8000;
-    s.vllm->tensor_parallel_size = 2;
-    s.sglang->tp_size = 2;
+    s.vllm.tensor_parallel_size = 2;
+    s.sglang.tp_size = 2;
     s.command = {"/bin/true", "run"};
     s.args = {"with space", "100%", "$HOME", "quote\"d", "back\\slash", "ünï", "two\nlines"};
     s.env = {{"A_VAR", "x y %z"}};

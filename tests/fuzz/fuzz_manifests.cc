@@ -46,11 +46,11 @@ void CheckValidManifest(const berth::Desired& desired) {
     }
     if (!s.has_engine) continue;
     if (s.engine == berth::EngineKind::kVllm) {
-      Check(static_cast<size_t>(s.vllm->tensor_parallel_size * s.vllm->pipeline_parallel_size) ==
+      Check(static_cast<size_t>(s.vllm.tensor_parallel_size * s.vllm.pipeline_parallel_size) ==
             s.gpus.size());
     }
     if (s.engine == berth::EngineKind::kSglang) {
-      Check(static_cast<size_t>(s.sglang->tp_size) == s.gpus.size());
+      Check(static_cast<size_t>(s.sglang.tp_size) == s.gpus.size());
     }
     if (s.engine == berth::EngineKind::kCommand) Check(!s.command.empty());
   }

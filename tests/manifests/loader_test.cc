@@ -74,9 +74,9 @@ services:
   EXPECT_EQ(s.model, "minimax-m25");
   EXPECT_THAT(s.gpus, ElementsAre(0, 1, 2, 3, 4, 5, 6, 7));
   EXPECT_EQ(s.port, 8000);
-  EXPECT_EQ(s.vllm->tensor_parallel_size, 8);
-  EXPECT_TRUE(s.vllm->enable_expert_parallel);
-  EXPECT_DOUBLE_EQ(s.vllm->gpu_memory_utilization, 0.90);
+  EXPECT_EQ(s.vllm.tensor_parallel_size, 8);
+  EXPECT_TRUE(s.vllm.enable_expert_parallel);
+  EXPECT_DOUBLE_EQ(s.vllm.gpu_memory_utilization, 0.90);
   EXPECT_THAT(s.args, ElementsAre("--compilation-config", R"({"cudagraph_mode": "PIECEWISE"})", "3",
                                   "true"));
   EXPECT_EQ(s.env.at("SAFETENSORS_FAST_GPU"), "1");
@@ -110,9 +110,9 @@ services:
   EXPECT_EQ(s.state, ServiceState::kRunning);
   EXPECT_EQ(s.bind, "0.0.0.0");
   EXPECT_EQ(s.executable, "");
-  EXPECT_EQ(s.vllm->tensor_parallel_size, 1);
-  EXPECT_EQ(s.vllm->pipeline_parallel_size, 1);
-  EXPECT_DOUBLE_EQ(s.vllm->gpu_memory_utilization, 0.9);
+  EXPECT_EQ(s.vllm.tensor_parallel_size, 1);
+  EXPECT_EQ(s.vllm.pipeline_parallel_size, 1);
+  EXPECT_DOUBLE_EQ(s.vllm.gpu_memory_utilization, 0.9);
   EXPECT_EQ(s.health.path, "/health");
   EXPECT_EQ(s.health.timeout_ms, 30u * 60 * 1000);
   EXPECT_EQ(s.health.interval_ms, 5000u);
@@ -156,13 +156,13 @@ services:
   EXPECT_EQ(r.desired.models.at("m").revision, "2024");  // a YAML number, taken as written
   EXPECT_EQ(r.desired.models.at("g").revision, "0123456789abcdef0123456789abcdef01234567");
   const ServiceSpec& sg = r.desired.services.at("sg");
-  EXPECT_EQ(sg.sglang->tp_size, 2);
-  EXPECT_EQ(sg.sglang->context_length, 65536u);
+  EXPECT_EQ(sg.sglang.tp_size, 2);
+  EXPECT_EQ(sg.sglang.context_length, 65536u);
   EXPECT_EQ(sg.ServedName(), "chat");
   const ServiceSpec& ll = r.desired.services.at("ll");
   EXPECT_EQ(ll.engine, EngineKind::kLlamaServer);
-  EXPECT_EQ(ll.llama->n_gpu_layers, "auto");
-  EXPECT_EQ(ll.llama->model_file, "Q4/m.gguf");
+  EXPECT_EQ(ll.llama.n_gpu_layers, "auto");
+  EXPECT_EQ(ll.llama.model_file, "Q4/m.gguf");
   EXPECT_EQ(ll.gpu_memory, 12ull << 30);
   const ServiceSpec& tool = r.desired.services.at("tool");
   EXPECT_EQ(tool.engine, EngineKind::kCommand);
@@ -216,25 +216,25 @@ services:
 )");
   ASSERT_THAT(testing::ToStrings(r), IsEmpty());
   const ServiceSpec& sg = r.desired.services.at("sg");
-  EXPECT_EQ(sg.sglang->dp_size, 2);
-  EXPECT_EQ(sg.sglang->ep_size, 4);
-  EXPECT_TRUE(sg.sglang->trust_remote_code);
-  EXPECT_EQ(sg.sglang->tool_call_parser, "minimax-m2");
-  EXPECT_EQ(sg.sglang->reasoning_parser, "minimax-append-think");
-  EXPECT_EQ(sg.sglang->kv_cache_dtype, "fp8_e4m3");
-  EXPECT_EQ(sg.sglang->speculative.algorithm, "EAGLE3");
-  EXPECT_EQ(sg.sglang->speculative.num_draft_tokens, 4);
+  EXPECT_EQ(sg.sglang.dp_size, 2);
+  EXPECT_EQ(sg.sglang.ep_size, 4);
+  EXPECT_TRUE(sg.sglang.trust_remote_code);
+  EXPECT_EQ(sg.sglang.tool_call_parser, "minimax-m2");
+  EXPECT_EQ(sg.sglang.reasoning_parser, "minimax-append-think");
+  EXPECT_EQ(sg.sglang.kv_cache_dtype, "fp8_e4m3");
+  EXPECT_EQ(sg.sglang.speculative.algorithm, "EAGLE3");
+  EXPECT_EQ(sg.sglang.speculative.num_draft_tokens, 4);
   EXPECT_EQ(sg.draft_model, "head");
   const ServiceSpec& ll = r.desired.services.at("ll");
-  EXPECT_EQ(ll.llama->n_gpu_layers, "40");
-  EXPECT_TRUE(ll.llama->jinja);
-  EXPECT_EQ(ll.llama->parallel, 4);
-  EXPECT_EQ(ll.llama->split_mode, "row");
+  EXPECT_EQ(ll.llama.n_gpu_layers, "40");
+  EXPECT_TRUE(ll.llama.jinja);
+  EXPECT_EQ(ll.llama.parallel, 4);
+  EXPECT_EQ(ll.llama.split_mode, "row");
   const ServiceSpec& trt = r.desired.services.at("trt");
   EXPECT_EQ(trt.engine, EngineKind::kTrtllm);
-  EXPECT_EQ(trt.trtllm->tp_size, 2);
-  EXPECT_EQ(trt.trtllm->ep_size, 2);
-  EXPECT_EQ(trt.trtllm->extra_llm_api_options, "/etc/berth/trt.yaml");
+  EXPECT_EQ(trt.trtllm.tp_size, 2);
+  EXPECT_EQ(trt.trtllm.ep_size, 2);
+  EXPECT_EQ(trt.trtllm.extra_llm_api_options, "/etc/berth/trt.yaml");
   EXPECT_EQ(r.desired.services.at("tgi").served_name, "meta-llama/Llama-3.1-8B-Instruct");
 }
 

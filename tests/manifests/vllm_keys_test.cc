@@ -56,7 +56,7 @@ TEST(VllmKeys, EveryKeyLoadsIntoTheServicesOptions) {
         draft_tensor_parallel_size: 1
 )"));
   ASSERT_THAT(testing::ToStrings(r), IsEmpty());
-  const VllmOptions& o = *r.desired.services.at("v").vllm;
+  const VllmOptions& o = r.desired.services.at("v").vllm;
   EXPECT_EQ(o.tensor_parallel_size, 2);
   EXPECT_EQ(o.data_parallel_size, 2);
   EXPECT_TRUE(o.trust_remote_code);
@@ -86,7 +86,7 @@ TEST(VllmKeys, LeftOutTheyRenderNothing) {
        {"--data-parallel-size", "--trust-remote-code", "--enable-auto-tool-choice",
         "--tool-call-parser", "--reasoning-parser", "--kv-cache-dtype", "--speculative-config"})
     EXPECT_THAT(argv, Not(Contains(flag))) << ::testing::PrintToString(argv);
-  const VllmOptions& o = *s.vllm;
+  const VllmOptions& o = s.vllm;
   EXPECT_EQ(o.data_parallel_size, 1);
   EXPECT_FALSE(o.trust_remote_code);
   EXPECT_EQ(o.tool_call_parser, "");

@@ -74,15 +74,15 @@ TEST(EngineCatalogue, FlagsBerthRendersForVllmAreAccepted) {
   s.engine = EngineKind::kVllm;
   s.model = "x";
   s.port = 8000;
-  s.vllm->tensor_parallel_size = 4;
-  s.vllm->data_parallel_size = 2;
-  s.vllm->enable_expert_parallel = true;
-  s.vllm->max_model_len = 4096;
-  s.vllm->trust_remote_code = true;
-  s.vllm->kv_cache_dtype = "fp8";
-  s.vllm->tool_call_parser = "minimax_m2";
-  s.vllm->reasoning_parser = "minimax_m2_append_think";
-  s.vllm->speculative = VllmSpeculative{"eagle3", 3, "x", 1, {}, {}};
+  s.vllm.tensor_parallel_size = 4;
+  s.vllm.data_parallel_size = 2;
+  s.vllm.enable_expert_parallel = true;
+  s.vllm.max_model_len = 4096;
+  s.vllm.trust_remote_code = true;
+  s.vllm.kv_cache_dtype = "fp8";
+  s.vllm.tool_call_parser = "minimax_m2";
+  s.vllm.reasoning_parser = "minimax_m2_append_think";
+  s.vllm.speculative = VllmSpeculative{"eagle3", 3, "x", 1, {}, {}};
   ExpectRenderedFlagsKnown(CatalogueEngine::kVllm, s, Ctx("/opt/vllm/bin/vllm"));
 }
 
@@ -93,8 +93,8 @@ TEST(EngineCatalogue, FlagsBerthRendersForSglangAreAccepted) {
   s.engine = EngineKind::kSglang;
   s.model = "x";
   s.port = 30000;
-  s.sglang->tp_size = 8;
-  s.sglang->context_length = 8192;
+  s.sglang.tp_size = 8;
+  s.sglang.context_length = 8192;
   ExpectRenderedFlagsKnown(CatalogueEngine::kSglang, s, Ctx("python3"));
 }
 
@@ -105,8 +105,8 @@ TEST(EngineCatalogue, FlagsBerthRendersForLlamaServerAreAccepted) {
   s.engine = EngineKind::kLlamaServer;
   s.model = "x";
   s.port = 8080;
-  s.llama->ctx_size = 8192;
-  s.llama->model_file = "x.gguf";
+  s.llama.ctx_size = 8192;
+  s.llama.model_file = "x.gguf";
   ExpectRenderedFlagsKnown(CatalogueEngine::kLlamaServer, s, Ctx("llama-server"));
 }
 
@@ -197,7 +197,7 @@ TEST(EngineCatalogue, EverySglangKeyRendersAFlagSglangAccepts) {
   s.engine = EngineKind::kSglang;
   s.model = "x";
   s.port = 30000;
-  SglangOptions& o = *s.sglang;
+  SglangOptions& o = s.sglang;
   o.tp_size = 8;
   o.dp_size = 8;
   o.ep_size = 8;
@@ -230,7 +230,7 @@ TEST(EngineCatalogue, EveryLlamaServerKeyRendersAFlagLlamaServerAccepts) {
   s.engine = EngineKind::kLlamaServer;
   s.model = "x";
   s.port = 8080;
-  LlamaServerOptions& o = *s.llama;
+  LlamaServerOptions& o = s.llama;
   o.model_file = "x.gguf";
   o.ctx_size = 8192;
   o.alias = "small";
@@ -252,7 +252,7 @@ TEST(EngineCatalogue, EveryTrtllmKeyRendersAFlagTrtllmServeAccepts) {
   s.engine = EngineKind::kTrtllm;
   s.model = "x";
   s.port = 8000;
-  TrtllmOptions& o = *s.trtllm;
+  TrtllmOptions& o = s.trtllm;
   o.tp_size = 8;
   o.pp_size = 1;
   o.ep_size = 8;

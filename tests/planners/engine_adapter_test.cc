@@ -74,7 +74,7 @@ TEST(EngineAdapter, ArgsNamingAFlagBerthRendersAreFoundInEverySpelling) {
   EXPECT_FALSE(at({"--model-path", "x"}));
   // Flags berth renders only when their key is set are free otherwise.
   EXPECT_FALSE(at({"--max-model-len", "8192"}));
-  s.vllm->max_model_len = 4096;
+  s.vllm.max_model_len = 4096;
   EXPECT_TRUE(at({"--max-model-len", "8192"}));
 }
 
@@ -97,7 +97,7 @@ ServiceSpec Vllm() {
   s.engine = EngineKind::kVllm;
   s.port = 8000;
   s.gpus = {0, 1, 2, 3};
-  s.vllm->tensor_parallel_size = 4;
+  s.vllm.tensor_parallel_size = 4;
   return s;
 }
 
@@ -118,13 +118,13 @@ TEST(VllmAdapter, LeftOutTheNewKeysRenderNothing) {
 
 TEST(VllmAdapter, EveryKeyRendersItsFlags) {
   ServiceSpec s = Vllm();
-  s.vllm->tensor_parallel_size = 2;
-  s.vllm->data_parallel_size = 2;
-  s.vllm->trust_remote_code = true;
-  s.vllm->kv_cache_dtype = "fp8";
-  s.vllm->tool_call_parser = "hermes";
-  s.vllm->reasoning_parser = "deepseek_r1";
-  s.vllm->speculative = VllmSpeculative{"eagle3", 3, "eagle", 1, {}, {}};
+  s.vllm.tensor_parallel_size = 2;
+  s.vllm.data_parallel_size = 2;
+  s.vllm.trust_remote_code = true;
+  s.vllm.kv_cache_dtype = "fp8";
+  s.vllm.tool_call_parser = "hermes";
+  s.vllm.reasoning_parser = "deepseek_r1";
+  s.vllm.speculative = VllmSpeculative{"eagle3", 3, "eagle", 1, {}, {}};
   RenderContext c = Ctx("vllm");
   c.draft_snapshot_path = "/models/models--y--EAGLE3/snapshots/def";
   EXPECT_THAT(After(ServiceArgv(s, c), "--tensor-parallel-size"),
@@ -140,11 +140,11 @@ TEST(VllmAdapter, EveryKeyRendersItsFlags) {
 
 TEST(VllmAdapter, MtpAndNgramRenderNoModel) {
   ServiceSpec s = Vllm();
-  s.vllm->speculative = VllmSpeculative{"mtp", 1, "", {}, {}, {}};
+  s.vllm.speculative = VllmSpeculative{"mtp", 1, "", {}, {}, {}};
   EXPECT_THAT(
       After(ServiceArgv(s, Ctx("vllm")), "--speculative-config"),
       ElementsAre("--speculative-config", R"({"method":"mtp","num_speculative_tokens":1})"));
-  s.vllm->speculative = VllmSpeculative{"ngram", 4, "", {}, 2, 4};
+  s.vllm.speculative = VllmSpeculative{"ngram", 4, "", {}, 2, 4};
   EXPECT_THAT(After(ServiceArgv(s, Ctx("vllm")), "--speculative-config"),
               ElementsAre("--speculative-config",
                           R"({"method":"ngram","num_speculative_tokens":4,"prompt_lookup_min":2,)"
@@ -153,8 +153,8 @@ TEST(VllmAdapter, MtpAndNgramRenderNoModel) {
 
 TEST(VllmAdapter, TheGpuRuleIsTpTimesPpTimesDp) {
   ServiceSpec s = Vllm();
-  s.vllm->tensor_parallel_size = 2;
-  s.vllm->data_parallel_size = 2;
+  s.vllm.tensor_parallel_size = 2;
+  s.vllm.data_parallel_size = 2;
   const EngineAdapter& v = AdapterFor(EngineKind::kVllm);
   EXPECT_FALSE(v.GpuCountProblem(s, 4));
   ASSERT_TRUE(v.GpuCountProblem(s, 2));
@@ -166,7 +166,7 @@ TEST(VllmAdapter, TheGpuRuleIsTpTimesPpTimesDp) {
   ASSERT_TRUE(split);
   EXPECT_EQ(split->ways, 2);
   EXPECT_EQ(split->replicas, 2);
-  s.vllm->enable_expert_parallel = true;
+  s.vllm.enable_expert_parallel = true;
   EXPECT_EQ(v.Split(s)->ways, 4);
   EXPECT_EQ(v.Split(s)->replicas, 2);
 }
@@ -211,7 +211,7 @@ std::vector<std::string> From(const std::vector<std::string>& argv, const std::s
 TEST(SglangAdapter, MiniMaxsGuideKeysRenderInSglangsSpelling) {
   ServiceSpec s = Sglang();
   s.gpus = {0, 1, 2, 3, 4, 5, 6, 7};
-  SglangOptions& o = *s.sglang;
+  SglangOptions& o = s.sglang;
   o.tp_size = 8;
   o.trust_remote_code = true;
   o.tool_call_parser = "minimax-m2";
@@ -232,7 +232,7 @@ TEST(SglangAdapter, MiniMaxsGuideKeysRenderInSglangsSpelling) {
 TEST(SglangAdapter, DataAndExpertParallelAndSpeculativeDecodingRender) {
   ServiceSpec s = Sglang();
   s.draft_model = "eagle";
-  SglangOptions& o = *s.sglang;
+  SglangOptions& o = s.sglang;
   o.tp_size = 4;
   o.dp_size = 2;
   o.ep_size = 4;
@@ -250,7 +250,7 @@ TEST(SglangAdapter, DataAndExpertParallelAndSpeculativeDecodingRender) {
   EXPECT_EQ(FindOwnedFlag(s, {"--dp", "4"})->set_by, "sglang.dp_size");
   EXPECT_EQ(FindOwnedFlag(s, {"--speculative-num-steps=5"})->set_by, "sglang.speculative");
   EXPECT_FALSE(FindOwnedFlag(s, {"--tool-call-parser", "qwen25"}));
-  s.sglang->tool_call_parser = "minimax-m2";
+  s.sglang.tool_call_parser = "minimax-m2";
   EXPECT_EQ(FindOwnedFlag(s, {"--tool-call-parser", "qwen25"})->set_by, "sglang.tool_call_parser");
 }
 
@@ -258,8 +258,8 @@ TEST(SglangAdapter, DataAndExpertParallelAndSpeculativeDecodingRender) {
 TEST(SglangAdapter, TheGpuCountIsTpTimesDpOrTpAloneWithDpAttention) {
   const EngineAdapter& sg = AdapterFor(EngineKind::kSglang);
   ServiceSpec s = Sglang();
-  s.sglang->tp_size = 4;
-  s.sglang->dp_size = 2;
+  s.sglang.tp_size = 4;
+  s.sglang.dp_size = 2;
   EXPECT_FALSE(sg.GpuCountProblem(s, 8));
   ASSERT_TRUE(sg.GpuCountProblem(s, 4));
   EXPECT_EQ(sg.GpuCountProblem(s, 4)->message,
@@ -268,28 +268,28 @@ TEST(SglangAdapter, TheGpuCountIsTpTimesDpOrTpAloneWithDpAttention) {
   EXPECT_EQ(w.ways, 4);
   EXPECT_EQ(w.replicas, 2);
 
-  s.sglang->tp_size = 8;
-  s.sglang->dp_size = 8;
-  s.sglang->enable_dp_attention = true;
+  s.sglang.tp_size = 8;
+  s.sglang.dp_size = 8;
+  s.sglang.enable_dp_attention = true;
   EXPECT_FALSE(sg.GpuCountProblem(s, 8));
   EXPECT_THAT(sg.GpuCountProblem(s, 64)->message, HasSubstr("tp_size 8 (DP attention within it)"));
   EXPECT_EQ(sg.Split(s)->replicas, 1);
-  s.sglang->dp_size = 3;
+  s.sglang.dp_size = 3;
   EXPECT_THAT(sg.GpuCountProblem(s, 8)->message, HasSubstr("dp_size 3 does not divide tp_size 8"));
-  s.sglang->dp_size = 1;
+  s.sglang.dp_size = 1;
   EXPECT_THAT(sg.GpuCountProblem(s, 8)->message, HasSubstr("needs dp_size above 1"));
 
-  s.sglang->enable_dp_attention = false;
-  s.sglang->ep_size = 3;
+  s.sglang.enable_dp_attention = false;
+  s.sglang.ep_size = 3;
   EXPECT_THAT(sg.GpuCountProblem(s, 8)->message, HasSubstr("ep_size 3 does not divide tp_size 8"));
-  s.sglang->ep_size = 8;
+  s.sglang.ep_size = 8;
   EXPECT_FALSE(sg.GpuCountProblem(s, 8));
 }
 
 TEST(LlamaServerAdapter, TheModelFileAndEveryKeyRender) {
   ServiceSpec s = Sglang();
   s.engine = EngineKind::kLlamaServer;
-  s.llama->model_file = "Q4_K_M/m-00001-of-00002.gguf";
+  s.llama.model_file = "Q4_K_M/m-00001-of-00002.gguf";
   std::vector<std::string> a = ServiceArgv(s, Ctx("/opt/llama/bin/llama-server"));
   EXPECT_THAT(
       From(a, "--model"),
@@ -300,12 +300,12 @@ TEST(LlamaServerAdapter, TheModelFileAndEveryKeyRender) {
   EXPECT_THAT(From(a, "--n-gpu-layers"), ElementsAre("--n-gpu-layers", "all"));
   EXPECT_THAT(a, Not(Contains("--jinja")));
 
-  s.llama->n_gpu_layers = "auto";
-  s.llama->jinja = true;
-  s.llama->parallel = 4;
-  s.llama->cache_type_k = "q8_0";
-  s.llama->cache_type_v = "q4_0";
-  s.llama->split_mode = "row";
+  s.llama.n_gpu_layers = "auto";
+  s.llama.jinja = true;
+  s.llama.parallel = 4;
+  s.llama.cache_type_k = "q8_0";
+  s.llama.cache_type_v = "q4_0";
+  s.llama.split_mode = "row";
   a = ServiceArgv(s, Ctx("llama-server"));
   EXPECT_THAT(From(a, "--n-gpu-layers"), ElementsAre("--n-gpu-layers", "auto"));
   EXPECT_THAT(a, Contains("--jinja"));
@@ -324,17 +324,17 @@ ServiceSpec Trtllm() {
   s.engine = EngineKind::kTrtllm;
   s.gpus = {0, 1, 2, 3};
   s.port = 8000;
-  s.trtllm->tp_size = 4;
+  s.trtllm.tp_size = 4;
   return s;
 }
 
 TEST(TrtllmAdapter, TrtllmServeGetsItsUnderscoreFlags) {
   ServiceSpec s = Trtllm();
-  s.trtllm->ep_size = 4;
-  s.trtllm->backend = "pytorch";
-  s.trtllm->trust_remote_code = true;
-  s.trtllm->max_seq_len = 32768;
-  s.trtllm->extra_llm_api_options = "/etc/berth/trt.yaml";
+  s.trtllm.ep_size = 4;
+  s.trtllm.backend = "pytorch";
+  s.trtllm.trust_remote_code = true;
+  s.trtllm.max_seq_len = 32768;
+  s.trtllm.extra_llm_api_options = "/etc/berth/trt.yaml";
   EXPECT_THAT(
       ServiceArgv(s, Ctx("/opt/trt/bin/trtllm-serve")),
       ElementsAre("/opt/trt/bin/trtllm-serve", "serve", "/models/models--o--m/snapshots/abc",
@@ -357,20 +357,20 @@ TEST(TrtllmAdapter, ItReportsTheSnapshotFoldersNameNotTheServiceName) {
   EXPECT_EQ(trt.ReportedName(Trtllm(), RenderContext{}), "");
   // The others report what berth tells them.
   ServiceSpec s = Sglang();
-  s.sglang->served_model_name = "chat";
+  s.sglang.served_model_name = "chat";
   EXPECT_EQ(AdapterFor(EngineKind::kSglang).ReportedName(s, Ctx("python3")), "chat");
 }
 
 TEST(TrtllmAdapter, TheGpuCountIsTpTimesPpAndEpDividesTp) {
   const EngineAdapter& trt = AdapterFor(EngineKind::kTrtllm);
   ServiceSpec s = Trtllm();
-  s.trtllm->tp_size = 2;
-  s.trtllm->pp_size = 2;
+  s.trtllm.tp_size = 2;
+  s.trtllm.pp_size = 2;
   EXPECT_FALSE(trt.GpuCountProblem(s, 4));
   EXPECT_EQ(trt.GpuCountProblem(s, 8)->message,
             "tp_size 2 × pp_size 2 = 4, but gpus lists 8 devices");
   EXPECT_EQ(trt.Split(s)->ways, 4);
-  s.trtllm->ep_size = 4;
+  s.trtllm.ep_size = 4;
   EXPECT_THAT(trt.GpuCountProblem(s, 4)->message, HasSubstr("ep_size 4 does not divide tp_size 2"));
 }
 
@@ -399,7 +399,7 @@ TEST(VllmAdapter, ADraftPathThatIsNotUtf8IsRenderedNotThrown) {
   s.engine = EngineKind::kVllm;
   s.model = "m";
   s.port = 8000;
-  s.vllm->speculative = VllmSpeculative{"eagle3", 3, "d", {}, {}, {}};
+  s.vllm.speculative = VllmSpeculative{"eagle3", 3, "d", {}, {}, {}};
   s.draft_model = "d";
   RenderContext c;
   c.executable = "vllm";

@@ -17,9 +17,9 @@ const Action* Find(const Plan& p, ActionKind kind, const std::string& address) {
 TEST_F(ScenarioTest, ATrtllmServeServiceRendersItsCommandAndItsGateAsksForTheSnapshotName) {
   OneModel(4);
   ServiceSpec& s = Service("trt", EngineKind::kTrtllm, "a", {0, 1, 2, 3}, 8000);
-  s.trtllm->tp_size = 4;
-  s.trtllm->ep_size = 2;
-  s.trtllm->extra_llm_api_options = "/etc/berth/trt.yaml";
+  s.trtllm.tp_size = 4;
+  s.trtllm.ep_size = 2;
+  s.trtllm.extra_llm_api_options = "/etc/berth/trt.yaml";
   s.gpu_memory = GiB(120);
   d.executables["trtllm-serve"] = "/opt/trt/bin/trtllm-serve";
   Plan p = PlanNow();
@@ -79,7 +79,7 @@ TEST_F(ScenarioTest, AnSglangDraftModelIsKeptInTheStoreAndPassedAsItsSnapshot) {
   draft.keep = false;  // kept only because a running service drafts with it
   InStore("org/eagle3-head", Commit("e"), 100);
   ServiceSpec& s = Sglang("sg", "a", {0, 1}, 30000, 0.8);
-  s.sglang->speculative = {"EAGLE3", 3, 1, 4, "head"};
+  s.sglang.speculative = {"EAGLE3", 3, 1, 4, "head"};
   s.draft_model = "head";
   Plan p = PlanNow();
   ASSERT_FALSE(p.blocked()) << Problems(p);

@@ -51,8 +51,8 @@ class PlannerTest : public ::testing::Test {
   ServiceSpec& Vllm(const std::string& name, const std::string& model, std::vector<int> gpus,
                     int port, double gmu = 0.9) {
     ServiceSpec& s = Service(name, EngineKind::kVllm, model, std::move(gpus), port);
-    s.vllm->tensor_parallel_size = static_cast<int>(s.gpus.size());
-    s.vllm->gpu_memory_utilization = gmu;
+    s.vllm.tensor_parallel_size = static_cast<int>(s.gpus.size());
+    s.vllm.gpu_memory_utilization = gmu;
     return s;
   }
   /// A state-only entry: berth starts or stops a unit it does not write.

@@ -144,8 +144,8 @@ class LlamaClaimPlanTest : public PlannerTest {
     h.model = Llama8B();
     rev.gguf = std::map<std::string, GgufHeader>{{"m.gguf", h}};
     ServiceSpec& s = Service("ll", EngineKind::kLlamaServer, "g", {0}, 8080);
-    s.llama->model_file = "m.gguf";
-    s.llama->ctx_size = ctx;
+    s.llama.model_file = "m.gguf";
+    s.llama.ctx_size = ctx;
     return s;
   }
 };
@@ -178,7 +178,7 @@ TEST_F(LlamaClaimPlanTest, AContextThatDoesNotFitTheDeclaredGpuIsRefusedBeforeAn
                         "claims, derived from its GGUF file (see its start): a smaller "
                         "llama_server.ctx_size"));
   // The context that fits plans.
-  d.services["ll"].llama->ctx_size = 32768;
+  d.services["ll"].llama.ctx_size = 32768;
   EXPECT_FALSE(PlanNow().blocked()) << Problems(PlanNow());
 }
 

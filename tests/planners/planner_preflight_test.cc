@@ -58,7 +58,7 @@ TEST_F(PreflightTest, TheSameWeightsFitFourGpus) {
 
 TEST_F(PreflightTest, WeightsInTheStoreCountOverTheHub) {
   ServiceSpec& s = InStoreWithConfig({{"LlamaForCausalLM"}, ""});
-  s.vllm->gpu_memory_utilization = 0.1;  // 8 GiB claimed, 10 GB of weights
+  s.vllm.gpu_memory_utilization = 0.1;  // 8 GiB claimed, 10 GB of weights
   Plan p = PlanNow();
   ASSERT_TRUE(p.blocked());
   ASSERT_EQ(p.problems.size(), 1u) << Problems(p);
@@ -110,7 +110,7 @@ TEST_F(PreflightTest, ARunningServiceThatNeedsNoStartIsNotChecked) {
 TEST_F(PreflightTest, MtpOnAModelTypeWithoutAnMtpDraftBlocksBeforeAnythingGoesDark) {
   ServiceSpec& s = InStoreWithConfig(ParseModelConfig(
       R"({"architectures": ["MiniMaxM2ForCausalLM"], "model_type": "minimax_m2"})"));
-  s.vllm->speculative = VllmSpeculative{"mtp", 3, "", {}, {}, {}};
+  s.vllm.speculative = VllmSpeculative{"mtp", 3, "", {}, {}, {}};
   s.loc = {"berth.yaml", 20, 3};
   ForeignService("old.service", {0}, GiB(70), 8000);
   StateOnly("old", ServiceState::kStopped);
@@ -131,7 +131,7 @@ TEST_F(PreflightTest, MtpOnAModelTypeWithoutAnMtpDraftBlocksBeforeAnythingGoesDa
 TEST_F(PreflightTest, MtpOnAModelTypeWithAnMtpDraftPasses) {
   ServiceSpec& s = InStoreWithConfig(ParseModelConfig(
       R"({"architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3"})"));
-  s.vllm->speculative = VllmSpeculative{"mtp", 1, "", {}, {}, {}};
+  s.vllm.speculative = VllmSpeculative{"mtp", 1, "", {}, {}, {}};
   Plan p = PlanNow();
   EXPECT_THAT(Problems(p), IsEmpty());
   EXPECT_THAT(At(p, "write-unit unit/svc.service unit_missing").As<UnitFileStep>().content,
@@ -143,9 +143,9 @@ TEST_F(PreflightTest, MtpOnAModelTypeWithAnMtpDraftPasses) {
 TEST_F(PreflightTest, NgramOnAnyModelTypePasses) {
   ServiceSpec& t = InStoreWithConfig(ParseModelConfig(
       R"({"architectures": ["MiniMaxM2ForCausalLM"], "model_type": "minimax_m2"})"));
-  t.vllm->speculative = VllmSpeculative{"mtp", 1, "", {}, {}, {}};
+  t.vllm.speculative = VllmSpeculative{"mtp", 1, "", {}, {}, {}};
   ASSERT_TRUE(PlanNow().blocked()) << "the model type is read";
-  t.vllm->speculative = VllmSpeculative{"ngram", 4, "", {}, {}, {}};
+  t.vllm.speculative = VllmSpeculative{"ngram", 4, "", {}, {}, {}};
   Plan p = PlanNow();
   EXPECT_THAT(Problems(p), IsEmpty());
   EXPECT_THAT(At(p, "write-unit unit/svc.service unit_missing").As<UnitFileStep>().content,
@@ -155,8 +155,8 @@ TEST_F(PreflightTest, NgramOnAnyModelTypePasses) {
 // Data parallel: each replica holds a whole copy split tp × pp ways.
 TEST_F(PreflightTest, EachDataParallelReplicaHoldsAWholeCopy) {
   ServiceSpec& s = MinimaxOn(4);  // 4 × 72 GiB claimed; 230 GB of weights
-  s.vllm->tensor_parallel_size = 2;
-  s.vllm->data_parallel_size = 2;
+  s.vllm.tensor_parallel_size = 2;
+  s.vllm.data_parallel_size = 2;
   Plan p = PlanNow();
   ASSERT_TRUE(p.blocked());
   ASSERT_EQ(p.problems.size(), 1u) << Problems(p);
@@ -170,17 +170,17 @@ TEST_F(PreflightTest, EachDataParallelReplicaHoldsAWholeCopy) {
 // every weight as an expert and refuses only what cannot fit.
 TEST_F(PreflightTest, WithExpertParallelTheExpertsSpreadOverEveryReplica) {
   ServiceSpec& s = MinimaxOn(4);
-  s.vllm->tensor_parallel_size = 2;
-  s.vllm->data_parallel_size = 2;
-  s.vllm->enable_expert_parallel = true;
+  s.vllm.tensor_parallel_size = 2;
+  s.vllm.data_parallel_size = 2;
+  s.vllm.enable_expert_parallel = true;
   EXPECT_FALSE(PlanNow().blocked()) << Problems(PlanNow());
 }
 
 TEST_F(PreflightTest, WithExpertParallelWhatCannotFitEvenSpreadIsRefused) {
   ServiceSpec& t = MinimaxOn(2);
-  t.vllm->tensor_parallel_size = 1;
-  t.vllm->data_parallel_size = 2;
-  t.vllm->enable_expert_parallel = true;
+  t.vllm.tensor_parallel_size = 1;
+  t.vllm.data_parallel_size = 2;
+  t.vllm.enable_expert_parallel = true;
   Plan p = PlanNow();
   ASSERT_TRUE(p.blocked());
   EXPECT_THAT(Problems(p),
@@ -437,15 +437,15 @@ TEST_F(PreflightTest, ALlamaServerModelFileThatIsNotGgufBlocks) {
       {"broken.gguf", {0, "", "is not a GGUF file (it starts with '<htm', not 'GGUF')", {}}}};
   ServiceSpec& s = Vllm("ll", "g", {0}, 8080);
   s.engine = EngineKind::kLlamaServer;
-  s.llama->model_file = "Q4/m.gguf";
+  s.llama.model_file = "Q4/m.gguf";
   EXPECT_FALSE(PlanNow().blocked()) << Problems(PlanNow());
-  s.llama->model_file = "broken.gguf";
+  s.llama.model_file = "broken.gguf";
   Plan p = PlanNow();
   ASSERT_TRUE(p.blocked());
   EXPECT_THAT(Problems(p), HasSubstr("service/ll cannot start: broken.gguf of org/g@aaaaaaa is "
                                      "not a GGUF file (it starts with '<htm', not 'GGUF'), so "
                                      "llama-server cannot load it"));
-  s.llama->model_file = "Q8/m.gguf";
+  s.llama.model_file = "Q8/m.gguf";
   EXPECT_THAT(Problems(PlanNow()),
               HasSubstr("its model_file Q8/m.gguf is not a .gguf file of org/g@aaaaaaa (its "
                         ".gguf files: Q4/m.gguf, broken.gguf)"));

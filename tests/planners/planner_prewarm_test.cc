@@ -83,7 +83,7 @@ TEST_F(PrewarmTest, TheNewWeightsAreReadBeforeTheRestartWhenTheyFitInMemory) {
 TEST_F(PrewarmTest, ALlamaServersGgufFileIsReadBeforeItsRestart) {
   OneModel(1);
   ServiceSpec& s = Service("ll", EngineKind::kLlamaServer, "a", {0}, 8080);
-  s.llama->model_file = "m.gguf";
+  s.llama.model_file = "m.gguf";
   s.gpu_memory = GiB(20);
   Converge();
   Memory(1000 * kGB, 600 * kGB);

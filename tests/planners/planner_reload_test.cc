@@ -64,7 +64,7 @@ TEST_F(ScenarioTest, AnExecStartChangeTogetherWithAReloadOnlyOneRestartsAndSaysW
   Vllm("svc", "a", {0}, 8000);
   Converge();
   d.services["svc"].health.timeout_ms = 60 * 60 * 1000;
-  d.services["svc"].vllm->max_model_len = 4096;
+  d.services["svc"].vllm.max_model_len = 4096;
   Plan p = PlanNow();
   ASSERT_FALSE(p.blocked()) << Problems(p);
   EXPECT_THAT(Steps(p), ElementsAre("write-unit unit/svc.service unit_changed",
@@ -130,7 +130,7 @@ TEST_F(ScenarioTest, AProcessStartedWithOtherSettingsThanTheFileHoldsIsRestarted
   Converge();
   ObservedUnit& u = UnitOf("svc.service");
   const std::string before = RestartDigest(u.content);
-  d.services["svc"].vllm->max_model_len = 4096;
+  d.services["svc"].vllm.max_model_len = 4096;
   Converge();
   ObservedUnit& now = UnitOf("svc.service");
   for (const std::string& recorded : {before, std::string("0123abcd")}) {

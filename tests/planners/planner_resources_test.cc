@@ -77,7 +77,7 @@ TEST_F(ScenarioTest, ARestartCountsTheMemoryItGivesBack) {
   OneModel();
   Vllm("svc", "a", {0}, 8000, 0.9);
   Converge();
-  d.services["svc"].vllm->gpu_memory_utilization = 0.95;
+  d.services["svc"].vllm.gpu_memory_utilization = 0.95;
   Plan p = PlanNow();
   ASSERT_FALSE(p.blocked()) << Problems(p);
   EXPECT_THAT(Steps(p), ElementsAre("write-unit unit/svc.service unit_changed",
@@ -349,7 +349,7 @@ TEST_F(ScenarioTest, AnSglangServiceClaimsItsMemFractionOfEachGpu) {
   EXPECT_THAT(p.problems[0].message,
               HasSubstr("needs 85.0 GiB on GPU 1 (of 100.0 GiB), only 80.0 GiB can be freed: "
                         "short by 5.0 GiB"));
-  d.services["sg"].sglang->mem_fraction_static = 0.75;
+  d.services["sg"].sglang.mem_fraction_static = 0.75;
   p = PlanNow();
   ASSERT_FALSE(p.blocked()) << Problems(p);
   EXPECT_THAT(
@@ -401,7 +401,7 @@ TEST_F(ScenarioTest, PlanningTheSameInputsTwiceGivesTheSamePlan) {
   d.services["old"].state = ServiceState::kStopped;
   Vllm("new", "b", {0, 1}, 8000);
   Vllm("side", "b", {3}, 8003, 0.5);
-  d.services["keep"].vllm->max_model_len = 4096;
+  d.services["keep"].vllm.max_model_len = 4096;
   Plan p1 = PlanNow();
   Plan p2 = PlanNow();
   ASSERT_FALSE(p1.blocked()) << Problems(p1);

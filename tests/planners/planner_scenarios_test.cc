@@ -16,7 +16,7 @@ using ::testing::Not;
 // built another way), the plan is blocked and no unit is written.
 TEST_F(ScenarioTest, AValueNoUnitFileCanHoldBlocksThePlan) {
   OneModel();
-  Vllm("svc", "a", {0}, 8000).vllm->served_model_name = "x\nExecStartPre=/bin/touch /tmp/pwned";
+  Vllm("svc", "a", {0}, 8000).vllm.served_model_name = "x\nExecStartPre=/bin/touch /tmp/pwned";
   Plan p = PlanNow();
   ASSERT_TRUE(p.blocked());
   EXPECT_THAT(Problems(p), HasSubstr("unit svc.service"));
@@ -30,7 +30,7 @@ TEST_F(ScenarioTest, ADraftModelIsDownloadedAndNamedByItsSnapshotPath) {
   Model("draft", "org/draft-eagle3").keep = false;
   Hub("org/draft-eagle3", "main", Commit("d"), 1000);
   ServiceSpec& svc = Vllm("svc", "a", {0}, 8000);
-  svc.vllm->speculative = VllmSpeculative{"eagle3", 3, "draft", {}, {}, {}};
+  svc.vllm.speculative = VllmSpeculative{"eagle3", 3, "draft", {}, {}, {}};
   svc.draft_model = "draft";  // as the loader sets it from vllm.speculative.model
   Plan p = PlanNow();
   ASSERT_FALSE(p.blocked()) << Problems(p);

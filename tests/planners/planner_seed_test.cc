@@ -24,7 +24,7 @@ class SeedTest : public PlannerTest {
     ForeignService("vllm-kimi-k25.service", {0, 1, 2, 3, 4, 5, 6, 7}, GiB(73.7), 8000);
     StateOnly("vllm-kimi-k25", ServiceState::kStopped);
     ServiceSpec& s = Vllm("vllm-minimax-m25", "minimax-m25", {0, 1, 2, 3, 4, 5, 6, 7}, 8000);
-    s.vllm->enable_expert_parallel = true;
+    s.vllm.enable_expert_parallel = true;
   }
 };
 
@@ -160,7 +160,7 @@ TEST_F(PlannerTest, AChangedFlagRestartsOnlyThatService) {
   Vllm("one", "a", {0}, 8000);
   Vllm("two", "a", {1}, 8001);
   Converge();
-  d.services["two"].vllm->max_model_len = 32768;
+  d.services["two"].vllm.max_model_len = 32768;
   Plan p = PlanNow();
   EXPECT_THAT(Steps(p), ElementsAre("write-unit unit/two.service unit_changed",
                                     "daemon-reload systemd unit_files_changed",

@@ -236,7 +236,7 @@ TEST_F(StandbyTest, AChangedUnitOfASleeperRestartsItColdWhenItIsWantedAgain) {
   SwitchTo("two", "one");
   Converge();
   SwitchTo("one", "two");
-  d.services["one"].vllm->max_model_len = 4096;
+  d.services["one"].vllm.max_model_len = 4096;
   Plan p = PlanNow();
   EXPECT_EQ(Find(p, ActionKind::kWake, "service/one"), nullptr);
   EXPECT_NE(Find(p, ActionKind::kRestart, "service/one"), nullptr)

@@ -58,8 +58,8 @@ class ScenarioTest : public PlannerTest {
   ServiceSpec& Sglang(const std::string& name, const std::string& model, std::vector<int> gpus,
                       int port, double fraction) {
     ServiceSpec& s = Service(name, EngineKind::kSglang, model, std::move(gpus), port);
-    s.sglang->tp_size = static_cast<int>(s.gpus.size());
-    s.sglang->mem_fraction_static = fraction;
+    s.sglang.tp_size = static_cast<int>(s.gpus.size());
+    s.sglang.mem_fraction_static = fraction;
     return s;
   }
   ServiceSpec& Command(const std::string& name, std::vector<int> gpus, int port, uint64_t per_gpu) {

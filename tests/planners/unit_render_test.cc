@@ -21,7 +21,7 @@ ServiceSpec Svc() {
   s.model = "x";
   s.gpus = {0, 1};
   s.port = 8000;
-  s.vllm->tensor_parallel_size = 2;
+  s.vllm.tensor_parallel_size = 2;
   return s;
 }
 
@@ -55,7 +55,7 @@ TEST(QuoteExecArg, SplitReadsBackWhatQuoteWrote) {
 
 TEST(RenderUnit, VllmFlagsEnvironmentAndHeader) {
   ServiceSpec s = Svc();
-  s.vllm->enable_expert_parallel = true;
+  s.vllm.enable_expert_parallel = true;
   s.args = {"--compilation-config", "{\"cudagraph_mode\": \"PIECEWISE\"}"};
   s.env["SAFETENSORS_FAST_GPU"] = "1";
   RenderedUnit u = RenderUnit(s, Ctx());
@@ -208,7 +208,7 @@ TEST(RenderUnit, AValueNoUnitCanHoldIsRefusedNotWritten) {
   using Set = std::function<void(ServiceSpec*, RenderContext*)>;
   std::vector<std::tuple<std::string, std::string, Set>> fields = {
       {"description", "a newline",
-       [&](ServiceSpec* s, RenderContext*) { s->vllm->served_model_name = newline; }},
+       [&](ServiceSpec* s, RenderContext*) { s->vllm.served_model_name = newline; }},
       {"description", "a newline",
        [&](ServiceSpec*, RenderContext* c) { c->model_repo = newline; }},
       {"env_file", "a newline",
@@ -259,15 +259,15 @@ TEST(RenderUnit, ANewlineInAQuotedWordAddsNoDirective) {
 TEST(RenderUnit, LlamaAliasWithANewlineIsRefused) {
   ServiceSpec s = Svc();
   s.engine = EngineKind::kLlamaServer;
-  s.llama->alias = "a\nExecStartPre=/bin/touch /tmp/pwned";
+  s.llama.alias = "a\nExecStartPre=/bin/touch /tmp/pwned";
   EXPECT_FALSE(TryRenderUnit(s, Ctx()).ok());
 }
 
 TEST(RenderUnit, LlamaServerGetsItsGgufFileAndEveryLayerOnTheGpus) {
   ServiceSpec s = Svc();
   s.engine = EngineKind::kLlamaServer;
-  s.llama->model_file = "Q4_K_M/m.gguf";
-  s.llama->jinja = true;
+  s.llama.model_file = "Q4_K_M/m.gguf";
+  s.llama.jinja = true;
   RenderContext c = Ctx();
   c.executable = "/opt/llama/bin/llama-server";
   std::string unit = RenderUnit(s, c).content;
@@ -279,7 +279,7 @@ TEST(RenderUnit, LlamaServerGetsItsGgufFileAndEveryLayerOnTheGpus) {
 TEST(RenderUnit, TrtllmServeGetsItsSubcommandAndUnderscoreFlags) {
   ServiceSpec s = Svc();
   s.engine = EngineKind::kTrtllm;
-  s.trtllm->tp_size = 2;
+  s.trtllm.tp_size = 2;
   RenderContext c = Ctx();
   c.executable = "/opt/trt/bin/trtllm-serve";
   RenderedUnit u = RenderUnit(s, c);
@@ -292,7 +292,7 @@ TEST(RenderUnit, TrtllmServeGetsItsSubcommandAndUnderscoreFlags) {
 
 TEST(RenderUnit, SpecifiersAndDollarsReachEveryDirectiveEscaped) {
   ServiceSpec s = Svc();
-  s.vllm->served_model_name = "m-%n-$X";
+  s.vllm.served_model_name = "m-%n-$X";
   s.args = {"%h", "$HOME", "${X}"};
   s.env["A"] = "%h $X";
   s.env_file = "/etc/%n$X";
