@@ -5,7 +5,6 @@
 #include <atomic>
 #include <iostream>
 
-#include "core/free_at_exit.h"
 #include "core/log.h"
 #include "engine/cli/berth_build_version.h"
 #include "engine/cli/cli_docs.h"
@@ -286,10 +285,7 @@ int main(int argc, char** argv) {
     return berth::kExitOk;
   }
   if (*validate) return berth::RunValidate(validate_path, std::cout, std::cerr);
-  if (*plan) {
-    berth::SetFreeAtExit(false);  // one pass, then the exit (core/free_at_exit.h)
-    return berth::RunPlan(plan_cmd, std::cout, std::cerr);
-  }
+  if (*plan) return berth::RunPlan(plan_cmd, std::cout, std::cerr);
   if (*lock) {
     if (!lock_cmd.models.empty() && !lock_cmd.update) {
       std::cerr << "berth lock: naming models needs --update (without it, every model without "

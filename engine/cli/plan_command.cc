@@ -1,6 +1,5 @@
 #include <memory>
 
-#include "core/free_at_exit.h"
 #include "engine/apply/live_host.h"
 #include "engine/apply/reconciler.h"
 #include "engine/cli/commands.h"
@@ -38,10 +37,8 @@ int RunPlan(const PlanCommand& cmd, std::ostream& out, std::ostream& err) {
       return seams;
     };
   }
-  auto r = std::make_unique<RunReport>(Reconciler(deps).Run(o));
-  int code = r->exit_code == kExitChanges && !cmd.detailed_exitcode ? kExitOk : r->exit_code;
-  DiscardAtEnd(std::move(r));
-  return code;
+  RunReport r = Reconciler(deps).Run(o);
+  return r.exit_code == kExitChanges && !cmd.detailed_exitcode ? kExitOk : r.exit_code;
 }
 
 }  // namespace berth
