@@ -1,12 +1,53 @@
 // A host of 300 services, 120 models shared between them, stale revisions and repos berth
 // downloaded that no model names any more: the plan must be what each service and model would
 // get alone (the planner's lookups go through an index built once per plan; a wrong or stale
-// entry shows here as a missing, extra or misattributed step).
+// entry shows here as a missing, extra or misattributed step). And the work of a plan grows
+// linearly with the host: counted, not timed.
+#include <algorithm>
+#include <atomic>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <map>
+#include <new>
 #include <set>
 
 #include "tests/planners/planner_fixture.h"
+
+namespace berth::testing {
+namespace {
+
+// The work this test binary does, counted by the two things a loop over names does at every
+// turn: a heap allocation (a string or a vector made) and a comparison of bytes (two names
+// compared: std::string's == and <, map and hash-table lookups). A loop over every unit for
+// each service shows as quadratic growth of one of them.
+std::atomic<uint64_t> g_allocations{0};
+std::atomic<uint64_t> g_comparisons{0};
+
+}  // namespace
+}  // namespace berth::testing
+
+void* operator new(std::size_t n) {
+  berth::testing::g_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
+  throw std::bad_alloc();
+}
+// g++ sees this file's new and delete inlined into each other and takes malloc's block for one
+// of the library's.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+#pragma GCC diagnostic pop
+
+// Replaces the C library's for the whole binary (the comparisons of std::string end here).
+extern "C" int memcmp(const void* a, const void* b, std::size_t n) {
+  berth::testing::g_comparisons.fetch_add(1, std::memory_order_relaxed);
+  const auto *x = static_cast<const unsigned char*>(a), *y = static_cast<const unsigned char*>(b);
+  for (std::size_t i = 0; i < n; ++i)
+    if (x[i] != y[i]) return x[i] < y[i] ? -1 : 1;
+  return 0;
+}
 
 namespace berth::testing {
 namespace {
@@ -163,6 +204,48 @@ TEST_F(PlannerScaleTest, ThreeHundredServicesPlanAsEachWouldAlone) {
 
   // Acted out, the host then needs nothing more.
   Converge();
+}
+
+// N and 4N services, each on its own model; the even ones converged, the odd ones new (a
+// download, a unit, an engine check, a start, a health gate each). Planning 4N must cost at
+// most 6x what N costs, in allocations and in comparisons alike (linear is 4x; a scan of
+// every unit or step for each service, ~16x).
+TEST_F(PlannerScaleTest, FourTimesTheServicesIsAtMostSixTimesTheWork) {
+  const Desired empty_d = d;
+  const Observed empty_o = o;
+  auto work = [&](int n) {
+    d = empty_d;
+    o = empty_o;
+    Gpus(8, 1024 * kGiB);
+    for (int i = 0; i < n; ++i) {
+      Model(Name("m", i), Repo(i), 2 * kGiB).revision = Commit(i, 0);
+      if (i % 2 == 0) AddRevision(Repo(i), Commit(i, 0));
+    }
+    for (int i = 0; i < n; i += 2) Vllm(Name("svc", i), Name("m", i), {i % 8}, 20000 + i, 0.001);
+    Converge();
+    for (int i = 1; i < n; i += 2) Vllm(Name("svc", i), Name("m", i), {i % 8}, 20000 + i, 0.001);
+    g_allocations = 0;
+    g_comparisons = 0;
+    Plan p = PlanNow();
+    std::pair<double, double> counted(static_cast<double>(g_allocations.load()),
+                                      static_cast<double>(g_comparisons.load()));
+    EXPECT_FALSE(p.blocked()) << Problems(p);
+    EXPECT_EQ(std::count_if(p.actions.begin(), p.actions.end(),
+                            [](const Action& a) { return a.kind == ActionKind::kStart; }),
+              n / 2);
+    return counted;
+  };
+  const int n = 150;
+  auto [alloc_n, cmp_n] = work(n);
+  auto [alloc_4n, cmp_4n] = work(4 * n);
+  EXPECT_LT(alloc_4n / alloc_n, 6.0)
+      << alloc_n << " allocations for " << n << " services, " << alloc_4n << " for " << 4 * n;
+  EXPECT_LT(cmp_4n / cmp_n, 6.0) << cmp_n << " comparisons for " << n << " services, " << cmp_4n
+                                 << " for " << 4 * n;
+  std::printf(
+      "planning %d -> %d services: allocations %.0f -> %.0f (%.2fx), comparisons %.0f -> "
+      "%.0f (%.2fx)\n",
+      n, 4 * n, alloc_n, alloc_4n, alloc_4n / alloc_n, cmp_n, cmp_4n, cmp_4n / cmp_n);
 }
 
 }  // namespace
