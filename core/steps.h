@@ -4,8 +4,8 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <variant>
 #include <vector>
@@ -204,68 +204,191 @@ struct StandbyStep {
   friend bool operator==(const StandbyStep&, const StandbyStep&) = default;
 };
 
-/// A payload kept on the heap, with the value's copy and comparison: the gates' payloads are
-/// several times the size of the others, and an Action is as big as its biggest payload (a plan
-/// of 10,000 services holds 40,000 actions, few of them gates).
-template <class T>
-class Boxed {
- public:
-  Boxed() : p_(std::make_unique<T>()) {}
-  Boxed(T value) : p_(std::make_unique<T>(std::move(value))) {}  // NOLINT: implicit by design
-  Boxed(const Boxed& o) : p_(o.p_ ? std::make_unique<T>(*o.p_) : nullptr) {}
-  Boxed(Boxed&& o) noexcept = default;
-  Boxed& operator=(const Boxed& o) {
-    if (this != &o) p_ = o.p_ ? std::make_unique<T>(*o.p_) : nullptr;
-    return *this;
-  }
-  Boxed& operator=(Boxed&& o) noexcept = default;
+/// What one step carries (std::monostate: kDaemonReload, which needs nothing).
+using StepPayload = std::variant<std::monostate, DownloadStep, RemoveModelStep, UnitFileStep,
+                                 ServiceStep, HealthStep, PreflightStep, SmokeStep, FloorStep,
+                                 SoakStep, FrontStep, PrewarmStep, StandbyStep>;
 
-  // A moved-from box is empty: it may be copied, compared, assigned to or dropped, not read.
-  T& operator*() { return *p_; }
-  const T& operator*() const { return *p_; }
-  T* operator->() { return p_.get(); }
-  const T* operator->() const { return p_.get(); }
-  friend bool operator==(const Boxed& a, const Boxed& b) {
-    return a.p_ && b.p_ ? *a.p_ == *b.p_ : a.p_ == b.p_;
-  }
-
- private:
-  std::unique_ptr<T> p_;
-};
-
-/// What one step carries (std::monostate: kDaemonReload, which needs nothing). The big ones
-/// are boxed (Action::As reads through the box).
-using StepPayload =
-    std::variant<std::monostate, DownloadStep, RemoveModelStep, UnitFileStep, ServiceStep,
-                 HealthStep, Boxed<PreflightStep>, Boxed<SmokeStep>, Boxed<FloorStep>,
-                 Boxed<SoakStep>, Boxed<FrontStep>, PrewarmStep, StandbyStep>;
-
-/// The type of the variant's alternative that holds a T: Boxed<T> for the boxed payloads, else T.
+/// (core/plan.h reads payloads through these; no payload is boxed, so they are the identity.)
 template <class T>
 struct StepSlot {
-  using type =
-      std::conditional_t<std::is_same_v<T, PreflightStep> || std::is_same_v<T, SmokeStep> ||
-                             std::is_same_v<T, FloorStep> || std::is_same_v<T, SoakStep> ||
-                             std::is_same_v<T, FrontStep>,
-                         Boxed<T>, T>;
+  using type = T;
 };
-
-/// The T in `slot` (a T, or the T in a Boxed<T>).
 template <class T>
 T& Unbox(T& slot) {
   return slot;
 }
+
+/// Where `berth plan -o json` shows a payload's field (engine/output/plan_json.cc: in the
+/// step's object named for its kind, "model", "health", "floor"...).
+enum class Shown {
+  kNo,
+  kAlways,       // in the step's object
+  kLimit,        // a floor's limits: in kFloor's object, not kReference's
+  kGoodput,      // in the floor's "goodput" object, when it has goodput limits
+  kRelative,     // in the floor's "relative" object, when it compares with a reference
+  kEngineCheck,  // in a preflight's "engine_check" object, when it checks an engine
+  kWriteFront,   // in kWriteFront's object only
+  kNotEmpty,     // beside the step's unit, when not empty
+};
+
+/// One field of payload T: the one list of a payload's fields that a saved plan writes and
+/// reads (its "step" object, under `key`), that a saved plan refused for a changed field names
+/// (`words`, else the key), and that `berth plan -o json` shows (where, under `shown_as`, else
+/// the key). A field shown twice has a second entry without a key (not saved again).
+template <class T, class M>
+struct StepField {
+  const char* key;
+  M T::*member;
+  const char* words = nullptr;
+  Shown shown = Shown::kNo;
+  const char* shown_as = nullptr;
+};
+
+/// The fields of each payload, in the order a saved plan and the JSON plan write them.
 template <class T>
-const T& Unbox(const T& slot) {
-  return slot;
-}
-template <class T>
-T& Unbox(Boxed<T>& slot) {
-  return *slot;
-}
-template <class T>
-const T& Unbox(const Boxed<T>& slot) {
-  return *slot;
+inline constexpr auto kStepFields = std::tuple<>{};
+template <>
+inline constexpr auto kStepFields<DownloadStep> =
+    std::tuple{StepField{"repo_id", &DownloadStep::repo_id, "repo", Shown::kAlways},
+               StepField{"revision", &DownloadStep::revision, nullptr, Shown::kAlways},
+               StepField{"commit", &DownloadStep::commit, "model commit", Shown::kAlways},
+               StepField{"include", &DownloadStep::include, nullptr, Shown::kAlways},
+               StepField{"exclude", &DownloadStep::exclude, nullptr, Shown::kAlways}};
+template <>
+inline constexpr auto kStepFields<RemoveModelStep> =
+    std::tuple{StepField{"repo_id", &RemoveModelStep::repo_id, "repo", Shown::kAlways},
+               StepField{"commit", &RemoveModelStep::commit, "model commit", Shown::kAlways}};
+// (Its old text is for the reviewer's diff only, and not saved.)
+template <>
+inline constexpr auto kStepFields<UnitFileStep> = std::tuple{
+    StepField{"content", &UnitFileStep::content, "unit content"},
+    StepField{"replaces", &UnitFileStep::replaces}, StepField{"adopts", &UnitFileStep::adopts}};
+template <>
+inline constexpr auto kStepFields<ServiceStep> =
+    std::tuple{StepField{"for_service", &ServiceStep::for_service, "service it makes room for",
+                         Shown::kNotEmpty},
+               StepField{"gpus", &ServiceStep::gpus, "GPUs", Shown::kNotEmpty}};
+template <>
+inline constexpr auto kStepFields<HealthStep> =
+    std::tuple{StepField{"host", &HealthStep::host, "address probed"},
+               StepField{"port", &HealthStep::port, nullptr, Shown::kAlways},
+               StepField{"path", &HealthStep::path, "health path", Shown::kAlways},
+               StepField{"served_name", &HealthStep::served_name, "served name", Shown::kAlways,
+                         "served_model_name"},
+               StepField{"timeout_ms", &HealthStep::timeout_ms, "timeout", Shown::kAlways},
+               StepField{"interval_ms", &HealthStep::interval_ms, "interval"}};
+template <>
+inline constexpr auto kStepFields<PreflightStep> = std::tuple{
+    StepField{"argv", &PreflightStep::argv, "command", Shown::kAlways, "command"},
+    StepField{"timeout_ms", &PreflightStep::timeout_ms, "timeout", Shown::kAlways},
+    StepField{"engine", &PreflightStep::engine, "engine checked", Shown::kEngineCheck},
+    StepField{"check_program", &PreflightStep::check_program, "check program", Shown::kEngineCheck},
+    StepField{nullptr, &PreflightStep::argv, nullptr, Shown::kEngineCheck, "argv"},
+    StepField{"env", &PreflightStep::env, "environment", Shown::kEngineCheck, "environment"},
+    StepField{"env_file", &PreflightStep::env_file, "environment file", Shown::kEngineCheck,
+              "environment_file"}};
+template <>
+inline constexpr auto kStepFields<SmokeStep> =
+    std::tuple{StepField{"host", &SmokeStep::host, "address probed"},
+               StepField{"port", &SmokeStep::port, nullptr, Shown::kAlways},
+               StepField{"api", &SmokeStep::api, "API", Shown::kAlways},
+               StepField{"served_name", &SmokeStep::served_name, "served name", Shown::kAlways,
+                         "served_model_name"},
+               StepField{"prompt", &SmokeStep::prompt, nullptr, Shown::kAlways},
+               StepField{"max_tokens", &SmokeStep::max_tokens, "max tokens", Shown::kAlways},
+               StepField{"timeout_ms", &SmokeStep::timeout_ms, "timeout", Shown::kAlways}};
+template <>
+inline constexpr auto kStepFields<FloorStep> = std::tuple{
+    StepField{"host", &FloorStep::host, "address probed"},
+    StepField{"port", &FloorStep::port, nullptr, Shown::kAlways},
+    StepField{"served_name", &FloorStep::served_name, "served name", Shown::kAlways,
+              "served_model_name"},
+    StepField{"concurrency", &FloorStep::concurrency, nullptr, Shown::kAlways},
+    StepField{"duration_ms", &FloorStep::duration_ms, "duration", Shown::kAlways},
+    StepField{"max_tokens", &FloorStep::max_tokens, "max tokens", Shown::kAlways},
+    StepField{"prompt_tokens", &FloorStep::prompt_tokens, "prompt tokens", Shown::kAlways},
+    StepField{"min_output_tps", &FloorStep::min_output_tps, "minimum output tok/s", Shown::kLimit,
+              "min_output_tokens_per_second"},
+    StepField{"max_ttft_p50_ms", &FloorStep::max_ttft_p50_ms, "TTFT p50 limit", Shown::kLimit},
+    StepField{"max_ttft_p99_ms", &FloorStep::max_ttft_p99_ms, "TTFT p99 limit", Shown::kLimit},
+    StepField{"goodput_ttft_ms", &FloorStep::goodput_ttft_ms, "goodput's TTFT limit",
+              Shown::kGoodput, "ttft_ms"},
+    StepField{"goodput_tpot_ms", &FloorStep::goodput_tpot_ms, "goodput's TPOT limit",
+              Shown::kGoodput, "tpot_ms"},
+    StepField{"goodput_e2el_ms", &FloorStep::goodput_e2el_ms, "goodput's E2E latency limit",
+              Shown::kGoodput, "e2el_ms"},
+    StepField{"min_goodput_rps", &FloorStep::min_goodput_rps, "minimum goodput", Shown::kGoodput,
+              "min_rps"},
+    StepField{"reference_unit", &FloorStep::reference_unit, "floor's reference", Shown::kRelative},
+    StepField{"rel_output_tps", &FloorStep::rel_output_tps, "relative output tok/s limit",
+              Shown::kRelative, "output_tps"},
+    StepField{"rel_ttft_p50", &FloorStep::rel_ttft_p50, "relative TTFT p50 limit", Shown::kRelative,
+              "ttft_p50"},
+    StepField{"rel_ttft_p99", &FloorStep::rel_ttft_p99, "relative TTFT p99 limit", Shown::kRelative,
+              "ttft_p99"},
+    StepField{"rel_tpot_p50", &FloorStep::rel_tpot_p50, "relative TPOT p50 limit", Shown::kRelative,
+              "tpot_p50"},
+    StepField{"rel_goodput", &FloorStep::rel_goodput, "relative goodput limit", Shown::kRelative,
+              "goodput"},
+    StepField{"refuse_without_reference", &FloorStep::refuse_without_reference,
+              "floor's without_reference", Shown::kRelative},
+    // The figures recorded earlier that the floor compares with when the reference is not
+    // measured before the switch (the JSON plan: null when none).
+    StepField{"recorded", &FloorStep::recorded, "floor's recorded reference", Shown::kRelative},
+    StepField{"commit", &FloorStep::commit, "model commit"},
+    StepField{"settings", &FloorStep::settings, "settings measured"}};
+template <>
+inline constexpr auto kStepFields<SoakStep> = std::tuple{
+    StepField{"host", &SoakStep::host, "address probed"},
+    StepField{"port", &SoakStep::port, nullptr, Shown::kAlways},
+    StepField{"path", &SoakStep::path, "health path", Shown::kAlways},
+    StepField{"served_name", &SoakStep::served_name, "served name"},
+    StepField{"duration_ms", &SoakStep::duration_ms, "duration", Shown::kAlways},
+    StepField{"interval_ms", &SoakStep::interval_ms, "interval", Shown::kAlways},
+    StepField{"max_restarts", &SoakStep::max_restarts, nullptr, Shown::kAlways},
+    StepField{"max_failed_probes", &SoakStep::max_failed_probes, nullptr, Shown::kAlways},
+    StepField{"max_error_rate", &SoakStep::max_error_rate, nullptr, Shown::kAlways},
+    StepField{"min_requests", &SoakStep::min_requests, nullptr, Shown::kAlways},
+    StepField{"front_socket", &SoakStep::front_socket, nullptr, Shown::kAlways},
+    StepField{"front_server", &SoakStep::front_server}};
+template <>
+inline constexpr auto kStepFields<FrontStep> = std::tuple{
+    StepField{"port", &FrontStep::port, nullptr, Shown::kAlways},
+    StepField{"server", &FrontStep::server, "front's server", Shown::kAlways},
+    StepField{"socket", &FrontStep::socket, "front's admin socket", Shown::kAlways, "admin_socket"},
+    StepField{"master", &FrontStep::master, "front's master socket", Shown::kAlways,
+              "master_socket"},
+    StepField{"config", &FrontStep::config, "front's configuration file", Shown::kAlways},
+    StepField{"reload", &FrontStep::reload, "front reload", Shown::kAlways},
+    StepField{"ready", &FrontStep::ready, "front ready", Shown::kAlways},
+    StepField{"timeout_ms", &FrontStep::timeout_ms, "timeout", Shown::kAlways},
+    StepField{"config_text", &FrontStep::config_text, "front's configuration", Shown::kWriteFront,
+              "content"},
+    StepField{"haproxy", &FrontStep::haproxy, "HAProxy that checks the front's configuration"}};
+template <>
+inline constexpr auto kStepFields<PrewarmStep> = std::tuple{
+    StepField{"snapshot", &PrewarmStep::snapshot, "snapshot it reads ahead", Shown::kAlways},
+    StepField{"bytes", &PrewarmStep::bytes, "bytes it reads ahead", Shown::kAlways},
+    StepField{"file", &PrewarmStep::file, nullptr, Shown::kAlways}};
+template <>
+inline constexpr auto kStepFields<StandbyStep> =
+    std::tuple{StepField{"host", &StandbyStep::host, "address probed", Shown::kAlways},
+               StepField{"port", &StandbyStep::port, nullptr, Shown::kAlways},
+               StepField{"level", &StandbyStep::level, "sleep level", Shown::kAlways},
+               StepField{"timeout_ms", &StandbyStep::timeout_ms, "timeout", Shown::kAlways},
+               StepField{"gpus", &StandbyStep::gpus, "GPUs", Shown::kAlways},
+               StepField{"residual_bytes", &StandbyStep::residual_bytes,
+                         "GPU memory it may keep asleep", Shown::kAlways},
+               StepField{"memory_bytes", &StandbyStep::memory_bytes,
+                         "host memory its weights keep asleep", Shown::kAlways}};
+
+/// Calls f(field, payload.*field.member) for each field of the payload (a const one or not),
+/// in order; nothing for std::monostate.
+template <class P, class F>
+void ForEachStepField(P& payload, F&& f) {
+  std::apply([&](const auto&... field) { (f(field, payload.*(field.member)), ...); },
+             kStepFields<std::remove_const_t<P>>);
 }
 
 }  // namespace berth

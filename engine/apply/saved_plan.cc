@@ -58,144 +58,14 @@ std::string UnitFacts(const ObservedUnit* u) {
          (u->need_daemon_reload ? "reload" : "") + "|" + u->unit_file_state;
 }
 
-// Each payload as a saved plan keeps it (the step's "step" object), field by field; the reader
-// takes the same fields back. UnitFileStep's old text is for the reviewer only and not kept.
-// `Fields` lists every field of a payload once, for both directions.
-template <class F>
-void Fields(DownloadStep& d, F&& f) {
-  f("repo_id", d.repo_id);
-  f("revision", d.revision);
-  f("commit", d.commit);
-  f("include", d.include);
-  f("exclude", d.exclude);
-}
-template <class F>
-void Fields(RemoveModelStep& m, F&& f) {
-  f("repo_id", m.repo_id);
-  f("commit", m.commit);
-}
-template <class F>
-void Fields(UnitFileStep& u, F&& f) {
-  f("content", u.content);
-  f("replaces", u.replaces);
-  f("adopts", u.adopts);
-}
-template <class F>
-void Fields(ServiceStep& s, F&& f) {
-  f("gpus", s.gpus);
-  f("for_service", s.for_service);
-}
-template <class F>
-void Fields(HealthStep& h, F&& f) {
-  f("host", h.host);
-  f("port", h.port);
-  f("path", h.path);
-  f("served_name", h.served_name);
-  f("timeout_ms", h.timeout_ms);
-  f("interval_ms", h.interval_ms);
-}
-template <class F>
-void Fields(PreflightStep& p, F&& f) {
-  f("argv", p.argv);
-  f("timeout_ms", p.timeout_ms);
-  f("engine", p.engine);
-  f("check_program", p.check_program);
-  f("env", p.env);
-  f("env_file", p.env_file);
-}
-template <class F>
-void Fields(SmokeStep& g, F&& f) {
-  f("host", g.host);
-  f("port", g.port);
-  f("served_name", g.served_name);
-  f("api", g.api);
-  f("prompt", g.prompt);
-  f("max_tokens", g.max_tokens);
-  f("timeout_ms", g.timeout_ms);
-}
-template <class F>
-void Fields(FloorStep& g, F&& f) {
-  f("host", g.host);
-  f("port", g.port);
-  f("served_name", g.served_name);
-  f("concurrency", g.concurrency);
-  f("prompt_tokens", g.prompt_tokens);
-  f("max_tokens", g.max_tokens);
-  f("duration_ms", g.duration_ms);
-  f("min_output_tps", g.min_output_tps);
-  f("max_ttft_p50_ms", g.max_ttft_p50_ms);
-  f("max_ttft_p99_ms", g.max_ttft_p99_ms);
-  f("rel_output_tps", g.rel_output_tps);
-  f("rel_ttft_p50", g.rel_ttft_p50);
-  f("rel_ttft_p99", g.rel_ttft_p99);
-  f("rel_tpot_p50", g.rel_tpot_p50);
-  f("rel_goodput", g.rel_goodput);
-  f("goodput_ttft_ms", g.goodput_ttft_ms);
-  f("goodput_tpot_ms", g.goodput_tpot_ms);
-  f("goodput_e2el_ms", g.goodput_e2el_ms);
-  f("min_goodput_rps", g.min_goodput_rps);
-  f("reference_unit", g.reference_unit);
-  f("refuse_without_reference", g.refuse_without_reference);
-  f("recorded", g.recorded);
-  f("commit", g.commit);
-  f("settings", g.settings);
-}
-template <class F>
-void Fields(SoakStep& g, F&& f) {
-  f("host", g.host);
-  f("port", g.port);
-  f("path", g.path);
-  f("served_name", g.served_name);
-  f("duration_ms", g.duration_ms);
-  f("interval_ms", g.interval_ms);
-  f("max_restarts", g.max_restarts);
-  f("max_failed_probes", g.max_failed_probes);
-  f("max_error_rate", g.max_error_rate);
-  f("min_requests", g.min_requests);
-  f("front_socket", g.front_socket);
-  f("front_server", g.front_server);
-}
-template <class F>
-void Fields(FrontStep& x, F&& f) {
-  f("port", x.port);
-  f("server", x.server);
-  f("socket", x.socket);
-  f("master", x.master);
-  f("config", x.config);
-  f("config_text", x.config_text);
-  f("haproxy", x.haproxy);
-  f("reload", x.reload);
-  f("ready", x.ready);
-  f("timeout_ms", x.timeout_ms);
-}
-template <class F>
-void Fields(PrewarmStep& x, F&& f) {
-  f("snapshot", x.snapshot);
-  f("bytes", x.bytes);
-  f("file", x.file);
-}
-template <class F>
-void Fields(StandbyStep& x, F&& f) {
-  f("host", x.host);
-  f("port", x.port);
-  f("level", x.level);
-  f("timeout_ms", x.timeout_ms);
-  f("gpus", x.gpus);
-  f("residual_bytes", x.residual_bytes);
-  f("memory_bytes", x.memory_bytes);
-}
-template <class F>
-void Fields(std::monostate&, F&&) {}
-template <class T, class F>
-void Fields(Boxed<T>& boxed, F&& f) {
-  Fields(*boxed, std::forward<F>(f));
-}
-
+// Each payload as a saved plan keeps it (the step's "step" object): the fields of its
+// descriptor (core/steps.h: kStepFields), which the reader takes back.
 template <class T>
 ordered_json PayloadToJson(const T& payload) {
   ordered_json j = ordered_json::object();
-  T copy = payload;
-  Fields(copy, [&](const char* key, const auto& value) { j[key] = value; });
+  ForEachStepField(payload, [&](const auto& field, const auto& value) {
+    if (field.key) j[field.key] = value;
+  });
   return j;
 }
 
@@ -213,8 +83,9 @@ std::string StepFromJson(ActionKind k, const ordered_json& j, const std::string&
   size_t seen = 0;
   std::visit(
       [&](auto& payload) {
-        Fields(payload, [&](const char* key, auto& value) {
-          if (!problem.empty()) return;
+        ForEachStepField(payload, [&](const auto& field, auto& value) {
+          const char* key = field.key;
+          if (!key || !problem.empty()) return;
           auto it = j.find(key);
           if (it == j.end()) {
             problem = where + " (" + ActionKindName(k) + ") has no step field '" + key + "'";
@@ -684,60 +555,15 @@ std::vector<std::pair<std::string, std::string>> Effect(const Action& a) {
       {"unit", a.unit},
       {"taking a service down", a.takes_down ? "yes" : "no"}};
   // The payload's fields, in words a reviewer reads ("its environment is not ...").
-  static const std::map<std::string, std::string> kWords = {
-      {"repo_id", "repo"},
-      {"content", "unit content"},
-      {"gpus", "GPUs"},
-      {"for_service", "service it makes room for"},
-      {"host", "address probed"},
-      {"path", "health path"},
-      {"served_name", "served name"},
-      {"timeout_ms", "timeout"},
-      {"interval_ms", "interval"},
-      {"argv", "command"},
-      {"engine", "engine checked"},
-      {"check_program", "check program"},
-      {"env", "environment"},
-      {"env_file", "environment file"},
-      {"api", "API"},
-      {"max_tokens", "max tokens"},
-      {"prompt_tokens", "prompt tokens"},
-      {"duration_ms", "duration"},
-      {"min_output_tps", "minimum output tok/s"},
-      {"max_ttft_p50_ms", "TTFT p50 limit"},
-      {"max_ttft_p99_ms", "TTFT p99 limit"},
-      {"rel_output_tps", "relative output tok/s limit"},
-      {"rel_ttft_p50", "relative TTFT p50 limit"},
-      {"rel_ttft_p99", "relative TTFT p99 limit"},
-      {"rel_tpot_p50", "relative TPOT p50 limit"},
-      {"rel_goodput", "relative goodput limit"},
-      {"goodput_ttft_ms", "goodput's TTFT limit"},
-      {"goodput_tpot_ms", "goodput's TPOT limit"},
-      {"goodput_e2el_ms", "goodput's E2E latency limit"},
-      {"min_goodput_rps", "minimum goodput"},
-      {"recorded", "floor's recorded reference"},
-      {"commit", "model commit"},
-      {"settings", "settings measured"},
-      {"reference_unit", "floor's reference"},
-      {"refuse_without_reference", "floor's without_reference"},
-      {"server", "front's server"},
-      {"socket", "front's admin socket"},
-      {"master", "front's master socket"},
-      {"config", "front's configuration file"},
-      {"config_text", "front's configuration"},
-      {"haproxy", "HAProxy that checks the front's configuration"},
-      {"reload", "front reload"},
-      {"ready", "front ready"},
-      {"snapshot", "snapshot it reads ahead"},
-      {"bytes", "bytes it reads ahead"},
-      {"level", "sleep level"},
-      {"residual_bytes", "GPU memory it may keep asleep"},
-      {"memory_bytes", "host memory its weights keep asleep"}};
-  const ordered_json step = StepToJson(a.step);
-  for (const auto& [key, value] : step.items()) {
-    auto word = kWords.find(key);
-    out.emplace_back(word == kWords.end() ? key : word->second, DumpJson(value, -1));
-  }
+  std::visit(
+      [&](const auto& payload) {
+        ForEachStepField(payload, [&](const auto& field, const auto& value) {
+          if (field.key)
+            out.emplace_back(field.words ? field.words : field.key,
+                             DumpJson(ordered_json(value), -1));
+        });
+      },
+      a.step);
   return out;
 }
 

@@ -2,6 +2,7 @@
 #include <ostream>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/json_text.h"
@@ -43,6 +44,57 @@ ordered_json ResourcesToJson(const Resources& r) {
   return {{"disk_bytes", r.disk_bytes}, {"gpu_bytes", std::move(gpus)}, {"ports", r.ports}};
 }
 
+// The name of the object that shows a step's payload (core/steps.h: Shown), by kind.
+const char* PayloadName(ActionKind k) {
+  switch (k) {
+    case ActionKind::kDownload:
+    case ActionKind::kRemoveModel:
+      return "model";
+    case ActionKind::kWaitHealthy:
+      return "health";
+    case ActionKind::kPreflight:
+      return "preflight";
+    case ActionKind::kSmoke:
+      return "smoke";
+    case ActionKind::kFloor:
+      return "floor";
+    case ActionKind::kReference:
+      return "reference";
+    case ActionKind::kSleep:
+      return "sleep";
+    case ActionKind::kWake:
+      return "wake";
+    case ActionKind::kPrewarm:
+      return "prewarm";
+    case ActionKind::kSoak:
+      return "soak";
+    case ActionKind::kWriteFront:
+    case ActionKind::kRoute:
+    case ActionKind::kDrain:
+    case ActionKind::kReady:
+      return "front";
+    default:
+      return nullptr;
+  }
+}
+
+// The fields of `payload` shown in `where`, under their shown names.
+template <class T>
+ordered_json Shows(const T& payload, Shown where) {
+  ordered_json j = ordered_json::object();
+  ForEachStepField(payload, [&](const auto& field, const auto& value) {
+    if (field.shown != where) return;
+    if constexpr (requires { value.empty(); })
+      if (where == Shown::kNotEmpty && value.empty()) return;
+    const char* name = field.shown_as ? field.shown_as : field.key;
+    if constexpr (std::is_same_v<std::decay_t<decltype(value)>, GateFigures>)
+      j[name] = value.empty() ? ordered_json(nullptr) : ordered_json(value);  // null: none
+    else
+      j[name] = value;
+  });
+  return j;
+}
+
 // One entry of resource_changes (step i + 1).
 ordered_json ActionToJson(const Action& a, size_t i) {
   ordered_json j = {{"step", i + 1},
@@ -53,156 +105,29 @@ ordered_json ActionToJson(const Action& a, size_t i) {
                     {"detail", a.detail},
                     {"requires", ResourcesToJson(a.requires_)},
                     {"frees", ResourcesToJson(a.frees)}};
-  switch (a.kind) {
-    case ActionKind::kDownload: {
-      const DownloadStep& d = a.As<DownloadStep>();
-      j["model"] = {{"repo_id", d.repo_id},
-                    {"revision", d.revision},
-                    {"commit", d.commit},
-                    {"include", d.include},
-                    {"exclude", d.exclude}};
-      break;
-    }
-    case ActionKind::kRemoveModel: {
-      const RemoveModelStep& m = a.As<RemoveModelStep>();
-      j["model"] = {{"repo_id", m.repo_id}, {"commit", m.commit}};
-      break;
-    }
-    case ActionKind::kWaitHealthy: {
-      const HealthStep& h = a.As<HealthStep>();
-      j["health"] = {{"port", h.port},
-                     {"path", h.path},
-                     {"served_model_name", h.served_name},
-                     {"timeout_ms", h.timeout_ms}};
-      j["unit"] = a.unit;
-      break;
-    }
-    case ActionKind::kPreflight: {
-      const PreflightStep& p = a.As<PreflightStep>();
-      j["preflight"] = {{"command", p.argv}, {"timeout_ms", p.timeout_ms}};
-      if (a.reason == Reason::kEngineCheck)
-        j["engine_check"] = {{"engine", p.engine},
-                             {"check_program", p.check_program},
-                             {"argv", p.argv},
-                             {"environment", p.env},
-                             {"environment_file", p.env_file}};
-      j["unit"] = a.unit;
-      break;
-    }
-    case ActionKind::kSmoke: {
-      const SmokeStep& g = a.As<SmokeStep>();
-      j["smoke"] = {{"port", g.port},
-                    {"api", g.api},
-                    {"served_model_name", g.served_name},
-                    {"prompt", g.prompt},
-                    {"max_tokens", g.max_tokens},
-                    {"timeout_ms", g.timeout_ms}};
-      j["unit"] = a.unit;
-      break;
-    }
-    case ActionKind::kFloor: {
-      const FloorStep& f = a.As<FloorStep>();
-      ordered_json floor = {{"port", f.port},
-                            {"served_model_name", f.served_name},
-                            {"concurrency", f.concurrency},
-                            {"duration_ms", f.duration_ms},
-                            {"max_tokens", f.max_tokens},
-                            {"prompt_tokens", f.prompt_tokens},
-                            {"min_output_tokens_per_second", f.min_output_tps},
-                            {"max_ttft_p50_ms", f.max_ttft_p50_ms},
-                            {"max_ttft_p99_ms", f.max_ttft_p99_ms}};
-      if (f.has_goodput())
-        floor["goodput"] = {{"ttft_ms", f.goodput_ttft_ms},
-                            {"tpot_ms", f.goodput_tpot_ms},
-                            {"e2el_ms", f.goodput_e2el_ms},
-                            {"min_rps", f.min_goodput_rps}};
-      // The figures recorded earlier that the floor compares with when the reference is not
-      // measured before the switch; null: none.
-      if (f.relative())
-        floor["relative"] = {
-            {"reference_unit", f.reference_unit},
-            {"output_tps", f.rel_output_tps},
-            {"ttft_p50", f.rel_ttft_p50},
-            {"ttft_p99", f.rel_ttft_p99},
-            {"tpot_p50", f.rel_tpot_p50},
-            {"goodput", f.rel_goodput},
-            {"refuse_without_reference", f.refuse_without_reference},
-            {"recorded", f.recorded.empty() ? ordered_json(nullptr) : ordered_json(f.recorded)}};
-      j["floor"] = std::move(floor);
-      j["unit"] = a.unit;
-      break;
-    }
-    case ActionKind::kReference: {
-      const FloorStep& f = a.As<FloorStep>();
-      j["reference"] = {{"port", f.port},
-                        {"served_model_name", f.served_name},
-                        {"concurrency", f.concurrency},
-                        {"duration_ms", f.duration_ms},
-                        {"max_tokens", f.max_tokens},
-                        {"prompt_tokens", f.prompt_tokens}};
-      j["unit"] = a.unit;
-      break;
-    }
-    case ActionKind::kSleep:
-    case ActionKind::kWake: {
-      const StandbyStep& st = a.As<StandbyStep>();
-      j[a.kind == ActionKind::kSleep ? "sleep" : "wake"] = {{"host", st.host},
-                                                            {"port", st.port},
-                                                            {"level", st.level},
-                                                            {"timeout_ms", st.timeout_ms},
-                                                            {"gpus", st.gpus},
-                                                            {"residual_bytes", st.residual_bytes},
-                                                            {"memory_bytes", st.memory_bytes}};
-      j["unit"] = a.unit;
-      break;
-    }
-    case ActionKind::kPrewarm: {
-      const PrewarmStep& p = a.As<PrewarmStep>();
-      j["prewarm"] = {{"snapshot", p.snapshot}, {"bytes", p.bytes}, {"file", p.file}};
-      j["unit"] = a.unit;
-      break;
-    }
-    case ActionKind::kSoak: {
-      const SoakStep& g = a.As<SoakStep>();
-      j["soak"] = {{"port", g.port},
-                   {"path", g.path},
-                   {"duration_ms", g.duration_ms},
-                   {"interval_ms", g.interval_ms},
-                   {"max_restarts", g.max_restarts},
-                   {"max_failed_probes", g.max_failed_probes},
-                   {"max_error_rate", g.max_error_rate},
-                   {"min_requests", g.min_requests},
-                   {"front_socket", g.front_socket}};
-      j["unit"] = a.unit;
-      break;
-    }
-    case ActionKind::kDaemonReload:
-      break;
-    case ActionKind::kWriteFront:
-    case ActionKind::kRoute:
-    case ActionKind::kDrain:
-    case ActionKind::kReady: {
-      const FrontStep& f = a.As<FrontStep>();
-      ordered_json front = {{"port", f.port},           {"server", f.server},
-                            {"admin_socket", f.socket}, {"master_socket", f.master},
-                            {"config", f.config},       {"reload", f.reload},
-                            {"ready", f.ready},         {"timeout_ms", f.timeout_ms}};
-      if (a.kind == ActionKind::kWriteFront) front["content"] = f.config_text;
-      j["front"] = std::move(front);
-      j["unit"] = a.unit;
-      break;
-    }
-    case ActionKind::kWriteUnit:
-      j["unit"] = a.unit;
-      j["diff"] = UnitFileDiff(a);
-      break;
-    default:
-      j["unit"] = a.unit;
-  }
-  if (const auto* svc = std::get_if<ServiceStep>(&a.step)) {
-    if (!svc->for_service.empty()) j["for_service"] = svc->for_service;
-    if (!svc->gpus.empty()) j["gpus"] = svc->gpus;
-  }
+  std::visit(
+      [&](const auto& p) {
+        const char* name = PayloadName(a.kind);
+        if (!name) return;
+        ordered_json shown = Shows(p, Shown::kAlways);
+        if (a.kind == ActionKind::kWriteFront) shown.update(Shows(p, Shown::kWriteFront));
+        if constexpr (std::is_same_v<std::decay_t<decltype(p)>, FloorStep>) {
+          if (a.kind == ActionKind::kFloor) {
+            shown.update(Shows(p, Shown::kLimit));
+            if (p.has_goodput()) shown["goodput"] = Shows(p, Shown::kGoodput);
+            if (p.relative()) shown["relative"] = Shows(p, Shown::kRelative);
+          }
+        }
+        j[name] = std::move(shown);
+        if constexpr (std::is_same_v<std::decay_t<decltype(p)>, PreflightStep>)
+          if (!p.engine.empty()) j["engine_check"] = Shows(p, Shown::kEngineCheck);
+      },
+      a.step);
+  if (a.kind != ActionKind::kDownload && a.kind != ActionKind::kRemoveModel &&
+      a.kind != ActionKind::kDaemonReload)
+    j["unit"] = a.unit;
+  if (a.kind == ActionKind::kWriteUnit) j["diff"] = UnitFileDiff(a);
+  std::visit([&](const auto& p) { j.update(Shows(p, Shown::kNotEmpty)); }, a.step);
   return j;
 }
 
@@ -277,11 +202,7 @@ void WritePlanJson(std::ostream& out, const Plan& plan, const Desired& desired) 
       replaces.push_back({{"address", r.address},
                           {"unit", r.unit},
                           {"stop_step", r.stop_step + 1},
-                          {"health",
-                           {{"port", r.gate.port},
-                            {"path", r.gate.path},
-                            {"served_model_name", r.gate.served_name},
-                            {"timeout_ms", r.gate.timeout_ms}}}});
+                          {"health", Shows(r.gate, Shown::kAlways)}});
     ordered_json x = {{"address", sw.address},           {"unit", sw.unit},
                       {"mode", SwitchModeName(sw.mode)}, {"steps", OneBased(sw.steps)},
                       {"start", sw.start + 1},           {"gates", OneBased(sw.gates)},
