@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """make_plan_world.py - the inputs of the plan-scaling benchmark (see README.md beside this file).
 
-  make_plan_world.py --berth PATH --sizes 100,1000,5000,10000 --out DIR [--noop 10000]
+  make_plan_world.py --berth PATH --sizes 100,1000 --out DIR [--noop 1000]
 
 For each N it writes DIR/nN/berth.yaml (N models and N vLLM services svc-NNNNNN) and
 DIR/nN/observed.json, a saved observation (`berth observe -o json`'s format, read by
@@ -36,7 +36,7 @@ VLLM = "/opt/vllm/bin/vllm"
 LINEAGE = "5eed0000b0a7c4f1e2d3c4b5a6978812"
 GPUS = 8
 GPU_TOTAL = 150754820096
-UTIL = 0.0005  # 10,000 services on 8 GPUs: 1,250 x 0.0005 = 62.5 % of each
+UTIL = 0.0005  # a small share: 1,000 services on 8 GPUs use 6.25 % of each
 MODEL_BYTES = 1000000000
 K_TEMPLATE = 12
 
@@ -215,8 +215,8 @@ def make_template(berth, work):
 def main(argv):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--berth", required=True)
-    p.add_argument("--sizes", default="100,1000,5000,10000")
-    p.add_argument("--noop", type=int, default=10000, help="size of the no-op world (0: none)")
+    p.add_argument("--sizes", default="100,1000")
+    p.add_argument("--noop", type=int, default=1000, help="size of the no-op world (0: none)")
     p.add_argument("--out", required=True)
     a = p.parse_args(argv)
     template = make_template(a.berth, os.path.join(a.out, "template"))
