@@ -60,10 +60,5 @@ namespace berth {
 std::string ObservedToJson(const Observed& observed);
 /// `source` names the input in error messages ("host.json").
 Result<Observed> ObservedFromJson(const std::string& text, const std::string& source);
-/// The same, but what is left of the parsed document (once the strings are moved out) goes to
-/// `leftover` instead of being freed here (SavedObserver frees it on its reader's thread).
-/// `text` is taken, and freed as soon as it is parsed.
-Result<Observed> ObservedFromJson(std::string&& text, const std::string& source,
-                                  std::shared_ptr<void>* leftover);
 
 }  // namespace berth

@@ -450,14 +450,4 @@ Result<Observed> ObservedFromJson(const std::string& text, const std::string& so
   return FromDocument(j, source);
 }
 
-Result<Observed> ObservedFromJson(std::string&& text, const std::string& source,
-                                  std::shared_ptr<void>* leftover) {
-  auto document = std::make_shared<InJson>();
-  if (leftover) *leftover = document;
-  Status parsed = Parse(text, source, document.get());
-  std::string().swap(text);
-  BERTH_RETURN_IF_ERROR(parsed);
-  return FromDocument(*document, source);
-}
-
 }  // namespace berth

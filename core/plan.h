@@ -141,17 +141,17 @@ struct Action {
   /// build nothing else; a mismatch is a bug and throws std::bad_variant_access).
   template <class T>
   const T& As() const {
-    return Unbox(std::get<typename StepSlot<T>::type>(step));
+    return std::get<T>(step);
   }
   template <class T>
   T& As() {
-    if (std::holds_alternative<std::monostate>(step)) step = typename StepSlot<T>::type(T{});
-    return Unbox(std::get<typename StepSlot<T>::type>(step));
+    if (std::holds_alternative<std::monostate>(step)) step = T{};
+    return std::get<T>(step);
   }
   /// Whether the payload is a T.
   template <class T>
   bool Holds() const {
-    return std::holds_alternative<typename StepSlot<T>::type>(step);
+    return std::holds_alternative<T>(step);
   }
 };
 

@@ -209,16 +209,6 @@ using StepPayload = std::variant<std::monostate, DownloadStep, RemoveModelStep, 
                                  ServiceStep, HealthStep, PreflightStep, SmokeStep, FloorStep,
                                  SoakStep, FrontStep, PrewarmStep, StandbyStep>;
 
-/// (core/plan.h reads payloads through these; no payload is boxed, so they are the identity.)
-template <class T>
-struct StepSlot {
-  using type = T;
-};
-template <class T>
-T& Unbox(T& slot) {
-  return slot;
-}
-
 /// Where `berth plan -o json` shows a payload's field (engine/output/plan_json.cc: in the
 /// step's object named for its kind, "model", "health", "floor"...).
 enum class Shown {
