@@ -361,22 +361,6 @@ TEST(ObservedJsonMemory, MemoryAndResidencyRoundTripAndAreChecked) {
               HasSubstr("memory.available_bytes: expected a number of bytes"));
 }
 
-// The parsed document can be handed out, to be freed by a thread with time to spare; the
-// Observed is the same as when it is freed inside.
-TEST(ObservedJson, TheLeftoverDocumentIsHandedOutAndTheObservedIsTheSame) {
-  std::string path =
-      std::string(BERTH_SOURCE_DIR) + "/manifests/examples/blackwell-8x/observed.json";
-  std::string text = ReadFile(path);
-  std::shared_ptr<void> leftover;
-  Result<Observed> o = ObservedFromJson(std::string(text), path, &leftover);
-  ASSERT_TRUE(o.ok()) << o.status().message();
-  EXPECT_NE(leftover, nullptr);
-  EXPECT_EQ(ObservedToJson(*o), text);
-  Result<Observed> bad = ObservedFromJson("{\"format_version\": 1, ", "x.json", &leftover);
-  ASSERT_FALSE(bad.ok());
-  EXPECT_THAT(bad.status().message(), HasSubstr("x.json: not valid JSON"));
-}
-
 // An integer field takes an integer in its range: nothing is truncated, wrapped or taken from a
 // boolean (a PID of 3,000,000,000 became a negative one; 1e23 was undefined behaviour).
 TEST(ObservedJson, AnIntegerFieldRefusesFloatsBooleansAndValuesOutOfItsRange) {
