@@ -63,24 +63,23 @@ class Pass {
     rep_.change_held = !held.empty() && held.digest == desired_.digest && !plan_.empty();
     if (o_.apply) Learn(observed_);
     if (plan_.blocked())
-      return End(Outcome::kBlocked, 3, Status::FailedPrecondition(plan_.problems[0].message), true);
+      return End(Outcome::kBlocked, Status::FailedPrecondition(plan_.problems[0].message), true);
     if (plan_.empty()) {
       CloseUnfinishedJournal();
-      return End(Outcome::kNoChanges, 0);
+      return End(Outcome::kNoChanges);
     }
-    if (!o_.apply) return End(Outcome::kPlanned, 2);
+    if (!o_.apply) return End(Outcome::kPlanned);
     if (Held() || !Confirm() || !Execute()) return;
     Converged();
   }
 
-  void End(Outcome o, int code, Status s = Status::Ok(), bool terminal = false) {
+  void End(Outcome o, Status s = Status::Ok(), bool terminal = false) {
     rep_.outcome = o;
-    rep_.exit_code = code;
     rep_.status = std::move(s);
     rep_.terminal = terminal;
   }
-  bool Fail(Outcome o, int code, Status s, bool terminal = false) {
-    End(o, code, std::move(s), terminal);
+  bool Fail(Outcome o, Status s, bool terminal = false) {
+    End(o, std::move(s), terminal);
     return false;
   }
   int64_t MsSince(Clock::TimePoint t0) {
@@ -98,12 +97,12 @@ class Pass {
           o_.saved_plan_path, {.max_bytes = kMaxSavedPlanBytes, .follow_links = true});
       if (!text.ok()) {
         say_.Error("berth apply: cannot read the saved plan: " + text.status().message());
-        return Fail(Outcome::kError, 1, text.status(), true);
+        return Fail(Outcome::kError, text.status(), true);
       }
       auto sp = SavedPlanFromJson(*text, o_.saved_plan_path);
       if (!sp.ok()) {
         say_.Error("berth apply: " + sp.status().message());
-        return Fail(Outcome::kError, 1, sp.status(), true);
+        return Fail(Outcome::kError, sp.status(), true);
       }
       saved_ = std::move(sp).value();
       // The manifest named with -f wins over the one the file names (the file is not trusted;
@@ -117,7 +116,7 @@ class Pass {
       for (const auto& diag : loaded.diagnostics) say_.Error(diag.ToString());
       say_.Error(Plural(loaded.diagnostics.size(), "problem") + " in " + manifest_path_ +
                  "; nothing was planned or changed");
-      return Fail(Outcome::kInvalid, 1, Status::InvalidArgument(loaded.diagnostics[0].ToString()),
+      return Fail(Outcome::kInvalid, Status::InvalidArgument(loaded.diagnostics[0].ToString()),
                   true);
     }
     desired_ = std::move(loaded.desired);
@@ -135,7 +134,7 @@ class Pass {
     if (skip.host_matches) return false;
     rep_.plan = skip;
     say_.ShowPlan(skip, desired_);
-    End(Outcome::kNoChanges, 0);
+    End(Outcome::kNoChanges);
     return true;
   }
 
@@ -143,7 +142,7 @@ class Pass {
     auto seams = d_.connect(desired_);
     if (!seams.ok()) {
       say_.Error("berth: " + seams.status().message());
-      return Fail(Outcome::kError, 1, seams.status());
+      return Fail(Outcome::kError, seams.status());
     }
     host_ = *seams;
     if (o_.apply && (!host_.systemd || !host_.unit_files || !host_.models || !host_.health)) {
@@ -151,7 +150,7 @@ class Pass {
           Status::Unavailable(host_.systemd_error.empty() ? "this host cannot be changed from here"
                                                           : host_.systemd_error);
       say_.Error("berth: " + s.message());
-      return Fail(Outcome::kError, 1, s);
+      return Fail(Outcome::kError, s);
     }
     return true;
   }
@@ -161,13 +160,13 @@ class Pass {
   bool LoadState() {
     if (o_.state_dir.empty()) {
       if (!o_.apply) return true;  // offline: the observation carries berth's state
-      return Fail(Outcome::kError, 1, Status::InvalidArgument("applying needs a state directory"));
+      return Fail(Outcome::kError, Status::InvalidArgument("applying needs a state directory"));
     }
     if (o_.apply) {
       auto l = StateLock::Acquire(o_.state_dir, o_.lock_timeout, "berth apply", clock_);
       if (!l.ok()) {
         say_.Error("berth: " + l.status().message());
-        return Fail(Outcome::kError, 1, l.status());
+        return Fail(Outcome::kError, l.status());
       }
       lock_ = std::move(l).value();
       // A berth killed while it wrote its state, journal or history left its temp file.
@@ -178,7 +177,7 @@ class Pass {
     auto state = dir_->Load();
     if (!state.ok()) {
       say_.Error("berth: " + state.status().message());
-      return Fail(Outcome::kError, 1, state.status(), true);
+      return Fail(Outcome::kError, state.status(), true);
     }
     state_ = std::move(state).value();
     bool journal_exists = false;
@@ -199,7 +198,7 @@ class Pass {
     spdlog::debug("observed the host in {} ms", MsSince(t0));
     if (!observed.ok()) {
       say_.Error("berth: " + observed.status().message() + "; nothing was changed");
-      return Fail(Outcome::kError, 1, observed.status());
+      return Fail(Outcome::kError, observed.status());
     }
     observed_ = std::move(observed).value();
     if (have_state_) observed_.state = berth_state_;
@@ -225,7 +224,7 @@ class Pass {
         for (const auto& w : why) say_.Error("  - " + w);
         say_.Error("Nothing was changed. Make and review a new plan: berth plan -f " +
                    manifest_path_ + " --out " + o_.saved_plan_path);
-        return Fail(Outcome::kStale, 5, Status::FailedPrecondition(why[0]));
+        return Fail(Outcome::kStale, Status::FailedPrecondition(why[0]));
       }
       // The file is not trusted: what runs is the plan berth makes now, and only when it is the
       // one that was saved (and reviewed), action for action.
@@ -239,7 +238,7 @@ class Pass {
             "Nothing was changed. If the file was edited, it cannot run; make and review "
             "a new plan: berth plan -f " +
             manifest_path_ + " --out " + o_.saved_plan_path);
-        return Fail(Outcome::kStale, 5, Status::FailedPrecondition(differ[0]));
+        return Fail(Outcome::kStale, Status::FailedPrecondition(differ[0]));
       }
       std::vector<std::string> unchecked = MissingFingerprints(saved_);
       if (!unchecked.empty()) {
@@ -247,7 +246,7 @@ class Pass {
         for (const auto& w : unchecked) say_.Error("  - " + w);
         say_.Error("Nothing was changed. Make and review a new plan: berth plan -f " +
                    manifest_path_ + " --out " + o_.saved_plan_path);
-        return Fail(Outcome::kStale, 5, Status::FailedPrecondition(unchecked[0]));
+        return Fail(Outcome::kStale, Status::FailedPrecondition(unchecked[0]));
       }
     }
     plan_shown_ = true;
@@ -266,7 +265,7 @@ class Pass {
     f.close();
     if (!f) {
       say_.Error("berth plan: cannot write " + o_.out_path);
-      return Fail(Outcome::kError, 1, Status::IoError(o_.out_path));
+      return Fail(Outcome::kError, Status::IoError(o_.out_path));
     }
     say_.Info("\nSaved to " + o_.out_path + "; carry it out with: berth apply " + o_.out_path);
     return true;
@@ -299,7 +298,7 @@ class Pass {
         "Nothing was changed. Fix the cause and change the manifest, or run it once more with: "
         "berth apply -f " +
         manifest_path_ + " --retry");
-    End(Outcome::kHeld, 3, Status::FailedPrecondition(why), true);
+    End(Outcome::kHeld, Status::FailedPrecondition(why), true);
     return true;
   }
 
@@ -311,7 +310,7 @@ class Pass {
     if (o_.confirm) std::getline(*o_.confirm, answer);
     if (answer == "yes") return true;
     say_.Error("berth apply: not confirmed; nothing was changed");
-    return Fail(Outcome::kNotConfirmed, 1, Status::FailedPrecondition("not confirmed"));
+    return Fail(Outcome::kNotConfirmed, Status::FailedPrecondition("not confirmed"));
   }
 
   // Runs the plan with a journal, then records what changed in berth's state.
@@ -330,7 +329,7 @@ class Pass {
       Status ls = dir_->Save(state_);
       if (!ls.ok()) {
         say_.Error("berth apply: " + ls.message() + "; nothing was changed");
-        return Fail(Outcome::kError, 1, ls);
+        return Fail(Outcome::kError, ls);
       }
     }
     if (!KeepAdoptedUnits()) return false;
@@ -346,7 +345,7 @@ class Pass {
     Status js = dir_->SaveJournal(journal);
     if (!js.ok()) {
       say_.Error("berth apply: " + js.message() + "; nothing was changed");
-      return Fail(Outcome::kError, 1, js);
+      return Fail(Outcome::kError, js);
     }
 
     ExecutorDeps deps;
@@ -441,14 +440,14 @@ class Pass {
 
     if (ex.interrupted) {
       say_.Error("berth apply: " + ex.status.message());
-      return Fail(Outcome::kInterrupted, 1, ex.status);
+      return Fail(Outcome::kInterrupted, ex.status);
     }
     if (ex.turn_refused || ex.turn_lost) {
       say_.Error("berth apply: " + ex.status.message());
       say_.Error(std::to_string(ex.steps_done) + " of " + std::to_string(plan_.actions.size()) +
                  " steps were done" + (ex.turn_refused ? " (none took a service down)" : "") +
                  "; berth plan shows what is left");
-      return Fail(Outcome::kError, 1, ex.status);
+      return Fail(Outcome::kError, ex.status);
     }
     if (!ex.status.ok()) {
       say_.Error("berth apply: " + ex.status.message());
@@ -460,7 +459,7 @@ class Pass {
                  " steps were done; berth plan shows what is left");
       // Held (it failed after taking a service down): the loop waits for the manifest to change.
       bool terminal = ex.status.code() == Status::Code::kPermissionDenied || rep_.change_held;
-      return Fail(Outcome::kFailed, 4, ex.status, terminal);
+      return Fail(Outcome::kFailed, ex.status, terminal);
     }
     return true;
   }
@@ -513,7 +512,7 @@ class Pass {
       if (!s.ok()) {
         say_.Error("berth apply: cannot keep a copy of " + a.unit +
                    " before adopting it: " + s.message() + "; nothing was changed");
-        return Fail(Outcome::kError, 1, s);
+        return Fail(Outcome::kError, s);
       }
       say_.Info("kept a copy of " + a.unit + " (adopted) in " + path);
     }
@@ -563,7 +562,7 @@ class Pass {
     if (!after.ok()) {
       say_.Error("berth apply: applied, but observing the host again failed: " +
                  after.status().message());
-      return End(Outcome::kError, 1, after.status());
+      return End(Outcome::kError, after.status());
     }
     Learn(*after);
     after->state = state_.ToObserved();
@@ -574,11 +573,11 @@ class Pass {
       Reporter(text, text).ShowPlan(left, desired_);
       say_.Error("berth apply: applied, but the host has not converged; what is left:\n" +
                  text.str());
-      return End(Outcome::kError, 1, Status::Unavailable("not converged"));
+      return End(Outcome::kError, Status::Unavailable("not converged"));
     }
     say_.Info("applied " + Plural(plan_.actions.size(), "action") +
               "; the host matches the manifests");
-    return End(Outcome::kApplied, 0);
+    return End(Outcome::kApplied);
   }
 
   // The fleet of a manifest with `fleet:`, made on first use; null without one.

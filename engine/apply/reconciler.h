@@ -6,7 +6,7 @@
 //   execute with a journal → record the state → observe again and require an empty plan.
 //
 // Every collaborator comes in through ReconcilerDeps: the CLI builds them for the live host
-// (engine/apply/live_host.h), tests build them on an in-memory host.
+// (engine/cli/live_host.h), tests build them on an in-memory host.
 #pragma once
 
 #include <atomic>
@@ -116,7 +116,6 @@ struct RunReport {
   Outcome outcome = Outcome::kError;
   Status status;
   bool terminal = false;  // retrying will not help until the manifest (or host) changes
-  int exit_code = 1;      // plan: 0/1/2/3; apply: 0/1/3/4/5
   Plan plan;
   ExecResult exec;
   std::string manifest_digest;

@@ -1,8 +1,8 @@
 #include <unistd.h>
 
-#include "engine/apply/live_host.h"
 #include "engine/apply/reconciler.h"
 #include "engine/cli/commands.h"
+#include "engine/cli/live_host.h"
 
 namespace berth {
 
@@ -23,7 +23,7 @@ int RunApply(const ApplyCommand& cmd, std::istream& in, std::ostream& out, std::
   o.stop = cmd.stop;
   ReconcilerDeps deps = LiveReconcilerDeps(&live, &say);
   deps.at_step = cmd.at_step;
-  return Reconciler(deps).Run(o).exit_code;
+  return ExitCodeOf(Reconciler(deps).Run(o).outcome);
 }
 
 }  // namespace berth

@@ -1,6 +1,7 @@
 #include "engine/cli/cli_support.h"
 
 #include "core/untrusted_text.h"
+#include "engine/cli/commands.h"
 #include "manifests/loader.h"
 
 namespace berth {
@@ -15,6 +16,25 @@ bool LoadManifestOrExplain(const std::string& path, Desired* desired, std::ostre
   }
   *desired = std::move(r.desired);
   return true;
+}
+
+ExitCode ExitCodeOf(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::kNoChanges:
+    case Outcome::kApplied:
+      return kExitOk;
+    case Outcome::kPlanned:
+      return kExitChanges;
+    case Outcome::kBlocked:
+    case Outcome::kHeld:
+      return kExitBlocked;
+    case Outcome::kFailed:
+      return kExitFailed;
+    case Outcome::kStale:
+      return kExitStale;
+    default:
+      return kExitError;
+  }
 }
 
 }  // namespace berth

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/apply/live_host.h"
+#include "engine/cli/live_host.h"
 
 namespace berth {
 
@@ -23,6 +23,8 @@ enum ExitCode : int {
   kExitFailed = 4,   // apply: an action failed; what was done and the unit's journal are printed
   kExitStale = 5,    // apply FILE: the host changed since the plan was made; nothing was done
 };
+/// The exit code of a pass that ended in `outcome` (berth plan, apply, reconcile --once).
+ExitCode ExitCodeOf(Outcome outcome);
 
 struct ApplyCommand {
   std::string manifest_path;  // -f

@@ -1,8 +1,8 @@
 // berth fleet status: what every host of the manifest's fleet reported to etcd.
 #include "core/clock.h"
 #include "core/untrusted_text.h"
-#include "engine/fleet/fleet_turn.h"
 #include "engine/cli/commands.h"
+#include "engine/fleet/fleet_turn.h"
 #include "engine/output/fleet_view.h"
 #include "manifests/loader.h"
 

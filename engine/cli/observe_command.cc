@@ -1,7 +1,7 @@
 #include "core/observed_json.h"
-#include "engine/apply/live_host.h"
 #include "engine/cli/cli_support.h"
 #include "engine/cli/commands.h"
+#include "engine/cli/live_host.h"
 #include "engine/output/observed_text.h"
 #include "engine/state/state.h"
 

@@ -1,8 +1,8 @@
 #include <memory>
 
-#include "engine/apply/live_host.h"
 #include "engine/apply/reconciler.h"
 #include "engine/cli/commands.h"
+#include "engine/cli/live_host.h"
 #include "providers/saved/saved_observer.h"
 
 namespace berth {
@@ -37,8 +37,8 @@ int RunPlan(const PlanCommand& cmd, std::ostream& out, std::ostream& err) {
       return seams;
     };
   }
-  RunReport r = Reconciler(deps).Run(o);
-  return r.exit_code == kExitChanges && !cmd.detailed_exitcode ? kExitOk : r.exit_code;
+  ExitCode code = ExitCodeOf(Reconciler(deps).Run(o).outcome);
+  return code == kExitChanges && !cmd.detailed_exitcode ? kExitOk : code;
 }
 
 }  // namespace berth

@@ -5,9 +5,9 @@
 
 #include "core/clock.h"
 #include "core/units.h"
-#include "engine/apply/live_host.h"
 #include "engine/apply/reconciler.h"
 #include "engine/cli/commands.h"
+#include "engine/cli/live_host.h"
 #include "engine/loop/manifest_probe.h"
 #include "engine/loop/notifier.h"
 #include "engine/loop/reconcile.h"
@@ -97,7 +97,7 @@ int RunReconcile(const ReconcileCommand& cmd, std::ostream& out, std::ostream& e
   deps.stop = cmd.stop;
   deps.reload = cmd.reload;
   deps.log = &err;
-  return RunLoop(lo, deps);
+  return ExitCodeOf(RunLoop(lo, deps));
 }
 
 }  // namespace berth

@@ -2,9 +2,9 @@
 
 #include "core/hf_cache.h"
 #include "core/units.h"
-#include "engine/apply/live_host.h"
 #include "engine/cli/cli_support.h"
 #include "engine/cli/commands.h"
+#include "engine/cli/live_host.h"
 #include "planners/planner.h"
 #include "planners/unit_render.h"
 #include "providers/saved/saved_observer.h"

@@ -1,9 +1,9 @@
 #include <ctime>
 
-#include "engine/apply/live_host.h"
 #include "engine/apply/reconciler.h"
 #include "engine/cli/cli_support.h"
 #include "engine/cli/commands.h"
+#include "engine/cli/live_host.h"
 #include "engine/output/status_view.h"
 #include "engine/state/state.h"
 #include "planners/engines/adapter.h"

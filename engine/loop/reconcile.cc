@@ -78,8 +78,8 @@ class Loop {
     last_ping_ = d_.clock->Now();
   }
 
-  int Run() {
-    int exit_code = 0;
+  Outcome Run() {
+    Outcome last = Outcome::kNoChanges;
     while (!Stopping()) {
       if (d_.reload) d_.reload->store(false);
       std::string fingerprint = d_.manifest_fingerprint ? d_.manifest_fingerprint() : "";
@@ -94,7 +94,7 @@ class Loop {
       ready_ = true;
       Ping();
       Log(status);
-      if (o_.once) exit_code = report.exit_code;
+      if (o_.once) last = report.outcome;
       if (next.kind == NextPass::Kind::kStop) break;
       Wake w = Wait(next, fingerprint);
       if (w == Wake::kStop) break;
@@ -105,7 +105,7 @@ class Loop {
     // The textfile outlives the process: the last one says the loop is down.
     metrics_.up = false;
     WriteMetrics();
-    return exit_code;
+    return last;
   }
 
  private:
@@ -232,6 +232,8 @@ std::string StatusLine(const RunReport& r, const NextPass& next, int failures, b
   return what;
 }
 
-int RunLoop(const LoopOptions& options, const LoopDeps& deps) { return Loop(options, deps).Run(); }
+Outcome RunLoop(const LoopOptions& options, const LoopDeps& deps) {
+  return Loop(options, deps).Run();
+}
 
 }  // namespace berth

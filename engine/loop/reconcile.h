@@ -43,10 +43,10 @@ struct LoopDeps {
   std::function<Status(const std::string& path, const std::string& text)> write_file;
 };
 
-/// Runs passes until stopped. Returns the exit code: with `once`, the pass's exit code;
-/// otherwise 0 once stopped on request (also when the stop interrupted a pass: the journal lets
-/// the next run finish it).
-int RunLoop(const LoopOptions& options, const LoopDeps& deps);
+/// Runs passes until stopped. Returns, with `once`, the pass's outcome; otherwise kNoChanges
+/// once stopped on request (also when the stop interrupted a pass: the journal lets the next
+/// run finish it).
+Outcome RunLoop(const LoopOptions& options, const LoopDeps& deps);
 
 /// The one-line summary of a pass and what comes next, sent as STATUS= and logged:
 /// "converged: 3/3 services up, next pass in 4m52s" (while a wanted service crash-loops:

@@ -11,7 +11,6 @@
 #include "engine/fleet/fleet_turn.h"
 #include "engine/output/fleet_view.h"
 #include "planners/fleet.h"
-#include "planners/planner.h"
 #include "tests/engine/reconciler_fixture.h"
 #include "tests/support/fake_etcd.h"
 
@@ -95,7 +94,6 @@ TEST(FleetRules, TheFirstDisruptiveStepIsTheFirstStopOrRestart) {
     Action a = MakeAction(k);
     p.actions.push_back(a);
   }
-  MarkTurnsAndGroups(&p);
   EXPECT_EQ(FirstDisruptiveStep(p), std::optional<size_t>(3));
   p.actions.resize(3);
   EXPECT_EQ(FirstDisruptiveStep(p), std::nullopt);
@@ -587,7 +585,7 @@ class FleetReconcilerTest : public ReconcilerTest {
 };
 
 TEST_F(FleetReconcilerTest, WithEtcdDownTheDownloadRunsButNothingGoesDarkUntilEtcdIsBack) {
-  ASSERT_EQ(FleetApply("fleet-kimi").exit_code, 0) << err.str();
+  ASSERT_EQ(ExitCodeOf(FleetApply("fleet-kimi").outcome), 0) << err.str();
   ASSERT_EQ(Published("gpu-01")->state, kFleetConverged);
   // gpu-00, the canary, converged on the MiniMax manifest already.
   std::string digest = Plan("fleet-minimax").manifest_digest;
@@ -596,7 +594,7 @@ TEST_F(FleetReconcilerTest, WithEtcdDownTheDownloadRunsButNothingGoesDarkUntilEt
 
   etcd.SetDown(true);
   RunReport r = FleetApply("fleet-minimax");
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(ExitCodeOf(r.outcome), 1);
   EXPECT_FALSE(r.terminal);
   EXPECT_THAT(err.str(), HasSubstr("etcd cannot be reached"));
   EXPECT_THAT(err.str(), HasSubstr("none took a service down"));
@@ -606,7 +604,7 @@ TEST_F(FleetReconcilerTest, WithEtcdDownTheDownloadRunsButNothingGoesDarkUntilEt
 
   etcd.SetDown(false);
   r = FleetApply("fleet-minimax");
-  EXPECT_EQ(r.exit_code, 0) << err.str();
+  EXPECT_EQ(ExitCodeOf(r.outcome), 0) << err.str();
   EXPECT_EQ(Count("stop vllm-kimi.service"), 1u);
   EXPECT_TRUE(Running("vllm-minimax.service"));
   EXPECT_EQ(Published("gpu-01")->state, kFleetConverged);
@@ -616,12 +614,12 @@ TEST_F(FleetReconcilerTest, WithEtcdDownTheDownloadRunsButNothingGoesDarkUntilEt
 }
 
 TEST_F(FleetReconcilerTest, TheReportCarriesTheGateFiguresAndKeepsThemWhileNothingChanges) {
-  ASSERT_EQ(FleetApply("fleet-kimi").exit_code, 0) << err.str();
+  ASSERT_EQ(ExitCodeOf(FleetApply("fleet-kimi").outcome), 0) << err.str();
   std::string digest = Plan("fleet-floor").manifest_digest;
   ASSERT_TRUE(etcd.Put("/berth/fleets/prod/hosts/gpu-00",
                        FleetReportToJson(Report("gpu-00", kFleetConverged, digest)))
                   .ok());
-  ASSERT_EQ(FleetApply("fleet-floor").exit_code, 0) << err.str();
+  ASSERT_EQ(ExitCodeOf(FleetApply("fleet-floor").outcome), 0) << err.str();
   for (int pass = 0; pass < 2; ++pass) {  // the switch, then a pass with nothing to do
     auto mine = Published("gpu-01");
     ASSERT_TRUE(mine);
@@ -637,7 +635,7 @@ TEST_F(FleetReconcilerTest, TheReportCarriesTheGateFiguresAndKeepsThemWhileNothi
 }
 
 TEST_F(FleetReconcilerTest, ThePlanSaysWhichStepWaitsForTheHostsTurn) {
-  ASSERT_EQ(FleetApply("fleet-kimi").exit_code, 0) << err.str();
+  ASSERT_EQ(ExitCodeOf(FleetApply("fleet-kimi").outcome), 0) << err.str();
   EXPECT_THAT(out.str(), HasSubstr("fleet prod: nothing here goes dark; no turn needed"));
   Plan("fleet-minimax");
   EXPECT_THAT(out.str(), HasSubstr("fleet prod: step 4 waits for this host's turn (at most 1 "
@@ -645,14 +643,14 @@ TEST_F(FleetReconcilerTest, ThePlanSaysWhichStepWaitsForTheHostsTurn) {
 }
 
 TEST_F(FleetReconcilerTest, TheRestWaitsForTheCanaryAndAFailedCanaryStopsTheRollout) {
-  ASSERT_EQ(FleetApply("fleet-kimi").exit_code, 0) << err.str();
+  ASSERT_EQ(ExitCodeOf(FleetApply("fleet-kimi").outcome), 0) << err.str();
   std::string digest = Plan("fleet-minimax").manifest_digest;
   // The canary is still switching: gpu-01 waits its whole fleet.wait, then fails (retried).
   ASSERT_TRUE(etcd.Put("/berth/fleets/prod/hosts/gpu-00",
                        FleetReportToJson(Report("gpu-00", kFleetSwitching, digest)))
                   .ok());
   RunReport r = FleetApply("fleet-minimax");
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(ExitCodeOf(r.outcome), 1);
   EXPECT_THAT(err.str(), HasSubstr("waited 60s (fleet.wait) for a turn: wave canary goes first: "
                                    "gpu-00 is switching at this manifest"));
   EXPECT_EQ(Count("stop vllm-kimi.service"), 0u);
@@ -662,7 +660,7 @@ TEST_F(FleetReconcilerTest, TheRestWaitsForTheCanaryAndAFailedCanaryStopsTheRoll
                        FleetReportToJson(Report("gpu-00", kFleetFailed, digest)))
                   .ok());
   r = FleetApply("fleet-minimax");
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(ExitCodeOf(r.outcome), 1);
   EXPECT_THAT(err.str(), HasSubstr("stopped: it failed on gpu-00"));
   EXPECT_EQ(Count("stop vllm-kimi.service"), 0u);
   EXPECT_TRUE(Running("vllm-kimi.service"));
@@ -671,7 +669,7 @@ TEST_F(FleetReconcilerTest, TheRestWaitsForTheCanaryAndAFailedCanaryStopsTheRoll
 // A host whose service crash-loops after its switch is not converged: it reports
 // crash-looping, and the next host does not take its service down for that manifest.
 TEST_F(FleetReconcilerTest, ACrashLoopingServiceIsPublishedAsCrashLoopingAndStopsTheRollout) {
-  ASSERT_EQ(FleetApply("fleet-kimi").exit_code, 0) << err.str();
+  ASSERT_EQ(ExitCodeOf(FleetApply("fleet-kimi").outcome), 0) << err.str();
   ObservedUnit& u = world.host.Unit("vllm-kimi.service");
   u.active_state = "activating";
   u.sub_state = "auto-restart";
@@ -695,7 +693,7 @@ TEST_F(FleetReconcilerTest, ACrashLoopingServiceIsPublishedAsCrashLoopingAndStop
 TEST_F(FleetReconcilerTest, ATurnLostAfterTheFirstRestartIsTakenAgainBeforeTheSecond) {
   dir.Write("two/berth.yaml", TwoServices(""));
   dir.Write("two-longer/berth.yaml", TwoServices("    args: [\"--max-num-seqs\", \"64\"]\n"));
-  ASSERT_EQ(FleetApply("two").exit_code, 0) << err.str();
+  ASSERT_EQ(ExitCodeOf(FleetApply("two").outcome), 0) << err.str();
   std::string digest = Plan("two-longer").manifest_digest;
   ASSERT_TRUE(etcd.Put("/berth/fleets/prod/hosts/gpu-00",
                        FleetReportToJson(Report("gpu-00", kFleetConverged, digest)))
@@ -724,7 +722,7 @@ TEST_F(FleetReconcilerTest, ATurnLostAfterTheFirstRestartIsTakenAgainBeforeTheSe
     if (other && elapsed >= taken + std::chrono::seconds(30)) other->Release();
   };
   RunReport r = FleetApply("two-longer");
-  EXPECT_EQ(r.exit_code, 0) << out.str() << err.str();
+  EXPECT_EQ(ExitCodeOf(r.outcome), 0) << out.str() << err.str();
   ASSERT_TRUE(other);
   EXPECT_EQ(Count("restart alpha.service"), 1u);
   EXPECT_EQ(Count("restart beta.service"), 1u);
@@ -744,7 +742,7 @@ TEST_F(FleetReconcilerTest, ATurnLostAfterTheFirstRestartIsTakenAgainBeforeTheSe
 TEST_F(FleetReconcilerTest, ATurnLostThatCannotBeTakenAgainStopsBeforeTheNextServiceGoesDown) {
   dir.Write("two/berth.yaml", TwoServices(""));
   dir.Write("two-longer/berth.yaml", TwoServices("    args: [\"--max-num-seqs\", \"64\"]\n"));
-  ASSERT_EQ(FleetApply("two").exit_code, 0) << err.str();
+  ASSERT_EQ(ExitCodeOf(FleetApply("two").outcome), 0) << err.str();
   std::string digest = Plan("two-longer").manifest_digest;
   ASSERT_TRUE(etcd.Put("/berth/fleets/prod/hosts/gpu-00",
                        FleetReportToJson(Report("gpu-00", kFleetConverged, digest)))
@@ -756,7 +754,7 @@ TEST_F(FleetReconcilerTest, ATurnLostThatCannotBeTakenAgainStopsBeforeTheNextSer
     etcd.SetDown(true);
   };
   RunReport r = FleetApply("two-longer");
-  EXPECT_EQ(r.exit_code, 1) << out.str() << err.str();
+  EXPECT_EQ(ExitCodeOf(r.outcome), 1) << out.str() << err.str();
   EXPECT_TRUE(r.exec.turn_lost);
   EXPECT_FALSE(r.terminal) << "retried, not held";
   EXPECT_EQ(starts, 1) << "the second service was not taken down";
@@ -765,19 +763,19 @@ TEST_F(FleetReconcilerTest, ATurnLostThatCannotBeTakenAgainStopsBeforeTheNextSer
   world.on_job = nullptr;
   etcd.SetDown(false);
   r = FleetApply("two-longer");
-  EXPECT_EQ(r.exit_code, 0) << out.str() << err.str();
+  EXPECT_EQ(ExitCodeOf(r.outcome), 0) << out.str() << err.str();
   EXPECT_EQ(Plan("two-longer").outcome, Outcome::kNoChanges) << out.str();
 }
 
 TEST_F(FleetReconcilerTest, AFailedSwitchIsPublishedAsFailedAndGivesTheSlotBack) {
-  ASSERT_EQ(FleetApply("fleet-kimi").exit_code, 0) << err.str();
+  ASSERT_EQ(ExitCodeOf(FleetApply("fleet-kimi").outcome), 0) << err.str();
   std::string digest = Plan("fleet-minimax").manifest_digest;
   ASSERT_TRUE(etcd.Put("/berth/fleets/prod/hosts/gpu-00",
                        FleetReportToJson(Report("gpu-00", kFleetConverged, digest)))
                   .ok());
   world.never_healthy.insert("vllm-minimax.service");
   RunReport r = FleetApply("fleet-minimax");
-  EXPECT_EQ(r.exit_code, 4);
+  EXPECT_EQ(ExitCodeOf(r.outcome), 4);
   EXPECT_TRUE(Running("vllm-kimi.service"));  // rolled back
   auto mine = Published("gpu-01");
   ASSERT_TRUE(mine);

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "engine/apply/reconciler.h"
+#include "engine/cli/commands.h"
 #include "engine/state/history.h"
 #include "engine/state/state.h"
 #include "tests/providers/temp_dir.h"
@@ -133,7 +134,7 @@ TEST_F(GatesTest, AFailedSmokeGateIsRolledBackHeldAndSaysWhatCameBack) {
   world.smoke_empty.insert("vllm-minimax.service");
   RunReport r = Apply("minimax");
   EXPECT_EQ(r.outcome, Outcome::kFailed) << err.str();
-  EXPECT_EQ(r.exit_code, 4);
+  EXPECT_EQ(ExitCodeOf(r.outcome), 4);
   EXPECT_TRUE(r.exec.rolled_back);
   EXPECT_TRUE(r.terminal) << "held: the loop does not take Kimi down again";
   EXPECT_THAT(r.status.message(), HasSubstr("(smoke service/vllm-minimax)"));
@@ -160,7 +161,7 @@ TEST_F(GatesTest, AFailedPreflightStopsBeforeAnythingGoesDarkAndIsNotHeld) {
   world.calls.clear();
   RunReport r = Apply("minimax");
   EXPECT_EQ(r.outcome, Outcome::kFailed) << err.str();
-  EXPECT_EQ(r.exit_code, 4);
+  EXPECT_EQ(ExitCodeOf(r.outcome), 4);
   EXPECT_FALSE(r.exec.rolled_back);
   EXPECT_TRUE(r.exec.rollback_log.empty()) << "nothing to roll back";
   EXPECT_FALSE(r.terminal) << "nothing went dark: retried like a failed download";
@@ -205,7 +206,7 @@ TEST_F(GatesTest, AnEngineCheckThatRefusesStopsBeforeAnythingGoesDarkQuotingTheE
   checks = dir / "checks";
   RunReport r = Apply("checked");
   EXPECT_EQ(r.outcome, Outcome::kFailed) << err.str();
-  EXPECT_EQ(r.exit_code, 4);
+  EXPECT_EQ(ExitCodeOf(r.outcome), 4);
   EXPECT_FALSE(r.terminal) << "nothing went dark";
   EXPECT_THAT(r.status.message(),
               HasSubstr("the engine check of service/vllm-minimax failed: vLLM refused this "
@@ -334,7 +335,7 @@ TEST_F(GatesTest, AServiceBelowItsFloorIsRolledBackHeldAndTheFiguresAreInTheMess
   world.load_figures[8000] = slow;
   RunReport r = Apply("floored");
   EXPECT_EQ(r.outcome, Outcome::kFailed) << err.str();
-  EXPECT_EQ(r.exit_code, 4);
+  EXPECT_EQ(ExitCodeOf(r.outcome), 4);
   EXPECT_TRUE(r.exec.rolled_back);
   EXPECT_TRUE(r.terminal) << "held, like a failed health gate";
   EXPECT_THAT(r.status.message(), HasSubstr("(floor service/vllm-minimax)"));
@@ -434,7 +435,7 @@ TEST_F(GatesTest, ARelativeFloorRollsBackAReplacement20PercentSlowerGivingBothSi
   world.calls.clear();
   RunReport r = Apply("relative");
   EXPECT_EQ(r.outcome, Outcome::kFailed) << err.str();
-  EXPECT_EQ(r.exit_code, 4);
+  EXPECT_EQ(ExitCodeOf(r.outcome), 4);
   EXPECT_TRUE(r.exec.rolled_back);
   EXPECT_THAT(r.status.message(),
               HasSubstr("the floor gate of vllm-minimax.service failed: output 800 tok/s is "

@@ -9,8 +9,8 @@
 #include <sstream>
 #include <vector>
 
-#include "engine/apply/live_host.h"
 #include "engine/cli/commands.h"
+#include "engine/cli/live_host.h"
 #include "engine/output/observed_text.h"
 #include "providers/saved/saved_observer.h"
 

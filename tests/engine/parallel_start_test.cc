@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "engine/apply/reconciler.h"
+#include "engine/cli/commands.h"
 #include "tests/providers/temp_dir.h"
 #include "tests/support/fake_world.h"
 
@@ -133,7 +134,7 @@ TEST_F(ParallelStartTest, TheOneThatFailsItsGateIsReportedAndTheOtherStillComesU
   world.never_healthy.insert("alpha.service");
   RunReport r = Pass("apart", true);
   EXPECT_EQ(r.outcome, Outcome::kFailed);
-  EXPECT_EQ(r.exit_code, 4);
+  EXPECT_EQ(ExitCodeOf(r.outcome), 4);
   EXPECT_THAT(err.str(), HasSubstr("alpha.service did not become healthy within 10m"));
   EXPECT_THAT(err.str(), ::testing::Not(HasSubstr("beta.service did not")));
   const ObservedUnit* beta = world.host.observed().FindUnit("beta.service");

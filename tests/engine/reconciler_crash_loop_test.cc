@@ -213,7 +213,7 @@ TEST_F(ReconcilerTest, UnderTheLoopTheMetricsSayHeldFromTheFailingPassOn) {
   world.clock.on_sleep = [&](std::chrono::milliseconds elapsed) {
     if (elapsed >= std::chrono::hours(1)) stop = true;
   };
-  EXPECT_EQ(RunLoop(lo, ld), 0);
+  EXPECT_EQ(ExitCodeOf(RunLoop(lo, ld)), 0);
   ASSERT_EQ(written.size(), 2u) << "after the one pass, and when the loop stops";
   for (const std::string& text : written) {
     EXPECT_THAT(text, HasSubstr("\nberth_change_held 1\n"));

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "engine/apply/reconciler.h"
+#include "engine/cli/commands.h"
 #include "tests/providers/temp_dir.h"
 #include "tests/support/fake_world.h"
 

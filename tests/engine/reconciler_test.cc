@@ -37,7 +37,7 @@ using ::testing::Not;
 TEST_F(ReconcilerTest, FreshHostConvergesAndTheNextPlanIsEmpty) {
   RunReport r = Apply("kimi");
   ASSERT_EQ(r.outcome, Outcome::kApplied) << err.str();
-  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(ExitCodeOf(r.outcome), 0);
   EXPECT_THAT(world.calls,
               ::testing::IsSupersetOf({"download moonshotai/Kimi-K2", "write vllm-kimi.service",
                                        "daemon-reload", "start vllm-kimi.service", "probe 8000"}));
@@ -68,7 +68,7 @@ TEST_F(ReconcilerTest, ReplacementThatNeverTurnsHealthyIsRolledBackThenConverges
 
   RunReport r = Apply("minimax");
   EXPECT_EQ(r.outcome, Outcome::kFailed);
-  EXPECT_EQ(r.exit_code, 4);
+  EXPECT_EQ(ExitCodeOf(r.outcome), 4);
   EXPECT_TRUE(r.exec.rolled_back);
   EXPECT_THAT(r.status.message(), HasSubstr("did not become healthy within 10m"));
   // The download came first, Kimi stopped only just before MiniMax started, then the rollback.
@@ -226,7 +226,7 @@ TEST_F(ReconcilerTest, AChangeThatFailedAfterTakingAServiceDownIsHeldUntilRetryO
   world.calls.clear();
   RunReport held = Apply("minimax");
   EXPECT_EQ(held.outcome, Outcome::kHeld) << out.str() << err.str();
-  EXPECT_EQ(held.exit_code, 3);
+  EXPECT_EQ(ExitCodeOf(held.outcome), 3);
   EXPECT_TRUE(held.terminal);
   for (const std::string& call : world.calls)
     EXPECT_EQ(call.rfind("stop ", 0) + call.rfind("start ", 0) + call.rfind("restart ", 0),
@@ -273,7 +273,7 @@ TEST_F(ReconcilerTest, AnInPlaceUpdateThatFailsItsGateGetsItsOldUnitBackAndEndsH
   world.calls.clear();
   RunReport r = Apply("kimi-longer");
   ASSERT_EQ(r.outcome, Outcome::kFailed) << err.str();
-  EXPECT_EQ(r.exit_code, 4);
+  EXPECT_EQ(ExitCodeOf(r.outcome), 4);
   EXPECT_TRUE(r.exec.rolled_back) << err.str();
   EXPECT_EQ(Unit("vllm-kimi.service")->content, before) << "the previous unit file is back";
   EXPECT_TRUE(Running("vllm-kimi.service"));
@@ -333,7 +333,7 @@ TEST_F(ReconcilerTest, UnderTheLoopAFailingReplacementCostsExactlyOneOutage) {
   world.clock.on_sleep = [&](std::chrono::milliseconds elapsed) {
     if (elapsed >= std::chrono::hours(3)) stop = true;
   };
-  EXPECT_EQ(RunLoop(lo, ld), 0);
+  EXPECT_EQ(ExitCodeOf(RunLoop(lo, ld)), 0);
   EXPECT_EQ(Count("stop vllm-kimi.service"), 1u) << log.str();
   EXPECT_EQ(passes, 1) << "no pass while the manifest stays the same: " << log.str();
   EXPECT_THAT(log.str(), HasSubstr("failed, rolled back: "));
@@ -467,7 +467,7 @@ TEST_P(SavedPlanTamperTest, AnEditedSavedPlanNeverRuns) {
 
   RunReport r = ApplySaved(file);
   EXPECT_EQ(r.outcome, Outcome::kStale) << what << "\n" << out.str() << err.str();
-  EXPECT_EQ(r.exit_code, 5);
+  EXPECT_EQ(ExitCodeOf(r.outcome), 5);
   EXPECT_THAT(err.str(), HasSubstr("it is not the plan berth makes now")) << what;
   EXPECT_THAT(err.str(), HasSubstr("Nothing was changed"));
   for (const auto& c : world.calls) EXPECT_EQ(c, "observe") << what << ": " << c << " ran";
@@ -485,7 +485,8 @@ INSTANTIATE_TEST_SUITE_P(
                            "reason": "unit_missing", "requires": {"gpu_bytes": {}},
                            "frees": {"gpu_bytes": {}}, "unit": "evil.service", "takes_down": false,
                            "step": {"content": "[Service]\nExecStart=/bin/sh -c id\n",
-                                    "replaces": false, "adopts": false}}})"),
+                                    "replaces": false, "adopts": false,
+                                    "loses_edits": false}}})"),
         std::make_pair("a unit path that climbs out of the unit directory",
                        R"({"kind": "write-unit", "set": {"unit": "../../../etc/cron.d/x"}})"),
         std::make_pair("the model's commit changed",
@@ -529,7 +530,7 @@ TEST_F(SavedPlanTamperTest, ASavedPlanWithoutItsFingerprintsNeverRuns) {
   world.calls.clear();
   RunReport partial = ApplySaved(file);
   EXPECT_EQ(partial.outcome, Outcome::kStale) << out.str() << err.str();
-  EXPECT_EQ(partial.exit_code, 5);
+  EXPECT_EQ(ExitCodeOf(partial.outcome), 5);
   EXPECT_THAT(err.str(), HasSubstr("it carries no fingerprint of unit/vllm-kimi.service"));
   for (const auto& c : world.calls) EXPECT_EQ(c, "observe") << c << " ran";
   EXPECT_TRUE(Running("vllm-kimi.service"));
@@ -554,7 +555,7 @@ TEST_F(SavedPlanTamperTest, TheSavedPlanAsWrittenRunsOnceAndOnlyOnce) {
   EXPECT_TRUE(Running("vllm-minimax.service"));
   RunReport again = ApplySaved(file);
   EXPECT_EQ(again.outcome, Outcome::kStale) << "state serial moved on";
-  EXPECT_EQ(again.exit_code, 5);
+  EXPECT_EQ(ExitCodeOf(again.outcome), 5);
 }
 
 // kill -9 right after a download is published must not leave weights berth never prunes: the

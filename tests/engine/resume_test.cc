@@ -85,7 +85,7 @@ TEST_F(ResumeTest, ASmokeGateKilledMidwayStillCatchesAFailingReplacementRollsItB
 
   RunReport r = Apply("smoked");
   EXPECT_EQ(r.outcome, Outcome::kFailed) << out.str() << err.str();
-  EXPECT_EQ(r.exit_code, 4);
+  EXPECT_EQ(ExitCodeOf(r.outcome), 4);
   EXPECT_THAT(r.status.message(), HasSubstr("the smoke gate of vllm-minimax.service failed"));
   EXPECT_TRUE(r.exec.rolled_back) << err.str();
   EXPECT_THAT(err.str(), HasSubstr("start vllm-kimi.service again"));

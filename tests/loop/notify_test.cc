@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 
+#include "engine/cli/commands.h"
 #include "engine/loop/notifier.h"
 #include "engine/loop/reconcile.h"
 #include "tests/loop/loop_fakes.h"
@@ -49,11 +50,10 @@ class SdNotifyTest : public ::testing::Test {
     d.pass = [] {
       RunReport r;
       r.outcome = Outcome::kNoChanges;
-      r.exit_code = 0;
       r.services_up = r.services_wanted = 3;
       return r;
     };
-    return RunLoop(o, d);
+    return ExitCodeOf(RunLoop(o, d));
   }
 
   NotifySocket socket_;

@@ -1,5 +1,6 @@
 // The loop around one pass, with scripted fake passes and a fake clock: hours of schedule run in
 // microseconds and nothing sleeps for real (the watchdog-thread test waits for the pings).
+#include "engine/cli/commands.h"
 #include "engine/loop/reconcile.h"
 
 #include <gmock/gmock.h>
@@ -21,10 +22,9 @@ using std::chrono::seconds;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-RunReport Report(Outcome o, int exit_code, std::string message = "", bool terminal = false) {
+RunReport Report(Outcome o, std::string message = "", bool terminal = false) {
   RunReport r;
   r.outcome = o;
-  r.exit_code = exit_code;
   r.terminal = terminal;
   if (!message.empty()) r.status = Status::Unavailable(message);
   r.services_up = o == Outcome::kNoChanges || o == Outcome::kApplied ? 2 : 1;
@@ -33,9 +33,9 @@ RunReport Report(Outcome o, int exit_code, std::string message = "", bool termin
   r.service_up = {{"svc-a", r.services_up == 2}, {"svc-b", true}};
   return r;
 }
-RunReport Converged() { return Report(Outcome::kNoChanges, 0); }
-RunReport Errored() { return Report(Outcome::kError, 1, "lock busy: held by berth apply"); }
-RunReport Failed() { return Report(Outcome::kFailed, 4, "svc-a.service did not become healthy"); }
+RunReport Converged() { return Report(Outcome::kNoChanges); }
+RunReport Errored() { return Report(Outcome::kError, "lock busy: held by berth apply"); }
+RunReport Failed() { return Report(Outcome::kFailed, "svc-a.service did not become healthy"); }
 
 // Plays `script` one report per pass, noting when each pass started; after the last one it asks
 // the loop to stop (as SIGTERM would), unless the test stops it otherwise.
@@ -60,7 +60,7 @@ class LoopHarness {
       return r;
     };
   }
-  int Run() { return RunLoop(options, deps); }
+  int Run() { return ExitCodeOf(RunLoop(options, deps)); }
   std::vector<std::string> Statuses() {
     std::vector<std::string> out;
     for (const auto& m : notifier.messages()) {
@@ -113,7 +113,7 @@ TEST(ReconcileLoop, FailuresBackOffDoublingUpToTheIntervalAndASuccessResetsTheBa
 
 TEST(ReconcileLoop, TerminalErrorIsNotRetriedUntilTheManifestChangesThenRunsAtOnce) {
   LoopHarness h(
-      {Report(Outcome::kInvalid, 1, "berth.yaml:3:1: unknown key 'modles'", true), Converged()});
+      {Report(Outcome::kInvalid, "berth.yaml:3:1: unknown key 'modles'", true), Converged()});
   h.clock.on_sleep = [&](milliseconds elapsed) {
     if (elapsed >= hours(3)) h.fingerprint = "v2";  // someone fixed the typo and saved
   };
@@ -129,7 +129,7 @@ TEST(ReconcileLoop, TerminalErrorIsNotRetriedUntilTheManifestChangesThenRunsAtOn
 }
 
 TEST(ReconcileLoop, BlockedPlanWaitsButSighupRunsAPassAtOnce) {
-  RunReport blocked = Report(Outcome::kBlocked, 3, "", true);
+  RunReport blocked = Report(Outcome::kBlocked, "", true);
   blocked.status = Status::FailedPrecondition("gpu 0: 70 GiB needed, 12 GiB free");
   LoopHarness h({blocked, Converged()});
   h.clock.on_sleep = [&](milliseconds elapsed) {
@@ -166,7 +166,7 @@ TEST(ReconcileLoop, SigtermWhileWaitingEndsTheLoopWithExitZeroAndNoMorePasses) {
 }
 
 TEST(ReconcileLoop, StopDuringAPassFinishesThatPassThenExitsZero) {
-  RunReport interrupted = Report(Outcome::kInterrupted, 1, "stopped before step 3 of 5");
+  RunReport interrupted = Report(Outcome::kInterrupted, "stopped before step 3 of 5");
   LoopHarness h({interrupted});
   EXPECT_EQ(h.Run(), 0);
   EXPECT_EQ(h.starts.size(), 1u);
@@ -178,7 +178,7 @@ TEST(ReconcileLoop, OnceRunsOnePassAndReturnsItsExitCode) {
   for (auto [report, code] :
        std::vector<std::pair<RunReport, int>>{{Converged(), 0},
                                               {Failed(), 4},
-                                              {Report(Outcome::kBlocked, 3, "short", true), 3},
+                                              {Report(Outcome::kBlocked, "short", true), 3},
                                               {Errored(), 1}}) {
     LoopHarness h({report}, /*stop_after_script=*/false);
     h.options.once = true;
@@ -198,7 +198,7 @@ TEST(ReconcileLoop, JitterSpreadsTheWaitWithTheInjectedRandomSource) {
 }
 
 TEST(ReconcileLoop, WatchdogIsPingedAtHalfItsTimeoutWhileWaiting) {
-  LoopHarness h({Report(Outcome::kBlocked, 3, "short", true)}, false);
+  LoopHarness h({Report(Outcome::kBlocked, "short", true)}, false);
   h.clock.on_sleep = [&](milliseconds elapsed) {
     if (elapsed >= minutes(10)) h.stop = true;
   };
@@ -227,7 +227,7 @@ TEST(ReconcileLoop, WatchdogIsPingedFromAThreadWhileALongPassRuns) {
 }
 
 TEST(ReconcileLoop, MetricsAreWrittenAfterEveryPass) {
-  RunReport applied = Report(Outcome::kApplied, 0);
+  RunReport applied = Report(Outcome::kApplied);
   applied.exec.bytes_downloaded = 1000;
   applied.plan.actions.resize(3);
   RunReport failed = Failed();

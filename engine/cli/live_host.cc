@@ -1,4 +1,4 @@
-#include "engine/apply/live_host.h"
+#include "engine/cli/live_host.h"
 
 #include <limits.h>
 #include <sys/stat.h>
