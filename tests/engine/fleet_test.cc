@@ -11,6 +11,7 @@
 #include "engine/fleet/fleet_turn.h"
 #include "engine/output/fleet_view.h"
 #include "planners/fleet.h"
+#include "planners/planner.h"
 #include "tests/engine/reconciler_fixture.h"
 #include "tests/support/fake_etcd.h"
 
@@ -94,6 +95,7 @@ TEST(FleetRules, TheFirstDisruptiveStepIsTheFirstStopOrRestart) {
     Action a = MakeAction(k);
     p.actions.push_back(a);
   }
+  MarkTurnsAndGroups(&p);
   EXPECT_EQ(FirstDisruptiveStep(p), std::optional<size_t>(3));
   p.actions.resize(3);
   EXPECT_EQ(FirstDisruptiveStep(p), std::nullopt);
