@@ -39,6 +39,9 @@ struct UnitFileStep {
   /// berth's (adopt: true: a copy goes to the state directory before it is replaced).
   bool replaces = false;
   bool adopts = false;
+  /// The file holds text berth did not write (adopted, or edited by hand): the plan always shows
+  /// what the write loses.
+  bool loses_edits = false;
   std::string old_content;
   std::string old_note;
   friend bool operator==(const UnitFileStep&, const UnitFileStep&) = default;
@@ -253,7 +256,8 @@ inline constexpr auto kStepFields<RemoveModelStep> =
 template <>
 inline constexpr auto kStepFields<UnitFileStep> = std::tuple{
     StepField{"content", &UnitFileStep::content, "unit content"},
-    StepField{"replaces", &UnitFileStep::replaces}, StepField{"adopts", &UnitFileStep::adopts}};
+    StepField{"replaces", &UnitFileStep::replaces}, StepField{"adopts", &UnitFileStep::adopts},
+    StepField{"loses_edits", &UnitFileStep::loses_edits}};
 template <>
 inline constexpr auto kStepFields<ServiceStep> =
     std::tuple{StepField{"for_service", &ServiceStep::for_service, "service it makes room for",

@@ -172,6 +172,7 @@ UnitFileChange PlanUnitFile(const Desired& d, const PlanIndex& index, const Serv
     }
     w.reason = Reason::kUnitAdopted;
     file.adopts = true;
+    file.loses_edits = true;
     w.detail = "adopt: true replaces " + u->fragment_path + " (" + NotOurs(o, *u) +
                "); a copy of it is kept in the state directory (adopted/)";
     change.detail = "adopted unit now runs berth's configuration";
@@ -179,6 +180,7 @@ UnitFileChange PlanUnitFile(const Desired& d, const PlanIndex& index, const Serv
     if (rendering.drift) {
       // Restored as berth wrote it; what the hand edit changed decides the restart, key by key.
       w.reason = Reason::kUnitDrift;
+      file.loses_edits = true;
       UnitDiff diff = DiffUnits(u->content, want.content);
       w.detail = "edited by hand since berth wrote it" +
                  (diff.detail.empty() ? std::string() : ": " + diff.detail) + "; restoring" +

@@ -20,7 +20,7 @@ const char* TerraformAction(const Action& a) {
     case ActionKind::kDownload:
       return "create";
     case ActionKind::kWriteUnit:
-      return a.reason == Reason::kUnitMissing ? "create" : "update";
+      return a.As<UnitFileStep>().replaces ? "update" : "create";
     case ActionKind::kRemoveModel:
     case ActionKind::kRemoveUnit:
       return "delete";

@@ -66,7 +66,7 @@ std::string Seconds(uint64_t ms) {
 // edited (the reviewer must see what is lost), every one with --diff.
 bool ShowsDiff(const Action& a, const PlanTextOptions& options) {
   if (a.kind != ActionKind::kWriteUnit) return false;
-  return options.diffs || a.reason == Reason::kUnitAdopted || a.reason == Reason::kUnitDrift;
+  return options.diffs || a.As<UnitFileStep>().loses_edits;
 }
 
 // `text` indented under its action, escaped: the old side is not berth's text.

@@ -249,6 +249,7 @@ Action Adopted(const std::string& note) {
   a.As<UnitFileStep>().old_note = note;
   a.As<UnitFileStep>().replaces = true;
   a.As<UnitFileStep>().adopts = true;
+  a.As<UnitFileStep>().loses_edits = true;
   return a;
 }
 
