@@ -41,7 +41,9 @@ using PrewarmRunner = std::function<Result<uint64_t>(
     const PrewarmStep& step, const std::function<void(uint64_t done, uint64_t total)>& progress,
     const std::atomic<bool>* stop)>;
 
-struct ExecutorDeps {
+/// The host's seams: what the executor acts on and asks. The composition root binds the real
+/// ones (engine/cli/live_host.cc), tests fakes; HostSeams carries them per pass.
+struct ExecutorSeams {
   SystemdManager* systemd = nullptr;
   UnitFiles* unit_files = nullptr;
   HealthProbe* health = nullptr;
@@ -55,15 +57,30 @@ struct ExecutorDeps {
   /// What `unit`'s processes hold on each GPU now, as NVML says (GPU index -> bytes): the check
   /// that a sleep freed its GPU memory. Null: not checked (a note says so).
   std::function<Result<std::map<int, uint64_t>>(const std::string& unit)> gpu_held;
+  CommandRunner* commands = nullptr;  // preflight commands; needed only by a plan that has one
+  /// The fronts (engine/apply/front_steps.h): HAProxy in berth, fakes in tests. Needed only by
+  /// a plan with front steps.
+  FrontConnector connect_front;
+  FrontReloader reload_front;
+};
+
+/// How the executor acts where the plan leaves it a choice.
+struct ExecutorPolicy {
+  bool rollback = true;  // undo a failed replacement
+  /// How long a start, stop or restart job may take before berth gives up on it.
+  std::chrono::milliseconds job_timeout{std::chrono::minutes(5)};
   /// How long a sleep's GPU memory may take to show as freed in NVML.
   std::chrono::milliseconds gpu_release_timeout{std::chrono::seconds(30)};
-  CommandRunner* commands = nullptr;  // preflight commands; needed only by a plan that has one
   /// The folder of berth's engine-check programs (FindEngineCheckDir): an engine check runs
   /// <this>/<PreflightStep::check_program>. Needed only by a plan that has one.
   std::string engine_check_dir;
   /// The state lineage stamped into every unit file written ("# berth-lineage:"), so that
   /// another state directory takes the unit as foreign. "" writes the content as planned.
   std::string lineage;
+};
+
+/// This run's hooks: who is told, what stops it, its fleet turn, what an earlier apply left.
+struct RunHooks {
   /// Told of every step, note and download (the journal, the progress lines); none: silent.
   std::vector<StepObserver*> observers;
   /// Called the moment a download is verified and published (from the downloading thread;
@@ -76,7 +93,6 @@ struct ExecutorDeps {
   /// the first: the run ends there, nothing went dark (ExecResult::turn_refused); before a later
   /// one: the run ends there (ExecResult::turn_lost). Null: no fleet.
   TurnSeam* turn = nullptr;
-  bool rollback = true;  // undo a failed replacement
   /// What the switches of an interrupted apply replaced (its journal's): a gate of this plan
   /// whose switch began in that apply is undone from here (merged with this plan's, UndoList)
   /// when it fails, as it would have been then. Empty: this plan's switches are all there is.
@@ -85,13 +101,10 @@ struct ExecutorDeps {
   /// the seam a test build injects faults through (berth_faulty kills itself there, as a
   /// kill -9 during that step would). Null in berth.
   std::function<void(int step)> at_step;
-  /// The fronts (engine/apply/front_steps.h): HAProxy in berth (bound by the composition root),
-  /// fakes in tests. Needed only by a plan with front steps.
-  FrontConnector connect_front;
-  FrontReloader reload_front;
-  /// How long a start, stop or restart job may take before berth gives up on it.
-  std::chrono::milliseconds job_timeout{std::chrono::minutes(5)};
 };
+
+/// Everything the executor is given: the host's seams, the policy and the run's hooks.
+struct ExecutorDeps : ExecutorSeams, ExecutorPolicy, RunHooks {};
 
 /// The outcome of running a plan: how far it got, and why it stopped.
 struct ExecResult {

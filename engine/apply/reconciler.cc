@@ -349,19 +349,7 @@ class Pass {
     }
 
     ExecutorDeps deps;
-    deps.systemd = host_.systemd;
-    deps.unit_files = host_.unit_files;
-    deps.health = host_.health;
-    deps.journal = host_.journal;
-    deps.models = host_.models;
-    deps.smoke = host_.smoke;
-    deps.load = host_.load;
-    deps.prewarm = host_.prewarm;
-    deps.standby = host_.standby;
-    deps.gpu_held = host_.gpu_held;
-    deps.connect_front = host_.connect_front;
-    deps.reload_front = host_.reload_front;
-    deps.commands = host_.commands;
+    static_cast<ExecutorSeams&>(deps) = host_;
     deps.engine_check_dir = d_.engine_check_dir.value_or("");
     deps.lineage = state_.lineage;
     deps.clock = &clock_;

@@ -28,32 +28,11 @@
 
 namespace berth {
 
-class SystemdManager;
-class UnitFiles;
-class HealthProbe;
-class JournalReader;
-class ModelStore;
-class SmokeClient;
-class CommandRunner;
-
-/// The seams to one host, bound to a manifest (its unit directory, its store). Only `observer`
-/// is needed to plan; applying needs them all (journal may be null).
-struct HostSeams {
+/// The seams to one host, bound to a manifest (its unit directory, its store): the executor's
+/// (its clock aside, which the pass sets) and the observer. Only `observer` is needed to plan;
+/// applying needs systemd, unit_files, health and models, and what the plan's steps use.
+struct HostSeams : ExecutorSeams {
   HostObserver* observer = nullptr;
-  SystemdManager* systemd = nullptr;
-  UnitFiles* unit_files = nullptr;
-  HealthProbe* health = nullptr;
-  ModelStore* models = nullptr;
-  JournalReader* journal = nullptr;
-  SmokeClient* smoke = nullptr;       // smoke gates (a plan without one needs none)
-  LoadRunner load;                    // throughput floors (likewise)
-  PrewarmRunner prewarm;              // prewarms (likewise)
-  CommandRunner* commands = nullptr;  // preflight commands (likewise)
-  StandbyClient* standby = nullptr;   // sleeps and wakes (likewise)
-  FrontConnector connect_front;       // the fronts: front steps and soaks behind one (likewise)
-  FrontReloader reload_front;
-  /// ExecutorDeps::gpu_held: what a unit's processes hold on each GPU now (null: unchecked).
-  std::function<Result<std::map<int, uint64_t>>(const std::string& unit)> gpu_held;
   std::string systemd_error;  // why systemd is not reachable, when `systemd` is null
 };
 
