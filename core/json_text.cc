@@ -6,21 +6,6 @@ namespace berth {
 namespace {
 
 template <typename Json>
-bool AllUtf8(const Json& j) {
-  if (j.is_string()) return IsUtf8(j.template get_ref<const std::string&>());
-  if (j.is_object()) {
-    for (auto it = j.begin(); it != j.end(); ++it)
-      if (!IsUtf8(it.key()) || !AllUtf8(it.value())) return false;
-    return true;
-  }
-  if (j.is_array()) {
-    for (const auto& value : j)
-      if (!AllUtf8(value)) return false;
-  }
-  return true;
-}
-
-template <typename Json>
 Json Visible(const Json& j) {
   if (j.is_string()) return VisibleBytes(j.template get_ref<const std::string&>());
   if (j.is_object()) {
@@ -39,10 +24,13 @@ Json Visible(const Json& j) {
 
 template <typename Json>
 std::string Dump(const Json& j, int indent) {
-  // The copy is made only for a document that needs it; `replace` is never reached then, it
-  // only makes sure dump() cannot throw.
-  if (AllUtf8(j)) return j.dump(indent, ' ', false, Json::error_handler_t::replace);
-  return Visible(j).dump(indent, ' ', false, Json::error_handler_t::replace);
+  // dump() checks the UTF-8 of every string as it writes and throws on a stray byte; only then
+  // is the document copied with its stray bytes made visible (`replace` is never reached).
+  try {
+    return j.dump(indent, ' ', false, Json::error_handler_t::strict);
+  } catch (const typename Json::type_error&) {
+    return Visible(j).dump(indent, ' ', false, Json::error_handler_t::replace);
+  }
 }
 
 }  // namespace
