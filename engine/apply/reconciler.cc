@@ -11,7 +11,6 @@
 #include <sstream>
 
 #include "core/atomic_file.h"
-#include "core/free_at_exit.h"
 #include "core/log.h"
 #include "core/read_file.h"
 #include "core/unit_marker.h"
@@ -692,11 +691,6 @@ std::string DefaultStateDir() {
 
 Reconciler::Reconciler(ReconcilerDeps deps) : d_(std::move(deps)) {}
 
-RunReport Reconciler::Run(const ReconcileOptions& options) {
-  auto pass = std::make_unique<Pass>(d_, options);
-  RunReport report = pass->Run();
-  DiscardAtEnd(std::move(pass));
-  return report;
-}
+RunReport Reconciler::Run(const ReconcileOptions& options) { return Pass(d_, options).Run(); }
 
 }  // namespace berth
