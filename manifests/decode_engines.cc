@@ -1,5 +1,5 @@
 // The engine sections of a service (vllm:, sglang:, llama_server:, trtllm:): each decodes into its
-// engine's options (core/desired.h), which that engine's adapter (planners/engines/)
+// engine's options (core/desired.h), which that engine's adapter (planners/servers/)
 // renders.
 #include "manifests/decode_engines.h"
 
@@ -11,8 +11,8 @@
 
 #include "manifests/did_you_mean.h"
 #include "manifests/names.h"
-#include "planners/engines/catalogue.h"
-#include "planners/engines/vllm.h"
+#include "planners/servers/catalogue.h"
+#include "planners/servers/vllm.h"
 
 namespace berth::manifests {
 namespace {
@@ -29,7 +29,7 @@ constexpr std::string_view kSpeculativeKeys[] = {"method",
                                                  "prompt_lookup_min",
                                                  "prompt_lookup_max"};
 
-// A name from one of the engine's tables in its flag catalogue (planners/engines/catalogue.h):
+// A name from one of the engine's tables in its flag catalogue (planners/servers/catalogue.h):
 // anything else is refused here, where the server would refuse it at start.
 std::optional<std::string> TableName(YamlReader& r, const Field& f, CatalogueEngine engine,
                                      std::string_view table, std::string_view what) {
@@ -215,7 +215,7 @@ bool DecodeVllm(YamlReader& r, const Field& block, VllmOptions* o, SourceLoc* dr
 
 namespace {
 
-// The engine's own values for a key, from its flag catalogue (planners/engines/catalogue/
+// The engine's own values for a key, from its flag catalogue (planners/servers/catalogue/
 // <engine>.json, generated from the engine's source at the release it names): a table
 // ("tool_call_parsers") or a flag's choices ("--split-mode").
 const std::vector<std::string>& Values(CatalogueEngine e, std::string_view table_or_flag) {

@@ -8,8 +8,8 @@
 #include "core/units.h"
 #include "manifests/decode_engines.h"
 #include "manifests/names.h"
-#include "planners/engines/adapter.h"
-#include "planners/engines/vllm.h"
+#include "planners/servers/adapter.h"
+#include "planners/servers/vllm.h"
 
 namespace berth::manifests {
 namespace {

@@ -7,7 +7,7 @@
 
 #include "core/hf_cache.h"
 #include "core/units.h"
-#include "planners/engines/adapter.h"
+#include "planners/servers/adapter.h"
 #include "planners/fronts.h"
 #include "planners/unit_diff.h"
 

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "planners/engines/adapter.h"
+#include "planners/servers/adapter.h"
 #include "planners/plan_index.h"
 #include "planners/standby.h"
 

@@ -5,7 +5,7 @@
 #include <map>
 
 #include "core/units.h"
-#include "planners/engines/adapter.h"
+#include "planners/servers/adapter.h"
 #include "planners/feasibility.h"
 
 namespace berth {

@@ -1,6 +1,6 @@
 #include "planners/unit_render.h"
 
-#include "planners/engines/vllm.h"
+#include "planners/servers/vllm.h"
 
 #include <sstream>
 
@@ -46,11 +46,11 @@ std::vector<std::pair<std::string, std::string>> Environment(const ServiceSpec& 
     env.emplace_back("HF_HUB_OFFLINE", "1");
     env.emplace_back("HF_HUB_CACHE", ctx.store);
   }
-  // vLLM's compile cache kept across restarts, one per service (planners/engines/vllm.h), unless
+  // vLLM's compile cache kept across restarts, one per service (planners/servers/vllm.h), unless
   // the manifest's env places it.
   if (s.has_engine && s.engine == EngineKind::kVllm && !s.env.count("VLLM_CACHE_ROOT"))
     env.emplace_back("VLLM_CACHE_ROOT", std::string(kVllmCacheParent) + "/" + s.name);
-  // standby: sleep: vLLM attaches its sleep routes only in dev mode (planners/engines/vllm.cc).
+  // standby: sleep: vLLM attaches its sleep routes only in dev mode (planners/servers/vllm.cc).
   if (s.has_engine && s.engine == EngineKind::kVllm && s.standby == Standby::kSleep &&
       !s.env.count("VLLM_SERVER_DEV_MODE"))
     env.emplace_back("VLLM_SERVER_DEV_MODE", "1");

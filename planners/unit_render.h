@@ -9,7 +9,7 @@
 
 #include "core/desired.h"
 #include "core/unit_marker.h"
-#include "planners/engines/adapter.h"
+#include "planners/servers/adapter.h"
 #include "planners/unit_diff.h"
 #include "planners/unit_syntax.h"
 

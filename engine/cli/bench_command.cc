@@ -14,7 +14,7 @@
 #include "engine/output/bench_text.h"
 #include "engine/state/bench_history.h"
 #include "engine/state/state.h"
-#include "planners/engines/adapter.h"
+#include "planners/servers/adapter.h"
 #include "providers/bench/load.h"
 #include "providers/health/health_probe.h"
 

@@ -6,7 +6,7 @@
 #include "engine/cli/live_host.h"
 #include "engine/output/status_view.h"
 #include "engine/state/state.h"
-#include "planners/engines/adapter.h"
+#include "planners/servers/adapter.h"
 #include "providers/health/health_probe.h"
 
 namespace berth {

@@ -9,7 +9,7 @@
 
 #include "core/read_file.h"
 #include "core/untrusted_text.h"
-#include "planners/engines/catalogue.h"
+#include "planners/servers/catalogue.h"
 
 namespace berth {
 namespace {

@@ -12,8 +12,8 @@
 #include <sstream>
 
 #include "manifests/loader.h"
-#include "planners/engines/adapter.h"
-#include "planners/engines/catalogue.h"
+#include "planners/servers/adapter.h"
+#include "planners/servers/catalogue.h"
 
 namespace berth {
 namespace {

@@ -13,7 +13,7 @@
 #include "engine/cli/commands.h"
 #include "engine/output/plan_output.h"
 #include "manifests/loader.h"
-#include "planners/engines/adapter.h"
+#include "planners/servers/adapter.h"
 #include "planners/planner.h"
 
 namespace berth {

@@ -9,8 +9,8 @@
 #include <string>
 
 #include "manifests/loader.h"
-#include "planners/engines/adapter.h"
-#include "planners/engines/catalogue.h"
+#include "planners/servers/adapter.h"
+#include "planners/servers/catalogue.h"
 #include "tests/manifests/test_util.h"
 
 namespace berth {

@@ -1,11 +1,11 @@
-#include "planners/engines/catalogue.h"
+#include "planners/servers/catalogue.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <regex>
 
-#include "planners/engines/adapter.h"
+#include "planners/servers/adapter.h"
 
 namespace berth {
 namespace {

@@ -1,5 +1,5 @@
 // The engine adapters: each engine's command line, and the flags `args` may not name.
-#include "planners/engines/adapter.h"
+#include "planners/servers/adapter.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

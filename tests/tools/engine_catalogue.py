@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Generate berth's flag catalogue of one serving engine from that engine's own source.
 
-    engine_catalogue.py ENGINE --src DIR --release TAG --commit SHA -o planners/engines/catalogue/ENGINE.json
+    engine_catalogue.py ENGINE --src DIR --release TAG --commit SHA -o planners/servers/catalogue/ENGINE.json
 
 ENGINE is vllm, sglang, llama_server or trtllm. DIR holds the engine's source files under their
 paths in the engine's repository (SOURCES below names the files each engine needs; a file may be

@@ -9,7 +9,7 @@ It does what `vllm serve` does before it creates the engine, and no more: no wei
 no GPU memory is taken, nothing listens. Followed at vLLM commit
 005223338608bc94fd165a4f976c102a57bd1fc4 (vllm/entrypoints/openai/cli_args.py) and
 00a5fdd20935ba7679750db22997dcf539ca4591 (vllm/entrypoints/cli/main.py, serve.py); berth's
-catalogue (planners/engines/catalogue/vllm.json) names commit
+catalogue (planners/servers/catalogue/vllm.json) names commit
 99d7eb5d6a512cfcc5a2b104f24ebf2d6cda772b, whose release keeps FlexibleArgumentParser in
 vllm/utils (the import below tries both places). The steps:
 

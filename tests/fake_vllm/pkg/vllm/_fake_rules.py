@@ -3,7 +3,7 @@ fake_vllm.py's `serve` both apply it, so that a configuration the engine check r
 kills the fake server at its start, as it kills the real one.
 
 The tables (architectures, tool-call and reasoning parsers, speculative methods, the config.json
-model types and architectures for which method "mtp" is accepted) come from planners/engines/catalogue/vllm.json,
+model types and architectures for which method "mtp" is accepted) come from planners/servers/catalogue/vllm.json,
 berth's catalogue of vLLM, when it is there; else from the small sets below, copied from vLLM's
 source at commit 005223338608bc94fd165a4f976c102a57bd1fc4: mtp_model_types from
 SpeculativeConfig.hf_config_override (vllm/config/speculative.py: the model types, and the

@@ -4,7 +4,7 @@
 #include <regex>
 
 #include "core/units.h"
-#include "planners/engines/adapters.h"
+#include "planners/servers/adapters.h"
 
 namespace berth::engines {
 namespace {

@@ -1,5 +1,5 @@
 // The catalogue JSON texts compiled into the binary; the definitions are generated at build time
-// from planners/engines/catalogue/*.json by planners/engines/catalogue.cmake. Internal to
+// from planners/servers/catalogue/*.json by planners/servers/catalogue.cmake. Internal to
 // catalogue.cc.
 #pragma once
 

@@ -1,7 +1,7 @@
 // llama.cpp's llama-server: flags from common/arg.cpp (the LLAMA_EXAMPLE_SERVER options) and
 // tools/server/ (ggml-org/llama.cpp, master of 2026). Readiness: /health answers 503 while the
 // model loads, 200 once it serves; /v1/models lists the --alias as the model's id.
-#include "planners/engines/adapters.h"
+#include "planners/servers/adapters.h"
 
 namespace berth::engines {
 namespace {

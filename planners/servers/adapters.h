@@ -1,7 +1,7 @@
-// The adapters AdapterFor hands out, one per engine. Internal to planners/engines/.
+// The adapters AdapterFor hands out, one per engine. Internal to planners/servers/.
 #pragma once
 
-#include "planners/engines/adapter.h"
+#include "planners/servers/adapter.h"
 
 namespace berth::engines {
 

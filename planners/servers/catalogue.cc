@@ -1,10 +1,10 @@
-#include "planners/engines/catalogue.h"
+#include "planners/servers/catalogue.h"
 
 #include <algorithm>
 #include <array>
 #include <nlohmann/json.hpp>
 
-#include "planners/engines/catalogue_embedded.h"
+#include "planners/servers/catalogue_embedded.h"
 
 namespace berth {
 namespace {

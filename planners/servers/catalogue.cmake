@@ -1,9 +1,9 @@
-# Embeds planners/engines/catalogue/<engine>.json into the binary: each file becomes a generated
+# Embeds planners/servers/catalogue/<engine>.json into the binary: each file becomes a generated
 # C++ source whose function returns the JSON text (catalogue_embedded.h), so berth never looks
 # for the catalogues at run time. The text goes in as raw string literals of at most 16000
 # characters (ISO C++ guarantees 65536 per literal; -Wpedantic warns past that).
 #
-# Included from planners/engines/CMakeLists.txt; the same file runs in script mode
+# Included from planners/servers/CMakeLists.txt; the same file runs in script mode
 # (cmake -DIN=.. -DOUT=.. -DFUNC=.. -P catalogue.cmake) to write one source.
 
 if(CMAKE_SCRIPT_MODE_FILE)
@@ -22,9 +22,9 @@ if(CMAKE_SCRIPT_MODE_FILE)
     math(EXPR pos "${pos} + 16000")
   endwhile()
   file(WRITE "${OUT}.tmp"
-    "// Generated from ${IN} by planners/engines/catalogue.cmake. Do not edit.\n"
+    "// Generated from ${IN} by planners/servers/catalogue.cmake. Do not edit.\n"
     "#include <string>\n#include <string_view>\n\n"
-    "#include \"planners/engines/catalogue_embedded.h\"\n\n"
+    "#include \"planners/servers/catalogue_embedded.h\"\n\n"
     "namespace berth::catalogue_embedded {\n\n"
     "std::string ${FUNC}() {\n"
     "  static constexpr std::string_view kParts[] = {\n${parts}  };\n"

@@ -1,7 +1,7 @@
-#include "planners/engines/adapter.h"
+#include "planners/servers/adapter.h"
 
-#include "planners/engines/adapters.h"
-#include "planners/engines/catalogue.h"
+#include "planners/servers/adapters.h"
+#include "planners/servers/catalogue.h"
 
 namespace berth {
 

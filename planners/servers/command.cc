@@ -2,7 +2,7 @@
 // its command line, so `args` may say anything. Which model id it lists in /v1/models is the
 // manifest's `served_name:` (trtllm-serve lists its model folder's name, TGI its model id); without
 // it berth cannot know, and the health gate checks the health path alone.
-#include "planners/engines/adapters.h"
+#include "planners/servers/adapters.h"
 
 namespace berth::engines {
 namespace {

@@ -1,17 +1,17 @@
 // vLLM: `vllm serve MODEL` (vllm/entrypoints/cli/serve.py), flags from
 // vllm/engine/arg_utils.py (EngineArgs.add_cli_args) and vllm/entrypoints/openai/cli_args.py.
 // The names berth checks (parsers, speculative methods, the model types with an MTP draft,
-// KV-cache dtypes) are the flag catalogue's (planners/engines/catalogue/vllm.json, vLLM at
+// KV-cache dtypes) are the flag catalogue's (planners/servers/catalogue/vllm.json, vLLM at
 // 99d7eb5d); the rules below were read in vllm-project/vllm's cli_args.py at 00522333 and
 // config/speculative.py at f19b16d9 (the catalogue's source) and 002e77c1 (newer, the same).
-#include "planners/engines/vllm.h"
+#include "planners/servers/vllm.h"
 
 #include <nlohmann/json.hpp>
 
 #include "core/json_text.h"
 #include "core/units.h"
-#include "planners/engines/adapters.h"
-#include "planners/engines/catalogue.h"
+#include "planners/servers/adapters.h"
+#include "planners/servers/catalogue.h"
 
 namespace berth {
 

@@ -4,7 +4,7 @@
 // local model folder under the folder's name (tensorrt_llm/serve/openai_server.py:
 // `self.model = model_dir.name`), which for a Hub snapshot is its commit. Readiness: the HTTP
 // server listens only once the model is loaded, and /health answers 200 then.
-#include "planners/engines/adapters.h"
+#include "planners/servers/adapters.h"
 
 namespace berth::engines {
 namespace {
