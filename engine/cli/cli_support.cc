@@ -18,23 +18,12 @@ bool LoadManifestOrExplain(const std::string& path, Desired* desired, std::ostre
   return true;
 }
 
-ExitCode ExitCodeOf(Outcome outcome) {
-  switch (outcome) {
-    case Outcome::kNoChanges:
-    case Outcome::kApplied:
-      return kExitOk;
-    case Outcome::kPlanned:
-      return kExitChanges;
-    case Outcome::kBlocked:
-    case Outcome::kHeld:
-      return kExitBlocked;
-    case Outcome::kFailed:
-      return kExitFailed;
-    case Outcome::kStale:
-      return kExitStale;
-    default:
-      return kExitError;
-  }
+ExitCode ExitCodeOf(Outcome o) {
+  if (o == Outcome::kNoChanges || o == Outcome::kApplied) return kExitOk;
+  if (o == Outcome::kPlanned) return kExitChanges;
+  if (o == Outcome::kBlocked || o == Outcome::kHeld) return kExitBlocked;
+  if (o == Outcome::kFailed) return kExitFailed;
+  return o == Outcome::kStale ? kExitStale : kExitError;
 }
 
 }  // namespace berth
