@@ -1,6 +1,6 @@
 // The fleet's rules, pure: which wave a host is in, which step of a plan first takes a service
 // down, and whether a host may go dark now given what the other hosts reported. How many are
-// dark at once is not decided here: etcd counts the slots (engine/apply/fleet_turn.h).
+// dark at once is not decided here: etcd counts the slots (engine/fleet/fleet_turn.h).
 #pragma once
 
 #include <cstddef>

@@ -218,12 +218,13 @@ void DiffModels(const Desired& d, const PlanIndex& index, Draft* draft) {
       a.As<DownloadStep>() = {m.repo_id, m.revision, r.commit, m.include, m.exclude};
       uint64_t present = r.present ? r.present->bytes_present : 0;
       std::string previous = repo ? PreviousCommit(o, repo, r.commit) : "";
+      std::string why = ": not in the store";
       if (r.present) {
         a.reason = Reason::kModelPartial;
+        why = ": partial in the store, resuming";
       } else if (!previous.empty()) {
         a.reason = Reason::kRevisionChanged;
-      } else {
-        a.reason = Reason::kModelMissing;
+        why = ": " + WhyAnotherCommit(r, repo, previous);
       }
       std::string what = m.repo_id + "@" + (r.commit.empty() ? m.revision : Short(r.commit));
       if (!r.commit.empty() && r.commit != m.revision)
@@ -245,18 +246,7 @@ void DiffModels(const Desired& d, const PlanIndex& index, Draft* draft) {
       if (r.commit.empty())
         draft->warnings.push_back(address + ": revision '" + m.revision +
                                   "' is resolved to a commit at apply (the Hub was not asked)");
-      switch (a.reason) {
-        case Reason::kModelPartial:
-          what += ": partial in the store, resuming";
-          break;
-        case Reason::kRevisionChanged:
-          what += ": " + WhyAnotherCommit(r, repo, previous);
-          break;
-        default:
-          what += ": not in the store";
-          break;
-      }
-      a.detail = what;
+      a.detail = what + why;
       draft->downloads.push_back({std::move(a), r.total_bytes.has_value()});
     }
 
