@@ -18,8 +18,8 @@ namespace berth {
 void Record(const Plan& plan, const Journal& journal, const ExecResult& exec, State* st);
 
 /// Whether a failure of step `i` (0-based) holds the change: the step takes a service down (the
-/// plan's Action::takes_down), or it is a start or gate of a replacement, which failed and was
-/// undone. Anything before (a download, a unit write, a preflight) is retried as usual.
+/// plan's Action::takes_down), or it is a start, restart, wake or gate (a replacement that
+/// failed, undone). Anything else (a download, a unit write, a preflight) is retried as usual.
 bool FailureHoldsTheChange(const Plan& plan, size_t i);
 
 /// How many of the services the manifest wants running run, and which (into `r`).

@@ -24,7 +24,9 @@ struct SavedPlan {
   /// 2: the plan's switches, its side-by-side groups and each action's takes_down are saved
   /// (the executor runs them as the planner stated them). 3: each step's typed payload under
   /// "step". 4: a floor's goodput, its recorded reference and what it measures (commit,
-  /// settings). A plan of an older format is refused.
+  /// settings). 5: what the executor used to work out: each switch's health gate and front
+  /// socket, a replaced sleeper's wake, each chain's gate, the download batches; a unit write's
+  /// replaces, adopts and loses_edits. A plan of an older format is refused.
   static constexpr int kFormatVersion = 5;
   Plan plan;
   std::string manifest_path;

@@ -1,4 +1,4 @@
-// The real fronts, which the composition root (engine/apply/live_host.cc) binds to the front
+// The real fronts, which the composition root (engine/cli/live_host.cc) binds to the front
 // seam (FrontConnector, FrontReloader): HAProxy's admin socket, its requests in flight counted in
 // every worker, and its seamless reload through the master socket.
 #pragma once

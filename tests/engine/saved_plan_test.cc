@@ -6,6 +6,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <functional>
 
 #include <nlohmann/json.hpp>
 
@@ -458,6 +459,48 @@ TEST(SavedPlanSwitches, ASideBySideGroupReadsBack) {
   ASSERT_EQ(p->plan.groups.size(), 1u);
   EXPECT_EQ(p->plan.groups[0].chains, (std::vector<Chain>{{1, 2, 2}}));
   EXPECT_EQ(p->plan.switches[0].group, 0);
+}
+
+// What the executor runs on instead of working it out cannot be pointed elsewhere by an edit: a
+// health gate, a chain's gate or a download batch naming a step of another kind is refused.
+TEST(SavedPlanSwitches, AnEditThatPointsTheExecutorsFactsAtTheWrongStepsIsRefused) {
+  Observed observed;
+  observed.hostname = "gpu-01";
+  Desired desired;
+  desired.digest = std::string(64, 'd');
+  Plan plan = StopFirstPlan();
+  ParallelGroup g;
+  g.first = 1;
+  g.last = 2;
+  g.chains = {{1, 2, 2}};
+  plan.groups = {g};
+  const auto saved = nlohmann::ordered_json::parse(
+      SavedPlanToJson(MakeSavedPlan(plan, desired, observed, "/m/berth.yaml", 1'000'000)));
+  auto refused = [&](const std::function<void(nlohmann::ordered_json&)>& edit) {
+    nlohmann::ordered_json j = saved;
+    edit(j);
+    Result<SavedPlan> p = SavedPlanFromJson(j.dump(2), "plan.json");
+    return p.ok() ? std::string("accepted") : p.status().message();
+  };
+  EXPECT_THAT(refused([](auto& j) { j["switches"][0]["health_gate"] = 0; }),
+              HasSubstr("switch 1 names step 1 as its health gate, which it is not"));
+  EXPECT_THAT(refused([](auto& j) {
+                j["groups"][0]["chains"][0] = {1, 1, 2};
+              }),
+              HasSubstr("group 1 has a chain outside its steps"));
+  EXPECT_THAT(refused([](auto& j) {
+                j["groups"][0]["chains"][0] = {1, 2};
+              }),
+              HasSubstr("group 1 has a chain that is not [start, gate, last]"));
+  EXPECT_THAT(refused([](auto& j) {
+                j["downloads"] = {{0, 1}};
+              }),
+              HasSubstr("download batch 1 names steps that are not two or more downloads"));
+  EXPECT_THAT(refused([](auto& j) {
+                j["downloads"] = {{0, 9}};
+              }),
+              HasSubstr("download batch 1 names step 10 of a plan of 3"));
+  EXPECT_EQ(refused([](auto&) {}), "accepted");
 }
 
 TEST(SavedPlanSwitches, ASwitchNamingAStepThePlanLacksIsRefused) {
