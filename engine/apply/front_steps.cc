@@ -77,7 +77,7 @@ Status FrontSteps::Write(const FrontStep& a) {
     return Status::IoError("cannot replace " + a.config + ": " + std::strerror(e));
   }
   if (!a.reload) return Status::Ok();
-  Status s = reload_(a.master, a.socket);
+  Status s = reload_(a.master, a.socket, *clock_);
   if (s.ok()) {
     Say("front " + port + ": reloaded seamlessly on its new configuration");
     return Status::Ok();

@@ -78,8 +78,8 @@ Result<HostSeams> LiveHost::Connect(const Desired& desired) {
     return held;
   };
   seams.connect_front = ConnectHaproxy;
-  seams.reload_front = [](const std::string& master, const std::string& admin) {
-    return ReloadHaproxy(master, admin, RealClock());
+  seams.reload_front = [](const std::string& master, const std::string& admin, Clock& clock) {
+    return ReloadHaproxy(master, admin, clock);
   };
   seams.commands = &commands_;
   seams.models = models_.get();

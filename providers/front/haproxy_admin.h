@@ -85,8 +85,9 @@ class FrontControl {
 using FrontConnector = std::function<std::unique_ptr<FrontControl>(const std::string& socket,
                                                                    const std::string& master)>;
 /// Reloads the front of the master socket `master` seamlessly and returns once the new worker
-/// answers on `admin`.
-using FrontReloader = std::function<Status(const std::string& master, const std::string& admin)>;
+/// answers on `admin`, waiting on `clock` (the pass's: a signal ends the wait).
+using FrontReloader =
+    std::function<Status(const std::string& master, const std::string& admin, Clock& clock)>;
 
 struct HaproxyAdminOptions {
   /// The admin (stats) socket, FrontSpec::admin_socket (required).

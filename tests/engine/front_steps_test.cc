@@ -50,7 +50,7 @@ class FrontStepsTest : public ::testing::Test {
   FrontSteps Steps() {
     return FrontSteps(
         [this](const std::string&, const std::string&) { return std::make_unique<Proxy>(&front); },
-        [this](const std::string& m, const std::string& a) {
+        [this](const std::string& m, const std::string& a, Clock&) {
           reloads.push_back(m + " " + a);
           return Status::Ok();
         },
@@ -201,7 +201,7 @@ TEST_F(FrontWriteTest, ARefusedReloadPutsThePreviousFileBack) {
   next.As<FrontStep>().reload = true;
   Status s = FrontSteps([this](const std::string&,
                                const std::string&) { return std::make_unique<Proxy>(&front); },
-                        [](const std::string&, const std::string&) {
+                        [](const std::string&, const std::string&, Clock&) {
                           return Status::Unavailable("the master says: reload failed");
                         },
                         &clock, nullptr)
