@@ -7,8 +7,8 @@
 
 #include "core/hf_cache.h"
 #include "core/units.h"
-#include "planners/servers/adapter.h"
 #include "planners/fronts.h"
+#include "planners/servers/adapter.h"
 #include "planners/unit_diff.h"
 
 namespace berth {

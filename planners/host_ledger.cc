@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "planners/servers/adapter.h"
 #include "planners/plan_index.h"
+#include "planners/servers/adapter.h"
 #include "planners/standby.h"
 
 namespace berth {

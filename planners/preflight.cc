@@ -5,8 +5,8 @@
 #include <map>
 
 #include "core/units.h"
-#include "planners/servers/adapter.h"
 #include "planners/feasibility.h"
+#include "planners/servers/adapter.h"
 
 namespace berth {
 namespace {

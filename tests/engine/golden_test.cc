@@ -13,8 +13,8 @@
 #include "engine/cli/commands.h"
 #include "engine/output/plan_output.h"
 #include "manifests/loader.h"
-#include "planners/servers/adapter.h"
 #include "planners/planner.h"
+#include "planners/servers/adapter.h"
 
 namespace berth {
 namespace {

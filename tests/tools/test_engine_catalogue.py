@@ -567,7 +567,7 @@ class CheckedInCatalogues(unittest.TestCase):
     """The catalogues berth embeds are in the generator's shape (they are regenerated, not edited)."""
 
     def test_each_catalogue_has_the_shape_and_a_commit(self):
-        root = HERE.parent.parent / "planners" / "engines" / "catalogue"
+        root = HERE.parent.parent / "planners" / "servers" / "catalogue"
         for engine in ec.SOURCES:
             with self.subTest(engine=engine):
                 cat = json.loads((root / f"{engine}.json").read_text())

@@ -27,7 +27,7 @@ import json
 import os
 
 CATALOGUE = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
-                                          "..", "..", "planners", "engines", "catalogue",
+                                          "..", "..", "planners", "servers", "catalogue",
                                           "vllm.json"))
 
 # True in fake_vllm.py's `serve` (the server), False in berth's engine check.

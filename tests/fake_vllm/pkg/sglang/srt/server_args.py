@@ -5,7 +5,7 @@ import json
 import os
 
 CATALOGUE = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
-                                          "..", "..", "..", "planners", "engines", "catalogue",
+                                          "..", "..", "..", "planners", "servers", "catalogue",
                                           "sglang.json"))
 FALLBACK = {"--tool-call-parser": ["auto", "deepseekv3", "glm45", "llama3", "minimax-m2",
                                    "mistral", "pythonic", "qwen", "qwen25", "qwen3_coder"],
