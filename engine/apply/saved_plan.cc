@@ -357,6 +357,7 @@ bool IsDigest(const ordered_json& v) {
 std::string ReadSwitches(const ordered_json& j, const KnownKeys& known, Plan* plan) {
   const size_t n = plan->actions.size();
   auto step = [&](const ordered_json& v, const std::string& where, size_t* out) {
+    if (!v.is_number_unsigned()) return where + " names a step that is not a step number";
     size_t i = v.get<size_t>();
     if (i >= n)
       return where + " names step " + std::to_string(i + 1) + " of a plan of " + std::to_string(n);
@@ -393,9 +394,10 @@ std::string ReadSwitches(const ordered_json& j, const KnownKeys& known, Plan* pl
     if (!b.is_array() || b.size() != 2) return where + " is not [first, last]";
     if (!(problem = step(b.at(0), where, &x.first)).empty()) return problem;
     if (!(problem = step(b.at(1), where, &x.last)).empty()) return problem;
-    for (size_t i = x.first; i <= x.last; ++i)
-      if (x.first >= x.last || plan->actions[i].kind != ActionKind::kDownload)
-        return where + " names steps that are not two or more downloads";
+    bool downloads = x.first < x.last;
+    for (size_t i = x.first; downloads && i <= x.last; ++i)
+      downloads = plan->actions[i].kind == ActionKind::kDownload;
+    if (!downloads) return where + " names steps that are not two or more downloads";
     plan->downloads.push_back(x);
   }
   for (const auto& s : j.at("switches")) {

@@ -500,6 +500,14 @@ TEST(SavedPlanSwitches, AnEditThatPointsTheExecutorsFactsAtTheWrongStepsIsRefuse
                 j["downloads"] = {{0, 9}};
               }),
               HasSubstr("download batch 1 names step 10 of a plan of 3"));
+  EXPECT_THAT(refused([](auto& j) {
+                j["downloads"] = {{1, 0}};
+              }),
+              HasSubstr("download batch 1 names steps that are not two or more downloads"));
+  EXPECT_THAT(refused([](auto& j) { j["switches"][0]["health_gate"] = 1e30; }),
+              HasSubstr("switch 1 names a step that is not a step number"));
+  EXPECT_THAT(refused([](auto& j) { j["switches"][0]["health_gate"] = -1; }),
+              HasSubstr("switch 1 names a step that is not a step number"));
   EXPECT_EQ(refused([](auto&) {}), "accepted");
 }
 
