@@ -56,6 +56,11 @@ class FleetFrontTest : public ScenarioTest {
     return none;
   }
   static std::string Text(const Plan& p, const Desired& d) { return PlanToText(p, d); }
+  // The plan's text names step `turn` (0-based) as the one that waits for the host's turn.
+  void ExpectSaysItWaitsAt(const Plan& p, size_t turn) {
+    EXPECT_THAT(Text(p, d), HasSubstr("fleet prod: step " + std::to_string(turn + 1) +
+                                      " waits for this host's turn"));
+  }
 };
 
 TEST_F(FleetFrontTest, AFrontedMakeBeforeBreakSwitchNeitherWaitsForATurnNorSaysItDoes) {
@@ -81,8 +86,7 @@ TEST_F(FleetFrontTest, AStopFirstSwitchWaitsForTheTurnAtItsStopAndSaysSo) {
   ASSERT_TRUE(turn.has_value());
   EXPECT_EQ(p.actions[*turn].kind, ActionKind::kStop);
   EXPECT_EQ(p.actions[*turn].unit, "svc-a.service");
-  EXPECT_THAT(Text(p, d), HasSubstr("fleet prod: step " + std::to_string(*turn + 1) +
-                                    " waits for this host's turn"));
+  ExpectSaysItWaitsAt(p, *turn);
 }
 
 TEST_F(FleetFrontTest, AFrontThatHoldsRequestsWhileTheOldServerStopsWaitsForTheTurnToo) {
@@ -93,8 +97,7 @@ TEST_F(FleetFrontTest, AFrontThatHoldsRequestsWhileTheOldServerStopsWaitsForTheT
   std::optional<size_t> turn = FirstDisruptiveStep(p);
   ASSERT_TRUE(turn.has_value());
   EXPECT_TRUE(p.actions[*turn].takes_down);
-  EXPECT_THAT(Text(p, d), HasSubstr("fleet prod: step " + std::to_string(*turn + 1) +
-                                    " waits for this host's turn"));
+  ExpectSaysItWaitsAt(p, *turn);
   EXPECT_THAT(PlanSummary(p), HasSubstr("port 8000 held from step"));
 }
 
