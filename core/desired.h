@@ -16,6 +16,7 @@ struct SourceLoc {
   int line = 0;    // 1-based; 0 when unknown
   int column = 0;  // 1-based
   std::string ToString() const;
+  friend bool operator==(const SourceLoc&, const SourceLoc&) = default;
 };
 
 /// GPUs as the manifest states them, for planning where they cannot be observed (a CI job with a

@@ -66,6 +66,7 @@ struct TuneSpec {
   std::vector<TuneCandidate> candidates;  // in the order they run, the baseline not included
   TuneLoad load;
   TuneObjective objective;
+  friend bool operator==(const TuneSpec&, const TuneSpec&) = default;
 };
 
 /// The figures of one candidate under the load (providers/bench's LoadFigures, the ones the
@@ -79,6 +80,7 @@ struct TuneFigures {
   double itl_p50_ms = 0, itl_p99_ms = 0;
   double e2e_p50_ms = 0, e2e_p99_ms = 0;
   std::string first_error;
+  friend bool operator==(const TuneFigures&, const TuneFigures&) = default;
 };
 
 /// What happened to one candidate.
@@ -102,6 +104,7 @@ struct TuneOutcome {
   bool meets_limits = false;           // every limit of the objective met
   std::string missed;                  // the limits it missed ("TTFT p99 812 ms > 500 ms")
   bool resumed = false;                // figures from an earlier run (--resume), not measured now
+  friend bool operator==(const TuneOutcome&, const TuneOutcome&) = default;
 };
 
 /// The whole sweep: what the report, the plot and the patch are made from.
@@ -118,6 +121,7 @@ struct TuneReport {
   std::string patch;
   /// What the host runs now: "declared" or "winner" (--keep-winner), or why neither.
   std::string ended_on;
+  friend bool operator==(const TuneReport&, const TuneReport&) = default;
 };
 
 }  // namespace berth
