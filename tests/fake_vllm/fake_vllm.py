@@ -5,7 +5,8 @@ Python 3 standard library only. Accepts the command lines berth renders:
 
   fake_vllm.py serve MODEL_DIR [--served-model-name N] [--host H] [--port P]
                [--tensor-parallel-size N] [--pipeline-parallel-size N] [--enable-expert-parallel]
-               [--gpu-memory-utilization F] [--max-model-len N] [unknown vLLM flags...]
+               [--gpu-memory-utilization F] [--max-model-len N] [--data-parallel-size N]
+               [--max-num-seqs N] [--speculative-config JSON] [unknown vLLM flags...]
   fake_vllm.py -m sglang.launch_server --model-path MODEL_DIR [--tp-size N]
                [--mem-fraction-static F] [--context-length N] [--host H] [--port P]
   fake_vllm.py --model FILE.gguf|MODEL_DIR [--alias N] [--n-gpu-layers N|auto|all] [--ctx-size N]
@@ -87,6 +88,32 @@ Environment switches for tests:
                                 FAKE_VLLM_STARTUP_DELAY): it passes a health gate, then crashes
   FAKE_VLLM_TOKENS_PER_SECOND=R, FAKE_VLLM_MAX_AGGREGATE_TOKENS_PER_SECOND=A
                                 the pacing flags' defaults (for units berth renders)
+  FAKE_VLLM_SPEED_MODEL=RULES   a deterministic speed for each configuration (berth tune's
+                                sweeps): the pacing numbers chosen from the server's own command
+                                line. RULES is RULE;RULE;... and the first rule that matches wins:
+      RULE  = CONDS:A  or  CONDS:A/stream=R
+              A: tokens/s of all streams together (as --max-aggregate-tokens-per-second; 0: no
+              cap), R: tokens/s of one stream (as --tokens-per-second; > 0). Without /stream the
+              per-stream rate is FAKE_VLLM_TOKENS_PER_SECOND's (default none: one stream
+              alone gets A).
+      CONDS = default                 every command line (only as the last rule)
+            | COND,COND,...           each key at most once
+      COND  = tp=N | pp=N | dp=N | max_num_seqs=N | spec=METHOD | ep | KEY=*
+              tp: --tensor-parallel-size/-tp (sglang --tp-size, trtllm --tp_size); pp:
+              --pipeline-parallel-size/-pp; dp: --data-parallel-size/-dp; max_num_seqs:
+              --max-num-seqs; spec: the "method" of --speculative-config's JSON (a config
+              without one only spec=* matches); ep: --enable-expert-parallel given.
+      A rule matches when every key it names has that value (KEY=*: any), and every key it
+      leaves out is as a command line without it has it: tp, pp, dp 1, no
+      --enable-expert-parallel, no --speculative-config, no --max-num-seqs. So `tp=8` does not
+      match `-tp 8 --enable-expert-parallel` (`tp=8,ep` does, `tp=8,ep=*` matches both).
+      E.g. 'tp=4:2500;tp=8:3300;tp=8,ep:4000;default:1000/stream=50'. A pacing flag on the
+      command line wins over the rule; when no rule matches, pacing is as without the variable.
+      The start logs the rule used, and GET /_fake/pacing answers {"tokens_per_second": R,
+      "max_aggregate_tokens_per_second": A, "speed_rule": CONDS or null}. With more streams
+      than A/R, clients measure A together (fake_stream.Pacer's server-wide schedule), less
+      only where the machine cannot keep up. A malformed RULES: a message naming the variable
+      and the rule, exit status 2, before the model is read.
   FAKE_VLLM_EMPTY_COMPLETIONS=1 /v1/completions answers 200 with empty text (a failing smoke gate)
   FAKE_VLLM_ENV_DUMP=DIR        write the server's environment as JSON to DIR/serve.json (the fake
                                 vllm package's engine check writes DIR/check.json)
@@ -139,6 +166,10 @@ VALUE_FLAGS = {
     "-pp": "pipeline_parallel_size",
     "--gpu-memory-utilization": "gpu_memory_utilization",
     "--max-model-len": "max_model_len",
+    "--data-parallel-size": "data_parallel_size",
+    "-dp": "data_parallel_size",
+    "--max-num-seqs": "max_num_seqs",
+    "--speculative-config": "speculative_config",
     "--model": "model",
     # sglang
     "--model-path": "model",
@@ -169,8 +200,8 @@ VALUE_FLAGS = {
 SWITCH_FLAGS = {"--enable-expert-parallel": "enable_expert_parallel",
                 "--fail-completions": "fail_completions", "--bad-bytes": "bad_bytes",
                 "--enable-sleep-mode": "enable_sleep_mode"}
-INT_OPTIONS = ("port", "tensor_parallel_size", "pipeline_parallel_size", "max_model_len",
-               "trtllm_ep_size")
+INT_OPTIONS = ("port", "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size",
+               "max_model_len", "max_num_seqs", "trtllm_ep_size")
 TRTLLM_OPTIONS = ("trtllm_ep_size", "trtllm_backend", "trtllm_extra_options")
 RATE_OPTIONS = ("tokens_per_second", "max_aggregate_tokens_per_second", "exit_after_healthy")
 
@@ -183,12 +214,13 @@ def parse_args(args):
     """Returns (options dict, unknown flags list). Like parse_known_args: unknown flags (and a
     value that follows them) are kept aside, not rejected."""
     opts = {"host": "0.0.0.0", "port": 8000, "tensor_parallel_size": 1,
-            "pipeline_parallel_size": 1, "enable_expert_parallel": False,
+            "pipeline_parallel_size": 1, "data_parallel_size": 1, "enable_expert_parallel": False,
             "fail_completions": False, "bad_bytes": False, "enable_sleep_mode": False,
             "tokens_per_second": os.environ.get("FAKE_VLLM_TOKENS_PER_SECOND") or "0",
             "max_aggregate_tokens_per_second":
                 os.environ.get("FAKE_VLLM_MAX_AGGREGATE_TOKENS_PER_SECOND") or "0",
-            "exit_after_healthy": os.environ.get("FAKE_VLLM_EXIT_AFTER_HEALTHY") or "0"}
+            "exit_after_healthy": os.environ.get("FAKE_VLLM_EXIT_AFTER_HEALTHY") or "0",
+            "given": set()}  # the destinations the command line set
     unknown = []
     positionals = []
     i = 0
@@ -209,6 +241,7 @@ def parse_args(args):
                 else:
                     raise UsageError("flag %s needs a value" % flag)
                 opts[VALUE_FLAGS[flag]] = value
+                opts["given"].add(VALUE_FLAGS[flag])
             elif flag in SWITCH_FLAGS and not eq:
                 opts[SWITCH_FLAGS[flag]] = True
             else:
@@ -257,6 +290,124 @@ def parse_args(args):
     if "model" not in opts:
         raise UsageError("no model given (serve MODEL, --model-path MODEL or --model MODEL)")
     return opts, unknown
+
+
+SPEED_MODEL_VAR = "FAKE_VLLM_SPEED_MODEL"
+# The speed model's keys, each with the value a command line that does not set it has.
+SPEED_DEFAULTS = {"tp": 1, "pp": 1, "dp": 1, "ep": False, "spec": None, "max_num_seqs": None}
+SPEED_INT_KEYS = ("tp", "pp", "dp", "max_num_seqs")
+
+
+def number(text, what, positive=False):
+    """`text` as a finite float >= 0 (> 0 with `positive`); UsageError naming `what`."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value >= 0 or value == float("inf") or (positive and value == 0):
+        raise UsageError("%s must be a %s, got %r"
+                         % (what, "positive number" if positive else "number >= 0", text))
+    return value
+
+
+def parse_speed_model(text):
+    """FAKE_VLLM_SPEED_MODEL (the grammar is in the module's docstring) as a list of rules, each
+    {"text": the rule's conditions as written, "when": {key: value or "*"}, "aggregate": A,
+    "stream": R or None}; "when" is None for `default`. UsageError naming the variable."""
+    rules = []
+    if not text.strip():
+        return rules  # unset or empty: no speed model
+    for n, part in enumerate(text.split(";"), 1):
+        try:
+            rules.append(parse_speed_rule(part.strip(), rules))
+        except UsageError as e:
+            raise UsageError("%s: rule %d %r: %s" % (SPEED_MODEL_VAR, n, part.strip(), e))
+    return rules
+
+
+def parse_speed_rule(part, before):
+    """One rule of the speed model (see parse_speed_model); `before`: the rules ahead of it.
+    UsageError saying what is wrong with it."""
+    conds, colon, rate = (x.strip() for x in part.partition(":"))
+    if not colon or not conds or not rate:
+        raise UsageError("a rule is CONDITIONS:TOKENS_PER_SECOND (e.g. tp=8,ep:4000)")
+    if before and before[-1]["when"] is None:
+        raise UsageError("it comes after `default`, which matches every command line")
+    aggregate, slash, stream = (x.strip() for x in rate.partition("/"))
+    rule = {"text": conds, "aggregate": number(aggregate, "the aggregate tokens/s"),
+            "stream": None, "when": None}
+    if slash:
+        key, eq, value = (x.strip() for x in stream.partition("="))
+        if key != "stream" or not eq:
+            raise UsageError("after '/' comes stream=R (the tokens/s of one stream)")
+        rule["stream"] = number(value, "stream", positive=True)
+    if conds == "default":
+        return rule
+    when = rule["when"] = {}
+    for cond in conds.split(","):
+        key, eq, value = (x.strip() for x in cond.partition("="))
+        if key not in SPEED_DEFAULTS:
+            raise UsageError("unknown key %r (the keys: %s; or `default` alone)"
+                             % (key or cond, ", ".join(SPEED_DEFAULTS)))
+        if key in when:
+            raise UsageError("%s given twice" % key)
+        if key == "ep":
+            if eq and value != "*":
+                raise UsageError("ep is a flag: `ep` (--enable-expert-parallel given) or `ep=*`")
+            when[key] = "*" if eq else True
+        elif not value:
+            raise UsageError("%s needs a value (%s=VALUE or %s=*)" % (key, key, key))
+        elif value == "*":
+            when[key] = value
+        elif key in SPEED_INT_KEYS:
+            if not (value.isascii() and value.isdigit()) or int(value) < 1:
+                raise UsageError("%s must be a positive integer or *, got %r" % (key, value))
+            when[key] = int(value)
+        elif all(c.isalnum() or c in "_-" for c in value):  # spec: a method name
+            when[key] = value
+        else:
+            raise UsageError("spec must be a speculative method name or *, got %r" % value)
+    return rule
+
+
+def speed_config(opts):
+    """The speed model's keys as the command line sets them."""
+    spec = None
+    if opts.get("speculative_config") is not None:
+        try:
+            parsed = json.loads(opts["speculative_config"])
+        except ValueError:
+            parsed = None
+        method = parsed.get("method") if isinstance(parsed, dict) else None
+        spec = method if isinstance(method, str) else ""  # only spec=* matches a config without one
+    return {"tp": opts["tensor_parallel_size"], "pp": opts["pipeline_parallel_size"],
+            "dp": opts["data_parallel_size"], "ep": opts["enable_expert_parallel"],
+            "spec": spec, "max_num_seqs": opts.get("max_num_seqs")}
+
+
+def match_speed_rule(rules, config):
+    """The first rule matching `config` (speed_config), or None."""
+    for rule in rules:
+        when = rule["when"]
+        if when is None or all(
+                (when[k] == "*" or when[k] == v) if k in when else v == SPEED_DEFAULTS[k]
+                for k, v in config.items()):
+            return rule
+    return None
+
+
+def pacing(opts, rules):
+    """(tokens/s per stream, aggregate tokens/s, the rule used or None): a pacing flag on the
+    command line, else the speed model's matching rule, else the FAKE_VLLM_ pacing variables."""
+    rule = match_speed_rule(rules, speed_config(opts)) if rules else None
+    rate = opts["tokens_per_second"]
+    cap = opts["max_aggregate_tokens_per_second"]
+    if rule is not None:
+        if rule["stream"] is not None and "tokens_per_second" not in opts["given"]:
+            rate = rule["stream"]
+        if "max_aggregate_tokens_per_second" not in opts["given"]:
+            cap = rule["aggregate"]
+    return rate, cap, rule
 
 
 class ModelError(Exception):
@@ -440,6 +591,12 @@ def make_handler(state):
                     self.reply(200, {"requests": state["requests"],
                                      "tokens_sent": state["tokens_sent"],
                                      "streams_finished": state["streams_finished"]})
+            elif path == "/_fake/pacing":
+                # The pacing it was given: per stream and in all (0: no limit), and the speed
+                # model's rule that chose them (its conditions as written) or null.
+                self.reply(200, {"tokens_per_second": state["pacer"].rate,
+                                 "max_aggregate_tokens_per_second": state["pacer"].cap,
+                                 "speed_rule": state["speed_rule"]})
             elif path == "/version":
                 self.reply(200, {"version": "0.0.0-fake"})
             elif path == "/is_sleeping" and state["dev_mode"]:
@@ -621,6 +778,11 @@ def main():
     except UsageError as e:
         log("usage: %s" % e)
         return 2
+    try:
+        speed_rules = parse_speed_model(os.environ.get(SPEED_MODEL_VAR) or "")
+    except UsageError as e:
+        log("usage: %s" % e)
+        return 2
     if unknown:
         log("ignoring unknown arguments: %s" % " ".join(unknown))
     try:
@@ -660,6 +822,11 @@ def main():
         log("loading weights (sleeping %.3fs)" % delay)
         time.sleep(delay)
     max_len = opts.get("max_model_len") or config.get("max_position_embeddings") or 4096
+    rate, cap, rule = pacing(opts, speed_rules)
+    if speed_rules:
+        log("%s: %s: %g tokens/s in all, %g per stream (0: no limit)"
+            % (SPEED_MODEL_VAR, "rule %r" % rule["text"] if rule else "no rule matches",
+               cap, rate))
     state = {
         "name": name,
         "model": opts["model"],
@@ -675,8 +842,8 @@ def main():
         "fail_completions": opts["fail_completions"] or
             bool(os.environ.get("FAKE_VLLM_FAIL_COMPLETIONS")),
         "fail_file": os.environ.get("FAKE_VLLM_FAIL_COMPLETIONS_FILE") or "",
-        "pacer": fake_stream.Pacer(opts["tokens_per_second"],
-                                   opts["max_aggregate_tokens_per_second"]),
+        "pacer": fake_stream.Pacer(rate, cap),
+        "speed_rule": rule["text"] if rule else None,
         "dev_mode": os.environ.get("VLLM_SERVER_DEV_MODE") == "1",
         "sleep_mode": opts["enable_sleep_mode"],
         "sleeping": 0,  # the sleep level; 0: awake
