@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -547,6 +548,185 @@ class EngineRefusalTest(FakeVllmFixture):
                            timeout=30)
         self.assertEqual(r.returncode, 0)
         self.assertIn("version:", r.stdout)
+
+
+
+def streamed_tokens_per_second(port, streams, seconds, warmup=0.25):
+    """Opens `streams` streamed completions on `port` at once and counts the tokens the client
+    receives from all of them between `warmup` and `warmup + seconds` after they start; returns
+    (tokens/s, errors)."""
+    barrier = threading.Barrier(streams + 1)
+    stop = threading.Event()
+    stamps = [[] for _ in range(streams)]
+    errors = []
+
+    def one(out):
+        barrier.wait()
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        try:
+            conn.request("POST", "/v1/completions", headers={"Content-Type": "application/json"},
+                         body=json.dumps({"model": "berth-test", "prompt": "x", "stream": True,
+                                          "max_tokens": 1000000}))
+            r = conn.getresponse()
+            if r.status != 200:
+                errors.append("status %d" % r.status)
+                return
+            while not stop.is_set():
+                line = r.readline()
+                if not line:
+                    errors.append("the stream ended")
+                    return
+                if line.startswith(b'data: {"id"'):
+                    out.append(time.monotonic())
+        except OSError as e:
+            errors.append(repr(e))
+        finally:
+            conn.close()
+
+    threads = [threading.Thread(target=one, args=(out,)) for out in stamps]
+    for t in threads:
+        t.start()
+    barrier.wait()
+    begin = time.monotonic() + warmup
+    time.sleep(warmup + seconds)
+    stop.set()
+    for t in threads:
+        t.join(15)
+    counted = sum(1 for out in stamps for t in out if begin <= t < begin + seconds)
+    return counted / seconds, errors
+
+
+def get_json(port, path):
+    status, body = request(port, "GET", path)
+    return status, json.loads(body)
+
+
+class SpeedModelTest(FakeVllmFixture):
+    """FAKE_VLLM_SPEED_MODEL: the pacing chosen from the server's own command line."""
+
+    MODEL = "tp=4:400/stream=100;tp=8:800;tp=8,ep:1600;default:50"
+
+    def serve_all(self, extras, env):
+        """Starts one server per command line at once; returns their ports once all serve."""
+        started = []
+        for extra in extras:
+            port = free_port()
+            started.append((self.start(["serve", self.model, "--port", str(port), "--host",
+                                        "127.0.0.1", "--served-model-name", "berth-test"]
+                                       + list(extra), env), port))
+        for p, port in started:
+            self.wait_healthy(p, port)
+        return [port for _, port in started]
+
+    def test_three_command_lines_stream_at_their_rules_aggregate(self):
+        ports = self.serve_all([["--tensor-parallel-size", "4"], ["-tp", "8"],
+                                ["--tensor-parallel-size=8", "--enable-expert-parallel"]],
+                               {"FAKE_VLLM_SPEED_MODEL": self.MODEL})
+        expected = [(100.0, 400.0, "tp=4"), (0.0, 800.0, "tp=8"), (0.0, 1600.0, "tp=8,ep")]
+        for port, (rate, cap, rule) in zip(ports, expected):
+            self.assertEqual(get_json(port, "/_fake/pacing"),
+                             (200, {"tokens_per_second": rate, "speed_rule": rule,
+                                    "max_aggregate_tokens_per_second": cap}))
+        measured = []
+        for port in ports:
+            # 6 streams want more than any cap (tp=4's 100 each is 600 > 400): the aggregate
+            # cap is what each measures.
+            tps, errors = streamed_tokens_per_second(port, streams=6, seconds=1.0)
+            self.assertEqual(errors, [])
+            measured.append(tps)
+        tp4, tp8, ep = measured
+        why = "measured tok/s: tp4 %.0f, tp8 %.0f, tp8+ep %.0f" % (tp4, tp8, ep)
+        self.assertLess(tp4, tp8, why)
+        self.assertLess(tp8, ep, why)
+        # Generous: a shared 2-core machine may run late (slower), never faster than the cap.
+        for tps, (_, cap, _) in zip(measured, expected):
+            self.assertGreater(tps, 0.5 * cap, why)
+            self.assertLess(tps, 1.15 * cap, why)
+        self.assertGreater(ep / tp4, 2.5, why)  # 4 nominal
+
+    def test_stream_rate_caps_one_stream(self):
+        [port] = self.serve_all([[]], {"FAKE_VLLM_SPEED_MODEL": "tp=8:800;default:1000/stream=40"})
+        self.assertEqual(get_json(port, "/_fake/pacing")[1]["speed_rule"], "default")
+        tps, errors = streamed_tokens_per_second(port, streams=1, seconds=1.0)
+        self.assertEqual(errors, [])
+        self.assertGreater(tps, 20)
+        self.assertLess(tps, 47)
+
+    def test_rules_match_the_whole_command_line_first_match_wins(self):
+        sys.path.insert(0, HERE)
+        import fake_vllm  # noqa: E402 - in-process: only its parsing and matching
+        rules = fake_vllm.parse_speed_model(
+            "tp=8:1;tp=8,ep:2;tp=8,ep=*:3;spec=mtp,tp=*:4/stream=9;max_num_seqs=*,pp=2:5;"
+            "dp=2,spec=*:6;default:7")
+
+        def chosen(*args, env=None):
+            old = dict(os.environ)
+            os.environ.update(env or {})
+            try:
+                opts, _ = fake_vllm.parse_args(["serve", self.model] + list(args))
+            finally:
+                os.environ.clear()
+                os.environ.update(old)
+            rate, cap, rule = fake_vllm.pacing(opts, rules)
+            return rate, cap, rule and rule["text"]
+        self.assertEqual(chosen("-tp", "8"), (0, 1, "tp=8"))
+        self.assertEqual(chosen("-tp", "8", "--enable-expert-parallel"), (0, 2, "tp=8,ep"))
+        self.assertEqual(chosen("-tp", "8", "--max-num-seqs", "64"), (0, 7, "default"))
+        self.assertEqual(chosen("-tp", "8", "-pp", "1"), (0, 1, "tp=8"))  # 1 is the default
+        self.assertEqual(chosen("--speculative-config", MTP, "-tp", "2"),
+                         (9, 4, "spec=mtp,tp=*"))
+        self.assertEqual(chosen("--speculative-config", '{"method": "ngram"}'), (0, 7, "default"))
+        self.assertEqual(chosen("-pp", "2"), (0, 5, "max_num_seqs=*,pp=2"))
+        self.assertEqual(chosen("-pp", "2", "--max-num-seqs=8"), (0, 5, "max_num_seqs=*,pp=2"))
+        self.assertEqual(chosen("-dp", "2", "--speculative-config", "{}"), (0, 6, "dp=2,spec=*"))
+        self.assertEqual(chosen("--data-parallel-size", "2"), (0, 6, "dp=2,spec=*"))
+        # The environment's pacing under a rule without /stream; a flag wins over the rule.
+        self.assertEqual(chosen("-tp", "8", env={"FAKE_VLLM_TOKENS_PER_SECOND": "3",
+                                                 "FAKE_VLLM_MAX_AGGREGATE_TOKENS_PER_SECOND": "4"}),
+                         (3, 1, "tp=8"))
+        self.assertEqual(chosen("-tp", "8", "--max-aggregate-tokens-per-second", "11",
+                                "--tokens-per-second", "12"), (12, 11, "tp=8"))
+        self.assertEqual(fake_vllm.pacing(fake_vllm.parse_args(["serve", "m", "-tp", "3"])[0],
+                                          rules[:1]), (0, 0, None))  # no rule matches
+
+    def test_grammar_errors_exit_2_naming_the_variable(self):
+        for model, words in [
+                ("tp=4", "rule 1 'tp=4': a rule is CONDITIONS:TOKENS_PER_SECOND"),
+                ("tp=4:fast", "the aggregate tokens/s must be a number >= 0, got 'fast'"),
+                ("tp=4:-1", "must be a number >= 0, got '-1'"),
+                ("tp=4:100/stream=0", "stream must be a positive number, got '0'"),
+                ("tp=4:100/per=5", "after '/' comes stream=R"),
+                ("tp=8:1;tq=8:2", "rule 2 'tq=8:2': unknown key 'tq'"),
+                ("tp=four:1", "tp must be a positive integer or *, got 'four'"),
+                ("tp=0:1", "tp must be a positive integer or *, got '0'"),
+                ("tp=8,tp=4:1", "tp given twice"),
+                ("ep=1:1", "ep is a flag"),
+                ("spec:1", "spec needs a value"),
+                ("default:1;tp=8:2", "rule 2 'tp=8:2': it comes after `default`"),
+                ("tp=8:1;", "rule 2 '': a rule is"),
+        ]:
+            p = self.start(["serve", self.model, "--port", str(free_port())],
+                           {"FAKE_VLLM_SPEED_MODEL": model})
+            code, err = self.finish(p)
+            self.assertEqual(code, 2, (model, err))
+            self.assertIn("FAKE_VLLM_SPEED_MODEL: ", err, model)
+            self.assertIn(words, err, model)
+
+    def test_the_engine_check_still_refuses_mtp_for_a_model_without_it(self):
+        env = {"FAKE_VLLM_SPEED_MODEL": "spec=mtp:900;default:100"}
+        p = self.start(["serve", self.model, "--port", str(free_port()),
+                        "--speculative-config", MTP], env)
+        code, err = self.finish(p)
+        self.assertEqual(code, 1, err)
+        self.assertIn("NotImplementedError: Unsupported speculative method: 'mtp'", err)
+        make_model.make_model(self.model, architecture="DeepseekV3ForCausalLM")
+        with open(os.path.join(self.model, "config.json")) as f:
+            config = json.load(f)
+        config["model_type"] = "deepseek_v3"
+        with open(os.path.join(self.model, "config.json"), "w") as f:
+            json.dump(config, f)
+        _, port = self.serve(["--speculative-config", MTP], env)
+        self.assertEqual(get_json(port, "/_fake/pacing")[1]["speed_rule"], "spec=mtp")
 
 
 if __name__ == "__main__":
