@@ -201,21 +201,22 @@ struct DarkEstimate {
   uint64_t worst_ms = 0;
 };
 
-/// A port that serves nobody between two steps (1-based, inclusive).
+/// A port that serves nobody between two steps (0-based indexes into Plan::actions, inclusive,
+/// like every step of the plan; shown 1-based only where printed for people).
 struct Disruption {
   int port = 0;
-  int from_step = 0;
-  int until_step = 0;   // 0: stays closed (service stopped for good)
-  std::string service;  // who served it before
+  size_t from_step = 0;
+  std::optional<size_t> until_step;  // nullopt: stays closed (service stopped for good)
+  std::string service;               // who served it before
   std::string reason;
-  /// Why "nothing serves it after this plan" (until_step 0) holds only as far as berth knows:
+  /// Why "nothing serves it after this plan" (no until_step) holds only as far as berth knows:
   /// the starts (0-based) of services on ports berth does not know, and in words (written by
   /// MarkTurnsAndGroups, once the steps are final): "service/x starts at step 2 on a port berth
   /// does not know"; "" when berth knows.
   std::vector<size_t> unknown_port_starts;
   std::string caveat;
   /// How long it is likely to last (planners/dark_windows.h); informative only: a saved plan is
-  /// not compared on it. Empty when nothing ends it (until_step 0) or no health gate does.
+  /// not compared on it. Empty when nothing ends it (no until_step) or no health gate does.
   DarkEstimate estimate;
   /// Behind a front: "held" (the port stays open; requests wait, up to hold_ms, from_step to
   /// until_step, the route to the new backend), or "none" (make-before-break: no request
@@ -289,7 +290,9 @@ struct Switch {
 
 /// Why the plan cannot run.
 struct Problem {
-  int step = 0;          // the step that cannot run; 0 = before any step
+  /// The step that cannot run (0-based index into Plan::actions, shown 1-based where printed);
+  /// nullopt: before any step (the manifest, the host as a whole).
+  std::optional<size_t> step;
   std::string resource;  // "disk", "gpu 3", "port 8000", "unit x.service", "manifest"
   std::string message;
   uint64_t needed = 0;

@@ -37,8 +37,8 @@ void StopOf(const Observed& o, const std::unordered_map<std::string, const Obser
 std::vector<RollbackStart> RollbackOf(const Observed& o, const Plan& plan, const Disruption& d,
                                       const std::unordered_map<size_t, size_t>& gate_of) {
   std::vector<RollbackStart> out;
-  const size_t from = static_cast<size_t>(d.from_step - 1);
-  const size_t until = static_cast<size_t>(d.until_step - 1);
+  const size_t from = d.from_step;
+  const size_t until = *d.until_step;
   if (auto it = gate_of.find(until); it != gate_of.end()) {
     const Switch& sw = plan.switches[it->second];
     bool stopped_for_it = std::any_of(sw.replaces.begin(), sw.replaces.end(),
@@ -79,15 +79,13 @@ void EstimateDarkWindows(const Observed& observed, Plan* plan) {
   if (!plan->disruptions.empty())
     for (const ObservedUnit& u : observed.units) units.emplace(u.name, &u);
   for (Disruption& d : plan->disruptions) {
-    if (d.until_step <= 0 || d.from_step <= 0 || d.until_step > static_cast<int>(actions.size()) ||
-        d.from_step > d.until_step)
-      continue;
-    const Action& gate = actions[static_cast<size_t>(d.until_step - 1)];
+    if (!d.until_step || *d.until_step >= actions.size() || d.from_step > *d.until_step) continue;
+    const Action& gate = actions[*d.until_step];
     if (gate.kind != ActionKind::kWaitHealthy) continue;  // ends without a gate: no estimate
     DarkEstimate e;
     e.gate_unit = gate.unit;
     e.samples_ms = Recorded(observed, gate.unit);
-    StopOf(observed, units, actions[static_cast<size_t>(d.from_step - 1)], &e);
+    StopOf(observed, units, actions[d.from_step], &e);
     if (!e.samples_ms.empty())
       e.expected_ms = Plus(MedianMs(e.samples_ms), MedianMs(e.stop_samples_ms));
     e.gate_timeout_ms = gate.As<HealthStep>().timeout_ms;

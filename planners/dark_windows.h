@@ -15,7 +15,7 @@ namespace berth {
 /// median of the gated unit's recorded times (none recorded: no expectation), and the worst
 /// case, its health timeout plus, for a replacement berth rolls back when it fails, the start
 /// of each service the rollback brings back (its slowest recorded start, or its own timeout).
-/// Disruptions that stay dark (until_step 0) or end without a gate keep an empty estimate.
+/// Disruptions that stay dark (no until_step) or end without a gate keep an empty estimate.
 void EstimateDarkWindows(const Observed& observed, Plan* plan);
 
 /// The median of `ms` (the mean of the two middle values for an even count); 0 when empty.

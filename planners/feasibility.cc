@@ -35,7 +35,7 @@ std::string GpuList(const std::vector<int>& gpus) {
   return out;
 }
 
-std::optional<Problem> DiskShortfall(const DiskBudget& disk, uint64_t needed, int step) {
+std::optional<Problem> DiskShortfall(const DiskBudget& disk, uint64_t needed, size_t step) {
   uint64_t available = disk.available();
   if (needed <= available) return std::nullopt;
   Problem p;
@@ -43,7 +43,7 @@ std::optional<Problem> DiskShortfall(const DiskBudget& disk, uint64_t needed, in
   p.resource = "disk";
   p.needed = needed;
   p.available = available;
-  p.message = "downloads up to step " + std::to_string(step) + " need " + FormatBytes(needed) +
+  p.message = "downloads up to step " + std::to_string(step + 1) + " need " + FormatBytes(needed) +
               " but the store has " + FormatBytes(disk.free) + " free − " +
               FormatSize(disk.reserve) + " reserve = " + FormatBytes(available) + ": short by " +
               FormatBytes(needed - available) + " (" + std::to_string(needed - available) +

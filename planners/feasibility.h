@@ -23,8 +23,9 @@ struct DiskBudget {
   uint64_t available() const { return free > reserve ? free - reserve : 0; }
 };
 
-/// The problem of downloads that need `needed` bytes up to `step`, or nullopt when they fit.
-std::optional<Problem> DiskShortfall(const DiskBudget& disk, uint64_t needed, int step);
+/// The problem of downloads that need `needed` bytes up to `step` (0-based), or nullopt when
+/// they fit.
+std::optional<Problem> DiskShortfall(const DiskBudget& disk, uint64_t needed, size_t step);
 
 /// The units the plan will still stop or restart, as the sequence knows them at a step.
 struct PendingUnits {

@@ -173,16 +173,13 @@ void InsertActions(Plan* plan, size_t at, const std::vector<Action>& steps) {
   auto shift = [&](size_t& i) {
     if (i >= at) i += n;
   };
-  // 1-based (0: none, or before any step).
-  auto shift1 = [&](int& step) {
-    if (step > static_cast<int>(at)) step += static_cast<int>(n);
-  };
   for (Disruption& d : plan->disruptions) {
-    shift1(d.from_step);
-    shift1(d.until_step);
+    shift(d.from_step);
+    if (d.until_step) shift(*d.until_step);
     for (size_t& i : d.unknown_port_starts) shift(i);
   }
-  for (Problem& p : plan->problems) shift1(p.step);
+  for (Problem& p : plan->problems)
+    if (p.step) shift(*p.step);
   for (Switch& sw : plan->switches) {
     for (size_t& i : sw.steps) shift(i);
     for (size_t& i : sw.gates) shift(i);
@@ -347,7 +344,7 @@ void ApplyRelativeFloors(const Desired& desired, const PlanIndex& index, Plan* p
                                   " and this load";
       if (f.refuse_without_reference) {
         Problem p;
-        p.step = static_cast<int>(floor_step) + 1;
+        p.step = floor_step;
         p.resource = "manifest";
         p.message = "the relative floor of " + sw.unit +
                     " has no reference to compare with: " + why +

@@ -47,7 +47,7 @@ void ApplyRelativeFloors(const Desired& desired, const PlanIndex& index, Plan* p
 
 /// Inserts `actions` before action `at` (0-based), the one way a pass adds steps after sequencing:
 /// every index the plan holds (the switches' steps, gates, stops, starts and health gates, the
-/// disruptions' and the problems' 1-based steps) moves with the action it names. Before
+/// disruptions' and the problems' steps) moves with the action it names. Before
 /// MarkTurnsAndGroups, which states the groups and download batches of the final actions.
 void InsertActions(Plan* plan, size_t at, const std::vector<Action>& actions);
 

@@ -59,9 +59,7 @@ void MarkTurnsAndGroups(Plan* plan) {
     acts[i].takes_down = acts[i].kind == ActionKind::kStop ||
                          acts[i].kind == ActionKind::kRestart || acts[i].kind == ActionKind::kSleep;
   for (const Disruption& d : plan->disruptions)
-    if (d.front_mode != "none" && d.from_step >= 1 &&
-        static_cast<size_t>(d.from_step) <= acts.size())
-      acts[static_cast<size_t>(d.from_step - 1)].takes_down = true;
+    if (d.front_mode != "none" && d.from_step < acts.size()) acts[d.from_step].takes_down = true;
   // Make-before-break: the old backend stops after the front routed away from it and it
   // drained; nobody notices, so no turn is needed.
   for (const Switch& sw : plan->switches)

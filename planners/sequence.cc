@@ -70,15 +70,17 @@ class Sequencer {
     Removals();
     // A state-only service of unknown port may serve what this plan leaves dark.
     for (Disruption& dis : plan_->disruptions)
-      if (dis.until_step == 0) dis.unknown_port_starts = unknown_port_starts_;
+      if (!dis.until_step) dis.unknown_port_starts = unknown_port_starts_;
   }
 
  private:
-  int Emit(Action a) {
+  // The step of the action emitted (0-based, like every step of the plan).
+  size_t Emit(Action a) {
     plan_->actions.push_back(std::move(a));
-    return static_cast<int>(plan_->actions.size());
+    return plan_->actions.size() - 1;
   }
-  int NextStep() const { return static_cast<int>(plan_->actions.size()) + 1; }
+  // The step the next Emit gives (0-based).
+  size_t NextStep() const { return plan_->actions.size(); }
 
   void Downloads() {
     DiskBudget disk{o_.store.free_bytes, d_.host.reserve_bytes, o_.store.path};
@@ -291,7 +293,7 @@ class Sequencer {
                                            : "; ports " + dark + " go dark with it") +
                  " (" + t.detail + ")";
     }
-    int step = Emit(a);
+    size_t step = Emit(a);
     if (stopped_.insert(t.unit).second && stop_of_.count(t.unit)) --stops_left_;
     // Behind a front the backend port is nobody's to miss: the front holds or routes (below).
     if (t.spec && t.spec->front_port) return replaced;
@@ -361,7 +363,7 @@ class Sequencer {
     } else {
       a.As<ServiceStep>().gpus = s.gpus;
     }
-    int step = Emit(a);
+    size_t step = Emit(a);
     host_.Hold(t.unit, claim);
     for (int p : closed) {
       Disruption dis;
@@ -377,8 +379,8 @@ class Sequencer {
       }
       plan_->disruptions.push_back(dis);
     }
-    if (!s.port) unknown_port_starts_.push_back(static_cast<size_t>(step - 1));
-    int until = step;
+    if (!s.port) unknown_port_starts_.push_back(step);
+    size_t until = step;
     if (s.port) until = Emit(HealthGate(s, t.address, draft_.reported_names));
     // The gates after the health gate (smoke); the port serves again at the health gate.
     for (Action& g : GatesAfterHealth(d_.host, s, t.address, draft_.reported_names))
@@ -389,15 +391,15 @@ class Sequencer {
     if (s.port) EndDark(*s.port, until);
   }
 
-  // Ends at step `until` every disruption of `port` still open (until_step 0).
-  void EndDark(int port, int until) {
+  // Ends at step `until` every disruption of `port` still open (no until_step).
+  void EndDark(int port, size_t until) {
     for (; dark_indexed_ < plan_->disruptions.size(); ++dark_indexed_)
       dark_of_[plan_->disruptions[dark_indexed_].port].push_back(dark_indexed_);
     auto it = dark_of_.find(port);
     if (it == dark_of_.end()) return;
     for (size_t k : it->second) {
       Disruption& dis = plan_->disruptions[k];
-      if (dis.until_step == 0) dis.until_step = until;
+      if (!dis.until_step) dis.until_step = until;
     }
     dark_of_.erase(it);
   }
@@ -633,7 +635,7 @@ class Sequencer {
     int port = decl->port;
     std::string old = route_[port];
     RouteFront(port, pick.spec->name, "it passed its gates");
-    int routed = NextStep() - 1;
+    size_t routed = NextStep() - 1;
     if (held_from_.count(port)) {
       Disruption dis;
       dis.port = port;
@@ -745,7 +747,7 @@ class Sequencer {
   // make-before-break, and the configuration text on disk as the steps so far leave it.
   std::map<int, std::string> route_;
   std::map<int, std::string> drain_;
-  std::map<int, int> held_from_;
+  std::map<int, size_t> held_from_;
   std::map<int, bool> mbb_;
   std::map<int, std::string> written_;
   std::vector<std::string> replaced_after_;  // units a make-before-break switch stopped

@@ -166,9 +166,10 @@ void WritePlanJson(std::ostream& out, const Plan& plan, const Desired& desired) 
   }
   ordered_json& disruption = j["disruption"] = ordered_json::array();
   for (const auto& d : plan.disruptions) {
+    // The format's steps are 1-based; its until_step 0: nothing ends it.
     ordered_json x = {{"port", d.port},
-                      {"from_step", d.from_step},
-                      {"until_step", d.until_step},
+                      {"from_step", d.from_step + 1},
+                      {"until_step", d.until_step ? *d.until_step + 1 : 0},
                       {"service", d.service},
                       {"reason", d.reason}};
     // Behind a front: "held" (requests wait, up to hold_ms) or "none" (make-before-break).
@@ -216,8 +217,8 @@ void WritePlanJson(std::ostream& out, const Plan& plan, const Desired& desired) 
     switches.push_back(std::move(x));
   }
   ordered_json problems = ordered_json::array();
-  for (const auto& p : plan.problems)
-    problems.push_back({{"step", p.step},
+  for (const auto& p : plan.problems)  // the format's step is 1-based; 0: before any step
+    problems.push_back({{"step", p.step ? *p.step + 1 : 0},
                         {"resource", p.resource},
                         {"message", p.message},
                         {"needed", p.needed},

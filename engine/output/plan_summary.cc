@@ -66,8 +66,8 @@ std::string PlanSummary(const Plan& plan) {
     if (d.front_mode == "none") continue;
     out += (first ? "; " : ", ") + std::string("port ") + std::to_string(d.port) +
            (d.front_mode == "held" ? " held from step " : " dark from step ") +
-           std::to_string(d.from_step) +
-           (d.until_step > 0 ? " until step " + std::to_string(d.until_step) : " on");
+           std::to_string(d.from_step + 1) +
+           (d.until_step ? " until step " + std::to_string(*d.until_step + 1) : " on");
     first = false;
   }
   return out + ".";

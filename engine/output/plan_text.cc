@@ -233,30 +233,30 @@ void WritePlanText(std::ostream& out, const Plan& plan, const Desired& desired,
   bool dark = false;
   for (const auto& d : plan.disruptions) {
     if (d.front_mode == "none") {
-      out << "port " << d.port << ": no disruption: " << d.reason << " (step " << d.from_step
+      out << "port " << d.port << ": no disruption: " << d.reason << " (step " << d.from_step + 1
           << ")\n";
       continue;
     }
     if (d.front_mode == "held") {
       out << "port " << d.port << ": held up to " << FormatDurationMs(d.hold_ms)
-          << ", not refused, from step " << d.from_step << " until step " << d.until_step << " ("
-          << d.reason << ")";
+          << ", not refused, from step " << d.from_step + 1 << " until step "
+          << (d.until_step ? *d.until_step + 1 : 0) << " (" << d.reason << ")";
       std::string estimate = DarkEstimateText(d.estimate);
       if (!estimate.empty()) out << ": " << estimate;
       out << "; past the bound, 503 with Retry-After\n";
       continue;
     }
     dark = true;
-    out << "disruption: port " << d.port << " unavailable from step " << d.from_step;
-    if (d.until_step > 0)
-      out << " until step " << d.until_step << " is healthy";
+    out << "disruption: port " << d.port << " unavailable from step " << d.from_step + 1;
+    if (d.until_step)
+      out << " until step " << *d.until_step + 1 << " is healthy";
     else
       out << " on (nothing serves it after this plan"
           << (d.caveat.empty() ? "" : " that berth knows of: " + d.caveat) << ")";
     out << " (" << d.reason << ")";
     std::string estimate = DarkEstimateText(d.estimate);
     if (!estimate.empty()) out << ": " << estimate;
-    if (downloads && d.until_step > 0) out << "; the downloads finish before it";
+    if (downloads && d.until_step) out << "; the downloads finish before it";
     out << "\n";
   }
   if (!dark && !plan.actions.empty()) out << "disruption: none (no port goes dark)\n";
@@ -284,7 +284,7 @@ void WritePlanText(std::ostream& out, const Plan& plan, const Desired& desired,
     out << "\nBLOCKED: this plan cannot run; nothing will be changed.\n";
     for (const auto& p : plan.problems) {
       out << "  ";
-      if (p.step > 0) out << "step " << p.step << ", ";
+      if (p.step) out << "step " << *p.step + 1 << ", ";
       out << p.resource << ": " << EscapeControl(p.message) << "\n";
     }
   }

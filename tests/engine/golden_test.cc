@@ -142,7 +142,7 @@ TEST(PlanText, ADarkPortSaysWhenAServiceOfUnknownPortMayServeItAfter) {
   p.actions = {start, stop};
   Disruption d;
   d.port = 8000;
-  d.from_step = 2;
+  d.from_step = 1;  // printed as step 2
   d.service = "service/minimax";
   d.reason = "minimax.service stopped (state: stopped)";
   d.caveat = "service/kimi starts at step 1 on a port berth does not know";

@@ -279,7 +279,7 @@ TEST(PlanText, TheSummaryCountsEveryActionAndSaysWhenThePlanCannotRun) {
   p.disk_known = false;
   Disruption dark;
   dark.port = 8000;
-  dark.from_step = 5;
+  dark.from_step = 4;  // printed as step 5
   dark.service = "service/d";
   dark.reason = "state: absent";
   p.disruptions = {dark};
@@ -287,7 +287,7 @@ TEST(PlanText, TheSummaryCountsEveryActionAndSaysWhenThePlanCannotRun) {
   EXPECT_THAT(text, HasSubstr("\nPlan: 2 models to download (at least 1.5 GB), 1 to remove, 1 unit "
                               "file to remove, 1 service to stop, 1 unit to disable at boot; port "
                               "8000 dark from step 5 on.\n"));
-  p.problems = {{1, "disk", "short by 1 GB", 0, 0}};
+  p.problems = {{0, "disk", "short by 1 GB", 0, 0}};  // at step 1
   std::string blocked = PlanToText(p, Desired{});
   EXPECT_THAT(blocked, HasSubstr("BLOCKED"));
   // The summary is the text's last line.

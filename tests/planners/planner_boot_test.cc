@@ -57,8 +57,8 @@ TEST_F(ScenarioTest, ASwitchEnablesTheNewServiceAndDisablesTheOldAfterTheNewIsHe
   EXPECT_EQ(p.actions[6].detail, "state: stopped; enabled: a reboot would start it");
   // Enabling and disabling are not disruptive: the port is dark from the stop to the gate only.
   ASSERT_EQ(p.disruptions.size(), 1u);
-  EXPECT_EQ(p.disruptions[0].from_step, 3);
-  EXPECT_EQ(p.disruptions[0].until_step, 5);
+  EXPECT_EQ(p.disruptions[0].from_step, 2u);
+  EXPECT_EQ(p.disruptions[0].until_step, 4u);
   Converge();
   EXPECT_EQ(UnitOf("new.service").unit_file_state, "enabled");
   EXPECT_EQ(UnitOf("old.service").unit_file_state, "disabled");

@@ -33,8 +33,8 @@ TEST_F(DarkWindowTest, NoStartRecordedGivesNoExpectationAndTheTimeoutsAsTheWorst
   Plan p = PlanNow();
   ASSERT_FALSE(p.blocked()) << Problems(p);
   const Disruption& dis = OnlyDisruption(p);
-  EXPECT_EQ(dis.from_step, 3);
-  EXPECT_EQ(dis.until_step, 5);
+  EXPECT_EQ(dis.from_step, 2u);
+  EXPECT_EQ(dis.until_step, 4u);
   const DarkEstimate& e = dis.estimate;
   EXPECT_EQ(e.gate_unit, "new.service");
   EXPECT_THAT(e.samples_ms, IsEmpty());
@@ -141,8 +141,8 @@ TEST_F(DarkWindowTest, ARestartWithoutANewUnitFileHasNoRollbackInItsWorstCase) {
   Plan p;
   Disruption dis;
   dis.port = 8000;
-  dis.from_step = 1;
-  dis.until_step = 2;
+  dis.from_step = 0;
+  dis.until_step = 1;
   Action restart = MakeAction(ActionKind::kRestart);
   restart.address = "service/svc";
   restart.unit = "svc.service";
@@ -178,7 +178,7 @@ TEST_F(DarkWindowTest, APortThatStaysDarkHasNoEstimate) {
   d.services["svc"].state = ServiceState::kStopped;
   Plan p = PlanNow();
   const Disruption& dis = OnlyDisruption(p);
-  EXPECT_EQ(dis.until_step, 0);
+  EXPECT_EQ(dis.until_step, std::nullopt);
   EXPECT_EQ(dis.estimate.gate_unit, "");
   EXPECT_FALSE(dis.estimate.expected_ms.has_value());
   EXPECT_EQ(dis.estimate.worst_ms, 0u);

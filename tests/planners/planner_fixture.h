@@ -126,7 +126,8 @@ class PlannerTest : public ::testing::Test {
   static std::string Problems(const Plan& p) {
     std::string s;
     for (const auto& x : p.problems)
-      s += "step " + std::to_string(x.step) + " " + x.resource + ": " + x.message + "\n";
+      s += "step " + std::to_string(x.step ? *x.step + 1 : 0) + " " + x.resource + ": " +
+           x.message + "\n";
     return s;
   }
   static const Action& At(const Plan& p, const std::string& step_text) {

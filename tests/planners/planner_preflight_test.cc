@@ -246,8 +246,8 @@ TEST_F(PreflightTest, ThePreflightCommandRunsBeforeAnythingGoesDarkAndSmokeAfter
   EXPECT_THAT(smoke.detail, HasSubstr("POST /v1/chat/completions"));
   // The port is dark from the stop until the health gate; the smoke gate does not extend it.
   ASSERT_EQ(p.disruptions.size(), 1u);
-  EXPECT_EQ(p.disruptions[0].from_step, 5);
-  EXPECT_EQ(p.disruptions[0].until_step, 7);
+  EXPECT_EQ(p.disruptions[0].from_step, 4u);
+  EXPECT_EQ(p.disruptions[0].until_step, 6u);
   Converge();
 }
 

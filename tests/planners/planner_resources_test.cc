@@ -27,7 +27,7 @@ TEST_F(ScenarioTest, AnUnmanagedProcessFitsWhenTheClaimFitsAndBlocksWhenNot) {
   ASSERT_TRUE(p.blocked());
   ASSERT_EQ(p.problems.size(), 1u);
   EXPECT_EQ(p.problems[0].resource, "gpu 0");
-  EXPECT_EQ(p.problems[0].step, 3);
+  EXPECT_EQ(p.problems[0].step, 2u);
   EXPECT_EQ(p.problems[0].available, GiB(121));
   EXPECT_THAT(p.problems[0].message, HasSubstr("needs 126.9 GiB on GPU 0 (of 141.0 GiB)"));
   EXPECT_THAT(p.problems[0].message, HasSubstr("only 121.0 GiB can be freed: short by 5.9 GiB"));
@@ -47,7 +47,7 @@ TEST_F(ScenarioTest, AGpuIndexTheHostDoesNotHaveIsBlocked) {
                   "wait-healthy service/svc health_gate", "enable unit/svc.service not_enabled"));
   ASSERT_EQ(p.problems.size(), 1u) << Problems(p);
   EXPECT_EQ(p.problems[0].resource, "gpu 5");
-  EXPECT_EQ(p.problems[0].step, 3);
+  EXPECT_EQ(p.problems[0].step, 2u);
   EXPECT_THAT(p.problems[0].message,
               HasSubstr("service/svc asks for GPU 5, which this host does not have (2 GPUs)"));
 }
@@ -104,7 +104,7 @@ TEST_F(ScenarioTest, APortHeldByAnotherBerthServiceThatStaysRunningBlocks) {
                   "wait-healthy service/two health_gate", "enable unit/two.service not_enabled"));
   ASSERT_EQ(p.problems.size(), 1u) << Problems(p);
   EXPECT_EQ(p.problems[0].resource, "port 8000");
-  EXPECT_EQ(p.problems[0].step, 3);
+  EXPECT_EQ(p.problems[0].step, 2u);
   EXPECT_THAT(p.problems[0].message,
               HasSubstr("service/two needs port 8000, held by one.service, which the manifest "
                         "does not stop"));
@@ -138,11 +138,11 @@ TEST_F(ScenarioTest, TwoServicesSwappingPortsRestartBothWithoutBlocking) {
       HasSubstr("GPU 1, port 8000: Description changed; ExecStart changed: --port 8001 → 8000"));
   ASSERT_EQ(p.disruptions.size(), 2u);
   EXPECT_EQ(p.disruptions[0].port, 8001);
-  EXPECT_EQ(p.disruptions[0].from_step, 4);
-  EXPECT_EQ(p.disruptions[0].until_step, 6);
+  EXPECT_EQ(p.disruptions[0].from_step, 3u);
+  EXPECT_EQ(p.disruptions[0].until_step, 5u);
   EXPECT_EQ(p.disruptions[1].port, 8000);
-  EXPECT_EQ(p.disruptions[1].from_step, 5);
-  EXPECT_EQ(p.disruptions[1].until_step, 8);
+  EXPECT_EQ(p.disruptions[1].from_step, 4u);
+  EXPECT_EQ(p.disruptions[1].until_step, 7u);
   EXPECT_THAT(p.disruptions[1].reason, HasSubstr("moves it from port 8000 to port 8001"));
   Converge();
 }
@@ -167,8 +167,8 @@ TEST_F(ScenarioTest, AStopFreesAPortForAServiceOnOtherGpusAndTheEndpointIsDarkUn
       << "new runs on GPU 1: what old frees on GPU 0 is not for it";
   ASSERT_EQ(p.disruptions.size(), 1u);
   EXPECT_EQ(p.disruptions[0].port, 8000);
-  EXPECT_EQ(p.disruptions[0].from_step, 3);
-  EXPECT_EQ(p.disruptions[0].until_step, 5);
+  EXPECT_EQ(p.disruptions[0].from_step, 2u);
+  EXPECT_EQ(p.disruptions[0].until_step, 4u);
   EXPECT_EQ(p.disruptions[0].service, "service/old");
   EXPECT_THAT(p.disruptions[0].reason, HasSubstr("old.service stopped to make room for new"));
   Converge();
@@ -187,8 +187,8 @@ TEST_F(ScenarioTest, APortChangeClosesTheOldPortForGood) {
                                     "wait-healthy service/svc health_gate"));
   ASSERT_EQ(p.disruptions.size(), 1u);
   EXPECT_EQ(p.disruptions[0].port, 8000);
-  EXPECT_EQ(p.disruptions[0].from_step, 3);
-  EXPECT_EQ(p.disruptions[0].until_step, 0);
+  EXPECT_EQ(p.disruptions[0].from_step, 2u);
+  EXPECT_EQ(p.disruptions[0].until_step, std::nullopt);
   EXPECT_THAT(p.disruptions[0].reason, HasSubstr("moves it from port 8000 to port 8001"));
   Converge();
 }
@@ -233,8 +233,8 @@ TEST_F(ScenarioTest, SeveralRestartsEachWaitForTheirOwnHealthAndDisruptOnlyTheir
   ASSERT_EQ(p.disruptions.size(), 3u);
   for (int i = 0; i < 3; ++i) {
     EXPECT_EQ(p.disruptions[static_cast<size_t>(i)].port, 8000 + i);
-    EXPECT_EQ(p.disruptions[static_cast<size_t>(i)].from_step, 5 + 2 * i);
-    EXPECT_EQ(p.disruptions[static_cast<size_t>(i)].until_step, 6 + 2 * i);
+    EXPECT_EQ(p.disruptions[static_cast<size_t>(i)].from_step, static_cast<size_t>(4 + 2 * i));
+    EXPECT_EQ(p.disruptions[static_cast<size_t>(i)].until_step, static_cast<size_t>(5 + 2 * i));
   }
   Converge();
 }
@@ -275,7 +275,7 @@ TEST_F(ScenarioTest, AStateOnlyServiceWantedRunningWhoseUnitIsMissingIsBlocked) 
   ASSERT_TRUE(p.blocked());
   EXPECT_THAT(Steps(p), IsEmpty());
   ASSERT_EQ(p.problems.size(), 1u);
-  EXPECT_EQ(p.problems[0].step, 0);
+  EXPECT_EQ(p.problems[0].step, std::nullopt);
   EXPECT_EQ(p.problems[0].resource, "unit ghost.service");
   EXPECT_THAT(p.problems[0].message, HasSubstr("has no engine"));
   EXPECT_THAT(p.problems[0].message, HasSubstr("ghost.service does not exist on this host"));

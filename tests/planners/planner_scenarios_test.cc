@@ -61,8 +61,8 @@ TEST_F(ScenarioTest, ARunningServiceWantedStoppedIsStoppedAndItsUnitStays) {
   EXPECT_THAT(p.actions[0].detail, HasSubstr("port 8000"));
   ASSERT_EQ(p.disruptions.size(), 1u);
   EXPECT_EQ(p.disruptions[0].port, 8000);
-  EXPECT_EQ(p.disruptions[0].from_step, 1);
-  EXPECT_EQ(p.disruptions[0].until_step, 0);
+  EXPECT_EQ(p.disruptions[0].from_step, 0u);
+  EXPECT_EQ(p.disruptions[0].until_step, std::nullopt);
   Converge();
   EXPECT_TRUE(UnitOf("svc.service").HasFile());
 }
@@ -81,7 +81,7 @@ TEST_F(ScenarioTest, ARunningServiceWantedAbsentIsStoppedAndItsUnitRemovedLast) 
   EXPECT_THAT(p.actions[2].detail, HasSubstr("removes /etc/systemd/system/svc.service"));
   EXPECT_THAT(p.actions[3].detail, HasSubstr("1 unit file removed"));
   ASSERT_EQ(p.disruptions.size(), 1u);
-  EXPECT_EQ(p.disruptions[0].until_step, 0);
+  EXPECT_EQ(p.disruptions[0].until_step, std::nullopt);
   Converge();
   EXPECT_EQ(o.FindUnit("svc.service"), nullptr);
 }
@@ -166,8 +166,8 @@ TEST_F(ScenarioTest, AHandEditedUnitIsRewrittenAndItsRunningServiceRestarted) {
   EXPECT_THAT(p.actions[0].detail, HasSubstr("restoring"));
   EXPECT_THAT(p.actions[2].detail, HasSubstr("unit restored after a hand edit"));
   ASSERT_EQ(p.disruptions.size(), 1u);
-  EXPECT_EQ(p.disruptions[0].from_step, 3);
-  EXPECT_EQ(p.disruptions[0].until_step, 4);
+  EXPECT_EQ(p.disruptions[0].from_step, 2u);
+  EXPECT_EQ(p.disruptions[0].until_step, 3u);
   Converge();
 }
 
@@ -256,8 +256,9 @@ TEST_F(ScenarioTest, StopFirstStopsTheOldServiceBeforeTheStartEvenWhenTheGpuHasR
             "frees 1 × 63.4 GiB on GPU 0 for new; port 8000 goes dark with it (state: stopped)");
   ASSERT_EQ(p.disruptions.size(), 1u);
   EXPECT_EQ(p.disruptions[0].port, 8000);
-  EXPECT_EQ(p.disruptions[0].from_step, 3);
-  EXPECT_EQ(p.disruptions[0].until_step, 0) << "new serves 8001; nothing serves 8000 after";
+  EXPECT_EQ(p.disruptions[0].from_step, 2u);
+  EXPECT_EQ(p.disruptions[0].until_step, std::nullopt)
+      << "new serves 8001; nothing serves 8000 after";
   EXPECT_EQ(p.disruptions[0].reason,
             "old.service stopped (state: stopped) to make room for new, which serves port 8001");
   Converge();
@@ -280,7 +281,7 @@ TEST_F(ScenarioTest, StartFirstThatCannotFitIsBlockedWithAStrategyProblem) {
                   "disable unit/old.service wanted_stopped"));
   ASSERT_EQ(p.problems.size(), 1u) << Problems(p);
   EXPECT_EQ(p.problems[0].resource, "strategy");
-  EXPECT_EQ(p.problems[0].step, 3);
+  EXPECT_EQ(p.problems[0].step, 2u);
   EXPECT_EQ(p.problems[0].message,
             "service/new has strategy: start-first, but it cannot start while old.service runs: "
             "GPU 0: needs 126.9 GiB, 14.1 GiB free while old.service runs. Use strategy: auto or "
@@ -304,7 +305,7 @@ TEST_F(ScenarioTest, SeveralDownloadsAreCheckedCumulativelyAndTheSecondIsTheOneS
   EXPECT_THAT(p.actions[0].detail, HasSubstr("(fits: 1 kB free, reserve 100 B)"));
   EXPECT_THAT(p.actions[1].detail, Not(HasSubstr("fits")));
   ASSERT_EQ(p.problems.size(), 1u) << Problems(p);
-  EXPECT_EQ(p.problems[0].step, 2);
+  EXPECT_EQ(p.problems[0].step, 1u);
   EXPECT_EQ(p.problems[0].resource, "disk");
   EXPECT_EQ(p.problems[0].needed, 1000u);
   EXPECT_EQ(p.problems[0].available, 900u);
@@ -448,7 +449,7 @@ TEST_F(ScenarioTest, ABerthUnitNoManifestNamesIsStoppedAndRemoved) {
   EXPECT_THAT(p.actions[0].detail, HasSubstr("no manifest names it any more"));
   ASSERT_EQ(p.disruptions.size(), 1u);
   EXPECT_EQ(p.disruptions[0].port, 8000);
-  EXPECT_EQ(p.disruptions[0].until_step, 0);
+  EXPECT_EQ(p.disruptions[0].until_step, std::nullopt);
   Converge();
   EXPECT_EQ(o.FindUnit("gone.service"), nullptr);
   EXPECT_TRUE(o.FindUnit("stays.service")->IsActive());

@@ -46,8 +46,8 @@ TEST_F(SeedTest, KimiToMinimaxOnFullGpusDownloadsFirstThenStopsThenStarts) {
               HasSubstr("frees 8 × 73.7 GiB on GPU 0-7 and port 8000 for vllm-minimax-m25"));
   ASSERT_EQ(p.disruptions.size(), 1u);
   EXPECT_EQ(p.disruptions[0].port, 8000);
-  EXPECT_EQ(p.disruptions[0].from_step, 4);
-  EXPECT_EQ(p.disruptions[0].until_step, 6);
+  EXPECT_EQ(p.disruptions[0].from_step, 3u);
+  EXPECT_EQ(p.disruptions[0].until_step, 5u);
   // Kimi's weights stay: keep: true, and berth did not download them anyway. MiniMax's are not
   // prewarmed: this world says nothing of the host's memory (the seed's observation does).
   ASSERT_EQ(p.notes.size(), 2u);
@@ -98,7 +98,7 @@ TEST_F(PlannerTest, StartFirstWhenTheGpusHaveRoom) {
                   "stop service/old wanted_stopped", "disable unit/old.service wanted_stopped"));
   ASSERT_EQ(p.disruptions.size(), 1u);
   EXPECT_EQ(p.disruptions[0].port, 8000);
-  EXPECT_EQ(p.disruptions[0].until_step, 0);
+  EXPECT_EQ(p.disruptions[0].until_step, std::nullopt);
   Converge();
 }
 
@@ -169,8 +169,8 @@ TEST_F(PlannerTest, AChangedFlagRestartsOnlyThatService) {
   EXPECT_THAT(p.actions[0].detail, HasSubstr("ExecStart changed: +--max-model-len 32768"));
   ASSERT_EQ(p.disruptions.size(), 1u);
   EXPECT_EQ(p.disruptions[0].port, 8001);
-  EXPECT_EQ(p.disruptions[0].from_step, 3);
-  EXPECT_EQ(p.disruptions[0].until_step, 4);
+  EXPECT_EQ(p.disruptions[0].from_step, 2u);
+  EXPECT_EQ(p.disruptions[0].until_step, 3u);
   Converge();
 }
 
@@ -198,7 +198,7 @@ TEST_F(PlannerTest, DiskShortByOneByteIsBlocked) {
   Plan p = PlanNow();
   ASSERT_TRUE(p.blocked());
   ASSERT_EQ(p.problems.size(), 1u);
-  EXPECT_EQ(p.problems[0].step, 1);
+  EXPECT_EQ(p.problems[0].step, 0u);
   EXPECT_EQ(p.problems[0].resource, "disk");
   EXPECT_EQ(p.problems[0].needed, 500u);
   EXPECT_EQ(p.problems[0].available, 499u);
@@ -217,7 +217,7 @@ TEST_F(PlannerTest, AnUnmanagedProcessOnAGpuBlocksWithItsPidAndMemory) {
   ASSERT_TRUE(p.blocked());
   ASSERT_EQ(p.problems.size(), 1u);
   EXPECT_EQ(p.problems[0].resource, "gpu 0");
-  EXPECT_EQ(p.problems[0].step, 3);
+  EXPECT_EQ(p.problems[0].step, 2u);
   EXPECT_THAT(p.problems[0].message, HasSubstr("pid 777 (python3) holds 40.0 GiB"));
   EXPECT_THAT(p.problems[0].message, HasSubstr("short by"));
 }

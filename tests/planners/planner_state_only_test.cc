@@ -98,8 +98,8 @@ TEST_F(StateOnlyTest, BackToALearnedStateOnlyServiceStopsTheHolderFirstThenGates
   EXPECT_EQ(gate.detail, "GET /health until 200 (timeout 30m)");
   ASSERT_EQ(p.disruptions.size(), 1u);
   EXPECT_EQ(p.disruptions[0].port, 8000);
-  EXPECT_EQ(p.disruptions[0].from_step, 1);
-  EXPECT_EQ(p.disruptions[0].until_step, 3) << "Kimi serves port 8000 again";
+  EXPECT_EQ(p.disruptions[0].from_step, 0u);
+  EXPECT_EQ(p.disruptions[0].until_step, 2u) << "Kimi serves port 8000 again";
   EXPECT_EQ(p.disruptions[0].reason,
             "vllm-minimax-m25.service stopped to make room for vllm-kimi-k25");
   EXPECT_THAT(p.warnings, IsEmpty());
@@ -129,7 +129,8 @@ TEST_F(StateOnlyTest, DeclaredPortGpusAndMemoryWinOverWhatWasLearned) {
   EXPECT_EQ(p.actions[1].detail, "GET /ready until 200 (timeout 30m)");
   ASSERT_EQ(p.disruptions.size(), 1u);
   EXPECT_EQ(p.disruptions[0].port, 8000);
-  EXPECT_EQ(p.disruptions[0].until_step, 0) << "nothing of this plan serves 8000 afterwards";
+  EXPECT_EQ(p.disruptions[0].until_step, std::nullopt)
+      << "nothing of this plan serves 8000 afterwards";
   EXPECT_EQ(p.disruptions[0].caveat, "") << "Kimi's port is known: 8001";
   EXPECT_EQ(p.disruptions[0].reason, "vllm-minimax-m25.service stopped (state: stopped)");
 }
@@ -149,7 +150,7 @@ TEST_F(StateOnlyTest, StartingAStateOnlyServiceBerthNeverSawRunWarnsWhatIsUnknow
   EXPECT_EQ(p.actions[0].detail, "not running (no engine)");
   ASSERT_EQ(p.disruptions.size(), 1u);
   EXPECT_EQ(p.disruptions[0].port, 8000);
-  EXPECT_EQ(p.disruptions[0].until_step, 0);
+  EXPECT_EQ(p.disruptions[0].until_step, std::nullopt);
   EXPECT_EQ(p.disruptions[0].caveat,
             "service/vllm-kimi-k25 starts at step 1 on a port berth does not know")
       << "berth cannot say nothing serves 8000 afterwards";
@@ -237,8 +238,8 @@ TEST_F(StateOnlyTest, AStopFirstSwitchToAnotherPortDoesNotSayItFreesTheOldPortFo
             "(state: stopped)");
   ASSERT_EQ(p.disruptions.size(), 1u) << "8001 served nobody before: only 8000 goes dark";
   EXPECT_EQ(p.disruptions[0].port, 8000);
-  EXPECT_EQ(p.disruptions[0].from_step, 3);
-  EXPECT_EQ(p.disruptions[0].until_step, 0);
+  EXPECT_EQ(p.disruptions[0].from_step, 2u);
+  EXPECT_EQ(p.disruptions[0].until_step, std::nullopt);
   EXPECT_EQ(p.disruptions[0].reason,
             "vllm-kimi-k25.service stopped (state: stopped) to make room for "
             "vllm-minimax-m25, which serves port 8001");
