@@ -295,5 +295,48 @@ TEST(PlanText, TheSummaryCountsEveryActionAndSaysWhenThePlanCannotRun) {
             "Plan (blocked, nothing runs): 2 mode");
 }
 
+// The plan holds every step 0-based; people and the JSON form see them 1-based, with 0 in the
+// JSON for "nothing ends it" and "before any step" (docs/plan-json.md).
+TEST(PlanText, TheZeroBasedStepsOfTheValueArePrintedOneBased) {
+  Plan p;
+  p.host = "gpu-01";
+  Action stop = MakeAction(ActionKind::kStop);
+  stop.address = "service/a";
+  Action start = MakeAction(ActionKind::kStart);
+  start.address = "service/b";
+  p.actions = {stop, start};
+  Disruption until;
+  until.port = 8000;
+  until.from_step = 0;
+  until.until_step = 1;
+  until.reason = "until";
+  Disruption dark;
+  dark.port = 8001;
+  dark.from_step = 1;
+  dark.reason = "dark";
+  p.disruptions = {until, dark};
+  Problem at;
+  at.step = 1;
+  at.resource = "disk";
+  at.message = "short";
+  Problem before;
+  before.resource = "manifest";
+  before.message = "wrong";
+  p.problems = {at, before};
+  std::string text = PlanToText(p, Desired{});
+  EXPECT_THAT(text, HasSubstr("port 8000 unavailable from step 1 until step 2 is healthy (until)"));
+  EXPECT_THAT(text, HasSubstr("port 8001 unavailable from step 2 on"));
+  EXPECT_THAT(text, HasSubstr("\n  step 2, disk: short\n  manifest: wrong\n"));
+  EXPECT_THAT(text, HasSubstr("port 8000 dark from step 1 until step 2, port 8001 dark from "
+                              "step 2 on."));
+  nlohmann::json j = nlohmann::json::parse(PlanToJson(p, Desired{}));
+  EXPECT_EQ(j["disruption"][0]["from_step"], 1);
+  EXPECT_EQ(j["disruption"][0]["until_step"], 2);
+  EXPECT_EQ(j["disruption"][1]["from_step"], 2);
+  EXPECT_EQ(j["disruption"][1]["until_step"], 0);
+  EXPECT_EQ(j["feasibility"]["problems"][0]["step"], 2);
+  EXPECT_EQ(j["feasibility"]["problems"][1]["step"], 0);
+}
+
 }  // namespace
 }  // namespace berth::testing
