@@ -87,7 +87,8 @@ std::string ReadRegularFile(const std::string& file, std::string* bytes, bool ow
   return problem;
 }
 
-// Lists the manifest files under `path`, or explains in `diagnostics` why there are none.
+}  // namespace
+
 std::vector<std::string> ListManifestFiles(const std::string& path,
                                            std::vector<Diagnostic>* diagnostics) {
   std::error_code ec;
@@ -134,6 +135,8 @@ std::vector<std::string> ListManifestFiles(const std::string& path,
   }
   return files;
 }
+
+namespace {
 
 // Problems sorted by file (in input order; problems without a file first), line, column.
 void SortDiagnostics(const Files& files, std::vector<Diagnostic>* diagnostics) {
@@ -201,11 +204,17 @@ std::string Diagnostic::ToString() const {
   return EscapeLine(out);
 }
 
-LoadResult LoadManifests(const std::string& path) {
+LoadResult LoadManifests(const std::string& path, const ManifestEdit* edit) {
   try {
     std::vector<Diagnostic> diagnostics;
     Files files;
+    bool edited = false;
     for (const std::string& file : ListManifestFiles(path, &diagnostics)) {
+      if (edit && file == edit->file) {
+        files.emplace_back(file, edit->text);
+        edited = true;
+        continue;
+      }
       std::string bytes;
       if (std::string problem = ReadRegularFile(file, &bytes); !problem.empty()) {
         diagnostics.push_back({SourceLoc{file, 0, 0}, problem, ""});
@@ -213,6 +222,9 @@ LoadResult LoadManifests(const std::string& path) {
       }
       files.emplace_back(file, std::move(bytes));
     }
+    if (edit && !edited)
+      diagnostics.push_back(
+          {SourceLoc{edit->file, 0, 0}, "not a file of the manifest " + path, ""});
     LockText lock;
     const std::string lock_path = LockFilePath(path);
     std::error_code ec;

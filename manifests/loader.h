@@ -32,11 +32,25 @@ struct LoadResult {
   bool ok() const { return diagnostics.empty(); }
 };
 
+/// One manifest file's text in place of what is on disk: berth tune's candidate, the declaring
+/// file with the candidate's settings set (manifests/service_edit.h).
+struct ManifestEdit {
+  std::string file;  // as ListManifestFiles names it: `path` itself, or path/<name>.yaml
+  std::string text;
+};
+
 /// Loads `path` (a file, or a folder whose *.yaml/*.yml files are merged in name order) and
 /// validates it, with berth.lock beside it when there is one (LockFilePath): its entries become
 /// Desired::locks and its bytes part of the digest; a malformed lock is a diagnostic of that
-/// file. Never throws; all problems come back as diagnostics.
-LoadResult LoadManifests(const std::string& path);
+/// file. With `edit`, that file's text is edit->text (a file `path` does not hold is a
+/// diagnostic). Never throws; all problems come back as diagnostics.
+LoadResult LoadManifests(const std::string& path, const ManifestEdit* edit = nullptr);
+
+/// The manifest files `path` names: itself, or the *.yaml / *.yml files of the folder (hidden
+/// ones left out) in name order. When some cannot be read or there are none, `diagnostics` says
+/// why (the folder's readable files are still listed).
+std::vector<std::string> ListManifestFiles(const std::string& path,
+                                           std::vector<Diagnostic>* diagnostics);
 
 /// berth.lock as (path, text), when there is one.
 using LockText = std::optional<std::pair<std::string, std::string>>;

@@ -109,7 +109,7 @@ class Pass {
       if (manifest_path_.empty()) manifest_path_ = saved_.manifest_path;
     }
     auto t0 = clock_.Now();
-    LoadResult loaded = LoadManifests(manifest_path_);
+    LoadResult loaded = LoadManifests(manifest_path_, o_.manifest_edit);
     spdlog::debug("loaded the manifests in {} ms", MsSince(t0));
     if (!loaded.ok()) {
       for (const auto& diag : loaded.diagnostics) say_.Error(diag.ToString());
@@ -161,7 +161,7 @@ class Pass {
       if (!o_.apply) return true;  // offline: the observation carries berth's state
       return Fail(Outcome::kError, Status::InvalidArgument("applying needs a state directory"));
     }
-    if (o_.apply) {
+    if (o_.apply && !o_.lock_held) {
       auto l = StateLock::Acquire(o_.state_dir, o_.lock_timeout, "berth apply", clock_);
       if (!l.ok()) {
         say_.Error("berth: " + l.status().message());
@@ -185,7 +185,8 @@ class Pass {
       journal_problem_ = journal.status().message() +
                          "; whether an apply stopped half-way is not known (an apply writes a "
                          "new journal)";
-    berth_state_ = ObservedState(state_, *dir_, lock_ != nullptr, &in_progress_, &unfinished_);
+    berth_state_ = ObservedState(state_, *dir_, lock_ != nullptr || o_.lock_held, &in_progress_,
+                                 &unfinished_);
     interrupted_ = !unfinished_.finished;
     have_state_ = true;
     return true;
@@ -274,7 +275,7 @@ class Pass {
   // nothing is left of that change (its gates, too, passed or are no longer wanted), so its
   // journal is closed and later plans stop warning of it.
   void CloseUnfinishedJournal() {
-    if (!o_.apply || !lock_ || !interrupted_) return;
+    if (!o_.apply || !(lock_ || o_.lock_held) || !interrupted_) return;
     Status s = dir_->ClearJournal();
     if (!s.ok()) {
       spdlog::warn("could not close the journal of the interrupted apply: {}", s.message());

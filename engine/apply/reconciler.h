@@ -24,6 +24,7 @@
 #include "engine/apply/executor.h"
 #include "engine/fleet/fleet_turn.h"
 #include "engine/output/reporter.h"
+#include "manifests/loader.h"
 #include "providers/observer.h"
 
 namespace berth {
@@ -73,6 +74,11 @@ struct ReconcileOptions {
   std::string out_path;
   /// Run a change that is held after it failed (`berth apply --retry`); see HeldChange.
   bool retry = false;
+  /// One manifest file read from here instead of the disk (berth tune's candidate); null: none.
+  const ManifestEdit* manifest_edit = nullptr;
+  /// The caller holds the state directory's lock across several passes (berth tune): this pass
+  /// applies without taking it.
+  bool lock_held = false;
 };
 
 enum class Outcome {

@@ -139,6 +139,24 @@ struct BenchCommand {
 /// `berth bench --compare`: the newest record of each service, model and commit side by side.
 int RunBench(const BenchCommand& cmd, std::ostream& out, std::ostream& err);
 
+struct TuneCommand {
+  std::string manifest_path;    // -f: the manifest that declares the tuned service
+  std::string tune_file;        // the tune file (manifests/tune_file.h)
+  bool plan_only = false;       // --plan: every candidate's feasibility and dark time; no change
+  bool resume = false;          // --resume: skip candidates an earlier sweep measured
+  bool keep_winner = false;     // --keep-winner: end on the winner, not the declared configuration
+  std::string format = "text";  // -o text|json
+  HostAccess host;
+  std::string state_dir;                    // "" = $BERTH_STATE_DIR or /var/lib/berth
+  int lock_timeout_s = 0;                   // wait this long for another apply to finish
+  const std::atomic<bool>* stop = nullptr;  // SIGINT/SIGTERM: stop, then back to the declared
+  std::function<void(int step)> at_step;    // the fault seam (ReconcilerDeps::at_step); null
+};
+/// `berth tune -f MANIFEST TUNEFILE`: each candidate of the tune file switched to and measured
+/// (engine/tune/tune.h), the host brought back to the declared configuration (or the winner),
+/// the report, plot and patch written to <state_dir>/tune/<service>/.
+int RunTuneCommand(const TuneCommand& cmd, std::ostream& out, std::ostream& err);
+
 int RunValidate(const std::string& manifest_path, std::ostream& out, std::ostream& err);
 int RunPlan(const PlanCommand& cmd, std::ostream& out, std::ostream& err);
 /// Prints the unit files berth would write (all services, or only `service`).

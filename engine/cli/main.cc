@@ -170,6 +170,30 @@ int main(int argc, char** argv) {
                  "re-resolve pinned models too: all, or the models named");
   lock->add_option("models", lock_cmd.models, "with --update: only these models");
 
+  berth::TuneCommand tune_cmd;
+  auto* tune = app.add_subcommand(
+      "tune",
+      "try a service's candidate configurations, each switched to, gated and measured; "
+      "keep the best as a manifest patch");
+  tune->add_option("tunefile", tune_cmd.tune_file,
+                   "the tune file: service, candidates, load, "
+                   "objective")
+      ->required();
+  tune->add_option("-f,--file", tune_cmd.manifest_path, "manifest that declares the service")
+      ->required();
+  tune->add_flag("--plan", tune_cmd.plan_only,
+                 "list every candidate with its feasibility and dark time; change nothing");
+  tune->add_flag("--resume", tune_cmd.resume, "skip candidates an earlier sweep measured");
+  tune->add_flag("--keep-winner", tune_cmd.keep_winner,
+                 "end on the best candidate instead of the declared configuration");
+  tune->add_option("-o,--output", tune_cmd.format, "text or json")->capture_default_str();
+  tune->add_option("--state-dir", tune_cmd.state_dir, "berth's records (default /var/lib/berth)");
+  tune->add_option("--lock-timeout", tune_cmd.lock_timeout_s,
+                   "seconds to wait for another apply (default 0)");
+  tune->add_option("--bus", tune_cmd.host.bus_address, "D-Bus address of systemd's bus");
+  tune->add_option("--journal-dir", tune_cmd.host.journal_dir, "journal directory to read");
+  tune->add_option("--nvml-library", tune_cmd.host.nvml_library, "NVML library to load");
+
   berth::BenchCommand bench_cmd;
   auto* bench = app.add_subcommand(
       "bench", "measure a service with streamed completions (tok/s, TTFT, ITL); --compare");
@@ -251,7 +275,7 @@ int main(int argc, char** argv) {
   // Every command takes the common flags; those above declare the ones they use.
   UnusedFlags unused;
   for (CLI::App* cmd : {validate, plan, render, apply, observe, pull, verify, reconcile, lock,
-                        bench, status, history, fleet_status, fleet_forget})
+                        bench, tune, status, history, fleet_status, fleet_forget})
     AddCommonFlags(cmd, &unused);
 
   // Written from this tree at build time: berth(1) and the bash completion (engine/cli/cli_docs.h).
@@ -328,6 +352,12 @@ int main(int argc, char** argv) {
     bench_cmd.stop = &g_stop;
     bench_cmd.save = !bench_no_save;
     return berth::RunBench(bench_cmd, std::cout, std::cerr);
+  }
+  if (*tune) {
+    InstallStopHandlers();
+    tune_cmd.stop = &g_stop;
+    tune_cmd.at_step = berth::FaultHook();
+    return berth::RunTuneCommand(tune_cmd, std::cout, std::cerr);
   }
   if (*observe)
     return berth::RunObserve(observe_path, observe_format, observe_host, std::cout, std::cerr);
