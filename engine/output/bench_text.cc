@@ -46,6 +46,17 @@ std::string FormatLatencyMs(double ms) {
 
 std::string FormatTps(double tps) { return Printf(tps >= 1000 ? "%.0f" : "%.1f", tps); }
 
+std::string FormatGrouped(double v) {
+  std::string digits = Printf("%.0f", v), out;
+  const size_t first = digits.find_first_of("0123456789");
+  if (first == std::string::npos) return digits;  // nan, inf
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > first && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
 std::string BenchHeaderText(const BenchRecord& r, const std::string& endpoint) {
   std::ostringstream out;
   out << "berth bench " << EscapeLine(r.service) << ": "

@@ -28,5 +28,7 @@ std::string BenchCompareJson(const std::vector<BenchRecord>& columns);
 std::string FormatLatencyMs(double ms);
 /// "84.1", "2541".
 std::string FormatTps(double tps);
+/// Rounded to a whole number, thousands apart: "4,012", "950", "1,000,000".
+std::string FormatGrouped(double v);
 
 }  // namespace berth
