@@ -32,6 +32,11 @@ void SystemClock::SleepUntil(TimePoint deadline) {
   }
 }
 
+bool SystemClock::WaitUntil(std::unique_lock<std::mutex>& lock, std::condition_variable& cv,
+                            TimePoint deadline, const std::function<bool()>& woken) {
+  return cv.wait_until(lock, deadline, woken);
+}
+
 std::string Rfc3339(double unix_seconds) {
   std::time_t t = static_cast<std::time_t>(std::floor(unix_seconds));
   std::tm tm{};

@@ -513,7 +513,7 @@ void FleetTurn::KeepAliveLoop() {
   const auto ttl = std::chrono::milliseconds(fleet_.lease_ttl_ms);
   auto last_ok = clock_.Now();
   std::unique_lock<std::mutex> lock(mu_);
-  while (!cv_.wait_for(lock, ttl / 3, [this] { return stop_keepalive_; })) {
+  while (!clock_.WaitUntil(lock, cv_, clock_.Now() + ttl / 3, [this] { return stop_keepalive_; })) {
     lock.unlock();
     auto left = etcd_->KeepAlive(lease_);
     auto now = clock_.Now();

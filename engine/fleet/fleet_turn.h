@@ -44,7 +44,7 @@ namespace berth {
 struct FleetTurnOptions {
   std::string host;
   std::string digest;      // the manifest's
-  Clock* clock = nullptr;  // null: RealClock(); its Now() is read by the keep-alive thread too
+  Clock* clock = nullptr;  // null: RealClock(); the keep-alive thread paces its renewals on it too
   const std::atomic<bool>* stop = nullptr;      // SIGINT/SIGTERM: stop waiting
   std::function<void(const std::string&)> say;  // one line per change of what it waits for
   std::chrono::milliseconds poll{1000};         // between two looks while polling

@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <thread>
 #include <utility>
@@ -255,6 +256,35 @@ TEST_F(FleetTurnTest, AnUnchangedReportIsWrittenAgainOnlyOnceItIsOld) {
   auto r = FleetReportFromJson(kv.at("/berth/fleets/prod/hosts/gpu-01").value, "k");
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->state, kFleetFailed);
+}
+
+// The keep-alive renews the slot's lease every third of its TTL of the turn's clock, and only
+// then: three renewals per TTL. etcd unreachable for longer than the TTL, the lease is lost.
+TEST_F(FleetTurnTest, TheKeepAliveRenewsTheLeaseThreeTimesPerTtlOfTheTurnsClock) {
+  FleetSpec f = Fleet(1);  // a TTL of 3 s
+  FleetTurn turn(f, &etcd, Options("gpu-01"));
+  ASSERT_TRUE(turn.Acquire().ok());
+  auto renewals = [&] { return std::ranges::count(etcd.calls(), std::string("keepalive")); };
+  // In steps of 100 ms; after each, the keep-alive waits again before time moves on.
+  auto pass = [&](std::chrono::milliseconds time) {
+    for (auto t = std::chrono::milliseconds(0); t < time; t += std::chrono::milliseconds(100)) {
+      ASSERT_TRUE(clock.AwaitWaiters(1)) << "no keep-alive waits on the turn's clock";
+      clock.Advance(std::chrono::milliseconds(100));
+    }
+    ASSERT_TRUE(clock.AwaitWaiters(1));
+  };
+  pass(std::chrono::milliseconds(2900));
+  EXPECT_EQ(renewals(), 2);
+  pass(std::chrono::milliseconds(100));
+  EXPECT_EQ(renewals(), 3);
+  pass(std::chrono::seconds(6));
+  EXPECT_EQ(renewals(), 9);
+  EXPECT_FALSE(turn.lease_lost());
+  etcd.SetDown(true);
+  pass(std::chrono::seconds(3));
+  EXPECT_FALSE(turn.lease_lost()) << "unrenewed for 3 s, the TTL: not lost yet";
+  pass(std::chrono::seconds(1));
+  EXPECT_TRUE(turn.lease_lost());
 }
 
 // A watch that fails makes the wait fall back to reading the fleet every poll, doubling to
