@@ -14,15 +14,17 @@ namespace {
 
 using std::chrono::milliseconds;
 
-// Pings WATCHDOG=1 every `every` from a thread while a pass runs: a pass may download for hours,
-// and the loop cannot ping meanwhile. The pass's own steps have timeouts (jobs, health, HTTP).
+// Pings WATCHDOG=1 every `every` of `clock` from a thread while a pass runs: a pass may download
+// for hours, and the loop cannot ping meanwhile. The pass's own steps have timeouts (jobs,
+// health, HTTP).
 class PassWatchdog {
  public:
-  PassWatchdog(Notifier* notifier, milliseconds every) {
+  PassWatchdog(Notifier* notifier, Clock& clock, milliseconds every) {
     if (!notifier || every.count() <= 0) return;
-    thread_ = std::thread([this, notifier, every] {
+    thread_ = std::thread([this, notifier, &clock, every] {
       std::unique_lock<std::mutex> lock(mu_);
-      while (!cv_.wait_for(lock, every, [this] { return done_; })) notifier->Notify("WATCHDOG=1");
+      while (!clock.WaitUntil(lock, cv_, clock.Now() + every, [this] { return done_; }))
+        notifier->Notify("WATCHDOG=1");
     });
   }
   ~PassWatchdog() {
@@ -128,7 +130,7 @@ class Loop {
     double start_unix = d_.clock->UnixNow();
     RunReport report;
     {
-      PassWatchdog watchdog(d_.notifier, ping_every_);
+      PassWatchdog watchdog(d_.notifier, *d_.clock, ping_every_);
       report = d_.pass();
     }
     double seconds = std::chrono::duration<double>(d_.clock->Now() - start).count();

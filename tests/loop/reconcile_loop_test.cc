@@ -211,19 +211,25 @@ TEST(ReconcileLoop, WatchdogIsPingedAtHalfItsTimeoutWhileWaiting) {
 }
 
 TEST(ReconcileLoop, WatchdogIsPingedFromAThreadWhileALongPassRuns) {
-  FakeNotifier watched(std::chrono::milliseconds(40));  // ping every 20 ms
+  FakeNotifier watched(std::chrono::seconds(60));  // ping every 30 s
   LoopHarness h({}, false);
   h.deps.notifier = &watched;
-  bool pinged_during_pass = false;
+  int pinged_during_pass = 0;
   h.deps.pass = [&] {
-    // A long download: the pass returns only once the watchdog thread pinged four times (a
-    // generous deadline, so a loaded machine is slow, not failing).
-    pinged_during_pass = watched.WaitFor("WATCHDOG=1", 4, std::chrono::seconds(60));
+    int before = watched.Count("WATCHDOG=1");
+    // A two-minute download, in steps of 10 s of the loop's clock; after each, the watchdog
+    // thread waits again before time moves on.
+    for (int step = 0; step < 12; ++step) {
+      EXPECT_TRUE(h.clock.AwaitWaiters(1)) << "no watchdog thread waits on the loop's clock";
+      h.clock.Advance(seconds(10));
+    }
+    EXPECT_TRUE(h.clock.AwaitWaiters(1));
+    pinged_during_pass = watched.Count("WATCHDOG=1") - before;
     h.stop = true;
     return Converged();
   };
   EXPECT_EQ(h.Run(), 0);
-  EXPECT_TRUE(pinged_during_pass) << "the pass blocked; nothing pinged the watchdog meanwhile";
+  EXPECT_EQ(pinged_during_pass, 4) << "one ping every 30 s of the pass's 2 minutes";
 }
 
 TEST(ReconcileLoop, MetricsAreWrittenAfterEveryPass) {
