@@ -112,6 +112,7 @@ class Sweep {
   void Infeasible(TuneOutcome* out, const std::string& why) {
     out->verdict = Verdict::kInfeasible;
     out->why = why;
+    Say(out->candidate.name + ": infeasible: " + why);
   }
 
   ReconcileOptions Pass(size_t i, bool apply) const {
@@ -149,10 +150,10 @@ class Sweep {
       return Status::FailedPrecondition("planning " + out.candidate.name +
                                         " failed: " + rep.status.message());
     Describe(rep.plan, &out);
-    if (Status s = CheckEngines(i, rep.plan); !s.ok()) Infeasible(&out, s.message());
-    Say(out.candidate.name + ": " +
-        (out.verdict == Verdict::kInfeasible ? "infeasible: " + out.why
-                                             : "feasible, " + out.switch_mode));
+    if (Status s = CheckEngines(i, rep.plan); !s.ok())
+      Infeasible(&out, s.message());
+    else
+      Say(out.candidate.name + ": feasible, " + out.switch_mode);
     return Status::Ok();
   }
 
@@ -239,7 +240,9 @@ class Sweep {
     if (rep.outcome != Outcome::kApplied && rep.outcome != Outcome::kNoChanges) {
       out.verdict = rep.outcome == Outcome::kBlocked ? Verdict::kInfeasible : Verdict::kFailed;
       out.why = rep.status.message();
-      if (rep.exec.rolled_back) out.why += " (rolled back: the previous configuration runs)";
+      if (rep.exec.rolled_back)  // on the first line: the journal's lines may follow it
+        out.why.insert(std::min(out.why.find('\n'), out.why.size()),
+                       " (rolled back: the previous configuration runs)");
       Say(out.candidate.name + ": " + out.why);
       Save();
       return;
