@@ -61,7 +61,8 @@ class Sweep {
     Result<std::string> file = DeclaringFile(o_.manifest_path, spec.service);
     if (!file.ok()) return file.status();
     r_.declaring_file = *file;
-    Result<std::string> text = ReadRegularFile(*file, {.max_bytes = kMaxManifestFileBytes});
+    Result<std::string> text =
+        ReadRegularFile(*file, {.max_bytes = kMaxManifestFileBytes, .follow_links = true});
     if (!text.ok()) return text.status();
     original_ = *text;
     LoadResult declared = LoadManifests(o_.manifest_path);
@@ -226,6 +227,16 @@ class Sweep {
   void Try(size_t i) {
     TuneOutcome& out = r_.outcomes[i];
     if (out.verdict != Verdict::kNotRun) return;
+    // The declared configuration again (an axis's values as declared): its figures are the
+    // baseline's.
+    if (i > 0 && o_.spec.baseline && edits_[i].text == original_ &&
+        r_.outcomes[0].verdict == Verdict::kMeasured) {
+      out.verdict = Verdict::kMeasured;
+      out.figures = r_.outcomes[0].figures;
+      out.gates = r_.outcomes[0].gates;
+      Say(out.candidate.name + ": the declared configuration; its figures are declared's");
+      return;
+    }
     Say(out.candidate.name + ": switching (" + out.switch_mode + ")");
     auto t0 = clock_.Now();
     ReconcileOptions p = Pass(i, /*apply=*/true);
