@@ -36,7 +36,7 @@ std::string Plural(size_t n, const char* word) {
 
 // One pass: the steps in order, each returning false once the pass is over (the report says
 // how it ended).
-class Pass {
+class Pass : StepObserver {
  public:
   Pass(const ReconcilerDeps& d, const ReconcileOptions& o)
       : d_(d), o_(o), say_(*d.reporter), clock_(d.clock ? *d.clock : RealClock()) {}
@@ -315,152 +315,150 @@ class Pass {
 
   // Runs the plan with a journal, then records what changed in berth's state.
   bool Execute() {
-    Journal journal;
-    journal.started = NowRfc3339(clock_);
-    journal.pid = std::to_string(::getpid());
-    journal.manifest_digest = desired_.digest;
+    if (!StartLineage() || !KeepAdoptedUnits() || !WriteJournal()) return false;
+    std::string started = NowRfc3339(clock_);
+    Clock::TimePoint began = clock_.Now();
+    const ExecResult& ex = rep_.exec = RunPlan();  // gives back the fleet's turn when it ends
+    RecordApply(ex);
+    RecordHistory(started, began, ex);
+    return Applied(ex);
+  }
+
+  // The lineage is born with the first apply (a plan writes nothing), before any unit file is
+  // stamped with it.
+  bool StartLineage() {
+    if (!state_.lineage.empty()) return true;
+    state_.lineage = NewLineage();
+    Status s = dir_->Save(state_);
+    if (s.ok()) return true;
+    say_.Error("berth apply: " + s.message() + "; nothing was changed");
+    return Fail(Outcome::kError, s);
+  }
+
+  // What the interrupted apply's switches replaced, when this one resumes it.
+  std::vector<SwitchUndo> Resumed() const {
+    return interrupted_ ? unfinished_.switches : std::vector<SwitchUndo>{};
+  }
+
+  // The journal, before anything changes: every step pending, and what each switch replaces,
+  // kept before anything is replaced (a run that resumes its gates after a kill -9 undoes it
+  // from here if one fails).
+  bool WriteJournal() {
+    journal_.started = NowRfc3339(clock_);
+    journal_.pid = std::to_string(::getpid());
+    journal_.manifest_digest = desired_.digest;
     for (size_t i = 0; i < plan_.actions.size(); ++i)
-      journal.entries.push_back({static_cast<int>(i + 1), ActionKindName(plan_.actions[i].kind),
-                                 plan_.actions[i].address, "pending", ""});
-    // The lineage is born with the first apply (a plan writes nothing), before any unit file
-    // is stamped with it.
-    if (state_.lineage.empty()) {
-      state_.lineage = NewLineage();
-      Status ls = dir_->Save(state_);
-      if (!ls.ok()) {
-        say_.Error("berth apply: " + ls.message() + "; nothing was changed");
-        return Fail(Outcome::kError, ls);
-      }
-    }
-    if (!KeepAdoptedUnits()) return false;
-    // What each switch replaces, kept before anything is replaced: a run that resumes its gates
-    // after a kill -9 undoes it from here if one fails.
-    const std::vector<SwitchUndo> none;
-    const std::vector<SwitchUndo>& earlier = interrupted_ ? unfinished_.switches : none;
-    journal.switches =
-        UndoList(plan_, earlier, [&](const std::string& unit) -> std::optional<std::string> {
+      journal_.entries.push_back({static_cast<int>(i + 1), ActionKindName(plan_.actions[i].kind),
+                                  plan_.actions[i].address, "pending", ""});
+    journal_.switches =
+        UndoList(plan_, Resumed(), [&](const std::string& unit) -> std::optional<std::string> {
           auto content = host_.unit_files->Read(unit);
           return content.ok() ? *content : std::nullopt;
         });
-    Status js = dir_->SaveJournal(journal);
-    if (!js.ok()) {
-      say_.Error("berth apply: " + js.message() + "; nothing was changed");
-      return Fail(Outcome::kError, js);
-    }
+    Status s = dir_->SaveJournal(journal_);
+    if (s.ok()) return true;
+    say_.Error("berth apply: " + s.message() + "; nothing was changed");
+    return Fail(Outcome::kError, s);
+  }
 
+  ExecResult RunPlan() {
     ExecutorDeps deps;
     static_cast<ExecutorSeams&>(deps) = host_;
     deps.engine_check_dir = d_.engine_check_dir.value_or("");
     deps.lineage = state_.lineage;
     deps.clock = &clock_;
     ProgressLines progress(say_.progress(), say_.tty());
-    deps.stop = o_.stop;
-    deps.resumed = earlier;
-    deps.at_step = d_.at_step;
-    std::mutex recording;
-    // The journal: each step's state as it changes, and what the state records the moment it
-    // is done (a start, a unit rewritten).
-    struct JournalSteps : StepObserver {
-      Pass* run;
-      Journal* journal;
-      std::mutex* recording;
-      void OnStep(const StepEvent& e) override {
-        const Action& a = *e.action;
-        journal->entries[static_cast<size_t>(e.step - 1)].status = StepStateName(e.state);
-        journal->entries[static_cast<size_t>(e.step - 1)].message = e.message;
-        (void)run->dir_->SaveJournal(*journal);  // best effort: the host is observed afresh anyway
-        if (e.state != StepState::kDone) return;
-        if (a.kind == ActionKind::kStart || a.kind == ActionKind::kRestart) {
-          std::lock_guard<std::mutex> hold(*recording);
-          if (run->NoteStarted(a.unit)) (void)run->dir_->Save(run->state_);
-        }
-        if (a.kind == ActionKind::kWriteUnit && !run->StartsOrStops(a.unit)) {
-          std::lock_guard<std::mutex> hold(*recording);
-          if (run->NoteRewritten(a.unit, a.As<UnitFileStep>().content))
-            (void)run->dir_->Save(run->state_);
-        }
-      }
-    } journal_steps;
-    journal_steps.run = this;
-    journal_steps.journal = &journal;
-    journal_steps.recording = &recording;
-    deps.observers = {&journal_steps, &progress};
-    deps.on_downloaded = [&](const std::string& repo, const std::string& commit) {
-      std::lock_guard<std::mutex> hold(recording);
+    deps.observers = {this, &progress};
+    // A model revision the run downloaded: recorded as berth's (State::models).
+    deps.on_downloaded = [this](const std::string& repo, const std::string& commit) {
+      std::lock_guard<std::mutex> hold(recording_);
       auto& commits = state_.models[repo];
       if (std::find(commits.begin(), commits.end(), commit) != commits.end()) return;
       commits.push_back(commit);
       Status s = dir_->Save(state_);
       if (!s.ok()) spdlog::warn("could not record {}@{} as berth's: {}", repo, commit, s.message());
     };
-    if (Fleet()) deps.turn = fleet_.get();
-    std::string started = NowRfc3339(clock_);
-    Clock::TimePoint began = clock_.Now();
-    rep_.exec = Executor(deps).Run(plan_);  // gives back the fleet's turn when it ends
-    const ExecResult& ex = rep_.exec;
+    deps.stop = o_.stop;
+    deps.resumed = Resumed();
+    deps.at_step = d_.at_step;
+    deps.turn = Fleet();
+    return Executor(deps).Run(plan_);
+  }
 
-    State st = state_;
-    Record(plan_, journal, ex, &st);
-    st.serial++;
-    st.manifest_digest = desired_.digest;
-    st.manifest_git_commit = GitCommitOf(manifest_path_);
-    st.last_apply = NowRfc3339(clock_);
+  // The journal: each step's state as it changes, and what the state records the moment it is
+  // done (a start, a unit rewritten).
+  void OnStep(const StepEvent& e) override {
+    const Action& a = *e.action;
+    journal_.entries[static_cast<size_t>(e.step - 1)].status = StepStateName(e.state);
+    journal_.entries[static_cast<size_t>(e.step - 1)].message = e.message;
+    (void)dir_->SaveJournal(journal_);  // best effort: the host is observed afresh anyway
+    if (e.state != StepState::kDone) return;
+    std::lock_guard<std::mutex> hold(recording_);
+    bool noted = false;
+    if (a.kind == ActionKind::kStart || a.kind == ActionKind::kRestart) noted = NoteStarted(a.unit);
+    if (a.kind == ActionKind::kWriteUnit && !StartsOrStops(a.unit))
+      noted = NoteRewritten(a.unit, a.As<UnitFileStep>().content);
+    if (noted) (void)dir_->Save(state_);
+  }
+
+  // What the run changed, in berth's state; the journal is closed, or kept for the next run
+  // when this one was interrupted.
+  void RecordApply(const ExecResult& ex) {
+    Record(plan_, journal_, ex, &state_);
+    state_.serial++;
+    state_.manifest_digest = desired_.digest;
+    state_.manifest_git_commit = GitCommitOf(manifest_path_);
+    state_.last_apply = NowRfc3339(clock_);
     if (ex.status.ok()) {
-      st.failures.clear();
-      st.held = {};
+      state_.failures.clear();
+      state_.held = {};
     } else if (ex.failed_step > 0 && !ex.interrupted) {
       size_t failed = static_cast<size_t>(ex.failed_step - 1);
       const Action& a = plan_.actions[failed];
-      st.failures[a.address] = {NowRfc3339(clock_), ex.status.message()};
+      state_.failures[a.address] = {NowRfc3339(clock_), ex.status.message()};
       if (FailureHoldsTheChange(plan_, failed))
-        st.held = {desired_.digest, NowRfc3339(clock_), a.address, ex.status.message()};
+        state_.held = {desired_.digest, NowRfc3339(clock_), a.address, ex.status.message()};
     }
-    Status ss = dir_->Save(st);
-    if (!ss.ok()) say_.Error("berth apply: could not record the state: " + ss.message());
-    state_ = st;
-    rep_.change_held = st.held.digest == desired_.digest;  // a success clears it
-    journal.finished = !ex.interrupted;
-    if (journal.finished)
+    Status s = dir_->Save(state_);
+    if (!s.ok()) say_.Error("berth apply: could not record the state: " + s.message());
+    rep_.change_held = state_.held.digest == desired_.digest;  // a success clears it
+    journal_.finished = !ex.interrupted;
+    if (journal_.finished)
       (void)dir_->ClearJournal();
     else
-      (void)dir_->SaveJournal(journal);
-    RecordHistory(started, began, ex, st.manifest_git_commit);
+      (void)dir_->SaveJournal(journal_);
+  }
 
-    if (ex.interrupted) {
-      say_.Error("berth apply: " + ex.status.message());
-      return Fail(Outcome::kInterrupted, ex.status);
-    }
+  // Whether the run applied the whole plan; when not, says how it ended and ends the pass so.
+  bool Applied(const ExecResult& ex) {
+    if (ex.status.ok()) return true;
+    say_.Error("berth apply: " + ex.status.message());
+    if (ex.interrupted) return Fail(Outcome::kInterrupted, ex.status);
+    std::string done = std::to_string(ex.steps_done) + " of " +
+                       std::to_string(plan_.actions.size()) + " steps were done";
     if (ex.turn_refused || ex.turn_lost) {
-      say_.Error("berth apply: " + ex.status.message());
-      say_.Error(std::to_string(ex.steps_done) + " of " + std::to_string(plan_.actions.size()) +
-                 " steps were done" + (ex.turn_refused ? " (none took a service down)" : "") +
+      say_.Error(done + (ex.turn_refused ? " (none took a service down)" : "") +
                  "; berth plan shows what is left");
       return Fail(Outcome::kError, ex.status);
     }
-    if (!ex.status.ok()) {
-      say_.Error("berth apply: " + ex.status.message());
-      if (!ex.rollback_log.empty()) {
-        say_.Error(ex.rolled_back ? "rolled back:" : "rollback incomplete:");
-        for (const auto& l : ex.rollback_log) say_.Error("  " + l);
-      }
-      say_.Error(std::to_string(ex.steps_done) + " of " + std::to_string(plan_.actions.size()) +
-                 " steps were done; berth plan shows what is left");
-      // Held (it failed after taking a service down): the loop waits for the manifest to change.
-      bool terminal = ex.status.code() == Status::Code::kPermissionDenied || rep_.change_held;
-      return Fail(Outcome::kFailed, ex.status, terminal);
+    if (!ex.rollback_log.empty()) {
+      say_.Error(ex.rolled_back ? "rolled back:" : "rollback incomplete:");
+      for (const auto& l : ex.rollback_log) say_.Error("  " + l);
     }
-    return true;
+    say_.Error(done + "; berth plan shows what is left");
+    // Held (it failed after taking a service down): the loop waits for the manifest to change.
+    bool terminal = ex.status.code() == Status::Code::kPermissionDenied || rep_.change_held;
+    return Fail(Outcome::kFailed, ex.status, terminal);
   }
 
   // One entry in history.json (berth history): when, which manifest, what, how it ended.
-  void RecordHistory(const std::string& started, Clock::TimePoint began, const ExecResult& ex,
-                     const std::string& git_commit) {
+  void RecordHistory(const std::string& started, Clock::TimePoint began, const ExecResult& ex) {
     HistoryEntry e;
     e.started = started;
     e.duration_ms = static_cast<uint64_t>(std::max<int64_t>(
         0, std::chrono::duration_cast<std::chrono::milliseconds>(clock_.Now() - began).count()));
     e.manifest_digest = desired_.digest;
-    e.manifest_git_commit = git_commit;
+    e.manifest_git_commit = state_.manifest_git_commit;
     e.outcome = ex.interrupted ? "interrupted" : ex.status.ok() ? "applied" : "failed";
     e.message = ex.status.ok() ? "" : ex.status.message();
     for (const Action& a : plan_.actions)
@@ -645,6 +643,8 @@ class Pass {
   bool interrupted_ = false;     // an apply stopped half-way (its journal is unfinished_)
   Observed observed_;
   Plan plan_;
+  Journal journal_;       // of this apply, once it runs
+  std::mutex recording_;  // state_, written by the run's steps and its downloads
   std::unique_ptr<FleetPass> fleet_;
 };
 
