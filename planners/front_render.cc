@@ -1,6 +1,8 @@
 #include "planners/front_render.h"
 
+#include <ostream>
 #include <sstream>
+#include <vector>
 
 #include "core/hash.h"
 #include "core/unit_marker.h"
@@ -23,16 +25,11 @@ bool IsPlainPath(const std::string& s) { return !s.empty() && s[0] == '/' && IsP
 
 }  // namespace
 
-Result<std::string> RenderHaproxyConfig(const FrontSpec& spec) {
-  std::string problems = FrontSpecProblems(spec);
-  if (!problems.empty()) return Status::InvalidArgument(problems);
-  const std::string port = std::to_string(spec.port);
-  const std::string hold_addr = "unix@" + spec.hold_socket;
-  auto disabled = [&spec](const std::string& server) {
-    return spec.active == server ? "" : " disabled";
-  };
-  std::ostringstream c;
-  c << "# Managed by berth: the front of port " << port << " (" << FrontUnitName(spec.port)
+namespace {
+
+/// The file's first line, `global` and `defaults`: the same in both layouts.
+void RenderGlobalAndDefaults(const FrontSpec& spec, std::ostream& c) {
+  c << "# Managed by berth: the front of port " << spec.port << " (" << FrontUnitName(spec.port)
     << "). berth rewrites this file.\n";
   c << "global\n";
   c << "  # A master and workers: a reload starts a new worker that gets the listening sockets\n"
@@ -62,8 +59,12 @@ Result<std::string> RenderHaproxyConfig(const FrontSpec& spec) {
   c << "  # An idle keep-alive client connection is closed after 10 s.\n";
   c << "  timeout http-keep-alive 10s\n";
   c << "\n";
+}
+
+/// The public frontend's first lines: its bind, the front's own health and the ready path.
+void RenderFrontendHead(const FrontSpec& spec, std::ostream& c) {
   c << "frontend " << kFrontProxy << "\n";
-  c << "  bind " << FrontBindHost(spec.bind) << ":" << port << "\n";
+  c << "  bind " << FrontBindHost(spec.bind) << ":" << spec.port << "\n";
   c << "  # The front's own health (berth's health gate of berth-front-PORT): 200 while it runs.\n";
   c << "  monitor-uri " << kFrontMonitorUri << "\n";
   if (!spec.ready_path.empty()) {
@@ -73,9 +74,20 @@ Result<std::string> RenderHaproxyConfig(const FrontSpec& spec) {
     c << "  http-request return status 200 content-type text/plain string ready if { path "
       << spec.ready_path << " }\n";
   }
-  c << "  default_backend " << kFrontBackend << "\n";
-  c << "\n";
-  c << "backend " << kFrontBackend << "\n";
+}
+
+/// One server line of a backend.
+struct ServerLine {
+  std::string name;
+  std::string address;
+  bool ready;
+};
+
+/// A backend of model servers and the hold server: buffered requests, retried on a failed
+/// connect and after each hold round, past the hold bound a 503 with Retry-After.
+void RenderHoldingBackend(const FrontSpec& spec, const std::string& name,
+                          const std::vector<ServerLine>& servers, std::ostream& c) {
+  c << "backend " << name << "\n";
   c << "  balance roundrobin\n";
   c << "  # Wait for the body (up to a buffer) before connecting: the whole request can be\n"
        "  # replayed on a retry.\n";
@@ -95,10 +107,14 @@ Result<std::string> RenderHaproxyConfig(const FrontSpec& spec) {
   c << "  http-error status 503 content-type text/plain string no-model-server hdr Retry-After "
     << spec.retry_after_s << "\n";
   c << "  # No health checks: a server checked DOWN would make HAProxy answer 503 at once.\n";
-  for (const FrontBackend& b : spec.backends)
-    c << "  server " << b.name << " " << b.host << ":" << b.port << disabled(b.name) << "\n";
-  c << "  server " << kFrontHoldServer << " " << hold_addr << disabled(kFrontHoldServer) << "\n";
+  for (const ServerLine& s : servers)
+    c << "  server " << s.name << " " << s.address << (s.ready ? "" : " disabled") << "\n";
   c << "\n";
+}
+
+/// The `ready` backend (the ready path's switch) and the hold loop's frontend.
+void RenderReadyAndHold(const FrontSpec& spec, std::ostream& c) {
+  const std::string hold_addr = "unix@" + spec.hold_socket;
   c << "backend " << kFrontReadyBackend << "\n";
   c << "  # Never connected to: its one server's state is the ready path's answer.\n";
   c << "  server " << kFrontReadyBackend << " " << hold_addr << (spec.ready ? "" : " disabled")
@@ -109,6 +125,25 @@ Result<std::string> RenderHaproxyConfig(const FrontSpec& spec) {
   c << "  bind " << hold_addr << " mode 600\n";
   c << "  timeout tarpit " << Ms(kFrontHoldRoundMs) << "\n";
   c << "  http-request tarpit deny_status 425\n";
+}
+
+}  // namespace
+
+Result<std::string> RenderHaproxyConfig(const FrontSpec& spec) {
+  std::string problems = FrontSpecProblems(spec);
+  if (!problems.empty()) return Status::InvalidArgument(problems);
+  std::vector<ServerLine> servers;
+  for (const FrontBackend& b : spec.backends)
+    servers.push_back({b.name, b.host + ":" + std::to_string(b.port), spec.active == b.name});
+  servers.push_back(
+      {kFrontHoldServer, "unix@" + spec.hold_socket, spec.active == kFrontHoldServer});
+  std::ostringstream c;
+  RenderGlobalAndDefaults(spec, c);
+  RenderFrontendHead(spec, c);
+  c << "  default_backend " << kFrontBackend << "\n";
+  c << "\n";
+  RenderHoldingBackend(spec, kFrontBackend, servers, c);
+  RenderReadyAndHold(spec, c);
   return c.str();
 }
 
