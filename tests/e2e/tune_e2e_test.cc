@@ -226,8 +226,11 @@ class TuneE2eTest : public SandboxSuite {
 };
 
 // The seed example's configurations: declared tp4 on GPUs 0-3, then tp8, then tp8 with expert
-// parallelism. The fastest (tp8-ep) wins; the host ends on the declared tp4.
+// parallelism. The fastest (tp8-ep) wins; the host ends on the declared tp4; the manifest, kept
+// in git, takes the winner's patch with `git apply`.
 TEST_F(TuneE2eTest, ASweepOfTheSeedConfigurationsPicksTp8WithExpertParallelAndGoesBack) {
+  CommandResult git = RunCommand({"/usr/bin/git", "init", "-q", tmp_.string()});
+  ASSERT_TRUE(git.ok()) << git.output << git.error;
   const std::string manifest = Manifest();
   ASSERT_EQ(Apply(manifest), kExitOk) << out_.str() << err_.str();
   const std::string declared_text = ReadAll(manifest);
@@ -253,15 +256,15 @@ TEST_F(TuneE2eTest, ASweepOfTheSeedConfigurationsPicksTp8WithExpertParallelAndGo
   // The winner as the smallest change of the manifest: two values replaced where they are
   // written, one key added to the flow map; comments and the rest as they were.
   EXPECT_EQ(Results("winner.patch"),
-            "--- " + manifest + "\n+++ " + manifest +
-                "\n"
-                "@@ -13,13 +13,13 @@\n"
-                "   vllm-minimax-m25:\n"
-                "     model: minimax-m25\n"
-                "     engine: vllm\n"
-                "-    gpus: [0, 1, 2, 3]\n"
-                "+    gpus: [0, 1, 2, 3, 4, 5, 6, 7]\n"
-                "     port: " +
+            "--- a/berth.yaml\n"
+            "+++ b/berth.yaml\n"
+            "@@ -13,13 +13,13 @@\n"
+            "   vllm-minimax-m25:\n"
+            "     model: minimax-m25\n"
+            "     engine: vllm\n"
+            "-    gpus: [0, 1, 2, 3]\n"
+            "+    gpus: [0, 1, 2, 3, 4, 5, 6, 7]\n"
+            "     port: " +
                 std::to_string(port_) +
                 "\n"
                 "     bind: 127.0.0.1\n"
@@ -288,6 +291,18 @@ TEST_F(TuneE2eTest, ASweepOfTheSeedConfigurationsPicksTp8WithExpertParallelAndGo
     EXPECT_THAT(Results("plot.svg"), HasSubstr(std::string("<title>") + name + ": "));
   }
   ExpectDeclared();
+
+  // The patch as committed: `git apply` in the manifest's repository.
+  git = RunCommand({"/usr/bin/git", "-C", tmp_.string(), "apply",
+                    state_ + "/tune/" + kService + "/winner.patch"});
+  ASSERT_TRUE(git.ok()) << git.output << git.error;
+  std::string winner = declared_text;
+  for (auto [from, to] : std::vector<std::pair<std::string, std::string>>{
+           {"gpus: [0, 1, 2, 3]", "gpus: [0, 1, 2, 3, 4, 5, 6, 7]"},
+           {"tensor_parallel_size: 4", "tensor_parallel_size: 8"},
+           {"minimax_m2_append_think}", "minimax_m2_append_think, enable_expert_parallel: true}"}})
+    winner.replace(winner.find(from), from.size(), to);
+  EXPECT_EQ(ReadAll(manifest), winner);
 }
 
 // MiniMax-M2.5 (model_type minimax_m2) has no MTP layers: a candidate with speculative mtp is
@@ -463,6 +478,73 @@ TEST_F(TuneE2eTest, AnApplyWhileASweepRunsIsRefusedWithTheSweepsName) {
   EXPECT_EQ(SpeedRule(), "tp=8");
   ASSERT_EQ(Wait(pid), 0) << ReadAll(ProcessLog());
   EXPECT_EQ(Outcome(Report(), "tp8").value("verdict", ""), "measured");
+  ExpectDeclared();
+}
+
+// --keep-winner: the sweep ends on the best candidate (tp8 with expert parallelism) instead of
+// the declared tp4. The manifest on disk is untouched, so its plan would switch back until the
+// winner is committed; the manifest written with the winner's settings (by hand here) has an
+// empty plan: the host runs exactly that.
+TEST_F(TuneE2eTest, KeepWinnerEndsOnTheBestCandidateWhichIsWhatItsManifestDeclares) {
+  const std::string manifest = Manifest();
+  ASSERT_EQ(Apply(manifest), kExitOk) << out_.str() << err_.str();
+  TuneCommand cmd;
+  cmd.manifest_path = manifest;
+  cmd.tune_file = TuneFile("candidates:\n  - {name: tp8, set: " + kTp8 +
+                           "}\n  - {name: tp8-ep, set: " + kTp8Ep + "}\n");
+  cmd.keep_winner = true;
+  cmd.host = Access();
+  cmd.state_dir = state_;
+  out_.str("");
+  err_.str("");
+  ASSERT_EQ(RunTuneCommand(cmd, out_, err_), kExitOk) << out_.str() << err_.str();
+  EXPECT_EQ(Report().value("ended_on", ""), "winner");
+  EXPECT_THAT(out_.str(), HasSubstr("back to the winner (tp8-ep)"));
+  EXPECT_EQ(SpeedRule(), "tp=8,ep");
+  EXPECT_THAT(Unit(), HasSubstr("--enable-expert-parallel"));
+  EXPECT_EQ(Plan(manifest), kExitChanges) << "the declared tp4 is not what runs";
+
+  std::string text = ReadAll(manifest);
+  auto set = [&](const std::string& from, const std::string& to) {
+    ASSERT_NE(text.find(from), std::string::npos) << from;
+    text.replace(text.find(from), from.size(), to);
+  };
+  set("gpus: [0, 1, 2, 3]", "gpus: [0, 1, 2, 3, 4, 5, 6, 7]");
+  set("tensor_parallel_size: 4", "tensor_parallel_size: 8");
+  set("minimax_m2_append_think}", "minimax_m2_append_think, enable_expert_parallel: true}");
+  const std::string winner = (tmp_ / "winner.yaml").string();
+  std::ofstream(winner) << text;
+  EXPECT_EQ(Plan(winner), kExitOk) << out_.str() << err_.str();
+}
+
+// Ctrl-C in the middle of a candidate's switch (tp8, slow to load): the sweep stops, still goes
+// back to the declared configuration, and exits 1; tp8-ep is never tried.
+TEST_F(TuneE2eTest, CtrlCMidSweepStillEndsOnTheDeclaredConfiguration) {
+  const std::string manifest = Manifest();
+  ASSERT_EQ(Apply(manifest), kExitOk) << out_.str() << err_.str();
+  std::string tune = TuneFile(
+      "baseline: false\ncandidates:\n"
+      "  - {name: tp8, set: {gpus: [0, 1, 2, 3, 4, 5, 6, 7], vllm.tensor_parallel_size: 8, "
+      "env: {FAKE_VLLM_SPEED_MODEL: \"" +
+      kSpeeds +
+      "\", FAKE_VLLM_STARTUP_DELAY: \"3\"}}}\n"
+      "  - {name: tp8-ep, set: " +
+      kTp8Ep + "}\n");
+  pid_t pid = TuneProcess(BERTH_BIN, manifest, tune, {});
+  if (!WaitFor([&] { return ReadAll(ProcessLog()).find("tp8: switching") != std::string::npos; },
+               std::chrono::seconds(30))) {
+    Wait(pid, std::chrono::seconds(1));
+    FAIL() << "the sweep never began tp8:\n" << ReadAll(ProcessLog());
+  }
+  ::kill(pid, SIGINT);
+  int status = Wait(pid);
+  ASSERT_TRUE(WIFEXITED(status)) << status << ReadAll(ProcessLog());
+  EXPECT_EQ(WEXITSTATUS(status), kExitError) << ReadAll(ProcessLog());
+  const std::string log = ReadAll(ProcessLog());
+  EXPECT_THAT(log, HasSubstr("back to the declared configuration")) << log;
+  EXPECT_THAT(log, Not(HasSubstr("tp8-ep: switching"))) << log;
+  EXPECT_EQ(Outcome(Report(), "tp8-ep").value("verdict", ""), "not_run");
+  EXPECT_EQ(Report().value("ended_on", ""), "declared");
   ExpectDeclared();
 }
 
