@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <sstream>
+#include <utility>
 
 #include "core/atomic_file.h"
 #include "core/read_file.h"
@@ -23,6 +24,20 @@ namespace fs = std::filesystem;
 using Verdict = TuneOutcome::Verdict;
 
 std::string Ms(double ms) { return FormatDurationMs(static_cast<uint64_t>(ms + 0.5)); }
+
+// The names the winner's patch gives `file` (old, new): as `git diff` writes them, a/ and b/
+// before its path in the git work tree that holds it, so that `git apply` takes the patch from
+// anywhere in the repository; outside one, the path as given.
+std::pair<std::string, std::string> PatchNames(const std::string& file) {
+  std::error_code ec;
+  fs::path path = fs::absolute(file, ec).lexically_normal();
+  for (fs::path dir = path.parent_path(); !ec && dir.has_relative_path(); dir = dir.parent_path())
+    if (fs::exists(dir / ".git", ec)) {
+      std::string in_tree = path.lexically_relative(dir).generic_string();
+      return {"a/" + in_tree, "b/" + in_tree};
+    }
+  return {file, file};
+}
 
 class Sweep {
  public:
@@ -43,9 +58,10 @@ class Sweep {
     if (o_.resume) Resume();
     for (size_t i = 0; i < r_.outcomes.size() && !Stopped(); ++i) Try(i);
     r_.winner = PickWinner(o_.spec.objective, &r_.outcomes);
-    if (r_.winner && !r_.outcomes[*r_.winner].candidate.settings.empty())
-      r_.patch =
-          UnifiedDiff(original_, edits_[*r_.winner].text, r_.declaring_file, r_.declaring_file);
+    if (r_.winner && !r_.outcomes[*r_.winner].candidate.settings.empty()) {
+      auto [old_name, new_name] = PatchNames(r_.declaring_file);
+      r_.patch = UnifiedDiff(original_, edits_[*r_.winner].text, old_name, new_name);
+    }
     End();
     Save();
     return r_;
