@@ -143,6 +143,8 @@ struct VllmOptions {
   bool enable_expert_parallel = false;
   double gpu_memory_utilization = 0.9;  // vLLM's default
   std::optional<uint64_t> max_model_len;
+  /// --max-num-seqs: sequences in one batch at most; unset = vLLM's default (by GPU and usage).
+  std::optional<int> max_num_seqs;
   std::string served_model_name;  // "" = the service name
   bool trust_remote_code = false;
   std::string tool_call_parser;  // "" = none (no auto tool choice)
@@ -186,6 +188,12 @@ struct LlamaServerOptions {
   std::string cache_type_k;     // "" = llama.cpp's default (f16)
   std::string cache_type_v;
   std::string split_mode;  // "" = llama.cpp's default (layer)
+  /// --threads: CPU threads of generation; unset = llama.cpp's (the physical cores).
+  std::optional<int> threads;
+  /// --batch-size / --ubatch-size: the logical and physical batch in tokens; unset =
+  /// llama.cpp's 2048 and 512. llama.cpp uses min(batch_size, ubatch_size) as the physical batch.
+  std::optional<int> batch_size;
+  std::optional<int> ubatch_size;
 };
 
 /// TensorRT-LLM's `trtllm-serve serve` (tensorrt_llm/commands/serve.py).

@@ -17,11 +17,19 @@
 namespace berth::manifests {
 namespace {
 
-constexpr std::string_view kVllmKeys[] = {
-    "tensor_parallel_size",   "pipeline_parallel_size", "data_parallel_size",
-    "enable_expert_parallel", "gpu_memory_utilization", "max_model_len",
-    "served_model_name",      "trust_remote_code",      "tool_call_parser",
-    "reasoning_parser",       "kv_cache_dtype",         "speculative"};
+constexpr std::string_view kVllmKeys[] = {"tensor_parallel_size",
+                                          "pipeline_parallel_size",
+                                          "data_parallel_size",
+                                          "enable_expert_parallel",
+                                          "gpu_memory_utilization",
+                                          "max_model_len",
+                                          "max_num_seqs",
+                                          "served_model_name",
+                                          "trust_remote_code",
+                                          "tool_call_parser",
+                                          "reasoning_parser",
+                                          "kv_cache_dtype",
+                                          "speculative"};
 constexpr std::string_view kSpeculativeKeys[] = {"method",
                                                  "num_speculative_tokens",
                                                  "model",
@@ -138,9 +146,9 @@ constexpr std::string_view kSglangKeys[] = {"tp_size",
                                             "speculative"};
 constexpr std::string_view kSglangSpeculativeKeys[] = {"algorithm", "num_steps", "eagle_topk",
                                                        "num_draft_tokens", "draft_model"};
-constexpr std::string_view kLlamaKeys[] = {"n_gpu_layers", "ctx_size",     "model_file",
-                                           "alias",        "jinja",        "parallel",
-                                           "cache_type_k", "cache_type_v", "split_mode"};
+constexpr std::string_view kLlamaKeys[] = {
+    "n_gpu_layers", "ctx_size",   "model_file",  "alias",        "jinja",        "parallel",
+    "threads",      "batch_size", "ubatch_size", "cache_type_k", "cache_type_v", "split_mode"};
 constexpr std::string_view kTrtllmKeys[] = {"tp_size",
                                             "pp_size",
                                             "ep_size",
@@ -206,6 +214,8 @@ bool DecodeVllm(YamlReader& r, const Field& block, VllmOptions* o, SourceLoc* dr
       if (auto v = Fraction(r, f)) o->gpu_memory_utilization = *v;
     } else if (f.key == "max_model_len") {
       if (auto v = PositiveInt(r, f)) o->max_model_len = static_cast<uint64_t>(*v);
+    } else if (f.key == "max_num_seqs") {
+      if (auto v = PositiveInt(r, f)) o->max_num_seqs = *v;
     } else if (f.key == "served_model_name") {
       if (auto v = r.String(f); v && r.UnitValue(f.value_loc, f.key, *v)) o->served_model_name = *v;
     }
@@ -394,6 +404,12 @@ void DecodeLlama(YamlReader& r, const Field& block, LlamaServerOptions* o) {
       if (auto v = r.Bool(f)) o->jinja = *v;
     } else if (f.key == "parallel") {
       if (auto v = PositiveInt(r, f)) o->parallel = *v;
+    } else if (f.key == "threads") {
+      if (auto v = PositiveInt(r, f)) o->threads = *v;
+    } else if (f.key == "batch_size") {
+      if (auto v = PositiveInt(r, f)) o->batch_size = *v;
+    } else if (f.key == "ubatch_size") {
+      if (auto v = PositiveInt(r, f)) o->ubatch_size = *v;
     } else if (f.key == "cache_type_k" || f.key == "cache_type_v") {
       if (auto v = Choice(r, f, EngineKind::kLlamaServer, "kv_cache_dtypes", "KV-cache types"))
         (f.key == "cache_type_k" ? o->cache_type_k : o->cache_type_v) = *v;

@@ -97,7 +97,11 @@ std::optional<LlamaClaim> DeriveLlamaClaim(const LlamaServerOptions& o, const Gg
   const uint64_t n = std::max<size_t>(gpus, 1);
   c.weights = weights / n;
   c.kv = kv / n;
-  c.compute = kLlamaUbatch * m.vocab_size * 4 + kLlamaGpuOverheadBytes;
+  // --ubatch-size, at most --batch-size (llama_context: n_ubatch = min(n_batch, n_ubatch)).
+  const uint64_t ubatch =
+      std::min<uint64_t>(o.batch_size ? static_cast<uint64_t>(*o.batch_size) : kLlamaBatch,
+                         o.ubatch_size ? static_cast<uint64_t>(*o.ubatch_size) : kLlamaUbatch);
+  c.compute = ubatch * m.vocab_size * 4 + kLlamaGpuOverheadBytes;
   const uint64_t blocks_on_gpu = layers - std::min(first_block, layers);
   const std::string cache = (o.cache_type_k.empty() ? "f16" : o.cache_type_k) + "/" +
                             (o.cache_type_v.empty() ? "f16" : o.cache_type_v);

@@ -40,8 +40,9 @@ struct LlamaClaim {
 /// after a load of 16 streams (15,284 -> 15,402 MiB at -c 8192 -np 16; tests/gpu/README.md): a
 /// claim is what the server holds while it serves, not only once it has loaded.
 inline constexpr uint64_t kLlamaGpuOverheadBytes = uint64_t{768} << 20;
-/// llama.cpp's default physical batch (common/common.h n_ubatch): the logits buffer holds
-/// n_ubatch × n_vocab floats.
+/// llama.cpp's default logical and physical batches (common/common.h n_batch, n_ubatch): the
+/// logits buffer holds n_ubatch × n_vocab floats, n_ubatch at most n_batch (llama_context).
+inline constexpr uint64_t kLlamaBatch = 2048;
 inline constexpr uint64_t kLlamaUbatch = 512;
 
 /// The claim of `options` on `gpus` GPUs (layers split evenly, as llama.cpp's layer split does

@@ -21,6 +21,9 @@ class LlamaServerAdapter final : public EngineAdapter {
                                   "--n-gpu-layers", o.n_gpu_layers};
     if (o.ctx_size) a.insert(a.end(), {"--ctx-size", Int(*o.ctx_size)});
     if (o.parallel) a.insert(a.end(), {"--parallel", Int(*o.parallel)});
+    if (o.threads) a.insert(a.end(), {"--threads", Int(*o.threads)});
+    if (o.batch_size) a.insert(a.end(), {"--batch-size", Int(*o.batch_size)});
+    if (o.ubatch_size) a.insert(a.end(), {"--ubatch-size", Int(*o.ubatch_size)});
     if (o.jinja) a.push_back("--jinja");
     if (!o.cache_type_k.empty()) a.insert(a.end(), {"--cache-type-k", o.cache_type_k});
     if (!o.cache_type_v.empty()) a.insert(a.end(), {"--cache-type-v", o.cache_type_v});
@@ -42,6 +45,9 @@ class LlamaServerAdapter final : public EngineAdapter {
     };
     when(o.ctx_size.has_value(), {"--ctx-size", "-c"}, "ctx_size");
     when(o.parallel.has_value(), {"--parallel", "-np"}, "parallel");
+    when(o.threads.has_value(), {"--threads", "-t"}, "threads");
+    when(o.batch_size.has_value(), {"--batch-size", "-b"}, "batch_size");
+    when(o.ubatch_size.has_value(), {"--ubatch-size", "-ub"}, "ubatch_size");
     when(o.jinja, {"--jinja", "--no-jinja"}, "jinja");
     when(!o.cache_type_k.empty(), {"--cache-type-k", "-ctk"}, "cache_type_k");
     when(!o.cache_type_v.empty(), {"--cache-type-v", "-ctv"}, "cache_type_v");

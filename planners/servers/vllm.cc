@@ -80,6 +80,7 @@ class VllmAdapter final : public EngineAdapter {
     if (o.enable_expert_parallel) a.push_back("--enable-expert-parallel");
     a.insert(a.end(), {"--gpu-memory-utilization", FormatDouble(o.gpu_memory_utilization)});
     if (o.max_model_len) a.insert(a.end(), {"--max-model-len", Int(*o.max_model_len)});
+    if (o.max_num_seqs) a.insert(a.end(), {"--max-num-seqs", Int(*o.max_num_seqs)});
     if (o.trust_remote_code) a.push_back("--trust-remote-code");
     if (!o.kv_cache_dtype.empty()) a.insert(a.end(), {"--kv-cache-dtype", o.kv_cache_dtype});
     // cli_args.py, validate_parsed_serve_args: --enable-auto-tool-choice needs a parser, and
@@ -121,6 +122,7 @@ class VllmAdapter final : public EngineAdapter {
         {{"--speculative-config"}, "vllm.speculative"},
     };
     if (s.vllm.max_model_len) f.push_back({{"--max-model-len"}, "vllm.max_model_len"});
+    if (s.vllm.max_num_seqs) f.push_back({{"--max-num-seqs"}, "vllm.max_num_seqs"});
     if (s.standby == Standby::kSleep)
       f.push_back({{"--enable-sleep-mode", "--no-enable-sleep-mode"}, "standby"});
     return f;

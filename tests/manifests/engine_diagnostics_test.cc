@@ -131,6 +131,9 @@ services:
       cache_type_v: fp8
       split_mode: column
       parallel: 0
+      threads: 0
+      batch_size: -1
+      ubatch_size: 0
 )"),
               ElementsAre("berth.yaml:10:21: 'n_gpu_layers' must be a number of layers, 'auto' or "
                           "'all', got 'everything'",
@@ -140,7 +143,10 @@ services:
                           "KV-cache types (one of: f32 f16 bf16 q8_0 q4_0 q4_1 iq4_nl q5_0 q5_1)",
                           "berth.yaml:13:19: 'split_mode' 'column' is not one of llama-server's "
                           "split modes (one of: none layer row tensor)",
-                          "berth.yaml:14:17: 'parallel' must be at least 1, got 0"));
+                          "berth.yaml:14:17: 'parallel' must be at least 1, got 0",
+                          "berth.yaml:15:16: 'threads' must be at least 1, got 0",
+                          "berth.yaml:16:19: 'batch_size' must be at least 1, got -1",
+                          "berth.yaml:17:20: 'ubatch_size' must be at least 1, got 0"));
 }
 
 TEST(Diagnostics, TrtllmServeKeysAndItsGpuRule) {

@@ -198,8 +198,9 @@ services:
     model: g
     engine: llama-server
     port: 8080
-    llama_server: {model_file: q4.gguf, n_gpu_layers: 40, jinja: true, parallel: 4,
-                   cache_type_k: q8_0, cache_type_v: q8_0, split_mode: row}
+    llama_server: {model_file: q4.gguf, n_gpu_layers: 40, jinja: true, parallel: 4, threads: 8,
+                   batch_size: 4096, ubatch_size: 1024, cache_type_k: q8_0, cache_type_v: q8_0,
+                   split_mode: row}
   trt:
     model: m
     engine: trtllm-serve
@@ -229,6 +230,9 @@ services:
   EXPECT_EQ(ll.llama.n_gpu_layers, "40");
   EXPECT_TRUE(ll.llama.jinja);
   EXPECT_EQ(ll.llama.parallel, 4);
+  EXPECT_EQ(ll.llama.threads, 8);
+  EXPECT_EQ(ll.llama.batch_size, 4096);
+  EXPECT_EQ(ll.llama.ubatch_size, 1024);
   EXPECT_EQ(ll.llama.split_mode, "row");
   const ServiceSpec& trt = r.desired.services.at("trt");
   EXPECT_EQ(trt.engine, EngineKind::kTrtllm);

@@ -45,6 +45,7 @@ TEST(VllmKeys, EveryKeyLoadsIntoTheServicesOptions) {
   LoadResult r = Load(Service(R"(    vllm:
       tensor_parallel_size: 2
       data_parallel_size: 2
+      max_num_seqs: 128
       trust_remote_code: true
       tool_call_parser: hermes
       reasoning_parser: deepseek_r1
@@ -59,6 +60,7 @@ TEST(VllmKeys, EveryKeyLoadsIntoTheServicesOptions) {
   const VllmOptions& o = r.desired.services.at("v").vllm;
   EXPECT_EQ(o.tensor_parallel_size, 2);
   EXPECT_EQ(o.data_parallel_size, 2);
+  EXPECT_EQ(o.max_num_seqs, 128);
   EXPECT_TRUE(o.trust_remote_code);
   EXPECT_EQ(o.tool_call_parser, "hermes");
   EXPECT_EQ(o.reasoning_parser, "deepseek_r1");
@@ -82,12 +84,13 @@ TEST(VllmKeys, LeftOutTheyRenderNothing) {
   ctx.executable = "vllm";
   const std::vector<std::string> argv = ServiceArgv(s, ctx);
   EXPECT_THAT(argv, Contains("--tensor-parallel-size")) << "the key given renders";
-  for (const char* flag :
-       {"--data-parallel-size", "--trust-remote-code", "--enable-auto-tool-choice",
-        "--tool-call-parser", "--reasoning-parser", "--kv-cache-dtype", "--speculative-config"})
+  for (const char* flag : {"--data-parallel-size", "--max-num-seqs", "--trust-remote-code",
+                           "--enable-auto-tool-choice", "--tool-call-parser", "--reasoning-parser",
+                           "--kv-cache-dtype", "--speculative-config"})
     EXPECT_THAT(argv, Not(Contains(flag))) << ::testing::PrintToString(argv);
   const VllmOptions& o = s.vllm;
   EXPECT_EQ(o.data_parallel_size, 1);
+  EXPECT_FALSE(o.max_num_seqs);
   EXPECT_FALSE(o.trust_remote_code);
   EXPECT_EQ(o.tool_call_parser, "");
   EXPECT_EQ(o.reasoning_parser, "");
@@ -182,6 +185,13 @@ TEST(VllmKeys, ArgsCannotSetWhatTheKeysSetInAnySpelling) {
     gpus: [5]
     port: 8002
     args: ['--speculative-config={"method": "ngram"}']
+  y:
+    model: llama
+    engine: vllm
+    gpus: [6]
+    port: 8003
+    vllm: {max_num_seqs: 64}
+    args: [--max-num-seqs, "8"]
 )")),
       ElementsAre("berth.yaml:14:29: -dp is set by `vllm.data_parallel_size:`; args cannot set "
                   "it (remove it from args, and change `vllm.data_parallel_size:` instead)",
@@ -189,7 +199,9 @@ TEST(VllmKeys, ArgsCannotSetWhatTheKeysSetInAnySpelling) {
                   "cannot set it (remove it from args, and change `vllm.tool_call_parser:` "
                   "instead)",
                   "berth.yaml:26:12: --speculative-config is set by `vllm.speculative:`; args "
-                  "cannot set it (remove it from args, and change `vllm.speculative:` instead)"));
+                  "cannot set it (remove it from args, and change `vllm.speculative:` instead)",
+                  "berth.yaml:33:12: --max-num-seqs is set by `vllm.max_num_seqs:`; args "
+                  "cannot set it (remove it from args, and change `vllm.max_num_seqs:` instead)"));
 }
 
 TEST(VllmKeys, EnvCannotSetTheVariablesVllmNoLongerReads) {

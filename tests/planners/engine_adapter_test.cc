@@ -76,6 +76,9 @@ TEST(EngineAdapter, ArgsNamingAFlagBerthRendersAreFoundInEverySpelling) {
   EXPECT_FALSE(at({"--max-model-len", "8192"}));
   s.vllm.max_model_len = 4096;
   EXPECT_TRUE(at({"--max-model-len", "8192"}));
+  s.vllm.max_num_seqs = 64;
+  EXPECT_EQ(at({"--enforce-eager", "--max-num-seqs", "128"})->set_by, "vllm.max_num_seqs");
+  EXPECT_EQ(at({"--max_num_seqs=128"})->set_by, "vllm.max_num_seqs");
 }
 
 TEST(EngineAdapter, EveryEngineOwnsItsPortHostAndServedName) {
@@ -120,6 +123,7 @@ TEST(VllmAdapter, EveryKeyRendersItsFlags) {
   ServiceSpec s = Vllm();
   s.vllm.tensor_parallel_size = 2;
   s.vllm.data_parallel_size = 2;
+  s.vllm.max_num_seqs = 64;
   s.vllm.trust_remote_code = true;
   s.vllm.kv_cache_dtype = "fp8";
   s.vllm.tool_call_parser = "hermes";
@@ -130,7 +134,7 @@ TEST(VllmAdapter, EveryKeyRendersItsFlags) {
   EXPECT_THAT(After(ServiceArgv(s, c), "--tensor-parallel-size"),
               ElementsAre("--tensor-parallel-size", "2", "--pipeline-parallel-size", "1",
                           "--data-parallel-size", "2", "--gpu-memory-utilization", "0.9",
-                          "--trust-remote-code", "--kv-cache-dtype", "fp8",
+                          "--max-num-seqs", "64", "--trust-remote-code", "--kv-cache-dtype", "fp8",
                           // cli_args.py: auto tool choice needs both.
                           "--enable-auto-tool-choice", "--tool-call-parser", "hermes",
                           "--reasoning-parser", "deepseek_r1", "--speculative-config",
@@ -306,6 +310,9 @@ TEST(LlamaServerAdapter, TheModelFileAndEveryKeyRender) {
   s.llama.cache_type_k = "q8_0";
   s.llama.cache_type_v = "q4_0";
   s.llama.split_mode = "row";
+  s.llama.threads = 16;
+  s.llama.batch_size = 4096;
+  s.llama.ubatch_size = 1024;
   a = ServiceArgv(s, Ctx("llama-server"));
   EXPECT_THAT(From(a, "--n-gpu-layers"), ElementsAre("--n-gpu-layers", "auto"));
   EXPECT_THAT(a, Contains("--jinja"));
@@ -313,6 +320,12 @@ TEST(LlamaServerAdapter, TheModelFileAndEveryKeyRender) {
   EXPECT_THAT(From(a, "--cache-type-k"), ElementsAre("--cache-type-k", "q8_0"));
   EXPECT_THAT(From(a, "--cache-type-v"), ElementsAre("--cache-type-v", "q4_0"));
   EXPECT_THAT(From(a, "--split-mode"), ElementsAre("--split-mode", "row"));
+  EXPECT_THAT(From(a, "--threads"), ElementsAre("--threads", "16"));
+  EXPECT_THAT(From(a, "--batch-size"), ElementsAre("--batch-size", "4096"));
+  EXPECT_THAT(From(a, "--ubatch-size"), ElementsAre("--ubatch-size", "1024"));
+  EXPECT_EQ(FindOwnedFlag(s, {"-t", "8"})->set_by, "llama_server.threads");
+  EXPECT_EQ(FindOwnedFlag(s, {"-b", "512"})->set_by, "llama_server.batch_size");
+  EXPECT_EQ(FindOwnedFlag(s, {"-ub", "256"})->set_by, "llama_server.ubatch_size");
   EXPECT_EQ(FindOwnedFlag(s, {"-np", "8"})->set_by, "llama_server.parallel");
   EXPECT_EQ(FindOwnedFlag(s, {"-ctv", "f16"})->set_by, "llama_server.cache_type_v");
   EXPECT_EQ(FindOwnedFlag(s, {"-sm", "layer"})->set_by, "llama_server.split_mode");

@@ -127,6 +127,23 @@ TEST(LlamaClaim, KvCacheFollowsContextLayersAndCacheType) {
   EXPECT_EQ(why, "berth does not know the KV cache type 'q3_k'");
 }
 
+// The logits buffer holds n_ubatch × n_vocab floats: --ubatch-size grows it, and llama.cpp
+// takes at most --batch-size of it.
+TEST(LlamaClaim, ComputeFollowsThePhysicalBatchCappedByTheLogicalOne) {
+  const GgufModel m = Llama8B();
+  LlamaServerOptions o;
+  o.ctx_size = 8192;
+  std::string why;
+  EXPECT_EQ(DeriveLlamaClaim(o, m, 1, &why)->compute, 512u * 32000 * 4 + kLlamaGpuOverheadBytes);
+  o.ubatch_size = 2048;
+  EXPECT_EQ(DeriveLlamaClaim(o, m, 1, &why)->compute, 2048u * 32000 * 4 + kLlamaGpuOverheadBytes);
+  o.batch_size = 1024;
+  EXPECT_EQ(DeriveLlamaClaim(o, m, 1, &why)->compute, 1024u * 32000 * 4 + kLlamaGpuOverheadBytes);
+  o.ubatch_size.reset();
+  o.batch_size = 256;
+  EXPECT_EQ(DeriveLlamaClaim(o, m, 1, &why)->compute, 256u * 32000 * 4 + kLlamaGpuOverheadBytes);
+}
+
 class LlamaClaimPlanTest : public PlannerTest {
  protected:
   static const Action& Start(const Plan& p) {
