@@ -1,6 +1,11 @@
 #include "planners/front_render.h"
 
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <map>
 #include <ostream>
+#include <set>
 #include <sstream>
 #include <vector>
 
@@ -143,6 +148,183 @@ Result<std::string> RenderHaproxyConfig(const FrontSpec& spec) {
   c << "  default_backend " << kFrontBackend << "\n";
   c << "\n";
   RenderHoldingBackend(spec, kFrontBackend, servers, c);
+  RenderReadyAndHold(spec, c);
+  return c.str();
+}
+
+namespace {
+
+/// Whether `s` is a JSON number (RFC 8259): a request's number `model` reads as its text.
+bool IsJsonNumber(const std::string& s) {
+  size_t i = 0;
+  auto digits = [&] {
+    size_t from = i;
+    while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
+    return i > from;
+  };
+  if (i < s.size() && s[i] == '-') ++i;
+  if (i < s.size() && s[i] == '0')
+    ++i;
+  else if (!digits())
+    return false;
+  if (i < s.size() && s[i] == '.' && (++i, !digits())) return false;
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
+    if (!digits()) return false;
+  }
+  return i == s.size();
+}
+
+/// `s` as the inside of a JSON string that is also safe inside a single-quoted HAProxy word
+/// and a log-format string: letters, digits and " -._:/@+" as they are, every other byte as
+/// \u00XX (no quote, backslash, '%', '$' or '#' of the user's reaches the configuration).
+std::string JsonText(const std::string& s) {
+  static const char* kHex = "0123456789abcdef";
+  std::string out;
+  for (unsigned char ch : s) {
+    if (std::isalnum(ch) || (ch != 0 && std::strchr(" -._:/@+", ch))) {
+      out += static_cast<char>(ch);
+    } else {
+      out += "\\u00";
+      out += kHex[ch >> 4];
+      out += kHex[ch & 15];
+    }
+  }
+  return out;
+}
+
+/// The bytes of `s` as upper-case hex digits, as HAProxy's `hex` converter writes them.
+std::string Hex(const std::string& s) {
+  static const char* kHex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char ch : s) {
+    out += kHex[ch >> 4];
+    out += kHex[ch & 15];
+  }
+  return out;
+}
+
+/// OpenAI's error object; `message` already JsonText, `code` a JSON value.
+std::string OpenAiError(const std::string& message, const std::string& code) {
+  return R"({"error":{"message":")" + message +
+         R"(","type":"invalid_request_error","param":"model","code":)" + code + "}}";
+}
+
+/// The models' servers, each once, in the order of `models`.
+std::vector<FrontBackend> RoutedServers(const std::vector<RoutedModel>& models) {
+  std::vector<FrontBackend> servers;
+  for (const RoutedModel& m : models) {
+    bool seen = false;
+    for (const FrontBackend& s : servers) seen = seen || s.name == m.server.name;
+    if (!seen) servers.push_back(m.server);
+  }
+  return servers;
+}
+
+}  // namespace
+
+std::string RoutedFrontProblems(const FrontSpec& spec, const std::vector<RoutedModel>& models) {
+  std::string out;
+  auto problem = [&out](const std::string& p) { out += p + "\n"; };
+  if (models.empty()) problem("a routed front serves no model");
+  if (!spec.backends.empty())
+    problem("a routed front takes its servers from its models, not from backends");
+  if (!spec.active.empty()) problem("a routed front has no active server: every model is served");
+  std::set<std::string> names;
+  std::map<std::string, const FrontBackend*> servers;
+  for (const RoutedModel& m : models) {
+    const std::string& n = m.served_name;
+    const std::string shown = "'" + JsonText(n.substr(0, kMaxServedNameBytes)) + "'";
+    if (n.empty() || n.size() > kMaxServedNameBytes)
+      problem("served name " + shown + " is not 1.." + std::to_string(kMaxServedNameBytes) +
+              " bytes");
+    if (std::any_of(n.begin(), n.end(), [](unsigned char ch) { return ch < 0x20 || ch > 0x7e; }))
+      problem("served name " + shown +
+              " is not printable ASCII (a client's \\u escape of a wider character would not "
+              "match it)");
+    if (IsJsonNumber(n))
+      problem("served name " + shown + " is a JSON number (a request's number model would match)");
+    if (!names.insert(n).second) problem("served name " + shown + " is served twice");
+    auto [at, inserted] = servers.emplace(m.server.name, &m.server);
+    if (!inserted && (at->second->host != m.server.host || at->second->port != m.server.port))
+      problem("front backend '" + m.server.name + "' is given two addresses");
+  }
+  FrontSpec as_front = spec;
+  as_front.backends = RoutedServers(models);
+  as_front.active.clear();
+  out += FrontSpecProblems(as_front);
+  return out;
+}
+
+std::string RoutedModelListJson(const std::vector<RoutedModel>& models) {
+  std::string out = R"({"object":"list","data":[)";
+  std::set<std::string> listed;
+  for (const RoutedModel& m : models) {
+    if (!listed.insert(m.served_name).second) continue;
+    if (listed.size() > 1) out += ",";
+    out += R"({"id":")" + JsonText(m.served_name) + R"(","object":"model","owned_by":"berth"})";
+  }
+  return out + "]}";
+}
+
+Result<std::string> RenderRoutedFrontConfig(const FrontSpec& spec,
+                                            const std::vector<RoutedModel>& models) {
+  std::string problems = RoutedFrontProblems(spec, models);
+  if (!problems.empty()) return Status::InvalidArgument(problems);
+  std::string served;  // "`a`, `b`" for the error messages
+  for (const RoutedModel& m : models)
+    served += (served.empty() ? "`" : ", `") + JsonText(m.served_name) + "`";
+  const std::string read = std::to_string(spec.buffer_bytes - 1024);
+  std::ostringstream c;
+  RenderGlobalAndDefaults(spec, c);
+  RenderFrontendHead(spec, c);
+  c << "  # Routed by the request body's model: the rules below run once the whole body is in,\n"
+       "  # or once one buffer is full (tune.bufsize less about 1 KiB and the headers).\n";
+  c << "  option http-buffer-request\n";
+  c << "  # Every model this port serves, running or not (OpenAI's list, as vLLM answers it).\n";
+  c << "  http-request return status 200 content-type application/json string '"
+    << RoutedModelListJson(models) << "' if { path /v1/models }\n";
+  c << "  # The body's model: a string, a number as its text; nothing when absent, null, a list\n"
+       "  # or an object, or when the body is not JSON.\n";
+  c << "  http-request set-var(txn.model) req.body,json_query('$.model')\n";
+  c << "  http-request set-var(txn.body_len) req.body_len\n";
+  c << "  acl has_model var(txn.model) -m found\n";
+  c << "  # The body was longer than what was read (its model may lie past the buffer).\n";
+  c << "  acl body_cut req.body_size,sub(txn.body_len) gt 0\n";
+  c << "  # The served names, hex-encoded: no user's or client's text is read as configuration.\n";
+  for (const RoutedModel& m : models)
+    c << "  acl served_model var(txn.model),hex -m str " << Hex(m.served_name) << "\n";
+  c << "  http-request return status 413 content-type application/json string '"
+    << OpenAiError("The request body is longer than the " + read +
+                       " bytes the front reads before routing, and they hold no model: send "
+                       "`model` before the messages, or raise the front\\u0027s buffer_bytes.",
+                   R"("request_too_large")")
+    << "' if !has_model body_cut\n";
+  c << "  http-request return status 400 content-type application/json string '"
+    << OpenAiError(
+           "The request names no model: its JSON body has no string `model`. This "
+           "port serves " +
+               served + ".",
+           "null")
+    << "' if !has_model\n";
+  c << "  http-request return status 404 content-type application/json lf-string '"
+    << OpenAiError(
+           "The model `%[var(txn.model),bytes(0,100),json(utf8s)]` does not exist. "
+           "This port serves " +
+               served + ".",
+           R"("model_not_found")")
+    << "' if !served_model\n";
+  for (const RoutedModel& m : models)
+    c << "  use_backend " << kRoutedBackendPrefix << m.server.name << " if { var(txn.model),hex "
+      << "-m str " << Hex(m.served_name) << " }\n";
+  c << "\n";
+  for (const FrontBackend& s : RoutedServers(models)) {
+    RenderHoldingBackend(spec, kRoutedBackendPrefix + s.name,
+                         {{s.name, s.host + ":" + std::to_string(s.port), true},
+                          {kFrontHoldServer, "unix@" + spec.hold_socket, false}},
+                         c);
+  }
   RenderReadyAndHold(spec, c);
   return c.str();
 }

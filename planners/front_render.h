@@ -36,7 +36,9 @@
 //    experimental-mode `set var`).
 #pragma once
 
+#include <cstddef>
 #include <string>
+#include <vector>
 
 #include "core/front.h"
 #include "core/status.h"
@@ -58,6 +60,59 @@ uint64_t FrontRetries(uint64_t hold_ms);
 
 /// The HAProxy configuration of `spec`, or InvalidArgument listing FrontSpecProblems.
 Result<std::string> RenderHaproxyConfig(const FrontSpec& spec);
+
+/// One name a routed front answers for (issue 41): a request whose JSON body's `model` is
+/// exactly `served_name` goes to `server`. Several names may share one server (aliases).
+struct RoutedModel {
+  /// What clients send as `model` and GET /v1/models lists (vLLM's --served-model-name): user
+  /// text, printable ASCII, 1..kMaxServedNameBytes bytes, not a JSON number (a request's number
+  /// `model` reads as its text and would match it). Never written into the configuration as it
+  /// is: hex-encoded in the match, \u-escaped in the JSON answers.
+  std::string served_name;
+  /// The model server; its name names the backend "model-NAME" (kRoutedBackendPrefix).
+  FrontBackend server;
+};
+
+/// The longest served name a routed front takes.
+inline constexpr size_t kMaxServedNameBytes = 200;
+/// A routed front's backend for server NAME: "model-NAME".
+inline constexpr const char* kRoutedBackendPrefix = "model-";
+
+/// Every problem of `models` for a routed front on `spec`, one per line ("" when none): no model,
+/// a served name twice or not printable ASCII, a server named twice with different addresses,
+/// and FrontSpecProblems of `spec` with the models' servers as its backends. `spec.backends` and
+/// `spec.active` must be empty: a routed front takes its servers from `models`.
+std::string RoutedFrontProblems(const FrontSpec& spec, const std::vector<RoutedModel>& models);
+
+/// The body of the routed front's GET /v1/models: OpenAI's list as vLLM answers it,
+/// {"object":"list","data":[{"id":NAME,"object":"model","owned_by":"berth"},...]}, in the
+/// order of `models`, each name once.
+std::string RoutedModelListJson(const std::vector<RoutedModel>& models);
+
+/// The HAProxy configuration of a front that serves several models on `spec.port`, routed by
+/// the `model` of the request's JSON body (chat, completions, embeddings: any request but the
+/// ones below), or InvalidArgument listing RoutedFrontProblems. The global and defaults
+/// sections, the front's health and ready paths, the hold loop and the admin socket are those
+/// of RenderHaproxyConfig; each server gets a holding backend of its own ("model-NAME": its
+/// server ready, `hold` in maintenance), whose states the admin socket can change as it does
+/// `models`'. Verified against HAProxy 2.6.12 by tests/providers/model_router_test.cc:
+///  - `option http-buffer-request` in the frontend: the rules run once the whole body is in,
+///    or once one buffer (tune.bufsize, FrontSpec::buffer_bytes, less about 1 KiB and the
+///    headers) is full. The `model` is `req.body,json_query('$.model')`: a string (JSON escapes
+///    read, except "\/", which makes mjson find nothing, and \uXXXX past 0x7F, read as one
+///    Latin-1 byte), a number as its text, true/false as a boolean that matches no name,
+///    null/a list/an object as nothing; with duplicate keys the first (Python's json takes
+///    the last). It is found in a body cut at the buffer when it comes before the cut.
+///  - GET /v1/models answers the list (RoutedModelListJson) from HAProxy itself, whether the
+///    servers run or not.
+///  - No `model` found: 413 when the body was longer than what was read (Content-Length past
+///    the buffer: `model` may be beyond it), else 400. A `model` no name matches: 404 naming
+///    it (cut at 100 bytes, JSON-escaped by HAProxy's json converter) and the served names.
+///    Each is OpenAI's error object: {"error":{"message","type":"invalid_request_error",
+///    "param":"model","code"}}, code "model_not_found" for the 404.
+///  - Responses pass as they come (streams are not buffered): only the request is.
+Result<std::string> RenderRoutedFrontConfig(const FrontSpec& spec,
+                                            const std::vector<RoutedModel>& models);
 
 /// The unit (FrontUnitName(spec.port)) that runs HAProxy in master-worker mode on
 /// `config_path`: Type=notify (-Ws), the configuration checked before a start and a reload,

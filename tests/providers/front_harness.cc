@@ -152,6 +152,14 @@ void TinyHttpServer::Serve(int fd) {
 
 HttpAnswer HttpCall(int port, const std::string& method, const std::string& path,
                     const std::string& body, int timeout_ms) {
+  std::string request = method + " " + path + " HTTP/1.1\r\nHost: front\r\nConnection: close\r\n";
+  if (method == "POST")
+    request +=
+        "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
+  return HttpSend(port, request + "\r\n" + body, timeout_ms);
+}
+
+HttpAnswer HttpSend(int port, const std::string& request, int timeout_ms) {
   HttpAnswer a;
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   timeval tv{timeout_ms / 1000, (timeout_ms % 1000) * 1000};
@@ -164,11 +172,6 @@ HttpAnswer HttpCall(int port, const std::string& method, const std::string& path
     close(fd);
     return a;
   }
-  std::string request = method + " " + path + " HTTP/1.1\r\nHost: front\r\nConnection: close\r\n";
-  if (method == "POST")
-    request +=
-        "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
-  request += "\r\n" + body;
   std::string in;
   if (!SendAll(fd, request)) {
     a.outcome = errno == ECONNRESET || errno == EPIPE ? HttpAnswer::Outcome::kReset

@@ -57,6 +57,9 @@ struct HttpAnswer {
   bool answered() const { return outcome == Outcome::kAnswered; }
 };
 
+/// `request` (the whole HTTP/1.1 request, as written) to 127.0.0.1:`port`, read to the end.
+HttpAnswer HttpSend(int port, const std::string& request, int timeout_ms = 60000);
+
 /// One request to 127.0.0.1:`port` with Connection: close, read to the end.
 HttpAnswer HttpCall(int port, const std::string& method, const std::string& path,
                     const std::string& body = "", int timeout_ms = 60000);
