@@ -118,4 +118,26 @@ std::string FrontServiceName(int port) {
   return std::string(kFrontServicePrefix) + std::to_string(port);
 }
 
+std::string OnDemandSocketName(const std::string& service) {
+  return std::string(kOnDemandPrefix).append(service).append(".socket");
+}
+std::string OnDemandProxyName(const std::string& service) {
+  return std::string(kOnDemandPrefix).append(service).append(".service");
+}
+
+std::vector<std::string> ServiceSpec::UnitNames() const {
+  std::vector<std::string> names = {UnitName()};
+  if (on_demand) {
+    names.push_back(OnDemandSocketName(name));
+    names.push_back(OnDemandProxyName(name));
+  }
+  return names;
+}
+
+int ServiceSpec::PublicPort() const {
+  if (on_demand) return on_demand->public_port;
+  if (front_port) return front_port;
+  return port.value_or(0);
+}
+
 }  // namespace berth

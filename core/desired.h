@@ -292,6 +292,24 @@ struct GatesSpec {
   bool empty() const { return !smoke && !floor && !soak; }
 };
 
+/// `on_demand: true`: the service's port is held by a systemd socket unit; the first connection
+/// starts the model server, which stops after `idle_stop_ms` without connections
+/// (docs/operating.md "On-demand services"). The units berth renders for it:
+/// OnDemandSocketName / OnDemandProxyName (the socket and the proxy it activates) and the
+/// service's own unit (the model server, listening on 127.0.0.1 and ServiceSpec::port).
+struct OnDemandSpec {
+  int public_port = 0;                        // the manifest's `port:`, which the socket holds
+  std::string bind = "0.0.0.0";               // the manifest's `bind:`, where the socket listens
+  uint64_t idle_stop_ms = 10ULL * 60 * 1000;  // `idle_stop:` (systemd-socket-proxyd's idle exit)
+  /// `swap_group:` services of one group take turns (at most one runs): their units conflict.
+  std::string swap_group;
+};
+
+/// The units of on-demand service `service`: "berth-wake-chat.socket", "berth-wake-chat.service".
+std::string OnDemandSocketName(const std::string& service);
+std::string OnDemandProxyName(const std::string& service);
+constexpr std::string_view kOnDemandPrefix = "berth-wake-";
+
 struct ServiceSpec {
   std::string name;  // unit is name + ".service"
   ServiceState state = ServiceState::kRunning;
@@ -339,10 +357,19 @@ struct ServiceSpec {
   GatesSpec gates;
   Strategy strategy = Strategy::kAuto;
   Standby standby = Standby::kStop;
+  /// `on_demand: true`; `port` is then the model server's own loopback port (`server_port:`, or
+  /// derived from the name in 20000-29999) and `bind` 127.0.0.1.
+  std::optional<OnDemandSpec> on_demand;
   bool adopt = false;
   SourceLoc loc;
 
   std::string UnitName() const { return name + ".service"; }
+  /// Every unit berth writes for the service: UnitName(), and for an on-demand service its
+  /// socket and proxy units.
+  std::vector<std::string> UnitNames() const;
+  /// The port clients dial: the socket's for an on-demand service, the front's behind a
+  /// front, else `port` (0: none).
+  int PublicPort() const;
   /// The name the manifest gives the served model: the engine section's served_model_name or
   /// alias, engine: command's served_name, else the service's name. What the server itself
   /// lists in /v1/models is its adapter's ReportedName (trtllm-serve lists its model folder's

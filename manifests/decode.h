@@ -20,8 +20,12 @@ struct ServiceDraft {
   SourceLoc draft_model_loc;        // the speculative draft model's value; line 0 when absent
   std::optional<int> backend_port;  // `backend_port:` (behind a front)
   SourceLoc backend_port_loc;
-  SourceLoc bind_loc;     // the `bind:` value; line 0 when absent
-  SourceLoc standby_loc;  // the `standby:` value; line 0 when absent
+  SourceLoc bind_loc;              // the `bind:` value; line 0 when absent
+  SourceLoc standby_loc;           // the `standby:` value; line 0 when absent
+  SourceLoc on_demand_loc;         // the `on_demand:` value; line 0 when absent
+  std::optional<int> server_port;  // `server_port:` (on demand)
+  SourceLoc server_port_loc;
+  SourceLoc swap_group_loc;  // the `swap_group:` value; line 0 when absent
 };
 
 struct FilePart {

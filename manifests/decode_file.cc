@@ -22,8 +22,8 @@ constexpr std::string_view kFrontKeys[] = {"bind", "hold", "drain", "retry_after
 constexpr std::string_view kReadyKeys[] = {"path", "lead"};
 constexpr std::string_view kGpuInventoryKeys[] = {"count", "memory"};
 constexpr std::string_view kMatchKeys[] = {"hostname"};
-constexpr std::string_view kExecutableEngines[] = {"vllm", "sglang", "llama-server", "trtllm-serve",
-                                                   "haproxy"};
+constexpr std::string_view kExecutableEngines[] = {"vllm",         "sglang",  "llama-server",
+                                                   "trtllm-serve", "haproxy", "berth"};
 constexpr std::string_view kModelKeys[] = {"source",  "revision", "include",
                                            "exclude", "keep",     "size"};
 

@@ -15,10 +15,11 @@ namespace berth::manifests {
 namespace {
 
 constexpr std::string_view kServiceKeys[] = {
-    "model", "engine",       "state",        "gpus",        "port",     "bind",        "executable",
-    "vllm",  "sglang",       "llama_server", "trtllm",      "command",  "served_name", "args",
-    "env",   "env_file",     "gpu_memory",   "health",      "strategy", "adopt",       "preflight",
-    "gates", "backend_port", "standby",      "stop_timeout"};
+    "model",        "engine",    "state",     "gpus",         "port",         "bind",
+    "executable",   "vllm",      "sglang",    "llama_server", "trtllm",       "command",
+    "served_name",  "args",      "env",       "env_file",     "gpu_memory",   "health",
+    "strategy",     "adopt",     "preflight", "gates",        "backend_port", "standby",
+    "stop_timeout", "on_demand", "idle_stop", "swap_group",   "server_port"};
 constexpr std::string_view kEngines[] = {"vllm", "sglang", "llama-server", "trtllm-serve",
                                          "command"};
 constexpr std::string_view kStates[] = {"running", "stopped", "absent"};
@@ -375,6 +376,46 @@ void RefuseOwnedFlags(YamlReader& r, const ServiceSpec& s, const Field* args) {
           "remove it from args, and change `" + key + ":` instead");
 }
 
+// on_demand, idle_stop, swap_group and server_port together: the last three only with the
+// first, which needs a unit berth writes with a port. Sets d->spec.on_demand.
+void CheckOnDemand(YamlReader& r, const Field& entry, bool has_port, const SourceLoc& idle_stop_loc,
+                   std::optional<OnDemandSpec> od, uint64_t idle_stop,
+                   const std::string& swap_group, ServiceDraft* d) {
+  ServiceSpec& s = d->spec;
+  const char* hint = "add on_demand: true, or remove it";
+  if (!od) {
+    if (idle_stop_loc.line)
+      r.Error(idle_stop_loc, "'idle_stop' applies only to an on-demand service", hint);
+    if (d->swap_group_loc.line)
+      r.Error(d->swap_group_loc,
+              "'swap_group' applies only to on-demand services: its members take turns, each "
+              "started by its first request",
+              hint);
+    if (d->server_port_loc.line)
+      r.Error(d->server_port_loc, "'server_port' applies only to an on-demand service", hint);
+    return;
+  }
+  if (!s.has_engine)
+    r.Error(d->on_demand_loc,
+            "on_demand needs an engine: berth writes the model server's unit, which the first "
+            "request starts",
+            "add engine: and model:, or remove on_demand");
+  else if (!has_port)
+    r.Error(d->on_demand_loc, "on_demand needs the service's 'port': the socket holds it",
+            "add port:");
+  if (s.standby == Standby::kSleep)
+    r.Error(d->on_demand_loc, "on_demand and standby: sleep do not go together",
+            "an idle on-demand server stops; remove standby");
+  if (!s.gates.empty())
+    r.Error(entry.key_loc,
+            "gates need a start by berth, and an on-demand service is started by its first "
+            "request",
+            "remove gates, or on_demand");
+  od->idle_stop_ms = idle_stop;
+  od->swap_group = swap_group;
+  s.on_demand = std::move(od);
+}
+
 }  // namespace
 
 ServiceDraft DecodeService(YamlReader& r, const Field& entry) {
@@ -408,6 +449,10 @@ ServiceDraft DecodeService(YamlReader& r, const Field& entry) {
   bool has_model_file = false;
   const Field* args_field = nullptr;
   bool tp_ok = true;
+  std::optional<OnDemandSpec> od;  // on_demand: true
+  SourceLoc idle_stop_loc;
+  uint64_t idle_stop = OnDemandSpec{}.idle_stop_ms;
+  std::string swap_group;
   for (const Field& f : fields) {
     // A state-only service may say where it serves and what it holds (berth cannot derive it
     // from a unit it does not write); everything else describes a unit berth would write.
@@ -538,6 +583,28 @@ ServiceDraft DecodeService(YamlReader& r, const Field& entry) {
                      : *v == "stop-first" ? Strategy::kStopFirst
                                           : Strategy::kStartFirst;
       }
+    } else if (f.key == "on_demand") {
+      d.on_demand_loc = f.value_loc;
+      if (auto v = r.Bool(f); v && *v && !od) od.emplace();
+    } else if (f.key == "idle_stop") {
+      idle_stop_loc = f.value_loc;
+      std::optional<uint64_t> v = r.DurationMs(f);
+      if (v && *v < 1000)
+        r.Error(f.value_loc, "idle_stop must be at least 1s, got " + FormatDurationMs(*v),
+                "systemd-socket-proxyd's --exit-idle-time counts whole idle periods");
+      else if (v)
+        idle_stop = *v;
+    } else if (f.key == "swap_group") {
+      d.swap_group_loc = f.value_loc;
+      std::optional<std::string> v = r.String(f);
+      if (v && (v->empty() || !UnitNameProblem(*v).empty()))
+        r.Error(f.value_loc, "swap_group '" + *v + "' is not a name",
+                "use letters, digits, ':', '_', '.' and '-'");
+      else if (v)
+        swap_group = *v;
+    } else if (f.key == "server_port") {
+      d.server_port_loc = f.value_loc;
+      if (auto v = r.Int(f, 1, 65535)) d.server_port = static_cast<int>(*v);
     } else if (f.key == "standby") {
       d.standby_loc = f.value_loc;
       if (auto v = r.Enum(f, kStandbys)) {
@@ -554,6 +621,7 @@ ServiceDraft DecodeService(YamlReader& r, const Field& entry) {
       }
     }
   }
+  CheckOnDemand(r, entry, has_port, idle_stop_loc, std::move(od), idle_stop, swap_group, &d);
   if (s.standby == Standby::kSleep && s.env.count("VLLM_SERVER_DEV_MODE") &&
       s.env.at("VLLM_SERVER_DEV_MODE") != "1")
     r.Error(d.standby_loc,

@@ -154,6 +154,59 @@ std::map<std::string, int> MergeFronts(const std::vector<FilePart>& parts,
   return backend;
 }
 
+// On-demand services: each model server's own loopback port (`server_port:`, or derived from
+// the name like a backend port, past every port of the manifest), by service name. A front on
+// the public port is refused for now (routing several models through one port is to come).
+std::map<std::string, int> MergeOnDemand(const std::vector<ServiceDraft*>& services,
+                                         const Desired& desired,
+                                         const std::map<std::string, int>& backend,
+                                         std::vector<Diagnostic>* diagnostics) {
+  std::set<int> taken;
+  for (const ServiceDraft* d : services)
+    if (d->spec.port) taken.insert(*d->spec.port);
+  for (const auto& [port, f] : desired.fronts) taken.insert(port);
+  for (const auto& [name, port] : backend) taken.insert(port);
+  std::map<std::string, int> server;
+  std::vector<const ServiceDraft*> derived;
+  for (const ServiceDraft* d : services) {
+    const ServiceSpec& s = d->spec;
+    if (s.name.rfind(kOnDemandPrefix, 0) == 0)
+      Add(diagnostics, s.loc,
+          "service name '" + s.name + "' begins with '" + std::string(kOnDemandPrefix) +
+              "', which berth keeps for the units of on-demand services",
+          "rename the service");
+    if (!s.on_demand || !s.port) continue;
+    if (desired.fronts.count(*s.port)) {
+      Add(diagnostics, d->on_demand_loc,
+          "service '" + s.name + "' is on demand on port " + std::to_string(*s.port) +
+              ", which has a front: berth cannot yet route a front's port to an on-demand service",
+          "remove the port from fronts:, or on_demand");
+      continue;
+    }
+    if (!d->server_port) {
+      derived.push_back(d);
+      continue;
+    }
+    if (!taken.insert(*d->server_port).second) {
+      Add(diagnostics, d->server_port_loc,
+          "server_port " + std::to_string(*d->server_port) + " is already a port of this manifest",
+          "choose another server_port, or remove it to let berth choose");
+      continue;
+    }
+    server[s.name] = *d->server_port;
+  }
+  std::sort(derived.begin(), derived.end(), [](const ServiceDraft* a, const ServiceDraft* b) {
+    return a->spec.name < b->spec.name;
+  });
+  for (const ServiceDraft* d : derived) {
+    int p = DerivedBackendPort(d->spec.name);
+    while (taken.count(p)) p = p == 29999 ? 20000 : p + 1;
+    taken.insert(p);
+    server[d->spec.name] = p;
+  }
+  return server;
+}
+
 }  // namespace
 
 Desired MergeParts(std::vector<FilePart> parts, std::vector<Diagnostic>* diagnostics) {
@@ -254,9 +307,21 @@ Desired MergeParts(std::vector<FilePart> parts, std::vector<Diagnostic>* diagnos
         "set bind: 127.0.0.1, or put port " +
             (s.port ? std::to_string(*s.port) : std::string("?")) + " behind a front in fronts:");
   }
+  std::map<std::string, int> server = MergeOnDemand(services, desired, backend, diagnostics);
   service_named.clear();  // its keys are the drafts' names, which move now
   for (ServiceDraft* d : services) {
     auto b = backend.find(d->spec.name);
+    if (auto od = server.find(d->spec.name); od != server.end()) {
+      // The socket holds the public port where the manifest binds it; the server listens on
+      // loopback behind it.
+      ServiceSpec& spec = d->spec;
+      spec.on_demand->public_port = *spec.port;
+      spec.on_demand->bind = spec.bind;
+      spec.port = od->second;
+      spec.bind = "127.0.0.1";
+    } else {
+      d->spec.on_demand.reset();  // refused above: planned as an ordinary service
+    }
     std::string name = d->spec.name;
     ServiceSpec& s = desired.services.emplace(std::move(name), std::move(d->spec)).first->second;
     if (b != backend.end()) {

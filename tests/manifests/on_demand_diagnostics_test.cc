@@ -1,0 +1,71 @@
+// on_demand, idle_stop, swap_group and server_port: every mistake at FILE:LINE:COL, and what a
+// valid on-demand service becomes (its server on a loopback port, the socket on its port).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "manifests/loader.h"
+#include "tests/manifests/test_util.h"
+
+namespace berth {
+namespace {
+
+using ::berth::testing::Problems;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+constexpr const char* kModels = R"(berth: 1
+models:
+  a: {source: hf://org/a}
+)";
+
+TEST(OnDemandDiagnostics, TheOnDemandKeysWithoutOnDemandAreRefusedWhereTheyAreWritten) {
+  EXPECT_THAT(Problems(std::string(kModels) + R"(services:
+  s: {model: a, engine: vllm, gpus: [0], port: 8000, idle_stop: 2m, swap_group: g, server_port: 9}
+)"),
+              ElementsAre(HasSubstr("berth.yaml:5:65: 'idle_stop' applies only to an on-demand "
+                                    "service"),
+                          HasSubstr("berth.yaml:5:81: 'swap_group' applies only to on-demand "
+                                    "services"),
+                          HasSubstr("berth.yaml:5:97: 'server_port' applies only to an "
+                                    "on-demand service")));
+}
+
+TEST(OnDemandDiagnostics, OnDemandNeedsAnEnginePortNoGatesAndNoFront) {
+  EXPECT_THAT(Problems(std::string(kModels) + R"(fronts:
+  8001: {}
+services:
+  s: {state: stopped, on_demand: true}
+  t: {model: a, engine: vllm, gpus: [0], port: 8001, on_demand: true}
+  u: {model: a, engine: vllm, gpus: [0], port: 8002, on_demand: true, gates: {smoke: {}}}
+  v: {model: a, engine: vllm, gpus: [0], port: 8003, on_demand: true, idle_stop: 500ms}
+)"),
+              ElementsAre(HasSubstr("berth.yaml:7:23: 'on_demand' needs an engine"),
+                          HasSubstr("berth.yaml:8:65: service 't' is on demand on port 8001, "
+                                    "which has a front"),
+                          HasSubstr("berth.yaml:9:3: gates need a start by berth"),
+                          HasSubstr("berth.yaml:10:82: idle_stop must be at least 1s")));
+}
+
+TEST(OnDemandDiagnostics, AnOnDemandServerListensOnLoopbackAndItsSocketOnThePort) {
+  LoadResult r = ::berth::testing::Load(std::string(kModels) + R"(services:
+  s: {model: a, engine: vllm, gpus: [0], port: 8000, on_demand: true, swap_group: g}
+  t: {model: a, engine: vllm, gpus: [0], port: 8001, on_demand: true, swap_group: g,
+      server_port: 20500, idle_stop: 2s}
+)");
+  ASSERT_THAT(r.diagnostics, IsEmpty());
+  const ServiceSpec& s = r.desired.services.at("s");
+  ASSERT_TRUE(s.on_demand);
+  EXPECT_EQ(s.on_demand->public_port, 8000);
+  EXPECT_EQ(s.on_demand->idle_stop_ms, 600000u);
+  EXPECT_GE(*s.port, 20000);
+  EXPECT_LE(*s.port, 29999);
+  EXPECT_EQ(s.bind, "127.0.0.1");
+  const ServiceSpec& t = r.desired.services.at("t");
+  EXPECT_EQ(*t.port, 20500);
+  EXPECT_EQ(t.on_demand->idle_stop_ms, 2000u);
+  EXPECT_EQ(t.on_demand->swap_group, "g");
+}
+
+}  // namespace
+}  // namespace berth
