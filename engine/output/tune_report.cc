@@ -268,7 +268,7 @@ std::string TuneResultText(const TuneReport& r) {
       out << Indented("  " + Name(o) + ": ", o.why.empty() ? "(no reason given)" : o.why);
     }
   };
-  reasons(Verdict::kFailed, "failed (the host went back to the declared configuration):");
+  reasons(Verdict::kFailed, "failed (each switch undone: the configuration before it ran again):");
   reasons(Verdict::kInfeasible, "infeasible (refused before anything stopped):");
   std::vector<std::string> unrun;
   for (const auto& o : r.outcomes)

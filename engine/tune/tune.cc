@@ -253,13 +253,18 @@ class Sweep {
       Say(out.candidate.name + ": the declared configuration; its figures are declared's");
       return;
     }
-    Say(out.candidate.name + ": switching (" + out.switch_mode + ")");
+    Say(out.candidate.name + (out.switch_mode == "none"
+                                  ? std::string(": measuring (it runs already)")
+                                  : ": switching (" + out.switch_mode + ")"));
     auto t0 = clock_.Now();
     ReconcileOptions p = Pass(i, /*apply=*/true);
     p.stop = o_.stop;
     RunReport rep = RunPass(p);
     out.switch_ms = static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::milliseconds>(clock_.Now() - t0).count());
+    // The switch as it was planned from the candidate before it (the feasibility check planned
+    // it from where the sweep began).
+    if (!rep.plan.actions.empty()) Describe(rep.plan, &out);
     if (rep.outcome == Outcome::kInterrupted || Stopped()) {
       out.why = "the sweep was stopped";
       return;
