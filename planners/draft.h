@@ -69,6 +69,7 @@ struct UnitExec {
 
 struct Draft {
   std::optional<std::string> engine_check_dir;  // PlanOptions::engine_check_dir
+  std::string berth_executable;                 // PlanOptions::berth_executable
   std::map<std::string, UnitExec> execs;        // unit name -> what it runs (engine services)
   std::vector<ResolvedModel> models;
   std::vector<PlannedDownload> downloads;
@@ -76,6 +77,10 @@ struct Draft {
   bool reload_pending = false;     // systemd already wants a reload
   std::vector<Transition> starts;  // starts and restarts, in name order
   std::vector<Transition> stops;   // units to stop, in name order
+  /// On-demand services' sockets (planners/on_demand.h): stops placed before every other
+  /// start or stop (so no request wakes a server the plan stops), starts and restarts after.
+  std::vector<Action> socket_stops;
+  std::vector<Action> socket_starts;
   std::vector<Action> model_removals;
   std::vector<Action> unit_removals;
   /// Boot state: enables and disables, in name order; the sequence places each beside its

@@ -38,6 +38,12 @@ class HostLedger {
   /// Whether GPU memory can be checked at all.
   bool gpus_known() const { return known_; }
   size_t gpu_count() const { return total_.size(); }
+  /// The indexes of the GPUs it knows, in order.
+  std::vector<int> Gpus() const {
+    std::vector<int> gpus;
+    for (const auto& [gpu, bytes] : total_) gpus.push_back(gpu);
+    return gpus;
+  }
   bool HasGpu(int gpu) const { return total_.count(gpu) > 0; }
   uint64_t Total(int gpu) const { return total_.at(gpu); }
   uint64_t Free(int gpu) const;

@@ -28,6 +28,9 @@ Plan MakePlan(const Desired& desired, const Observed& observed, const PlanOption
   }
   Draft draft;
   draft.engine_check_dir = options.engine_check_dir;
+  auto berth_exe = desired.executables.find("berth");
+  draft.berth_executable =
+      berth_exe != desired.executables.end() ? berth_exe->second : options.berth_executable;
   // Every lookup by name in what was observed goes through it.
   const PlanIndex index(observed);
   // State-only services with the port and GPUs the manifest declares or berth saw them hold.

@@ -19,6 +19,9 @@ struct PlanOptions {
   /// is left out, with a warning). Unset (default): no engine checks, no warning (a caller
   /// that runs no engine, such as a test of the plan's other steps).
   std::optional<std::string> engine_check_dir;
+  /// berth's own executable, which the units of on-demand services run (`berth __wait-healthy`,
+  /// `berth __wake-proxy`), found by the caller (/proc/self/exe); host.executables.berth wins.
+  std::string berth_executable = "/usr/bin/berth";
 };
 
 /// The ordered, checked plan. Observed.state is berth's inventory: only what it lists (and

@@ -13,6 +13,7 @@
 #include "planners/fronts.h"
 #include "planners/gates.h"
 #include "planners/host_ledger.h"
+#include "planners/on_demand.h"
 #include "planners/plan_index.h"
 #include "planners/preflight.h"
 #include "planners/prewarm.h"
@@ -54,6 +55,7 @@ class Sequencer {
     // gates or a front grow the vector as before.
     plan_->actions.reserve(draft_.downloads.size() + draft_.unit_writes.size() + 1 +
                            draft_.stops.size() + 5 * draft_.starts.size() + draft_.enables.size() +
+                           draft_.socket_stops.size() + draft_.socket_starts.size() +
                            draft_.disables.size() + draft_.model_removals.size() +
                            draft_.unit_removals.size() + 1);
     plan_->notes = std::move(draft_.notes);
@@ -64,7 +66,16 @@ class Sequencer {
     Preflights();
     UnitFiles();
     FrontWrites();
+    // On-demand sockets: closed before anything stops (no request wakes what the plan stops),
+    // opened once every server they may wake has its unit, and its GPUs counted as if all ran.
+    for (Action& a : draft_.socket_stops) Emit(std::move(a));
     Transitions();
+    for (Action& a : draft_.socket_starts) {
+      std::string unit = a.unit;
+      Emit(std::move(a));
+      EmitEnables(unit);
+    }
+    for (Problem& p : OnDemandGpuProblems(d_, host_)) plan_->problems.push_back(std::move(p));
     FrontFinals();
     BootState();
     Removals();

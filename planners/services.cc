@@ -1,12 +1,14 @@
 // The service diff: unit files to write or remove, services to start, restart or stop.
 #include <algorithm>
 #include <optional>
+#include <set>
 
 #include "core/hash.h"
 #include "core/hf_cache.h"
 #include "core/unit_marker.h"
 #include "core/units.h"
 #include "planners/draft.h"
+#include "planners/on_demand.h"
 #include "planners/plan_index.h"
 #include "planners/planner.h"
 #include "planners/prewarm.h"
@@ -92,6 +94,7 @@ struct Rendering {
   std::string reported_name;  // what the gates ask /v1/models for
   Result<RenderedUnit> unit;
   bool drift = false;  // berth's unit file was edited by hand
+  RenderContext ctx;   // what it was rendered with (an on-demand service's other units too)
 };
 
 Rendering Render(const Desired& d, const PlanIndex& index, const ServiceSpec& s,
@@ -102,6 +105,8 @@ Rendering Render(const Desired& d, const PlanIndex& index, const ServiceSpec& s,
   ctx.store = StorePath(d, o);
   ctx.berth_version = berth_version;
   ctx.executable = ResolveExecutable(s, d.executables);
+  ctx.berth_executable = draft.berth_executable;
+  ctx.conflicts = SwapGroupConflicts(d, s);
   // The snapshot of model `key` the unit names; "" when it is not in the plan's models.
   auto snapshot = [&](const std::string& key) -> std::string {
     const ResolvedModel* m = key.empty() ? nullptr : FindResolved(draft.models, key);
@@ -118,7 +123,8 @@ Rendering Render(const Desired& d, const PlanIndex& index, const ServiceSpec& s,
   }
   ctx.draft_snapshot_path = snapshot(s.draft_model);
   // What the gates ask /v1/models for: the adapter knows what its server reports.
-  Rendering r{s.has_engine ? AdapterFor(s.engine).ReportedName(s, ctx) : "", TryRenderUnit(s, ctx)};
+  Rendering r{s.has_engine ? AdapterFor(s.engine).ReportedName(s, ctx) : "", TryRenderUnit(s, ctx),
+              false, ctx};
   if (r.unit.ok() && u && u->HasFile() && index.Owns(*u) && !u->content.empty()) {
     // A body that is the one berth renders now hashes to its spec_hash (the no-op plan's
     // common case): no need to hash it again.
@@ -331,6 +337,7 @@ void DiffServices(const Desired& d, const PlanIndex& index, const std::string& b
     }
 
     if (s.state == ServiceState::kAbsent) {
+      if (s.on_demand) PlanOnDemandUnits(d, index, s, RenderContext{}, false, draft);
       if (active)
         draft->stops.push_back(Make(ActionKind::kStop, s.UnitName(), address, Reason::kWantedAbsent,
                                     "state: absent", &s));
@@ -354,7 +361,17 @@ void DiffServices(const Desired& d, const PlanIndex& index, const std::string& b
     UnitFileChange change;
     size_t problems = draft->problems.size();
     if (s.has_engine) {
-      change = PlanUnitFile(d, index, s, Render(d, index, s, berth_version, *draft), draft);
+      Rendering rendering = Render(d, index, s, berth_version, *draft);
+      RenderContext ctx = rendering.ctx;
+      change = PlanUnitFile(d, index, s, std::move(rendering), draft);
+      if (s.on_demand) {
+        // Started by its first request, never by the plan, nor "repaired" when it idles.
+        PlanOnDemandUnits(d, index, s, ctx, change.restart, draft);
+        if (s.state == ServiceState::kStopped && active)
+          draft->stops.push_back(Make(ActionKind::kStop, s.UnitName(), address,
+                                      Reason::kWantedStopped, "state: stopped", &s));
+        continue;
+      }
     } else if (!u || u->load_state == "not-found") {
       if (s.state == ServiceState::kRunning) {
         Problem p;
@@ -466,10 +483,14 @@ void DiffServices(const Desired& d, const PlanIndex& index, const std::string& b
   KeepOrEvictSleepers(o.memory, sleepers, draft);
 
   // Units berth wrote that the manifest no longer names.
+  std::set<std::string> companions;  // the socket and proxy units of on-demand services
+  for (const auto& [name, s] : d.services)
+    if (s.on_demand && s.state != ServiceState::kAbsent)
+      for (const std::string& unit : s.UnitNames()) companions.insert(unit);
   for (const ObservedUnit& u : o.units) {
-    if (!u.managed || !u.HasFile()) continue;
+    if (!u.managed || !u.HasFile() || companions.count(u.name)) continue;
     std::string service = u.name.substr(0, u.name.rfind(".service"));
-    if (d.services.count(service)) continue;
+    if (u.name.ends_with(".service") && d.services.count(service)) continue;
     if (!index.Owns(u)) {
       // Another state directory's unit (or one no state lists): not this state's to prune.
       draft->warnings.push_back(u.name + " carries berth's marker but is not this state's (" +

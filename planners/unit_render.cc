@@ -1,5 +1,7 @@
 #include "planners/unit_render.h"
 
+#include "planners/on_demand.h"
+
 #include "planners/servers/vllm.h"
 
 #include <sstream>
@@ -75,6 +77,12 @@ std::string Body(const ServiceSpec& s, const RenderContext& ctx, const RenderedU
   b << "[Unit]\n";
   b << "Description=" << w->Value(UnitValueKind::kPlain, "description", description) << "\n";
   b << "After=network-online.target\nWants=network-online.target\n";
+  if (s.on_demand) {
+    // Started by its proxy's Wants= on the first request; stopped once the proxy exits idle.
+    b << "StopWhenUnneeded=yes\n";
+    for (const std::string& other : ctx.conflicts)
+      b << "Conflicts=" << w->Value(UnitValueKind::kPlain, "swap_group", other) << "\n";
+  }
   b << "StartLimitIntervalSec=600\nStartLimitBurst=5\n\n";
   b << "[Service]\nType=exec\n";
   b << "ExecStart=";
@@ -84,7 +92,17 @@ std::string Body(const ServiceSpec& s, const RenderContext& ctx, const RenderedU
   for (const auto& [k, v] : Environment(s, ctx)) b << "Environment=" << w->Env(k, v) << "\n";
   if (!s.env_file.empty())
     b << "EnvironmentFile=" << w->Value(UnitValueKind::kPlain, "env_file", s.env_file) << "\n";
-  b << "Restart=on-failure\nRestartSec=10\n";
+  if (s.on_demand) {
+    // Active only once healthy: the proxy, ordered after this unit, connects then.
+    b << "ExecStartPost=" << w->Value(UnitValueKind::kExecArg, "berth", ctx.berth_executable)
+      << " __wait-healthy " << w->Value(UnitValueKind::kExecArg, "health", OnDemandHealthUrl(s))
+      << " --timeout-ms " << s.health.timeout_ms << "\n";
+    // A failure is the waiting request's (its proxy answers 503), and the next request starts
+    // it again: systemd does not restart it on its own.
+    b << "Restart=no\n";
+  } else {
+    b << "Restart=on-failure\nRestartSec=10\n";
+  }
   // The health gate bounds a start; systemd's own timeout sits just above it.
   b << "TimeoutStartSec=" << FormatDurationMs(s.health.timeout_ms + 60000) << "\n";
   // The default as berth always wrote it ("2min"), so that no unit berth wrote before changes.
@@ -93,7 +111,8 @@ std::string Body(const ServiceSpec& s, const RenderContext& ctx, const RenderedU
             ? std::string("2min")
             : FormatDurationMs(s.stop_timeout_ms))
     << "\nKillMode=mixed\n\n";
-  b << "[Install]\nWantedBy=multi-user.target\n";
+  // An on-demand server is started by its socket's proxy, never at boot: no [Install].
+  if (!s.on_demand) b << "[Install]\nWantedBy=multi-user.target\n";
   return b.str();
 }
 
@@ -121,6 +140,62 @@ Result<RenderedUnit> TryRenderUnit(const ServiceSpec& s, const RenderContext& ct
     return Status::Internal("unit " + r.name + ": a carriage return or NUL in the rendered unit");
   Finish(body, ctx, &r);
   return r;
+}
+
+namespace {
+
+// The header, a body from `write`, and the checks TryRenderUnit makes, for a unit `name`.
+template <typename F>
+Result<RenderedUnit> RenderCompanion(const std::string& name, const RenderContext& ctx, F write) {
+  RenderedUnit r;
+  r.name = name;
+  UnitWriter w;
+  std::string body = write(&w);
+  if (!w.status().ok()) return w.status().WithContext("unit " + r.name);
+  if (body.find('\r') != std::string::npos || body.find('\0') != std::string::npos)
+    return Status::Internal("unit " + r.name + ": a carriage return or NUL in the rendered unit");
+  Finish(body, ctx, &r);
+  return r;
+}
+
+}  // namespace
+
+Result<RenderedUnit> RenderOnDemandSocket(const ServiceSpec& s, const RenderContext& ctx) {
+  return RenderCompanion(OnDemandSocketName(s.name), ctx, [&](UnitWriter* w) {
+    const OnDemandSpec& od = *s.on_demand;
+    std::ostringstream b;
+    b << "[Unit]\nDescription="
+      << w->Value(UnitValueKind::kPlain, "description",
+                  "port " + std::to_string(od.public_port) + " of on-demand service " + s.name)
+      << "\n\n[Socket]\n";
+    b << "ListenStream="
+      << w->Value(UnitValueKind::kPlain, "bind", ListenAddress(od.bind, od.public_port)) << "\n";
+    b << "Service=" << OnDemandProxyName(s.name) << "\n\n";
+    b << "[Install]\nWantedBy=sockets.target\n";
+    return b.str();
+  });
+}
+
+Result<RenderedUnit> RenderOnDemandProxy(const ServiceSpec& s, const RenderContext& ctx) {
+  return RenderCompanion(OnDemandProxyName(s.name), ctx, [&](UnitWriter* w) {
+    const OnDemandSpec& od = *s.on_demand;
+    std::ostringstream b;
+    b << "[Unit]\nDescription="
+      << w->Value(UnitValueKind::kPlain, "description",
+                  "proxy of on-demand service " + s.name + " (starts it, stops when idle)")
+      << "\n";
+    b << "Wants=" << s.UnitName() << "\nAfter=" << s.UnitName() << "\nPartOf=" << s.UnitName()
+      << "\n";
+    // Every start is a connection's: systemd's start rate limit would fail the socket.
+    b << "StartLimitIntervalSec=0\n\n";
+    b << "[Service]\nType=exec\n";
+    b << "ExecStart=" << w->Value(UnitValueKind::kExecArg, "berth", ctx.berth_executable)
+      << " __wake-proxy " << s.UnitName() << " "
+      << w->Value(UnitValueKind::kExecArg, "health", OnDemandHealthUrl(s)) << " -- "
+      << kSocketProxyd << " --exit-idle-time=" << (od.idle_stop_ms + 999) / 1000 << "s "
+      << "127.0.0.1:" << s.port.value_or(0) << "\n";
+    return b.str();
+  });
 }
 
 RenderedUnit RenderUnit(const ServiceSpec& s, const RenderContext& ctx) {

@@ -184,4 +184,9 @@ int RunHistory(const std::string& state_dir, const std::string& format, size_t l
 int RunRender(const std::string& manifest_path, const std::string& observed_path,
               const std::string& service, std::ostream& out, std::ostream& err);
 
+/// The hidden subcommands of an on-demand service's units (argv[1] begins with "__"):
+/// `__wait-healthy URL --timeout-ms N` (exit 0 once URL answers 200) and
+/// `__wake-proxy UNIT URL -- PROXYD ARGS...` (engine/cli/wake_command.cc).
+int RunHiddenCommand(int argc, char** argv, std::ostream& err);
+
 }  // namespace berth

@@ -48,6 +48,9 @@ void AddCommonFlags(CLI::App* cmd, UnusedFlags* unused) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The on-demand units' helpers, not commands for people: no CLI11, no logging set up.
+  if (argc > 1 && std::string_view(argv[1]).starts_with("__"))
+    return berth::RunHiddenCommand(argc, argv, std::cerr);
   CLI::App app{"berth: declarative model serving on GPU hosts"};
   app.set_version_flag("--version", std::string("berth ") + kBerthBuildVersion);
   app.require_subcommand(1);

@@ -196,7 +196,8 @@ Result<Observed> LiveObserver::Observe(const Desired& desired) {
   ObserveMemory(desired, opt_.proc_root, &o);
 
   std::vector<std::string> names;
-  for (const auto& [name, s] : desired.services) names.push_back(s.UnitName());
+  for (const auto& [name, s] : desired.services)
+    for (std::string& unit : s.UnitNames()) names.push_back(std::move(unit));
   if (opt_.systemd) {
     auto units = ObserveUnits(*opt_.systemd, *opt_.unit_files, names);
     if (!units.ok()) return units.status().WithContext("observing systemd units");

@@ -75,6 +75,14 @@ StatusView MakeStatus(const Desired& d, const Observed& o,
     } else {
       st.active = "not-found";
     }
+    if (s.on_demand) {
+      const ObservedUnit* sock = o.FindUnit(OnDemandSocketName(name));
+      st.on_demand = !sock || !sock->IsActive()  ? "closed"
+                     : st.active == "activating" ? "starting"
+                     : st.active == "active"     ? "running"
+                                                 : "idle";
+      st.port = s.on_demand->public_port;
+    }
     if (auto h = health.find(name); h != health.end()) st.health = h->second;
     if (auto t = o.state.start_times_ms.find(st.unit);
         t != o.state.start_times_ms.end() && !t->second.empty())
@@ -114,6 +122,7 @@ std::string StatusText(const StatusView& v, double now_unix) {
     else
       out << s.active << (s.sub.empty() || s.active == "not-found" ? "" : "/" + s.sub);
     if (s.asleep) out << ", asleep (standby: its GPU memory freed, woken on a switch back)";
+    if (!s.on_demand.empty()) out << ", on demand: " << s.on_demand;
     out << ", wanted " << s.wanted;
     if (!s.boot.empty()) out << ", " << s.boot << " at boot";
     out << "\n";
@@ -171,6 +180,7 @@ std::string StatusJson(const StatusView& v) {
     j["crash_looping"] = !s.crash_looping.empty();
     j["crash_loop_detail"] = s.crash_looping;
     j["asleep"] = s.asleep;
+    if (!s.on_demand.empty()) j["on_demand"] = s.on_demand;
     j["last_start_ms"] = s.last_start_ms ? ordered_json(*s.last_start_ms) : ordered_json(nullptr);
     if (s.last_bench)
       j["last_bench"] = {{"time", s.last_bench_time},

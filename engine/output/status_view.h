@@ -24,6 +24,9 @@ struct ServiceStatus {
   std::string boot;                 // enabled | disabled | static | ...
   std::string model, repo, commit;  // commit: what the unit runs (from its ExecStart)
   int port = 0;
+  /// on_demand: "idle" (its socket listens, its server does not run), "starting" (woken,
+  /// not yet healthy), "running", or "closed" (its socket does not listen); "" otherwise.
+  std::string on_demand;
   std::string health;                     // "healthy", "unhealthy: ...", "" when not probed
   uint64_t active_since_usec = 0;         // unix µs; 0 unknown or not running
   std::optional<uint64_t> last_start_ms;  // its last start-to-healthy time berth recorded

@@ -26,6 +26,11 @@ struct RenderContext {
   std::string draft_snapshot_path;
   std::string executable;  // resolved: service > host.executables > engine default
   std::string berth_version;
+  /// On-demand services: berth's own executable, which the units run (`berth __wait-healthy`,
+  /// `berth __wake-proxy`): host.executables.berth, else PlanOptions::berth_executable.
+  std::string berth_executable;
+  /// On-demand services: the units of the other members of its swap group (Conflicts=).
+  std::vector<std::string> conflicts;
 };
 
 /// A flag berth renders, in every spelling the engine accepts, and the manifest key that sets

@@ -84,7 +84,10 @@ Result<std::vector<std::string>> UnitFileStore::ListBerthUnits() const {
   }
   while (dirent* e = ::readdir(d)) {
     std::string name = e->d_name;
-    if (name.size() <= 8 || !name.ends_with(".service") || name[0] == '.') continue;
+    // Services, and the sockets of on-demand services.
+    if (name.size() <= 8 || !(name.ends_with(".service") || name.ends_with(".socket")) ||
+        name[0] == '.')
+      continue;
     // What cannot be read as a regular file is not berth's (it would carry the marker).
     auto text = ReadRegular(dir_ + "/" + name);
     if (text.ok() && text->has_value() && IsBerthUnit(**text)) out.push_back(name);

@@ -22,7 +22,7 @@ class UnitFiles {
   virtual Result<bool> Remove(const std::string& unit) = 0;
   /// The file's content, or nullopt when it does not exist.
   virtual Result<std::optional<std::string>> Read(const std::string& unit) const = 0;
-  /// Names of the *.service files in the directory that carry berth's marker.
+  /// Names of the *.service and *.socket files in the directory that carry berth's marker.
   virtual Result<std::vector<std::string>> ListBerthUnits() const = 0;
 };
 
