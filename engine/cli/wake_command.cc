@@ -2,10 +2,13 @@
 // services"): `berth __wait-healthy` in the model server's ExecStartPost=, `berth __wake-proxy`
 // as the proxy unit's ExecStart=.
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <thread>
 
 #include "engine/cli/commands.h"
@@ -27,8 +30,13 @@ bool Healthy(const std::string& url, long timeout_ms, std::string* last) {
   return false;
 }
 
-// Polls `url` (every 200 ms) until it answers 200 or `timeout_ms` passes.
-bool WaitHealthy(const std::string& url, uint64_t timeout_ms, std::string* last) {
+// Whether process `pid` is gone (0: none named, never gone).
+bool Gone(pid_t pid) { return pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH; }
+
+// Polls `url` (every 200 ms) until it answers 200 or `timeout_ms` passes, or process
+// `server_pid` (0: none) is gone.
+bool WaitHealthy(const std::string& url, uint64_t timeout_ms, std::string* last,
+                 pid_t server_pid = 0) {
   auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   for (;;) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -36,6 +44,10 @@ bool WaitHealthy(const std::string& url, uint64_t timeout_ms, std::string* last)
                     .count();
     if (left <= 0) return false;
     if (Healthy(url, static_cast<long>(left), last)) return true;
+    if (Gone(server_pid)) {
+      *last = "its main process (pid " + std::to_string(server_pid) + ") exited; " + *last;
+      return false;
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
 }
@@ -75,9 +87,15 @@ std::string Plain(std::string s) {
 int RunHiddenCommand(int argc, char** argv, std::ostream& err) {
   std::string cmd = argv[1];
   if (cmd == "__wait-healthy" && argc == 5 && std::string(argv[3]) == "--timeout-ms") {
+    // systemd waits for ExecStartPost= even when the main process has died meanwhile: a server
+    // that exits at start must end the wait at once, not after the health timeout, or its
+    // first request waits that long for its 503. systemd names the main process in $MAINPID.
+    const char* main_pid = std::getenv("MAINPID");
     std::string last;
-    if (WaitHealthy(argv[2], std::strtoull(argv[4], nullptr, 10), &last)) return 0;
-    err << "berth: not healthy within " << argv[4] << " ms: " << last << "\n";
+    if (WaitHealthy(argv[2], std::strtoull(argv[4], nullptr, 10), &last,
+                    main_pid ? static_cast<pid_t>(std::atoi(main_pid)) : 0))
+      return 0;
+    err << "berth: not healthy (waited at most " << argv[4] << " ms): " << last << "\n";
     return 1;
   }
   // __wake-proxy UNIT URL -- PROXYD ARGS...: the model server UNIT is started (the unit's
