@@ -13,6 +13,9 @@
 //    each waiting connection 503 and exits: the next connection starts the server again.
 //  - PartOf= the model server: a swap-group member's start stops the other member (Conflicts=),
 //    and the stop job reaches that member's proxy, which would else connect to a stopped server.
+//  - Swap-group members conflict and are ordered (After= on those whose names sort before):
+//    Conflicts= alone runs the stop and the start at once; with an ordering edge systemd runs
+//    the stop job first, whichever way the edge points.
 //  - The model server has StopWhenUnneeded=yes: once the proxy exits idle
 //    (--exit-idle-time), nothing wants it and systemd stops it.
 #pragma once

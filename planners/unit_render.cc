@@ -82,6 +82,12 @@ std::string Body(const ServiceSpec& s, const RenderContext& ctx, const RenderedU
     b << "StopWhenUnneeded=yes\n";
     for (const std::string& other : ctx.conflicts)
       b << "Conflicts=" << w->Value(UnitValueKind::kPlain, "swap_group", other) << "\n";
+    // Conflicts= alone runs the member's stop and the other's start at once, both on the GPU
+    // for a moment. With an ordering edge, systemd runs the stop job first whichever way the
+    // edge points (systemd.unit(5), Before=): one edge per pair, from the later name.
+    for (const std::string& other : ctx.conflicts)
+      if (other < s.UnitName())
+        b << "After=" << w->Value(UnitValueKind::kPlain, "swap_group", other) << "\n";
   }
   b << "StartLimitIntervalSec=600\nStartLimitBurst=5\n\n";
   b << "[Service]\nType=exec\n";

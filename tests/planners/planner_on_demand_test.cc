@@ -60,6 +60,12 @@ TEST_F(OnDemandTest, TheUnitsAreSocketProxyAndAServerThatStopsWhenUnneeded) {
   ctx.conflicts = SwapGroupConflicts(d, s);
   std::string server = RenderUnit(s, ctx).content;
   EXPECT_THAT(server, HasSubstr("StopWhenUnneeded=yes\nConflicts=code.service\n"));
+  // One ordering edge per pair, so that systemd stops the one before it starts the other.
+  EXPECT_THAT(server, Not(HasSubstr("After=code.service")));
+  RenderContext code_ctx = ctx;
+  code_ctx.conflicts = SwapGroupConflicts(d, d.services["code"]);
+  EXPECT_THAT(RenderUnit(d.services["code"], code_ctx).content,
+              HasSubstr("Conflicts=chat.service\nAfter=chat.service\n"));
   EXPECT_THAT(server, HasSubstr("ExecStartPost=\"/usr/bin/berth\" __wait-healthy "
                                 "\"http://127.0.0.1:20001/health\" --timeout-ms 1800000\n"));
   EXPECT_THAT(server, HasSubstr("Restart=no\n"));
