@@ -1,7 +1,8 @@
 // On-demand services end to end (issue 41, docs/operating.md "On-demand services"): the units
 // berth writes (berth-wake-S.socket, the proxy berth-wake-S.service, the model server S.service)
-// run on the sandboxed systemd, the model servers are fake vLLMs that load for 1 s and claim GPU
-// memory in the fake NVML while they run, and the berth the units call is the one built here.
+// run on the sandboxed systemd, the model servers are fake vLLMs that load for 1 s (3 s in the
+// first test) and claim GPU memory in the fake NVML while they run, and the berth the units call
+// is the one built here.
 // A first request to an idle service waits for the load and succeeds; the server stops after
 // idle_stop and its GPU memory comes back; two members of a swap group take turns and never run
 // together; a model that does not start answers the request 503 and the next request tries again;
@@ -38,7 +39,8 @@ struct OnDemandSvc {
   int server_port = 0;
   std::string idle_stop = "30s";
   std::string swap_group;
-  std::string env;  // more "KEY: 'VALUE'" entries
+  std::string env;         // more "KEY: 'VALUE'" entries
+  std::string load = "1";  // FAKE_VLLM_STARTUP_DELAY, in seconds
 };
 
 class OnDemandE2eTest : public SandboxSuite {
@@ -97,7 +99,7 @@ class OnDemandE2eTest : public SandboxSuite {
       m << "    vllm: {gpu_memory_utilization: 0.85}\n"
         << "    health: {timeout: 30s, interval: 100ms}\n"
         << "    env: {FAKE_NVML_CLAIMS_DIR: '" << claims_ << "', FAKE_VLLM_GPU_BYTES: '"
-        << kGpu / 100 * 85 << "', FAKE_VLLM_STARTUP_DELAY: '1'"
+        << kGpu / 100 * 85 << "', FAKE_VLLM_STARTUP_DELAY: '" << s.load << "'"
         << (s.env.empty() ? "" : ", " + s.env) << "}\n";
     }
     std::string path = (tmp_ / ("berth-" + std::to_string(++manifests_) + ".yaml")).string();
@@ -153,6 +155,12 @@ class OnDemandE2eTest : public SandboxSuite {
     for (const auto& p : observed->gpus[0].processes) out.push_back(p.unit);
     return out;
   }
+  /// systemd's monotonic timestamp `property` of `unit` (InactiveEnterTimestampMonotonic ...),
+  /// in µs; 0 when unset or unknown.
+  uint64_t MonotonicUs(const std::string& unit, const std::string& property) {
+    CommandResult r = sandbox_->Exec({"systemctl", "show", "--value", "-p", property, unit});
+    return r.ok() ? std::strtoull(r.output.c_str(), nullptr, 10) : 0;
+  }
   /// Whether `state` (an ActiveState) has processes of the unit, or is on its way to: a server
   /// that is deactivating still holds its GPU memory.
   static bool Runs(const std::string& state) {
@@ -170,7 +178,10 @@ std::string Show(const LoopbackAnswer& a) {
 }
 
 TEST_F(OnDemandE2eTest, AFirstRequestWaitsForTheServersStartAndSucceeds) {
+  // A load of 3 s, longer than __wake-proxy's own 2 s look at the server's health: the request
+  // succeeds only because the server's unit is active once healthy (its ExecStartPost=).
   OnDemandSvc chat = Svc("chat");
+  chat.load = "3";
   std::string m = Manifest({chat});
   ASSERT_EQ(Apply(m), kExitOk) << out_.str() << err_.str();
   EXPECT_THAT(out_.str(), Not(HasSubstr("start         service/chat"))) << out_.str();
@@ -181,16 +192,16 @@ TEST_F(OnDemandE2eTest, AFirstRequestWaitsForTheServersStartAndSucceeds) {
   LoopbackAnswer a = Get(chat.port);
   ASSERT_EQ(a.status, 200) << Show(a);
   EXPECT_THAT(a.body, HasSubstr("\"id\": \"chat\"")) << Show(a);
-  // It waited for the server's load (1 s), and not much more than that.
-  EXPECT_GE(a.elapsed_ms, 1000u) << Show(a);
-  EXPECT_LT(a.elapsed_ms, 10000u) << Show(a);
+  // It waited for the server's load (3 s), and not much more than that.
+  EXPECT_GE(a.elapsed_ms, 3000u) << Show(a);
+  EXPECT_LT(a.elapsed_ms, 12000u) << Show(a);
   EXPECT_EQ(ActiveState("chat.service"), "active");
   EXPECT_THAT(Status(m), HasSubstr("on demand: running"));
   // Once it runs, a request is answered at once.
   LoopbackAnswer b = Get(chat.port);
   EXPECT_EQ(b.status, 200) << Show(b);
   EXPECT_LT(b.elapsed_ms, 1000u) << Show(b);
-  std::cout << "[ figures  ] first request " << a.elapsed_ms << " ms (server load 1 s), next "
+  std::cout << "[ figures  ] first request " << a.elapsed_ms << " ms (server load 3 s), next "
             << b.elapsed_ms << " ms\n";
 }
 
@@ -247,6 +258,13 @@ TEST_F(OnDemandE2eTest, MembersOfASwapGroupTakeTurnsAndNeverRunTogether) {
     EXPECT_EQ(ActiveState(s->name + ".service"), "active");
     const OnDemandSvc* other = s == &a ? &b : &a;
     EXPECT_EQ(ActiveState(other->name + ".service"), "inactive");
+    // Exactly, as systemd recorded it (polling may miss a moment): the member left inactive
+    // only after the other had stopped, when there was one to stop.
+    if (uint64_t stopped =
+            MonotonicUs(other->name + ".service", "InactiveEnterTimestampMonotonic")) {
+      EXPECT_GE(MonotonicUs(s->name + ".service", "InactiveExitTimestampMonotonic"), stopped)
+          << s->name << " started before " << other->name << " had stopped";
+    }
     EXPECT_THAT(GpuHolders(m), ::testing::ElementsAre(s->name + ".service"));
   }
   std::cout << "[ figures  ] chat/coder states seen: " << ::testing::PrintToString(seen) << "\n";
