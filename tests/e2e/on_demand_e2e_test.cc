@@ -6,7 +6,7 @@
 // A first request to an idle service waits for the load and succeeds; the server stops after
 // idle_stop and its GPU memory comes back; two members of a swap group take turns and never run
 // together; a model that does not start answers the request 503 and the next request tries again;
-// berth apply and plan leave an idle or a running server alone.
+// berth apply and plan leave an idle, a starting or a running server alone.
 #include <gmock/gmock.h>
 
 #include <atomic>
@@ -291,10 +291,15 @@ TEST_F(OnDemandE2eTest, AModelThatFailsToStartAnswersAnErrorAndTheNextRequestTri
     std::cout << "[ figures  ] attempt " << attempt << ": " << a.status << " after " << a.elapsed_ms
               << " ms\n";
   }
+  // berth neither repairs it nor hides the failure: the plan is empty and says why.
+  EXPECT_EQ(Plan(m), kExitOk) << out_.str() << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("its last start failed (journalctl -u broken.service"))
+      << out_.str();
 }
 
-TEST_F(OnDemandE2eTest, AReconcilePassLeavesAnIdleAndARunningServerAlone) {
+TEST_F(OnDemandE2eTest, AReconcilePassLeavesAnIdleAStartingAndARunningServerAlone) {
   OnDemandSvc chat = Svc("chat", "60s");
+  chat.load = "3";
   std::string m = Manifest({chat});
   ASSERT_EQ(Apply(m), kExitOk) << out_.str() << err_.str();
   // Idle: the plan is empty and an apply starts nothing.
@@ -303,10 +308,22 @@ TEST_F(OnDemandE2eTest, AReconcilePassLeavesAnIdleAndARunningServerAlone) {
   ASSERT_EQ(Apply(m), kExitOk) << out_.str() << err_.str();
   EXPECT_EQ(ActiveState("chat.service"), "inactive") << out_.str();
 
-  // Running: the plan is empty and an apply neither stops nor restarts it.
-  LoopbackAnswer a = Get(chat.port);
-  ASSERT_EQ(a.status, 200) << Show(a);
+  // Starting (woken, loading for 3 s): the plan is empty and an apply leaves the start alone.
+  LoopbackAnswer a;
+  std::thread client([&] { a = Get(chat.port); });
+  bool starting = WaitFor([&] { return ActiveState("chat.service") == "activating"; }, seconds(10));
   const std::string started = Invocation("chat.service");
+  if (starting) {
+    EXPECT_EQ(Plan(m), kExitOk) << out_.str() << err_.str();
+    EXPECT_THAT(out_.str(), HasSubstr("starting (woken by a request on port")) << out_.str();
+    EXPECT_EQ(Apply(m), kExitOk) << out_.str() << err_.str();
+  }
+  client.join();
+  ASSERT_TRUE(starting) << "chat.service never seen activating: " << Show(a);
+  ASSERT_EQ(a.status, 200) << Show(a);
+  EXPECT_EQ(Invocation("chat.service"), started) << "berth restarted the starting server";
+
+  // Running: the plan is empty and an apply neither stops nor restarts it.
   EXPECT_EQ(Plan(m), kExitOk) << out_.str() << err_.str();
   EXPECT_THAT(out_.str(), HasSubstr("running (woken by a request on port")) << out_.str();
   ASSERT_EQ(Apply(m), kExitOk) << out_.str() << err_.str();
