@@ -68,7 +68,7 @@ class Sequencer {
     FrontWrites();
     // On-demand sockets: closed before anything stops (no request wakes what the plan stops),
     // opened once every server they may wake has its unit, and its GPUs counted as if all ran.
-    for (Action& a : draft_.socket_stops) Emit(std::move(a));
+    for (Action& a : draft_.socket_stops) EmitSocketStop(std::move(a));
     Transitions();
     for (Action& a : draft_.socket_starts) {
       std::string unit = a.unit;
@@ -307,7 +307,9 @@ class Sequencer {
     size_t step = Emit(a);
     if (stopped_.insert(t.unit).second && stop_of_.count(t.unit)) --stops_left_;
     // Behind a front the backend port is nobody's to miss: the front holds or routes (below).
-    if (t.spec && t.spec->front_port) return replaced;
+    // Nor an on-demand server's, behind its socket: the socket's stop closes the clients' port
+    // (EmitSocketStop); while it listens, the next request starts the server again.
+    if (t.spec && (t.spec->front_port || t.spec->on_demand)) return replaced;
     // Asleep, a server keeps its port open and answers 503 to every completion: dark as well.
     const std::string gone = sleep ? " put to sleep" : " stopped";
     for (int p : freed.ports) {
@@ -327,6 +329,19 @@ class Sequencer {
       plan_->disruptions.push_back(dis);
     }
     return replaced;
+  }
+
+  // The stop of an on-demand service's socket: its port goes dark for good.
+  void EmitSocketStop(Action a) {
+    Disruption dis;
+    for (const auto& [name, s] : d_.services)
+      if (s.on_demand && OnDemandSocketName(name) == a.unit) {
+        dis.port = s.on_demand->public_port;
+        dis.service = "service/" + name;
+      }
+    dis.reason = a.unit + " stopped (" + a.detail + ")";
+    dis.from_step = Emit(std::move(a));
+    if (dis.port) plan_->disruptions.push_back(std::move(dis));
   }
 
   void EmitStart(const Transition& t) {

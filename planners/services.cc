@@ -483,9 +483,11 @@ void DiffServices(const Desired& d, const PlanIndex& index, const std::string& b
   KeepOrEvictSleepers(o.memory, sleepers, draft);
 
   // Units berth wrote that the manifest no longer names.
-  std::set<std::string> companions;  // the socket and proxy units of on-demand services
+  // The socket and proxy units of on-demand services, absent ones too: PlanOnDemandUnits
+  // removes those (pruned here as well, each was removed twice).
+  std::set<std::string> companions;
   for (const auto& [name, s] : d.services)
-    if (s.on_demand && s.state != ServiceState::kAbsent)
+    if (s.on_demand)
       for (const std::string& unit : s.UnitNames()) companions.insert(unit);
   for (const ObservedUnit& u : o.units) {
     if (!u.managed || !u.HasFile() || companions.count(u.name)) continue;

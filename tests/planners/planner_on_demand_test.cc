@@ -124,5 +124,28 @@ TEST_F(OnDemandTest, FeasibilityCountsEachSwapGroupByItsLargestMember) {
   EXPECT_FALSE(PlanNow().blocked());
 }
 
+TEST_F(OnDemandTest, StoppedDarkensThePublicPortAndAbsentRemovesEachUnitOnce) {
+  Gpus(1, GiB(80));
+  OnDemand("chat", 8000, 20001, 0.5);
+  Converge();
+  UnitOf("chat.service").active_state = "active";  // woken by a request
+  // A changed unit stops the server, and no port goes dark: the socket holds 8000.
+  d.services["chat"].env["X"] = "1";
+  Plan p = PlanNow();
+  EXPECT_THAT(Text(p), HasSubstr("stop service/chat: on demand, its unit changed"));
+  EXPECT_TRUE(p.disruptions.empty()) << p.disruptions[0].port;
+  // Stopped: the socket's port goes dark, not the server's loopback one.
+  d.services["chat"].state = ServiceState::kStopped;
+  p = PlanNow();
+  ASSERT_EQ(p.disruptions.size(), 1u) << Text(p);
+  EXPECT_EQ(p.disruptions[0].port, 8000);
+  Converge();
+  d.services["chat"].state = ServiceState::kAbsent;
+  p = PlanNow();
+  int removals = 0;
+  for (const Action& a : p.actions) removals += a.kind == ActionKind::kRemoveUnit;
+  EXPECT_EQ(removals, 3) << Text(p);
+}
+
 }  // namespace
 }  // namespace berth::testing
