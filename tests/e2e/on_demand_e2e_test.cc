@@ -41,6 +41,7 @@ struct OnDemandSvc {
   std::string swap_group;
   std::string env;         // more "KEY: 'VALUE'" entries
   std::string load = "1";  // FAKE_VLLM_STARTUP_DELAY, in seconds
+  std::string state = "running";
 };
 
 class OnDemandE2eTest : public SandboxSuite {
@@ -94,7 +95,7 @@ class OnDemandE2eTest : public SandboxSuite {
       m << "  " << s.name
         << ":\n    model: m\n    engine: vllm\n    gpus: [0]\n    port: " << s.port
         << "\n    bind: 127.0.0.1\n    on_demand: true\n    idle_stop: " << s.idle_stop
-        << "\n    server_port: " << s.server_port << "\n";
+        << "\n    server_port: " << s.server_port << "\n    state: " << s.state << "\n";
       if (!s.swap_group.empty()) m << "    swap_group: " << s.swap_group << "\n";
       m << "    vllm: {gpu_memory_utilization: 0.85}\n"
         << "    health: {timeout: 30s, interval: 100ms}\n"
@@ -331,6 +332,62 @@ TEST_F(OnDemandE2eTest, AReconcilePassLeavesAnIdleAStartingAndARunningServerAlon
   EXPECT_EQ(Invocation("chat.service"), started) << "berth restarted the server";
   EXPECT_EQ(Plan(m), kExitOk) << out_.str() << err_.str();
   EXPECT_EQ(Get(chat.port).status, 200);
+}
+
+TEST_F(OnDemandE2eTest, AChangedUnitStopsTheRunningServerAndTheNextRequestStartsTheNewOne) {
+  OnDemandSvc chat = Svc("chat", "60s");
+  ASSERT_EQ(Apply(Manifest({chat})), kExitOk) << out_.str() << err_.str();
+  ASSERT_EQ(Get(chat.port).status, 200);
+  const std::string old_run = Invocation("chat.service");
+  chat.env = "FAKE_VLLM_TOKENS_PER_SECOND: '50'";
+  std::string m = Manifest({chat});
+  ASSERT_EQ(Apply(m), kExitOk) << out_.str() << err_.str();
+  // The server stops; its clients' port stays held by the socket.
+  EXPECT_THAT(out_.str(), HasSubstr("stop          service/chat       on demand, its unit changed"))
+      << out_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("disruption: none")) << out_.str();
+  EXPECT_EQ(ActiveState("chat.service"), "inactive");
+  EXPECT_EQ(ActiveState("berth-wake-chat.socket"), "active");
+  EXPECT_EQ(Plan(m), kExitOk) << out_.str() << err_.str();
+  LoopbackAnswer a = Get(chat.port);
+  EXPECT_EQ(a.status, 200) << Show(a);
+  EXPECT_NE(Invocation("chat.service"), old_run);
+  EXPECT_EQ(Plan(m), kExitOk) << out_.str() << err_.str();
+}
+
+TEST_F(OnDemandE2eTest, StoppedClosesThePortAndAbsentRemovesTheUnits) {
+  OnDemandSvc chat = Svc("chat", "60s");
+  ASSERT_EQ(Apply(Manifest({chat})), kExitOk) << out_.str() << err_.str();
+  ASSERT_EQ(Get(chat.port).status, 200);
+  chat.state = "stopped";
+  std::string m = Manifest({chat});
+  ASSERT_EQ(Apply(m), kExitOk) << out_.str() << err_.str();
+  // The clients' port goes dark with the socket, first; the server's loopback port is no one's.
+  EXPECT_THAT(out_.str(), HasSubstr("disruption: port " + std::to_string(chat.port) +
+                                    " unavailable from step 1 on (nothing serves it after this "
+                                    "plan) (berth-wake-chat.socket stopped (state: stopped"))
+      << out_.str();
+  EXPECT_THAT(out_.str(),
+              Not(HasSubstr("port " + std::to_string(chat.server_port) + " unavailable")))
+      << out_.str();
+  EXPECT_EQ(ActiveState("chat.service"), "inactive");
+  EXPECT_EQ(ActiveState("berth-wake-chat.socket"), "inactive");
+  EXPECT_NE(Get(chat.port).status, 200);
+  EXPECT_EQ(Plan(m), kExitOk) << out_.str() << err_.str();
+  chat.state = "absent";
+  m = Manifest({chat});
+  ASSERT_EQ(Apply(m), kExitOk) << out_.str() << err_.str();
+  // Each unit removed once.
+  EXPECT_THAT(out_.str(), HasSubstr("Plan: 3 unit files to remove")) << out_.str();
+  for (const char* unit : {"chat.service", "berth-wake-chat.service", "berth-wake-chat.socket"})
+    EXPECT_FALSE(std::filesystem::exists(sandbox_->units_dir() + "/" + unit)) << unit;
+  EXPECT_EQ(Plan(m), kExitOk) << out_.str() << err_.str();
+  // And back: running again opens the port.
+  chat.state = "running";
+  m = Manifest({chat});
+  ASSERT_EQ(Apply(m), kExitOk) << out_.str() << err_.str();
+  EXPECT_EQ(Get(chat.port).status, 200);
+  EXPECT_EQ(Plan(m), kExitOk) << out_.str() << err_.str();
 }
 
 }  // namespace
