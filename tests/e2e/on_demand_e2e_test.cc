@@ -6,7 +6,9 @@
 // A first request to an idle service waits for the load and succeeds; the server stops after
 // idle_stop and its GPU memory comes back; two members of a swap group take turns and never run
 // together; a model that does not start answers the request 503 and the next request tries again;
-// berth apply and plan leave an idle, a starting or a running server alone.
+// berth apply and plan leave an idle, a starting or a running server alone; a changed unit stops
+// the server and the next request starts the new one; state: stopped closes the port, absent
+// removes the units.
 #include <gmock/gmock.h>
 
 #include <atomic>
@@ -190,12 +192,23 @@ TEST_F(OnDemandE2eTest, AFirstRequestWaitsForTheServersStartAndSucceeds) {
   EXPECT_EQ(ActiveState("berth-wake-chat.socket"), "active");
   EXPECT_THAT(Status(m), HasSubstr("on demand: idle"));
 
-  LoopbackAnswer a = Get(chat.port);
+  // The first request, and two more that come while the server loads: each waits in the
+  // socket's backlog and is answered, none refused.
+  LoopbackAnswer a, more[2];
+  std::thread late([&] {
+    std::this_thread::sleep_for(milliseconds(500));
+    std::thread second([&] { more[0] = Get(chat.port); });
+    more[1] = Get(chat.port, "/health");
+    second.join();
+  });
+  a = Get(chat.port);
+  late.join();
   ASSERT_EQ(a.status, 200) << Show(a);
   EXPECT_THAT(a.body, HasSubstr("\"id\": \"chat\"")) << Show(a);
   // It waited for the server's load (3 s), and not much more than that.
   EXPECT_GE(a.elapsed_ms, 3000u) << Show(a);
   EXPECT_LT(a.elapsed_ms, 12000u) << Show(a);
+  for (const LoopbackAnswer& c : more) EXPECT_EQ(c.status, 200) << Show(c);
   EXPECT_EQ(ActiveState("chat.service"), "active");
   EXPECT_THAT(Status(m), HasSubstr("on demand: running"));
   // Once it runs, a request is answered at once.
