@@ -89,7 +89,11 @@ std::string Body(const ServiceSpec& s, const RenderContext& ctx, const RenderedU
       if (other < s.UnitName())
         b << "After=" << w->Value(UnitValueKind::kPlain, "swap_group", other) << "\n";
   }
-  b << "StartLimitIntervalSec=600\nStartLimitBurst=5\n\n";
+  // An on-demand server's every start is a request's, as its proxy's: with a start limit, the
+  // sixth request in ten minutes to a model that fails to start would find it refused
+  // (start-limit-hit) and not tried again, against its 503's "the next request starts it again".
+  b << (s.on_demand ? "StartLimitIntervalSec=0\n\n"
+                    : "StartLimitIntervalSec=600\nStartLimitBurst=5\n\n");
   b << "[Service]\nType=exec\n";
   b << "ExecStart=";
   for (size_t i = 0; i < r.argv.size(); ++i)

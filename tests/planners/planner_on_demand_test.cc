@@ -69,6 +69,8 @@ TEST_F(OnDemandTest, TheUnitsAreSocketProxyAndAServerThatStopsWhenUnneeded) {
   EXPECT_THAT(server, HasSubstr("ExecStartPost=\"/usr/bin/berth\" __wait-healthy "
                                 "\"http://127.0.0.1:20001/health\" --timeout-ms 1800000\n"));
   EXPECT_THAT(server, HasSubstr("Restart=no\n"));
+  EXPECT_THAT(server, HasSubstr("StartLimitIntervalSec=0\n"));  // every start is a request's
+  EXPECT_THAT(server, Not(HasSubstr("StartLimitBurst")));
   EXPECT_THAT(server, Not(HasSubstr("[Install]")));
   auto socket = RenderOnDemandSocket(s, ctx);
   ASSERT_TRUE(socket.ok());
