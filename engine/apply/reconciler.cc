@@ -185,8 +185,8 @@ class Pass : StepObserver {
       journal_problem_ = journal.status().message() +
                          "; whether an apply stopped half-way is not known (an apply writes a "
                          "new journal)";
-    berth_state_ = ObservedState(state_, *dir_, lock_ != nullptr || o_.lock_held, &in_progress_,
-                                 &unfinished_);
+    berth_state_ =
+        ObservedState(state_, *dir_, lock_ != nullptr || o_.lock_held, &in_progress_, &unfinished_);
     interrupted_ = !unfinished_.finished;
     have_state_ = true;
     return true;

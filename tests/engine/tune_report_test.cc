@@ -208,9 +208,10 @@ TEST(TuneResultText, TheTableThenTheBestAgainstTheDeclaredThenFailuresAndThePatc
                               "vllm.tensor_parallel_size=8 vllm.enable_expert_parallel=true"));
   EXPECT_THAT(text, HasSubstr("\nbest: tp8-ep, 4,012 output tok/s, 1.6x the declared "
                               "configuration (2,508 output tok/s)\n"));
-  EXPECT_THAT(text, HasSubstr("\nfailed (each switch undone: the configuration before it ran again):\n"
-                              "  fp8-kv: health gate: vllm exited with status 1 after 212 s\n"
-                              "          torch.OutOfMemoryError: CUDA out of memory\n"));
+  EXPECT_THAT(text,
+              HasSubstr("\nfailed (each switch undone: the configuration before it ran again):\n"
+                        "  fp8-kv: health gate: vllm exited with status 1 after 212 s\n"
+                        "          torch.OutOfMemoryError: CUDA out of memory\n"));
   EXPECT_THAT(text, HasSubstr("\ninfeasible (refused before anything stopped):\n  tp16: "
                               "tensor_parallel_size 16 needs 16 GPUs; the host has 8"));
   EXPECT_THAT(text, HasSubstr("\nthe host runs the declared configuration\n"));
