@@ -619,6 +619,7 @@ class Pass : StepObserver {
   PlanOptions PlanOpts() const {
     PlanOptions p;
     p.engine_check_dir = d_.engine_check_dir;
+    if (d_.berth_executable) p.berth_executable = *d_.berth_executable;
     return p;
   }
 

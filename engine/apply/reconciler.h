@@ -55,6 +55,9 @@ struct ReconcilerDeps {
   /// PlanOptions::engine_check_dir: where berth's engine checks are (FindEngineCheckDir);
   /// unset: no engine checks (tests of other things).
   std::optional<std::string> engine_check_dir;
+  /// PlanOptions::berth_executable: the berth the units of on-demand services run (the one
+  /// planning, BerthExecutable); unset: PlanOptions' default.
+  std::optional<std::string> berth_executable;
 };
 
 struct ReconcileOptions {

@@ -110,9 +110,19 @@ std::string FindEngineCheckDir() {
   return "";
 }
 
+std::optional<std::string> BerthExecutable() {
+  char self[4096];
+  ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return std::nullopt;
+  std::string exe(self, static_cast<size_t>(n));
+  if (exe.substr(exe.rfind('/') + 1) != "berth") return std::nullopt;
+  return exe;
+}
+
 ReconcilerDeps LiveReconcilerDeps(LiveHost* host, Reporter* reporter, Clock* clock) {
   ReconcilerDeps d;
   d.engine_check_dir = FindEngineCheckDir();
+  d.berth_executable = BerthExecutable();
   d.connect = [host](const Desired& desired) { return host->Connect(desired); };
   d.hostname = LocalHostname;
   d.connect_etcd = ConnectFleetEtcd;

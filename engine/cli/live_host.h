@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "core/desired.h"
@@ -63,5 +64,10 @@ std::string LocalHostname();
 /// <its folder>/../libexec/berth/engine-check/ (an install); "" when neither holds
 /// vllm_check.py (PlanOptions::engine_check_dir).
 std::string FindEngineCheckDir();
+
+/// This process's executable (/proc/self/exe) when it is berth (its file is named berth): what
+/// the units of on-demand services run (PlanOptions::berth_executable); nullopt in another
+/// program (a test binary planning in-process), which leaves /usr/bin/berth.
+std::optional<std::string> BerthExecutable();
 
 }  // namespace berth

@@ -11,6 +11,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "engine/state/state.h"
 #include "tests/support/systemd_sandbox.h"
@@ -129,6 +130,29 @@ TEST_F(HostileFiles, TheStateLockIsNeverTakenThroughALinkAndTheTargetIsUntouched
                                   RealClock());
   ASSERT_TRUE(taken.ok()) << taken.status().message();
   EXPECT_EQ(fs::symlink_status(State("lock")).type(), fs::file_type::regular);
+}
+
+// Not a hostile file, but the same harness: the units of an on-demand service run the berth that
+// plans (its /proc/self/exe), so a checkout's build/berth writes units that run build/berth, not
+// a /usr/bin/berth that may not exist; host.executables.berth still wins.
+TEST_F(HostileFiles, OnDemandUnitsRunTheBerthThatPlans) {
+  const std::string service =
+      "services:\n  chat:\n    model: tiny\n    engine: llama-server\n    port: 18999\n"
+      "    executable: /usr/bin/true\n    on_demand: true\n"
+      "    llama_server: {model_file: m.gguf, n_gpu_layers: 0}\n";
+  std::ofstream(manifest_, std::ios::app) << service;
+  CommandResult r = Berth({"plan", "-f", manifest_, "--diff"});
+  const std::string self = fs::canonical(BERTH_BIN).string();
+  EXPECT_THAT(r.output, HasSubstr("ExecStartPost=\"" + self + "\" __wait-healthy ")) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("ExecStart=\"" + self + "\" __wake-proxy ")) << r.output;
+
+  std::ifstream in(manifest_);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  text.replace(text.find("  unit_dir:"), 0, "  executables: {berth: /opt/berth/bin/berth}\n");
+  std::ofstream(manifest_) << text;
+  r = Berth({"plan", "-f", manifest_, "--diff"});
+  EXPECT_THAT(r.output, HasSubstr("ExecStartPost=\"/opt/berth/bin/berth\" __wait-healthy "))
+      << r.output;
 }
 
 }  // namespace
