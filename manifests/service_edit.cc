@@ -401,7 +401,10 @@ bool SameOutside(YamlNode a, YamlNode b, const Path& at, const std::vector<Path>
   const bool made = (!a || a.IsNull()) && b.IsMap();
   if (!above(at, false) || !(a.IsMap() || made) || !b.IsMap()) {
     if (SameValue(a, b)) return true;
-    *diff = "'" + Join(at) + "' differs";
+    // Appended piecewise: g++ 12 warns falsely (-Wrestrict) of "x" + std::string&& at -O3.
+    *diff = "'";
+    *diff += Join(at);
+    *diff += "' differs";
     return false;
   }
   // The entries that no edit touches, in order, and the keys of those that lead to or are one.
@@ -428,14 +431,18 @@ bool SameOutside(YamlNode a, YamlNode b, const Path& at, const std::vector<Path>
     if (i < ea.size() && i < eb.size() && SameValue(ea[i].first, eb[i].first) &&
         SameValue(ea[i].second, eb[i].second))
       continue;
-    *diff = "'" + Join(child((i < ea.size() ? ea[i] : eb[i]).first.Scalar())) + "' differs";
+    *diff = "'";
+    *diff += Join(child((i < ea.size() ? ea[i] : eb[i]).first.Scalar()));
+    *diff += "' differs";
     return false;
   }
   for (const std::string& key : touched_b) {
     std::optional<size_t> twice;
     const size_t i = FindKey(b, key, &twice);
     if (twice) {
-      *diff = "'" + Join(child(key)) + "' is written twice";
+      *diff = "'";
+      *diff += Join(child(key));
+      *diff += "' is written twice";
       return false;
     }
     const bool is_edited = std::find(edited.begin(), edited.end(), child(key)) != edited.end();
@@ -443,7 +450,9 @@ bool SameOutside(YamlNode a, YamlNode b, const Path& at, const std::vector<Path>
   }
   for (const std::string& key : touched_a) {
     if (!b[key]) {
-      *diff = "'" + Join(child(key)) + "' is gone";
+      *diff = "'";
+      *diff += Join(child(key));
+      *diff += "' is gone";
       return false;
     }
   }

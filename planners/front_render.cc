@@ -235,7 +235,9 @@ std::string RoutedFrontProblems(const FrontSpec& spec, const std::vector<RoutedM
   std::map<std::string, const FrontBackend*> servers;
   for (const RoutedModel& m : models) {
     const std::string& n = m.served_name;
-    const std::string shown = "'" + JsonText(n.substr(0, kMaxServedNameBytes)) + "'";
+    // Appended piecewise: g++ 12 warns falsely (-Wrestrict) of "x" + std::string&& at -O3.
+    std::string shown = "'";
+    shown.append(JsonText(n.substr(0, kMaxServedNameBytes))).append("'");
     if (n.empty() || n.size() > kMaxServedNameBytes)
       problem("served name " + shown + " is not 1.." + std::to_string(kMaxServedNameBytes) +
               " bytes");

@@ -49,7 +49,8 @@ void AddCommonFlags(CLI::App* cmd, UnusedFlags* unused) {
 
 int main(int argc, char** argv) {
   // The on-demand units' helpers, not commands for people: no CLI11, no logging set up.
-  if (argc > 1 && std::string_view(argv[1]).starts_with("__"))
+  if (argc > 1 && (std::string_view(argv[1]) == "__wait-healthy" ||
+                   std::string_view(argv[1]) == "__wake-proxy"))
     return berth::RunHiddenCommand(argc, argv, std::cerr);
   CLI::App app{"berth: declarative model serving on GPU hosts"};
   app.set_version_flag("--version", std::string("berth ") + kBerthBuildVersion);

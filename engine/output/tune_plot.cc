@@ -304,9 +304,11 @@ std::string TunePlotSvg(const TuneReport& r) {
       << "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"" << Num(kWidth)
       << "\" height=\"" << Num(height) << "\" viewBox=\"0 0 " << Num(kWidth) << " " << Num(height)
       << "\" font-family=\"sans-serif\" font-size=\"12\">\n";
-  const std::string title = "berth tune " + Xml(r.spec.service) + ": " +
-                            (r.model.empty() ? std::string("(model unknown)") : Xml(r.model)) +
-                            (r.commit.empty() ? "" : "@" + Xml(Utf8Prefix(r.commit, 12)));
+  // Appended piecewise: g++ 12 warns falsely (-Wrestrict) of "x" + std::string&& at -O3.
+  std::string title = "berth tune ";
+  title.append(Xml(r.spec.service)).append(": ");
+  title.append(r.model.empty() ? std::string("(model unknown)") : Xml(r.model));
+  if (!r.commit.empty()) title.append("@").append(Xml(Utf8Prefix(r.commit, 12)));
   out << "<title>" << title << "</title>\n"
       << "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n"
       << "<text x=\"" << Num(kLeft) << "\" y=\"28\" font-size=\"16\" font-weight=\"bold\">" << title

@@ -58,7 +58,10 @@ std::string Settings(const TuneCandidate& c) {
   if (c.settings.empty()) return "(as declared)";
   std::string out;
   for (const auto& s : c.settings)
-    out += (out.empty() ? "" : " ") + EscapeLine(s.path) + "=" + EscapeLine(s.value);
+    out.append(out.empty() ? "" : " ")
+        .append(EscapeLine(s.path))
+        .append("=")
+        .append(EscapeLine(s.value));
   return out;
 }
 
@@ -198,7 +201,7 @@ std::string TuneResultText(const TuneReport& r) {
     // The gates by their first word ("health 3.2 s" is "health").
     std::string gates;
     for (const auto& g : o.gates)
-      gates += (gates.empty() ? "" : ",") + EscapeLine(g.substr(0, g.find(' ')));
+      gates.append(gates.empty() ? "" : ",").append(EscapeLine(g.substr(0, g.find(' '))));
     std::vector<std::string> cells = {Name(o), verdict, gates.empty() ? "-" : gates};
     if (const auto& f = o.figures) {
       cells.insert(cells.end(), {FormatTps(f->output_tps), Printf("%.2f", f->request_tps),
