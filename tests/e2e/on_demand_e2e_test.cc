@@ -211,10 +211,12 @@ TEST_F(OnDemandE2eTest, AFirstRequestWaitsForTheServersStartAndSucceeds) {
   for (const LoopbackAnswer& c : more) EXPECT_EQ(c.status, 200) << Show(c);
   EXPECT_EQ(ActiveState("chat.service"), "active");
   EXPECT_THAT(Status(m), HasSubstr("on demand: running"));
-  // Once it runs, a request is answered at once.
+  // Once it runs, a request is answered by the running server: no new start (its invocation is
+  // the same), whatever the time a busy machine takes to answer.
+  const std::string running = Invocation("chat.service");
   LoopbackAnswer b = Get(chat.port);
   EXPECT_EQ(b.status, 200) << Show(b);
-  EXPECT_LT(b.elapsed_ms, 1000u) << Show(b);
+  EXPECT_EQ(Invocation("chat.service"), running) << Show(b);
   std::cout << "[ figures  ] first request " << a.elapsed_ms << " ms (server load 3 s), next "
             << b.elapsed_ms << " ms\n";
 }
