@@ -6,7 +6,7 @@
                          --base-port P [--names a,b] [--idle-stop 2s] --out FILE
 
 `models`: one random-weight GGUF per name (tests/real_engine/make_gguf.py with llama.cpp's
-gguf-py from --llama-src, /usr/bin/python3 for numpy; SHAPE: F32, about 620 MB), as the models
+gguf-py from --llama-src, /usr/bin/python3 for numpy; SHAPE: F32, 624 MB), as the models
 bench/on-demand-NAME in the Hugging Face cache layout (blobs, snapshots/<commit> of symlinks,
 refs/main) at pinned commits: no Hub is asked. Made once: a model already in the store is kept.
 `manifest`: per name two llama-server services on the CPU serving that model as NAME:
@@ -14,8 +14,9 @@ refs/main) at pinned commits: no Hub is asked. Made once: a model already in the
               server_port P+10+i (the model server, on loopback);
   plain-NAME  an ordinary service, state: stopped, port P+20+i: the unit an operator starts and
               stops by hand (berth writes it and starts nothing).
-Both kinds run the same llama-server command line (ARGS below), so the difference measured is
-berth's on-demand machinery, not the server.
+Both kinds run the same llama-server command line (on the CPU, one thread, the weights read
+into memory: THREADS and ARGS below), so the difference measured is berth's on-demand
+machinery, not the server.
 Python 3 standard library only (the GGUF is written by make_gguf.py).
 """
 
@@ -30,10 +31,15 @@ ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 # F32, 32,000 tokens of vocabulary: 2 x 131 MB of embedding and output, 8 layers of 45 MB:
 # 624 MB on disk; a decode step of about 20 ms on 2 cores.
 SHAPE = ["--embd", "1024", "--layers", "8", "--ff", "2816", "--heads", "16", "--kv", "4"]
-# --no-mmap: the server reads its weights into its own memory at start (about 0.7 s here from
-# the page cache), as a GPU server copies them to the GPU; with mmap a CPU server "loads" any
-# size in 0.3 s and the load this bench is about would not show.
-ARGS = "[--no-mmap]"
+# --load-mode none (this llama.cpp's name for --no-mmap, which it calls deprecated): the server
+# reads its weights into its own memory at start (about 0.7 s here from the page cache), as a
+# GPU server copies them to the GPU; mapped, a CPU server "loads" any size in 0.3 s and the load
+# this bench is about would not show.
+ARGS = "[--load-mode, none]"
+# One generation thread: two on 2 shared cores (other builds running beside the bench) spin on
+# llama.cpp's thread barrier while one of them waits for a core, and a 25 ms first token took
+# 0.8 to 1 s now and then (seen, beside the load going from 0.9 to 4.2 s).
+THREADS = 1
 
 
 def commit_of(name):
@@ -90,7 +96,7 @@ def cmd_manifest(a):
               "    health: {timeout: 120s, interval: 100ms}", "    args: %s" % ARGS]
     for i, name in enumerate(names):
         server = ("    llama_server: {model_file: model.gguf, n_gpu_layers: 0, ctx_size: 8192, "
-                  "parallel: 4, alias: %s}" % name)
+                  "parallel: 4, threads: %d, alias: %s}" % (THREADS, name))
         out += ["  svc-%s:" % name, "    model: model-%s" % name, server] + common + [
             "    port: %d" % (a.base_port + i),
             "    on_demand: true",

@@ -107,6 +107,14 @@ def main(argv):
           " berth swap %s ms, manual swap %s ms"
           % tuple(fmt(med(after_healthy(rounds, k))) for k in
                   ("berth_cold", "manual_cold", "berth_swap", "manual_swap")))
+
+    def added(num, den):  # paired: what berth adds after the server's own readiness
+        d = [x - y for x, y in zip(after_healthy(rounds, num), after_healthy(rounds, den))
+             if x is not None and y is not None]
+        return "%+.0f ms" % statistics.median(d) if d else "-"
+
+    print("what berth adds once the server is healthy (paired, median): cold %s, swap %s"
+          % (added("berth_cold", "manual_cold"), added("berth_swap", "manual_swap")))
     def piece(key, field):
         return fmt(med([r[key].get(field) for r in rounds]))
 
@@ -124,6 +132,16 @@ def main(argv):
     loads = [r.get("load") for r in rounds if r.get("load") is not None]
     if loads:
         print("load average at the rounds' start: %.1f to %.1f" % (min(loads), max(loads)))
+    print("per round (ms): round, order, load, cold berth/manual, swap berth/manual, "
+          "server start to healthy berth cold/manual cold")
+    for r in rounds:
+        def hs(key):  # the load itself: the server's process start to its /health 200
+            h, e = r[key].get("healthy_ms"), r[key].get("exec_ms")
+            return fmt(None if h is None or e is None else h - e)
+        print("  %2d  %-12s %4s  %5s/%-5s  %5s/%-5s  %5s/%-5s" % (
+            r["round"], r.get("order", ""), r.get("load", "-"), fmt(r["berth_cold"]["ttft_ms"]),
+            fmt(r["manual_cold"]["ttft_ms"]), fmt(r["berth_swap"]["ttft_ms"]),
+            fmt(r["manual_swap"]["ttft_ms"]), hs("berth_cold"), hs("manual_cold")))
     for n, key, why in failed:
         print("round %d: %s failed: %s" % (n, key, why))
     for n, why in checks:

@@ -13,7 +13,7 @@
 #                  units run that copy (a rebuild of build/berth meanwhile changes nothing)
 #   --work DIR     scratch dir: the models (kept between runs), manifest, apply and plan
 #                  output, rounds.jsonl, results.txt (default /var/tmp/berth-bench-on-demand)
-#   --rounds N     measured rounds, after one warm-up round (default 5; about 12 s each)
+#   --rounds N     measured rounds, after one warm-up round (default 12; about 6 s each on 2 cores)
 #   --keep         leave the state and the sandbox's journal in DIR (default: results kept)
 #   --idle-stop D  the services' idle_stop (default 2s: short, for the bench)
 #   --base-port P  ports P, P+1 (the sockets), P+10, P+11 (berth's servers), P+20, P+21 (the
@@ -31,7 +31,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../../.." && pwd)
 BERTH_SRC=${BERTH:-$ROOT/build/berth}
 WORK=/var/tmp/berth-bench-on-demand
-ROUNDS=5
+ROUNDS=12
 KEEP=0
 IDLE_STOP=2s
 BASE_PORT=18100
@@ -137,5 +137,5 @@ bash "$SDSB" exec "$SANDBOX" /usr/bin/python3 "$HERE/measure.py" --base-port "$B
 "$BERTH_BIN" plan "${host[@]}" -f "$WORK/berth.yaml" >"$WORK/plan-after.txt" 2>&1 || true
 grep -E "on demand +service/" "$WORK/plan-after.txt" | sed 's/^/    plan: /' >&2 || true
 
-title="on-demand benchmark: llama-server on the CPU, 2 random-weight GGUFs of $((GGUF_BYTES / 1000000)) MB (--no-mmap), idle_stop $IDLE_STOP, swap_group of 2; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); berth $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?'); $(date -u +%Y-%m-%dT%H:%MZ)"
+title="on-demand benchmark: llama-server on the CPU, 2 random-weight GGUFs of $((GGUF_BYTES / 1000000)) MB (read, not mapped; 1 thread), idle_stop $IDLE_STOP, swap_group of 2; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); berth $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?'); $(date -u +%Y-%m-%dT%H:%MZ)"
 python3 "$HERE/report.py" "$WORK/rounds.jsonl" --title "$title" | tee "$WORK/results.txt"
