@@ -115,6 +115,18 @@ def main(argv):
 
     print("what berth adds once the server is healthy (paired, median): cold %s, swap %s"
           % (added("berth_cold", "manual_cold"), added("berth_swap", "manual_swap")))
+
+    def gap(key, start, end):  # median over the rounds of end - start, per round
+        d = [r[key][end] - r[key][start] for r in rounds
+             if r[key].get(start) is not None and r[key].get(end) is not None]
+        return fmt(med(d), " ms")
+
+    print("  of it: the unit active after healthy (ExecStartPost= polls every 200 ms): "
+          "cold %s, swap %s;" % (gap("berth_cold", "healthy_ms", "active_ms"),
+                                 gap("berth_swap", "healthy_ms", "active_ms")))
+    print("  the first token after active (the proxy unit's start, its /health, the exec of "
+          "systemd-socket-proxyd, the relay): cold %s, swap %s"
+          % (gap("berth_cold", "active_ms", "ttft_ms"), gap("berth_swap", "active_ms", "ttft_ms")))
     def piece(key, field):
         return fmt(med([r[key].get(field) for r in rounds]))
 
