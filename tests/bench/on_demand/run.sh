@@ -137,5 +137,5 @@ bash "$SDSB" exec "$SANDBOX" /usr/bin/python3 "$HERE/measure.py" --base-port "$B
 "$BERTH_BIN" plan "${host[@]}" -f "$WORK/berth.yaml" >"$WORK/plan-after.txt" 2>&1 || true
 grep -E "on demand +service/" "$WORK/plan-after.txt" | sed 's/^/    plan: /' >&2 || true
 
-title="on-demand benchmark: llama-server on the CPU, 2 random-weight GGUFs of $((GGUF_BYTES / 1000000)) MB (read, not mapped; 1 thread), idle_stop $IDLE_STOP, swap_group of 2; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); $("$BERTH_BIN" --version 2>/dev/null | head -1), the bench at $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?'); $(date -u +%Y-%m-%dT%H:%MZ)"
+title="on-demand benchmark: llama-server on the CPU, 2 random-weight GGUFs of $(((GGUF_BYTES + 500000) / 1000000)) MB (read, not mapped; 1 thread), idle_stop $IDLE_STOP, swap_group of 2; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); $("$BERTH_BIN" --version 2>/dev/null | head -1), the bench at $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?'); $(date -u +%Y-%m-%dT%H:%MZ)"
 python3 "$HERE/report.py" "$WORK/rounds.jsonl" --title "$title" | tee "$WORK/results.txt"
