@@ -394,11 +394,16 @@ TEST_F(RealOnDemandTest, AModelThatCannotLoadAnswers503AndTheNextRequestTriesAga
     EXPECT_THAT(ActiveState("broken.service"), AnyOf("failed", "inactive"));
     EXPECT_EQ(ActiveState("berth-wake-broken.socket"), "active") << "the port stays held";
     // Each start was the real server's, which failed on the file: llama.cpp's own last words,
-    // once per request, in the unit's journal.
-    int exits = 0;
-    for (const std::string& line : journal_->Tail("broken.service", 500))
-      exits += line.find("exiting due to model loading error") != std::string::npos;
-    EXPECT_EQ(exits, attempt) << "journalctl -u broken.service has not one failed load per request";
+    // once per request, in the unit's journal (which journald may write a moment later).
+    auto failed_loads = [&] {
+      int n = 0;
+      for (const std::string& line : journal_->Tail("broken.service", 500))
+        n += line.find("exiting due to model loading error") != std::string::npos;
+      return n;
+    };
+    WaitFor([&] { return failed_loads() >= attempt; }, seconds(10));
+    EXPECT_EQ(failed_loads(), attempt) << "journalctl -u broken.service: not one failed load of "
+                                          "the model per request";
     std::cout << "[ figures  ] attempt " << attempt << ": " << a.status << " after " << a.TotalMs()
               << " ms\n";
   }
