@@ -135,8 +135,9 @@ std::vector<std::string> ServiceSpec::UnitNames() const {
 }
 
 int ServiceSpec::PublicPort() const {
-  if (on_demand) return on_demand->public_port;
+  if (routed_port) return routed_port;
   if (front_port) return front_port;
+  if (on_demand) return on_demand->public_port;
   return port.value_or(0);
 }
 

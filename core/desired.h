@@ -63,6 +63,11 @@ struct FrontDecl {
   /// first disruptive step until the switch is done, for an outside load balancer. "": none.
   std::string ready_path;
   uint64_t ready_lead_ms = 0;
+  /// `route: model`: the front serves every running service on its port at once, each request
+  /// routed by its JSON body's `model` to the service of that served name (ServedName), and
+  /// answers GET /v1/models with them all (docs/operating.md "One port, several models").
+  /// false: one service at a time, which berth switches.
+  bool route_by_model = false;
   SourceLoc loc;
 };
 
@@ -298,8 +303,10 @@ struct GatesSpec {
 /// OnDemandSocketName / OnDemandProxyName (the socket and the proxy it activates) and the
 /// service's own unit (the model server, listening on 127.0.0.1 and ServiceSpec::port).
 struct OnDemandSpec {
-  int public_port = 0;                        // the manifest's `port:`, which the socket holds
-  std::string bind = "0.0.0.0";               // the manifest's `bind:`, where the socket listens
+  /// The port the socket holds: the manifest's `port:`, or behind a routed front the service's
+  /// loopback backend port; and where it listens (the manifest's `bind:`, or 127.0.0.1).
+  int public_port = 0;
+  std::string bind = "0.0.0.0";
   uint64_t idle_stop_ms = 10ULL * 60 * 1000;  // `idle_stop:` (systemd-socket-proxyd's idle exit)
   /// `swap_group:` services of one group take turns (at most one runs): their units conflict.
   std::string swap_group;
@@ -319,12 +326,17 @@ struct ServiceSpec {
   EngineKind engine = EngineKind::kVllm;
   std::string model;  // a key of Desired::models; "" for engine command without model
   std::vector<int> gpus;
-  /// Where the server listens. Behind a front (front_port set), the loopback backend port the
-  /// loader assigned (backend_port:, or derived from the name); bind is then 127.0.0.1.
+  /// Where the server listens. Behind a front (front_port or routed_port set), the loopback
+  /// backend port the loader assigned (backend_port:, or derived from the name); bind is then
+  /// 127.0.0.1.
   std::optional<int> port;
   std::string bind = "0.0.0.0";
   /// The public port when the service is behind a front (`fronts:` names its `port:`); 0: none.
   int front_port = 0;
+  /// The public port when the service is behind a front that routes by model (`route: model`):
+  /// it serves there beside the port's other services, never switched with them; front_port
+  /// is then 0. 0: none.
+  int routed_port = 0;
   /// The front of this port itself (a service berth adds for each `fronts:` entry).
   bool is_front = false;
   std::string executable;  // "" = engine default (host.executables or the engine's name)
@@ -358,7 +370,8 @@ struct ServiceSpec {
   Strategy strategy = Strategy::kAuto;
   Standby standby = Standby::kStop;
   /// `on_demand: true`; `port` is then the model server's own loopback port (`server_port:`, or
-  /// derived from the name in 20000-29999) and `bind` 127.0.0.1.
+  /// derived from the name in 20000-29999) and `bind` 127.0.0.1. Behind a routed front the
+  /// socket holds the service's loopback backend port (OnDemandSpec::public_port).
   std::optional<OnDemandSpec> on_demand;
   bool adopt = false;
   SourceLoc loc;
@@ -367,8 +380,8 @@ struct ServiceSpec {
   /// Every unit berth writes for the service: UnitName(), and for an on-demand service its
   /// socket and proxy units.
   std::vector<std::string> UnitNames() const;
-  /// The port clients dial: the socket's for an on-demand service, the front's behind a
-  /// front, else `port` (0: none).
+  /// The port clients dial: the front's behind a front (routed or not), the socket's for an
+  /// on-demand service, else `port` (0: none).
   int PublicPort() const;
   /// The name the manifest gives the served model: the engine section's served_model_name or
   /// alias, engine: command's served_name, else the service's name. What the server itself

@@ -27,6 +27,21 @@ struct FrontBackend {
   int port = 0;
 };
 
+/// One name a routed front answers for (issue 41): a request whose JSON body's `model` is
+/// exactly `served_name` goes to `server`. Several names may share one server (aliases).
+struct RoutedModel {
+  /// What clients send as `model` and GET /v1/models lists (vLLM's --served-model-name): user
+  /// text, printable ASCII, 1..kMaxServedNameBytes bytes, not a JSON number (a request's number
+  /// `model` reads as its text and would match it). Never written into the configuration as it
+  /// is: hex-encoded in the match, \u-escaped in the JSON answers.
+  std::string served_name;
+  /// The model server; its name names the backend "model-NAME" (kRoutedBackendPrefix).
+  FrontBackend server;
+};
+
+/// The longest served name a routed front takes.
+inline constexpr size_t kMaxServedNameBytes = 200;
+
 /// The name of the front's hold server: the server that holds requests (FrontSpec::active).
 inline constexpr const char* kFrontHoldServer = "hold";
 /// The first line of every front configuration berth writes: "# berth-front-active: NAME".
@@ -70,6 +85,11 @@ struct FrontSpec {
   std::string active;
   /// The model servers (names unique).
   std::vector<FrontBackend> backends;
+  /// A front that routes by the request's model (`route: model`, issue 41): every model of
+  /// `models` is served at once (planners/front_render.h RenderRoutedFrontConfig); `backends`
+  /// and `active` are then empty.
+  bool routed = false;
+  std::vector<RoutedModel> models;
   /// The admin (stats) socket berth's FrontControl speaks to (FrontAdminSocket(port)).
   std::string admin_socket;
   /// The master CLI socket of the master-worker process: `reload`, `show proc`

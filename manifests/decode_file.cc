@@ -18,7 +18,8 @@ constexpr std::string_view kTopKeys[] = {"berth", "host", "fleet", "models", "se
 constexpr std::string_view kHostKeys[] = {"match",          "store",       "reserve",
                                           "unit_dir",       "executables", "gpus",
                                           "keep_revisions", "front_dir",   "prewarm"};
-constexpr std::string_view kFrontKeys[] = {"bind", "hold", "drain", "retry_after", "ready"};
+constexpr std::string_view kFrontKeys[] = {"bind",        "hold",  "drain",
+                                           "retry_after", "ready", "route"};
 constexpr std::string_view kReadyKeys[] = {"path", "lead"};
 constexpr std::string_view kGpuInventoryKeys[] = {"count", "memory"};
 constexpr std::string_view kMatchKeys[] = {"hostname"};
@@ -176,6 +177,15 @@ void DecodeFronts(YamlReader& r, const Field& fronts, FilePart* part) {
           if (auto v = r.DurationMs(f)) front.drain_ms = *v;
         } else if (f.key == "retry_after") {
           if (auto v = r.DurationMs(f)) front.retry_after_ms = *v;
+        } else if (f.key == "route") {
+          std::optional<std::string> v = r.String(f);
+          if (v && *v == "model")
+            front.route_by_model = true;
+          else if (v)
+            r.Error(f.value_loc,
+                    "a front routes by 'model' or not at all, not '" + v->substr(0, 80) + "'",
+                    "route: model (several services on one port, routed by the request's model), "
+                    "or remove route (one service at a time, switched by berth)");
         } else if (f.key == "ready") {
           if (!r.ExpectMap(f)) continue;
           bool has_path = false;

@@ -109,6 +109,14 @@ std::map<std::string, int> MergeFronts(const std::vector<FilePart>& parts,
       continue;
     }
     if (!fronted) continue;
+    if (s.standby == Standby::kSleep && desired->fronts.at(*s.port).route_by_model) {
+      Add(diagnostics, d.standby_loc,
+          "service '" + s.name + "' has standby: sleep on port " + std::to_string(*s.port) +
+              ", whose front routes by model: every service there serves at once, none is "
+              "switched to, so none waits asleep",
+          "remove standby, or route: model from the front (one service at a time, switched by "
+          "berth)");
+    }
     if (!s.has_engine && s.state == ServiceState::kRunning) {
       Add(diagnostics, d.port_loc,
           "service '" + s.name + "' runs on port " + std::to_string(*s.port) +
@@ -155,8 +163,8 @@ std::map<std::string, int> MergeFronts(const std::vector<FilePart>& parts,
 }
 
 // On-demand services: each model server's own loopback port (`server_port:`, or derived from
-// the name like a backend port, past every port of the manifest), by service name. A front on
-// the public port is refused for now (routing several models through one port is to come).
+// the name like a backend port, past every port of the manifest), by service name. Behind a
+// front only where it routes by model (the socket then holds the backend port).
 std::map<std::string, int> MergeOnDemand(const std::vector<ServiceDraft*>& services,
                                          const Desired& desired,
                                          const std::map<std::string, int>& backend,
@@ -176,11 +184,15 @@ std::map<std::string, int> MergeOnDemand(const std::vector<ServiceDraft*>& servi
               "', which berth keeps for the units of on-demand services",
           "rename the service");
     if (!s.on_demand || !s.port) continue;
-    if (desired.fronts.count(*s.port)) {
+    if (auto f = desired.fronts.find(*s.port);
+        f != desired.fronts.end() && !f->second.route_by_model) {
       Add(diagnostics, d->on_demand_loc,
           "service '" + s.name + "' is on demand on port " + std::to_string(*s.port) +
-              ", which has a front: berth cannot yet route a front's port to an on-demand service",
-          "remove the port from fronts:, or on_demand");
+              ", whose front switches one service at a time: an on-demand service is woken by "
+              "its requests, which that front never sends to a service it does not route to",
+          "add route: model to the front of port " + std::to_string(*s.port) +
+              " (every service there served at once, by the request's model), or remove "
+              "on_demand");
       continue;
     }
     if (!d->server_port) {
@@ -278,17 +290,33 @@ Desired MergeParts(std::vector<FilePart> parts, std::vector<Diagnostic>* diagnos
         DidYouMean(draft, model_names));
   }
 
-  // Two running services cannot listen on one port. Stopped and absent ones may share it: that
-  // is how a switch-back stays ready.
-  std::map<int, const ServiceDraft*> port_owner;
+  // Two running services cannot listen on one port (stopped and absent ones may share it: that
+  // is how a switch-back stays ready), unless a front routes the port by model: then two cannot
+  // serve one model name there.
+  std::set<int> routed;
+  for (const FilePart& part : parts)
+    for (const FrontDecl& f : part.fronts)
+      if (f.route_by_model) routed.insert(f.port);
+  std::map<std::pair<int, std::string>, const ServiceDraft*> port_owner;
   for (const ServiceDraft* d : RunningOnPorts(services, file_index)) {
-    auto [it, inserted] = port_owner.emplace(*d->spec.port, d);
+    const int port = *d->spec.port;
+    const bool by_model = routed.count(port) > 0;
+    const std::string served = by_model ? d->spec.ServedName() : "";
+    auto [it, inserted] = port_owner.emplace(std::pair{port, served}, d);
     if (inserted) continue;
     const ServiceDraft& first = *it->second;
-    Add(diagnostics, d->port_loc,
-        "port " + std::to_string(*d->spec.port) + " is already used by running service '" +
-            first.spec.name + "' at " + first.port_loc.ToString(),
-        "give one of them another port, or set state: stopped on one");
+    if (by_model)
+      Add(diagnostics, d->port_loc,
+          "service '" + d->spec.name + "' serves model '" + served + "' on port " +
+              std::to_string(port) + ", as does running service '" + first.spec.name + "' at " +
+              first.port_loc.ToString() + "; the front of port " + std::to_string(port) +
+              " routes each request by its model, so one of them would never be reached",
+          "give one of them another served name (its engine's served_model_name or alias)");
+    else
+      Add(diagnostics, d->port_loc,
+          "port " + std::to_string(port) + " is already used by running service '" +
+              first.spec.name + "' at " + first.port_loc.ToString(),
+          "give one of them another port, or set state: stopped on one");
   }
   std::map<std::string, int> backend = MergeFronts(parts, services, &desired, diagnostics);
   // A standby's server serves vLLM's dev-mode routes (/sleep, /wake_up and others that change
@@ -310,25 +338,27 @@ Desired MergeParts(std::vector<FilePart> parts, std::vector<Diagnostic>* diagnos
   std::map<std::string, int> server = MergeOnDemand(services, desired, backend, diagnostics);
   service_named.clear();  // its keys are the drafts' names, which move now
   for (ServiceDraft* d : services) {
-    auto b = backend.find(d->spec.name);
-    if (auto od = server.find(d->spec.name); od != server.end()) {
-      // The socket holds the public port where the manifest binds it; the server listens on
-      // loopback behind it.
-      ServiceSpec& spec = d->spec;
+    ServiceSpec& spec = d->spec;
+    // Behind a front the service listens on its loopback backend port; the public port is the
+    // front's, switched (front_port) or routed by model (routed_port).
+    if (auto b = backend.find(spec.name); b != backend.end()) {
+      (desired.fronts.at(*spec.port).route_by_model ? spec.routed_port : spec.front_port) =
+          *spec.port;
+      spec.port = b->second;
+      spec.bind = "127.0.0.1";
+    }
+    if (auto od = server.find(spec.name); od != server.end()) {
+      // The socket holds the port where the manifest binds it (behind a routed front: the
+      // backend port); the server listens on loopback behind it.
       spec.on_demand->public_port = *spec.port;
       spec.on_demand->bind = spec.bind;
       spec.port = od->second;
       spec.bind = "127.0.0.1";
     } else {
-      d->spec.on_demand.reset();  // refused above: planned as an ordinary service
+      spec.on_demand.reset();  // refused above: planned as an ordinary service
     }
-    std::string name = d->spec.name;
-    ServiceSpec& s = desired.services.emplace(std::move(name), std::move(d->spec)).first->second;
-    if (b != backend.end()) {
-      s.front_port = *s.port;
-      s.port = b->second;
-      s.bind = "127.0.0.1";
-    }
+    std::string name = spec.name;
+    desired.services.emplace(std::move(name), std::move(spec));
   }
   // Each front is a service of its own.
   for (const auto& [port, f] : desired.fronts) {

@@ -135,6 +135,7 @@ void RenderReadyAndHold(const FrontSpec& spec, std::ostream& c) {
 }  // namespace
 
 Result<std::string> RenderHaproxyConfig(const FrontSpec& spec) {
+  if (spec.routed) return RenderRoutedFrontConfig(spec, spec.models);
   std::string problems = FrontSpecProblems(spec);
   if (!problems.empty()) return Status::InvalidArgument(problems);
   std::vector<ServerLine> servers;

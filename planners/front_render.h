@@ -58,23 +58,10 @@ inline constexpr uint64_t kFrontMaxRetries = 86400;
 /// `retries` for `hold_ms`: one per hold round after the first, at least 1.
 uint64_t FrontRetries(uint64_t hold_ms);
 
-/// The HAProxy configuration of `spec`, or InvalidArgument listing FrontSpecProblems.
+/// The HAProxy configuration of `spec`, or InvalidArgument listing FrontSpecProblems; of a
+/// routed one (FrontSpec::routed), RenderRoutedFrontConfig(spec, spec.models).
 Result<std::string> RenderHaproxyConfig(const FrontSpec& spec);
 
-/// One name a routed front answers for (issue 41): a request whose JSON body's `model` is
-/// exactly `served_name` goes to `server`. Several names may share one server (aliases).
-struct RoutedModel {
-  /// What clients send as `model` and GET /v1/models lists (vLLM's --served-model-name): user
-  /// text, printable ASCII, 1..kMaxServedNameBytes bytes, not a JSON number (a request's number
-  /// `model` reads as its text and would match it). Never written into the configuration as it
-  /// is: hex-encoded in the match, \u-escaped in the JSON answers.
-  std::string served_name;
-  /// The model server; its name names the backend "model-NAME" (kRoutedBackendPrefix).
-  FrontBackend server;
-};
-
-/// The longest served name a routed front takes.
-inline constexpr size_t kMaxServedNameBytes = 200;
 /// A routed front's backend for server NAME: "model-NAME".
 inline constexpr const char* kRoutedBackendPrefix = "model-";
 

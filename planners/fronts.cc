@@ -41,12 +41,21 @@ FrontSpec FrontOf(const Desired& d, int port, const std::string& active) {
     f.ready_path = decl->second.ready_path;
     f.ready = true;
   }
-  // Absent services have no unit, so no server; a stopped one keeps its server (a switch back
-  // to it needs no reload).
-  for (const auto& [name, s] : d.services)
-    if (s.front_port == port && s.port && s.state != ServiceState::kAbsent)
-      f.backends.push_back({name, "127.0.0.1", *s.port});
-  f.active = active;
+  f.routed = decl != d.fronts.end() && decl->second.route_by_model;
+  if (f.routed) {
+    // Every running service is served by its model's name (on demand: its socket's port).
+    for (const auto& [name, s] : d.services)
+      if (s.routed_port == port && s.port && s.state == ServiceState::kRunning)
+        f.models.push_back({s.ServedName(),
+                            {name, "127.0.0.1", s.on_demand ? s.on_demand->public_port : *s.port}});
+  } else {
+    // Absent services have no unit, so no server; a stopped one keeps its server (a switch
+    // back to it needs no reload).
+    for (const auto& [name, s] : d.services)
+      if (s.front_port == port && s.port && s.state != ServiceState::kAbsent)
+        f.backends.push_back({name, "127.0.0.1", *s.port});
+    f.active = active;
+  }
   std::string base = Base(d.host, port);
   f.admin_socket = FrontSocketPath(d.host, port);
   f.master_socket = base + ".master";

@@ -23,7 +23,9 @@ inline constexpr std::string_view kHoldServer = kFrontHoldServer;
 inline constexpr std::string_view kActiveLine = kFrontActiveLine;
 
 /// The front of `port` with every service of the manifest behind it as a backend (by name),
-/// routing to `active` (a backend's name, or kHoldServer), and its paths in host.front_dir.
+/// routing to `active` (a backend's name, or kHoldServer), and its paths in host.front_dir. A
+/// front that routes by model (FrontDecl::route_by_model) serves every running service on
+/// its port by its served name instead, and `active` is not used.
 FrontSpec FrontOf(const Desired& d, int port, const std::string& active);
 /// The configuration file berth writes for it: the active line, then the HAProxy config; a
 /// comment saying why when HAProxy's configuration cannot be rendered (the plan then has a

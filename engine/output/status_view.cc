@@ -81,7 +81,7 @@ StatusView MakeStatus(const Desired& d, const Observed& o,
                      : st.active == "activating" ? "starting"
                      : st.active == "active"     ? "running"
                                                  : "idle";
-      st.port = s.on_demand->public_port;
+      st.port = s.PublicPort();
     }
     if (auto h = health.find(name); h != health.end()) st.health = h->second;
     if (auto t = o.state.start_times_ms.find(st.unit);

@@ -42,7 +42,7 @@ services:
 )"),
               ElementsAre(HasSubstr("berth.yaml:7:23: 'on_demand' needs an engine"),
                           HasSubstr("berth.yaml:8:65: service 't' is on demand on port 8001, "
-                                    "which has a front"),
+                                    "whose front switches one service at a time"),
                           HasSubstr("berth.yaml:9:3: gates need a start by berth"),
                           HasSubstr("berth.yaml:10:82: idle_stop must be at least 1s")));
 }
@@ -65,6 +65,56 @@ TEST(OnDemandDiagnostics, AnOnDemandServerListensOnLoopbackAndItsSocketOnThePort
   EXPECT_EQ(*t.port, 20500);
   EXPECT_EQ(t.on_demand->idle_stop_ms, 2000u);
   EXPECT_EQ(t.on_demand->swap_group, "g");
+}
+
+TEST(OnDemandDiagnostics, BehindAFrontThatRoutesByModelEveryServiceOfThePortIsServedAtOnce) {
+  LoadResult r = ::berth::testing::Load(std::string(kModels) + R"(fronts:
+  8000: {route: model}
+services:
+  chat: {model: a, engine: vllm, gpus: [0], port: 8000, on_demand: true, swap_group: g,
+         vllm: {served_model_name: chat-v1}}
+  coder: {model: a, engine: vllm, gpus: [0], port: 8000, on_demand: true, swap_group: g}
+  embed: {model: a, engine: vllm, gpus: [1], port: 8000}
+  old: {model: a, engine: vllm, gpus: [1], port: 8000, state: stopped,
+        vllm: {served_model_name: chat-v1}}
+)");
+  ASSERT_THAT(r.diagnostics, IsEmpty());
+  EXPECT_TRUE(r.desired.fronts.at(8000).route_by_model);
+  const ServiceSpec& chat = r.desired.services.at("chat");
+  EXPECT_EQ(chat.routed_port, 8000);
+  EXPECT_EQ(chat.front_port, 0);  // never switched with the port's other services
+  EXPECT_EQ(chat.PublicPort(), 8000);
+  ASSERT_TRUE(chat.on_demand);
+  // The socket holds the backend port the front routes chat-v1 to, on loopback; the server
+  // listens on a port of its own behind it.
+  EXPECT_GE(chat.on_demand->public_port, 20000);
+  EXPECT_LE(chat.on_demand->public_port, 29999);
+  EXPECT_EQ(chat.on_demand->bind, "127.0.0.1");
+  EXPECT_NE(*chat.port, chat.on_demand->public_port);
+  EXPECT_EQ(chat.bind, "127.0.0.1");
+  const ServiceSpec& embed = r.desired.services.at("embed");
+  EXPECT_EQ(embed.routed_port, 8000);
+  EXPECT_FALSE(embed.on_demand);
+  EXPECT_GE(*embed.port, 20000);
+  EXPECT_EQ(embed.bind, "127.0.0.1");
+  EXPECT_EQ(embed.PublicPort(), 8000);
+}
+
+TEST(OnDemandDiagnostics, ARoutedFrontRefusesTwoRunningServicesOfOneModelNameAndStandbySleep) {
+  EXPECT_THAT(Problems(std::string(kModels) + R"(fronts:
+  8000: {route: model}
+  8001: {route: name}
+services:
+  chat: {model: a, engine: vllm, gpus: [0], port: 8000}
+  chat2: {model: a, engine: vllm, gpus: [1], port: 8000, vllm: {served_model_name: chat}}
+  sleepy: {model: a, engine: vllm, gpus: [2], port: 8000, standby: sleep}
+)"),
+              ElementsAre(HasSubstr("berth.yaml:6:17: a front routes by 'model' or not at all, "
+                                    "not 'name'"),
+                          HasSubstr("berth.yaml:9:52: service 'chat2' serves model 'chat' on port "
+                                    "8000, as does running service 'chat' at berth.yaml:8:51"),
+                          HasSubstr("berth.yaml:10:68: service 'sleepy' has standby: sleep on port "
+                                    "8000, whose front routes by model")));
 }
 
 }  // namespace

@@ -214,5 +214,61 @@ TEST_F(FrontPlanTest, ANoOpPlanWithAFrontIsEmpty) {
   EXPECT_TRUE(PlanNow().empty());
 }
 
+TEST_F(FrontPlanTest, ARoutedFrontServesEveryModelOfItsPortAtOnceAndRoutesNone) {
+  auto load = [&](const std::string& more) {
+    std::string yaml =
+        "berth: 1\nhost: {store: /models, front_dir: /run/fronts}\n"
+        "fronts:\n  8000: {route: model}\n"
+        "models:\n  a: {source: hf://org/a, revision: " +
+        Commit("a") + "}\n  b: {source: hf://org/b, revision: " + Commit("b") +
+        "}\n"
+        "services:\n"
+        "  svc-a: {model: a, engine: vllm, gpus: [0], port: 8000, on_demand: true, "
+        "vllm: {served_model_name: chat}}\n"
+        "  svc-b: {model: b, engine: vllm, gpus: [1], port: 8000, "
+        "vllm: {gpu_memory_utilization: 0.4}}\n" +
+        more;
+    LoadResult r = LoadManifestTexts({{"berth.yaml", yaml}});
+    ASSERT_TRUE(r.ok()) << r.diagnostics[0].message;
+    d = r.desired;
+  };
+  load("");
+  Plan p = PlanNow();
+  ASSERT_FALSE(p.blocked()) << Problems(p);
+  std::vector<std::string> steps = Steps(p);
+  for (const std::string& step : steps) {
+    EXPECT_FALSE(step.starts_with("route ")) << step;  // nothing is switched: each model served
+    EXPECT_FALSE(step.starts_with("drain ")) << step;
+    EXPECT_NE(step, "start service/svc-a not_running");  // on demand: its socket's requests do
+  }
+  EXPECT_THAT(steps, ::testing::Contains("start service/svc-b not_running"));
+  const std::string config =
+      At(p, "write-front front/8000 unit_changed").As<FrontStep>().config_text;
+  // svc-a by its served name, at its socket's port; svc-b by its own name, at its backend port.
+  const ServiceSpec& a = d.services.at("svc-a");
+  const ServiceSpec& b = d.services.at("svc-b");
+  EXPECT_THAT(config, HasSubstr(R"({"id":"chat","object":"model")"));
+  EXPECT_THAT(config, HasSubstr(R"({"id":"svc-b","object":"model")"));
+  EXPECT_THAT(config, HasSubstr("127.0.0.1:" + std::to_string(a.on_demand->public_port)));
+  EXPECT_THAT(config, ::testing::Not(HasSubstr("127.0.0.1:" + std::to_string(*a.port))));
+  EXPECT_THAT(config, HasSubstr("127.0.0.1:" + std::to_string(*b.port)));
+  Converge();
+  EXPECT_TRUE(PlanNow().empty()) << ::testing::PrintToString(Steps(PlanNow()));
+
+  // A third model on the port: the running front is rewritten and reloaded; the others stay.
+  load(
+      "  svc-c: {model: b, engine: vllm, gpus: [1], port: 8000, vllm: {served_model_name: c, "
+      "gpu_memory_utilization: 0.4}}\n");
+  p = PlanNow();
+  ASSERT_FALSE(p.blocked()) << Problems(p);
+  steps = Steps(p);
+  const Action& write = At(p, "write-front front/8000 unit_changed");
+  EXPECT_TRUE(write.As<FrontStep>().reload);
+  EXPECT_THAT(write.As<FrontStep>().config_text, HasSubstr(R"({"id":"c","object":"model")"));
+  EXPECT_THAT(steps, ::testing::Contains("start service/svc-c not_running"));
+  for (const std::string& step : steps) EXPECT_EQ(step.find("svc-b"), std::string::npos) << step;
+  for (const Disruption& dis : p.disruptions) EXPECT_NE(dis.port, 8000) << dis.reason;
+}
+
 }  // namespace
 }  // namespace berth::testing
