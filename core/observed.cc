@@ -5,6 +5,29 @@
 
 namespace berth {
 
+std::optional<uint64_t> LastStartMs(uint64_t inactive_exit_usec, uint64_t active_enter_usec) {
+  if (inactive_exit_usec == 0 || active_enter_usec < inactive_exit_usec) return std::nullopt;
+  uint64_t ms = (active_enter_usec - inactive_exit_usec) / 1000;
+  if (ms > kMaxStartMs) return std::nullopt;
+  return ms;
+}
+
+std::optional<uint64_t> UnrecordedStart(const ObservedUnit& u, const std::string& berth_started,
+                                        const std::string& recorded) {
+  if (!u.last_start_ms || u.invocation_id.empty() || u.invocation_id == berth_started ||
+      u.invocation_id == recorded)
+    return std::nullopt;
+  return u.last_start_ms;
+}
+
+std::optional<uint64_t> BerthState::UnrecordedStart(const ObservedUnit& u) const {
+  auto started_it = started.find(u.name);
+  auto recorded_it = start_invocations.find(u.name);
+  return berth::UnrecordedStart(
+      u, started_it == started.end() ? std::string() : started_it->second.first,
+      recorded_it == start_invocations.end() ? std::string() : recorded_it->second);
+}
+
 bool IsCrashLooping(const ObservedUnit& u, uint64_t now_usec) {
   if (u.load_state == "not-found") return false;
   if (u.sub_state.rfind("auto-restart", 0) == 0) return true;  // also auto-restart-queued

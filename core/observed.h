@@ -96,6 +96,12 @@ struct ObservedUnit {
   std::string result;           // success | exit-code | signal | timeout | ...
   int exec_main_status = 0;     // exit status or signal of the main process
   uint64_t active_enter_usec = 0;  // when it last became active, unix µs (0: never, unknown)
+  /// How long its last start took, ms, as systemd timed it: from leaving inactive to active
+  /// (LastStartMs of InactiveExitTimestampMonotonic and ActiveEnterTimestampMonotonic). For an
+  /// on-demand server, whose ExecStartPost= waits for its health, what a first request waited.
+  /// That start is of invocation `invocation_id`. Unset: never started, starting now, its last
+  /// start failed, or not known.
+  std::optional<uint64_t> last_start_ms = std::nullopt;
   /// How long systemd waits for it to exit after its stop signal before it kills it
   /// (TimeoutStopUSec), µs: 0 unknown, kNoStopTimeout: never kills it.
   uint64_t timeout_stop_usec = 0;
@@ -116,6 +122,15 @@ struct ObservedUnit {
     return active_state == "failed" && (result == "start-limit-hit" || n_restarts > 0);
   }
 };
+
+/// The longest start berth takes systemd's timestamps for (a day): past it, they are not a
+/// start's time berth can use.
+inline constexpr uint64_t kMaxStartMs = 24ull * 3600 * 1000;
+
+/// The time of a unit's last start from systemd's monotonic timestamps (µs): ActiveEnter minus
+/// InactiveExit, in ms, when that start completed (active_enter >= inactive_exit > 0: a start
+/// under way or failed entered no active state since) and took at most kMaxStartMs.
+std::optional<uint64_t> LastStartMs(uint64_t inactive_exit_usec, uint64_t active_enter_usec);
 
 /// How long a unit must stay active after systemd restarted it on its own before it counts as
 /// up again: 10 minutes, longer than a large model takes to load and crash once more.
@@ -206,6 +221,9 @@ struct BerthState {
   /// beginning to its health gate passing (oldest first, at most kStartTimesKept).
   std::map<std::string, std::vector<uint64_t>> start_times_ms;
   static constexpr size_t kStartTimesKept = 5;
+  /// unit -> the invocation whose start, made by a request and timed by systemd
+  /// (ObservedUnit::last_start_ms), was last added to start_times_ms: each is added once.
+  std::map<std::string, std::string> start_invocations;
   /// unit -> how long its last stops took, in milliseconds from the stop action beginning to
   /// systemd reporting it stopped (oldest first, at most kStartTimesKept): a server draining
   /// its requests (llama-server waits 30 s for them) keeps a stop-first switch's port dark.
@@ -213,7 +231,18 @@ struct BerthState {
   /// unit -> what its floor gates and floor references measured, oldest first (at most
   /// kGateFiguresKept): a relative floor's reference when that service cannot be measured.
   std::map<std::string, std::vector<GateFigures>> gate_figures;
+
+  /// The last start of `u` that start_times_ms lack (UnrecordedStart): not berth's own start
+  /// (`started`), not added already (`start_invocations`).
+  std::optional<uint64_t> UnrecordedStart(const ObservedUnit& u) const;
 };
+
+/// `u`'s last start (ObservedUnit::last_start_ms) when berth's start times lack it: it names an
+/// invocation, which is neither `berth_started` (the invocation berth's last start of the unit
+/// made: the executor records those itself) nor `recorded` (the one last added from systemd's
+/// timing). A start a request made (socket activation), which nothing else records.
+std::optional<uint64_t> UnrecordedStart(const ObservedUnit& u, const std::string& berth_started,
+                                        const std::string& recorded);
 
 /// Host memory as /proc/meminfo says (the third ledger beside disk and GPU memory: what a
 /// prewarm may read into the page cache).

@@ -27,6 +27,8 @@
 //                        "exec_main_status": 0,
 //                        "active_enter_usec": N,  // unix µs; left out when unknown
 //                        "timeout_stop_usec": N,  // TimeoutStopUSec; left out when unknown
+//                        "last_start_ms": N,      // its last start, as systemd timed it; left
+//                                                 // out when unknown (at most a day)
 //                        "crash_looping": true,   // left out when false (IsCrashLooping)
 //                        "content_note": "..."}]},  // why content is not the file's text;
 //                               // left out when it is "", except for a unit that is not
@@ -40,7 +42,8 @@
 //   "berth_state": {"serial": 3, "lineage": "<uuid>", "units": ["x.service"],
 //                   "models": {"org/name": ["<commit>"]},
 //                   "learned": {"x.service": {"ports": [8000], "gpu_bytes": {"0": N}}},
-//                   "start_times_ms": {"x.service": [38000, 47000]}}   // oldest first
+//                   "start_times_ms": {"x.service": [38000, 47000]},   // oldest first
+//                   "start_invocations": {"x.service": "<hex>"}}  // the last added from systemd
 // }
 //
 // Every key but format_version is optional on input; a missing section reads as empty and

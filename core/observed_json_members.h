@@ -62,7 +62,8 @@ inline constexpr std::tuple kGpuJson = {
     JsonMember{"index", &ObservedGpu::index}, JsonMember{"uuid", &ObservedGpu::uuid},
     JsonMember{"name", &ObservedGpu::name}, JsonMember{"memory_total", &ObservedGpu::memory_total},
     JsonMember{"memory_used", &ObservedGpu::memory_used}};
-// And content_note, active_enter_usec, timeout_stop_usec, crash_looping unless their defaults
+// And content_note, active_enter_usec, timeout_stop_usec, last_start_ms, crash_looping unless
+// their defaults
 // (the lineage is derived from the content, never written).
 inline constexpr std::tuple kUnitJson = {
     JsonMember{"name", &ObservedUnit::name},
@@ -96,8 +97,8 @@ inline constexpr std::tuple kMemoryJson = {
     JsonMember{"known", &ObservedMemory::known}, JsonMember{"error", &ObservedMemory::error},
     JsonMember{"total_bytes", &ObservedMemory::total_bytes},
     JsonMember{"available_bytes", &ObservedMemory::available_bytes}};
-// And failures, interrupted, ungated, started, held, learned, start_times_ms and
-// stop_times_ms when not empty.
+// And failures, interrupted, ungated, started, held, learned, start_times_ms,
+// start_invocations and stop_times_ms when not empty.
 inline constexpr std::tuple kStateJson = {
     JsonMember{"serial", &BerthState::serial}, JsonMember{"lineage", &BerthState::lineage},
     JsonMember{"units", &BerthState::units}, JsonMember{"models", &BerthState::models}};

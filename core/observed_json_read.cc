@@ -237,13 +237,23 @@ Status ReadGpus(InJson& j, Observed* o) {
 Result<ObservedUnit> ReadUnit(InJson& item, size_t i) {
   Reader ru(item, "units.items[" + std::to_string(i) + "]");
   ObservedUnit u;
-  BERTH_RETURN_IF_ERROR(ru.Members(
-      &u, kUnitJson, {"content_note", "active_enter_usec", "crash_looping", "timeout_stop_usec"}));
+  BERTH_RETURN_IF_ERROR(ru.Members(&u, kUnitJson,
+                                   {"content_note", "active_enter_usec", "crash_looping",
+                                    "timeout_stop_usec", "last_start_ms"}));
   const bool has_note = ru.Child("content_note") != nullptr;
   if (has_note) BERTH_RETURN_IF_ERROR(ru.Get("content_note", &u.content_note));
   BERTH_RETURN_IF_ERROR(ru.Get("active_enter_usec", &u.active_enter_usec));
   BERTH_RETURN_IF_ERROR(ru.Get("timeout_stop_usec", &u.timeout_stop_usec));
   BERTH_RETURN_IF_ERROR(ru.Get("crash_looping", &u.crash_looping));
+  if (ru.Child("last_start_ms")) {
+    uint64_t ms = 0;
+    BERTH_RETURN_IF_ERROR(ru.Get("last_start_ms", &ms));
+    if (ms > kMaxStartMs)
+      return Status::InvalidArgument(ru.path() + ".last_start_ms: " + std::to_string(ms) +
+                                     " is more than a day (" + std::to_string(kMaxStartMs) +
+                                     " ms), not a start's time");
+    u.last_start_ms = ms;
+  }
   // Derived, never a second source: the default note when the unit did not say one, and the
   // lineage from the text.
   if (!has_note) u.content_note = DefaultContentNote(u);
@@ -352,12 +362,14 @@ Status ReadTimes(Reader& rd, const std::string& key,
 
 Status ReadState(InJson& j, BerthState* s) {
   Reader rd(j, "berth_state");
-  BERTH_RETURN_IF_ERROR(rd.Members(s, kStateJson,
-                                   {"failures", "interrupted", "ungated", "started", "held",
-                                    "learned", "start_times_ms", "stop_times_ms"}));
+  BERTH_RETURN_IF_ERROR(
+      rd.Members(s, kStateJson,
+                 {"failures", "interrupted", "ungated", "started", "held", "learned",
+                  "start_times_ms", "start_invocations", "stop_times_ms"}));
   BERTH_RETURN_IF_ERROR(rd.Get("interrupted", &s->interrupted));
   BERTH_RETURN_IF_ERROR(rd.Get("ungated", &s->ungated));
   BERTH_RETURN_IF_ERROR(rd.Get("started", &s->started));
+  BERTH_RETURN_IF_ERROR(rd.Get("start_invocations", &s->start_invocations));
   if (InJson* failures = rd.Child("failures")) {
     if (!failures->is_object())
       return Status::InvalidArgument("berth_state.failures: expected an object");

@@ -65,6 +65,7 @@ ordered_json StateToJson(const BerthState& s) {
     }
   }
   if (!s.start_times_ms.empty()) j["start_times_ms"] = s.start_times_ms;
+  if (!s.start_invocations.empty()) j["start_invocations"] = s.start_invocations;
   if (!s.stop_times_ms.empty()) j["stop_times_ms"] = s.stop_times_ms;
   return j;
 }
@@ -97,6 +98,7 @@ std::string ObservedToJson(const Observed& o) {
     // Only when known, so observations of hosts seen before it existed stay byte for byte.
     if (u.active_enter_usec) x["active_enter_usec"] = u.active_enter_usec;
     if (u.timeout_stop_usec) x["timeout_stop_usec"] = u.timeout_stop_usec;
+    if (u.last_start_ms) x["last_start_ms"] = *u.last_start_ms;
     if (u.crash_looping) x["crash_looping"] = true;
   }
   j["units"] = {{"known", o.units_known}, {"items", std::move(units)}};

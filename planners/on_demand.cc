@@ -33,13 +33,23 @@ std::vector<std::string> SwapGroupConflicts(const Desired& d, const ServiceSpec&
   return out;
 }
 
-std::string FirstRequestWait(const ServiceSpec& s, const std::vector<uint64_t>& start_times_ms) {
-  if (start_times_ms.empty())
+std::string FirstRequestWait(const ServiceSpec& s, const std::vector<uint64_t>& start_times_ms,
+                             std::optional<uint64_t> unrecorded) {
+  std::vector<uint64_t> times = start_times_ms;
+  if (unrecorded) times.push_back(*unrecorded);
+  if (times.size() > BerthState::kStartTimesKept)
+    times.erase(times.begin(), times.end() - BerthState::kStartTimesKept);
+  if (times.empty())
     return "no start recorded yet (at most its health timeout, " +
            FormatDurationMs(s.health.timeout_ms) + ")";
-  size_t n = start_times_ms.size();
-  return "about " + FormatDurationMs(MedianMs(start_times_ms)) + " (the median of " +
-         std::to_string(n) + " start" + (n == 1 ? "" : "s") + " berth recorded)";
+  const std::string about = "about " + FormatDurationMs(MedianMs(times));
+  const size_t n = times.size();
+  if (!unrecorded)
+    return about + " (the median of " + std::to_string(n) + " start" + (n == 1 ? "" : "s") +
+           " berth recorded)";
+  if (n == 1) return about + " (its last start, which systemd timed)";
+  return about + " (the median of " + std::to_string(n) + " starts: " + std::to_string(n - 1) +
+         " berth recorded and the last, which systemd timed)";
 }
 
 }  // namespace berth
@@ -158,10 +168,11 @@ void PlanOnDemandUnits(const Desired& d, const PlanIndex& index, const ServiceSp
     draft->enables.push_back(UnitAction(ActionKind::kEnable, socket, Reason::kNotEnabled,
                                         "a reboot opens port " + port + " again"));
 
-  auto times = index.observed().state.start_times_ms.find(s.UnitName());
-  const std::string wait = FirstRequestWait(s, times == index.observed().state.start_times_ms.end()
-                                                   ? std::vector<uint64_t>{}
-                                                   : times->second);
+  const BerthState& records = index.observed().state;
+  auto times = records.start_times_ms.find(s.UnitName());
+  const std::string wait = FirstRequestWait(
+      s, times == records.start_times_ms.end() ? std::vector<uint64_t>{} : times->second,
+      server ? records.UnrecordedStart(*server) : std::nullopt);
   const std::string idle =
       "stops after " + FormatDurationMs(od.idle_stop_ms) + " without a connection" +
       (od.swap_group.empty()

@@ -20,6 +20,7 @@
 //    (--exit-idle-time), nothing wants it and systemd stops it.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "core/desired.h"
@@ -49,8 +50,13 @@ std::vector<std::string> SwapGroupConflicts(const Desired& d, const ServiceSpec&
 std::string ListenAddress(const std::string& bind, int port);
 
 /// What a first request to `s` waits, in words: "about 42s (the median of 3 starts berth
-/// recorded)", or "no start recorded yet (at most its health timeout, 30m)".
-std::string FirstRequestWait(const ServiceSpec& s, const std::vector<uint64_t>& start_times_ms);
+/// recorded)", or "no start recorded yet (at most its health timeout, 30m)". `unrecorded`: its
+/// server's last start as systemd timed it, when `start_times_ms` lack it (a start a request
+/// made, BerthState::UnrecordedStart), counted as the newest: "about 3200ms (its last start,
+/// which systemd timed)", "about 4s (the median of 4 starts: 3 berth recorded and the last,
+/// which systemd timed)"; the newest BerthState::kStartTimesKept in all.
+std::string FirstRequestWait(const ServiceSpec& s, const std::vector<uint64_t>& start_times_ms,
+                             std::optional<uint64_t> unrecorded = std::nullopt);
 
 }  // namespace berth
 

@@ -24,6 +24,7 @@ void Record(const Plan& plan, const Journal& journal, const ExecResult& exec, St
         std::erase(st->units, a.unit);
         st->applied.erase("unit/" + a.unit);
         st->gate_figures.erase(a.unit);
+        st->start_invocations.erase(a.unit);
         break;
       case ActionKind::kRemoveModel: {
         const RemoveModelStep& m = a.As<RemoveModelStep>();
@@ -51,6 +52,19 @@ void Record(const Plan& plan, const Journal& journal, const ExecResult& exec, St
   // What each floor and reference measured: a later relative floor's reference when that
   // service cannot be measured.
   for (const GateFigures& g : exec.gate_figures) RecordGateFigures(&st->gate_figures[g.unit], g);
+}
+
+bool RecordRequestStarts(const Desired& d, const Observed& o, State* st) {
+  std::unordered_map<std::string_view, const ObservedUnit*> units;  // built at the first
+  bool added = false;
+  for (const auto& [name, s] : d.services) {
+    if (!s.on_demand) continue;
+    if (units.empty())
+      for (const ObservedUnit& u : o.units) units.emplace(u.name, &u);
+    auto u = units.find(s.UnitName());
+    if (u != units.end() && st->RecordObservedStart(*u->second)) added = true;
+  }
+  return added;
 }
 
 bool FailureHoldsTheChange(const Plan& plan, size_t i) {

@@ -17,6 +17,11 @@ namespace berth {
 /// What the state learns from the actions that ran (the journal says which).
 void Record(const Plan& plan, const Journal& journal, const ExecResult& exec, State* st);
 
+/// Adds to the state's start times the last start of each on-demand server of `d` that `o`
+/// shows and berth has not recorded (State::RecordObservedStart): a start a request made, which
+/// no executor timed. Each invocation once. True when it added one.
+bool RecordRequestStarts(const Desired& d, const Observed& o, State* st);
+
 /// Whether a failure of step `i` (0-based) holds the change: the step takes a service down (the
 /// plan's Action::takes_down), or it is a start, restart, wake or gate (a replacement that
 /// failed, undone). Anything else (a download, a unit write, a preflight) is retried as usual.

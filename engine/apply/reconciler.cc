@@ -472,13 +472,21 @@ class Pass : StepObserver {
   }
 
   // Remembers what the running state-only services hold (their ports and GPU memory), so that
-  // berth still knows them once they are stopped. Applying only: a plan writes nothing.
+  // berth still knows them once they are stopped, and how long the starts that requests made of
+  // on-demand servers took (systemd timed them; berth times its own). Applying only: a plan
+  // writes nothing.
   void Learn(const Observed& observed) {
-    if (!dir_ || !LearnStateOnly(desired_, observed, &state_.learned)) return;
+    if (!dir_) return;
+    const bool learned = LearnStateOnly(desired_, observed, &state_.learned);
+    const bool timed = RecordRequestStarts(desired_, observed, &state_);
+    if (!learned && !timed) return;
     if (state_.lineage.empty()) state_.lineage = NewLineage();  // born with the first write
     Status s = dir_->Save(state_);
     if (!s.ok())
-      spdlog::warn("could not record what the state-only services hold: {}", s.message());
+      spdlog::warn(
+          "could not record what the state-only services hold and the on-demand "
+          "servers' starts took: {}",
+          s.message());
   }
 
   // A unit berth adopts (adopt: true) was someone else's file: a copy goes to the state

@@ -87,6 +87,9 @@ StatusView MakeStatus(const Desired& d, const Observed& o,
     if (auto t = o.state.start_times_ms.find(st.unit);
         t != o.state.start_times_ms.end() && !t->second.empty())
       st.last_start_ms = t->second.back();
+    // A start a request made, which systemd timed and berth has not recorded yet, is newer.
+    if (const ObservedUnit* u = o.FindUnit(st.unit); u && s.on_demand)
+      if (std::optional<uint64_t> seen = o.state.UnrecordedStart(*u)) st.last_start_ms = seen;
     for (const BenchRecord& b : bench)  // oldest first: the last one wins
       if (b.service == name && !b.levels.empty()) {
         st.last_bench = b.levels.back();

@@ -27,10 +27,12 @@ struct ServiceStatus {
   /// on_demand: "idle" (its socket listens, its server does not run), "starting" (woken,
   /// not yet healthy), "running", or "closed" (its socket does not listen); "" otherwise.
   std::string on_demand;
-  std::string health;                     // "healthy", "unhealthy: ...", "" when not probed
-  uint64_t active_since_usec = 0;         // unix µs; 0 unknown or not running
-  std::optional<uint64_t> last_start_ms;  // its last start-to-healthy time berth recorded
-  std::optional<BenchLevel> last_bench;   // the highest concurrency of its newest bench run
+  std::string health;              // "healthy", "unhealthy: ...", "" when not probed
+  uint64_t active_since_usec = 0;  // unix µs; 0 unknown or not running
+  /// Its last start-to-healthy time: berth's record, or for an on-demand server a newer start a
+  /// request made, as systemd timed it (BerthState::UnrecordedStart).
+  std::optional<uint64_t> last_start_ms;
+  std::optional<BenchLevel> last_bench;  // the highest concurrency of its newest bench run
   std::string last_bench_time;
 };
 

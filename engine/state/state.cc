@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <csignal>
@@ -68,6 +69,20 @@ std::vector<uint64_t> TimesFromJson(const std::string& key, const std::string& u
   if (ms.size() > BerthState::kStartTimesKept)
     ms.erase(ms.begin(), ms.end() - BerthState::kStartTimesKept);
   return ms;
+}
+
+// start_invocations.<unit>: an invocation id (systemd's InvocationID is 32 hex digits): letters
+// and digits, at most 64. Anything else is damage, reported by the caller.
+std::string InvocationFromJson(const std::string& unit, const ordered_json& v) {
+  bool ok = v.is_string() && !v.get_ref<const std::string&>().empty() &&
+            v.get_ref<const std::string&>().size() <= 64;
+  if (ok)
+    for (char c : v.get_ref<const std::string&>())
+      ok = ok && std::isalnum(static_cast<unsigned char>(c));
+  if (!ok)
+    throw std::invalid_argument("start_invocations." + unit + ": '" + DumpJson(v).substr(0, 40) +
+                                "' is not an invocation id");
+  return v.get<std::string>();
 }
 
 // `path` of the state directory: `exists` false when there is none. A link, a FIFO, a device
@@ -158,6 +173,7 @@ BerthState State::ToObserved() const {
   b.held = held;
   b.learned = learned;
   b.start_times_ms = start_times_ms;
+  b.start_invocations = start_invocations;
   b.stop_times_ms = stop_times_ms;
   b.gate_figures = gate_figures;
   return b;
@@ -173,6 +189,18 @@ void KeepTime(std::vector<uint64_t>* times, uint64_t ms) {
 
 void State::RecordStartTime(const std::string& unit, uint64_t ms) {
   KeepTime(&start_times_ms[unit], ms);
+}
+
+bool State::RecordObservedStart(const ObservedUnit& u) {
+  auto by_berth = started.find(u.name);
+  auto recorded = start_invocations.find(u.name);
+  std::optional<uint64_t> ms =
+      UnrecordedStart(u, by_berth == started.end() ? std::string() : by_berth->second.first,
+                      recorded == start_invocations.end() ? std::string() : recorded->second);
+  if (!ms) return false;
+  RecordStartTime(u.name, *ms);
+  start_invocations[u.name] = u.invocation_id;
+  return true;
 }
 
 void State::RecordStopTime(const std::string& unit, uint64_t ms) {
@@ -263,6 +291,7 @@ std::string StateToJson(const State& s) {
     j["learned"] = std::move(learned);
   }
   if (!s.start_times_ms.empty()) j["start_times_ms"] = s.start_times_ms;
+  if (!s.start_invocations.empty()) j["start_invocations"] = s.start_invocations;
   if (!s.stop_times_ms.empty()) j["stop_times_ms"] = s.stop_times_ms;
   if (!s.gate_figures.empty()) j["gate_figures"] = s.gate_figures;
   return DumpJson(j, 2) + "\n";
@@ -303,6 +332,14 @@ Result<State> StateFromJson(const std::string& text, const std::string& source) 
                                     ": expected an object of unit -> milliseconds");
       for (auto it = j[key].begin(); it != j[key].end(); ++it)
         (*times)[it.key()] = TimesFromJson(key, it.key(), it.value());
+    }
+    // Written since request-made starts were recorded; an older state has none.
+    if (j.contains("start_invocations")) {
+      const auto& inv = j["start_invocations"];
+      if (!inv.is_object())
+        throw std::invalid_argument("start_invocations: expected an object of unit -> id");
+      for (auto it = inv.begin(); it != inv.end(); ++it)
+        s.start_invocations[it.key()] = InvocationFromJson(it.key(), it.value());
     }
     if (j.contains("gate_figures")) {
       const auto& g = j["gate_figures"];

@@ -47,6 +47,9 @@ struct State {
   std::map<std::string, LearnedService> learned;
   /// unit -> its last start-to-healthy times in milliseconds (BerthState::start_times_ms).
   std::map<std::string, std::vector<uint64_t>> start_times_ms;
+  /// unit -> the invocation whose start, made by a request and timed by systemd, was last added
+  /// to start_times_ms (BerthState::start_invocations): one per unit.
+  std::map<std::string, std::string> start_invocations;
   /// unit -> its last stop times in milliseconds (BerthState::stop_times_ms).
   std::map<std::string, std::vector<uint64_t>> stop_times_ms;
   /// unit -> its floor gates' and references' figures (BerthState::gate_figures).
@@ -55,6 +58,9 @@ struct State {
   /// Adds one start of `unit` that took `ms` to pass its health gate, keeping the last
   /// BerthState::kStartTimesKept.
   void RecordStartTime(const std::string& unit, uint64_t ms);
+  /// Adds the last start of `u` as systemd timed it, when berth's start times lack it
+  /// (UnrecordedStart: a start a request made), once per invocation. True when it added it.
+  bool RecordObservedStart(const ObservedUnit& u);
   /// Adds one stop of `unit` that took `ms`, keeping the last BerthState::kStartTimesKept.
   void RecordStopTime(const std::string& unit, uint64_t ms);
   /// The part the planner sees (Observed::state).

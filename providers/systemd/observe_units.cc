@@ -32,6 +32,7 @@ Result<std::vector<ObservedUnit>> ObserveUnits(SystemdManager& systemd, const Un
     u.invocation_id = p.invocation_id;
     u.active_enter_usec = p.active_enter_usec;
     u.timeout_stop_usec = p.timeout_stop_usec;
+    u.last_start_ms = LastStartMs(p.inactive_exit_monotonic_usec, p.active_enter_monotonic_usec);
     u.n_restarts = p.n_restarts;
     u.result = p.result;
     u.exec_main_status = p.exec_main_status;

@@ -199,18 +199,24 @@ int ReadOne(sd_bus_message* m, const std::string& k, UnitProperties* p) {
 }
 
 // The properties berth reads beyond what ListUnitsByNames returns: asked one by one (a GetAll
-// of .Service alone returns some 300 properties; berth needs 11 in all).
+// of .Service alone returns some 300 properties; berth needs 13 in all).
 struct WantedProperty {
   const char* iface;
   const char* name;
 };
-constexpr WantedProperty kWanted[] = {
-    {kUnitIface, "FragmentPath"},      {kUnitIface, "DropInPaths"},
-    {kUnitIface, "NeedDaemonReload"},  {kUnitIface, "UnitFileState"},
-    {kUnitIface, "InvocationID"},      {kServiceIface, "MainPID"},
-    {kServiceIface, "NRestarts"},      {kServiceIface, "Result"},
-    {kServiceIface, "ExecMainStatus"}, {kUnitIface, "ActiveEnterTimestamp"},
-    {kServiceIface, "TimeoutStopUSec"}};
+constexpr WantedProperty kWanted[] = {{kUnitIface, "FragmentPath"},
+                                      {kUnitIface, "DropInPaths"},
+                                      {kUnitIface, "NeedDaemonReload"},
+                                      {kUnitIface, "UnitFileState"},
+                                      {kUnitIface, "InvocationID"},
+                                      {kServiceIface, "MainPID"},
+                                      {kServiceIface, "NRestarts"},
+                                      {kServiceIface, "Result"},
+                                      {kServiceIface, "ExecMainStatus"},
+                                      {kUnitIface, "ActiveEnterTimestamp"},
+                                      {kServiceIface, "TimeoutStopUSec"},
+                                      {kUnitIface, "InactiveExitTimestampMonotonic"},
+                                      {kUnitIface, "ActiveEnterTimestampMonotonic"}};
 
 Result<std::vector<UnitProperties>> SdBusManager::GetUnits(const std::vector<std::string>& names) {
   std::vector<UnitProperties> out(names.size());

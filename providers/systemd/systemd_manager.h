@@ -27,6 +27,11 @@ struct UnitProperties {
   std::string result;
   int32_t exec_main_status = 0;
   uint64_t active_enter_usec = 0;  // when it last became active, unix µs (0: never)
+  /// When it last left inactive (a start began) and last became active, CLOCK_MONOTONIC µs
+  /// (InactiveExitTimestampMonotonic, ActiveEnterTimestampMonotonic; 0: never): its last
+  /// start's time, unmoved by changes of the wall clock.
+  uint64_t inactive_exit_monotonic_usec = 0;
+  uint64_t active_enter_monotonic_usec = 0;
   uint64_t timeout_stop_usec = 0;  // TimeoutStopUSec (0: unknown; UINT64_MAX: infinity)
 };
 

@@ -164,6 +164,7 @@ TEST(ObservedJson, EverySectionRoundTrips) {
                      2,
                      "exit-code",
                      3});
+  o.units.back().last_start_ms = 3200;
   o.ports.push_back({8000, "::", 42, "vllm", "x.service"});
   o.hub.push_back({"a/b", "main", "c", {{"f", 1}}});
   o.state.serial = 7;
@@ -175,6 +176,7 @@ TEST(ObservedJson, EverySectionRoundTrips) {
   o.state.learned["kimi.service"] = {{8000}, {{0, 75'000'000'000}, {3, 5}}};
   o.state.start_times_ms["x.service"] = {38'000, 47'000};
   o.state.stop_times_ms["x.service"] = {30'020};
+  o.state.start_invocations["x.service"] = "ab12";
   std::string once = ObservedToJson(o);
   Result<Observed> back = ObservedFromJson(once, "t");
   ASSERT_TRUE(back.ok()) << back.status().message();
@@ -186,7 +188,29 @@ TEST(ObservedJson, EverySectionRoundTrips) {
   EXPECT_EQ(back->state.learned, o.state.learned);
   EXPECT_EQ(back->state.start_times_ms, o.state.start_times_ms);
   EXPECT_EQ(back->state.stop_times_ms, o.state.stop_times_ms);
+  EXPECT_EQ(back->state.start_invocations, o.state.start_invocations);
+  EXPECT_EQ(back->units[0].last_start_ms, 3200u);
   EXPECT_EQ(back->store.repos[0].revisions[0].bytes_total, 9u);
+}
+
+TEST(ObservedJson, ALastStartOfMoreThanADayOrNotMillisecondsIsRefused) {
+  auto unit = [](const std::string& ms) {
+    return ObservedFromJson(R"({"format_version": 1, "units": {"items": [{"name": "x.service", )"
+                            R"("last_start_ms": )" +
+                                ms + "}]}}",
+                            "h");
+  };
+  ASSERT_TRUE(unit("86400000").ok()) << unit("86400000").status().message();
+  EXPECT_EQ(unit("86400000")->units[0].last_start_ms, kMaxStartMs);
+  EXPECT_EQ(unit("86400001").status().message(),
+            "h: units.items[0].last_start_ms: 86400001 is more than a day (86400000 ms), not a "
+            "start's time");
+  for (const char* bad : {"-1", "1.5", "\"3s\"", "true"}) EXPECT_FALSE(unit(bad).ok()) << bad;
+  // Left out: not known.
+  auto none = ObservedFromJson(
+      R"({"format_version": 1, "units": {"items": [{"name": "x.service"}]}})", "h");
+  ASSERT_TRUE(none.ok()) << none.status().message();
+  EXPECT_FALSE(none->units[0].last_start_ms);
 }
 
 TEST(ObservedJson, ATypoIsAnErrorNamingWhere) {

@@ -155,6 +155,54 @@ TEST_F(StateTest, OnlyTheLastFiveStartsOfAUnitAreKept) {
   EXPECT_EQ(read->start_times_ms.at("a.service"), (std::vector<uint64_t>{2, 3, 4, 5, 6}));
 }
 
+TEST_F(StateTest, AStartARequestMadeIsRecordedOncePerInvocationAndBerthsOwnNever) {
+  State s;
+  ObservedUnit u;
+  u.name = "chat.service";
+  u.invocation_id = std::string(32, 'a');
+  u.last_start_ms = 3200;
+  EXPECT_TRUE(s.RecordObservedStart(u));
+  EXPECT_FALSE(s.RecordObservedStart(u)) << "the same invocation again";
+  EXPECT_EQ(s.start_times_ms.at("chat.service"), (std::vector<uint64_t>{3200}));
+  EXPECT_EQ(s.start_invocations.at("chat.service"), u.invocation_id);
+  // The next request's start is another invocation.
+  u.invocation_id = std::string(32, 'b');
+  u.last_start_ms = 2900;
+  EXPECT_TRUE(s.RecordObservedStart(u));
+  EXPECT_EQ(s.start_times_ms.at("chat.service"), (std::vector<uint64_t>{3200, 2900}));
+  // A start berth made itself was timed by its executor; one under way has no time; nor does a
+  // unit without an invocation.
+  u.invocation_id = std::string(32, 'c');
+  s.started["chat.service"] = {u.invocation_id, "restart-keys:x"};
+  EXPECT_FALSE(s.RecordObservedStart(u));
+  u.invocation_id = std::string(32, 'd');
+  u.last_start_ms.reset();
+  EXPECT_FALSE(s.RecordObservedStart(u));
+  u.last_start_ms = 1000;
+  u.invocation_id = "";
+  EXPECT_FALSE(s.RecordObservedStart(u));
+  EXPECT_EQ(s.start_times_ms.at("chat.service"), (std::vector<uint64_t>{3200, 2900}));
+
+  // Saved and read back; the planner sees which invocation was recorded.
+  auto back = StateFromJson(StateToJson(s), "state.json");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->start_invocations, s.start_invocations);
+  EXPECT_EQ(back->ToObserved().start_invocations, s.start_invocations);
+  // A state written before these were recorded reads as none recorded.
+  auto old =
+      StateFromJson(R"({"format_version": 1, "start_times_ms": {"a.service": [1]}})", "state.json");
+  ASSERT_TRUE(old.ok()) << old.status().message();
+  EXPECT_TRUE(old->start_invocations.empty());
+  // Anything but an id is damage, named.
+  for (const char* bad : {R"([1])", R"({"a.service": 7})", R"({"a.service": ""})",
+                          R"({"a.service": "id with spaces"})"}) {
+    auto damaged = StateFromJson(
+        std::string(R"({"format_version": 1, "start_invocations": )") + bad + "}", "state.json");
+    ASSERT_FALSE(damaged.ok()) << bad;
+    EXPECT_THAT(damaged.status().message(), HasSubstr("start_invocations")) << bad;
+  }
+}
+
 TEST_F(StateTest, OnlyTheLastFiveStopsOfAUnitAreKeptAndDamageIsNamed) {
   State s;
   for (uint64_t ms = 1; ms <= 6; ++ms) s.RecordStopTime("a.service", ms * 1000);

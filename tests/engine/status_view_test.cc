@@ -104,6 +104,28 @@ TEST(StatusView, ASleepingStandbySaysItSleeps) {
   EXPECT_EQ(j["services"][1]["asleep"], true);
 }
 
+TEST(StatusView, AnOnDemandServersLastStartIsTheOneARequestMadeWhenBerthHasNotRecordedIt) {
+  LoadResult r = LoadManifestTexts(
+      {{"m.yaml",
+        "berth: 1\nmodels:\n  qwen: {source: hf://Qwen/Qwen3-8B}\nservices:\n"
+        "  chat: {model: qwen, engine: vllm, gpus: [0], port: 8001, on_demand: true, "
+        "server_port: 18001}\n"}});
+  ASSERT_TRUE(r.ok());
+  Observed o = Host();
+  ObservedUnit& server = o.units[0];
+  server.active_state = "inactive";  // woken by a request, idle again
+  server.invocation_id = std::string(32, 'e');
+  server.last_start_ms = 3200;
+  std::string text = StatusText(MakeStatus(r.desired, o, {}, {}), 1'764'003'600.0);
+  EXPECT_THAT(text, HasSubstr("last start: healthy 3200ms after it began"));
+  // Recorded since: the record says the same.
+  o.state.start_times_ms["chat.service"].push_back(3200);
+  o.state.start_invocations["chat.service"] = server.invocation_id;
+  server.last_start_ms = 9999;  // not read again for a recorded invocation
+  text = StatusText(MakeStatus(r.desired, o, {}, {}), 1'764'003'600.0);
+  EXPECT_THAT(text, HasSubstr("last start: healthy 3200ms after it began"));
+}
+
 TEST(StatusView, TheCommitIsReadOnlyFromASnapshotPathThatHoldsOne) {
   EXPECT_EQ(CommitInUnit("x /snapshots/" + kCommit + "\""), kCommit);
   EXPECT_EQ(CommitInUnit("x /snapshots/main\" /snapshots/" + kOld), kOld);

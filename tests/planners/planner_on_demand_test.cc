@@ -103,6 +103,35 @@ TEST_F(OnDemandTest, AnIdleServerIsConvergedAndItsFirstRequestWaitIsTheRecordedS
   EXPECT_THAT(Text(p), HasSubstr("on demand service/chat: running (woken by a request"));
 }
 
+TEST_F(OnDemandTest, AStartARequestMadeCountsInTheWaitBeforeBerthRecordsIt) {
+  Gpus(1, GiB(80));
+  OnDemand("chat", 8000, 20001, 0.5);
+  Converge();
+  // Woken once by a request and idle again: systemd timed that start, berth recorded nothing.
+  ObservedUnit& server = UnitOf("chat.service");
+  server.invocation_id = std::string(32, 'a');
+  server.last_start_ms = 3200;
+  EXPECT_THAT(Text(PlanNow()),
+              HasSubstr("a first request waits about 3200ms (its last start, which systemd "
+                        "timed); stops after 2s"));
+  // With starts berth recorded before it: the newest five, that one the last.
+  o.state.start_times_ms["chat.service"] = {4000, 4200, 9000, 5000, 5200};
+  EXPECT_THAT(Text(PlanNow()), HasSubstr("waits about 5s (the median of 5 starts: 4 berth "
+                                         "recorded and the last, which systemd timed)"));
+  // Once recorded (the pass that writes state adds it), it is not counted twice.
+  o.state.start_invocations["chat.service"] = server.invocation_id;
+  EXPECT_THAT(Text(PlanNow()), HasSubstr("waits about 5s (the median of 5 starts berth recorded)"));
+  // Nor is a start berth made itself, which its executor timed.
+  o.state.start_invocations.clear();
+  o.state.started["chat.service"] = {server.invocation_id, "restart-keys:x"};
+  EXPECT_THAT(Text(PlanNow()), HasSubstr("waits about 5s (the median of 5 starts berth recorded)"));
+  // A start under way or failed has no time (LastStartMs), and nothing else is counted.
+  o.state.started.clear();
+  o.state.start_times_ms.clear();
+  server.last_start_ms.reset();
+  EXPECT_THAT(Text(PlanNow()), HasSubstr("waits no start recorded yet"));
+}
+
 TEST_F(OnDemandTest, FeasibilityCountsEachSwapGroupByItsLargestMember) {
   Gpus(1, GiB(80));
   OnDemand("big", 8000, 20001, 0.6, "g");
