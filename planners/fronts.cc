@@ -112,8 +112,13 @@ Action WriteFrontAction(const Desired& d, const FrontSpec& spec, const std::stri
   a.As<FrontStep>().config_text = FrontConfigText(spec);
   a.As<FrontStep>().haproxy = FrontHaproxy(d, spec.port);
   a.As<FrontStep>().reload = reload;
+  std::string served;
+  for (const RoutedModel& m : spec.models) served += (served.empty() ? "" : ", ") + m.served_name;
   a.detail =
-      why + "; routes to " + spec.active +
+      why +
+      (spec.routed ? "; serves " + (served.empty() ? std::string("no model") : served) +
+                         " by the request's model"
+                   : "; routes to " + spec.active) +
       (reload ? "; reloaded seamlessly (the port stays open, requests in flight finish)" : "");
   return a;
 }

@@ -118,7 +118,11 @@ void PlanOnDemandUnits(const Desired& d, const PlanIndex& index, const ServiceSp
   const ObservedUnit* sock = index.Unit(socket);
   const ObservedUnit* server = index.Unit(s.UnitName());
   const bool sock_active = sock && sock->IsActive();
-  const std::string port = std::to_string(od.public_port);
+  // Behind a routed front the socket's port is the front's backend for the model.
+  const std::string port = std::to_string(od.public_port) +
+                           (s.routed_port ? " (" + s.ServedName() + " behind the front of port " +
+                                                std::to_string(s.routed_port) + ")"
+                                          : std::string());
 
   if (s.state == ServiceState::kAbsent) {
     if (sock_active)
