@@ -127,8 +127,7 @@ class RealOnDemandTest : public RealEngineSuite {
     if (systemd_) {
       for (const auto& e : std::filesystem::directory_iterator(sandbox_->units_dir())) {
         std::string name = e.path().filename().string();
-        if (!name.starts_with("berth-wake-") || !name.ends_with(".socket") || e.is_symlink())
-          continue;
+        if (!name.ends_with(".socket") || e.is_symlink()) continue;
         (void)systemd_->Stop(name, seconds(20));
         std::filesystem::remove(e.path());
       }
@@ -136,6 +135,8 @@ class RealOnDemandTest : public RealEngineSuite {
       std::filesystem::remove_all(sandbox_->units_dir() + "/sockets.target.wants", ec);
     }
     RealEngineSuite::TearDown();
+    std::error_code ec;
+    if (!fronts_.empty()) std::filesystem::remove_all(fronts_, ec);
   }
 
   OnDemandSvc Svc(const std::string& name, const std::string& model = "tiny",
@@ -145,7 +146,8 @@ class RealOnDemandTest : public RealEngineSuite {
     return s;
   }
   /// The manifest of `services`, each a llama-server on the CPU with one generation thread (the
-  /// machine has two cores and its threads spin), its alias its service name.
+  /// machine has two cores and its threads spin), its alias its service name; `top`: lines
+  /// after host: (fronts:), and then the services bind no address of their own.
   std::string Manifest(const std::vector<OnDemandSvc>& services, const std::string& top = "") {
     std::ostringstream m;
     m << "berth: 1\nhost:\n  store: " << store_ << "\n  unit_dir: " << sandbox_->units_dir()
@@ -162,7 +164,8 @@ class RealOnDemandTest : public RealEngineSuite {
     for (const OnDemandSvc& s : services) {
       m << "  " << s.name << ":\n    model: " << s.model
         << "\n    engine: llama-server\n    port: " << s.port
-        << "\n    bind: 127.0.0.1\n    on_demand: true\n    idle_stop: " << s.idle_stop
+        << (top.empty() ? "\n    bind: 127.0.0.1" : "")
+        << "\n    on_demand: true\n    idle_stop: " << s.idle_stop
         << "\n    server_port: " << s.server_port << "\n";
       if (!s.swap_group.empty()) m << "    swap_group: " << s.swap_group << "\n";
       m << "    llama_server: {model_file: model.gguf, n_gpu_layers: 0, ctx_size: 512, "
@@ -225,6 +228,13 @@ class RealOnDemandTest : public RealEngineSuite {
     auto units = systemd_->GetUnits({unit});
     return units.ok() && !units->empty() ? (*units)[0].invocation_id : "(unknown)";
   }
+  /// How many of the last 500 journal lines of `unit` contain `text`.
+  int JournalCount(const std::string& unit, const std::string& text) {
+    int n = 0;
+    for (const std::string& line : journal_->Tail(unit, 500))
+      n += line.find(text) != std::string::npos;
+    return n;
+  }
   /// Whether process `pid` of the sandbox (systemd's MainPID) exists now.
   bool Exists(uint32_t pid) {
     return sandbox_->PidnsExec({"/bin/kill", "-0", std::to_string(pid)}).ok();
@@ -234,6 +244,7 @@ class RealOnDemandTest : public RealEngineSuite {
     return state != "inactive" && state != "failed" && state != "(unknown)";
   }
 
+  std::string fronts_;  // host.front_dir of a manifest with fronts: ("": none)
   std::ostringstream out_, err_;
 };
 
@@ -393,20 +404,18 @@ TEST_F(RealOnDemandTest, AModelThatCannotLoadAnswers503AndTheNextRequestTriesAga
     last = invocation;
     EXPECT_THAT(ActiveState("broken.service"), AnyOf("failed", "inactive"));
     EXPECT_EQ(ActiveState("berth-wake-broken.socket"), "active") << "the port stays held";
-    // Each start was the real server's, which failed on the file: llama.cpp's own last words,
-    // once per request, in the unit's journal (which journald may write a moment later).
-    auto failed_loads = [&] {
-      int n = 0;
-      for (const std::string& line : journal_->Tail("broken.service", 500))
-        n += line.find("exiting due to model loading error") != std::string::npos;
-      return n;
-    };
-    WaitFor([&] { return failed_loads() >= attempt; }, seconds(10));
-    EXPECT_EQ(failed_loads(), attempt) << "journalctl -u broken.service: not one failed load of "
-                                          "the model per request";
+    // Each request started the real server, whose process exited on the file: systemd's record
+    // of it once per request in the unit's journal (which journald may write a moment later).
+    WaitFor([&] { return JournalCount("broken.service", "Main process exited") >= attempt; },
+            seconds(10));
+    EXPECT_EQ(JournalCount("broken.service", "Main process exited"), attempt)
+        << "journalctl -u broken.service: not one exit of the server per request";
     std::cout << "[ figures  ] attempt " << attempt << ": " << a.status << " after " << a.TotalMs()
               << " ms\n";
   }
+  // Why: llama.cpp's own words. It logs from a thread of its own, so the lines just before its
+  // exit may be lost; one of the two starts says so.
+  EXPECT_GE(JournalCount("broken.service", "failed to load model"), 1);
 }
 
 // berth apply and plan leave an idle and a running on-demand llama-server alone: the plan has
@@ -435,6 +444,66 @@ TEST_F(RealOnDemandTest, ApplyLeavesAnIdleAndARunningServerAlone) {
   Answer b = Stream(chat.port, "chat");
   EXPECT_EQ(b.status, 200) << Show(b);
   EXPECT_EQ(Invocation("chat.service"), running);
+}
+
+// One port, several models (a front with route: model): each request goes to the on-demand
+// service whose served name (its alias) is the request's `model`. Two streams at once for two
+// models both complete, each answered by its own model, both servers started by them; a model
+// no service serves gets OpenAI's 404 naming the models served, and starts nothing.
+TEST_F(RealOnDemandTest, OnePortServesTwoModelsEachRequestAnsweredByItsOwn) {
+  MakeGguf("ma", {"--seed", "1"});
+  MakeGguf("mb", {"--seed", "2"});
+  const int port = FreePort();
+  OnDemandSvc a = Svc("chat", "ma");
+  OnDemandSvc b = Svc("coder", "mb");
+  a.port = b.port = port;
+  // Their sockets on loopback backend ports, the front on `port`.
+  a.more = "    backend_port: " + std::to_string(FreePort()) + "\n";
+  b.more = "    backend_port: " + std::to_string(FreePort()) + "\n";
+  fronts_ = "/tmp/brf-" + std::to_string(::getpid()) + "-" + std::to_string(port);
+  std::filesystem::create_directories(fronts_);
+  const std::string m = Manifest({a, b}, "  front_dir: " + fronts_ + "\nfronts:\n  " +
+                                             std::to_string(port) + ": {route: model}\n");
+  ASSERT_EQ(Apply(m), kExitOk) << out_.str() << err_.str();
+  EXPECT_EQ(ActiveState("chat.service"), "inactive");
+  EXPECT_EQ(ActiveState("coder.service"), "inactive");
+
+  Answer unknown = Stream(port, "nope", /*chat=*/true);
+  EXPECT_EQ(unknown.status, 404) << Show(unknown);
+  auto error = nlohmann::json::parse(unknown.Body(), nullptr, false);
+  ASSERT_TRUE(error.is_object() && error.contains("error")) << Show(unknown);
+  const std::string message = error["error"].value("message", "");
+  EXPECT_EQ(error["error"].value("type", ""), "invalid_request_error") << Show(unknown);
+  EXPECT_EQ(error["error"].value("code", ""), "model_not_found") << Show(unknown);
+  EXPECT_THAT(message, HasSubstr("nope")) << Show(unknown);
+  EXPECT_THAT(message, HasSubstr("chat")) << Show(unknown);
+  EXPECT_THAT(message, HasSubstr("coder")) << Show(unknown);
+  EXPECT_EQ(ActiveState("chat.service"), "inactive") << "an unknown model started a server";
+  EXPECT_EQ(ActiveState("coder.service"), "inactive") << "an unknown model started a server";
+
+  Answer answers[2];
+  std::thread second([&] { answers[1] = Stream(port, "coder", /*chat=*/true, 32); });
+  answers[0] = Stream(port, "chat", /*chat=*/true, 32);
+  second.join();
+  for (int i = 0; i < 2; ++i) {
+    const std::string model = i == 0 ? "chat" : "coder";
+    SCOPED_TRACE(model);
+    ASSERT_EQ(answers[i].status, 200) << Show(answers[i]);
+    EXPECT_FALSE(answers[i].Finish().empty()) << "incomplete: " << Show(answers[i]);
+    EXPECT_EQ(answers[i].Models(), "[\"" + model + "\"]") << Show(answers[i]);
+    EXPECT_EQ(ActiveState(model + ".service"), "active");
+    EXPECT_GE(MonotonicUs(model + ".service", "InactiveExitTimestampMonotonic"), answers[i].t0)
+        << "not started by its request";
+  }
+  // At once: each request was sent before the other was answered.
+  EXPECT_LT(answers[0].t0, answers[1].end);
+  EXPECT_LT(answers[1].t0, answers[0].end);
+  // And the port lists both.
+  const std::string models = Get(port, "/v1/models");
+  EXPECT_THAT(models, HasSubstr("\"chat\"")) << models;
+  EXPECT_THAT(models, HasSubstr("\"coder\"")) << models;
+  std::cout << "[ figures  ] chat: first byte after " << answers[0].WaitMs() << " ms, coder "
+            << answers[1].WaitMs() << " ms\n";
 }
 
 }  // namespace
