@@ -166,6 +166,10 @@ int ReadOne(sd_bus_message* m, const std::string& k, UnitProperties* p) {
     r = sd_bus_message_read(m, "v", "i", &p->exec_main_status);
   else if (k == "ActiveEnterTimestamp")
     r = sd_bus_message_read(m, "v", "t", &p->active_enter_usec);
+  else if (k == "InactiveExitTimestampMonotonic")
+    r = sd_bus_message_read(m, "v", "t", &p->inactive_exit_monotonic_usec);
+  else if (k == "ActiveEnterTimestampMonotonic")
+    r = sd_bus_message_read(m, "v", "t", &p->active_enter_monotonic_usec);
   else if (k == "TimeoutStopUSec")
     r = sd_bus_message_read(m, "v", "t", &p->timeout_stop_usec);
   else if (k == "DropInPaths") {

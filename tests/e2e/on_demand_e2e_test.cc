@@ -6,14 +6,16 @@
 // A first request to an idle service waits for the load and succeeds; the server stops after
 // idle_stop and its GPU memory comes back; two members of a swap group take turns and never run
 // together; a model that does not start answers the request 503 and the next request tries again;
-// berth apply and plan leave an idle, a starting or a running server alone; a changed unit stops
-// the server and the next request starts the new one; state: stopped closes the port, absent
-// removes the units.
+// the plan names the start a request made as the next first request's wait at once, and an apply
+// records it in the state once; berth apply and plan leave an idle, a starting or a running
+// server alone; a changed unit stops the server and the next request starts the new one; state:
+// stopped closes the port, absent removes the units.
 #include <gmock/gmock.h>
 
 #include <atomic>
 #include <chrono>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <thread>
 
 #include "core/observed_json.h"
@@ -242,6 +244,61 @@ TEST_F(OnDemandE2eTest, AnIdleServerStopsAfterIdleStopAndItsGpuMemoryComesBack) 
       << ::testing::PrintToString(GpuHolders(m));
   EXPECT_THAT(Status(m), HasSubstr("on demand: idle"));
   std::cout << "[ figures  ] stopped " << idle << " ms after the request (idle_stop 2s)\n";
+}
+
+TEST_F(OnDemandE2eTest, ARequestMadeStartIsTheFirstRequestsWaitAndAnApplyRecordsItOnce) {
+  OnDemandSvc chat = Svc("chat", "2s");  // loads for 1 s
+  std::string m = Manifest({chat});
+  ASSERT_EQ(Apply(m), kExitOk) << out_.str() << err_.str();
+  ASSERT_EQ(Plan(m), kExitOk) << out_.str() << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("a first request waits no start recorded yet")) << out_.str();
+  LoopbackAnswer a = Get(chat.port);
+  ASSERT_EQ(a.status, 200) << Show(a);
+  const std::string woken = Invocation("chat.service");
+  ASSERT_TRUE(WaitFor([&] { return ActiveState("chat.service") == "inactive"; }, seconds(20)))
+      << "chat.service is still " << ActiveState("chat.service");
+
+  // The plan right after: the wait is that start, as systemd timed it (its load of 1 s and the
+  // look at its health), not "no start recorded yet".
+  ASSERT_EQ(Plan(m), kExitOk) << out_.str() << err_.str();
+  std::smatch wait;
+  const std::string plan = out_.str();
+  ASSERT_TRUE(std::regex_search(
+      plan, wait,
+      std::regex("a first request waits about ([0-9]+)(ms|s) \\(its last start, which "
+                 "systemd timed\\)")))
+      << plan;
+  const uint64_t ms = std::stoull(wait[1]) * (wait[2] == "s" ? 1000 : 1);
+  EXPECT_GE(ms, 1000u) << plan;
+  EXPECT_LT(ms, 10000u) << plan;
+  EXPECT_THAT(plan, Not(HasSubstr("no start recorded yet")));
+  // The times state.json holds for it, and which request-made start it recorded last.
+  auto recorded = [&] {
+    std::ifstream in(tmp_ / "state" / "state.json");
+    auto j = nlohmann::json::parse(in, nullptr, false);
+    std::vector<uint64_t> times;
+    if (j.is_object() && j.contains("start_times_ms") &&
+        j["start_times_ms"].contains("chat.service"))
+      times = j["start_times_ms"]["chat.service"].get<std::vector<uint64_t>>();
+    std::string invocation = j.is_object() && j.contains("start_invocations")
+                                 ? j["start_invocations"].value("chat.service", "")
+                                 : "";
+    return std::pair{times, invocation};
+  };
+  EXPECT_TRUE(recorded().first.empty()) << "a plan writes nothing";
+
+  // An apply records it, once: the next apply does not add it again.
+  ASSERT_EQ(Apply(m), kExitOk) << out_.str() << err_.str();
+  EXPECT_EQ(recorded().first, std::vector<uint64_t>{ms});
+  EXPECT_EQ(recorded().second, woken);
+  ASSERT_EQ(Apply(m), kExitOk) << out_.str() << err_.str();
+  EXPECT_EQ(recorded().first, std::vector<uint64_t>{ms});
+  ASSERT_EQ(Plan(m), kExitOk) << out_.str() << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("a first request waits about " + wait[1].str() + wait[2].str() +
+                                    " (the median of 1 start berth recorded)"))
+      << out_.str();
+  std::cout << "[ figures  ] a request-made start of a server that loads for 1 s: " << ms
+            << " ms as systemd timed it\n";
 }
 
 TEST_F(OnDemandE2eTest, MembersOfASwapGroupTakeTurnsAndNeverRunTogether) {
