@@ -398,6 +398,15 @@ class Sequencer {
       dis.service = t.address;
       if (s.port && p == *s.port) {
         dis.reason = "restart of " + t.unit;
+        // Behind a front that routes by model, the front keeps the public port and retries
+        // the model's requests (up to its hold) while the server is away.
+        if (auto f = d_.fronts.find(s.routed_port); f != d_.fronts.end()) {
+          dis.port = s.routed_port;
+          dis.front_mode = "held";
+          dis.hold_ms = f->second.hold_ms;
+          dis.reason = "requests for " + s.ServedName() + " wait at the front while " + t.unit +
+                       " restarts; the port's other models are served";
+        }
         open_.push_back(plan_->disruptions.size());
       } else {
         dis.reason = "restart of " + t.unit + " moves it from port " + std::to_string(p) +

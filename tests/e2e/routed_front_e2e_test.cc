@@ -7,6 +7,8 @@
 // model, an unknown one is answered 404 by the front, and another pass changes nothing.
 #include <gmock/gmock.h>
 
+#include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -60,7 +62,7 @@ class RoutedFrontE2eTest : public SandboxSuite {
   }
   // chat and coder on demand in swap group gpu0 (1 s load), embed running all the time; all on
   // the front's port, each by its served name.
-  std::string Manifest() {
+  std::string Manifest(const std::string& embed_env = "") {
     std::ostringstream m;
     m << "berth: 1\nhost:\n  store: " << store_ << "\n  unit_dir: " << sandbox_->units_dir()
       << "\n  front_dir: " << fronts_ << "\n  executables: {vllm: " << FakeVllm()
@@ -73,7 +75,8 @@ class RoutedFrontE2eTest : public SandboxSuite {
         << "\n    backend_port: " << Port(name) << "\n    preflight: {engine: off}\n"
         << "    health: {timeout: 30s, interval: 100ms}\n"
         << "    vllm: {served_model_name: " << name << ", gpu_memory_utilization: 0.3}\n"
-        << "    env: {FAKE_VLLM_STARTUP_DELAY: '1'}\n";
+        << "    env: {FAKE_VLLM_STARTUP_DELAY: '1'"
+        << (std::string(name) == "embed" ? embed_env : "") << "}\n";
       if (std::string(name) != "embed")
         m << "    on_demand: true\n    swap_group: gpu0\n    idle_stop: 1m\n    server_port: "
           << Port(std::string(name) + "-server") << "\n";
@@ -164,6 +167,43 @@ TEST_F(RoutedFrontE2eTest, ThreeModelsOnOnePortEachRequestServedByItsModel) {
   EXPECT_NE(ActiveState("chat.service"), "active");
   std::cout << "[ figures  ] chat's first request " << chat.elapsed_ms << " ms (load 1 s), embed "
             << embed.elapsed_ms << " ms meanwhile, coder (swap) " << coder.elapsed_ms << " ms\n";
+}
+
+TEST_F(RoutedFrontE2eTest, ARunningModelsRestartHoldsItsRequestsAndLeavesTheOthersServed) {
+  ASSERT_EQ(Apply(Manifest()), kExitOk) << out_.str() << err_.str();
+  LoopbackAnswer warm = Complete("chat");
+  ASSERT_EQ(AnsweredBy(warm), "chat");
+  const std::string chat = Invocation("chat.service");
+  // Requests for embed and chat every 50 ms while embed's unit changes and it restarts in place
+  // (its server loads for 1 s): embed's wait at the front, chat's are served throughout.
+  std::atomic<bool> done{false};
+  std::vector<LoopbackAnswer> embeds, chats;
+  std::thread client([&] {
+    while (!done) {
+      std::thread e([&] { embeds.push_back(Complete("embed")); });
+      chats.push_back(Complete("chat"));
+      e.join();
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  });
+  const int applied = Apply(Manifest(", FAKE_VLLM_CHANGED: '1'"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  done = true;
+  client.join();
+  ASSERT_EQ(applied, kExitOk) << out_.str() << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("held up to 10m, not refused")) << out_.str();
+  // At least one request came while embed was away (its server loads for 1 s) and waited.
+  EXPECT_GE(embeds.size(), 2u);
+  uint64_t longest = 0;
+  for (const LoopbackAnswer& a : embeds) {
+    EXPECT_EQ(AnsweredBy(a), "embed");
+    longest = std::max(longest, a.elapsed_ms);
+  }
+  EXPECT_GE(longest, 1000u) << "no request for embed came while it restarted";
+  for (const LoopbackAnswer& a : chats) EXPECT_EQ(AnsweredBy(a), "chat");
+  EXPECT_EQ(Invocation("chat.service"), chat);
+  std::cout << "[ figures  ] " << embeds.size() << " requests for embed during its restart, the "
+            << "longest " << longest << " ms; " << chats.size() << " for chat\n";
 }
 
 }  // namespace

@@ -268,6 +268,18 @@ TEST_F(FrontPlanTest, ARoutedFrontServesEveryModelOfItsPortAtOnceAndRoutesNone) 
   EXPECT_THAT(steps, ::testing::Contains("start service/svc-c not_running"));
   for (const std::string& step : steps) EXPECT_EQ(step.find("svc-b"), std::string::npos) << step;
   for (const Disruption& dis : p.disruptions) EXPECT_NE(dis.port, 8000) << dis.reason;
+  Converge();
+
+  // svc-b's unit changes: it restarts in place, and the front holds its model's requests.
+  d.services.at("svc-b").env["X"] = "1";
+  p = PlanNow();
+  ASSERT_FALSE(p.blocked()) << Problems(p);
+  ASSERT_EQ(p.disruptions.size(), 1u);
+  EXPECT_EQ(p.disruptions[0].port, 8000);
+  EXPECT_EQ(p.disruptions[0].front_mode, "held");
+  EXPECT_THAT(p.disruptions[0].reason,
+              HasSubstr("requests for svc-b wait at the front while svc-b.service restarts"));
+  EXPECT_TRUE(p.disruptions[0].until_step);
 }
 
 }  // namespace
