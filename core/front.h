@@ -52,6 +52,8 @@ inline constexpr const char* kFrontProxy = "front";         // the public fronte
 inline constexpr const char* kFrontBackend = "models";      // the model servers and `hold`
 inline constexpr const char* kFrontReadyBackend = "ready";  // its one server, also "ready"
 inline constexpr const char* kFrontHoldProxy = "hold";      // the hold loop's frontend
+/// A routed front's backend for server NAME: "model-NAME" (its server and `hold`).
+inline constexpr const char* kRoutedBackendPrefix = "model-";
 
 struct FrontSpec {
   /// The public port the front listens on (required, 1..65535).

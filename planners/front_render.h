@@ -62,9 +62,6 @@ uint64_t FrontRetries(uint64_t hold_ms);
 /// routed one (FrontSpec::routed), RenderRoutedFrontConfig(spec, spec.models).
 Result<std::string> RenderHaproxyConfig(const FrontSpec& spec);
 
-/// A routed front's backend for server NAME: "model-NAME".
-inline constexpr const char* kRoutedBackendPrefix = "model-";
-
 /// Every problem of `models` for a routed front on `spec`, one per line ("" when none): no model,
 /// a served name twice or not printable ASCII, a server named twice with different addresses,
 /// and FrontSpecProblems of `spec` with the models' servers as its backends. `spec.backends` and

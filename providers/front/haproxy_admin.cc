@@ -107,6 +107,10 @@ Result<FrontStats> ParseShowStat(std::string_view csv) {
       BERTH_RETURN_IF_ERROR(count("wredis", &s.redispatches));
       BERTH_RETURN_IF_ERROR(count("qcur", &s.queued));
       stats.servers.push_back(std::move(s));
+    } else if (proxy.starts_with(kRoutedBackendPrefix) && server != "BACKEND" &&
+               server != "FRONTEND" && server != kFrontHoldServer) {
+      stats.routed.push_back(std::string(Utf8Prefix(proxy, 210)) + "/" +
+                             std::string(Utf8Prefix(server, 200)));
     }
   }
   return stats;
@@ -369,16 +373,24 @@ namespace berth {
 
 std::string FrontAsRunning(const std::string& file_text, const FrontStats& running) {
   // The file's servers: "  server NAME ..." lines of "backend models".
-  std::vector<std::string> in_file;
+  // And a routed front's: "model-NAME/SERVER" of each "backend model-NAME", hold left out.
+  std::vector<std::string> in_file, routed_in_file;
   std::istringstream lines(file_text);
   std::string line;
   bool in_models = false;
+  std::string routed_backend;  // the "backend model-NAME" the line is in, or ""
   while (std::getline(lines, line)) {
-    if (!line.empty() && line[0] != ' ' && line[0] != '#')
+    if (!line.empty() && line[0] != ' ' && line[0] != '#') {
       in_models = line == std::string("backend ") + kFrontBackend;
+      const std::string routed = std::string("backend ") + kRoutedBackendPrefix;
+      routed_backend = line.rfind(routed, 0) == 0 ? line.substr(8) : "";
+    }
     std::istringstream words(line);
     std::string verb, name;
-    if (in_models && words >> verb >> name && verb == "server") in_file.push_back(name);
+    if (!(words >> verb >> name) || verb != "server") continue;
+    if (in_models) in_file.push_back(name);
+    if (!routed_backend.empty() && name != kFrontHoldServer)
+      routed_in_file.push_back(routed_backend + "/" + name);
   }
   std::vector<std::string> serves;
   std::vector<std::string> ready;  // neither in maintenance nor draining
@@ -398,6 +410,9 @@ std::string FrontAsRunning(const std::string& file_text, const FrontStats& runni
   if (sorted(in_file) != sorted(serves))
     return file_text + "# berth: the running front serves " + list(serves) +
            ", not the servers of this file (" + list(in_file) + ")\n";
+  if (sorted(routed_in_file) != sorted(running.routed))
+    return file_text + "# berth: the running front routes to " + list(running.routed) +
+           ", not to the model servers of this file (" + list(routed_in_file) + ")\n";
   const std::string prefix = kFrontActiveLine;
   if (ready.size() != 1 || file_text.rfind(prefix, 0) != 0) return file_text;
   size_t end = file_text.find('\n');

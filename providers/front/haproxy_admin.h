@@ -41,6 +41,9 @@ struct FrontStats {
   int64_t queued = 0;            // the backend's qcur
   /// The backend's servers, model servers and `hold`, in HAProxy's order.
   std::vector<FrontServerStats> servers;
+  /// A routed front's model servers (`route: model`), as "model-NAME/SERVER"
+  /// (kRoutedBackendPrefix), its backends' `hold` left out, in HAProxy's order.
+  std::vector<std::string> routed;
 
   /// The server named `name`, or nullptr.
   const FrontServerStats* Server(std::string_view name) const;
@@ -57,7 +60,8 @@ Result<FrontStats> ParseShowStat(std::string_view csv);
 /// ("# berth: the running front ..."), so that it differs from every configuration berth renders
 /// and the plan writes and reloads it; and when only the server routed to differs, with its
 /// first line (kFrontActiveLine) naming the one the running front routes to (a rollback routed
-/// back at run time, a route a kill cut short), so that the plan starts from what serves.
+/// back at run time, a route a kill cut short), so that the plan starts from what serves. A
+/// routed front's file is compared by its model backends' servers (FrontStats::routed).
 std::string FrontAsRunning(const std::string& file_text, const FrontStats& running);
 
 /// What berth does to the front during a switch.

@@ -178,6 +178,29 @@ TEST(FrontAsRunningTest, ARouteMadeAtRunTimeIsWhatTheFirstLineSays) {
       kFile);
 }
 
+TEST(FrontAsRunningTest, ARoutedFrontIsComparedByItsModelServers) {
+  const std::string file =
+      "# berth-front-active: \nglobal\n  master-worker\n\nbackend model-chat\n"
+      "  server chat 127.0.0.1:20001\n  server hold unix@/f/8000.hold disabled\n\n"
+      "backend model-embed\n  server embed 127.0.0.1:20002\n"
+      "  server hold unix@/f/8000.hold disabled\n\nbackend ready\n  server ready unix@/x\n";
+  auto stats =
+      ParseShowStat(std::string(kHeader) + Row("front", "FRONTEND", "OPEN", 0, 0, 0, 0, 0, 0) +
+                    Row("model-chat", "chat", "no check", 0, 0, 0, 0, 0, 0) +
+                    Row("model-chat", "hold", "MAINT", 0, 0, 0, 0, 0, 0) +
+                    Row("model-chat", "BACKEND", "UP", 0, 0, 0, 0, 0, 0) +
+                    Row("model-embed", "embed", "no check", 0, 0, 0, 0, 0, 0) +
+                    Row("model-embed", "hold", "MAINT", 0, 0, 0, 0, 0, 0));
+  ASSERT_TRUE(stats.ok()) << stats.status().message();
+  EXPECT_EQ(stats->routed, (std::vector<std::string>{"model-chat/chat", "model-embed/embed"}));
+  EXPECT_EQ(FrontAsRunning(file, *stats), file);
+  // A running front reloaded by hand on another file (embed gone): the plan writes it again.
+  stats->routed.pop_back();
+  EXPECT_THAT(FrontAsRunning(file, *stats),
+              HasSubstr("# berth: the running front routes to model-chat/chat, not to the model "
+                        "servers of this file (model-chat/chat, model-embed/embed)"));
+}
+
 TEST(WaitForNoSessionsTest, WaitsUntilTheLastStreamEnds) {
   testing::FakeClock clock;
   CountdownFront front(3);
