@@ -124,6 +124,19 @@ class RealOnDemandTest : public RealEngineSuite {
   void TearDown() override {
     // The sandbox's teardown removes .service units only: the sockets go first, so that nothing
     // starts a proxy (and its server) while the services stop.
+    if (systemd_ && HasFailure()) {
+      // What each unit said, for the failure's reader.
+      for (const auto& e : std::filesystem::directory_iterator(sandbox_->units_dir())) {
+        if (e.is_symlink() || e.is_directory()) continue;
+        std::string name = e.path().filename().string();
+        std::cout << "--- journal of " << name << " (" << ActiveState(name) << ")\n";
+        for (const std::string& line : journal_->Tail(name, 40)) std::cout << line << "\n";
+      }
+      if (!fronts_.empty())
+        for (const auto& e : std::filesystem::directory_iterator(fronts_))
+          if (e.path().extension() == ".cfg")
+            std::cout << "--- " << e.path().string() << "\n" << ReadAll(e.path().string());
+    }
     if (systemd_) {
       for (const auto& e : std::filesystem::directory_iterator(sandbox_->units_dir())) {
         std::string name = e.path().filename().string();
@@ -504,6 +517,42 @@ TEST_F(RealOnDemandTest, OnePortServesTwoModelsEachRequestAnsweredByItsOwn) {
   EXPECT_THAT(models, HasSubstr("\"coder\"")) << models;
   std::cout << "[ figures  ] chat: first byte after " << answers[0].WaitMs() << " ms, coder "
             << answers[1].WaitMs() << " ms\n";
+}
+
+// Behind the routed front too, a model that cannot load answers its request 503 naming the
+// unit within a bound (the front passes the proxy's answer on, it does not hold it), and the
+// next request starts it again, while the other model of the port serves.
+TEST_F(RealOnDemandTest, BehindARoutedFrontAModelThatCannotLoadAnswers503) {
+  MakeGguf("tiny");
+  MakeGguf("cut", {"--truncate", "4096"});
+  const int port = FreePort();
+  OnDemandSvc good = Svc("chat", "tiny");
+  OnDemandSvc bad = Svc("broken", "cut");
+  good.port = bad.port = port;
+  good.more = "    backend_port: " + std::to_string(FreePort()) + "\n";
+  bad.more = "    backend_port: " + std::to_string(FreePort()) + "\n    preflight: {engine: off}\n";
+  fronts_ = "/tmp/brf-" + std::to_string(::getpid()) + "-" + std::to_string(port);
+  std::filesystem::create_directories(fronts_);
+  const std::string m = Manifest({good, bad}, "  front_dir: " + fronts_ + "\nfronts:\n  " +
+                                                  std::to_string(port) + ": {route: model}\n");
+  ASSERT_EQ(Apply(m), kExitOk) << out_.str() << err_.str();
+  std::string last;
+  for (int attempt = 1; attempt <= 2; ++attempt) {
+    SCOPED_TRACE("attempt " + std::to_string(attempt));
+    Answer a = Stream(port, "broken");
+    EXPECT_EQ(a.status, 503) << Show(a);
+    EXPECT_THAT(a.Body(), HasSubstr("the model server broken.service did not start")) << Show(a);
+    EXPECT_LT(a.TotalMs(), 30000u) << Show(a);
+    const std::string invocation = Invocation("broken.service");
+    EXPECT_THAT(invocation, Not(AnyOf("", "(unknown)")));
+    EXPECT_NE(invocation, last) << "no new start of broken.service";
+    last = invocation;
+    std::cout << "[ figures  ] routed, attempt " << attempt << ": " << a.status << " after "
+              << a.TotalMs() << " ms\n";
+  }
+  Answer ok = Stream(port, "chat");
+  EXPECT_EQ(ok.status, 200) << Show(ok);
+  EXPECT_EQ(ok.Models(), "[\"chat\"]") << Show(ok);
 }
 
 }  // namespace
