@@ -2,6 +2,8 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
+#include <cctype>
 #include <set>
 
 namespace berth {
@@ -39,6 +41,42 @@ bool IsName(const std::string& s) {
 }
 
 }  // namespace
+
+namespace {
+
+/// Whether `s` is a JSON number (RFC 8259): a request's number `model` reads as its text.
+bool IsJsonNumber(const std::string& s) {
+  size_t i = 0;
+  auto digits = [&] {
+    size_t from = i;
+    while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
+    return i > from;
+  };
+  if (i < s.size() && s[i] == '-') ++i;
+  if (i < s.size() && s[i] == '0')
+    ++i;
+  else if (!digits())
+    return false;
+  if (i < s.size() && s[i] == '.' && (++i, !digits())) return false;
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
+    if (!digits()) return false;
+  }
+  return i == s.size();
+}
+
+}  // namespace
+
+std::string ServedNameProblem(const std::string& n) {
+  if (n.empty() || n.size() > kMaxServedNameBytes)
+    return "is not 1.." + std::to_string(kMaxServedNameBytes) + " bytes";
+  if (std::any_of(n.begin(), n.end(), [](unsigned char ch) { return ch < 0x20 || ch > 0x7e; }))
+    return "is not printable ASCII (a client's \\u escape of a wider character would not match "
+           "it)";
+  if (IsJsonNumber(n)) return "is a JSON number (a request's number model would match)";
+  return "";
+}
 
 bool IsPlainFrontWord(const std::string& s) {
   if (s.empty() || s.size() > 200) return false;

@@ -41,6 +41,9 @@ struct RoutedModel {
 
 /// The longest served name a routed front takes.
 inline constexpr size_t kMaxServedNameBytes = 200;
+/// Why a routed front cannot serve `name` ("is a JSON number (...)"), or "" when it can: 1 to
+/// kMaxServedNameBytes bytes of printable ASCII, not a JSON number.
+std::string ServedNameProblem(const std::string& name);
 
 /// The name of the front's hold server: the server that holds requests (FrontSpec::active).
 inline constexpr const char* kFrontHoldServer = "hold";

@@ -9,6 +9,8 @@
 #include <unordered_map>
 #include <utility>
 
+#include "core/front.h"
+#include "core/untrusted_text.h"
 #include "manifests/did_you_mean.h"
 
 namespace berth::manifests {
@@ -302,6 +304,14 @@ Desired MergeParts(std::vector<FilePart> parts, std::vector<Diagnostic>* diagnos
     const int port = *d->spec.port;
     const bool by_model = routed.count(port) > 0;
     const std::string served = by_model ? d->spec.ServedName() : "";
+    if (std::string why = by_model ? ServedNameProblem(served) : ""; !why.empty()) {
+      Add(diagnostics, d->port_loc,
+          "service '" + d->spec.name + "' is served on port " + std::to_string(port) +
+              ", whose front routes by model, as '" + Excerpt(served, 80) + "', which " + why,
+          "set its engine's served_model_name or alias to a name of letters, digits and "
+          "-._:/@+");
+      continue;
+    }
     auto [it, inserted] = port_owner.emplace(std::pair{port, served}, d);
     if (inserted) continue;
     const ServiceDraft& first = *it->second;

@@ -155,28 +155,6 @@ Result<std::string> RenderHaproxyConfig(const FrontSpec& spec) {
 
 namespace {
 
-/// Whether `s` is a JSON number (RFC 8259): a request's number `model` reads as its text.
-bool IsJsonNumber(const std::string& s) {
-  size_t i = 0;
-  auto digits = [&] {
-    size_t from = i;
-    while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
-    return i > from;
-  };
-  if (i < s.size() && s[i] == '-') ++i;
-  if (i < s.size() && s[i] == '0')
-    ++i;
-  else if (!digits())
-    return false;
-  if (i < s.size() && s[i] == '.' && (++i, !digits())) return false;
-  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
-    ++i;
-    if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
-    if (!digits()) return false;
-  }
-  return i == s.size();
-}
-
 /// `s` as the inside of a JSON string that is also safe inside a single-quoted HAProxy word
 /// and a log-format string: letters, digits and " -._:/@+" as they are, every other byte as
 /// \u00XX (no quote, backslash, '%', '$' or '#' of the user's reaches the configuration).
@@ -239,15 +217,8 @@ std::string RoutedFrontProblems(const FrontSpec& spec, const std::vector<RoutedM
     // Appended piecewise: g++ 12 warns falsely (-Wrestrict) of "x" + std::string&& at -O3.
     std::string shown = "'";
     shown.append(JsonText(n.substr(0, kMaxServedNameBytes))).append("'");
-    if (n.empty() || n.size() > kMaxServedNameBytes)
-      problem("served name " + shown + " is not 1.." + std::to_string(kMaxServedNameBytes) +
-              " bytes");
-    if (std::any_of(n.begin(), n.end(), [](unsigned char ch) { return ch < 0x20 || ch > 0x7e; }))
-      problem("served name " + shown +
-              " is not printable ASCII (a client's \\u escape of a wider character would not "
-              "match it)");
-    if (IsJsonNumber(n))
-      problem("served name " + shown + " is a JSON number (a request's number model would match)");
+    if (std::string why = ServedNameProblem(n); !why.empty())
+      problem("served name " + shown + " " + why);
     if (!names.insert(n).second) problem("served name " + shown + " is served twice");
     auto [at, inserted] = servers.emplace(m.server.name, &m.server);
     if (!inserted && (at->second->host != m.server.host || at->second->port != m.server.port))

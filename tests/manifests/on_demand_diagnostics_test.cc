@@ -117,5 +117,20 @@ services:
                                     "8000, whose front routes by model")));
 }
 
+TEST(OnDemandDiagnostics, ARoutedFrontRefusesAServedNameItCannotMatch) {
+  EXPECT_THAT(Problems(std::string(kModels) + R"(fronts:
+  8000: {route: model}
+services:
+  a: {model: a, engine: vllm, gpus: [0], port: 8000, vllm: {served_model_name: "123"}}
+  b: {model: a, engine: vllm, gpus: [1], port: 8000, vllm: {served_model_name: "\u00e9'x"}}
+  c: {model: a, engine: vllm, gpus: [2], port: 8001, vllm: {served_model_name: "123"}}
+)"),
+              ElementsAre(HasSubstr("berth.yaml:7:48: service 'a' is served on port 8000, whose "
+                                    "front routes by model, as '123', which is a JSON number"),
+                          HasSubstr("berth.yaml:8:48: service 'b' is served on port 8000, whose "
+                                    "front routes by model, as '\u00e9'x', which "
+                                    "is not printable ASCII")));
+}
+
 }  // namespace
 }  // namespace berth
