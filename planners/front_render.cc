@@ -206,7 +206,6 @@ std::vector<FrontBackend> RoutedServers(const std::vector<RoutedModel>& models) 
 std::string RoutedFrontProblems(const FrontSpec& spec, const std::vector<RoutedModel>& models) {
   std::string out;
   auto problem = [&out](const std::string& p) { out += p + "\n"; };
-  if (models.empty()) problem("a routed front serves no model");
   if (!spec.backends.empty())
     problem("a routed front takes its servers from its models, not from backends");
   if (!spec.active.empty()) problem("a routed front has no active server: every model is served");
@@ -249,6 +248,7 @@ Result<std::string> RenderRoutedFrontConfig(const FrontSpec& spec,
   std::string served;  // "`a`, `b`" for the error messages
   for (const RoutedModel& m : models)
     served += (served.empty() ? "`" : ", `") + JsonText(m.served_name) + "`";
+  if (served.empty()) served = "no model";  // every service of the port stopped
   const std::string read = std::to_string(spec.buffer_bytes - 1024);
   std::ostringstream c;
   RenderGlobalAndDefaults(spec, c);
@@ -269,6 +269,7 @@ Result<std::string> RenderRoutedFrontConfig(const FrontSpec& spec,
   c << "  # The served names, hex-encoded: no user's or client's text is read as configuration.\n";
   for (const RoutedModel& m : models)
     c << "  acl served_model var(txn.model),hex -m str " << Hex(m.served_name) << "\n";
+  if (models.empty()) c << "  acl served_model always_false\n";
   c << "  http-request return status 413 content-type application/json string '"
     << OpenAiError("The request body is longer than the " + read +
                        " bytes the front reads before routing, and they hold no model: send "

@@ -62,8 +62,8 @@ uint64_t FrontRetries(uint64_t hold_ms);
 /// routed one (FrontSpec::routed), RenderRoutedFrontConfig(spec, spec.models).
 Result<std::string> RenderHaproxyConfig(const FrontSpec& spec);
 
-/// Every problem of `models` for a routed front on `spec`, one per line ("" when none): no model,
-/// a served name twice or not printable ASCII, a server named twice with different addresses,
+/// Every problem of `models` for a routed front on `spec`, one per line ("" when none): a served
+/// name twice or not printable ASCII, a server named twice with different addresses,
 /// and FrontSpecProblems of `spec` with the models' servers as its backends. `spec.backends` and
 /// `spec.active` must be empty: a routed front takes its servers from `models`.
 std::string RoutedFrontProblems(const FrontSpec& spec, const std::vector<RoutedModel>& models);

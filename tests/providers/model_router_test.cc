@@ -360,7 +360,16 @@ TEST(RoutedFrontRenderTest, NamesThatCannotBeMatchedSafelyAreRefused) {
     auto ok = RenderRoutedFrontConfig(DefaultFrontSpec(8000), {{name, {"A", "127.0.0.1", 8001}}});
     EXPECT_TRUE(ok.ok()) << name << ": " << ok.status().message();
   }
-  EXPECT_THAT(RoutedFrontProblems(DefaultFrontSpec(8000), {}), HasSubstr("serves no model"));
+}
+
+TEST_F(RouterTest, AFrontWhoseServicesAllStoppedListsNoModelAndAnswersEachRequest404) {
+  StartRouter(Spec(), {});
+  HttpAnswer list = Send("GET /v1/models HTTP/1.1\r\nHost: front\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(list.status, 200) << Describe(list);
+  EXPECT_EQ(list.body, R"({"object":"list","data":[]})");
+  HttpAnswer r = Send(Post("/v1/chat/completions", R"({"model":"a","messages":[]})"));
+  EXPECT_EQ(r.status, 404) << Describe(r);
+  EXPECT_THAT(r.body, HasSubstr("The model `a` does not exist. This port serves no model."));
 }
 
 }  // namespace
