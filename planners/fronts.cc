@@ -116,9 +116,9 @@ Action WriteFrontAction(const Desired& d, const FrontSpec& spec, const std::stri
   for (const RoutedModel& m : spec.models) served += (served.empty() ? "" : ", ") + m.served_name;
   a.detail =
       why +
-      (spec.routed ? "; serves " + (served.empty() ? std::string("no model") : served) +
-                         " by the request's model"
-                   : "; routes to " + spec.active) +
+      (!spec.routed     ? "; routes to " + spec.active
+       : served.empty() ? std::string("; serves no model (none of the port's services runs)")
+                        : "; serves " + served + " by the request's model") +
       (reload ? "; reloaded seamlessly (the port stays open, requests in flight finish)" : "");
   return a;
 }
