@@ -3,7 +3,7 @@
 
   make_world.py models   --store DIR --llama-src DIR [--names a,b]
   make_world.py manifest --store DIR --unit-dir DIR --llama-server PATH --berth PATH
-                         --base-port P [--names a,b] [--idle-stop 2s] --out FILE
+                         --base-port P [--names a,b] [--idle-stop 2s] [--routed] --out FILE
 
 `models`: one random-weight GGUF per name (tests/real_engine/make_gguf.py with llama.cpp's
 gguf-py from --llama-src, /usr/bin/python3 for numpy; SHAPE: F32, 624 MB), as the models
@@ -12,6 +12,8 @@ refs/main) at pinned commits: no Hub is asked. Made once: a model already in the
 `manifest`: per name two llama-server services on the CPU serving that model as NAME:
   svc-NAME    on_demand: true, idle_stop (default 2s), swap_group cpu, port P+i (the socket),
               server_port P+10+i (the model server, on loopback);
+  --routed: `fronts: {P: {route: model}}` and every svc-NAME on port P (the front routes by
+              the request's model; each socket on a loopback backend port berth picks);
   plain-NAME  an ordinary service, state: stopped, port P+20+i: the unit an operator starts and
               stops by hand (berth writes it and starts nothing).
 Both kinds run the same llama-server command line (on the CPU, one thread, the weights read
@@ -91,6 +93,8 @@ def cmd_manifest(a):
     for name in names:
         out.append("  model-%s: {source: hf://%s, revision: %s, keep: true}"
                    % (name, repo_of(name), commit_of(name)))
+    if a.routed:  # one public port for both, routed by the body's model (HAProxy)
+        out += ["fronts:", "  %d: {route: model}" % a.base_port]
     out.append("services:")
     common = ["    engine: llama-server", "    bind: 127.0.0.1",
               "    health: {timeout: 120s, interval: 100ms}", "    args: %s" % ARGS]
@@ -98,7 +102,7 @@ def cmd_manifest(a):
         server = ("    llama_server: {model_file: model.gguf, n_gpu_layers: 0, ctx_size: 8192, "
                   "parallel: 4, threads: %d, alias: %s}" % (THREADS, name))
         out += ["  svc-%s:" % name, "    model: model-%s" % name, server] + common + [
-            "    port: %d" % (a.base_port + i),
+            "    port: %d" % (a.base_port + (0 if a.routed else i)),
             "    on_demand: true",
             "    idle_stop: %s" % a.idle_stop,
             "    swap_group: cpu",
@@ -124,6 +128,7 @@ def main(argv):
     f.add_argument("--base-port", type=int, required=True)
     f.add_argument("--names", default="a,b")
     f.add_argument("--idle-stop", default="2s")
+    f.add_argument("--routed", action="store_true")
     a = p.parse_args(argv)
     return cmd_models(a) if a.cmd == "models" else cmd_manifest(a)
 

@@ -3,7 +3,7 @@
 the sandbox (run.sh: `sdsandbox.sh exec`), so that `systemctl` is the sandbox's systemd and the
 manual alternative is timed as an operator's shell would run it.
 
-  measure.py --base-port P --rounds N --out FILE.jsonl [--names a,b] [--warm-requests 3]
+  measure.py --base-port P --rounds N --out FILE.jsonl [--names a,b] [--warm-requests 3] [--routed]
 
 Per round (round 0 is a warm-up, written with "warmup": true and left out of the figures;
 berth's part first in even rounds, the manual part first in odd ones):
@@ -224,10 +224,12 @@ def main(argv):
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--names", default="a,b")
     p.add_argument("--warm-requests", type=int, default=3)
+    p.add_argument("--routed", action="store_true")  # every svc on base_port, by its model
     p.add_argument("--out", required=True)
     a = p.parse_args(argv)
     a.names = a.names.split(",")
-    a.port = {name: a.base_port + i for i, name in enumerate(a.names)}  # the sockets
+    a.port = {name: a.base_port + (0 if a.routed else i)  # the sockets (--routed: the front)
+              for i, name in enumerate(a.names)}
     a.server = {name: a.base_port + 10 + i for i, name in enumerate(a.names)}  # berth's servers
     a.plain = {name: a.base_port + 20 + i for i, name in enumerate(a.names)}  # the plain units
     with open(a.out, "w") as f:

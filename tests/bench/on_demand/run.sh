@@ -7,7 +7,7 @@
 # See README.md beside this file.
 #
 #   tests/bench/on_demand/run.sh [--berth PATH] [--work DIR] [--rounds N] [--keep]
-#                                [--idle-stop D] [--base-port P]
+#                                [--idle-stop D] [--base-port P] [--routed]
 #
 #   --berth PATH   the berth binary (default: $BERTH, else build/berth); copied into DIR, and the
 #                  units run that copy (a rebuild of build/berth meanwhile changes nothing)
@@ -18,6 +18,8 @@
 #   --idle-stop D  the services' idle_stop (default 2s: short, for the bench)
 #   --base-port P  ports P, P+1 (the sockets), P+10, P+11 (berth's servers), P+20, P+21 (the
 #                  plain units) (default 18100; the first free block of 30 from there)
+#   --routed       one public port P for both, `fronts: {P: {route: model}}` (HAProxy routes
+#                  each request by its body's model to the service's socket on a loopback port)
 #   --llama-server PATH, --llama-src DIR  (default: the build of the commit
 #                  tests/real_engine/llama_cpp.pin names, under $BERTH_CACHE/llama.cpp,
 #                  default /var/cache/berth/llama.cpp: .ci/setup --tests builds it)
@@ -32,6 +34,7 @@ ROOT=$(cd "$HERE/../../.." && pwd)
 BERTH_SRC=${BERTH:-$ROOT/build/berth}
 WORK=/var/tmp/berth-bench-on-demand
 ROUNDS=12
+ROUTED=()
 KEEP=0
 IDLE_STOP=2s
 BASE_PORT=18100
@@ -47,9 +50,10 @@ while [ $# -gt 0 ]; do
     --keep) KEEP=1; shift ;;
     --idle-stop) IDLE_STOP=$2; shift 2 ;;
     --base-port) BASE_PORT=$2; shift 2 ;;
+    --routed) ROUTED=(--routed); shift ;;
     --llama-server) LLAMA_SERVER=$2; shift 2 ;;
     --llama-src) LLAMA_SRC=$2; shift 2 ;;
-    -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -118,7 +122,7 @@ bash "$SDSB" start "$SANDBOX" --timeout 60 >"$WORK/sandbox.log" 2>&1 || { cat "$
 source "$SDSB_BASE/$SANDBOX/env"
 python3 "$HERE/make_world.py" manifest --store "$WORK/store" --unit-dir "$SDSB_UNITS" \
   --llama-server "$LLAMA_SERVER" --berth "$BERTH_BIN" --base-port "$BASE_PORT" \
-  --idle-stop "$IDLE_STOP" --out "$WORK/berth.yaml"
+  --idle-stop "$IDLE_STOP" "${ROUTED[@]}" --out "$WORK/berth.yaml"
 host=(--bus "$SDSB_SYSTEM_BUS_ADDRESS" --state-dir "$WORK/state")
 rm -rf "$WORK/state"
 log "berth apply: the sockets of svc-a and svc-b, the plain units written and left stopped"
@@ -128,7 +132,7 @@ grep -E "^ +[0-9]+ +\+ start" "$WORK/apply.log" | sed 's/^/    /' >&2 || true
 
 log "$ROUNDS rounds (and a warm-up round): cold, warm, swap through berth; then by hand"
 bash "$SDSB" exec "$SANDBOX" /usr/bin/python3 "$HERE/measure.py" --base-port "$BASE_PORT" \
-  --rounds "$ROUNDS" --out "$WORK/rounds.jsonl"
+  --rounds "$ROUNDS" "${ROUTED[@]}" --out "$WORK/rounds.jsonl"
 
 # What berth's plan now says a first request waits: a pass (this no-op apply) records the last
 # request start of each on-demand unit from systemd's timestamps; plan itself records nothing.
@@ -137,5 +141,5 @@ bash "$SDSB" exec "$SANDBOX" /usr/bin/python3 "$HERE/measure.py" --base-port "$B
 "$BERTH_BIN" plan "${host[@]}" -f "$WORK/berth.yaml" >"$WORK/plan-after.txt" 2>&1 || true
 grep -E "on demand +service/" "$WORK/plan-after.txt" | sed 's/^/    plan: /' >&2 || true
 
-title="on-demand benchmark: llama-server on the CPU, 2 random-weight GGUFs of $(((GGUF_BYTES + 500000) / 1000000)) MB (read, not mapped; 1 thread), idle_stop $IDLE_STOP, swap_group of 2; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); $("$BERTH_BIN" --version 2>/dev/null | head -1), the bench at $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?'); $(date -u +%Y-%m-%dT%H:%MZ)"
+title="on-demand benchmark: llama-server on the CPU, 2 random-weight GGUFs of $(((GGUF_BYTES + 500000) / 1000000)) MB (read, not mapped; 1 thread), idle_stop $IDLE_STOP, swap_group of 2${ROUTED:+, one routed port}; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); $("$BERTH_BIN" --version 2>/dev/null | head -1), the bench at $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?'); $(date -u +%Y-%m-%dT%H:%MZ)"
 python3 "$HERE/report.py" "$WORK/rounds.jsonl" --title "$title" | tee "$WORK/results.txt"
