@@ -236,13 +236,12 @@ def plan(path, n):
     return p, o
 
 
-def claims_of(p, unit):
-    """gpu -> bytes the plan's start step of `unit` claims."""
+def claims_of(p, unit, action="start"):
+    """gpu -> bytes the plan's start (or restart) step of `unit` claims."""
     for a in p.get("resource_changes", []):
-        if a.get("action") == "start" and a.get("unit") == unit:
+        if a.get("action") == action and a.get("unit") == unit:
             req = a.get("requires", {})
-            per = req.get("gpu_bytes", 0)
-            return {g: per for g in req.get("gpus", units.get(unit, {}).get("gpus", []))}, req
+            return {int(g): b for g, b in req.get("gpu_bytes", {}).items()}, req
     return {}, {}
 
 
@@ -323,6 +322,12 @@ def apply(path, n, spec):
         if kind == "stop":
             stop(unit)
             keep("stop_times_ms", unit, (time.time() - t0) * 1000)
+        elif kind == "restart":  # systemd's restart: the stop, then the start
+            stop(unit)
+            keep("stop_times_ms", unit, (time.time() - t0) * 1000)
+            units[unit]["claims"] = claims_of(p, unit, "restart")[0]
+            start(unit, rendered[unit])
+            started[unit] = time.time()
         elif kind == "start":
             units[unit]["claims"] = claims_of(p, unit)[0]
             start(unit, rendered[unit])
@@ -413,6 +418,8 @@ def disruption(p):
 def order_of(p, unit):
     """'start-first' or 'stop-first' from the order of unit's stop and start steps."""
     steps = {a["action"]: a["step"] for a in p["resource_changes"] if a.get("unit") == unit}
+    if "restart" in steps:
+        return "stop-first (restart)"
     if "stop" in steps and "start" in steps:
         return "stop-first" if steps["stop"] < steps["start"] else "start-first"
     return "none"
