@@ -484,25 +484,42 @@ def main():
     fig("mg_refused_nothing_stopped", all(running(u) and units[u]["proc"].pid == pid
                                           for u, pid in pids.items()))
 
-    say("== 3. move: mover from GPU 0 to GPU 1, then [1] to [0, 1] with a claim too big twice")
+    say("== 3. move: mv0 (GPU 0) replaced by mv1 (GPU 1) on its port, then mv1 by mv01 (GPUs 0, 1)")
     spec = {"left": {"gpus": [0], "port": PORT, "state": "stopped"},
             "right": {"gpus": [1], "port": PORT + 1, "state": "stopped"}}
     apply(manifest("3-clear", spec), "3-clear", spec)
-    spec = {"mover": {"gpus": [0], "port": PORT}}
-    apply(manifest("3-a", spec), "3-a", spec)
-    for tag, gpus, lines in (("3-b", [1], []), ("3-c", [0, 1], [
-            "    gpu_memory: %s" % os.environ.get("BIG_GPU_MEMORY", "45GiB")])):
-        spec = {"mover": {"gpus": gpus, "port": PORT, "lines": lines}}
+    big = ["    gpu_memory: %s" % os.environ.get("BIG_GPU_MEMORY", "45GiB")]
+    # Each move once unprobed and back, so that state.json holds the stop and the start the
+    # plan's estimate is made of, then again with the prober.
+    moves = (("3-a", {"mv0": "running"}, None),
+             ("3-b0", {"mv0": "stopped", "mv1": "running"}, None),
+             ("3-a0", {"mv0": "running", "mv1": "stopped"}, None),
+             ("3-b", {"mv0": "stopped", "mv1": "running"}, "mv1"),
+             ("3-c0", {"mv1": "stopped", "mv01": "running"}, None),
+             ("3-b1", {"mv1": "running", "mv01": "stopped"}, None),
+             ("3-c", {"mv1": "stopped", "mv01": "running"}, "mv01"))
+    gpus = {"mv0": [0], "mv1": [1], "mv01": [0, 1]}
+    for tag, states, new_one in moves:
+        # mv01 claims BIG_GPU_MEMORY on each GPU: with mv1 on GPU 1 beside it, GPU 1 is short
+        spec = {n: {"gpus": gpus[n], "port": PORT, "state": st,
+                    "lines": big if n == "mv01" else []} for n, st in states.items()}
+        if new_one is None:
+            apply(manifest(tag, spec), tag, spec)
+            continue
         prober = Prober(PORT, tag)
         p, times = apply(manifest(tag, spec), tag, spec)
         s = prober.finish()
         d = disruption(p)
-        fig("mg_move_%s_order" % tag, order_of(p, "mover.service"))
-        fig("mg_move_%s_why" % tag, json.dumps([a.get("reason_detail") or a.get("detail")
-                                                for a in p["resource_changes"]
-                                                if a.get("unit") == "mover.service"
-                                                and a["action"] in ("start", "stop")]))
+        sw = [w for w in p.get("switches", []) if w.get("unit") == new_one + ".service"]
+        fig("mg_move_%s_mode" % tag, sw[0].get("mode") if sw else "none")
+        text = open(os.path.join(RES, "mg-plan-%s.txt" % tag)).read()
+        fig("mg_move_%s_why" % tag, json.dumps([l.strip() for l in text.splitlines()
+                                                if l.startswith(("switch ", "together",
+                                                                 "disruption"))]))
         fig("mg_move_%s_plan_expected_ms" % tag, d.get("expected_ms"))
+        if times and d.get("from_step") in times and d.get("until_step") in times:
+            fig("mg_move_%s_dark_steps_ms" % tag, int(
+                (times[d["until_step"]][1] - times[d["from_step"]][0]) * 1000))
         fig("mg_move_%s_prober_dark_ms" % tag, dark_ms(s))
         fig("mg_move_%s_prober_counts" % tag, json.dumps(s.get("counts"), separators=(",", ":")))
     with open(os.path.join(RES, "mg-state.json"), "w") as f:
