@@ -5,7 +5,7 @@ added, and this script carries each plan's steps out in its order as llama_switc
 (stop: SIGTERM and wait; start: `berth render`'s ExecStart=/Environment=, the process put into
 /sys/fs/cgroup/system.slice/<unit> before its exec; wait-healthy: /health every 20 ms).
 
-  tests/gpu/multi_gpu.py [CARRY] [--rehearse]
+  tests/gpu/multi_gpu.py [CARRY] [--rehearse] [--models-only]   (multi_gpu.sh runs it)
 
   1. split: one model over GPUs 0 and 1 (split_mode: layer, args --tensor-split 1,1): berth's
      per-GPU claim (plan -o json) vs what NVML attributes to the process on each GPU;
@@ -506,6 +506,14 @@ def main():
         if new_one is None:
             apply(manifest(tag, spec), tag, spec)
             continue
+        if tag == "3-b":  # what start-first would say: blocked, and why
+            sf = {n: dict(v, lines=v["lines"] + (["    strategy: start-first"] if n == new_one
+                                                  else [])) for n, v in spec.items()}
+            p, _ = plan(manifest(tag + "-start-first", sf), tag + "-start-first")
+            fig("mg_move_%s_start_first_plan_exit" % tag, p["_rc"])
+            text = open(os.path.join(RES, "mg-plan-%s-start-first.txt" % tag)).read()
+            fig("mg_move_%s_start_first_why" % tag, json.dumps(
+                [l.strip() for l in text.splitlines() if "strategy:" in l]))
         prober = Prober(PORT, tag)
         p, times = apply(manifest(tag, spec), tag, spec)
         s = prober.finish()
@@ -541,6 +549,8 @@ def cleanup():
 
 
 if __name__ == "__main__":
+    if "--models-only" in sys.argv:
+        sys.exit(write_model())
     try:
         main()
     finally:
