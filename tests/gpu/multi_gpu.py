@@ -14,8 +14,10 @@ added, and this script carries each plan's steps out in its order as llama_switc
   3. move: one service from GPU 0 to GPU 1 (the plan says start-first or stop-first, and why),
      then from [1] to [0, 1] with a claim that does not fit beside itself (stop-first): each
      plan's disruption estimate vs the prober's dark window;
-  4. refused: a claim over GPU 1's memory in a set [0, 1]: berth plan exits non-zero, nothing
-     stopped (left/right still running, same PIDs).
+  4. refused: big (GPUs 0, 1, gpu_memory OVER_GPU_MEMORY) with left to stop: GPU 0 has room,
+     GPU 1 (right on it) has not: berth plan exits non-zero, nothing stopped (same PIDs).
+OVER_GPU_MEMORY and BIG_GPU_MEMORY (multi_gpu.sh sets both to GPU 1's total less HEADROOM_MIB): a
+claim that fits an empty GPU but not one beside a running service.
 --rehearse: the CPU llama-server (LLAMA_BIN) and the fake NVML of two GPUs (FAKE_NVML_LIB, a
 folder with libnvidia-ml.so.1 from tests/fake_nvml); the fake's processes are written from the
 plan's claims, so the NVML figures of a rehearsal are not figures.
@@ -475,11 +477,12 @@ def main():
     fig("mg_disjoint_right_prober_counts", json.dumps(s.get("counts"), separators=(",", ":")))
 
     say("== 4. refused: a claim over GPU 1's memory in the set [0, 1], nothing stops")
-    over = dict(spec)
+    over = {n: dict(v) for n, v in spec.items()}
+    over["left"]["state"] = "stopped"  # frees GPU 0: GPU 1 alone is short, beside right
     over["big"] = {"gpus": [0, 1], "port": PORT + 2,
-                   "lines": ["    gpu_memory: %s" % os.environ.get("OVER_GPU_MEMORY", "79GiB")]}
+                   "lines": ["    gpu_memory: %s" % os.environ["OVER_GPU_MEMORY"]]}
     pids = {u: units[u]["proc"].pid for u in ("left.service", "right.service")}
-    p, _ = apply(manifest("4-over", over), "4-over", over)
+    p, _ = plan(manifest("4-over", over), "4-over")  # planned only: a plan that ran would stop left
     fig("mg_refused_plan_exit", p["_rc"])
     fig("mg_refused_nothing_stopped", all(running(u) and units[u]["proc"].pid == pid
                                           for u, pid in pids.items()))
@@ -488,7 +491,7 @@ def main():
     spec = {"left": {"gpus": [0], "port": PORT, "state": "stopped"},
             "right": {"gpus": [1], "port": PORT + 1, "state": "stopped"}}
     apply(manifest("3-clear", spec), "3-clear", spec)
-    big = ["    gpu_memory: %s" % os.environ.get("BIG_GPU_MEMORY", "45GiB")]
+    big = ["    gpu_memory: %s" % os.environ["BIG_GPU_MEMORY"]]
     # Each move once unprobed and back, so that state.json holds the stop and the start the
     # plan's estimate is made of, then again with the prober.
     moves = (("3-a", {"mv0": "running"}, None),

@@ -28,7 +28,6 @@ if ((REHEARSE)); then
   export FAKE_NVML_LIB=${FAKE_NVML_LIB:-$here/build/tests/fake_nvml/full}
   export GGUF_FLAGS=${GGUF_FLAGS:---embd 256 --layers 4 --ff 512 --heads 4 --kv 2 --ctx 2048}
   export NGL=${NGL:-0} CTX=${CTX:-2048} NP=${NP:-2} FAKE_GPU_BYTES=${FAKE_GPU_BYTES:-2147483648}
-  export OVER_GPU_MEMORY=${OVER_GPU_MEMORY:-3GiB} BIG_GPU_MEMORY=${BIG_GPU_MEMORY:-1.5GiB}
   export PORT=${PORT:-18551}
 fi
 WORK=$(mkdir -p "${WORK:-$here/build-gpu-llama}" && realpath "${WORK:-$here/build-gpu-llama}")
@@ -48,6 +47,18 @@ if ((!REHEARSE)); then
   (($(nvidia-smi -L | wc -l) >= 2)) || { echo "multi_gpu: fewer than two GPUs" >&2; exit 1; }
 fi
 cp "$CARRY/berth.commit" "$RES/" 2>/dev/null
+# A claim that fits an empty GPU but not one where a small service runs: GPU 1's total less
+# HEADROOM_MIB, under one service's claim (about 2.4 GiB for the 1.7 GB model; 0.8 GiB rehearsed)
+# and over what the driver holds of an empty card (about 0.5 GiB).
+if ((REHEARSE)); then
+  total_mib=$((FAKE_GPU_BYTES >> 20)) HEADROOM_MIB=${HEADROOM_MIB:-640}
+else
+  total_mib=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits -i 1)
+fi
+HEADROOM_MIB=${HEADROOM_MIB:-1536}
+export OVER_GPU_MEMORY=${OVER_GPU_MEMORY:-$((total_mib - HEADROOM_MIB))MiB}
+export BIG_GPU_MEMORY=${BIG_GPU_MEMORY:-$((total_mib - HEADROOM_MIB))MiB}
+fig mg_big_claim "$BIG_GPU_MEMORY"
 
 # llama.cpp's source (make_gguf.py reads its gguf-py and vocabulary), then its CUDA build, as
 # llama_gpu.sh does and into the same folder, in the background while the GGUF is written.
