@@ -36,7 +36,7 @@ RES=${OUT:-$WORK/out}
 mkdir -p "$RES"
 exec > >(tee -a "$RES/run.log") 2>&1
 now() { date +%s.%N; }
-since() { echo "$(now) - $1" | bc | xargs printf '%.1f'; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
 fig() { echo "$1=$2" | tee -a "$RES/figures.txt"; }
 t_all=$(now)
 
