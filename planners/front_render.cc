@@ -63,6 +63,10 @@ void RenderGlobalAndDefaults(const FrontSpec& spec, std::ostream& c) {
   c << "  timeout http-request 30s\n";
   c << "  # An idle keep-alive client connection is closed after 10 s.\n";
   c << "  timeout http-keep-alive 10s\n";
+  c << "  # Each token of a stream is sent as it comes (TCP_NODELAY, no MSG_MORE): by default\n"
+       "  # HAProxy asks the kernel to wait for more data, which held a stream's first token\n"
+       "  # 40-200 ms (tests/bench/on_demand: 78 ms warm through a front, 21 ms without).\n";
+  c << "  option http-no-delay\n";
   c << "\n";
 }
 

@@ -426,6 +426,7 @@ TEST(FrontRenderTest, TheConfigurationHAProxyChecksIsDeterministic) {
             std::string::npos);
   EXPECT_EQ(a->find("abns@"), std::string::npos) << "an abstract name anyone could bind first";
   EXPECT_NE(a->find("  retries 599\n"), std::string::npos);
+  EXPECT_NE(a->find("  option http-no-delay\n"), std::string::npos) << "streams held by the kernel";
   EXPECT_EQ(FrontRetries(2000), 1u);
   EXPECT_EQ(FrontRetries(1), 1u);
   EXPECT_EQ(FrontRetries(UINT64_MAX / 2), kFrontMaxRetries);
