@@ -121,7 +121,7 @@ def main(argv):
              if r[key].get(start) is not None and r[key].get(end) is not None]
         return fmt(med(d), " ms")
 
-    print("  of it: the unit active after healthy (ExecStartPost= polls every 200 ms): "
+    print("  of it: the unit active after healthy (its ExecStartPost= poll of /health): "
           "cold %s, swap %s;" % (gap("berth_cold", "healthy_ms", "active_ms"),
                                  gap("berth_swap", "healthy_ms", "active_ms")))
     print("  the first token after active (the proxy unit's start, its /health, the exec of "
