@@ -29,9 +29,12 @@ class RealEngineTest : public RealEngineSuite {
     m << HostSection() << "models:\n  " << model << ": {source: hf://org/" << model
       << ", revision: " << kGgufCommit << "}\n"
       << "services:\n  chat:\n    model: " << model << "\n    engine: llama-server\n"
-      << "    port: " << port_ << "\n    bind: 127.0.0.1\n"
+      << "    port: " << port_
+      << "\n    bind: 127.0.0.1\n"
+      // One thread: llama.cpp's threads spin on their barrier, and on 2 cores shared with
+      // another test (ctest -j2) a second one waiting for a core made 16 tokens take seconds.
       << "    llama_server: {model_file: model.gguf, n_gpu_layers: 0, ctx_size: 1024, "
-         "parallel: 2, alias: tiny-chat}\n"
+         "parallel: 2, threads: 1, alias: tiny-chat}\n"
       << "    health: {timeout: 60s, interval: 10ms}\n"
       << "    gates:\n      smoke: {prompt: Say hello., max_tokens: 8, timeout: 30s}\n"
       << more;
@@ -69,7 +72,7 @@ class RealEngineTest : public RealEngineSuite {
 TEST_F(RealEngineTest, ALlamaServerStartsPassesItsGatesAndServesItsAlias) {
   MakeGguf("tiny");
   const std::string m = Manifest(
-      "tiny", "      floor: {concurrency: 2, duration: 2s, max_tokens: 16, output_tps: 1}\n");
+      "tiny", "      floor: {concurrency: 2, duration: 4s, max_tokens: 8, output_tps: 1}\n");
   ASSERT_EQ(Apply(m), kExitOk) << out_.str() << err_.str();
   EXPECT_THAT(out_.str(), HasSubstr("smoke: chat.service answered in")) << out_.str();
   EXPECT_THAT(out_.str(), HasSubstr("output tok/s")) << "the throughput floor measured it\n"
