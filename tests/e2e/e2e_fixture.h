@@ -199,16 +199,19 @@ class SandboxSuite : public ::testing::Test {
   }
   void TearDown() override {
     if (systemd_) {
-      // Leave the sandbox clean for the next test: stop and remove the units this test wrote.
-      for (const auto& e : std::filesystem::directory_iterator(sandbox_->units_dir())) {
-        std::string name = e.path().filename().string();
-        if (!name.ends_with(".service") || e.is_symlink()) continue;
-        (void)systemd_->Stop(name, std::chrono::seconds(20));
-        std::filesystem::remove(e.path());
-      }
+      // Leave the sandbox clean for the next test: stop and remove the units this test wrote,
+      // sockets first (an on-demand service's), so that none starts a service while they stop.
+      for (const char* kind : {".socket", ".service"})
+        for (const auto& e : std::filesystem::directory_iterator(sandbox_->units_dir())) {
+          std::string name = e.path().filename().string();
+          if (!name.ends_with(kind) || e.is_symlink()) continue;
+          (void)systemd_->Stop(name, std::chrono::seconds(20));
+          std::filesystem::remove(e.path());
+        }
       // And the boot symlinks of the units it enabled.
       std::error_code ec;
       std::filesystem::remove_all(sandbox_->units_dir() + "/multi-user.target.wants", ec);
+      std::filesystem::remove_all(sandbox_->units_dir() + "/sockets.target.wants", ec);
       (void)systemd_->Reload();
     }
     std::error_code ec;

@@ -64,19 +64,6 @@ class OnDemandE2eTest : public SandboxSuite {
     ::setenv("FAKE_NVML_CLAIMS_DIR", claims_.c_str(), 1);
   }
   void TearDown() override {
-    // The sandbox's teardown removes .service units only: the sockets go first, so that nothing
-    // starts a proxy (and its server) while the services stop.
-    if (systemd_) {
-      for (const auto& e : std::filesystem::directory_iterator(sandbox_->units_dir())) {
-        std::string name = e.path().filename().string();
-        if (!name.starts_with("berth-wake-") || !name.ends_with(".socket") || e.is_symlink())
-          continue;
-        (void)systemd_->Stop(name, seconds(20));
-        std::filesystem::remove(e.path());
-      }
-      std::error_code ec;
-      std::filesystem::remove_all(sandbox_->units_dir() + "/sockets.target.wants", ec);
-    }
     SandboxSuite::TearDown();
     ::unsetenv("FAKE_NVML_CONFIG");
     ::unsetenv("FAKE_NVML_CLAIMS_DIR");

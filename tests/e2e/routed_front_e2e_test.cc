@@ -40,15 +40,6 @@ class RoutedFrontE2eTest : public SandboxSuite {
     std::filesystem::create_directories(fronts_);
   }
   void TearDown() override {
-    // The sockets first, so that nothing starts a proxy (and its server) while the rest stops.
-    if (systemd_)
-      for (const auto& e : std::filesystem::directory_iterator(sandbox_->units_dir())) {
-        std::string name = e.path().filename().string();
-        if (!name.starts_with("berth-wake-") || !name.ends_with(".socket") || e.is_symlink())
-          continue;
-        (void)systemd_->Stop(name, std::chrono::seconds(20));
-        std::filesystem::remove(e.path());
-      }
     SandboxSuite::TearDown();
     std::error_code ec;
     std::filesystem::remove_all(fronts_, ec);
